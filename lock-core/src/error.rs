@@ -1,0 +1,156 @@
+//! The one error type of every lock operation.
+
+use std::fmt;
+use std::time::Duration;
+
+/// A boxed error from a backend's client library, kept as the `source` of [`LockError::Backend`].
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// What a lock operation can fail with.
+///
+/// `#[non_exhaustive]`: later backends and features add variants (quorum, lost lease), so a
+/// `match` needs a wildcard arm. Use [`LockError::is_retryable`] to decide whether trying the
+/// same call again can succeed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LockError {
+    /// The caller's input was rejected before any I/O: empty or oversized name, a TTL of zero or
+    /// beyond [`MAX_TTL`](crate::MAX_TTL), a wait that overflows the clock. Nothing was sent.
+    #[error("invalid input: {reason}")]
+    InvalidInput {
+        /// Which rule was broken, in words.
+        reason: String,
+    },
+
+    /// A deadline passed. `phase` says which one: the caller's wait for the lock, the connect
+    /// timeout or the per-command timeout of the backend.
+    #[error("timed out {phase} after {elapsed:?}")]
+    Timeout {
+        /// Which deadline passed.
+        phase: TimeoutPhase,
+        /// Time spent in the operation when it gave up.
+        elapsed: Duration,
+    },
+
+    /// The lock is held by another holder and the caller asked not to wait for it.
+    #[error("lock {name:?} is held by another holder")]
+    Busy {
+        /// The lock name.
+        name: String,
+        /// The holder's remaining TTL as the backend reported it; `None` when the key has no
+        /// expiry (a foreign key, or unknown).
+        holder_ttl: Option<Duration>,
+    },
+
+    /// The lease is no longer ours: it expired and may have been taken by another holder.
+    /// Returned by [`Guard::extend`](crate::Guard::extend); the new holder was left intact.
+    #[error("the lease on {name:?} is no longer ours (it expired or was taken)")]
+    NotOwned {
+        /// The lock name.
+        name: String,
+    },
+
+    /// The key under the lock name holds a value that no lock layout uses (for example a hash
+    /// or a list written by someone else). Nothing was overwritten.
+    #[error("key {key:?} holds a value of the wrong type for a lock: {detail}")]
+    WrongType {
+        /// The backend key.
+        key: String,
+        /// What the backend said.
+        detail: String,
+    },
+
+    /// The backend failed: connection refused or dropped, authentication, an error reply.
+    #[error("{backend} backend failed during {op}: {source}")]
+    Backend {
+        /// Which backend (`"redis"`, `"memory"`, ...).
+        backend: &'static str,
+        /// The operation that failed.
+        op: Op,
+        /// Whether the same call may succeed if tried again (the connection may come back; a
+        /// wrong password will not).
+        retryable: bool,
+        /// The client library's error.
+        #[source]
+        source: BoxError,
+    },
+}
+
+impl LockError {
+    /// Whether trying the same call again may succeed: `true` for timeouts, [`LockError::Busy`]
+    /// and transient backend failures (I/O, connection dropped or refused, server loading);
+    /// `false` for invalid input, a lease no longer ours, wrong-type keys, authentication and
+    /// other error replies.
+    #[must_use]
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::Timeout { .. } | Self::Busy { .. } => true,
+            Self::Backend { retryable, .. } => *retryable,
+            Self::InvalidInput { .. } | Self::NotOwned { .. } | Self::WrongType { .. } => false,
+        }
+    }
+
+    /// Shorthand for [`LockError::InvalidInput`].
+    pub fn invalid(reason: impl Into<String>) -> Self {
+        Self::InvalidInput {
+            reason: reason.into(),
+        }
+    }
+
+    /// Whether a request that failed with this error may still have reached the backend and
+    /// changed it (so a cancelled acquire must clean up after itself). Only input rejected
+    /// before I/O and refusals the backend made atomically are known to have changed nothing.
+    pub(crate) fn may_have_applied(&self) -> bool {
+        !matches!(
+            self,
+            Self::InvalidInput { .. } | Self::WrongType { .. } | Self::Busy { .. }
+        )
+    }
+}
+
+/// Which deadline a [`LockError::Timeout`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TimeoutPhase {
+    /// The caller's wait for a held lock ran out (`LockRequest::wait`).
+    Wait,
+    /// Connecting to the backend (or getting a connection from its pool) took too long.
+    Connect,
+    /// The backend did not answer a command in time; the command may still have been applied.
+    Command,
+}
+
+impl fmt::Display for TimeoutPhase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Wait => "waiting for the lock",
+            Self::Connect => "connecting to the backend",
+            Self::Command => "waiting for the backend's reply",
+        })
+    }
+}
+
+/// The backend operation an error happened in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Op {
+    /// Connecting or getting a connection.
+    Connect,
+    /// An acquire attempt.
+    Acquire,
+    /// Extending a lease.
+    Extend,
+    /// Releasing a lease.
+    Release,
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Connect => "connect",
+            Self::Acquire => "acquire",
+            Self::Extend => "extend",
+            Self::Release => "release",
+        })
+    }
+}

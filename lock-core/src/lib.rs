@@ -1,0 +1,23 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+
+mod backoff;
+mod cleanup;
+mod error;
+mod guard;
+mod lease;
+mod lock;
+mod locker;
+mod memory;
+mod token;
+mod validate;
+
+pub use backoff::Backoff;
+pub use error::{BoxError, LockError, Op, TimeoutPhase};
+pub use guard::Guard;
+pub use lease::{Lease, valid_until};
+pub use lock::{Attempt, Lock};
+pub use locker::{DEFAULT_TTL, DEFAULT_WAIT, LockRequest, Locker, LockerBuilder};
+pub use memory::MemoryLock;
+pub use token::{ParseTokenError, Token, TokenHex};
+pub use validate::{MAX_NAME_LEN, MAX_TTL, MIN_TTL, check_name, check_ttl};

@@ -1,0 +1,103 @@
+//! The backend trait: the few primitive, non-waiting operations a lock store offers.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio::time::Instant;
+
+use crate::{Lease, LockError, Token};
+
+/// The answer to one acquire attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Attempt {
+    /// The lock was free and is now ours.
+    Acquired(Lease),
+    /// Another holder has it.
+    Busy {
+        /// The holder's remaining TTL as the backend saw it; `None` when the key never expires
+        /// (a foreign key) or the backend cannot tell.
+        holder_ttl: Option<Duration>,
+    },
+}
+
+/// A lock backend: try once to acquire, extend, release. No waiting and no policy: the
+/// [`Locker`](crate::Locker) adds bounded waiting, cleanup on cancellation and validation on
+/// top of any `Lock`, so a new backend implements only these.
+///
+/// Every implementation keeps the safety rules of the design guide: acquire is one atomic step
+/// that sets the lock only if absent, always with an expiry, and returns the fencing token in
+/// the same step; extend and release act only if the stored token is the lease's.
+///
+/// Object safe (through `async_trait`); implemented for `Arc<T>`, `Box<T>` and `&T`.
+#[async_trait]
+pub trait Lock: Send + Sync {
+    /// A short, constant label for logs and metrics: `"redis"`, `"memory"`, `"redlock"`.
+    fn backend(&self) -> &'static str;
+
+    /// Tries once to acquire `name` for `ttl`, storing `token` as proof of ownership.
+    ///
+    /// The caller has validated `name` and `ttl` (see [`check_name`](crate::check_name) and
+    /// [`check_ttl`](crate::check_ttl)). On success the lease's `valid_until` is measured from
+    /// the moment before the request was sent.
+    ///
+    /// # Errors
+    /// [`LockError::WrongType`] when the key holds something that is not a lock,
+    /// [`LockError::Timeout`] / [`LockError::Backend`] when the backend is down, slow or failing.
+    /// After a timeout the request may still have been applied: the caller releases `token`.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe on its own: dropped after the request was sent, the lock may have been
+    /// taken with `token`. The `Locker` handles that by releasing `token` in the background.
+    async fn try_acquire(
+        &self,
+        name: &str,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError>;
+
+    /// Extends `lease` so it expires `ttl` from now, if it is still ours.
+    ///
+    /// Returns the new local validity (`Some(valid_until)`), or `None` when the stored token is
+    /// no longer the lease's (it expired, maybe re-taken): then nothing was changed.
+    ///
+    /// # Errors
+    /// [`LockError::Timeout`] / [`LockError::Backend`] when the backend is down, slow or failing.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping it leaves the lease as it was or extended.
+    async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError>;
+
+    /// Releases `lease` if it is still ours. Returns `true` if it was ours and is now released,
+    /// `false` if it was no longer ours (the key is left to its current holder).
+    ///
+    /// # Errors
+    /// [`LockError::Timeout`] / [`LockError::Backend`] when the backend is down, slow or failing;
+    /// the lock then expires at the end of its TTL.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping it leaves the lease held or released.
+    async fn release(&self, lease: &Lease) -> Result<bool, LockError>;
+}
+
+macro_rules! forward_lock {
+    ($($ty:ty),+) => {$(
+        #[async_trait]
+        impl<T: Lock + ?Sized> Lock for $ty {
+            fn backend(&self) -> &'static str {
+                (**self).backend()
+            }
+            async fn try_acquire(&self, name: &str, token: Token, ttl: Duration) -> Result<Attempt, LockError> {
+                (**self).try_acquire(name, token, ttl).await
+            }
+            async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
+                (**self).extend(lease, ttl).await
+            }
+            async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
+                (**self).release(lease).await
+            }
+        }
+    )+};
+}
+
+forward_lock!(Arc<T>, Box<T>, &T);

@@ -1,0 +1,141 @@
+//! Building a [`RedisLock`].
+
+use std::time::Duration;
+
+use deadpool_redis::{Config, Pool, Runtime};
+use lock_core::LockError;
+
+use crate::RedisLock;
+
+/// How long getting a connection may take, connecting included, by default: 2 s.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How long one command may wait for its reply by default: 1 s.
+pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// How long a name's fencing counter is kept after its last grant by default: 24 h.
+pub const DEFAULT_FENCE_RETENTION: Duration = Duration::from_secs(24 * 3600);
+
+/// Configures a [`RedisLock`]: where Redis is (a URL or your own `deadpool_redis::Pool`), the key
+/// prefix, timeouts and the fencing counter's retention.
+///
+/// ```
+/// use std::time::Duration;
+/// use lock_redis::RedisLock;
+///
+/// let lock = RedisLock::builder()
+///     .url("redis://127.0.0.1:6379/0")
+///     .prefix("myapp:locks:")
+///     .command_timeout(Duration::from_millis(500))
+///     .build()?;
+/// # Ok::<(), lock_redis::LockError>(())
+/// ```
+#[derive(Debug, Default)]
+#[must_use]
+pub struct RedisLockBuilder {
+    url: Option<String>,
+    pool: Option<Pool>,
+    prefix: String,
+    connect_timeout: Option<Duration>,
+    command_timeout: Option<Duration>,
+    fence_retention: Option<Duration>,
+}
+
+impl RedisLockBuilder {
+    /// Connect with a `redis://` (or `rediss://`, `unix://`) URL; credentials and database go in
+    /// the URL (`redis://user:password@host:port/db`). A pool of up to 4 connections is made.
+    pub fn url(mut self, url: impl Into<String>) -> Self {
+        self.url = Some(url.into());
+        self
+    }
+
+    /// Use an existing pool instead of a URL.
+    pub fn pool(mut self, pool: Pool) -> Self {
+        self.pool = Some(pool);
+        self
+    }
+
+    /// Put every key under `prefix`: the lock named `n` lives at `prefix + n` (default: no
+    /// prefix, so `n` itself, as redis-py and node-redlock name it).
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// How long getting a connection may take, connecting and authenticating included (default
+    /// [`DEFAULT_CONNECT_TIMEOUT`]).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = Some(timeout);
+        self
+    }
+
+    /// How long one command may wait for its reply (default [`DEFAULT_COMMAND_TIMEOUT`]).
+    /// Past it the operation fails with a `Command` timeout and the connection is replaced.
+    pub fn command_timeout(mut self, timeout: Duration) -> Self {
+        self.command_timeout = Some(timeout);
+        self
+    }
+
+    /// How long a name's fencing counter is kept after its last grant (default
+    /// [`DEFAULT_FENCE_RETENTION`]). While it is kept, fencing tokens increase even if the
+    /// server's clock steps back; after, they rest on the clock alone. Each kept counter costs
+    /// one small key.
+    pub fn fence_retention(mut self, retention: Duration) -> Self {
+        self.fence_retention = Some(retention);
+        self
+    }
+
+    /// The lock. Makes no connection yet: the first operation connects.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidInput`] when neither or both of a URL and a pool were given, the URL
+    /// does not parse, or a timeout or the retention is zero or out of range.
+    pub fn build(self) -> Result<RedisLock, LockError> {
+        let pool = match (self.url, self.pool) {
+            (Some(url), None) => pool_from_url(&url)?,
+            (None, Some(pool)) => pool,
+            (None, None) => return Err(LockError::invalid("a RedisLock needs a URL or a pool")),
+            (Some(_), Some(_)) => {
+                return Err(LockError::invalid(
+                    "give a RedisLock a URL or a pool, not both",
+                ));
+            }
+        };
+        let positive = |what: &str, d: Duration| {
+            if d.is_zero() {
+                Err(LockError::invalid(format!("the {what} must not be zero")))
+            } else {
+                Ok(d)
+            }
+        };
+        let retention = self.fence_retention.unwrap_or(DEFAULT_FENCE_RETENTION);
+        lock_core::check_ttl(retention).map_err(|_| {
+            LockError::invalid(format!("the fence retention {retention:?} is out of range"))
+        })?;
+        Ok(RedisLock::assemble(
+            pool,
+            self.prefix,
+            positive(
+                "connect timeout",
+                self.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT),
+            )?,
+            positive(
+                "command timeout",
+                self.command_timeout.unwrap_or(DEFAULT_COMMAND_TIMEOUT),
+            )?,
+            retention,
+        ))
+    }
+}
+
+fn pool_from_url(url: &str) -> Result<Pool, LockError> {
+    // Parse first, so a bad URL is an input error now rather than a connect error later.
+    redis::Client::open(url).map_err(|e| LockError::invalid(format!("bad Redis URL: {e}")))?;
+    Config::from_url(url)
+        .builder()
+        .map_err(|e| LockError::invalid(format!("bad Redis URL: {e}")))?
+        .max_size(4)
+        .runtime(Runtime::Tokio1)
+        .build()
+        .map_err(|e| LockError::invalid(format!("cannot make a pool: {e}")))
+}

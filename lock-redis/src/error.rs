@@ -1,0 +1,45 @@
+//! Turning redis-rs and pool errors into [`LockError`]s.
+
+use std::time::Duration;
+
+use lock_core::{LockError, Op, TimeoutPhase};
+use redis::{ErrorKind, RedisError, RetryMethod, ServerErrorKind};
+
+pub(crate) const BACKEND: &str = "redis";
+
+/// Maps a failed command. `key` names the key a WRONGTYPE reply is about.
+pub(crate) fn from_redis(err: RedisError, op: Op, key: &str) -> LockError {
+    if err.code() == Some("WRONGTYPE") {
+        return LockError::WrongType {
+            key: key.to_owned(),
+            detail: err.to_string(),
+        };
+    }
+    LockError::Backend {
+        backend: BACKEND,
+        op,
+        retryable: retryable(&err),
+        source: Box::new(err),
+    }
+}
+
+/// Whether the same call can succeed later: I/O trouble, a server still loading its data, a
+/// failover in progress. Wrong credentials, missing ACL rights and other error replies cannot.
+fn retryable(err: &RedisError) -> bool {
+    match err.kind() {
+        ErrorKind::AuthenticationFailed | ErrorKind::Server(ServerErrorKind::NoPerm) => false,
+        _ => err.is_timeout() || !matches!(err.retry_method(), RetryMethod::NoRetry),
+    }
+}
+
+/// Whether the connection that produced `err` must be replaced rather than reused.
+pub(crate) fn breaks_connection(err: &RedisError) -> bool {
+    err.is_io_error()
+        || err.is_connection_dropped()
+        || err.is_unrecoverable_error()
+        || err.is_timeout()
+}
+
+pub(crate) fn timeout(phase: TimeoutPhase, elapsed: Duration) -> LockError {
+    LockError::Timeout { phase, elapsed }
+}

@@ -1,0 +1,141 @@
+//! Where a lock lives in Redis: its key, its fencing counter and its release channel, all in
+//! one cluster hash slot (safety rule 3).
+
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
+/// The end of every fencing counter key. Lock keys may not end with it (see [`reserved`]).
+pub(crate) const FENCE_SUFFIX: &str = ":distlock-fence";
+
+/// The end of every release channel name.
+pub(crate) const RELEASED_SUFFIX: &str = ":distlock-released";
+
+/// Redis Cluster has 16,384 hash slots.
+const SLOTS: u16 = 16_384;
+
+/// The cluster hash slot of `key`: CRC16 (XMODEM) of its hash tag, or of the whole key when it
+/// has none, modulo 16,384 (Redis Cluster specification, "Hash tags").
+#[must_use]
+pub fn key_slot(key: &str) -> u16 {
+    const CRC16: crc::Crc<u16> = crc::Crc::<u16>::new(&crc::CRC_16_XMODEM);
+    let hashed = hash_tag(key).unwrap_or(key);
+    CRC16.checksum(hashed.as_bytes()) % SLOTS
+}
+
+/// The hash tag of `key`: what lies between its first `{` and the first `}` after it, when that
+/// is not empty.
+fn hash_tag(key: &str) -> Option<&str> {
+    let open = key.find('{')?;
+    let rest = &key[open + 1..];
+    let close = rest.find('}')?;
+    (close > 0).then(|| &rest[..close])
+}
+
+/// The start of the keys derived from `key`, chosen so they hash to `key`'s slot:
+/// - `key` has a hash tag: `key` itself (appending keeps the tag);
+/// - `key` has no `}`: `{key}` (the whole key becomes the tag);
+/// - otherwise (a `}` but no usable tag, say `a}b`): `{t}key`, where `t` is a short tag of the
+///   same slot.
+fn base(key: &str) -> Cow<'_, str> {
+    if hash_tag(key).is_some() {
+        Cow::Borrowed(key)
+    } else if !key.contains('}') {
+        Cow::Owned(format!("{{{key}}}"))
+    } else {
+        Cow::Owned(format!("{{{}}}{key}", slot_tag(key_slot(key))))
+    }
+}
+
+/// A short tag whose slot is `slot`: the first decimal number that hashes there, found once for
+/// all 16,384 slots (about 160,000 CRCs, a few milliseconds) and kept.
+fn slot_tag(slot: u16) -> u32 {
+    static TAGS: OnceLock<Vec<u32>> = OnceLock::new();
+    let tags = TAGS.get_or_init(|| {
+        let mut tags = vec![u32::MAX; usize::from(SLOTS)];
+        let mut missing = usize::from(SLOTS);
+        let mut n = 0u32;
+        // Bounded: every slot is hit well before 2^24 numbers (expected ~170,000).
+        while missing > 0 && n < 1 << 24 {
+            let s = usize::from(key_slot(&n.to_string()));
+            if tags[s] == u32::MAX {
+                tags[s] = n;
+                missing -= 1;
+            }
+            n += 1;
+        }
+        tags
+    });
+    tags[usize::from(slot)]
+}
+
+/// The fencing counter key of the lock at `key`.
+pub(crate) fn fence_key(key: &str) -> String {
+    let mut k = base(key).into_owned();
+    k.push_str(FENCE_SUFFIX);
+    k
+}
+
+/// The channel a release of the lock at `key` is announced on.
+pub(crate) fn release_channel(key: &str) -> String {
+    let mut k = base(key).into_owned();
+    k.push_str(RELEASED_SUFFIX);
+    k
+}
+
+/// Whether `key` ends like a derived key; such names are refused so a lock can never land on
+/// another lock's counter or channel.
+pub(crate) fn reserved(key: &str) -> bool {
+    key.ends_with(FENCE_SUFFIX) || key.ends_with(RELEASED_SUFFIX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_match_the_cluster_spec_examples() {
+        // Values from the Redis Cluster specification and CLUSTER KEYSLOT.
+        assert_eq!(key_slot("123456789"), 12_739);
+        assert_eq!(key_slot("foo"), 12_182);
+        assert_eq!(
+            key_slot("{user1000}.following"),
+            key_slot("{user1000}.followers")
+        );
+        assert_eq!(key_slot("foo{}{bar}"), key_slot("foo{}{bar}"));
+        assert_eq!(key_slot("foo{{bar}}zap"), key_slot("{bar"));
+        assert_eq!(key_slot("foo{bar}{zap}"), key_slot("bar"));
+    }
+
+    #[test]
+    fn derived_keys_share_the_slot() {
+        for key in [
+            "order:42",
+            "{tenant}:order:42",
+            "a}b",
+            "x{}y",
+            "}{",
+            "{",
+            "}",
+            "{{}}",
+            "a{b",
+            "ü{ß}",
+        ] {
+            let slot = key_slot(key);
+            assert_eq!(
+                key_slot(&fence_key(key)),
+                slot,
+                "fence key of {key:?}: {}",
+                fence_key(key)
+            );
+            assert_eq!(key_slot(&release_channel(key)), slot, "channel of {key:?}");
+            assert!(reserved(&fence_key(key)) && !reserved(key));
+        }
+    }
+
+    #[test]
+    fn every_slot_has_a_tag() {
+        for slot in 0..SLOTS {
+            assert_eq!(key_slot(&slot_tag(slot).to_string()), slot);
+        }
+    }
+}

@@ -1,0 +1,21 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+
+mod config;
+mod conn;
+mod error;
+mod layout;
+mod redis_lock;
+mod scripts;
+
+pub use config::{
+    DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION, RedisLockBuilder,
+};
+pub use layout::key_slot;
+pub use lock_core::LockError;
+pub use redis_lock::RedisLock;
+
+/// The pool crate `RedisLock` is built on, re-exported so its version always matches.
+pub use deadpool_redis;
+/// The Redis client `RedisLock` is built on, re-exported so its version always matches.
+pub use redis;

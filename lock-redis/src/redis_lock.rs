@@ -1,0 +1,244 @@
+//! `RedisLock`: the [`Lock`] backend on one Redis server.
+
+use std::fmt;
+use std::future::Future;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use deadpool_redis::Pool;
+use lock_core::{Attempt, Lease, Lock, LockError, Op, TimeoutPhase, Token, check_ttl, valid_until};
+use redis::{FromRedisValue, Script};
+use tokio::time::Instant;
+
+use crate::config::RedisLockBuilder;
+use crate::conn::Connections;
+use crate::error::{BACKEND, breaks_connection, from_redis, timeout};
+use crate::layout::{fence_key, release_channel, reserved};
+use crate::scripts::{ACQUIRE, EXTEND, RELEASE};
+
+/// A distributed lock on one Redis server (≥ 7.0), through a `deadpool-redis` pool.
+///
+/// Layout: the lock named `n` is the string key `prefix + n` holding the owner's token (32 hex
+/// characters) with a millisecond expiry — the layout of redis-py's `Lock`, node-redlock and
+/// redsync, so services in those languages using the same name exclude each other. Beside it, in
+/// the same cluster slot, sit the fencing counter and the release channel (see
+/// [`RedisLock::fence_key`]).
+///
+/// Fencing tokens are `max(server time in µs, last token + 1)`, computed in the acquire script.
+/// They strictly increase per name across release, expiry, and a restart without persistence
+/// (the clock carries them over what the counter does not survive), as long as the server's
+/// clock is not stepped back across a restart.
+///
+/// Each operation is one EVALSHA round trip over a shared multiplexed connection; every command
+/// is bounded by the command timeout and connecting by the connect timeout, so a Redis that is
+/// down or hangs yields a typed error in bounded time.
+pub struct RedisLock {
+    conns: Connections,
+    prefix: String,
+    command_timeout: Duration,
+    fence_retention_ms: u64,
+}
+
+impl RedisLock {
+    /// Starts configuring a lock; see [`RedisLockBuilder`].
+    pub fn builder() -> RedisLockBuilder {
+        RedisLockBuilder::default()
+    }
+
+    /// A lock on the Redis at `url`, with default settings. Connects on first use.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidInput`] when the URL does not parse.
+    pub fn from_url(url: &str) -> Result<Self, LockError> {
+        Self::builder().url(url).build()
+    }
+
+    /// A lock over an existing pool, with default settings.
+    #[must_use]
+    pub fn from_pool(pool: Pool) -> Self {
+        Self::assemble(
+            pool,
+            String::new(),
+            crate::DEFAULT_CONNECT_TIMEOUT,
+            crate::DEFAULT_COMMAND_TIMEOUT,
+            crate::DEFAULT_FENCE_RETENTION,
+        )
+    }
+
+    pub(crate) fn assemble(
+        pool: Pool,
+        prefix: String,
+        connect_timeout: Duration,
+        command_timeout: Duration,
+        fence_retention: Duration,
+    ) -> Self {
+        Self {
+            conns: Connections::new(pool, connect_timeout),
+            prefix,
+            command_timeout,
+            fence_retention_ms: ms(fence_retention),
+        }
+    }
+
+    /// The pool this lock takes its connections from.
+    #[must_use]
+    pub fn pool(&self) -> &Pool {
+        self.conns.pool()
+    }
+
+    /// The Redis key of the lock `name`: the prefix followed by the name.
+    #[must_use]
+    pub fn key(&self, name: &str) -> String {
+        format!("{}{name}", self.prefix)
+    }
+
+    /// The key of the fencing counter of the lock `name`, in the same cluster slot as
+    /// [`RedisLock::key`]: `{key}:distlock-fence` when the key has no hash tag, `key:distlock-fence`
+    /// when it has one.
+    #[must_use]
+    pub fn fence_key(&self, name: &str) -> String {
+        fence_key(&self.key(name))
+    }
+
+    /// The channel a release of `name` is announced on, in the same cluster slot as its key.
+    #[must_use]
+    pub fn release_channel(&self, name: &str) -> String {
+        release_channel(&self.key(name))
+    }
+
+    /// Runs one script with a bounded wait for its reply, replacing the connection if the
+    /// failure shows it broken.
+    async fn run<T: FromRedisValue>(
+        &self,
+        op: Op,
+        key: &str,
+        invoke: impl for<'c> FnOnce(&'c mut redis::aio::MultiplexedConnection) -> ScriptFuture<'c, T>,
+    ) -> Result<T, LockError> {
+        let mut conn = self.conns.get().await?;
+        let started = Instant::now();
+        match tokio::time::timeout(self.command_timeout, invoke(&mut conn.conn)).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(err)) => {
+                if breaks_connection(&err) {
+                    self.conns.discard(&conn);
+                }
+                Err(from_redis(err, op, key))
+            }
+            Err(_) => {
+                // The reply may still come; the connection is in an unknown state.
+                self.conns.discard(&conn);
+                Err(timeout(TimeoutPhase::Command, started.elapsed()))
+            }
+        }
+    }
+}
+
+type ScriptFuture<'c, T> =
+    std::pin::Pin<Box<dyn Future<Output = redis::RedisResult<T>> + Send + 'c>>;
+
+fn invoke<'c, T: FromRedisValue + Send + 'c>(
+    script: &'static Script,
+    keys: Vec<String>,
+    args: Vec<String>,
+    conn: &'c mut redis::aio::MultiplexedConnection,
+) -> ScriptFuture<'c, T> {
+    Box::pin(async move {
+        let mut call = script.prepare_invoke();
+        for key in &keys {
+            call.key(key);
+        }
+        for arg in &args {
+            call.arg(arg);
+        }
+        call.invoke_async(conn).await
+    })
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[async_trait]
+impl Lock for RedisLock {
+    fn backend(&self) -> &'static str {
+        BACKEND
+    }
+
+    async fn try_acquire(
+        &self,
+        name: &str,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        let ttl_ms = check_ttl(ttl)?;
+        let key = self.key(name);
+        if reserved(&key) {
+            return Err(LockError::invalid(format!(
+                "the lock key {key:?} ends like distlock's own fencing or channel keys"
+            )));
+        }
+        let fence = fence_key(&key);
+        let started = Instant::now();
+        let keys = vec![key.clone(), fence];
+        let args = vec![
+            token.to_hex().as_str().to_owned(),
+            ttl_ms.to_string(),
+            self.fence_retention_ms.to_string(),
+        ];
+        let (granted, value): (i64, i64) = self
+            .run(Op::Acquire, &key, |c| invoke(&ACQUIRE, keys, args, c))
+            .await?;
+        if granted == 1 {
+            let fencing_token = u64::try_from(value).unwrap_or(0);
+            let valid = valid_until(started, Duration::from_millis(ttl_ms));
+            Ok(Attempt::Acquired(Lease::new(
+                name,
+                token,
+                fencing_token,
+                valid,
+            )))
+        } else {
+            // PTTL: -1 when the key has no expiry (not a lock we know), else milliseconds left.
+            let holder_ttl = u64::try_from(value).ok().map(Duration::from_millis);
+            Ok(Attempt::Busy { holder_ttl })
+        }
+    }
+
+    async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
+        let ttl_ms = check_ttl(ttl)?;
+        let key = self.key(lease.name());
+        let started = Instant::now();
+        let args = vec![
+            lease.token().to_hex().as_str().to_owned(),
+            ttl_ms.to_string(),
+        ];
+        let extended: i64 = self
+            .run(Op::Extend, &key, |c| {
+                invoke(&EXTEND, vec![key.clone()], args, c)
+            })
+            .await?;
+        Ok((extended == 1).then(|| valid_until(started, Duration::from_millis(ttl_ms))))
+    }
+
+    async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
+        let key = self.key(lease.name());
+        let args = vec![lease.token().to_hex().as_str().to_owned()];
+        let released: i64 = self
+            .run(Op::Release, &key, |c| {
+                invoke(&RELEASE, vec![key.clone()], args, c)
+            })
+            .await?;
+        Ok(released == 1)
+    }
+}
+
+impl fmt::Debug for RedisLock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisLock")
+            .field("prefix", &self.prefix)
+            .field("command_timeout", &self.command_timeout)
+            .field("fence_retention_ms", &self.fence_retention_ms)
+            .field("pool", &self.conns.pool().status())
+            .finish_non_exhaustive()
+    }
+}

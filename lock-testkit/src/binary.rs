@@ -1,0 +1,83 @@
+//! Locating the `redis-server` executable.
+
+use std::env;
+use std::ffi::OsStr;
+use std::io;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+/// Environment variable that overrides where `redis-server` is taken from.
+const BINARY_ENV: &str = "DISTLOCK_REDIS_SERVER";
+
+/// Places looked at after `PATH`, for environments with a minimal `PATH`.
+const FALLBACK_DIRS: [&str; 2] = ["/usr/local/bin", "/usr/bin"];
+
+/// Path of the `redis-server` executable used by [`RedisServer`](crate::RedisServer).
+///
+/// Taken from the `DISTLOCK_REDIS_SERVER` environment variable if it is set
+/// (a path, or a bare name looked up on `PATH`), else the first
+/// `redis-server` on `PATH`.
+///
+/// # Panics
+///
+/// If no executable is found; the message tells how to install one
+/// (`scripts/ensure-redis.sh`). Use [`try_redis_server_binary`] to get an
+/// error instead.
+pub fn redis_server_binary() -> PathBuf {
+    match try_redis_server_binary() {
+        Ok(path) => path,
+        Err(err) => panic!("{err}"),
+    }
+}
+
+/// Like [`redis_server_binary`], but returns an [`io::ErrorKind::NotFound`]
+/// error (with installation advice) instead of panicking.
+pub fn try_redis_server_binary() -> io::Result<PathBuf> {
+    if let Some(value) = env::var_os(BINARY_ENV).filter(|v| !v.is_empty()) {
+        let candidate = PathBuf::from(&value);
+        if is_executable(&candidate) {
+            return Ok(candidate);
+        }
+        if candidate.components().count() == 1
+            && let Some(found) = search_path(&value)
+        {
+            return Ok(found);
+        }
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!(
+                "{BINARY_ENV}={} is not an executable redis-server; fix or unset it, \
+                 or run `scripts/ensure-redis.sh` to install Redis",
+                candidate.display()
+            ),
+        ));
+    }
+    search_path(OsStr::new("redis-server")).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::NotFound,
+            format!(
+                "redis-server was not found on PATH and {BINARY_ENV} is not set: \
+                 run `scripts/ensure-redis.sh` from the repository root to install it, \
+                 or set {BINARY_ENV}=/path/to/redis-server"
+            ),
+        )
+    })
+}
+
+fn search_path(name: &OsStr) -> Option<PathBuf> {
+    let path_dirs = env::var_os("PATH")
+        .map(|p| env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default();
+    path_dirs
+        .into_iter()
+        .chain(FALLBACK_DIRS.iter().map(PathBuf::from))
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .map(|dir| dir.join(name))
+        .find(|candidate| is_executable(candidate))
+}
+
+fn is_executable(path: &Path) -> bool {
+    path.metadata()
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}

@@ -1,0 +1,534 @@
+//! [`RedisServer`]: one `redis-server` child process and its data directory.
+
+use std::ffi::OsString;
+use std::fmt::Write as _;
+use std::fs::{self, OpenOptions};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+use tempfile::TempDir;
+
+use crate::binary::try_redis_server_binary;
+use crate::port::try_free_port;
+use crate::{client, probe, signal};
+
+/// Fresh ports tried by [`RedisServer::start`] when the child exits early.
+const START_ATTEMPTS: u32 = 5;
+/// Attempts by [`RedisServer::start_again`] to re-bind the same port.
+const RESTART_ATTEMPTS: u32 = 5;
+/// Pause between re-bind attempts, multiplied by the attempt number.
+const RESTART_BACKOFF: Duration = Duration::from_millis(200);
+/// How long a spawned server may take to answer `PING`.
+const READY_TIMEOUT: Duration = Duration::from_secs(10);
+/// Poll interval while waiting for readiness.
+const POLL_INTERVAL: Duration = Duration::from_millis(10);
+/// Hard cap on readiness polls, whatever the clock says.
+const MAX_POLLS: u32 = 2_000;
+/// When the server's identity cannot be checked (e.g. `INFO` renamed), it is
+/// taken as ready once it has answered `PING` and stayed alive this long.
+const STABLE_FOR: Duration = Duration::from_millis(250);
+/// Timeout of [`RedisServer::command`].
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
+/// Timeout of the `SAVE` issued by [`RedisServer::restart`].
+const SAVE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Lines returned by [`RedisServer::log_tail`].
+const LOG_TAIL_LINES: usize = 40;
+
+const LOG_FILE: &str = "redis.log";
+const DUMP_FILE: &str = "dump.rdb";
+const NODES_FILE: &str = "nodes.conf";
+const AOF_DIR: &str = "appendonlydir";
+
+/// What [`RedisServer::restart`] does with the server's data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KeepData {
+    /// `SAVE` synchronously before the kill; the new process loads `dump.rdb`.
+    Keep,
+    /// Kill, delete the persisted data, and start empty.
+    Discard,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Config {
+    cluster: bool,
+    password: Option<String>,
+    extra: Vec<String>,
+}
+
+/// Configures a [`RedisServer`] before starting it; see [`RedisServer::builder`].
+#[derive(Debug, Clone, Default)]
+#[must_use = "a builder does nothing until `start` is called"]
+pub struct RedisServerBuilder {
+    config: Config,
+}
+
+impl RedisServerBuilder {
+    /// Runs the server with `--cluster-enabled yes` (its `nodes.conf` and
+    /// cluster bus port are private to it), so cluster-only commands such as
+    /// `CLUSTER KEYSLOT` work. No slots are assigned.
+    pub fn cluster_enabled(mut self, on: bool) -> Self {
+        self.config.cluster = on;
+        self
+    }
+
+    /// Requires this password (`--requirepass`); [`RedisServer::url`] and
+    /// [`RedisServer::command`] then authenticate with it.
+    pub fn password(mut self, pw: impl Into<String>) -> Self {
+        self.config.password = Some(pw.into());
+        self
+    }
+
+    /// Appends one raw command-line argument, after the defaults, e.g.
+    /// `.arg("--maxmemory").arg("1mb")`.
+    pub fn arg(mut self, a: impl Into<String>) -> Self {
+        self.config.extra.push(a.into());
+        self
+    }
+
+    /// Starts the server on a free port and waits until it answers `PING`.
+    ///
+    /// If the process exits before it is ready (typically because another
+    /// process took the port), it is retried on a new port, at most 5 times,
+    /// unless its log shows that its configuration was rejected.
+    ///
+    /// # Errors
+    ///
+    /// If `redis-server` cannot be found or spawned, or does not become ready;
+    /// the message then includes the tail of its log.
+    pub fn start(self) -> io::Result<RedisServer> {
+        let binary = try_redis_server_binary()?;
+        let dir = tempfile::Builder::new()
+            .prefix("lock-testkit-redis-")
+            .tempdir()?;
+        let mut server = RedisServer {
+            child: Mutex::new(None),
+            port: 0,
+            bus_port: None,
+            binary,
+            config: self.config,
+            dir,
+        };
+        let mut exits = String::new();
+        for attempt in 1..=START_ATTEMPTS {
+            server.port = try_free_port()?;
+            server.bus_port = if server.config.cluster {
+                Some(try_free_port()?)
+            } else {
+                None
+            };
+            match server.launch()? {
+                Launch::Ready => return Ok(server),
+                Launch::Exited(status) => {
+                    if server.config_rejected() {
+                        return Err(server.failure(&format!(
+                            "redis-server rejected its configuration ({status})"
+                        )));
+                    }
+                    let _ = write!(
+                        exits,
+                        "\n  attempt {attempt}: port {} -> {status}",
+                        server.port
+                    );
+                }
+            }
+        }
+        Err(server.failure(&format!(
+            "redis-server exited before becoming ready on {START_ATTEMPTS} fresh ports:{exits}"
+        )))
+    }
+}
+
+/// A running (or stopped) `redis-server` child process on `127.0.0.1`.
+///
+/// It owns a temporary directory holding its `dump.rdb`, its log and (in
+/// cluster mode) its `nodes.conf`. The process is only ever signalled by its
+/// own PID, and only while it has not been reaped. Dropping the value kills
+/// the process (`SIGKILL`), reaps it and deletes the directory.
+#[derive(Debug)]
+pub struct RedisServer {
+    child: Mutex<Option<Child>>,
+    port: u16,
+    bus_port: Option<u16>,
+    binary: PathBuf,
+    config: Config,
+    dir: TempDir,
+}
+
+enum Launch {
+    Ready,
+    Exited(ExitStatus),
+}
+
+impl RedisServer {
+    /// Starts a server with the default configuration: no persistence
+    /// except an explicit `SAVE`, bound to `127.0.0.1` on a free port.
+    ///
+    /// # Errors
+    ///
+    /// See [`RedisServerBuilder::start`].
+    pub fn start() -> io::Result<RedisServer> {
+        Self::builder().start()
+    }
+
+    /// A builder for a server with a password, cluster mode or extra arguments.
+    pub fn builder() -> RedisServerBuilder {
+        RedisServerBuilder::default()
+    }
+
+    /// The TCP port the server listens on (the same across restarts).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `redis://127.0.0.1:PORT/`, or `redis://:PASSWORD@127.0.0.1:PORT/`
+    /// (password percent-encoded) when a password is set.
+    pub fn url(&self) -> String {
+        match &self.config.password {
+            Some(pw) => format!("redis://:{}@127.0.0.1:{}/", percent_encode(pw), self.port),
+            None => format!("redis://127.0.0.1:{}/", self.port),
+        }
+    }
+
+    /// The directory holding the server's data and log files.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The PID of the server process, or `None` if it is stopped or has exited.
+    pub fn pid(&self) -> Option<u32> {
+        let mut guard = self.lock_child();
+        let child = guard.as_mut()?;
+        signal::is_alive(child).then(|| child.id())
+    }
+
+    /// Whether the server process is alive (it may be paused).
+    pub fn is_running(&self) -> bool {
+        self.pid().is_some()
+    }
+
+    /// Kills the process by its PID (`SIGKILL`) and reaps it. Does nothing if
+    /// it is already stopped. The data directory and port are kept for
+    /// [`start_again`](Self::start_again).
+    pub fn stop(&mut self) {
+        let child = self
+            .child
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(mut child) = child {
+            signal::kill_and_reap(&mut child);
+        }
+    }
+
+    /// Starts the server again after [`stop`](Self::stop), on the same port
+    /// with the same directory and configuration, so it loads any `dump.rdb`
+    /// there. Re-binding is retried a few times (with a short backoff) since
+    /// the port was only just freed.
+    ///
+    /// # Errors
+    ///
+    /// [`io::ErrorKind::AlreadyExists`] if the server is still running;
+    /// otherwise if it does not become ready on its port (message includes
+    /// the log tail).
+    pub fn start_again(&mut self) -> io::Result<()> {
+        if self.is_running() {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!(
+                    "redis-server on port {} is still running; stop() it first",
+                    self.port
+                ),
+            ));
+        }
+        self.stop(); // forget a child that exited on its own
+        let mut exits = String::new();
+        for attempt in 1..=RESTART_ATTEMPTS {
+            match self.launch()? {
+                Launch::Ready => return Ok(()),
+                Launch::Exited(status) => {
+                    if self.config_rejected() {
+                        return Err(self.failure(&format!(
+                            "redis-server rejected its configuration ({status})"
+                        )));
+                    }
+                    let _ = write!(exits, "\n  attempt {attempt}: {status}");
+                    if attempt < RESTART_ATTEMPTS {
+                        thread::sleep(RESTART_BACKOFF * attempt);
+                    }
+                }
+            }
+        }
+        Err(self.failure(&format!(
+            "redis-server could not start again on port {} after {RESTART_ATTEMPTS} attempts:{exits}",
+            self.port
+        )))
+    }
+
+    /// Kills and starts the server again on the same port.
+    ///
+    /// With [`KeepData::Keep`] a synchronous `SAVE` is issued first (after a
+    /// `SIGCONT`, in case it was paused), so the data survives; a stopped
+    /// server is just started again from its last `dump.rdb`. With
+    /// [`KeepData::Discard`] the persisted data (`dump.rdb`, and any AOF
+    /// directory) is deleted and the server comes back empty.
+    ///
+    /// # Errors
+    ///
+    /// If the `SAVE` fails, or the server does not start again.
+    pub fn restart(&mut self, keep: KeepData) -> io::Result<()> {
+        if keep == KeepData::Keep && self.is_running() {
+            let _ = self.resume();
+            self.command_with_timeout(&["SAVE"], SAVE_TIMEOUT)
+                .map_err(|e| io::Error::new(e.kind(), format!("SAVE before restart: {e}")))?;
+        }
+        self.stop();
+        if keep == KeepData::Discard {
+            remove_if_present(&self.dir.path().join(DUMP_FILE))?;
+            let aof = self.dir.path().join(AOF_DIR);
+            if aof.is_dir() {
+                fs::remove_dir_all(aof)?;
+            }
+        }
+        self.start_again()
+    }
+
+    /// Suspends the process by its PID (`SIGSTOP`): it keeps its port and
+    /// connections but answers nothing until [`resume`](Self::resume).
+    ///
+    /// # Errors
+    ///
+    /// [`io::ErrorKind::NotFound`] if the server is not running.
+    pub fn pause(&self) -> io::Result<()> {
+        self.signal(Signal::SIGSTOP)
+    }
+
+    /// Resumes a process suspended by [`pause`](Self::pause) (`SIGCONT`).
+    ///
+    /// # Errors
+    ///
+    /// [`io::ErrorKind::NotFound`] if the server is not running.
+    pub fn resume(&self) -> io::Result<()> {
+        self.signal(Signal::SIGCONT)
+    }
+
+    /// Sends one command on a new connection (authenticating if a password
+    /// is set) and returns the reply as text, with a 5 s timeout.
+    ///
+    /// Status and bulk replies are returned as-is (`"PONG"`, `"OK"`, a
+    /// value), integers in decimal, nil as `"(nil)"`, arrays one element per
+    /// line (flattened).
+    ///
+    /// # Errors
+    ///
+    /// An error reply from the server ([`io::ErrorKind::Other`], with its
+    /// message), [`io::ErrorKind::TimedOut`], or
+    /// [`io::ErrorKind::ConnectionRefused`] when nothing listens.
+    pub fn command(&self, args: &[&str]) -> io::Result<String> {
+        self.command_with_timeout(args, COMMAND_TIMEOUT)
+    }
+
+    /// [`command`](Self::command) with a custom timeout, applied to
+    /// connecting and to the exchange, e.g. to show that a paused server
+    /// does not answer.
+    ///
+    /// # Errors
+    ///
+    /// As for [`command`](Self::command).
+    pub fn command_with_timeout(&self, args: &[&str], timeout: Duration) -> io::Result<String> {
+        client::query(&self.url(), args, timeout).map(|reply| client::render(&reply))
+    }
+
+    /// The last ~40 lines of the server's log (including anything it wrote
+    /// to stderr), for panic and error messages.
+    pub fn log_tail(&self) -> String {
+        let path = self.dir.path().join(LOG_FILE);
+        match fs::read(&path) {
+            Ok(bytes) => {
+                let text = String::from_utf8_lossy(&bytes);
+                let lines: Vec<&str> = text.lines().collect();
+                let from = lines.len().saturating_sub(LOG_TAIL_LINES);
+                lines[from..].join("\n")
+            }
+            Err(err) => format!("(no log at {}: {err})", path.display()),
+        }
+    }
+
+    fn lock_child(&self) -> MutexGuard<'_, Option<Child>> {
+        self.child.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn signal(&self, sig: Signal) -> io::Result<()> {
+        let mut guard = self.lock_child();
+        match guard.as_mut() {
+            Some(child) => signal::signal_child(child, sig),
+            None => Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("redis-server on port {} is not running", self.port),
+            )),
+        }
+        .map_err(|e| io::Error::new(e.kind(), format!("{sig} to redis-server: {e}")))
+    }
+
+    fn args(&self) -> Vec<OsString> {
+        let dir = self.dir.path();
+        let mut args: Vec<OsString> = Vec::new();
+        let mut push = |k: &str, v: OsString| {
+            args.push(k.into());
+            args.push(v);
+        };
+        push("--bind", "127.0.0.1".into());
+        push("--port", self.port.to_string().into());
+        push("--save", "".into());
+        push("--appendonly", "no".into());
+        push("--dir", dir.into());
+        push("--dbfilename", DUMP_FILE.into());
+        push("--daemonize", "no".into());
+        push("--logfile", dir.join(LOG_FILE).into());
+        if self.config.cluster {
+            push("--cluster-enabled", "yes".into());
+            push("--cluster-config-file", dir.join(NODES_FILE).into());
+            if let Some(bus) = self.bus_port {
+                push("--cluster-port", bus.to_string().into());
+            }
+        }
+        if let Some(pw) = &self.config.password {
+            push("--requirepass", pw.into());
+        }
+        args.extend(self.config.extra.iter().map(OsString::from));
+        args
+    }
+
+    /// Spawns the process on `self.port` and waits until it is ready or exits.
+    /// On a timeout the process is killed and an error returned.
+    fn launch(&mut self) -> io::Result<Launch> {
+        debug_assert!(self.lock_child().is_none(), "launch over a live child");
+        let log = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join(LOG_FILE))?;
+        let child = Command::new(&self.binary)
+            .args(self.args())
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .map_err(|e| {
+                io::Error::new(e.kind(), format!("spawning {}: {e}", self.binary.display()))
+            })?;
+        *self.child.get_mut().unwrap_or_else(PoisonError::into_inner) = Some(child);
+        match self.wait_ready() {
+            Ok(Launch::Exited(status)) => {
+                self.stop(); // already reaped; just forget it
+                Ok(Launch::Exited(status))
+            }
+            Ok(Launch::Ready) => Ok(Launch::Ready),
+            Err(err) => {
+                self.stop();
+                Err(self.failure(&err.to_string()))
+            }
+        }
+    }
+
+    /// Polls until our child answers `PING` on our port (and, when it can be
+    /// checked, reports our child's PID), exits, or the time runs out.
+    fn wait_ready(&mut self) -> io::Result<Launch> {
+        let url = self.url();
+        let port = self.port;
+        let child = self
+            .child
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_mut()
+            .ok_or_else(|| io::Error::other("no child to wait for"))?;
+        let pid = child.id();
+        let started = Instant::now();
+        let mut answering_since: Option<Instant> = None;
+        for _ in 0..MAX_POLLS {
+            if let Some(status) = child.try_wait()? {
+                return Ok(Launch::Exited(status));
+            }
+            if started.elapsed() > READY_TIMEOUT {
+                break;
+            }
+            if probe::answers_ping(port) {
+                match probe::server_pid(&url) {
+                    Some(p) if p == pid => return Ok(Launch::Ready),
+                    // Another server owns the port; ours will fail to bind and exit.
+                    Some(_) => answering_since = None,
+                    None => {
+                        let since = *answering_since.get_or_insert_with(Instant::now);
+                        if since.elapsed() >= STABLE_FOR && child.try_wait()?.is_none() {
+                            return Ok(Launch::Ready);
+                        }
+                    }
+                }
+            } else {
+                answering_since = None;
+            }
+            thread::sleep(POLL_INTERVAL);
+        }
+        Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!(
+                "redis-server (pid {pid}) did not answer PING on 127.0.0.1:{port} within {READY_TIMEOUT:?}"
+            ),
+        ))
+    }
+
+    /// Whether the last exit was a configuration error (retrying cannot help).
+    fn config_rejected(&self) -> bool {
+        self.log_tail().contains("FATAL CONFIG FILE ERROR")
+    }
+
+    fn failure(&self, what: &str) -> io::Error {
+        io::Error::other(format!(
+            "{what}\n--- {} (last {LOG_TAIL_LINES} lines) ---\n{}",
+            self.dir.path().join(LOG_FILE).display(),
+            self.log_tail()
+        ))
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn remove_if_present(path: &Path) -> io::Result<()> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Percent-encodes everything but RFC 3986 unreserved characters.
+fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::percent_encode;
+
+    #[test]
+    fn percent_encoding() {
+        assert_eq!(percent_encode("abc-._~09"), "abc-._~09");
+        assert_eq!(percent_encode("a b@:/%"), "a%20b%40%3A%2F%25");
+        assert_eq!(percent_encode("é"), "%C3%A9");
+    }
+}

@@ -1,0 +1,2 @@
+//! distlock (facade; docs come with the README).
+pub use lock_core::*;
