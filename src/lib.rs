@@ -1,2 +1,16 @@
-//! distlock (facade; docs come with the README).
-pub use lock_core::*;
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+pub use lock_core::{
+    Attempt, Backoff, BoxError, DEFAULT_TTL, DEFAULT_WAIT, Guard, Lease, Lock, LockError,
+    LockRequest, Locker, LockerBuilder, MAX_NAME_LEN, MAX_TTL, MIN_TTL, MemoryLock, Op,
+    ParseTokenError, TimeoutPhase, Token, TokenHex, check_name, check_ttl, valid_until,
+};
+
+/// The single-Redis backend (feature `redis`, on by default).
+#[cfg(feature = "redis")]
+pub use lock_redis::{
+    DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION, RedisLock,
+    RedisLockBuilder, deadpool_redis, key_slot, redis,
+};

@@ -233,8 +233,10 @@ impl LockRequest {
     ///
     /// # Errors
     /// [`LockError::Timeout`] with [`TimeoutPhase::Wait`] when the lock was still held at the
-    /// deadline; [`LockError::InvalidInput`] for a bad name, TTL or wait (nothing sent); the
-    /// backend's errors, returned at once (see [`LockError::is_retryable`]).
+    /// deadline; [`LockError::InvalidInput`] for a bad name, TTL or wait (nothing sent).
+    /// Backend errors that [`LockError::is_retryable`] (Redis restarting, a dropped connection)
+    /// are retried until the deadline and the last one is returned if they outlast it; others
+    /// ([`LockError::WrongType`], a wrong password) are returned at once.
     ///
     /// # Cancel safety
     /// Cancel safe: dropped at any await point, whatever it may have acquired is released in the
@@ -248,26 +250,29 @@ impl LockRequest {
         let mut attempts: u32 = 0;
         loop {
             attempts = attempts.saturating_add(1);
-            match self.attempt().await? {
-                Attempt::Acquired(lease) => {
+            // A transient backend failure (connection dropped, server restarting) is retried
+            // like a busy lock, within the same wait; the caller sees it if it outlasts the wait.
+            let (holder_ttl, failure) = match self.attempt().await {
+                Ok(Attempt::Acquired(lease)) => {
                     return Ok(Guard::new(Arc::clone(&self.locker.inner.lock), lease));
                 }
-                Attempt::Busy { holder_ttl } => {
-                    let now = Instant::now();
-                    if now >= deadline {
-                        return Err(LockError::Timeout {
-                            phase: TimeoutPhase::Wait,
-                            elapsed: now - started,
-                        });
-                    }
-                    let delay =
-                        self.locker
-                            .inner
-                            .backoff
-                            .delay(attempts, holder_ttl, deadline - now);
-                    tokio::time::sleep(delay).await;
-                }
+                Ok(Attempt::Busy { holder_ttl }) => (holder_ttl, None),
+                Err(error) if error.is_retryable() => (None, Some(error)),
+                Err(error) => return Err(error),
+            };
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(failure.unwrap_or(LockError::Timeout {
+                    phase: TimeoutPhase::Wait,
+                    elapsed: now - started,
+                }));
             }
+            let delay = self
+                .locker
+                .inner
+                .backoff
+                .delay(attempts, holder_ttl, deadline - now);
+            tokio::time::sleep(delay).await;
         }
     }
 

@@ -249,7 +249,12 @@ async fn a_lost_reply_is_cleaned_up_and_reported() {
         lose_reply: true,
         ..Probe::default()
     });
-    let err = locker.lock("a").acquire().await.expect_err("reply lost");
+    let err = locker
+        .lock("a")
+        .wait(Duration::ZERO)
+        .acquire()
+        .await
+        .expect_err("reply lost");
     assert!(
         matches!(
             err,
@@ -261,13 +266,90 @@ async fn a_lost_reply_is_cleaned_up_and_reported() {
         "{err}"
     );
     assert!(err.is_retryable());
-    assert_eq!(
-        p.attempts.load(Ordering::SeqCst),
-        1,
-        "backend errors are returned at once"
-    );
+    assert_eq!(p.attempts.load(Ordering::SeqCst), 1);
     tokio::task::yield_now().await;
     assert_eq!(p.inner.held_count(), 0, "the applied grant was released");
+}
+
+#[tokio::test(start_paused = true)]
+async fn transient_failures_are_retried_within_the_wait() {
+    let (p, locker) = probe(Probe {
+        lose_reply: true,
+        ..Probe::default()
+    });
+    let start = Instant::now();
+    let err = locker
+        .lock("a")
+        .wait(Duration::from_millis(200))
+        .acquire()
+        .await
+        .expect_err("every reply lost");
+    assert!(
+        matches!(
+            err,
+            LockError::Timeout {
+                phase: TimeoutPhase::Command,
+                ..
+            }
+        ),
+        "the cause is kept: {err}"
+    );
+    assert_eq!(
+        start.elapsed(),
+        Duration::from_millis(200),
+        "retried until the deadline, not beyond"
+    );
+    let attempts = p.attempts.load(Ordering::SeqCst);
+    assert!(attempts > 3, "{attempts} attempts");
+    tokio::task::yield_now().await;
+    assert_eq!(
+        p.releases.load(Ordering::SeqCst),
+        attempts,
+        "every attempt that may have applied is released"
+    );
+    assert_eq!(p.inner.held_count(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn permanent_failures_are_returned_at_once() {
+    #[derive(Default)]
+    struct Refusing(AtomicU32);
+    #[async_trait]
+    impl Lock for Refusing {
+        fn backend(&self) -> &'static str {
+            "refusing"
+        }
+        async fn try_acquire(&self, _: &str, _: Token, _: Duration) -> Result<Attempt, LockError> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Err(LockError::Backend {
+                backend: "refusing",
+                op: Op::Acquire,
+                retryable: false,
+                source: "WRONGPASS".into(),
+            })
+        }
+        async fn extend(&self, _: &Lease, _: Duration) -> Result<Option<Instant>, LockError> {
+            Ok(None)
+        }
+        async fn release(&self, _: &Lease) -> Result<bool, LockError> {
+            Ok(false)
+        }
+    }
+    let refusing = Arc::new(Refusing::default());
+    let locker = Locker::from_arc(refusing.clone());
+    let err = locker
+        .lock("a")
+        .wait(Duration::from_secs(5))
+        .await
+        .expect_err("refused");
+    assert!(matches!(
+        err,
+        LockError::Backend {
+            retryable: false,
+            ..
+        }
+    ));
+    assert_eq!(refusing.0.load(Ordering::SeqCst), 1, "not retried");
 }
 
 #[tokio::test(start_paused = true)]

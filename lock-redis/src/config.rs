@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use deadpool_redis::{Config, Pool, Runtime};
+use deadpool_redis::{Manager, Pool, Runtime};
 use lock_core::LockError;
 
 use crate::RedisLock;
@@ -42,8 +42,9 @@ pub struct RedisLockBuilder {
 }
 
 impl RedisLockBuilder {
-    /// Connect with a `redis://` (or `rediss://`, `unix://`) URL; credentials and database go in
-    /// the URL (`redis://user:password@host:port/db`). A pool of up to 4 connections is made.
+    /// Connect with a `redis://` (or `unix://`) URL; credentials and database go in the URL
+    /// (`redis://user:password@host:port/db`). A pool of up to 4 connections is made, of which
+    /// the lock keeps one in use (see the crate docs).
     pub fn url(mut self, url: impl Into<String>) -> Self {
         self.url = Some(url.into());
         self
@@ -92,7 +93,11 @@ impl RedisLockBuilder {
     /// does not parse, or a timeout or the retention is zero or out of range.
     pub fn build(self) -> Result<RedisLock, LockError> {
         let pool = match (self.url, self.pool) {
-            (Some(url), None) => pool_from_url(&url)?,
+            (Some(url), None) => pool_from_url(
+                &url,
+                self.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT),
+                self.command_timeout.unwrap_or(DEFAULT_COMMAND_TIMEOUT),
+            )?,
             (None, Some(pool)) => pool,
             (None, None) => return Err(LockError::invalid("a RedisLock needs a URL or a pool")),
             (Some(_), Some(_)) => {
@@ -128,12 +133,19 @@ impl RedisLockBuilder {
     }
 }
 
-fn pool_from_url(url: &str) -> Result<Pool, LockError> {
-    // Parse first, so a bad URL is an input error now rather than a connect error later.
-    redis::Client::open(url).map_err(|e| LockError::invalid(format!("bad Redis URL: {e}")))?;
-    Config::from_url(url)
-        .builder()
-        .map_err(|e| LockError::invalid(format!("bad Redis URL: {e}")))?
+fn pool_from_url(
+    url: &str,
+    connect_timeout: Duration,
+    command_timeout: Duration,
+) -> Result<Pool, LockError> {
+    // redis-rs has timeouts of its own (1 s to connect, 500 ms per reply); make them ours, so the
+    // configured values are the ones in force.
+    let config = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(connect_timeout))
+        .set_response_timeout(Some(command_timeout));
+    let manager = Manager::new_with_config(url, config)
+        .map_err(|e| LockError::invalid(format!("bad Redis URL: {e}")))?;
+    Pool::builder(manager)
         .max_size(4)
         .runtime(Runtime::Tokio1)
         .build()

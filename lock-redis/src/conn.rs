@@ -75,7 +75,11 @@ impl Connections {
             if let Some(conn) = self.shared() {
                 return Ok(conn);
             }
-            let object = self.pool.get().await.map_err(pool_error)?;
+            let object = self
+                .pool
+                .get()
+                .await
+                .map_err(|e| pool_error(e, started.elapsed()))?;
             let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
             let generation = current.as_ref().map_or(0, |held| held.generation) + 1;
             let conn = (*object).clone();
@@ -100,11 +104,11 @@ impl Connections {
     }
 }
 
-fn pool_error(err: deadpool_redis::PoolError) -> LockError {
+fn pool_error(err: deadpool_redis::PoolError, elapsed: Duration) -> LockError {
     use deadpool_redis::PoolError;
     match err {
-        PoolError::Backend(err) => crate::error::from_redis(err, Op::Connect, ""),
-        PoolError::Timeout(_) => timeout(TimeoutPhase::Connect, Duration::ZERO),
+        PoolError::Backend(err) => crate::error::from_redis(err, Op::Connect, "", elapsed),
+        PoolError::Timeout(_) => timeout(TimeoutPhase::Connect, elapsed),
         other => LockError::Backend {
             backend: BACKEND,
             op: Op::Connect,

@@ -7,8 +7,17 @@ use redis::{ErrorKind, RedisError, RetryMethod, ServerErrorKind};
 
 pub(crate) const BACKEND: &str = "redis";
 
-/// Maps a failed command. `key` names the key a WRONGTYPE reply is about.
-pub(crate) fn from_redis(err: RedisError, op: Op, key: &str) -> LockError {
+/// Maps a failed command. `key` names the key a WRONGTYPE reply is about; `elapsed` is the time
+/// spent, reported if the client library timed out.
+pub(crate) fn from_redis(err: RedisError, op: Op, key: &str, elapsed: Duration) -> LockError {
+    if err.is_timeout() {
+        let phase = if op == Op::Connect {
+            TimeoutPhase::Connect
+        } else {
+            TimeoutPhase::Command
+        };
+        return timeout(phase, elapsed);
+    }
     if err.code() == Some("WRONGTYPE") {
         return LockError::WrongType {
             key: key.to_owned(),

@@ -122,7 +122,7 @@ impl RedisLock {
                 if breaks_connection(&err) {
                     self.conns.discard(&conn);
                 }
-                Err(from_redis(err, op, key))
+                Err(from_redis(err, op, key, started.elapsed()))
             }
             Err(_) => {
                 // The reply may still come; the connection is in an unknown state.

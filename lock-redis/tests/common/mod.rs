@@ -1,0 +1,75 @@
+//! Helpers shared by the integration tests: a throwaway server, a lock on it, raw commands.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::time::Duration;
+
+use lock_core::{Guard, Locker};
+use lock_redis::RedisLock;
+use lock_testkit::RedisServer;
+use redis::aio::MultiplexedConnection;
+
+/// A fresh redis-server on a free loopback port, stopped by PID when dropped.
+pub fn server() -> RedisServer {
+    RedisServer::start().expect("start redis-server")
+}
+
+/// A RedisLock on `server` with short timeouts, so failure tests finish fast.
+pub fn lock_on(server: &RedisServer) -> RedisLock {
+    RedisLock::builder()
+        .url(server.url())
+        .connect_timeout(Duration::from_millis(500))
+        .command_timeout(Duration::from_millis(500))
+        .build()
+        .expect("valid URL")
+}
+
+pub fn locker_on(server: &RedisServer) -> Locker {
+    Locker::new(lock_on(server))
+}
+
+/// A plain connection for inspecting and tampering with the server, independent of the lock.
+pub async fn raw(server: &RedisServer) -> MultiplexedConnection {
+    redis::Client::open(server.url())
+        .expect("url")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect")
+}
+
+pub async fn get(conn: &mut MultiplexedConnection, key: &str) -> Option<String> {
+    redis::cmd("GET")
+        .arg(key)
+        .query_async(conn)
+        .await
+        .expect("GET")
+}
+
+pub async fn pttl(conn: &mut MultiplexedConnection, key: &str) -> i64 {
+    redis::cmd("PTTL")
+        .arg(key)
+        .query_async(conn)
+        .await
+        .expect("PTTL")
+}
+
+/// The token a guard stored, as Redis holds it.
+pub fn token_of(guard: &Guard) -> String {
+    guard.lease().token().to_hex().as_str().to_owned()
+}
+
+/// Waits (bounded: at most 5 s, in 10 ms steps) until `key` is gone; false if it never goes.
+pub async fn wait_until_gone(conn: &mut MultiplexedConnection, key: &str) -> bool {
+    for _ in 0..500 {
+        let exists: i64 = redis::cmd("EXISTS")
+            .arg(key)
+            .query_async(conn)
+            .await
+            .expect("EXISTS");
+        if exists == 0 {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    false
+}
