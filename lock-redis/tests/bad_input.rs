@@ -11,7 +11,7 @@ use lock_redis::RedisLock;
 fn invalid<T: std::fmt::Debug>(r: Result<T, LockError>, case: &str) {
     match r {
         Err(LockError::InvalidInput { reason }) => {
-            assert!(!reason.is_empty(), "{case}: a reason is given")
+            assert!(!reason.is_empty(), "{case}: a reason is given");
         }
         other => panic!("{case}: expected InvalidInput, got {other:?}"),
     }

@@ -19,7 +19,7 @@ async fn operations_survive_script_flush() {
                 .arg("FLUSH")
                 .query_async::<()>(&mut conn)
                 .await
-                .expect("SCRIPT FLUSH")
+                .expect("SCRIPT FLUSH");
         }
     };
     flush(&mut conn).await;
