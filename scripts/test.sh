@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Everything CI checks: formatting, lints, then every unit, integration and doc test. The
+# integration tests start their own redis-server processes (single servers, a cluster-enabled
+# node) on free loopback ports through lock-testkit and stop them by PID.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/ensure-redis.sh
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+
+echo "== cargo clippy"
+cargo clippy --workspace --all-targets --all-features -- -D warnings
+
+echo "== cargo doc"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps --quiet
+
+echo "== cargo test (unit, integration and doc tests)"
+cargo test --workspace --all-features
