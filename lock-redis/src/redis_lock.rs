@@ -1,7 +1,6 @@
 //! `RedisLock`: the [`Lock`] backend on one Redis server.
 
 use std::fmt;
-use std::future::Future;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -106,23 +105,31 @@ impl RedisLock {
         release_channel(&self.key(name))
     }
 
-    /// Runs one script with a bounded wait for its reply, replacing the connection if the
-    /// failure shows it broken.
+    /// Runs one script (EVALSHA, loading it on NOSCRIPT) with a bounded wait for its reply,
+    /// replacing the connection if the failure shows it broken. `keys[0]` is the lock key.
     async fn run<T: FromRedisValue>(
         &self,
         op: Op,
-        key: &str,
-        invoke: impl for<'c> FnOnce(&'c mut redis::aio::MultiplexedConnection) -> ScriptFuture<'c, T>,
+        script: &Script,
+        keys: &[&str],
+        args: &[&str],
     ) -> Result<T, LockError> {
+        let mut call = script.prepare_invoke();
+        for key in keys {
+            call.key(*key);
+        }
+        for arg in args {
+            call.arg(*arg);
+        }
         let mut conn = self.conns.get().await?;
         let started = Instant::now();
-        match tokio::time::timeout(self.command_timeout, invoke(&mut conn.conn)).await {
+        match tokio::time::timeout(self.command_timeout, call.invoke_async(&mut conn.conn)).await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(err)) => {
                 if breaks_connection(&err) {
                     self.conns.discard(&conn);
                 }
-                Err(from_redis(err, op, key, started.elapsed()))
+                Err(from_redis(err, op, keys[0], started.elapsed()))
             }
             Err(_) => {
                 // The reply may still come; the connection is in an unknown state.
@@ -131,27 +138,6 @@ impl RedisLock {
             }
         }
     }
-}
-
-type ScriptFuture<'c, T> =
-    std::pin::Pin<Box<dyn Future<Output = redis::RedisResult<T>> + Send + 'c>>;
-
-fn invoke<'c, T: FromRedisValue + Send + 'c>(
-    script: &'static Script,
-    keys: Vec<String>,
-    args: Vec<String>,
-    conn: &'c mut redis::aio::MultiplexedConnection,
-) -> ScriptFuture<'c, T> {
-    Box::pin(async move {
-        let mut call = script.prepare_invoke();
-        for key in &keys {
-            call.key(key);
-        }
-        for arg in &args {
-            call.arg(arg);
-        }
-        call.invoke_async(conn).await
-    })
 }
 
 fn ms(d: Duration) -> u64 {
@@ -179,14 +165,15 @@ impl Lock for RedisLock {
         }
         let fence = fence_key(&key);
         let started = Instant::now();
-        let keys = vec![key.clone(), fence];
-        let args = vec![
-            token.to_hex().as_str().to_owned(),
-            ttl_ms.to_string(),
-            self.fence_retention_ms.to_string(),
-        ];
+        let token_hex = token.to_hex();
+        let (ttl_arg, retention_arg) = (ttl_ms.to_string(), self.fence_retention_ms.to_string());
         let (granted, value): (i64, i64) = self
-            .run(Op::Acquire, &key, |c| invoke(&ACQUIRE, keys, args, c))
+            .run(
+                Op::Acquire,
+                &ACQUIRE,
+                &[&key, &fence],
+                &[token_hex.as_str(), &ttl_arg, &retention_arg],
+            )
             .await?;
         if granted == 1 {
             let fencing_token = u64::try_from(value).unwrap_or(0);
@@ -208,25 +195,23 @@ impl Lock for RedisLock {
         let ttl_ms = check_ttl(ttl)?;
         let key = self.key(lease.name());
         let started = Instant::now();
-        let args = vec![
-            lease.token().to_hex().as_str().to_owned(),
-            ttl_ms.to_string(),
-        ];
+        let (token_hex, ttl_arg) = (lease.token().to_hex(), ttl_ms.to_string());
         let extended: i64 = self
-            .run(Op::Extend, &key, |c| {
-                invoke(&EXTEND, vec![key.clone()], args, c)
-            })
+            .run(
+                Op::Extend,
+                &EXTEND,
+                &[&key],
+                &[token_hex.as_str(), &ttl_arg],
+            )
             .await?;
         Ok((extended == 1).then(|| valid_until(started, Duration::from_millis(ttl_ms))))
     }
 
     async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
         let key = self.key(lease.name());
-        let args = vec![lease.token().to_hex().as_str().to_owned()];
+        let token_hex = lease.token().to_hex();
         let released: i64 = self
-            .run(Op::Release, &key, |c| {
-                invoke(&RELEASE, vec![key.clone()], args, c)
-            })
+            .run(Op::Release, &RELEASE, &[&key], &[token_hex.as_str()])
             .await?;
         Ok(released == 1)
     }
