@@ -99,7 +99,9 @@ impl RedisLock {
         fence_key(&self.key(name))
     }
 
-    /// The channel a release of `name` is announced on, in the same cluster slot as its key.
+    /// The channel reserved for announcing releases of `name` (for waking waiters), in the same
+    /// cluster slot as its key. Nothing is published on it yet: waiters currently poll with
+    /// backoff; release announcements come with the Locker's pub/sub waiting.
     #[must_use]
     pub fn release_channel(&self, name: &str) -> String {
         release_channel(&self.key(name))

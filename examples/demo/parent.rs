@@ -1,0 +1,235 @@
+//! The parent process: sets up Redis, runs the workers, and reports.
+
+use std::borrow::Cow;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use distlock::redis::{self, aio::MultiplexedConnection};
+use lock_testkit::RedisServer;
+
+use crate::Error;
+use crate::cli::{RunArgs, WorkerArgs};
+use crate::progress::Progress;
+use crate::protocol::unix_ms_now;
+use crate::report::{self, EndState};
+use crate::resource::{COUNTER_KEY, DEMO_KEYS, FencedResource, INSIDE_KEY, LOCK_NAME};
+use crate::supervisor::Fleet;
+
+/// How long after the deadline a worker may still run before it is killed.
+const GRACE: Duration = Duration::from_secs(10);
+
+/// The exit code when a check failed or a worker failed.
+const EXIT_FAILED: u8 = 1;
+
+/// The exit code when the demo could not run (no Redis, no processes).
+const EXIT_UNABLE: u8 = 2;
+
+/// The exit code after Ctrl-C (128 + SIGINT, as shells report it).
+const EXIT_INTERRUPTED: u8 = 130;
+
+/// Runs the demo; the process's exit code.
+pub(crate) fn main(args: &RunArgs) -> ExitCode {
+    match run(args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("demo: {e}");
+            ExitCode::from(EXIT_UNABLE)
+        }
+    }
+}
+
+/// Sets up, runs the workers until they are done, reports, and tears down.
+fn run(args: &RunArgs) -> Result<ExitCode, Error> {
+    // One thread for the Ctrl-C watcher; Redis calls run on it through `block_on`.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    let interrupted = watch_ctrl_c(&runtime);
+
+    // Dropped at the end of this function (also on an early return), which kills it by PID.
+    let server = match args.redis_url {
+        Some(_) => None,
+        None => Some(RedisServer::start().map_err(|e| {
+            format!(
+                "cannot start a throwaway redis-server: {e}\n\
+                 Install redis-server (>= 7.0) with `bash scripts/ensure-redis.sh`, or point \
+                 DISTLOCK_REDIS_SERVER at one, or use a running server with --redis-url."
+            )
+        })?),
+    };
+    let url = match (&server, &args.redis_url) {
+        (Some(server), _) => server.url(),
+        (None, Some(url)) => url.clone(),
+        (None, None) => return Err("no Redis server".into()),
+    };
+    print_header(args, &url, server.as_ref());
+    let mut conn = runtime.block_on(prepare(&url))?;
+    if interrupted.load(Ordering::Relaxed) {
+        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    }
+
+    let started = Instant::now();
+    let deadline = started + args.duration();
+    let deadline_unix_ms = unix_ms_now() + args.duration * 1_000;
+    let workers: Vec<WorkerArgs> = (0..args.workers)
+        .map(|index| WorkerArgs {
+            index,
+            redis_url: url.clone(),
+            deadline_unix_ms,
+            ttl_ms: args.ttl_ms,
+            hold_ms: args.hold_ms,
+            pause_every: args.pause_every,
+            wait_ms: args.wait_ms,
+        })
+        .collect();
+    let mut fleet = Fleet::spawn(&workers)?;
+    let labels: Vec<String> = fleet
+        .slots()
+        .iter()
+        .map(|s| format!("worker {}", s.index))
+        .collect();
+    let mut progress = Progress::new(&labels, started, args.duration());
+    fleet.supervise(deadline, GRACE, &interrupted, &mut progress);
+    progress.finish();
+
+    let interrupted = interrupted.load(Ordering::Relaxed);
+    let end = if interrupted {
+        println!("interrupted: the checks that need the final state of Redis are skipped");
+        None
+    } else {
+        runtime
+            .block_on(read_end(&mut conn))
+            .inspect_err(|e| eprintln!("demo: cannot read the final state of Redis: {e}"))
+            .ok()
+    };
+    let passed = report::print(fleet.slots(), end.as_ref());
+
+    drop(fleet);
+    if let Some(server) = server {
+        let pid = server.pid();
+        drop(server);
+        if let Some(pid) = pid {
+            println!("stopped the throwaway redis-server (pid {pid})");
+        }
+    }
+    Ok(ExitCode::from(if interrupted {
+        EXIT_INTERRUPTED
+    } else if passed {
+        0
+    } else {
+        EXIT_FAILED
+    }))
+}
+
+/// A flag set when the user presses Ctrl-C. The demo then kills its workers (they got the
+/// SIGINT too) and reports what it has, instead of dying and leaving processes behind.
+fn watch_ctrl_c(runtime: &tokio::runtime::Runtime) -> Arc<AtomicBool> {
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&interrupted);
+    runtime.spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            flag.store(true, Ordering::Relaxed);
+        }
+    });
+    interrupted
+}
+
+/// Prints the Redis server and the parameters of the run.
+fn print_header(args: &RunArgs, url: &str, server: Option<&RedisServer>) {
+    let origin = match server.and_then(RedisServer::pid) {
+        Some(pid) => format!("a throwaway redis-server, pid {pid}, stopped at the end"),
+        None => "given with --redis-url; only the demo's keys are touched".to_owned(),
+    };
+    let stalls = if args.pause_every == 0 {
+        "no stalls".to_owned()
+    } else {
+        format!(
+            "every {}th acquisition of a worker stalls for {} ms",
+            args.pause_every,
+            args.ttl_ms + 200
+        )
+    };
+    println!("distlock demo: worker processes contend for one lock and write to a fenced resource");
+    println!("  redis     {} ({origin})", redacted(url));
+    println!(
+        "  lock      {LOCK_NAME:?}, lease TTL {} ms, each acquisition waits up to {} ms",
+        args.ttl_ms, args.wait_ms
+    );
+    println!(
+        "  workers   {} processes for {} s; the counter's read-modify-write holds {} ms; {stalls}",
+        args.workers, args.duration, args.hold_ms
+    );
+    if args.hold_ms >= args.ttl_ms {
+        println!(
+            "  note      --hold-ms >= --ttl-ms: leases run out mid-work, so expect exclusion \
+             violations and lost updates"
+        );
+    }
+}
+
+/// Connects and clears the demo's keys (and only those).
+async fn prepare(url: &str) -> Result<MultiplexedConnection, Error> {
+    let mut conn = redis::Client::open(url)?
+        .get_multiplexed_async_connection()
+        .await
+        .map_err(|e| format!("cannot connect to {}: {e}", redacted(url)))?;
+    let _: i64 = redis::cmd("DEL")
+        .arg(&DEMO_KEYS)
+        .query_async(&mut conn)
+        .await?;
+    Ok(conn)
+}
+
+/// Reads the counter, the inside marker and the resource.
+async fn read_end(conn: &mut MultiplexedConnection) -> Result<EndState, Error> {
+    let (counter, inside): (Option<u64>, Option<i64>) = redis::cmd("MGET")
+        .arg(COUNTER_KEY)
+        .arg(INSIDE_KEY)
+        .query_async(conn)
+        .await?;
+    Ok(EndState {
+        counter: counter.unwrap_or(0),
+        inside: inside.unwrap_or(0),
+        resource: FencedResource::snapshot(conn).await?,
+    })
+}
+
+/// `url` with its password, if any, replaced by `***`.
+fn redacted(url: &str) -> Cow<'_, str> {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.into();
+    };
+    let authority = &rest[..rest.find('/').unwrap_or(rest.len())];
+    let Some(at) = authority.rfind('@') else {
+        return url.into();
+    };
+    match authority[..at].split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:***{}", &rest[at..]).into(),
+        None => url.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redacted;
+
+    #[test]
+    fn passwords_are_hidden() {
+        assert_eq!(
+            redacted("redis://127.0.0.1:6379/"),
+            "redis://127.0.0.1:6379/"
+        );
+        assert_eq!(
+            redacted("redis://:s3cret@127.0.0.1:6379/0"),
+            "redis://:***@127.0.0.1:6379/0"
+        );
+        assert_eq!(
+            redacted("rediss://app:p@ss@host/"),
+            "rediss://app:***@host/"
+        );
+        assert_eq!(redacted("unix:///tmp/redis.sock"), "unix:///tmp/redis.sock");
+    }
+}

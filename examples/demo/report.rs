@@ -1,0 +1,282 @@
+//! The final report: a table of the workers, a table of the totals with their checks, and the
+//! verdict.
+
+use comfy_table::{CellAlignment, Table, modifiers, presets};
+
+use crate::protocol::Summary;
+use crate::resource::Snapshot;
+use crate::slot::Slot;
+use crate::stats::{ms_or_dash, percentile};
+
+/// What the parent reads from Redis once the workers are done.
+#[derive(Debug, Clone)]
+pub(crate) struct EndState {
+    /// `demo:counter`.
+    pub(crate) counter: u64,
+    /// `demo:inside`: holders still inside (0 unless a worker died there).
+    pub(crate) inside: i64,
+    /// `demo:resource`.
+    pub(crate) resource: Snapshot,
+}
+
+/// One row of the totals table.
+struct Row {
+    /// What is counted.
+    figure: &'static str,
+    /// The count, with any detail.
+    value: String,
+    /// What it must be, if anything.
+    expected: &'static str,
+    /// `Some(passed)` for a check, `None` for information.
+    passed: Option<bool>,
+}
+
+impl Row {
+    fn info(figure: &'static str, value: impl ToString) -> Self {
+        Self {
+            figure,
+            value: value.to_string(),
+            expected: "",
+            passed: None,
+        }
+    }
+
+    fn check(figure: &'static str, value: String, expected: &'static str, passed: bool) -> Self {
+        Self {
+            figure,
+            value,
+            expected,
+            passed: Some(passed),
+        }
+    }
+
+    /// A must-be-zero check.
+    fn zero(figure: &'static str, value: u64) -> Self {
+        Self::check(figure, value.to_string(), "must be 0", value == 0)
+    }
+}
+
+/// Prints the report for `slots`, with the checks that need Redis's final state when `end` is
+/// known (`None`: interrupted, or the state could not be read). Returns whether every check
+/// passed; a missing `end` fails.
+pub(crate) fn print(slots: &[Slot], end: Option<&EndState>) -> bool {
+    println!("{}", workers_table(slots));
+    let rows = totals(slots, end);
+    println!("{}", totals_table(&rows));
+
+    for slot in slots {
+        for problem in slot.problems() {
+            println!("worker {}: {problem}", slot.index);
+        }
+    }
+    let failed: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.passed == Some(false))
+        .map(|r| r.figure)
+        .collect();
+    if end.is_none() {
+        println!("NOT CHECKED: the final state of Redis is unknown");
+        false
+    } else if failed.is_empty() {
+        println!(
+            "PASS: one holder at a time, no update lost, every stale write rejected by the \
+             fenced resource"
+        );
+        true
+    } else {
+        println!("FAIL: {}", failed.join("; "));
+        false
+    }
+}
+
+/// One row per worker, then one for all of them.
+fn workers_table(slots: &[Slot]) -> Table {
+    let mut table = table([
+        "worker",
+        "pid",
+        "acquisitions",
+        "wait p50 (ms)",
+        "wait p99 (ms)",
+        "stalls simulated",
+        "stale writes rejected",
+        "wait timeouts",
+        "status",
+    ]);
+    let mut all = Summary::default();
+    let mut all_waits = Vec::new();
+    for slot in slots {
+        let figures = slot.figures();
+        all.add(&figures);
+        all_waits.extend_from_slice(&slot.waits_us);
+        table.add_row([
+            slot.index.to_string(),
+            slot.pid.to_string(),
+            figures.acquisitions.to_string(),
+            ms_or_dash(percentile(&slot.waits_us, 50)),
+            ms_or_dash(percentile(&slot.waits_us, 99)),
+            figures.stalls.to_string(),
+            figures.stale_rejected.to_string(),
+            figures.wait_timeouts.to_string(),
+            slot.failure()
+                .map_or_else(|| "ok".to_owned(), |why| format!("FAILED: {why}")),
+        ]);
+    }
+    table.add_row([
+        "all".to_owned(),
+        String::new(),
+        all.acquisitions.to_string(),
+        ms_or_dash(percentile(&all_waits, 50)),
+        ms_or_dash(percentile(&all_waits, 99)),
+        all.stalls.to_string(),
+        all.stale_rejected.to_string(),
+        all.wait_timeouts.to_string(),
+        String::new(),
+    ]);
+    for column in 1..=7 {
+        if let Some(column) = table.column_mut(column) {
+            column.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    table
+}
+
+/// The totals and their checks.
+fn totals(slots: &[Slot], end: Option<&EndState>) -> Vec<Row> {
+    let mut sum = Summary::default();
+    for slot in slots {
+        sum.add(&slot.figures());
+    }
+    let failed_workers = slots.iter().filter(|s| s.failure().is_some()).count();
+    let complete = slots.iter().all(|s| s.summary.is_some());
+    let unknown = |why: &str| format!("unknown ({why})");
+
+    let mut rows = vec![Row::info("total acquisitions", sum.acquisitions)];
+
+    // Every write the resource accepted was counted by exactly one worker.
+    let accepted = sum.fenced_accepted + sum.stale_accepted;
+    rows.push(match end {
+        Some(end) if complete => Row::check(
+            "fenced writes accepted",
+            format!("{accepted} (the resource counted {})", end.resource.writes),
+            "= the resource's count",
+            accepted == end.resource.writes,
+        ),
+        Some(end) => Row::info(
+            "fenced writes accepted",
+            format!(
+                "{} (the resource counted; a worker sent no summary)",
+                end.resource.writes
+            ),
+        ),
+        None if complete => Row::info("fenced writes accepted", accepted),
+        None => Row::info(
+            "fenced writes accepted",
+            unknown("a worker sent no summary"),
+        ),
+    });
+    rows.push(Row::info(
+        "stale writes rejected",
+        format!(
+            "{} (of {} stalls simulated)",
+            sum.stale_rejected, sum.stalls
+        ),
+    ));
+    rows.push(Row::zero("stale writes ACCEPTED", sum.stale_accepted));
+    rows.push(Row::zero("exclusion violations", sum.violations));
+    rows.push(match end {
+        Some(end) if complete => {
+            let lost = i128::from(sum.increments) - i128::from(end.counter);
+            Row::check(
+                "lost updates (expected − actual)",
+                format!("{lost} ({} − {})", sum.increments, end.counter),
+                "must be 0",
+                lost == 0,
+            )
+        }
+        Some(_) => Row::check(
+            "lost updates (expected − actual)",
+            unknown("a worker sent no summary"),
+            "must be 0",
+            false,
+        ),
+        None => Row::info(
+            "lost updates (expected − actual)",
+            unknown("no final state"),
+        ),
+    });
+    rows.push(Row::check(
+        "workers failed",
+        failed_workers.to_string(),
+        "must be 0",
+        failed_workers == 0,
+    ));
+    rows.push(Row::zero(
+        "releases after a stall that still owned the lock",
+        sum.stale_still_ours,
+    ));
+    if let Some(end) = end {
+        rows.push(Row::check(
+            "holders inside at the end",
+            end.inside.to_string(),
+            "must be 0",
+            end.inside == 0,
+        ));
+    }
+
+    // Information: non-zero only on an overloaded machine or a short run.
+    if sum.stale_unchecked > 0 {
+        rows.push(Row::info(
+            "stalls with no newer write to lose to (not checked)",
+            sum.stale_unchecked,
+        ));
+    }
+    if sum.fenced_rejected > 0 || sum.overruns > 0 {
+        rows.push(Row::info(
+            "current writes rejected / leases that ran out mid-work",
+            format!("{} / {}", sum.fenced_rejected, sum.overruns),
+        ));
+    }
+    rows.push(Row::info("wait timeouts", sum.wait_timeouts));
+    if let Some(Snapshot {
+        fence: Some(fence),
+        writer,
+        ..
+    }) = end.map(|e| &e.resource)
+    {
+        rows.push(Row::info(
+            "last accepted write",
+            format!(
+                "fencing token {fence} by {}",
+                writer.as_deref().unwrap_or("?")
+            ),
+        ));
+    }
+    rows
+}
+
+/// The totals rows as a table.
+fn totals_table(rows: &[Row]) -> Table {
+    let mut table = table(["total", "value", "expected", "check"]);
+    for row in rows {
+        let check = match row.passed {
+            Some(true) => "ok",
+            Some(false) => "FAIL",
+            None => "",
+        };
+        table.add_row([row.figure, row.value.as_str(), row.expected, check]);
+    }
+    if let Some(column) = table.column_mut(1) {
+        column.set_cell_alignment(CellAlignment::Right);
+    }
+    table
+}
+
+/// An empty table with the demo's look and `header`.
+fn table<const N: usize>(header: [&str; N]) -> Table {
+    let mut table = Table::new();
+    table
+        .load_preset(presets::UTF8_FULL_CONDENSED)
+        .apply_modifier(modifiers::UTF8_ROUND_CORNERS)
+        .set_header(header);
+    table
+}
