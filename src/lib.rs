@@ -3,9 +3,9 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub use lock_core::{
-    Attempt, Backoff, BoxError, DEFAULT_TTL, DEFAULT_WAIT, Guard, Lease, Lock, LockError,
-    LockRequest, Locker, LockerBuilder, MAX_NAME_LEN, MAX_TTL, MIN_TTL, MemoryLock, Op,
-    ParseTokenError, TimeoutPhase, Token, TokenHex, check_name, check_ttl, valid_until,
+    Attempt, Backoff, BoxError, DEFAULT_LEASE, DEFAULT_WAIT, Guard, Lease, LeaseWatch, Lock,
+    LockError, LockRequest, Locker, LockerBuilder, MAX_NAME_LEN, MAX_TTL, MIN_TTL, MemoryLock, Op,
+    ParseTokenError, TimeoutPhase, Token, TokenHex, check_name, check_ttl, metric, valid_until,
 };
 
 /// The single-Redis backend (feature `redis`, on by default).

@@ -50,6 +50,15 @@ pub enum LockError {
         name: String,
     },
 
+    /// The lease ended while its guard still lived: renewal failed for longer than the lease's
+    /// validity, the backend said the lock is no longer ours, or a fixed TTL ran out. Returned
+    /// by [`LockRequest::run`](crate::LockRequest::run) after cancelling the work.
+    #[error("the lease on {name:?} was lost while the work ran")]
+    Lost {
+        /// The lock name.
+        name: String,
+    },
+
     /// The key under the lock name holds a value that no lock layout uses (for example a hash
     /// or a list written by someone else). Nothing was overwritten.
     #[error("key {key:?} holds a value of the wrong type for a lock: {detail}")]
@@ -86,7 +95,10 @@ impl LockError {
         match self {
             Self::Timeout { .. } | Self::Busy { .. } => true,
             Self::Backend { retryable, .. } => *retryable,
-            Self::InvalidInput { .. } | Self::NotOwned { .. } | Self::WrongType { .. } => false,
+            Self::InvalidInput { .. }
+            | Self::NotOwned { .. }
+            | Self::Lost { .. }
+            | Self::WrongType { .. } => false,
         }
     }
 

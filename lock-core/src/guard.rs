@@ -1,12 +1,15 @@
 //! The RAII owner of a lease.
 
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::cleanup::{ReleaseOnDrop, spawn_release};
+use crate::cleanup::ReleaseOnDrop;
+use crate::held::Held;
+use crate::metric;
 use crate::{Lease, Lock, LockError, check_ttl};
 
 /// Owns a granted lease until [`Guard::release`], [`Guard::leak`] or drop.
@@ -17,54 +20,91 @@ use crate::{Lease, Lock, LockError, check_ttl};
 /// `PgAdvisoryLockGuard`). Dropped outside a runtime, nothing is sent and the lock expires at the
 /// end of its TTL.
 ///
-/// The guard does not renew the lease: past [`Guard::valid_until`] the lock may belong to
-/// someone else. Call [`Guard::extend`] in time, and hand [`Guard::fencing_token`] to the
-/// resource you protect so it can reject a stale holder.
+/// A guard taken without a fixed TTL is *renewed*: the locker's watchdog extends its lease
+/// every third of the lease while the guard lives, and stops before the release is sent. A
+/// guard with a fixed TTL is not renewed. Either way the lease can end early — the backend lost
+/// it, renewal failed for longer than the lease — and [`Guard::lost`] resolves then. Hand
+/// [`Guard::fencing_token`] to the resource you protect so it can reject a stale holder.
 #[must_use = "dropping a Guard releases the lock at once (in the background)"]
 pub struct Guard {
     lock: Arc<dyn Lock>,
-    lease: Lease,
+    held: Arc<Held>,
     /// Whether dropping the guard must release the lease (false after `release` and `leak`).
     armed: bool,
 }
 
 impl Guard {
-    pub(crate) fn new(lock: Arc<dyn Lock>, lease: Lease) -> Self {
+    pub(crate) fn new(lock: Arc<dyn Lock>, held: Arc<Held>) -> Self {
+        held.labels.gauge(metric::HELD, 1.0);
         Self {
             lock,
-            lease,
+            held,
             armed: true,
         }
     }
 
-    /// The lease this guard owns.
+    /// A snapshot of the lease this guard owns (its `valid_until` as of now).
     #[must_use]
-    pub fn lease(&self) -> &Lease {
-        &self.lease
+    pub fn lease(&self) -> Lease {
+        self.held.lease()
     }
 
     /// The lock name.
     #[must_use]
     pub fn name(&self) -> &str {
-        self.lease.name()
+        self.held.name()
     }
 
     /// The fencing token of this grant; see [`Lease::fencing_token`].
     #[must_use]
     pub fn fencing_token(&self) -> u64 {
-        self.lease.fencing_token()
+        self.held.fencing_token()
     }
 
-    /// The local monotonic instant after which the lease must be assumed gone.
+    /// The local monotonic instant after which the lease must be assumed gone; moved forward by
+    /// every renewal and [`Guard::extend`].
     #[must_use]
     pub fn valid_until(&self) -> Instant {
-        self.lease.valid_until()
+        self.held.valid_until()
     }
 
     /// Time left until [`Guard::valid_until`], zero once it has passed.
     #[must_use]
     pub fn remaining(&self) -> Duration {
-        self.lease.remaining()
+        self.valid_until().saturating_duration_since(Instant::now())
+    }
+
+    /// Whether the lease is still ours as far as this process knows: not lost, not past
+    /// `valid_until`. (Another process can only know better after the fact: use fencing.)
+    #[must_use]
+    pub fn is_held(&self) -> bool {
+        self.held.is_held()
+    }
+
+    /// Whether the watchdog is renewing this lease.
+    #[must_use]
+    pub fn is_renewing(&self) -> bool {
+        self.held.is_renewing()
+    }
+
+    /// A future that resolves when the lease is lost while this guard lives: renewal found the
+    /// lock no longer ours, failed for longer than the lease's validity, or (for a fixed TTL)
+    /// `valid_until` passed. It stays pending while the lease is held. Owns what it needs, so it
+    /// can be awaited beside work that uses the guard (`tokio::select!`).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping it changes nothing.
+    pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
+        Arc::clone(&self.held).lost()
+    }
+
+    /// A cheap, cloneable view of this lease for code that must not own the guard (the work
+    /// passed to [`LockRequest::run`](crate::LockRequest::run)).
+    #[must_use]
+    pub fn watch(&self) -> LeaseWatch {
+        LeaseWatch {
+            held: Arc::clone(&self.held),
+        }
     }
 
     /// Extends the lease so it expires `ttl` from now, if it is still ours.
@@ -72,27 +112,39 @@ impl Guard {
     /// # Errors
     /// [`LockError::InvalidInput`] for a TTL out of range (nothing sent);
     /// [`LockError::NotOwned`] when the lease already expired (the current holder, if any, is
-    /// left intact); [`LockError::Timeout`] / [`LockError::Backend`] when the backend fails —
-    /// the lease is then unchanged or extended, and `valid_until` is not moved.
+    /// left intact; the guard counts as lost); [`LockError::Timeout`] / [`LockError::Backend`]
+    /// when the backend fails — the lease is then unchanged or extended, and `valid_until` is
+    /// not moved.
     ///
     /// # Cancel safety
     /// Cancel safe: dropped, the lease is unchanged or extended and the guard still owns it
     /// (with the old `valid_until`, which is the safe side).
     pub async fn extend(&mut self, ttl: Duration) -> Result<(), LockError> {
         check_ttl(ttl)?;
-        match self.lock.extend(&self.lease, ttl).await? {
-            Some(valid_until) => {
-                self.lease.set_valid_until(valid_until);
+        let _op = self.held.ops.lock().await;
+        match self.lock.extend(&self.held.lease(), ttl).await {
+            Ok(Some(valid_until)) => {
+                self.held.set_valid_until(valid_until);
                 Ok(())
             }
-            None => Err(LockError::NotOwned {
-                name: self.lease.name().to_owned(),
-            }),
+            Ok(None) => {
+                self.held.mark_lost();
+                Err(LockError::NotOwned {
+                    name: self.name().to_owned(),
+                })
+            }
+            Err(error) => {
+                self.held
+                    .labels
+                    .count_with(metric::BACKEND_ERRORS_TOTAL, "op", "extend");
+                Err(error)
+            }
         }
     }
 
-    /// Releases the lease now. Returns `true` if it was still ours, `false` if it had expired
-    /// (the key was left to whoever holds it now).
+    /// Releases the lease now: stops its renewal, waits for a renewal in flight, then sends the
+    /// release. Returns `true` if it was still ours, `false` if it had expired (the key was
+    /// left to whoever holds it now).
     ///
     /// # Errors
     /// [`LockError::Timeout`] / [`LockError::Backend`] when the backend fails; the lock then
@@ -102,25 +154,70 @@ impl Guard {
     /// Cancel safe: dropped before the answer, the release is finished in the background.
     pub async fn release(mut self) -> Result<bool, LockError> {
         self.armed = false;
-        let in_flight = ReleaseOnDrop::new(Arc::clone(&self.lock), self.lease.clone());
-        let result = self.lock.release(&self.lease).await;
+        self.finish();
+        let _op = self.held.ops.lock().await;
+        let lease = self.held.lease();
+        let in_flight = ReleaseOnDrop::new(Arc::clone(&self.lock), lease.clone());
+        let result = self.lock.release(&lease).await;
         in_flight.disarm();
+        match &result {
+            Ok(false) => self.held.labels.count(metric::RELEASE_NOT_OWNED_TOTAL),
+            Err(_) => self
+                .held
+                .labels
+                .count_with(metric::BACKEND_ERRORS_TOTAL, "op", "release"),
+            Ok(true) => {}
+        }
         result
     }
 
-    /// Gives up ownership without releasing: the lock stays held until its TTL runs out (or
-    /// until the returned lease is released through the backend). For handing a lease to
-    /// another process or keeping a job's lock across a restart.
+    /// Gives up ownership without releasing: renewal stops and the lock stays held until its
+    /// TTL runs out (or until the returned lease is released through
+    /// [`Locker::release`](crate::Locker::release)). For handing a lease to another process or
+    /// keeping a job's lock across a restart.
     pub fn leak(mut self) -> Lease {
         self.armed = false;
-        self.lease.clone()
+        self.finish();
+        self.held.lease()
+    }
+
+    /// Stops renewal and records the hold: called once, by release, leak or drop.
+    fn finish(&self) {
+        self.held.stop_renewing();
+        self.held.labels.gauge(metric::HELD, -1.0);
+        self.held
+            .labels
+            .record(metric::HELD_SECONDS, self.held.acquired_at.elapsed());
     }
 }
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        if self.armed {
-            spawn_release(Arc::clone(&self.lock), self.lease.clone());
+        if !self.armed {
+            return;
+        }
+        self.finish();
+        let (lock, held) = (Arc::clone(&self.lock), Arc::clone(&self.held));
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn(async move {
+                // After any renewal in flight, never before it.
+                let _op = held.ops.lock().await;
+                let lease = held.lease();
+                match lock.release(&lease).await {
+                    Ok(released) => {
+                        tracing::debug!(name = lease.name(), released, "released on drop");
+                    }
+                    Err(error) => tracing::warn!(
+                        name = lease.name(),
+                        %error,
+                        "release on drop failed; the lock expires at the end of its TTL"
+                    ),
+                }
+            })),
+            Err(_) => tracing::warn!(
+                name = self.held.name(),
+                "guard dropped outside a tokio runtime; the lock expires at the end of its TTL"
+            ),
         }
     }
 }
@@ -129,8 +226,59 @@ impl fmt::Debug for Guard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Guard")
             .field("backend", &self.lock.backend())
-            .field("lease", &self.lease)
-            .field("armed", &self.armed)
+            .field("lease", &self.held.lease())
+            .field("renewing", &self.held.is_renewing())
+            .field("lost", &self.held.is_lost())
+            .finish()
+    }
+}
+
+/// A cheap, cloneable view of a held lease: its name, fencing token, validity, and whether it
+/// was lost. Handed to the work of [`LockRequest::run`](crate::LockRequest::run).
+#[derive(Clone)]
+pub struct LeaseWatch {
+    held: Arc<Held>,
+}
+
+impl LeaseWatch {
+    /// The lock name.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        self.held.name()
+    }
+
+    /// The fencing token of this grant; pass it to every write to the protected resource.
+    #[must_use]
+    pub fn fencing_token(&self) -> u64 {
+        self.held.fencing_token()
+    }
+
+    /// The local monotonic instant after which the lease must be assumed gone.
+    #[must_use]
+    pub fn valid_until(&self) -> Instant {
+        self.held.valid_until()
+    }
+
+    /// Whether the lease is still ours as far as this process knows.
+    #[must_use]
+    pub fn is_held(&self) -> bool {
+        self.held.is_held()
+    }
+
+    /// Resolves when the lease is lost; see [`Guard::lost`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping it changes nothing.
+    pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
+        Arc::clone(&self.held).lost()
+    }
+}
+
+impl fmt::Debug for LeaseWatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LeaseWatch")
+            .field("lease", &self.held.lease())
+            .field("lost", &self.held.is_lost())
             .finish()
     }
 }

@@ -75,10 +75,6 @@ impl Lease {
     pub fn is_expired(&self) -> bool {
         Instant::now() >= self.valid_until
     }
-
-    pub(crate) fn set_valid_until(&mut self, valid_until: Instant) {
-        self.valid_until = valid_until;
-    }
 }
 
 /// `started + ttl`, saturating at a far-future instant instead of overflowing: the validity of a

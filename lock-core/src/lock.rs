@@ -78,6 +78,22 @@ pub trait Lock: Send + Sync {
     /// # Cancel safety
     /// Cancel safe: dropping it leaves the lease held or released.
     async fn release(&self, lease: &Lease) -> Result<bool, LockError>;
+
+    /// Extends several leases, answering for each as [`Lock::extend`] does, in the same order.
+    /// The [`Locker`](crate::Locker)'s renewal sends all leases due at one moment through this.
+    ///
+    /// The default sends the extends concurrently; a backend that multiplexes requests over one
+    /// connection (as `RedisLock` does) thereby writes them back to back in one round trip. A
+    /// backend may override it with a real batch (one pipeline).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: each lease is left unchanged or extended.
+    async fn extend_many(
+        &self,
+        leases: &[(Lease, Duration)],
+    ) -> Vec<Result<Option<Instant>, LockError>> {
+        futures::future::join_all(leases.iter().map(|(lease, ttl)| self.extend(lease, *ttl))).await
+    }
 }
 
 macro_rules! forward_lock {
@@ -95,6 +111,9 @@ macro_rules! forward_lock {
             }
             async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
                 (**self).release(lease).await
+            }
+            async fn extend_many(&self, leases: &[(Lease, Duration)]) -> Vec<Result<Option<Instant>, LockError>> {
+                (**self).extend_many(leases).await
             }
         }
     )+};

@@ -1,4 +1,5 @@
-//! The policy every backend shares: validation, bounded waiting, cleanup on cancellation.
+//! The policy every backend shares: validation, bounded waiting, renewal, metrics, tracing,
+//! cleanup on cancellation.
 
 use std::fmt;
 use std::future::{Future, IntoFuture};
@@ -6,23 +7,32 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use metrics::SharedString;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::cleanup::ReleaseOnDrop;
+use crate::held::Held;
+use crate::metric::{self, Labels};
+use crate::renewal::Renewer;
 use crate::{
-    Attempt, Backoff, Guard, Lease, Lock, LockError, TimeoutPhase, Token, check_name, check_ttl,
+    Attempt, Backoff, Guard, Lease, LeaseWatch, Lock, LockError, TimeoutPhase, Token, check_name,
+    check_ttl,
 };
 
-/// The TTL of a lease when the request names none: 30 s.
-pub const DEFAULT_TTL: Duration = Duration::from_secs(30);
+/// The lease of a renewed lock (one whose request names no fixed TTL): 30 s, renewed every
+/// 10 s while its guard lives.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 
 /// How long [`LockRequest::acquire`] waits for a held lock when the request names no wait: 10 s.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(10);
 
-/// Takes locks on one backend: validates input, waits a bounded time for held locks, and makes
-/// sure no acquire leaves a lock behind when it is cancelled or fails half-way.
+/// Takes locks on one backend: validates input, waits a bounded time for held locks, renews the
+/// leases of its guards, records metrics and tracing spans, and makes sure no acquire leaves a
+/// lock behind when it is cancelled or fails half-way.
 ///
-/// Cheap to clone (one `Arc`); share one per backend across the process.
+/// Cheap to clone (one `Arc`); share one per backend across the process: its renewal task
+/// serves every guard it hands out.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
@@ -30,12 +40,8 @@ pub const DEFAULT_WAIT: Duration = Duration::from_secs(10);
 /// use lock_core::{Locker, MemoryLock};
 ///
 /// let locker = Locker::new(MemoryLock::new());
-/// let guard = locker
-///     .lock("order:42")
-///     .ttl(Duration::from_secs(10))
-///     .wait(Duration::from_secs(2))
-///     .acquire()
-///     .await?;
+/// // Renewed while the guard lives; waits at most 2 s for the lock.
+/// let guard = locker.lock("order:42").wait(Duration::from_secs(2)).acquire().await?;
 /// // ... work, passing guard.fencing_token() to the resource ...
 /// assert!(guard.release().await?);
 /// # Ok(()) }
@@ -47,14 +53,16 @@ pub struct Locker {
 
 struct Inner {
     lock: Arc<dyn Lock>,
-    ttl: Duration,
+    lease: Duration,
     wait: Duration,
     backoff: Backoff,
+    max_hold: Option<Duration>,
+    renewer: Renewer,
 }
 
 impl Locker {
-    /// A locker over `lock` with the defaults: [`DEFAULT_TTL`], [`DEFAULT_WAIT`],
-    /// [`Backoff::default`].
+    /// A locker over `lock` with the defaults: [`DEFAULT_LEASE`], [`DEFAULT_WAIT`],
+    /// [`Backoff::default`], no cap on hold time.
     pub fn new<L: Lock + 'static>(lock: L) -> Self {
         Self::builder(lock).build()
     }
@@ -76,8 +84,10 @@ impl Locker {
         LockRequest {
             locker: self.clone(),
             name: name.into(),
-            ttl: self.inner.ttl,
+            ttl: None,
             wait: self.inner.wait,
+            label: None,
+            max_hold: self.inner.max_hold,
         }
     }
 
@@ -109,21 +119,24 @@ impl fmt::Debug for Locker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Locker")
             .field("backend", &self.backend())
-            .field("ttl", &self.inner.ttl)
+            .field("lease", &self.inner.lease)
             .field("wait", &self.inner.wait)
             .field("backoff", &self.inner.backoff)
+            .field("max_hold", &self.inner.max_hold)
             .finish()
     }
 }
 
-/// Configures a [`Locker`]: the default TTL and wait of its requests, and the waiting backoff.
+/// Configures a [`Locker`]: the lease of renewed locks, the default wait, the waiting backoff
+/// and the cap on hold time.
 #[derive(Clone)]
 #[must_use]
 pub struct LockerBuilder {
     lock: Arc<dyn Lock>,
-    ttl: Duration,
+    lease: Duration,
     wait: Duration,
     backoff: Backoff,
+    max_hold: Option<Duration>,
 }
 
 impl LockerBuilder {
@@ -131,16 +144,26 @@ impl LockerBuilder {
     pub fn from_arc(lock: Arc<dyn Lock>) -> Self {
         Self {
             lock,
-            ttl: DEFAULT_TTL,
+            lease: DEFAULT_LEASE,
             wait: DEFAULT_WAIT,
             backoff: Backoff::default(),
+            max_hold: None,
         }
     }
 
-    /// The lease TTL of requests that name none (default [`DEFAULT_TTL`]). Checked when a
-    /// request is made, like a per-request TTL.
-    pub fn ttl(mut self, ttl: Duration) -> Self {
-        self.ttl = ttl;
+    /// The lease of renewed locks (default [`DEFAULT_LEASE`]): each renewal extends it to this
+    /// much from now, every third of it. A crashed holder's lock is free at most this long after
+    /// the crash. Checked when a request is made, like a per-request TTL.
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease;
+        self
+    }
+
+    /// Stop renewing a lease this long after it was granted (default: never), for users who
+    /// prefer liveness over endless renewal: past it the lease runs out and
+    /// [`Guard::lost`] fires. Requests can override it.
+    pub fn max_hold(mut self, max_hold: Duration) -> Self {
+        self.max_hold = Some(max_hold);
         self
     }
 
@@ -160,10 +183,12 @@ impl LockerBuilder {
     pub fn build(self) -> Locker {
         Locker {
             inner: Arc::new(Inner {
+                renewer: Renewer::new(Arc::clone(&self.lock)),
                 lock: self.lock,
-                ttl: self.ttl,
+                lease: self.lease,
                 wait: self.wait,
                 backoff: self.backoff,
+                max_hold: self.max_hold,
             }),
         }
     }
@@ -173,29 +198,36 @@ impl fmt::Debug for LockerBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LockerBuilder")
             .field("backend", &self.lock.backend())
-            .field("ttl", &self.ttl)
+            .field("lease", &self.lease)
             .field("wait", &self.wait)
             .field("backoff", &self.backoff)
+            .field("max_hold", &self.max_hold)
             .finish()
     }
 }
 
-/// A request for one lock, made by [`Locker::lock`]: set the TTL and the wait, then
-/// [`acquire`](LockRequest::acquire) (or `.await` it) or [`try_acquire`](LockRequest::try_acquire).
+/// A request for one lock, made by [`Locker::lock`]: set the TTL, the wait and the metrics
+/// label, then [`acquire`](LockRequest::acquire) (or `.await` it),
+/// [`try_acquire`](LockRequest::try_acquire) or [`run`](LockRequest::run).
 #[must_use = "a lock request does nothing until it is awaited"]
 #[derive(Debug)]
 pub struct LockRequest {
     locker: Locker,
     name: Arc<str>,
-    ttl: Duration,
+    /// A fixed TTL (no renewal), or `None` for a lease renewed while the guard lives.
+    ttl: Option<Duration>,
     wait: Duration,
+    label: Option<SharedString>,
+    max_hold: Option<Duration>,
 }
 
 impl LockRequest {
-    /// How long the lease lasts unless extended. Between [`MIN_TTL`](crate::MIN_TTL) (1 ms) and
-    /// [`MAX_TTL`](crate::MAX_TTL); sub-millisecond parts are dropped.
+    /// A fixed lease: the lock expires `ttl` after the grant unless extended by hand, and is not
+    /// renewed. Between [`MIN_TTL`](crate::MIN_TTL) (1 ms) and [`MAX_TTL`](crate::MAX_TTL);
+    /// sub-millisecond parts are dropped. Without it the lease is renewed while the guard lives
+    /// (see [`LockerBuilder::lease`]).
     pub fn ttl(mut self, ttl: Duration) -> Self {
-        self.ttl = ttl;
+        self.ttl = Some(ttl);
         self
     }
 
@@ -203,6 +235,20 @@ impl LockRequest {
     /// [`LockError::Timeout`]. `Duration::ZERO` makes one attempt.
     pub fn wait(mut self, wait: Duration) -> Self {
         self.wait = wait;
+        self
+    }
+
+    /// The `lock` label of this request's metrics: the name's *template* (`"order:{id}"`), not
+    /// the rendered name, so the number of series stays bounded. Default `"unlabelled"`.
+    pub fn label(mut self, label: impl Into<SharedString>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+
+    /// For a renewed lease: stop renewing this long after the grant; see
+    /// [`LockerBuilder::max_hold`].
+    pub fn max_hold(mut self, max_hold: Duration) -> Self {
+        self.max_hold = Some(max_hold);
         self
     }
 
@@ -216,13 +262,31 @@ impl LockRequest {
     /// Cancel safe: dropped after the request was sent, whatever it may have acquired is released
     /// in the background.
     pub async fn try_acquire(self) -> Result<Option<Guard>, LockError> {
-        self.check()?;
-        Ok(match self.attempt().await? {
-            Attempt::Acquired(lease) => {
-                Some(Guard::new(Arc::clone(&self.locker.inner.lock), lease))
+        let labels = self.labels();
+        let span = tracing::debug_span!("acquire", name = %self.name, backend = labels.backend, attempts = 1, outcome = tracing::field::Empty);
+        async {
+            let started = Instant::now();
+            let result = match self.check() {
+                Ok(ttl) => self.attempt(ttl, &labels).await,
+                Err(error) => Err(error),
+            };
+            let result = result.map(|attempt| match attempt {
+                Attempt::Acquired(lease) => Some(self.grant(lease, &labels, started)),
+                Attempt::Busy { .. } => None,
+            });
+            let outcome = match &result {
+                Ok(Some(_)) => "acquired",
+                Ok(None) => "busy",
+                Err(error) => failure_reason(error),
+            };
+            if outcome != "acquired" {
+                labels.count_with(metric::NOT_ACQUIRED_TOTAL, "reason", outcome);
             }
-            Attempt::Busy { .. } => None,
-        })
+            tracing::Span::current().record("outcome", outcome);
+            result
+        }
+        .instrument(span)
+        .await
     }
 
     /// Acquires the lock, waiting for it while another holder has it, until the wait runs out.
@@ -242,20 +306,107 @@ impl LockRequest {
     /// Cancel safe: dropped at any await point, whatever it may have acquired is released in the
     /// background.
     pub async fn acquire(self) -> Result<Guard, LockError> {
-        self.check()?;
+        let labels = self.labels();
+        let span = tracing::debug_span!(
+            "acquire",
+            name = %self.name,
+            backend = labels.backend,
+            attempts = tracing::field::Empty,
+            outcome = tracing::field::Empty
+        );
+        async {
+            let mut attempts = 0;
+            let result = self.wait_for_grant(&labels, &mut attempts).await;
+            let outcome = match &result {
+                Ok(_) => "acquired",
+                Err(error) => {
+                    labels.count_with(metric::NOT_ACQUIRED_TOTAL, "reason", failure_reason(error));
+                    failure_reason(error)
+                }
+            };
+            tracing::Span::current()
+                .record("attempts", attempts)
+                .record("outcome", outcome);
+            result
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Runs `work` under the lock: acquires it (as [`acquire`](LockRequest::acquire)), runs the
+    /// work with a [`LeaseWatch`] of the lease, and releases the lock when the work is done.
+    /// If the lease is lost first, the work is cancelled (dropped at its current await point)
+    /// and `Err(LockError::Lost)` is returned: code after that await never runs without the
+    /// lock as far as this process can tell. (Another process may still see the stalled
+    /// holder's earlier writes: pass [`LeaseWatch::fencing_token`] to the resource.)
+    ///
+    /// A failed release after the work finished is logged, not returned: the work's result is
+    /// what the caller needs, and the lock expires at the end of its lease.
+    ///
+    /// # Errors
+    /// Those of [`acquire`](LockRequest::acquire), and [`LockError::Lost`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropped, the work is dropped and the lock released in the background.
+    pub async fn run<F, Fut, T>(self, work: F) -> Result<T, LockError>
+    where
+        F: FnOnce(LeaseWatch) -> Fut,
+        Fut: Future<Output = T>,
+    {
+        let guard = self.acquire().await?;
+        let lost = guard.lost();
+        let work = work(guard.watch());
+        tokio::select! {
+            biased;
+            () = lost => {
+                let name = guard.name().to_owned();
+                drop(guard);
+                Err(LockError::Lost { name })
+            }
+            out = work => {
+                if let Err(error) = guard.release().await {
+                    tracing::warn!(%error, "release after the work failed; the lock expires at the end of its lease");
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    fn labels(&self) -> Labels {
+        Labels {
+            backend: self.locker.backend(),
+            lock: self
+                .label
+                .clone()
+                .unwrap_or(SharedString::const_str(metric::UNLABELLED)),
+        }
+    }
+
+    /// The checked input: the TTL each attempt asks for.
+    fn check(&self) -> Result<Duration, LockError> {
+        check_name(&self.name)?;
+        let ttl = self.ttl.unwrap_or(self.locker.inner.lease);
+        check_ttl(ttl)?;
+        Ok(ttl)
+    }
+
+    async fn wait_for_grant(
+        &self,
+        labels: &Labels,
+        attempts: &mut u32,
+    ) -> Result<Guard, LockError> {
+        let ttl = self.check()?;
         let started = Instant::now();
         let deadline = started.checked_add(self.wait).ok_or_else(|| {
             LockError::invalid(format!("the wait {:?} overflows the clock", self.wait))
         })?;
-        let mut attempts: u32 = 0;
+        let mut waiting = None;
         loop {
-            attempts = attempts.saturating_add(1);
+            *attempts = attempts.saturating_add(1);
             // A transient backend failure (connection dropped, server restarting) is retried
             // like a busy lock, within the same wait; the caller sees it if it outlasts the wait.
-            let (holder_ttl, failure) = match self.attempt().await {
-                Ok(Attempt::Acquired(lease)) => {
-                    return Ok(Guard::new(Arc::clone(&self.locker.inner.lock), lease));
-                }
+            let (holder_ttl, failure) = match self.attempt(ttl, labels).await {
+                Ok(Attempt::Acquired(lease)) => return Ok(self.grant(lease, labels, started)),
                 Ok(Attempt::Busy { holder_ttl }) => (holder_ttl, None),
                 Err(error) if error.is_retryable() => (None, Some(error)),
                 Err(error) => return Err(error),
@@ -267,37 +418,78 @@ impl LockRequest {
                     elapsed: now - started,
                 }));
             }
+            waiting.get_or_insert_with(|| Waiting::enter(labels.clone()));
             let delay = self
                 .locker
                 .inner
                 .backoff
-                .delay(attempts, holder_ttl, deadline - now);
+                .delay(*attempts, holder_ttl, deadline - now);
             tokio::time::sleep(delay).await;
         }
-    }
-
-    fn check(&self) -> Result<(), LockError> {
-        check_name(&self.name)?;
-        check_ttl(self.ttl)?;
-        Ok(())
     }
 
     /// One attempt with a fresh token. Until the backend has answered, a release of that token
     /// is armed: if the attempt is cancelled or fails in a way that may have reached the
     /// backend, the token is released in the background, so nothing is left behind.
-    async fn attempt(&self) -> Result<Attempt, LockError> {
+    async fn attempt(&self, ttl: Duration, labels: &Labels) -> Result<Attempt, LockError> {
         let lock = &self.locker.inner.lock;
         let token = Token::generate()?;
         let pending = ReleaseOnDrop::new(
             Arc::clone(lock),
             Lease::new(Arc::clone(&self.name), token, 0, Instant::now()),
         );
-        let result = lock.try_acquire(&self.name, token, self.ttl).await;
+        labels.count(metric::ACQUIRE_ATTEMPTS_TOTAL);
+        let result = lock.try_acquire(&self.name, token, ttl).await;
         match &result {
-            Err(error) if error.may_have_applied() => drop(pending),
+            Err(error) if error.may_have_applied() => {
+                labels.count_with(metric::BACKEND_ERRORS_TOTAL, "op", "acquire");
+                drop(pending);
+            }
             _ => pending.disarm(),
         }
         result
+    }
+
+    /// Wraps a granted lease in a guard, registering it for renewal unless its TTL is fixed.
+    fn grant(&self, lease: Lease, labels: &Labels, started: Instant) -> Guard {
+        let inner = &self.locker.inner;
+        labels.count(metric::ACQUIRED_TOTAL);
+        labels.record(metric::ACQUIRE_WAIT_SECONDS, started.elapsed());
+        let renew_ttl = self.ttl.is_none().then_some(inner.lease);
+        let held = Arc::new(Held::new(&lease, labels.clone(), renew_ttl, self.max_hold));
+        if renew_ttl.is_some() {
+            inner.renewer.watch(Arc::clone(&held));
+        }
+        Guard::new(Arc::clone(&inner.lock), held)
+    }
+}
+
+/// The `reason` label of a request that ended without the lock.
+fn failure_reason(error: &LockError) -> &'static str {
+    match error {
+        LockError::InvalidInput { .. } => "invalid",
+        LockError::Timeout {
+            phase: TimeoutPhase::Wait,
+            ..
+        } => "timeout",
+        LockError::Busy { .. } => "busy",
+        _ => "error",
+    }
+}
+
+/// Counts a request in the `distlock_waiters` gauge while it waits (also when cancelled).
+struct Waiting(Labels);
+
+impl Waiting {
+    fn enter(labels: Labels) -> Self {
+        labels.gauge(metric::WAITERS, 1.0);
+        Self(labels)
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.gauge(metric::WAITERS, -1.0);
     }
 }
 

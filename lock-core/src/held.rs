@@ -1,0 +1,148 @@
+//! The state of one held lease, shared by its guard, the renewer and whoever awaits its loss.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use crate::metric::{self, Labels};
+use crate::{Lease, Token};
+
+pub(crate) struct Held {
+    name: Arc<str>,
+    token: Token,
+    fencing_token: u64,
+    valid_until: Mutex<Instant>,
+    /// Set once, when the lease ends while the guard lives.
+    lost: AtomicBool,
+    /// Whether the renewer should keep extending it; cleared before release or leak.
+    renewing: AtomicBool,
+    /// Wakes `lost()` waiters when `valid_until` moves or the lease is lost.
+    changed: Notify,
+    /// Serialises extends and the release of this lease: a release waits for a renewal in
+    /// flight, so no renewal ever reaches the backend after the release (Redisson #7272).
+    pub(crate) ops: Arc<tokio::sync::Mutex<()>>,
+    /// The TTL each renewal asks for.
+    pub(crate) renew_ttl: Duration,
+    /// Renewal stops extending past this instant (the cap on total hold time).
+    pub(crate) hold_until: Option<Instant>,
+    pub(crate) acquired_at: Instant,
+    pub(crate) labels: Labels,
+}
+
+impl Held {
+    pub(crate) fn new(
+        lease: &Lease,
+        labels: Labels,
+        renew_ttl: Option<Duration>,
+        max_hold: Option<Duration>,
+    ) -> Self {
+        let acquired_at = Instant::now();
+        Self {
+            name: Arc::from(lease.name()),
+            token: *lease.token(),
+            fencing_token: lease.fencing_token(),
+            valid_until: Mutex::new(lease.valid_until()),
+            lost: AtomicBool::new(false),
+            renewing: AtomicBool::new(renew_ttl.is_some()),
+            changed: Notify::new(),
+            ops: Arc::new(tokio::sync::Mutex::new(())),
+            renew_ttl: renew_ttl.unwrap_or(Duration::ZERO),
+            hold_until: max_hold.and_then(|cap| acquired_at.checked_add(cap)),
+            acquired_at,
+            labels,
+        }
+    }
+
+    /// Takes the op lock if it is free, without waiting (for the renewer).
+    pub(crate) fn ops_owned(
+        self: Arc<Self>,
+    ) -> Result<tokio::sync::OwnedMutexGuard<()>, tokio::sync::TryLockError> {
+        Arc::clone(&self.ops).try_lock_owned()
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub(crate) fn fencing_token(&self) -> u64 {
+        self.fencing_token
+    }
+
+    pub(crate) fn valid_until(&self) -> Instant {
+        *self
+            .valid_until
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn lease(&self) -> Lease {
+        Lease::new(
+            Arc::clone(&self.name),
+            self.token,
+            self.fencing_token,
+            self.valid_until(),
+        )
+    }
+
+    pub(crate) fn set_valid_until(&self, until: Instant) {
+        *self
+            .valid_until
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = until;
+        self.changed.notify_waiters();
+    }
+
+    pub(crate) fn is_renewing(&self) -> bool {
+        self.renewing.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn stop_renewing(&self) {
+        self.renewing.store(false, Ordering::Release);
+    }
+
+    pub(crate) fn is_lost(&self) -> bool {
+        self.lost.load(Ordering::Acquire)
+    }
+
+    /// Whether the lease is still ours as far as this process knows: not lost, not expired.
+    pub(crate) fn is_held(&self) -> bool {
+        !self.is_lost() && Instant::now() < self.valid_until()
+    }
+
+    /// Marks the lease lost (once), stops its renewal and wakes every `lost()` waiter.
+    pub(crate) fn mark_lost(&self) {
+        self.stop_renewing();
+        if !self.lost.swap(true, Ordering::AcqRel) {
+            self.labels.count(metric::LOST_TOTAL);
+            tracing::warn!(name = %self.name, backend = self.labels.backend, "lease lost");
+            self.changed.notify_waiters();
+        }
+    }
+
+    /// Resolves when the lease is lost: the renewer gave up, or `valid_until` passed without
+    /// being moved.
+    pub(crate) async fn lost(self: Arc<Self>) {
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            // Registered before the checks, so a change between check and wait is not missed.
+            changed.as_mut().enable();
+            if self.is_lost() {
+                return;
+            }
+            let until = self.valid_until();
+            tokio::select! {
+                () = changed => {}
+                () = tokio::time::sleep_until(until) => {
+                    if self.valid_until() <= Instant::now() {
+                        self.mark_lost();
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! A controllable backend for the Locker's tests: MemoryLock underneath, with counters, and
+//! switches that make renewals find the lease stolen, fail, or take time.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use lock_core::{Attempt, Lease, Lock, LockError, Locker, MemoryLock, Op, Token};
+use tokio::time::{Instant, sleep};
+
+#[derive(Default)]
+pub struct Probe {
+    pub inner: MemoryLock,
+    pub extends: AtomicU32,
+    pub extend_batches: AtomicU32,
+    pub releases: AtomicU32,
+    /// Extends answer "not ours".
+    pub stolen: AtomicBool,
+    /// Extends fail with a retryable error.
+    pub failing: AtomicBool,
+    /// Each extend takes this long (after being applied).
+    pub extend_delay: Mutex<Duration>,
+    /// Set when a release starts; an extend that starts or ends after it is a violation.
+    pub released_at: Mutex<Option<Instant>>,
+    pub extends_after_release: AtomicU32,
+}
+
+impl Probe {
+    pub fn count(&self, c: &AtomicU32) -> u32 {
+        c.load(Ordering::SeqCst)
+    }
+}
+
+#[async_trait]
+impl Lock for Probe {
+    fn backend(&self) -> &'static str {
+        "probe"
+    }
+    async fn try_acquire(
+        &self,
+        name: &str,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        self.inner.try_acquire(name, token, ttl).await
+    }
+    async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
+        self.extends.fetch_add(1, Ordering::SeqCst);
+        if self.released_at.lock().expect("lock").is_some() {
+            self.extends_after_release.fetch_add(1, Ordering::SeqCst);
+        }
+        if self.failing.load(Ordering::SeqCst) {
+            return Err(LockError::Backend {
+                backend: "probe",
+                op: Op::Extend,
+                retryable: true,
+                source: "connection reset".into(),
+            });
+        }
+        if self.stolen.load(Ordering::SeqCst) {
+            return Ok(None);
+        }
+        let answer = self.inner.extend(lease, ttl).await;
+        let delay = *self.extend_delay.lock().expect("lock");
+        if !delay.is_zero() {
+            sleep(delay).await;
+            if self.released_at.lock().expect("lock").is_some() {
+                self.extends_after_release.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        answer
+    }
+    async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
+        self.releases.fetch_add(1, Ordering::SeqCst);
+        *self.released_at.lock().expect("lock") = Some(Instant::now());
+        self.inner.release(lease).await
+    }
+    async fn extend_many(
+        &self,
+        leases: &[(Lease, Duration)],
+    ) -> Vec<Result<Option<Instant>, LockError>> {
+        self.extend_batches.fetch_add(1, Ordering::SeqCst);
+        futures::future::join_all(leases.iter().map(|(l, t)| self.extend(l, *t))).await
+    }
+}
+
+pub fn probe_locker(lease: Duration) -> (Arc<Probe>, Locker) {
+    let probe = Arc::new(Probe::default());
+    let locker = Locker::builder(Arc::clone(&probe)).lease(lease).build();
+    (probe, locker)
+}
