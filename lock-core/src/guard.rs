@@ -10,6 +10,8 @@ use tokio::time::Instant;
 use crate::cleanup::ReleaseOnDrop;
 use crate::held::Held;
 use crate::metric;
+use crate::owners::Owners;
+use crate::waiters::Waiters;
 use crate::{Lease, Lock, LockError, check_ttl};
 
 /// Owns a granted lease until [`Guard::release`], [`Guard::leak`] or drop.
@@ -29,18 +31,50 @@ use crate::{Lease, Lock, LockError, check_ttl};
 pub struct Guard {
     lock: Arc<dyn Lock>,
     held: Arc<Held>,
-    /// Whether dropping the guard must release the lease (false after `release` and `leak`).
+    /// Whether dropping the guard must release the lease (false after `release` and `leak`, and
+    /// for nested guards, which never release).
     armed: bool,
+    /// `None` for a nested guard: it shares the outer guard's lease and releases nothing.
+    outer: Option<Outer>,
+}
+
+/// What the outermost guard of a lease keeps to tell others when it is done.
+struct Outer {
+    waiters: Arc<Waiters>,
+    owner: Option<(Arc<Owners>, tokio::task::Id)>,
 }
 
 impl Guard {
-    pub(crate) fn new(lock: Arc<dyn Lock>, held: Arc<Held>) -> Self {
+    pub(crate) fn new(
+        lock: Arc<dyn Lock>,
+        held: Arc<Held>,
+        waiters: Arc<Waiters>,
+        owner: Option<(Arc<Owners>, tokio::task::Id)>,
+    ) -> Self {
         held.labels.gauge(metric::HELD, 1.0);
         Self {
             lock,
             held,
             armed: true,
+            outer: Some(Outer { waiters, owner }),
         }
+    }
+
+    /// A guard on a lease the current task already holds (reentrancy): it releases nothing.
+    pub(crate) fn nested(lock: Arc<dyn Lock>, held: Arc<Held>) -> Self {
+        Self {
+            lock,
+            held,
+            armed: false,
+            outer: None,
+        }
+    }
+
+    /// Whether this is a nested guard: one the task got by asking again for a name it already
+    /// held. Releasing or dropping it does nothing; the outermost guard releases the lease.
+    #[must_use]
+    pub fn is_nested(&self) -> bool {
+        self.outer.is_none()
     }
 
     /// A snapshot of the lease this guard owns (its `valid_until` as of now).
@@ -144,7 +178,8 @@ impl Guard {
 
     /// Releases the lease now: stops its renewal, waits for a renewal in flight, then sends the
     /// release. Returns `true` if it was still ours, `false` if it had expired (the key was
-    /// left to whoever holds it now).
+    /// left to whoever holds it now). For a nested guard nothing is sent: it answers whether
+    /// the shared lease is still held.
     ///
     /// # Errors
     /// [`LockError::Timeout`] / [`LockError::Backend`] when the backend fails; the lock then
@@ -153,6 +188,9 @@ impl Guard {
     /// # Cancel safety
     /// Cancel safe: dropped before the answer, the release is finished in the background.
     pub async fn release(mut self) -> Result<bool, LockError> {
+        if self.is_nested() {
+            return Ok(self.held.is_held());
+        }
         self.armed = false;
         self.finish();
         let _op = self.held.ops.lock().await;
@@ -166,7 +204,11 @@ impl Guard {
                 .held
                 .labels
                 .count_with(metric::BACKEND_ERRORS_TOTAL, "op", "release"),
-            Ok(true) => {}
+            Ok(true) => {
+                if let Some(outer) = &self.outer {
+                    outer.waiters.released(self.held.name());
+                }
+            }
         }
         result
     }
@@ -174,16 +216,26 @@ impl Guard {
     /// Gives up ownership without releasing: renewal stops and the lock stays held until its
     /// TTL runs out (or until the returned lease is released through
     /// [`Locker::release`](crate::Locker::release)). For handing a lease to another process or
-    /// keeping a job's lock across a restart.
+    /// keeping a job's lock across a restart. A nested guard changes nothing and returns a copy.
     pub fn leak(mut self) -> Lease {
-        self.armed = false;
-        self.finish();
+        if !self.is_nested() {
+            self.armed = false;
+            self.finish();
+        }
         self.held.lease()
     }
 
-    /// Stops renewal and records the hold: called once, by release, leak or drop.
+    /// Stops renewal, ends reentrancy and records the hold: called once, by the outermost
+    /// guard's release, leak or drop.
     fn finish(&self) {
         self.held.stop_renewing();
+        if let Some(Outer {
+            owner: Some((owners, task)),
+            ..
+        }) = &self.outer
+        {
+            owners.leave(*task, &Arc::from(self.held.name()));
+        }
         self.held.labels.gauge(metric::HELD, -1.0);
         self.held
             .labels
@@ -198,6 +250,7 @@ impl Drop for Guard {
         }
         self.finish();
         let (lock, held) = (Arc::clone(&self.lock), Arc::clone(&self.held));
+        let waiters = self.outer.as_ref().map(|outer| Arc::clone(&outer.waiters));
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => drop(runtime.spawn(async move {
                 // After any renewal in flight, never before it.
@@ -206,6 +259,9 @@ impl Drop for Guard {
                 match lock.release(&lease).await {
                     Ok(released) => {
                         tracing::debug!(name = lease.name(), released, "released on drop");
+                        if let (true, Some(waiters)) = (released, waiters) {
+                            waiters.released(lease.name());
+                        }
                     }
                     Err(error) => tracing::warn!(
                         name = lease.name(),
@@ -228,6 +284,7 @@ impl fmt::Debug for Guard {
             .field("backend", &self.lock.backend())
             .field("lease", &self.held.lease())
             .field("renewing", &self.held.is_renewing())
+            .field("nested", &self.is_nested())
             .field("lost", &self.held.is_lost())
             .finish()
     }

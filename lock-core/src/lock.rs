@@ -6,7 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::time::Instant;
 
-use crate::{Lease, LockError, Token};
+use crate::{Lease, LockError, ReleaseWatch, Token};
 
 /// The answer to one acquire attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,6 +94,24 @@ pub trait Lock: Send + Sync {
     ) -> Vec<Result<Option<Instant>, LockError>> {
         futures::future::join_all(leases.iter().map(|(lease, ttl)| self.extend(lease, *ttl))).await
     }
+
+    /// Subscribes to the releases of `name` by any holder in any process, if the backend can
+    /// announce them (Redis pub/sub); `Ok(None)` if it cannot, and then waiters poll with
+    /// backoff. When this returns `Some`, the subscription is in force: every release after
+    /// this point bumps the watch's signal (a lost message only costs latency: waiters also
+    /// retry when the holder's TTL runs out).
+    ///
+    /// # Errors
+    /// [`LockError::Timeout`] / [`LockError::Backend`] when subscribing fails; the
+    /// [`Locker`](crate::Locker) then falls back to polling.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropped, no subscription is left behind for long (it is ended when its last
+    /// watch is dropped, or was never made).
+    async fn watch(&self, name: &str) -> Result<Option<ReleaseWatch>, LockError> {
+        let _ = name;
+        Ok(None)
+    }
 }
 
 macro_rules! forward_lock {
@@ -114,6 +132,9 @@ macro_rules! forward_lock {
             }
             async fn extend_many(&self, leases: &[(Lease, Duration)]) -> Vec<Result<Option<Instant>, LockError>> {
                 (**self).extend_many(leases).await
+            }
+            async fn watch(&self, name: &str) -> Result<Option<ReleaseWatch>, LockError> {
+                (**self).watch(name).await
             }
         }
     )+};

@@ -14,7 +14,9 @@ use tracing::Instrument;
 use crate::cleanup::ReleaseOnDrop;
 use crate::held::Held;
 use crate::metric::{self, Labels};
+use crate::owners::Owners;
 use crate::renewal::Renewer;
+use crate::waiters::Waiters;
 use crate::{
     Attempt, Backoff, Guard, Lease, LeaseWatch, Lock, LockError, TimeoutPhase, Token, check_name,
     check_ttl,
@@ -58,6 +60,8 @@ struct Inner {
     backoff: Backoff,
     max_hold: Option<Duration>,
     renewer: Renewer,
+    waiters: Arc<Waiters>,
+    owners: Arc<Owners>,
 }
 
 impl Locker {
@@ -184,6 +188,8 @@ impl LockerBuilder {
         Locker {
             inner: Arc::new(Inner {
                 renewer: Renewer::new(Arc::clone(&self.lock)),
+                waiters: Arc::default(),
+                owners: Arc::default(),
                 lock: self.lock,
                 lease: self.lease,
                 wait: self.wait,
@@ -252,7 +258,9 @@ impl LockRequest {
         self
     }
 
-    /// Tries once. `Ok(None)` when another holder has the lock.
+    /// Tries once. `Ok(None)` when another holder has the lock, or when waiters of this process
+    /// queue for it (a single try does not jump their line; nothing is sent then). A nested
+    /// guard when the current task holds it already (see [`acquire`](LockRequest::acquire)).
     ///
     /// # Errors
     /// [`LockError::InvalidInput`] for a bad name or TTL (nothing sent); the backend's errors
@@ -267,13 +275,18 @@ impl LockRequest {
         async {
             let started = Instant::now();
             let result = match self.check() {
-                Ok(ttl) => self.attempt(ttl, &labels).await,
+                Ok(_) if self.nested().is_some() => Ok(self.nested()),
+                // Waiters of this process are ahead of a single try: it does not jump the line.
+                Ok(_) if self.locker.inner.waiters.has_waiters(&self.name) => Ok(None),
+                Ok(ttl) => self
+                    .attempt(ttl, &labels)
+                    .await
+                    .map(|attempt| match attempt {
+                        Attempt::Acquired(lease) => Some(self.grant(lease, &labels, started)),
+                        Attempt::Busy { .. } => None,
+                    }),
                 Err(error) => Err(error),
             };
-            let result = result.map(|attempt| match attempt {
-                Attempt::Acquired(lease) => Some(self.grant(lease, &labels, started)),
-                Attempt::Busy { .. } => None,
-            });
             let outcome = match &result {
                 Ok(Some(_)) => "acquired",
                 Ok(None) => "busy",
@@ -291,9 +304,19 @@ impl LockRequest {
 
     /// Acquires the lock, waiting for it while another holder has it, until the wait runs out.
     ///
-    /// Between attempts it sleeps per the locker's [`Backoff`] (exponential, full jitter), never
-    /// longer than the holder's remaining TTL nor past the deadline, and tries once more at the
-    /// deadline.
+    /// Waiters of one process for one name queue first-in first-out and only the first
+    /// contends. It is woken by the release: at once when the holder is in this process, by
+    /// the backend's release announcement otherwise (Redis pub/sub; see [`Lock::watch`]), and in
+    /// any case when the holder's TTL runs out, so a lost announcement costs latency, never
+    /// liveness. A backend that announces nothing is polled with the locker's [`Backoff`]
+    /// (exponential, full jitter), never longer than the holder's remaining TTL.
+    ///
+    /// **Reentrancy**: if the current tokio task already holds this name through this locker,
+    /// the answer is at once a *nested* guard on the same lease (the request's TTL is ignored);
+    /// the lease is released when the outermost guard is. Other tasks — including tasks this
+    /// one spawns — wait as usual. Outside a tokio task there is no reentrancy: the future that
+    /// `#[tokio::main]` or `Runtime::block_on` drives is not a task, so code there that asks
+    /// again for a name it holds waits for itself (until its wait runs out).
     ///
     /// # Errors
     /// [`LockError::Timeout`] with [`TimeoutPhase::Wait`] when the lock was still held at the
@@ -390,41 +413,95 @@ impl LockRequest {
         Ok(ttl)
     }
 
+    /// A nested guard if the current task already holds this name through this locker.
+    fn nested(&self) -> Option<Guard> {
+        let inner = &self.locker.inner;
+        let held = inner.owners.current(&self.name)?;
+        Some(Guard::nested(Arc::clone(&inner.lock), held))
+    }
+
     async fn wait_for_grant(
         &self,
         labels: &Labels,
         attempts: &mut u32,
     ) -> Result<Guard, LockError> {
         let ttl = self.check()?;
+        if let Some(nested) = self.nested() {
+            return Ok(nested);
+        }
+        let inner = &self.locker.inner;
         let started = Instant::now();
         let deadline = started.checked_add(self.wait).ok_or_else(|| {
             LockError::invalid(format!("the wait {:?} overflows the clock", self.wait))
         })?;
+        let timed_out = || LockError::Timeout {
+            phase: TimeoutPhase::Wait,
+            elapsed: started.elapsed(),
+        };
+        let ticket = inner.waiters.join(&self.name);
         let mut waiting = None;
+        let mut tried_watch = false;
         loop {
+            if !ticket.is_head() {
+                waiting.get_or_insert_with(|| Waiting::enter(labels.clone()));
+                tokio::select! {
+                    () = ticket.my_turn() => continue,
+                    () = tokio::time::sleep_until(deadline) => return Err(timed_out()),
+                }
+            }
+            // Read the signals before the attempt: a release after it cannot be missed.
+            let signals = ticket.signals();
+            let local_seen = signals.local.generation();
+            let remote_seen = signals.remote.as_ref().map(|w| w.signal().generation());
             *attempts = attempts.saturating_add(1);
             // A transient backend failure (connection dropped, server restarting) is retried
             // like a busy lock, within the same wait; the caller sees it if it outlasts the wait.
             let (holder_ttl, failure) = match self.attempt(ttl, labels).await {
-                Ok(Attempt::Acquired(lease)) => return Ok(self.grant(lease, labels, started)),
+                Ok(Attempt::Acquired(lease)) => {
+                    drop(ticket); // the next in line becomes head
+                    return Ok(self.grant(lease, labels, started));
+                }
                 Ok(Attempt::Busy { holder_ttl }) => (holder_ttl, None),
                 Err(error) if error.is_retryable() => (None, Some(error)),
                 Err(error) => return Err(error),
             };
             let now = Instant::now();
             if now >= deadline {
-                return Err(failure.unwrap_or(LockError::Timeout {
-                    phase: TimeoutPhase::Wait,
-                    elapsed: now - started,
-                }));
+                return Err(failure.unwrap_or_else(timed_out));
             }
             waiting.get_or_insert_with(|| Waiting::enter(labels.clone()));
-            let delay = self
-                .locker
-                .inner
-                .backoff
-                .delay(*attempts, holder_ttl, deadline - now);
-            tokio::time::sleep(delay).await;
+            // Subscribe to the name's releases once per line, then try again at once: a
+            // release may have landed between the busy answer and the subscription.
+            if signals.remote.is_none() && failure.is_none() && !tried_watch {
+                tried_watch = true;
+                match inner.lock.watch(&self.name).await {
+                    Ok(Some(watch)) => {
+                        ticket.share_watch(watch);
+                        continue;
+                    }
+                    Ok(None) => {}
+                    Err(error) => {
+                        tracing::debug!(%error, "subscribing to releases failed; polling instead");
+                    }
+                }
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            let delay = match (&signals.remote, holder_ttl, &failure) {
+                // Woken by the release message; the holder's TTL is the fallback if it is lost.
+                (Some(_), Some(holder_ttl), None) => holder_ttl.max(crate::MIN_TTL).min(left),
+                _ => inner.backoff.delay(*attempts, holder_ttl, left),
+            };
+            let remote_released = async {
+                match (&signals.remote, remote_seen) {
+                    (Some(watch), Some(seen)) => watch.signal().changed_since(seen).await,
+                    _ => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                () = signals.local.changed_since(local_seen) => {}
+                () = remote_released => {}
+                () = tokio::time::sleep(delay) => {}
+            }
         }
     }
 
@@ -460,7 +537,16 @@ impl LockRequest {
         if renew_ttl.is_some() {
             inner.renewer.watch(Arc::clone(&held));
         }
-        Guard::new(Arc::clone(&inner.lock), held)
+        let owner = inner
+            .owners
+            .enter(&self.name, &held)
+            .map(|task| (Arc::clone(&inner.owners), task));
+        Guard::new(
+            Arc::clone(&inner.lock),
+            held,
+            Arc::clone(&inner.waiters),
+            owner,
+        )
     }
 }
 

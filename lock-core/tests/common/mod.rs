@@ -3,12 +3,14 @@
 
 #![allow(dead_code, unreachable_pub)]
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use lock_core::{Attempt, Lease, Lock, LockError, Locker, MemoryLock, Op, Token};
+use lock_core::{
+    Attempt, Lease, Lock, LockError, Locker, MemoryLock, Op, ReleaseSignal, ReleaseWatch, Token,
+};
 use tokio::time::{Instant, sleep};
 
 #[derive(Default)]
@@ -26,6 +28,22 @@ pub struct Probe {
     /// Set when a release starts; an extend that starts or ends after it is a violation.
     pub released_at: Mutex<Option<Instant>>,
     pub extends_after_release: AtomicU32,
+    pub attempts: AtomicU32,
+    /// Announce releases to watchers (like Redis pub/sub), as a backend shared by two
+    /// "processes" (two Lockers) would.
+    pub announces: AtomicBool,
+    pub signal: ReleaseSignal,
+    pub watch_calls: AtomicU32,
+    pub watches_alive: Arc<AtomicI32>,
+}
+
+/// Dropped with a watch: counts live subscriptions.
+struct Subscription(Arc<AtomicI32>);
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Probe {
@@ -76,7 +94,22 @@ impl Lock for Probe {
     async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
         self.releases.fetch_add(1, Ordering::SeqCst);
         *self.released_at.lock().expect("lock") = Some(Instant::now());
-        self.inner.release(lease).await
+        let released = self.inner.release(lease).await;
+        if self.announces.load(Ordering::SeqCst) {
+            self.signal.notify();
+        }
+        released
+    }
+    async fn watch(&self, _name: &str) -> Result<Option<ReleaseWatch>, LockError> {
+        if !self.announces.load(Ordering::SeqCst) {
+            return Ok(None);
+        }
+        self.watch_calls.fetch_add(1, Ordering::SeqCst);
+        self.watches_alive.fetch_add(1, Ordering::SeqCst);
+        Ok(Some(ReleaseWatch::new(
+            self.signal.clone(),
+            Subscription(Arc::clone(&self.watches_alive)),
+        )))
     }
     async fn extend_many(
         &self,
@@ -85,6 +118,16 @@ impl Lock for Probe {
         self.extend_batches.fetch_add(1, Ordering::SeqCst);
         futures::future::join_all(leases.iter().map(|(l, t)| self.extend(l, *t))).await
     }
+}
+
+/// A locker whose waiters would sleep 10 s between polls: any faster grant came from a wake-up.
+pub fn slow_polling_locker(probe: &Arc<Probe>) -> Locker {
+    Locker::builder(Arc::clone(probe))
+        .backoff(lock_core::Backoff::new(
+            Duration::from_secs(10),
+            Duration::from_secs(10),
+        ))
+        .build()
 }
 
 pub fn probe_locker(lease: Duration) -> (Arc<Probe>, Locker) {

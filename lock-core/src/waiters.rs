@@ -1,0 +1,144 @@
+//! The local waiting line: in one process, waiters for one name queue first-in first-out and
+//! only the head contends in the backend, so a release wakes one waiter, not a herd, and a
+//! holder that releases and asks again goes to the back of the line. (The seeds' in-process
+//! CLH queue; baidu/dlock measured +74 % throughput from it.)
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use tokio::sync::Notify;
+
+use crate::{ReleaseSignal, ReleaseWatch};
+
+#[derive(Default)]
+pub(crate) struct Waiters {
+    queues: Mutex<HashMap<Arc<str>, Queue>>,
+}
+
+struct Queue {
+    line: VecDeque<u64>,
+    next_ticket: u64,
+    /// Wakes the waiters in line when the head changes.
+    turn: Arc<Notify>,
+    /// Bumped when a guard of this process releases the name: the fast local handoff.
+    local: ReleaseSignal,
+    /// The backend's subscription to the name's releases, shared by everyone in line.
+    remote: Option<Arc<ReleaseWatch>>,
+}
+
+/// A place in a name's line; leaving it (drop) lets the next waiter in.
+pub(crate) struct Ticket {
+    waiters: Arc<Waiters>,
+    name: Arc<str>,
+    id: u64,
+    turn: Arc<Notify>,
+    local: ReleaseSignal,
+}
+
+/// What the head watches while it waits.
+pub(crate) struct Signals {
+    pub(crate) local: ReleaseSignal,
+    pub(crate) remote: Option<Arc<ReleaseWatch>>,
+}
+
+impl Waiters {
+    fn queues(&self) -> MutexGuard<'_, HashMap<Arc<str>, Queue>> {
+        self.queues.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Joins the back of `name`'s line.
+    pub(crate) fn join(self: &Arc<Self>, name: &Arc<str>) -> Ticket {
+        let mut queues = self.queues();
+        let queue = queues.entry(Arc::clone(name)).or_insert_with(|| Queue {
+            line: VecDeque::new(),
+            next_ticket: 0,
+            turn: Arc::new(Notify::new()),
+            local: ReleaseSignal::new(),
+            remote: None,
+        });
+        queue.next_ticket += 1;
+        queue.line.push_back(queue.next_ticket);
+        Ticket {
+            waiters: Arc::clone(self),
+            name: Arc::clone(name),
+            id: queue.next_ticket,
+            turn: Arc::clone(&queue.turn),
+            local: queue.local.clone(),
+        }
+    }
+
+    /// Whether anyone in this process waits for `name`.
+    pub(crate) fn has_waiters(&self, name: &str) -> bool {
+        self.queues().get(name).is_some_and(|q| !q.line.is_empty())
+    }
+
+    /// A guard of this process released `name`: wake the head of its line.
+    pub(crate) fn released(&self, name: &str) {
+        if let Some(queue) = self.queues().get(name) {
+            queue.local.notify();
+        }
+    }
+}
+
+impl Ticket {
+    /// Whether this ticket is at the head of its line (the one that contends).
+    pub(crate) fn is_head(&self) -> bool {
+        self.waiters
+            .queues()
+            .get(&self.name)
+            .is_some_and(|q| q.line.front() == Some(&self.id))
+    }
+
+    /// Resolves when this ticket reaches the head of the line.
+    pub(crate) async fn my_turn(&self) {
+        loop {
+            let turn = self.turn.notified();
+            tokio::pin!(turn);
+            turn.as_mut().enable();
+            if self.is_head() {
+                return;
+            }
+            turn.await;
+        }
+    }
+
+    /// The signals the head waits on.
+    pub(crate) fn signals(&self) -> Signals {
+        Signals {
+            local: self.local.clone(),
+            remote: self
+                .waiters
+                .queues()
+                .get(&self.name)
+                .and_then(|q| q.remote.clone()),
+        }
+    }
+
+    /// Keeps the backend's subscription for everyone in this line (until the line empties).
+    pub(crate) fn share_watch(&self, watch: ReleaseWatch) -> Arc<ReleaseWatch> {
+        let watch = Arc::new(watch);
+        if let Some(queue) = self.waiters.queues().get_mut(&self.name) {
+            queue.remote = Some(Arc::clone(&watch));
+        }
+        watch
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        let mut queues = self.waiters.queues();
+        let Some(queue) = queues.get_mut(&self.name) else {
+            return;
+        };
+        let was_head = queue.line.front() == Some(&self.id);
+        queue.line.retain(|t| *t != self.id);
+        if queue.line.is_empty() {
+            // The last waiter left: drop the line and with it the backend subscription.
+            let queue = queues.remove(&self.name);
+            drop(queues);
+            drop(queue);
+        } else if was_head {
+            queue.turn.notify_waiters();
+        }
+    }
+}

@@ -1,0 +1,266 @@
+//! The local waiting line: first-in first-out, only the head contends, a local release wakes
+//! the head at once, a single try never jumps the line, and remote releases arrive through one
+//! shared subscription per name.
+
+mod common;
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::{Probe, slow_polling_locker};
+use lock_core::{LockError, TimeoutPhase};
+use tokio::time::{Instant, sleep};
+
+const MS: Duration = Duration::from_millis(1);
+const LONG: Duration = Duration::from_secs(60);
+
+#[tokio::test(start_paused = true)]
+async fn waiters_are_served_in_arrival_order() {
+    let probe = Arc::new(Probe::default());
+    let locker = slow_polling_locker(&probe);
+    let holder = locker.lock("a").ttl(LONG).await.expect("free");
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for id in 0..5 {
+        let (locker, order) = (locker.clone(), Arc::clone(&order));
+        tasks.push(tokio::spawn(async move {
+            let guard = locker
+                .lock("a")
+                .ttl(LONG)
+                .wait(LONG)
+                .await
+                .expect("acquired");
+            order.lock().expect("lock").push(id);
+            sleep(MS).await;
+            guard.release().await.expect("ok");
+        }));
+        sleep(MS).await; // fix the arrival order
+    }
+    let attempts_before = probe.count(&probe.attempts);
+    sleep(Duration::from_secs(5)).await;
+    assert_eq!(
+        probe.count(&probe.attempts),
+        attempts_before,
+        "nobody polls a held lock while the line waits"
+    );
+    holder.release().await.expect("ok");
+    for task in tasks {
+        task.await.expect("no panic");
+    }
+    assert_eq!(*order.lock().expect("lock"), [0, 1, 2, 3, 4]);
+    // Five grants and the head's first tries: non-heads never contended.
+    assert!(
+        probe.count(&probe.attempts) <= attempts_before + 5,
+        "only heads attempt"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_local_release_wakes_the_head_at_once() {
+    let probe = Arc::new(Probe::default());
+    let locker = slow_polling_locker(&probe);
+    let holder = locker.lock("a").ttl(LONG).await.expect("free");
+    let releaser = tokio::spawn(async move {
+        sleep(Duration::from_millis(100)).await;
+        holder.release().await.expect("ok");
+    });
+    let started = Instant::now();
+    let guard = locker
+        .lock("a")
+        .ttl(LONG)
+        .wait(LONG)
+        .await
+        .expect("acquired");
+    assert_eq!(
+        started.elapsed(),
+        Duration::from_millis(100),
+        "woken by the release, not by a 10 s poll"
+    );
+    releaser.await.expect("no panic");
+    drop(guard);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_releaser_that_asks_again_goes_to_the_back() {
+    let probe = Arc::new(Probe::default());
+    let locker = slow_polling_locker(&probe);
+    let first = locker.lock("a").ttl(LONG).await.expect("free");
+    let waiter = {
+        let locker = locker.clone();
+        tokio::spawn(async move {
+            let guard = locker
+                .lock("a")
+                .ttl(LONG)
+                .wait(LONG)
+                .await
+                .expect("acquired");
+            sleep(Duration::from_secs(1)).await; // hold it
+            guard.fencing_token()
+        })
+    };
+    sleep(MS).await;
+    first.release().await.expect("ok");
+    // At once, the old holder asks again: the waiter was first in line.
+    let again = locker
+        .lock("a")
+        .ttl(LONG)
+        .wait(Duration::from_millis(5))
+        .await;
+    assert!(
+        matches!(
+            again,
+            Err(LockError::Timeout {
+                phase: TimeoutPhase::Wait,
+                ..
+            })
+        ),
+        "{again:?}"
+    );
+    assert!(waiter.await.expect("no panic") > 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_single_try_does_not_jump_the_line() {
+    let probe = Arc::new(Probe::default());
+    let locker = slow_polling_locker(&probe);
+    let holder = locker.lock("a").ttl(LONG).await.expect("free");
+    let waiter = {
+        let locker = locker.clone();
+        tokio::spawn(async move {
+            locker
+                .lock("a")
+                .ttl(LONG)
+                .wait(LONG)
+                .await
+                .map(|g| g.fencing_token())
+        })
+    };
+    sleep(MS).await;
+    let attempts = probe.count(&probe.attempts);
+    assert!(locker.lock("a").try_acquire().await.expect("ok").is_none());
+    assert_eq!(
+        probe.count(&probe.attempts),
+        attempts,
+        "answered without asking the backend"
+    );
+    holder.release().await.expect("ok");
+    waiter.await.expect("no panic").expect("the waiter got it");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_waiter_that_gives_up_lets_the_next_in() {
+    let probe = Arc::new(Probe::default());
+    let locker = slow_polling_locker(&probe);
+    let holder = locker.lock("a").ttl(LONG).await.expect("free");
+    let impatient = {
+        let locker = locker.clone();
+        tokio::spawn(async move {
+            locker
+                .lock("a")
+                .wait(Duration::from_millis(50))
+                .await
+                .map(drop)
+        })
+    };
+    sleep(MS).await;
+    let patient = {
+        let locker = locker.clone();
+        tokio::spawn(async move {
+            locker
+                .lock("a")
+                .ttl(LONG)
+                .wait(LONG)
+                .await
+                .map(|g| g.fencing_token())
+        })
+    };
+    let cancelled = {
+        let locker = locker.clone();
+        tokio::spawn(async move { locker.lock("a").wait(LONG).await.map(drop) })
+    };
+    sleep(Duration::from_millis(100)).await;
+    assert!(matches!(
+        impatient.await.expect("no panic"),
+        Err(LockError::Timeout { .. })
+    ));
+    cancelled.abort();
+    holder.release().await.expect("ok");
+    patient
+        .await
+        .expect("no panic")
+        .expect("the next in line got it");
+}
+
+#[tokio::test(start_paused = true)]
+async fn remote_releases_wake_waiters_through_one_shared_subscription() {
+    // Two lockers over one backend stand for two processes: only the backend's announcement
+    // can tell the second that the first released.
+    let probe = Arc::new(Probe::default());
+    probe.announces.store(true, Ordering::SeqCst);
+    let process_a = slow_polling_locker(&probe);
+    let process_b = slow_polling_locker(&probe);
+    let holder = process_a.lock("a").ttl(LONG).await.expect("free");
+    let mut waiters = Vec::new();
+    for _ in 0..50 {
+        let locker = process_b.clone();
+        waiters.push(tokio::spawn(async move {
+            let guard = locker
+                .lock("a")
+                .ttl(LONG)
+                .wait(LONG)
+                .await
+                .expect("acquired");
+            sleep(MS).await;
+            guard.release().await.expect("ok");
+        }));
+    }
+    sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        probe.count(&probe.watch_calls),
+        1,
+        "one subscription for 50 waiters"
+    );
+    let started = Instant::now();
+    holder.release().await.expect("ok");
+    for waiter in waiters {
+        waiter.await.expect("no panic");
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "woken by announcements, not 10 s polls: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        probe.watches_alive.load(Ordering::SeqCst),
+        0,
+        "the subscription ended with the line"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lost_announcement_costs_latency_not_liveness() {
+    // The backend announces nothing, yet a remote holder's lock expiring lets the waiter in,
+    // at the holder's TTL and not at the next 10 s poll.
+    let probe = Arc::new(Probe::default());
+    let process_a = slow_polling_locker(&probe);
+    let process_b = slow_polling_locker(&probe);
+    let _crashed = process_a
+        .lock("a")
+        .ttl(Duration::from_millis(300))
+        .await
+        .expect("free")
+        .leak();
+    let started = Instant::now();
+    process_b
+        .lock("a")
+        .ttl(LONG)
+        .wait(LONG)
+        .await
+        .expect("acquired after the TTL");
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(300) && waited <= Duration::from_millis(301),
+        "{waited:?}"
+    );
+}
