@@ -12,13 +12,16 @@ use tokio::task::Id;
 
 use crate::held::Held;
 
+/// Which lease each (task, name) pair holds.
+type ByTask = HashMap<(Id, Arc<str>), Weak<Held>>;
+
 #[derive(Default)]
 pub(crate) struct Owners {
-    held: Mutex<HashMap<(Id, Arc<str>), Weak<Held>>>,
+    held: Mutex<ByTask>,
 }
 
 impl Owners {
-    fn map(&self) -> MutexGuard<'_, HashMap<(Id, Arc<str>), Weak<Held>>> {
+    fn map(&self) -> MutexGuard<'_, ByTask> {
         self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
