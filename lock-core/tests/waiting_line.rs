@@ -252,7 +252,7 @@ async fn a_lost_announcement_costs_latency_not_liveness() {
         .expect("free")
         .leak();
     let started = Instant::now();
-    process_b
+    let _guard = process_b
         .lock("a")
         .ttl(LONG)
         .wait(LONG)
