@@ -7,6 +7,7 @@ mod error;
 mod layout;
 mod redis_lock;
 mod scripts;
+mod subscriber;
 
 pub use config::{
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION, RedisLockBuilder,

@@ -5,15 +5,18 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use deadpool_redis::Pool;
-use lock_core::{Attempt, Lease, Lock, LockError, Op, TimeoutPhase, Token, check_ttl, valid_until};
+use lock_core::{
+    Attempt, Lease, Lock, LockError, Op, ReleaseWatch, TimeoutPhase, Token, check_ttl, valid_until,
+};
 use redis::{FromRedisValue, Script};
 use tokio::time::Instant;
 
-use crate::config::RedisLockBuilder;
+use crate::config::{RedisLockBuilder, Settings};
 use crate::conn::Connections;
 use crate::error::{BACKEND, breaks_connection, from_redis, timeout};
 use crate::layout::{fence_key, release_channel, reserved};
 use crate::scripts::{ACQUIRE, EXTEND, RELEASE};
+use crate::subscriber::Subscriber;
 
 /// A distributed lock on one Redis server (≥ 7.0), through a `deadpool-redis` pool.
 ///
@@ -33,6 +36,8 @@ use crate::scripts::{ACQUIRE, EXTEND, RELEASE};
 /// down or hangs yields a typed error in bounded time.
 pub struct RedisLock {
     conns: Connections,
+    /// Release announcements for waiters; `None` when built from a pool without a URL.
+    subscriber: Option<Subscriber>,
     prefix: String,
     command_timeout: Duration,
     fence_retention_ms: u64,
@@ -52,30 +57,24 @@ impl RedisLock {
         Self::builder().url(url).build()
     }
 
-    /// A lock over an existing pool, with default settings.
+    /// A lock over an existing pool, with default settings. Waiters poll with backoff, since
+    /// a pool cannot open the separate pub/sub connection release announcements need; give
+    /// the builder a [`pubsub_url`](RedisLockBuilder::pubsub_url) to have them.
     #[must_use]
     pub fn from_pool(pool: Pool) -> Self {
-        Self::assemble(
-            pool,
-            String::new(),
-            crate::DEFAULT_CONNECT_TIMEOUT,
-            crate::DEFAULT_COMMAND_TIMEOUT,
-            crate::DEFAULT_FENCE_RETENTION,
-        )
+        Self::assemble(pool, Settings::default())
     }
 
-    pub(crate) fn assemble(
-        pool: Pool,
-        prefix: String,
-        connect_timeout: Duration,
-        command_timeout: Duration,
-        fence_retention: Duration,
-    ) -> Self {
+    pub(crate) fn assemble(pool: Pool, settings: Settings) -> Self {
+        let pubsub_limit = settings.connect_timeout + settings.command_timeout;
         Self {
-            conns: Connections::new(pool, connect_timeout),
-            prefix,
-            command_timeout,
-            fence_retention_ms: ms(fence_retention),
+            conns: Connections::new(pool, settings.connect_timeout),
+            subscriber: settings
+                .pubsub
+                .map(|client| Subscriber::new(client, pubsub_limit)),
+            prefix: settings.prefix,
+            command_timeout: settings.command_timeout,
+            fence_retention_ms: ms(settings.fence_retention),
         }
     }
 
@@ -99,9 +98,8 @@ impl RedisLock {
         fence_key(&self.key(name))
     }
 
-    /// The channel reserved for announcing releases of `name` (for waking waiters), in the same
-    /// cluster slot as its key. Nothing is published on it yet: waiters currently poll with
-    /// backoff; release announcements come with the Locker's pub/sub waiting.
+    /// The channel every release of `name` is announced on (an empty message), in the same
+    /// cluster slot as its key; waiters subscribe to it through [`Lock::watch`].
     #[must_use]
     pub fn release_channel(&self, name: &str) -> String {
         release_channel(&self.key(name))
@@ -212,10 +210,26 @@ impl Lock for RedisLock {
     async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
         let key = self.key(lease.name());
         let token_hex = lease.token().to_hex();
+        let channel = release_channel(&key);
         let released: i64 = self
-            .run(Op::Release, &RELEASE, &[&key], &[token_hex.as_str()])
+            .run(
+                Op::Release,
+                &RELEASE,
+                &[&key, &channel],
+                &[token_hex.as_str()],
+            )
             .await?;
         Ok(released == 1)
+    }
+
+    /// Subscribes to the lock's release channel on the lock's shared pub/sub connection (one
+    /// per `RedisLock`, serving every name); `None` when the lock was built from a pool without
+    /// a pub/sub URL.
+    async fn watch(&self, name: &str) -> Result<Option<ReleaseWatch>, LockError> {
+        match &self.subscriber {
+            Some(subscriber) => subscriber.watch(self.release_channel(name)).await.map(Some),
+            None => Ok(None),
+        }
     }
 }
 

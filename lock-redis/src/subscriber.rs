@@ -1,0 +1,212 @@
+//! One shared pub/sub connection per `RedisLock` that tells waiters when a lock is released.
+//!
+//! Waiters of every name share it: a channel is subscribed while at least one watch on it lives
+//! and unsubscribed when the last one is dropped. If the connection drops, a background task
+//! reconnects, subscribes every live channel again, and bumps every signal, because a release
+//! may have been announced while it was away (waiters then simply try again).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::time::Duration;
+
+use futures::StreamExt;
+use lock_core::{LockError, Op, ReleaseSignal, ReleaseWatch, TimeoutPhase};
+use redis::aio::{PubSubSink, PubSubStream};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::error::{BACKEND, from_redis, timeout};
+
+/// How long to wait before connecting again after the subscriber connection failed.
+const RECONNECT_AFTER: Duration = Duration::from_millis(200);
+
+pub(crate) struct Subscriber {
+    client: redis::Client,
+    /// Bound on connecting and on each SUBSCRIBE.
+    timeout: Duration,
+    channels: Arc<Mutex<Channels>>,
+    task: OnceLock<mpsc::UnboundedSender<Request>>,
+}
+
+type Channels = HashMap<String, Entry>;
+
+struct Entry {
+    signal: ReleaseSignal,
+    watchers: usize,
+}
+
+enum Request {
+    Subscribe(String, oneshot::Sender<Result<(), redis::RedisError>>),
+    Unsubscribe(String),
+}
+
+/// Kept inside a `ReleaseWatch`: dropping the last one for a channel unsubscribes it.
+struct Unsubscribe {
+    channel: String,
+    channels: Arc<Mutex<Channels>>,
+    task: mpsc::UnboundedSender<Request>,
+}
+
+fn lock(channels: &Mutex<Channels>) -> MutexGuard<'_, Channels> {
+    channels.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Drop for Unsubscribe {
+    fn drop(&mut self) {
+        let mut channels = lock(&self.channels);
+        if let Some(entry) = channels.get_mut(&self.channel) {
+            entry.watchers -= 1;
+            if entry.watchers == 0 {
+                channels.remove(&self.channel);
+                let _ = self.task.send(Request::Unsubscribe(self.channel.clone()));
+            }
+        }
+    }
+}
+
+impl Subscriber {
+    pub(crate) fn new(client: redis::Client, timeout: Duration) -> Self {
+        Self {
+            client,
+            timeout,
+            channels: Arc::default(),
+            task: OnceLock::new(),
+        }
+    }
+
+    /// Subscribes to `channel` (if not already) and returns a watch on it once the server has
+    /// confirmed the subscription.
+    pub(crate) async fn watch(&self, channel: String) -> Result<ReleaseWatch, LockError> {
+        let task = self
+            .task
+            .get_or_init(|| {
+                let (tx, rx) = mpsc::unbounded_channel();
+                tokio::spawn(run(
+                    self.client.clone(),
+                    Arc::clone(&self.channels),
+                    rx,
+                    self.timeout,
+                ));
+                tx
+            })
+            .clone();
+        let signal = {
+            let mut channels = lock(&self.channels);
+            let entry = channels.entry(channel.clone()).or_insert_with(|| Entry {
+                signal: ReleaseSignal::new(),
+                watchers: 0,
+            });
+            entry.watchers += 1;
+            entry.signal.clone()
+        };
+        // From here on, dropping `keep` (also on error or cancellation) undoes the count.
+        let keep = Unsubscribe {
+            channel: channel.clone(),
+            channels: Arc::clone(&self.channels),
+            task: task.clone(),
+        };
+        let (done, confirmed) = oneshot::channel();
+        let started = tokio::time::Instant::now();
+        if task.send(Request::Subscribe(channel, done)).is_err() {
+            return Err(stopped());
+        }
+        match tokio::time::timeout(self.timeout, confirmed).await {
+            Ok(Ok(Ok(()))) => Ok(ReleaseWatch::new(signal, keep)),
+            Ok(Ok(Err(err))) => Err(from_redis(err, Op::Acquire, "", started.elapsed())),
+            Ok(Err(_)) => Err(stopped()),
+            Err(_) => Err(timeout(TimeoutPhase::Command, started.elapsed())),
+        }
+    }
+}
+
+fn stopped() -> LockError {
+    LockError::Backend {
+        backend: BACKEND,
+        op: Op::Acquire,
+        retryable: true,
+        source: "the release subscriber stopped".into(),
+    }
+}
+
+/// The subscriber task: owns the pub/sub connection, follows requests, and turns messages into
+/// signals. Ends when its `RedisLock` is dropped.
+async fn run(
+    client: redis::Client,
+    channels: Arc<Mutex<Channels>>,
+    mut requests: mpsc::UnboundedReceiver<Request>,
+    limit: Duration,
+) {
+    loop {
+        let (mut sink, mut stream) = match bounded(limit, connect(&client, &channels)).await {
+            Ok(parts) => parts,
+            Err(error) => {
+                tracing::debug!(%error, "release subscriber cannot connect; retrying");
+                // Fail the subscriptions asked for meanwhile; their waiters poll instead.
+                tokio::select! {
+                    request = requests.recv() => match request {
+                        Some(Request::Subscribe(_, done)) => { let _ = done.send(Err(error)); }
+                        Some(Request::Unsubscribe(_)) => {}
+                        None => return,
+                    },
+                    () = tokio::time::sleep(RECONNECT_AFTER) => {}
+                }
+                continue;
+            }
+        };
+        loop {
+            tokio::select! {
+                request = requests.recv() => match request {
+                    Some(Request::Subscribe(channel, done)) => {
+                        let result = bounded(limit, sink.subscribe(&channel)).await;
+                        let broken = result.is_err();
+                        let _ = done.send(result);
+                        if broken { break; }
+                    }
+                    Some(Request::Unsubscribe(channel)) => {
+                        if bounded(limit, sink.unsubscribe(&channel)).await.is_err() { break; }
+                    }
+                    None => return,
+                },
+                message = stream.next() => match message {
+                    Some(message) => {
+                        if let Some(entry) = lock(&channels).get(message.get_channel_name()) {
+                            entry.signal.notify();
+                        }
+                    }
+                    None => break, // the connection dropped
+                },
+            }
+        }
+        tracing::debug!("release subscriber connection lost; reconnecting");
+        tokio::time::sleep(RECONNECT_AFTER).await;
+    }
+}
+
+/// Runs a network step of the subscriber with a time limit (a hung server must not wedge it).
+async fn bounded<T>(
+    limit: Duration,
+    step: impl std::future::Future<Output = redis::RedisResult<T>>,
+) -> redis::RedisResult<T> {
+    tokio::time::timeout(limit, step).await.unwrap_or_else(|_| {
+        Err(redis::RedisError::from(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "release subscriber timed out",
+        )))
+    })
+}
+
+/// Connects and subscribes every channel that has watchers, then wakes all of them: releases
+/// announced while no connection listened are lost, so everyone looks again.
+async fn connect(
+    client: &redis::Client,
+    channels: &Mutex<Channels>,
+) -> Result<(PubSubSink, PubSubStream), redis::RedisError> {
+    let (mut sink, stream) = client.get_async_pubsub().await?.split();
+    let live: Vec<String> = lock(channels).keys().cloned().collect();
+    for channel in &live {
+        sink.subscribe(channel).await?;
+    }
+    for entry in lock(channels).values() {
+        entry.signal.notify();
+    }
+    Ok((sink, stream))
+}
