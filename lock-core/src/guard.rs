@@ -204,11 +204,11 @@ impl Guard {
                 .held
                 .labels
                 .count_with(metric::BACKEND_ERRORS_TOTAL, "op", "release"),
-            Ok(true) => {
-                if let Some(outer) = &self.outer {
-                    outer.waiters.released(self.held.name());
-                }
-            }
+            Ok(true) => {}
+        }
+        // Whatever the answer, the next local waiter should look now.
+        if let Some(outer) = &self.outer {
+            outer.waiters.released(self.held.name());
         }
         result
     }
@@ -259,15 +259,15 @@ impl Drop for Guard {
                 match lock.release(&lease).await {
                     Ok(released) => {
                         tracing::debug!(name = lease.name(), released, "released on drop");
-                        if let (true, Some(waiters)) = (released, waiters) {
-                            waiters.released(lease.name());
-                        }
                     }
                     Err(error) => tracing::warn!(
                         name = lease.name(),
                         %error,
                         "release on drop failed; the lock expires at the end of its TTL"
                     ),
+                }
+                if let Some(waiters) = waiters {
+                    waiters.released(lease.name());
                 }
             })),
             Err(_) => tracing::warn!(

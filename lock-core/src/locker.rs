@@ -452,12 +452,25 @@ impl LockRequest {
             // Read the signals before the attempt: a release after it cannot be missed.
             let signals = ticket.signals();
             let local_seen = signals.local.generation();
+            if let Some(held_until) = signals.held_until {
+                // A guard of this process holds it: wait for its release rather than send an
+                // attempt that cannot succeed (at the lease's validity, try anyway).
+                waiting.get_or_insert_with(|| Waiting::enter(labels.clone()));
+                tokio::select! {
+                    () = signals.local.changed_since(local_seen) => {}
+                    () = tokio::time::sleep_until(held_until.min(deadline)) => {
+                        ticket.granted_expired();
+                    }
+                }
+                continue;
+            }
             let remote_seen = signals.remote.as_ref().map(|w| w.signal().generation());
             *attempts = attempts.saturating_add(1);
             // A transient backend failure (connection dropped, server restarting) is retried
             // like a busy lock, within the same wait; the caller sees it if it outlasts the wait.
             let (holder_ttl, failure) = match self.attempt(ttl, labels).await {
                 Ok(Attempt::Acquired(lease)) => {
+                    ticket.granted(lease.valid_until());
                     drop(ticket); // the next in line becomes head
                     return Ok(self.grant(lease, labels, started));
                 }

@@ -7,6 +7,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::Notify;
+use tokio::time::Instant;
 
 use crate::{ReleaseSignal, ReleaseWatch};
 
@@ -24,6 +25,10 @@ struct Queue {
     local: ReleaseSignal,
     /// The backend's subscription to the name's releases, shared by everyone in line.
     remote: Option<Arc<ReleaseWatch>>,
+    /// Set when a waiter of this line got the lock: until a guard of this process releases it
+    /// (or, should that never be announced, until the lease's validity), the next head waits
+    /// instead of sending an attempt that cannot succeed.
+    held_until: Option<Instant>,
 }
 
 /// A place in a name's line; leaving it (drop) lets the next waiter in.
@@ -39,6 +44,8 @@ pub(crate) struct Ticket {
 pub(crate) struct Signals {
     pub(crate) local: ReleaseSignal,
     pub(crate) remote: Option<Arc<ReleaseWatch>>,
+    /// The lock is held by a guard of this process, until this instant at the latest.
+    pub(crate) held_until: Option<Instant>,
 }
 
 impl Waiters {
@@ -55,6 +62,7 @@ impl Waiters {
             turn: Arc::new(Notify::new()),
             local: ReleaseSignal::new(),
             remote: None,
+            held_until: None,
         });
         queue.next_ticket += 1;
         queue.line.push_back(queue.next_ticket);
@@ -72,9 +80,10 @@ impl Waiters {
         self.queues().get(name).is_some_and(|q| !q.line.is_empty())
     }
 
-    /// A guard of this process released `name`: wake the head of its line.
+    /// A guard of this process released `name` (or tried to): wake the head of its line.
     pub(crate) fn released(&self, name: &str) {
-        if let Some(queue) = self.queues().get(name) {
+        if let Some(queue) = self.queues().get_mut(name) {
+            queue.held_until = None;
             queue.local.notify();
         }
     }
@@ -102,15 +111,30 @@ impl Ticket {
         }
     }
 
-    /// The signals the head waits on.
+    /// The signals the head waits on, read together under the line's lock.
     pub(crate) fn signals(&self) -> Signals {
+        let queues = self.waiters.queues();
+        let queue = queues.get(&self.name);
         Signals {
             local: self.local.clone(),
-            remote: self
-                .waiters
-                .queues()
-                .get(&self.name)
-                .and_then(|q| q.remote.clone()),
+            remote: queue.and_then(|q| q.remote.clone()),
+            held_until: queue.and_then(|q| q.held_until),
+        }
+    }
+
+    /// This waiter got the lock, valid until `valid_until`: the waiters behind it wait for its
+    /// release instead of trying.
+    pub(crate) fn granted(&self, valid_until: Instant) {
+        if let Some(queue) = self.waiters.queues().get_mut(&self.name) {
+            queue.held_until = Some(valid_until);
+        }
+    }
+
+    /// The local holder's validity passed without a release being announced: stop waiting
+    /// for it and let the head try.
+    pub(crate) fn granted_expired(&self) {
+        if let Some(queue) = self.waiters.queues().get_mut(&self.name) {
+            queue.held_until = None;
         }
     }
 
