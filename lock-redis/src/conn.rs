@@ -80,9 +80,13 @@ impl Connections {
                 .get()
                 .await
                 .map_err(|e| pool_error(e, started.elapsed()))?;
+            let mut conn = (*object).clone();
+            // Best effort: a user without SCRIPT rights still works, loading on NOSCRIPT.
+            if let Err(error) = crate::scripts::load_all().exec_async(&mut conn).await {
+                tracing::debug!(%error, "preloading the lock scripts failed");
+            }
             let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
             let generation = current.as_ref().map_or(0, |held| held.generation) + 1;
-            let conn = (*object).clone();
             *current = Some(Held { object, generation });
             Ok(Conn { conn, generation })
         })

@@ -6,14 +6,26 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
-/// Set-if-absent with a TTL and a fencing token; see `lua/acquire.lua`.
-pub(crate) static ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../lua/acquire.lua")));
+const ACQUIRE_LUA: &str = include_str!("../lua/acquire.lua");
+const RELEASE_LUA: &str = include_str!("../lua/release.lua");
+const EXTEND_LUA: &str = include_str!("../lua/extend.lua");
 
-/// Compare-and-delete; see `lua/release.lua`.
-pub(crate) static RELEASE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../lua/release.lua")));
+/// Set-if-absent with a TTL and a fencing token; see `lua/acquire.lua`.
+pub(crate) static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(ACQUIRE_LUA));
+
+/// Compare-and-delete that announces the release; see `lua/release.lua`.
+pub(crate) static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE_LUA));
 
 /// Compare-and-pexpire; see `lua/extend.lua`.
-pub(crate) static EXTEND: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../lua/extend.lua")));
+pub(crate) static EXTEND: LazyLock<Script> = LazyLock::new(|| Script::new(EXTEND_LUA));
+
+/// `SCRIPT LOAD` of every script, in one pipeline. Sent on each new connection: otherwise the
+/// first burst of concurrent calls (a renewal batch of a thousand leases) would each hit
+/// NOSCRIPT and load the script again.
+pub(crate) fn load_all() -> redis::Pipeline {
+    let mut pipe = redis::pipe();
+    for source in [ACQUIRE_LUA, RELEASE_LUA, EXTEND_LUA] {
+        pipe.cmd("SCRIPT").arg("LOAD").arg(source).ignore();
+    }
+    pipe
+}
