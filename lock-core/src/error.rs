@@ -69,6 +69,29 @@ pub enum LockError {
         detail: String,
     },
 
+    /// Fewer than a quorum of a multi-node backend's nodes (Redlock: `N/2 + 1` of all N) said
+    /// yes, because nodes failed or timed out. Whatever the nodes granted has been (or is being)
+    /// released by the backend. `source` holds the backend's detailed tally.
+    #[error(
+        "{backend} {op}: quorum not reached, {granted} of the {required} nodes needed said yes"
+    )]
+    QuorumNotReached {
+        /// Which backend (`"redlock"`).
+        backend: &'static str,
+        /// The operation.
+        op: Op,
+        /// Nodes that said yes.
+        granted: usize,
+        /// The quorum.
+        required: usize,
+        /// Whether trying again may succeed: false only when errors that will not go away (a
+        /// wrong password) alone rule out a quorum.
+        retryable: bool,
+        /// The backend's details (for Redlock, `lock_redlock::QuorumNotReached`).
+        #[source]
+        source: BoxError,
+    },
+
     /// The backend failed: connection refused or dropped, authentication, an error reply.
     #[error("{backend} backend failed during {op}: {source}")]
     Backend {
@@ -94,7 +117,9 @@ impl LockError {
     pub fn is_retryable(&self) -> bool {
         match self {
             Self::Timeout { .. } | Self::Busy { .. } => true,
-            Self::Backend { retryable, .. } => *retryable,
+            Self::Backend { retryable, .. } | Self::QuorumNotReached { retryable, .. } => {
+                *retryable
+            }
             Self::InvalidInput { .. }
             | Self::NotOwned { .. }
             | Self::Lost { .. }
@@ -109,13 +134,18 @@ impl LockError {
         }
     }
 
-    /// Whether a request that failed with this error may still have reached the backend and
-    /// changed it (so a cancelled acquire must clean up after itself). Only input rejected
-    /// before I/O and refusals the backend made atomically are known to have changed nothing.
-    pub(crate) fn may_have_applied(&self) -> bool {
+    /// Whether an acquire that failed with this error may still have reached the backend and
+    /// taken the lock, so whoever sent it must release its token. Only input rejected before
+    /// I/O, refusals the backend made atomically, and quorum failures (whose backend releases
+    /// what its nodes granted) are known to leave nothing behind.
+    #[must_use]
+    pub fn may_have_applied(&self) -> bool {
         !matches!(
             self,
-            Self::InvalidInput { .. } | Self::WrongType { .. } | Self::Busy { .. }
+            Self::InvalidInput { .. }
+                | Self::WrongType { .. }
+                | Self::Busy { .. }
+                | Self::QuorumNotReached { .. }
         )
     }
 }

@@ -572,6 +572,7 @@ fn failure_reason(error: &LockError) -> &'static str {
             ..
         } => "timeout",
         LockError::Busy { .. } => "busy",
+        LockError::QuorumNotReached { .. } => "quorum",
         _ => "error",
     }
 }

@@ -15,7 +15,8 @@ pub const ACQUIRE_ATTEMPTS_TOTAL: &str = "distlock_acquire_attempts_total";
 /// Counter: locks granted.
 pub const ACQUIRED_TOTAL: &str = "distlock_acquired_total";
 /// Counter: requests that ended without the lock, by `reason`: `busy` (a single try found it
-/// held), `timeout` (the wait ran out), `error` (the backend failed), `invalid` (bad input).
+/// held), `timeout` (the wait ran out), `quorum` (too few nodes of a multi-node backend said
+/// yes), `error` (the backend failed), `invalid` (bad input).
 pub const NOT_ACQUIRED_TOTAL: &str = "distlock_not_acquired_total";
 /// Histogram, seconds: from the request's start to the grant.
 pub const ACQUIRE_WAIT_SECONDS: &str = "distlock_acquire_wait_seconds";
