@@ -14,3 +14,12 @@ pub use lock_redis::{
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION, RedisLock,
     RedisLockBuilder, deadpool_redis, key_slot, redis,
 };
+
+/// Redlock: one lock over N independent Redis masters, granted by a quorum (feature `redlock`).
+#[cfg(feature = "redlock")]
+pub use lock_redlock::{
+    DEFAULT_DRIFT_CONSTANT, DEFAULT_DRIFT_FACTOR, METRIC_NODE_ERRORS, METRIC_NODE_GRANTS,
+    METRIC_NODE_REFUSALS, METRIC_NODE_TIMEOUTS, METRIC_QUORUM, NODE_TIMEOUT_CEILING,
+    NODE_TIMEOUT_FLOOR, NODE_TIMEOUT_PERCENT, QuorumNotReached, Redlock, RedlockBuilder,
+    ValidityExpired, default_node_timeout, describe_metrics as describe_redlock_metrics, quorum,
+};

@@ -1,0 +1,25 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+
+mod acquire;
+mod config;
+mod error;
+mod node;
+mod redlock;
+mod round;
+mod tally;
+mod telemetry;
+mod watch;
+
+pub use config::{
+    DEFAULT_DRIFT_CONSTANT, DEFAULT_DRIFT_FACTOR, NODE_TIMEOUT_CEILING, NODE_TIMEOUT_FLOOR,
+    NODE_TIMEOUT_PERCENT, RedlockBuilder, default_node_timeout,
+};
+pub use error::{BACKEND, QuorumNotReached, ValidityExpired};
+pub use lock_core::LockError;
+pub use redlock::Redlock;
+pub use tally::quorum;
+pub use telemetry::{
+    METRIC_NODE_ERRORS, METRIC_NODE_GRANTS, METRIC_NODE_REFUSALS, METRIC_NODE_TIMEOUTS,
+    METRIC_QUORUM, describe_metrics,
+};

@@ -1,0 +1,377 @@
+//! `Redlock`: the [`Lock`] over N independent nodes.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use lock_core::{Attempt, Lease, Lock, LockError, Op, ReleaseWatch, Token, check_ttl, valid_until};
+use tokio::sync::{oneshot, watch};
+use tokio::time::Instant;
+
+use crate::acquire::AcquireRound;
+use crate::config::{Config, NODE_TIMEOUT_CEILING, RedlockBuilder, default_node_timeout};
+use crate::error::{BACKEND, QuorumNotReached, ValidityExpired, round_lost};
+use crate::node::{Node, bounded};
+use crate::round::{NodeCall, Verdict, decide};
+use crate::tally::{Decision, drift, quorum, validity};
+use crate::telemetry;
+use futures::future::BoxFuture;
+
+/// A lock over N independent lock stores — normally N [`RedisLock`]s, one per Redis master —
+/// granted when a quorum (`N/2 + 1`) of them grants it: the Redlock algorithm of the Redis
+/// distributed-locks page (<https://redis.io/docs/latest/develop/use/patterns/distributed-locks/>).
+///
+/// It is a [`Lock`], so a [`Locker`](lock_core::Locker) drives it like any backend: bounded
+/// waiting with full-jitter backoff, cleanup of cancelled attempts, guards. Cheap to clone
+/// (one `Arc`).
+///
+/// - **Acquire** sends the same name and token to all N nodes at once, each attempt bounded by
+///   the per-node timeout, and answers as soon as the outcome is decided: granted when a
+///   quorum granted and the validity `ttl − elapsed − drift` is positive; busy when the
+///   refusals alone rule out a quorum; else a [`QuorumNotReached`] error. Nodes that answer
+///   after the decision are seen through in the background (released if the acquire failed).
+/// - **Extend** needs a quorum of all N to extend, within the new validity.
+/// - **Release** goes to all N and reports `true` iff a quorum released a key holding our token.
+/// - **Fencing token**: the largest token among the nodes that granted; see the crate docs for
+///   exactly what it guarantees.
+/// - **Wake-ups**: [`Lock::watch`] merges the nodes' release announcements, so waiters in other
+///   processes wake on a release.
+///
+/// Every round runs in a task of its own (spawned on the current tokio runtime), so an answer
+/// returned early, or a caller that gives up, never strands a key on a slow node.
+///
+/// [`RedisLock`]: https://docs.rs/lock-redis
+#[derive(Clone)]
+pub struct Redlock {
+    shared: Arc<Shared>,
+}
+
+/// What every round of one `Redlock` shares.
+pub(crate) struct Shared {
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) config: Config,
+    /// Leases granted while some nodes had not answered the acquire: per token, which nodes
+    /// are still pending. A release waits for a node's attempt to finish before releasing the
+    /// lease there, so each node gets one release, after its acquire.
+    in_flight: Mutex<HashMap<Token, watch::Receiver<Vec<bool>>>>,
+}
+
+impl Shared {
+    fn in_flight(&self) -> MutexGuard<'_, HashMap<Token, watch::Receiver<Vec<bool>>>> {
+        self.in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Registers a granted lease whose acquire is still pending on the nodes marked `true`; the
+    /// round clears a node's mark when its attempt finishes and drops the sender at its end.
+    pub(crate) fn track(&self, token: Token, pending: Vec<bool>) -> watch::Sender<Vec<bool>> {
+        let (sender, receiver) = watch::channel(pending);
+        self.in_flight().insert(token, receiver);
+        sender
+    }
+
+    pub(crate) fn untrack(&self, token: &Token) {
+        self.in_flight().remove(token);
+    }
+
+    fn pending_acquires(&self, token: &Token) -> Option<watch::Receiver<Vec<bool>>> {
+        self.in_flight().get(token).cloned()
+    }
+
+    /// The bound of each node's release.
+    pub(crate) fn release_timeout(&self) -> Duration {
+        self.config.node_timeout.unwrap_or(NODE_TIMEOUT_CEILING)
+    }
+}
+
+impl Redlock {
+    /// Starts configuring a Redlock; see [`RedlockBuilder`].
+    pub fn builder() -> RedlockBuilder {
+        RedlockBuilder::default()
+    }
+
+    pub(crate) fn assemble(nodes: Vec<Node>, config: Config) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                nodes,
+                config,
+                in_flight: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// The number of nodes, N.
+    #[must_use]
+    pub fn node_count(&self) -> usize {
+        self.shared.nodes.len()
+    }
+
+    /// The quorum: `N/2 + 1` of all N nodes.
+    #[must_use]
+    pub fn quorum(&self) -> usize {
+        quorum(self.node_count())
+    }
+
+    /// The nodes with their labels, in the order they were added.
+    pub fn nodes(&self) -> impl ExactSizeIterator<Item = (&str, &Arc<dyn Lock>)> {
+        self.shared.nodes.iter().map(|n| (&*n.label, &n.lock))
+    }
+
+    /// The clock-drift allowance for `ttl`: `ttl × drift factor + drift constant` (by default
+    /// 1 % + 2 ms), saturating.
+    #[must_use]
+    pub fn drift(&self, ttl: Duration) -> Duration {
+        let c = &self.shared.config;
+        drift(ttl, c.drift_factor, c.drift_constant)
+    }
+
+    /// The bound of each node's attempt when acquiring or extending with `ttl`: the configured
+    /// node timeout or [`default_node_timeout`]`(ttl)`, and never more than `ttl − drift` (an
+    /// answer after that could not make the lease valid).
+    #[must_use]
+    pub fn node_timeout(&self, ttl: Duration) -> Duration {
+        let configured = self
+            .shared
+            .config
+            .node_timeout
+            .unwrap_or_else(|| default_node_timeout(ttl));
+        configured.min(ttl.saturating_sub(self.drift(ttl)))
+    }
+
+    /// The TTL in whole milliseconds, as the nodes apply it, and its drift allowance; an error
+    /// when no lease of that TTL could ever be valid.
+    fn plan(&self, ttl: Duration) -> Result<(Duration, Duration), LockError> {
+        let ttl = Duration::from_millis(check_ttl(ttl)?);
+        let drift = self.drift(ttl);
+        if ttl <= drift {
+            return Err(LockError::invalid(format!(
+                "a TTL of {ttl:?} leaves no validity after the clock-drift allowance of {drift:?}: \
+                 a Redlock lease needs a longer TTL"
+            )));
+        }
+        Ok((ttl, drift))
+    }
+
+    /// One operation on every node (`call(index, node)`, which bounds it), decided by the
+    /// quorum.
+    async fn round<T, F>(
+        &self,
+        op: Op,
+        is_yes: fn(&T) -> bool,
+        call: F,
+    ) -> Result<Verdict, LockError>
+    where
+        T: Send + 'static,
+        F: Fn(usize, Arc<dyn Lock>) -> BoxFuture<'static, Result<T, LockError>>,
+    {
+        let calls: Vec<NodeCall<T>> = self
+            .shared
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, node)| {
+                let fut = call(i, Arc::clone(&node.lock));
+                let call: NodeCall<T> = Box::pin(async move { (i, fut.await) });
+                call
+            })
+            .collect();
+        decide(&self.shared, op, calls, is_yes).await
+    }
+}
+
+/// The error for a round that failing nodes left without a quorum.
+fn no_quorum(op: Op, verdict: Verdict) -> LockError {
+    QuorumNotReached::new(op, &verdict.tally, verdict.first_error)
+        .into_lock_error(!verdict.tally.fatal_blocks())
+}
+
+#[async_trait]
+impl Lock for Redlock {
+    /// `"redlock"`.
+    fn backend(&self) -> &'static str {
+        BACKEND
+    }
+
+    /// Tries once to acquire `name` on all N nodes at once, with `token` on every one.
+    ///
+    /// Granted iff a quorum granted and `ttl − elapsed − drift > 0`; the lease's `valid_until`
+    /// is `start + ttl − drift` (start: before any request was sent) and its fencing token the
+    /// largest among the grants. Answers as soon as the outcome is decided; the nodes still
+    /// pending are seen through in the background.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidInput`] when `ttl` is out of range or not longer than its drift
+    /// allowance (nothing sent; with the defaults the shortest TTL is 3 ms), or when the nodes
+    /// themselves refuse the name. A [`LockError::QuorumNotReached`] whose source is a
+    /// [`QuorumNotReached`] when failing nodes prevented a quorum (non-retryable when the
+    /// nodes' non-retryable errors alone did), or a [`ValidityExpired`] when the quorum
+    /// answered too late. `Ok(Attempt::Busy)` (not an error) when the refusals alone rule out a
+    /// quorum, with the time until enough of the holders' keys expire.
+    ///
+    /// On every failure the nodes that granted, or may have, are released in the background,
+    /// each once its own attempt has finished (so a late grant is released too).
+    ///
+    /// # Cancel safety
+    /// Cancel safe in effect: the round runs in its own task; dropped, it releases whatever it
+    /// acquired once the attempts finish. (The `Locker` also releases the token, as for any
+    /// backend.)
+    async fn try_acquire(
+        &self,
+        name: &str,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        let (ttl, drift) = self.plan(ttl).inspect_err(|_| {
+            telemetry::quorum_outcome(Op::Acquire, "invalid");
+        })?;
+        let round = AcquireRound {
+            shared: Arc::clone(&self.shared),
+            name: Arc::from(name),
+            token,
+            ttl,
+            drift,
+            node_timeout: self.node_timeout(ttl),
+            started: Instant::now(),
+        };
+        let (reply, answer) = oneshot::channel();
+        tokio::spawn(round.run(reply));
+        answer
+            .await
+            .unwrap_or_else(|_| Err(round_lost(Op::Acquire)))
+    }
+
+    /// Extends `lease` on all N nodes to `ttl` from now; `Some(start + ttl − drift)` iff a
+    /// quorum extended it within that validity.
+    ///
+    /// A node extends only a key that still holds the lease's token: a node that missed the
+    /// acquire (it was down) does not count towards the quorum, so after losing nodes an
+    /// extend can fail while the lease is still valid — take a new lock then.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidInput`] for a TTL out of range or not longer than its drift
+    /// allowance. A [`LockError::QuorumNotReached`] (source: [`QuorumNotReached`]) when
+    /// failing nodes prevented a quorum, or [`ValidityExpired`] when the quorum answered too
+    /// late; the lease is then unchanged or extended on some nodes. `Ok(None)` (the lease is
+    /// no longer ours) when the refusals alone rule out a quorum.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the round runs in its own task; dropped, the lease is unchanged or extended.
+    async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
+        let (ttl, drift) = self.plan(ttl)?;
+        let started = Instant::now();
+        let shared_lease = Arc::new(lease.clone());
+        let timeout = self.node_timeout(ttl);
+        let verdict = self
+            .round(Op::Extend, Option::is_some, move |_, lock| {
+                let lease = Arc::clone(&shared_lease);
+                Box::pin(async move { bounded(timeout, lock.extend(&lease, ttl)).await })
+            })
+            .await?;
+        let (outcome, result) = match verdict.decision {
+            Decision::Quorum => {
+                let elapsed = verdict.decided_at.saturating_duration_since(started);
+                if validity(ttl, drift, elapsed).is_some() {
+                    ("extended", Ok(Some(valid_until(started, ttl - drift))))
+                } else {
+                    let error = ValidityExpired {
+                        op: Op::Extend,
+                        granted: verdict.tally.yes,
+                        ttl,
+                        elapsed,
+                        drift,
+                    };
+                    ("validity_expired", Err(error.into_lock_error()))
+                }
+            }
+            Decision::NoQuorum if verdict.tally.refusals_block() => ("not_owned", Ok(None)),
+            Decision::NoQuorum => ("no_quorum", Err(no_quorum(Op::Extend, verdict))),
+        };
+        telemetry::quorum_outcome(Op::Extend, outcome);
+        result
+    }
+
+    /// Releases `lease` on all N nodes (compare-and-delete with its token on each, whether or
+    /// not the node granted it). Returns `true` iff a quorum released a key holding the
+    /// token, `false` iff the refusals alone rule that out (the lease had expired on too many
+    /// nodes — it was no longer safely ours). Answers as soon as that is decided; the other
+    /// nodes are released in the background, each bounded by the node timeout (default
+    /// [`NODE_TIMEOUT_CEILING`]). On a node whose acquire attempt for this lease is still in
+    /// flight (the lease was granted without it), the release waits for that attempt to
+    /// finish, so it lands after it: each node gets exactly one release.
+    ///
+    /// # Errors
+    /// A [`LockError::QuorumNotReached`] (source: [`QuorumNotReached`]) when failing
+    /// nodes left it undecided; the keys on those nodes expire at the end of their TTL.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the round runs in its own task and releases on every node even if dropped.
+    async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
+        let shared_lease = Arc::new(lease.clone());
+        let timeout = self.shared.release_timeout();
+        // Acquire attempts of this lease still in flight: release those nodes after them.
+        let pending = self.shared.pending_acquires(lease.token());
+        let verdict = self
+            .round(
+                Op::Release,
+                |released: &bool| *released,
+                move |i, lock| {
+                    let lease = Arc::clone(&shared_lease);
+                    let pending = pending.clone();
+                    Box::pin(async move {
+                        if let Some(mut pending) = pending {
+                            // Bounded by the acquire's own node timeout; the bound here is a
+                            // backstop. An error means the round ended: nothing is pending.
+                            let finished =
+                                pending.wait_for(|p| !p.get(i).copied().unwrap_or(false));
+                            drop(tokio::time::timeout(2 * timeout, finished).await);
+                        }
+                        bounded(timeout, lock.release(&lease)).await
+                    })
+                },
+            )
+            .await?;
+        let (outcome, result) = match verdict.decision {
+            Decision::Quorum => ("released", Ok(true)),
+            Decision::NoQuorum if verdict.tally.refusals_block() => ("not_owned", Ok(false)),
+            Decision::NoQuorum => ("no_quorum", Err(no_quorum(Op::Release, verdict))),
+        };
+        telemetry::quorum_outcome(Op::Release, outcome);
+        result
+    }
+
+    /// Subscribes to the releases of `name` on every node that can announce them (each bounded
+    /// by the release timeout) and merges them into one signal. `Some` when at least
+    /// `N − quorum + 1` nodes subscribed — then every quorum release reaches one of them, so no
+    /// release is missed — else `Ok(None)` and waiters poll. Lets a `Locker` waiting on a
+    /// Redlock wake up on another process's release instead of at its next backoff.
+    ///
+    /// # Errors
+    /// None of its own: nodes that fail to subscribe are left out (`Ok(None)` if too many do).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropped, the nodes' subscriptions made so far are dropped with it.
+    async fn watch(&self, name: &str) -> Result<Option<ReleaseWatch>, LockError> {
+        crate::watch::watch(&self.shared, name, self.shared.release_timeout()).await
+    }
+}
+
+impl fmt::Debug for Redlock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let nodes: Vec<String> = self
+            .shared
+            .nodes
+            .iter()
+            .map(|n| format!("{}: {}", n.label, n.lock.backend()))
+            .collect();
+        f.debug_struct("Redlock")
+            .field("nodes", &nodes)
+            .field("quorum", &self.quorum())
+            .field("node_timeout", &self.shared.config.node_timeout)
+            .field("drift_factor", &self.shared.config.drift_factor)
+            .field("drift_constant", &self.shared.config.drift_constant)
+            .finish()
+    }
+}
