@@ -6,6 +6,9 @@ use deadpool_redis::{Manager, Pool, Runtime};
 use lock_core::LockError;
 
 use crate::RedisLock;
+use crate::conn::Source;
+use crate::replication::{ReplicaPolicy, Replication};
+use crate::subscriber::Origin;
 
 /// How long getting a connection may take, connecting included, by default: 2 s.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -30,11 +33,18 @@ pub const DEFAULT_FENCE_RETENTION: Duration = Duration::from_secs(24 * 3600);
 ///     .build()?;
 /// # Ok::<(), lock_redis::LockError>(())
 /// ```
-#[derive(Debug, Default)]
+#[derive(Default)]
 #[must_use]
 pub struct RedisLockBuilder {
     url: Option<String>,
     pool: Option<Pool>,
+    #[cfg(feature = "cluster")]
+    cluster_urls: Option<Vec<String>>,
+    #[cfg(feature = "cluster")]
+    cluster_pool: Option<deadpool_redis::cluster::Pool>,
+    #[cfg(feature = "sentinel")]
+    sentinel: Option<(Vec<String>, String)>,
+    replication: Option<Replication>,
     pubsub_url: Option<String>,
     announcements: Option<bool>,
     prefix: String,
@@ -56,6 +66,60 @@ impl RedisLockBuilder {
     /// [`pubsub_url`](RedisLockBuilder::pubsub_url).
     pub fn pool(mut self, pool: Pool) -> Self {
         self.pool = Some(pool);
+        self
+    }
+
+    /// Lock on a Redis Cluster reached through these node URLs (some or all of its nodes; the
+    /// client discovers the rest). All keys of one lock share a hash slot, so each operation
+    /// is one script on the node that owns it; MOVED and ASK redirections and NOSCRIPT on a
+    /// node the script never reached are handled by the client. Release announcements use
+    /// sharded pub/sub (`SPUBLISH`/`SSUBSCRIBE`), answered by the slot's own node.
+    #[cfg(feature = "cluster")]
+    pub fn cluster_urls<S: Into<String>>(mut self, urls: impl IntoIterator<Item = S>) -> Self {
+        self.cluster_urls = Some(urls.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Lock on a Redis Cluster through an existing cluster pool. Release announcements then
+    /// need the nodes' URLs: give them with [`cluster_urls`](RedisLockBuilder::cluster_urls) too
+    /// (used only by the subscriber).
+    #[cfg(feature = "cluster")]
+    pub fn cluster_pool(mut self, pool: deadpool_redis::cluster::Pool) -> Self {
+        self.cluster_pool = Some(pool);
+        self
+    }
+
+    /// Lock on the master that these sentinels name for `master_name`. After a failover the
+    /// next operation that finds the old master gone or read-only connects to the new one.
+    #[cfg(feature = "sentinel")]
+    pub fn sentinel<S: Into<String>>(
+        mut self,
+        sentinel_urls: impl IntoIterator<Item = S>,
+        master_name: impl Into<String>,
+    ) -> Self {
+        self.sentinel = Some((
+            sentinel_urls.into_iter().map(Into::into).collect(),
+            master_name.into(),
+        ));
+        self
+    }
+
+    /// After every grant and renewal, wait up to `timeout` until `replicas` replicas have the
+    /// write (`WAIT`), and apply `policy` when fewer confirm. This narrows the window in which a
+    /// master crash loses a granted lock to a failover; it is not consensus (see
+    /// [`ReplicaPolicy`] and the crate docs) — pair it with fencing tokens. Each grant and
+    /// renewal then takes one more round trip, as long as the replicas need.
+    pub fn wait_for_replicas(
+        mut self,
+        replicas: u32,
+        timeout: Duration,
+        policy: ReplicaPolicy,
+    ) -> Self {
+        self.replication = Some(Replication {
+            replicas,
+            timeout,
+            policy,
+        });
         self
     }
 
@@ -118,40 +182,95 @@ impl RedisLockBuilder {
             "command timeout",
             self.command_timeout.unwrap_or(DEFAULT_COMMAND_TIMEOUT),
         )?;
-        let pubsub_url = self.pubsub_url.clone().or_else(|| self.url.clone());
-        let pool = match (self.url, self.pool) {
-            (Some(url), None) => pool_from_url(&url, connect_timeout, command_timeout)?,
-            (None, Some(pool)) => pool,
-            (None, None) => return Err(LockError::invalid("a RedisLock needs a URL or a pool")),
-            (Some(_), Some(_)) => {
-                return Err(LockError::invalid(
-                    "give a RedisLock a URL or a pool, not both",
-                ));
-            }
-        };
         let fence_retention = self.fence_retention.unwrap_or(DEFAULT_FENCE_RETENTION);
         lock_core::check_ttl(fence_retention).map_err(|_| {
             LockError::invalid(format!(
                 "the fence retention {fence_retention:?} is out of range"
             ))
         })?;
-        let pubsub = match (self.announcements.unwrap_or(true), pubsub_url) {
-            (true, Some(url)) => Some(
-                redis::Client::open(url)
-                    .map_err(|e| LockError::invalid(format!("bad pub/sub URL: {e}")))?,
-            ),
-            _ => None,
+        let announcements = self.announcements.unwrap_or(true);
+        let pubsub_client = |url: &str| {
+            redis::Client::open(url)
+                .map(Origin::Client)
+                .map_err(|e| LockError::invalid(format!("bad pub/sub URL: {e}")))
         };
+        let mut chosen = Vec::new();
+        let mut pubsub = None;
+        if let Some(url) = &self.url {
+            chosen.push(Source::Single(pool_from_url(
+                url,
+                connect_timeout,
+                command_timeout,
+            )?));
+            pubsub = Some(pubsub_client(self.pubsub_url.as_deref().unwrap_or(url))?);
+        }
+        if let Some(pool) = self.pool {
+            chosen.push(Source::Single(pool));
+            pubsub = self.pubsub_url.as_deref().map(pubsub_client).transpose()?;
+        }
+        #[cfg(feature = "cluster")]
+        match (self.cluster_pool, self.cluster_urls) {
+            (Some(pool), urls) => {
+                chosen.push(Source::Cluster(pool));
+                pubsub = urls.map(Origin::Cluster);
+            }
+            (None, Some(urls)) => {
+                chosen.push(Source::Cluster(cluster_pool(
+                    &urls,
+                    connect_timeout,
+                    command_timeout,
+                )?));
+                pubsub = Some(Origin::Cluster(urls));
+            }
+            (None, None) => {}
+        }
+        #[cfg(feature = "sentinel")]
+        if let Some((urls, master)) = self.sentinel {
+            chosen.push(Source::Sentinel(sentinel_pool(
+                &urls,
+                &master,
+                connect_timeout,
+                command_timeout,
+            )?));
+            let client = redis::sentinel::SentinelClient::build(
+                urls,
+                master,
+                None,
+                redis::sentinel::SentinelServerType::Master,
+            )
+            .map_err(|e| LockError::invalid(format!("bad sentinel URLs: {e}")))?;
+            pubsub = Some(Origin::Sentinel(client));
+        }
+        if chosen.len() != 1 {
+            return Err(LockError::invalid(if chosen.is_empty() {
+                "a RedisLock needs a URL, a pool, cluster URLs or sentinels"
+            } else {
+                "give a RedisLock one of: a URL, a pool, a cluster, sentinels"
+            }));
+        }
+        let source = chosen.remove(0);
         Ok(RedisLock::assemble(
-            pool,
+            source,
             Settings {
                 prefix: self.prefix,
                 connect_timeout,
                 command_timeout,
                 fence_retention,
-                pubsub,
+                pubsub: pubsub.filter(|_| announcements),
+                replication: self.replication,
             },
         ))
+    }
+}
+
+impl std::fmt::Debug for RedisLockBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisLockBuilder")
+            .field("url", &self.url)
+            .field("prefix", &self.prefix)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("command_timeout", &self.command_timeout)
+            .finish_non_exhaustive()
     }
 }
 
@@ -161,8 +280,10 @@ pub(crate) struct Settings {
     pub(crate) connect_timeout: Duration,
     pub(crate) command_timeout: Duration,
     pub(crate) fence_retention: Duration,
-    /// The client of the release subscriber, if announcements are on.
-    pub(crate) pubsub: Option<redis::Client>,
+    /// Where the release subscriber connects, if announcements are on.
+    pub(crate) pubsub: Option<Origin>,
+    /// Replicas that must confirm each grant and renewal.
+    pub(crate) replication: Option<Replication>,
 }
 
 impl Default for Settings {
@@ -173,6 +294,7 @@ impl Default for Settings {
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
             fence_retention: DEFAULT_FENCE_RETENTION,
             pubsub: None,
+            replication: None,
         }
     }
 }
@@ -202,4 +324,37 @@ fn pool_from_url(
         .runtime(Runtime::Tokio1)
         .build()
         .map_err(|e| LockError::invalid(format!("cannot make a pool: {e}")))
+}
+
+#[cfg(feature = "cluster")]
+fn cluster_pool(
+    urls: &[String],
+    connect_timeout: Duration,
+    command_timeout: Duration,
+) -> Result<deadpool_redis::cluster::Pool, LockError> {
+    let mut config = deadpool_redis::cluster::Config::from_urls(urls.to_vec());
+    config.pool = Some(deadpool_redis::PoolConfig::new(4));
+    let _ = (connect_timeout, command_timeout); // bounded by our own timeouts around each call
+    config
+        .create_pool(Some(Runtime::Tokio1))
+        .map_err(|e| LockError::invalid(format!("cannot make a cluster pool: {e}")))
+}
+
+#[cfg(feature = "sentinel")]
+fn sentinel_pool(
+    urls: &[String],
+    master: &str,
+    connect_timeout: Duration,
+    command_timeout: Duration,
+) -> Result<deadpool_redis::sentinel::Pool, LockError> {
+    let mut config = deadpool_redis::sentinel::Config::from_urls(
+        urls.to_vec(),
+        master.to_owned(),
+        deadpool_redis::sentinel::SentinelServerType::Master,
+    );
+    config.pool = Some(deadpool_redis::PoolConfig::new(4));
+    let _ = (connect_timeout, command_timeout); // bounded by our own timeouts around each call
+    config
+        .create_pool(Some(Runtime::Tokio1))
+        .map_err(|e| LockError::invalid(format!("cannot make a sentinel pool: {e}")))
 }

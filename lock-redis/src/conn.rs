@@ -1,25 +1,109 @@
-//! One multiplexed connection, taken from the pool and kept while it works.
+//! One connection, taken from the pool and kept while it works.
 //!
 //! deadpool checks every connection it hands out with a `PING` round trip (`recycle`). A lock
 //! operation is a single round trip, so getting a pooled connection per operation would double
 //! its latency. Instead `Connections` takes one connection from the pool and shares it: a
-//! redis-rs `MultiplexedConnection` is a cheap handle that pipelines the requests of every task
-//! over one socket. When a command shows the connection broken (I/O error, timeout), it is
-//! thrown away and the next operation takes a fresh one from the pool, which owns connecting,
-//! credentials and the connect timeout.
+//! redis-rs `MultiplexedConnection` (one server, or the master a sentinel names) or
+//! `ClusterConnection` is a cheap handle that pipelines the requests of every task. When a
+//! command shows the connection broken (I/O error, timeout, a demoted master answering
+//! READONLY), it is thrown away and the next operation takes a fresh one from the pool, which
+//! owns connecting, credentials, master discovery and the connect timeout.
 
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use deadpool_redis::Pool;
 use lock_core::{LockError, Op, TimeoutPhase};
-use redis::aio::MultiplexedConnection;
+use redis::aio::{ConnectionLike, MultiplexedConnection};
+use redis::{Cmd, Pipeline, RedisFuture, Value};
 use tokio::time::Instant;
 
 use crate::error::{BACKEND, timeout};
 
+/// Where connections come from.
+pub(crate) enum Source {
+    /// One Redis server.
+    Single(deadpool_redis::Pool),
+    /// A Redis Cluster.
+    #[cfg(feature = "cluster")]
+    Cluster(deadpool_redis::cluster::Pool),
+    /// The master a set of sentinels names.
+    #[cfg(feature = "sentinel")]
+    Sentinel(deadpool_redis::sentinel::Pool),
+}
+
+/// A pooled connection, checked out for as long as we use it.
+enum Pooled {
+    Single(deadpool_redis::Connection),
+    #[cfg(feature = "cluster")]
+    Cluster(deadpool_redis::cluster::Connection),
+    #[cfg(feature = "sentinel")]
+    Sentinel(deadpool_redis::sentinel::Connection),
+}
+
+impl Pooled {
+    fn handle(&self) -> Handle {
+        match self {
+            Self::Single(c) => Handle::Multiplexed((**c).clone()),
+            #[cfg(feature = "cluster")]
+            Self::Cluster(c) => Handle::Cluster((**c).clone()),
+            #[cfg(feature = "sentinel")]
+            Self::Sentinel(c) => Handle::Multiplexed((**c).clone()),
+        }
+    }
+
+    /// Takes the connection out of the pool for good (it is broken).
+    fn discard(self) {
+        match self {
+            Self::Single(c) => drop(deadpool_redis::Connection::take(c)),
+            #[cfg(feature = "cluster")]
+            Self::Cluster(c) => drop(deadpool_redis::cluster::Connection::take(c)),
+            #[cfg(feature = "sentinel")]
+            Self::Sentinel(c) => drop(deadpool_redis::sentinel::Connection::take(c)),
+        }
+    }
+}
+
+/// A cheap handle to the shared connection; clones share the socket(s).
+#[derive(Clone)]
+pub(crate) enum Handle {
+    Multiplexed(MultiplexedConnection),
+    #[cfg(feature = "cluster")]
+    Cluster(redis::cluster_async::ClusterConnection),
+}
+
+impl ConnectionLike for Handle {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Self::Multiplexed(c) => c.req_packed_command(cmd),
+            #[cfg(feature = "cluster")]
+            Self::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Self::Multiplexed(c) => c.req_packed_commands(cmd, offset, count),
+            #[cfg(feature = "cluster")]
+            Self::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Self::Multiplexed(c) => c.get_db(),
+            #[cfg(feature = "cluster")]
+            Self::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
 pub(crate) struct Connections {
-    pool: Pool,
+    source: Source,
     connect_timeout: Duration,
     current: Mutex<Option<Held>>,
     /// Serialises refills so a broken connection is replaced once, not by every waiting task.
@@ -27,35 +111,34 @@ pub(crate) struct Connections {
 }
 
 struct Held {
-    /// Checked out of the pool for as long as we use it; returned when `Connections` drops.
-    object: deadpool_redis::Connection,
+    pooled: Pooled,
     generation: u64,
 }
 
 /// A connection handle and the generation it came from (to discard exactly that one).
 pub(crate) struct Conn {
-    pub(crate) conn: MultiplexedConnection,
+    pub(crate) conn: Handle,
     generation: u64,
 }
 
 impl Connections {
-    pub(crate) fn new(pool: Pool, connect_timeout: Duration) -> Self {
+    pub(crate) fn new(source: Source, connect_timeout: Duration) -> Self {
         Self {
-            pool,
+            source,
             connect_timeout,
             current: Mutex::new(None),
             refill: tokio::sync::Mutex::new(()),
         }
     }
 
-    pub(crate) fn pool(&self) -> &Pool {
-        &self.pool
+    pub(crate) fn source(&self) -> &Source {
+        &self.source
     }
 
     fn shared(&self) -> Option<Conn> {
         let current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
         current.as_ref().map(|held| Conn {
-            conn: (*held.object).clone(),
+            conn: held.pooled.handle(),
             generation: held.generation,
         })
     }
@@ -64,7 +147,7 @@ impl Connections {
     ///
     /// # Errors
     /// [`LockError::Timeout`] ([`TimeoutPhase::Connect`]) past the connect timeout;
-    /// [`LockError::Backend`] when connecting fails (refused, wrong password).
+    /// [`LockError::Backend`] when connecting fails (refused, wrong password, no master known).
     pub(crate) async fn get(&self) -> Result<Conn, LockError> {
         if let Some(conn) = self.shared() {
             return Ok(conn);
@@ -75,23 +158,33 @@ impl Connections {
             if let Some(conn) = self.shared() {
                 return Ok(conn);
             }
-            let object = self
-                .pool
-                .get()
-                .await
-                .map_err(|e| pool_error(e, started.elapsed()))?;
-            let mut conn = (*object).clone();
+            let pooled = self.checkout(started).await?;
+            let mut handle = pooled.handle();
             // Best effort: a user without SCRIPT rights still works, loading on NOSCRIPT.
-            if let Err(error) = crate::scripts::load_all().exec_async(&mut conn).await {
+            if let Err(error) = crate::scripts::preload(&mut handle).await {
                 tracing::debug!(%error, "preloading the lock scripts failed");
             }
             let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
             let generation = current.as_ref().map_or(0, |held| held.generation) + 1;
-            *current = Some(Held { object, generation });
-            Ok(Conn { conn, generation })
+            *current = Some(Held { pooled, generation });
+            Ok(Conn {
+                conn: handle,
+                generation,
+            })
         })
         .await;
         refilled.unwrap_or_else(|_| Err(timeout(TimeoutPhase::Connect, started.elapsed())))
+    }
+
+    async fn checkout(&self, started: Instant) -> Result<Pooled, LockError> {
+        let failed = |e| pool_error(e, started.elapsed());
+        Ok(match &self.source {
+            Source::Single(pool) => Pooled::Single(pool.get().await.map_err(failed)?),
+            #[cfg(feature = "cluster")]
+            Source::Cluster(pool) => Pooled::Cluster(pool.get().await.map_err(failed)?),
+            #[cfg(feature = "sentinel")]
+            Source::Sentinel(pool) => Pooled::Sentinel(pool.get().await.map_err(failed)?),
+        })
     }
 
     /// Throws away the connection `conn` came from, if it is still the shared one; it leaves the
@@ -103,7 +196,7 @@ impl Connections {
             .is_some_and(|held| held.generation == conn.generation)
             && let Some(held) = current.take()
         {
-            drop(deadpool_redis::Connection::take(held.object));
+            held.pooled.discard();
         }
     }
 }

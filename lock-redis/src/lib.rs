@@ -6,6 +6,7 @@ mod conn;
 mod error;
 mod layout;
 mod redis_lock;
+mod replication;
 mod scripts;
 mod subscriber;
 
@@ -15,6 +16,7 @@ pub use config::{
 pub use layout::key_slot;
 pub use lock_core::LockError;
 pub use redis_lock::RedisLock;
+pub use replication::{NotReplicated, ReplicaPolicy};
 
 /// The pool crate `RedisLock` is built on, re-exported so its version always matches.
 pub use deadpool_redis;

@@ -4,7 +4,6 @@ use std::fmt;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use deadpool_redis::Pool;
 use lock_core::{
     Attempt, Lease, Lock, LockError, Op, ReleaseWatch, TimeoutPhase, Token, check_ttl, valid_until,
 };
@@ -12,13 +11,15 @@ use redis::{FromRedisValue, Script};
 use tokio::time::Instant;
 
 use crate::config::{RedisLockBuilder, Settings};
-use crate::conn::Connections;
+use crate::conn::{Conn, Connections, Source};
 use crate::error::{BACKEND, breaks_connection, from_redis, timeout};
 use crate::layout::{fence_key, release_channel, reserved};
+use crate::replication::Replication;
 use crate::scripts::{ACQUIRE, EXTEND, RELEASE};
 use crate::subscriber::Subscriber;
 
-/// A distributed lock on one Redis server (≥ 7.0), through a `deadpool-redis` pool.
+/// A distributed lock on Redis (≥ 7.0) — one server, a Redis Cluster (feature `cluster`) or a
+/// master found through Sentinel (feature `sentinel`) — through a `deadpool-redis` pool.
 ///
 /// Layout: the lock named `n` is the string key `prefix + n` holding the owner's token (32 hex
 /// characters) with a millisecond expiry — the layout of redis-py's `Lock`, node-redlock and
@@ -41,6 +42,10 @@ pub struct RedisLock {
     prefix: String,
     command_timeout: Duration,
     fence_retention_ms: u64,
+    /// How the release script announces: `PUBLISH`, or `SPUBLISH` (sharded) on a cluster.
+    publish: &'static str,
+    /// Replicas that must confirm each grant and renewal, if any.
+    replication: Option<Replication>,
 }
 
 impl RedisLock {
@@ -57,31 +62,55 @@ impl RedisLock {
         Self::builder().url(url).build()
     }
 
-    /// A lock over an existing pool, with default settings. Waiters poll with backoff, since
-    /// a pool cannot open the separate pub/sub connection release announcements need; give
-    /// the builder a [`pubsub_url`](RedisLockBuilder::pubsub_url) to have them.
+    /// A lock over an existing pool of one Redis server, with default settings. Waiters poll
+    /// with backoff, since a pool cannot open the separate pub/sub connection release
+    /// announcements need; give the builder a [`pubsub_url`](RedisLockBuilder::pubsub_url) to
+    /// have them.
     #[must_use]
-    pub fn from_pool(pool: Pool) -> Self {
-        Self::assemble(pool, Settings::default())
+    pub fn from_pool(pool: deadpool_redis::Pool) -> Self {
+        Self::assemble(Source::Single(pool), Settings::default())
     }
 
-    pub(crate) fn assemble(pool: Pool, settings: Settings) -> Self {
+    pub(crate) fn assemble(source: Source, settings: Settings) -> Self {
         let pubsub_limit = settings.connect_timeout + settings.command_timeout;
+        #[cfg(feature = "cluster")]
+        let publish = if matches!(source, Source::Cluster(_)) {
+            "SPUBLISH"
+        } else {
+            "PUBLISH"
+        };
+        #[cfg(not(feature = "cluster"))]
+        let publish = "PUBLISH";
         Self {
-            conns: Connections::new(pool, settings.connect_timeout),
+            conns: Connections::new(source, settings.connect_timeout),
             subscriber: settings
                 .pubsub
-                .map(|client| Subscriber::new(client, pubsub_limit)),
+                .map(|origin| Subscriber::new(origin, pubsub_limit)),
             prefix: settings.prefix,
             command_timeout: settings.command_timeout,
             fence_retention_ms: ms(settings.fence_retention),
+            publish,
+            replication: settings.replication,
         }
     }
 
-    /// The pool this lock takes its connections from.
+    /// How long one command may wait for its reply (see
+    /// [`RedisLockBuilder::command_timeout`]).
     #[must_use]
-    pub fn pool(&self) -> &Pool {
-        self.conns.pool()
+    pub fn command_timeout(&self) -> Duration {
+        self.command_timeout
+    }
+
+    /// Which kind of deployment this lock talks to: `"single"`, `"cluster"` or `"sentinel"`.
+    #[must_use]
+    pub fn topology(&self) -> &'static str {
+        match self.conns.source() {
+            Source::Single(_) => "single",
+            #[cfg(feature = "cluster")]
+            Source::Cluster(_) => "cluster",
+            #[cfg(feature = "sentinel")]
+            Source::Sentinel(_) => "sentinel",
+        }
     }
 
     /// The Redis key of the lock `name`: the prefix followed by the name.
@@ -107,13 +136,14 @@ impl RedisLock {
 
     /// Runs one script (EVALSHA, loading it on NOSCRIPT) with a bounded wait for its reply,
     /// replacing the connection if the failure shows it broken. `keys[0]` is the lock key.
+    /// Returns the connection it used, for a `WAIT` on the same one.
     async fn run<T: FromRedisValue>(
         &self,
         op: Op,
         script: &Script,
         keys: &[&str],
         args: &[&str],
-    ) -> Result<T, LockError> {
+    ) -> Result<(T, Conn), LockError> {
         let mut call = script.prepare_invoke();
         for key in keys {
             call.key(*key);
@@ -124,7 +154,7 @@ impl RedisLock {
         let mut conn = self.conns.get().await?;
         let started = Instant::now();
         match tokio::time::timeout(self.command_timeout, call.invoke_async(&mut conn.conn)).await {
-            Ok(Ok(value)) => Ok(value),
+            Ok(Ok(value)) => Ok((value, conn)),
             Ok(Err(err)) => {
                 if breaks_connection(&err) {
                     self.conns.discard(&conn);
@@ -136,6 +166,18 @@ impl RedisLock {
                 self.conns.discard(&conn);
                 Err(timeout(TimeoutPhase::Command, started.elapsed()))
             }
+        }
+    }
+
+    /// Waits for replicas to confirm a write made on `conn`, if this lock asks for it.
+    async fn confirm(&self, conn: &mut Conn, key: &str, op: Op) -> Result<(), LockError> {
+        match &self.replication {
+            Some(replication) => {
+                replication
+                    .confirm(&mut conn.conn, key, self.command_timeout, op)
+                    .await
+            }
+            None => Ok(()),
         }
     }
 }
@@ -167,7 +209,7 @@ impl Lock for RedisLock {
         let started = Instant::now();
         let token_hex = token.to_hex();
         let (ttl_arg, retention_arg) = (ttl_ms.to_string(), self.fence_retention_ms.to_string());
-        let (granted, value): (i64, i64) = self
+        let ((granted, value), mut conn): ((i64, i64), Conn) = self
             .run(
                 Op::Acquire,
                 &ACQUIRE,
@@ -178,12 +220,15 @@ impl Lock for RedisLock {
         if granted == 1 {
             let fencing_token = u64::try_from(value).unwrap_or(0);
             let valid = valid_until(started, Duration::from_millis(ttl_ms));
-            Ok(Attempt::Acquired(Lease::new(
-                name,
-                token,
-                fencing_token,
-                valid,
-            )))
+            let lease = Lease::new(name, token, fencing_token, valid);
+            if let Err(error) = self.confirm(&mut conn, &key, Op::Acquire).await {
+                // Not safely replicated: give it back rather than hold a lock a failover loses.
+                if let Err(release_error) = self.release(&lease).await {
+                    tracing::warn!(%release_error, "releasing an unconfirmed grant failed; it expires at the end of its TTL");
+                }
+                return Err(error);
+            }
+            Ok(Attempt::Acquired(lease))
         } else {
             // PTTL: -1 when the key has no expiry (not a lock we know), else milliseconds left.
             let holder_ttl = u64::try_from(value).ok().map(Duration::from_millis);
@@ -196,7 +241,7 @@ impl Lock for RedisLock {
         let key = self.key(lease.name());
         let started = Instant::now();
         let (token_hex, ttl_arg) = (lease.token().to_hex(), ttl_ms.to_string());
-        let extended: i64 = self
+        let (extended, mut conn): (i64, Conn) = self
             .run(
                 Op::Extend,
                 &EXTEND,
@@ -204,19 +249,23 @@ impl Lock for RedisLock {
                 &[token_hex.as_str(), &ttl_arg],
             )
             .await?;
-        Ok((extended == 1).then(|| valid_until(started, Duration::from_millis(ttl_ms))))
+        if extended != 1 {
+            return Ok(None);
+        }
+        self.confirm(&mut conn, &key, Op::Extend).await?;
+        Ok(Some(valid_until(started, Duration::from_millis(ttl_ms))))
     }
 
     async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
         let key = self.key(lease.name());
         let token_hex = lease.token().to_hex();
         let channel = release_channel(&key);
-        let released: i64 = self
+        let (released, _): (i64, Conn) = self
             .run(
                 Op::Release,
                 &RELEASE,
                 &[&key, &channel],
-                &[token_hex.as_str()],
+                &[token_hex.as_str(), self.publish],
             )
             .await?;
         Ok(released == 1)
@@ -239,7 +288,7 @@ impl fmt::Debug for RedisLock {
             .field("prefix", &self.prefix)
             .field("command_timeout", &self.command_timeout)
             .field("fence_retention_ms", &self.fence_retention_ms)
-            .field("pool", &self.conns.pool().status())
+            .field("topology", &self.topology())
             .finish_non_exhaustive()
     }
 }

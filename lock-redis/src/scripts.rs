@@ -19,13 +19,16 @@ pub(crate) static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(RELEA
 /// Compare-and-pexpire; see `lua/extend.lua`.
 pub(crate) static EXTEND: LazyLock<Script> = LazyLock::new(|| Script::new(EXTEND_LUA));
 
-/// `SCRIPT LOAD` of every script, in one pipeline. Sent on each new connection: otherwise the
-/// first burst of concurrent calls (a renewal batch of a thousand leases) would each hit
-/// NOSCRIPT and load the script again.
-pub(crate) fn load_all() -> redis::Pipeline {
-    let mut pipe = redis::pipe();
+/// Loads every script on a new connection (`SCRIPT LOAD`, which a cluster connection sends to
+/// every master). Otherwise the first burst of concurrent calls (a renewal batch of a thousand
+/// leases) would each hit NOSCRIPT and load the script again.
+pub(crate) async fn preload(conn: &mut impl redis::aio::ConnectionLike) -> redis::RedisResult<()> {
     for source in [ACQUIRE_LUA, RELEASE_LUA, EXTEND_LUA] {
-        pipe.cmd("SCRIPT").arg("LOAD").arg(source).ignore();
+        redis::cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(source)
+            .exec_async(conn)
+            .await?;
     }
-    pipe
+    Ok(())
 }

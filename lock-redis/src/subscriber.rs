@@ -2,8 +2,11 @@
 //!
 //! Waiters of every name share it: a channel is subscribed while at least one watch on it lives
 //! and unsubscribed when the last one is dropped. If the connection drops, a background task
-//! reconnects, subscribes every live channel again, and bumps every signal, because a release
-//! may have been announced while it was away (waiters then simply try again).
+//! reconnects (to the master the sentinels name now, when there are sentinels), subscribes
+//! every live channel again, and bumps every signal, because a release may have been announced
+//! while it was away (waiters then simply try again). On a Redis Cluster the channels are
+//! sharded (`SSUBSCRIBE`, answered by the node that owns the lock's slot), over a RESP3 cluster
+//! connection that follows the slots by itself.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
@@ -19,8 +22,20 @@ use crate::error::{BACKEND, from_redis, timeout};
 /// How long to wait before connecting again after the subscriber connection failed.
 const RECONNECT_AFTER: Duration = Duration::from_millis(200);
 
+/// Where the subscriber connects.
+pub(crate) enum Origin {
+    /// One server.
+    Client(redis::Client),
+    /// The master the sentinels name at each (re)connect.
+    #[cfg(feature = "sentinel")]
+    Sentinel(redis::sentinel::SentinelClient),
+    /// A Redis Cluster, by the URLs of some of its nodes.
+    #[cfg(feature = "cluster")]
+    Cluster(Vec<String>),
+}
+
 pub(crate) struct Subscriber {
-    client: redis::Client,
+    origin: Mutex<Option<Origin>>,
     /// Bound on connecting and on each SUBSCRIBE.
     timeout: Duration,
     channels: Arc<Mutex<Channels>>,
@@ -64,9 +79,9 @@ impl Drop for Unsubscribe {
 }
 
 impl Subscriber {
-    pub(crate) fn new(client: redis::Client, timeout: Duration) -> Self {
+    pub(crate) fn new(origin: Origin, timeout: Duration) -> Self {
         Self {
-            client,
+            origin: Mutex::new(Some(origin)),
             timeout,
             channels: Arc::default(),
             task: OnceLock::new(),
@@ -80,12 +95,20 @@ impl Subscriber {
             .task
             .get_or_init(|| {
                 let (tx, rx) = mpsc::unbounded_channel();
-                tokio::spawn(run(
-                    self.client.clone(),
-                    Arc::clone(&self.channels),
-                    rx,
-                    self.timeout,
-                ));
+                let origin = self
+                    .origin
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take();
+                let channels = Arc::clone(&self.channels);
+                match origin {
+                    #[cfg(feature = "cluster")]
+                    Some(Origin::Cluster(urls)) => {
+                        drop(tokio::spawn(run_cluster(urls, channels, rx, self.timeout)));
+                    }
+                    Some(origin) => drop(tokio::spawn(run(origin, channels, rx, self.timeout))),
+                    None => {}
+                }
                 tx
             })
             .clone();
@@ -130,13 +153,13 @@ fn stopped() -> LockError {
 /// The subscriber task: owns the pub/sub connection, follows requests, and turns messages into
 /// signals. Ends when its `RedisLock` is dropped.
 async fn run(
-    client: redis::Client,
+    mut origin: Origin,
     channels: Arc<Mutex<Channels>>,
     mut requests: mpsc::UnboundedReceiver<Request>,
     limit: Duration,
 ) {
     loop {
-        let (mut sink, mut stream) = match bounded(limit, connect(&client, &channels)).await {
+        let (mut sink, mut stream) = match bounded(limit, connect(&mut origin, &channels)).await {
             Ok(parts) => parts,
             Err(error) => {
                 tracing::debug!(%error, "release subscriber cannot connect; retrying");
@@ -197,9 +220,16 @@ async fn bounded<T>(
 /// Connects and subscribes every channel that has watchers, then wakes all of them: releases
 /// announced while no connection listened are lost, so everyone looks again.
 async fn connect(
-    client: &redis::Client,
+    origin: &mut Origin,
     channels: &Mutex<Channels>,
 ) -> Result<(PubSubSink, PubSubStream), redis::RedisError> {
+    let client = match origin {
+        Origin::Client(client) => client.clone(),
+        #[cfg(feature = "sentinel")]
+        Origin::Sentinel(sentinel) => sentinel.async_get_client().await?,
+        #[cfg(feature = "cluster")]
+        Origin::Cluster(_) => unreachable!("cluster subscriptions run in run_cluster"),
+    };
     let (mut sink, stream) = client.get_async_pubsub().await?.split();
     let live: Vec<String> = lock(channels).keys().cloned().collect();
     for channel in &live {
@@ -209,4 +239,83 @@ async fn connect(
         entry.signal.notify();
     }
     Ok((sink, stream))
+}
+
+/// The subscriber task on a Redis Cluster: sharded subscriptions over a RESP3 cluster
+/// connection, whose push messages arrive on a channel. redis-rs subscribes again by itself
+/// after a disconnection or a slot move; every signal is bumped then, as releases may have been
+/// missed.
+#[cfg(feature = "cluster")]
+async fn run_cluster(
+    urls: Vec<String>,
+    channels: Arc<Mutex<Channels>>,
+    mut requests: mpsc::UnboundedReceiver<Request>,
+    limit: Duration,
+) {
+    use redis::PushKind;
+    let (push_tx, mut pushes) = mpsc::unbounded_channel::<redis::PushInfo>();
+    let client = match redis::cluster::ClusterClientBuilder::new(urls)
+        .use_protocol(redis::ProtocolVersion::RESP3)
+        .push_sender(push_tx)
+        .connection_timeout(limit)
+        .response_timeout(limit)
+        .build()
+    {
+        Ok(client) => client,
+        Err(error) => {
+            tracing::warn!(%error, "cannot build the cluster subscriber; waiters will poll");
+            return;
+        }
+    };
+    let mut conn = loop {
+        match bounded(limit, client.get_async_connection()).await {
+            Ok(conn) => break conn,
+            Err(error) => {
+                tracing::debug!(%error, "cluster subscriber cannot connect; retrying");
+                tokio::select! {
+                    request = requests.recv() => match request {
+                        Some(Request::Subscribe(_, done)) => { let _ = done.send(Err(error)); }
+                        Some(Request::Unsubscribe(_)) => {}
+                        None => return,
+                    },
+                    () = tokio::time::sleep(RECONNECT_AFTER) => {}
+                }
+            }
+        }
+    };
+    loop {
+        tokio::select! {
+            request = requests.recv() => match request {
+                Some(Request::Subscribe(channel, done)) => {
+                    let _ = done.send(bounded(limit, conn.ssubscribe(&channel)).await);
+                }
+                Some(Request::Unsubscribe(channel)) => {
+                    if let Err(error) = bounded(limit, conn.sunsubscribe(&channel)).await {
+                        tracing::debug!(%error, "SUNSUBSCRIBE failed");
+                    }
+                }
+                None => return,
+            },
+            push = pushes.recv() => match push {
+                Some(push) if push.kind == PushKind::SMessage => {
+                    let signal = match push.data.first() {
+                        Some(redis::Value::BulkString(name)) => {
+                            lock(&channels).get(String::from_utf8_lossy(name).as_ref()).map(|e| e.signal.clone())
+                        }
+                        _ => None,
+                    };
+                    if let Some(signal) = signal {
+                        signal.notify();
+                    }
+                }
+                Some(push) if push.kind == PushKind::Disconnection => {
+                    for entry in lock(&channels).values() {
+                        entry.signal.notify();
+                    }
+                }
+                Some(_) => {}
+                None => return,
+            },
+        }
+    }
 }
