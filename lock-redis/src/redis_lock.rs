@@ -264,8 +264,8 @@ impl Lock for RedisLock {
             .run(
                 Op::Release,
                 &RELEASE,
-                &[&key, &channel],
-                &[token_hex.as_str(), self.publish],
+                &[&key],
+                &[token_hex.as_str(), self.publish, &channel],
             )
             .await?;
         Ok(released == 1)
