@@ -309,10 +309,10 @@ async fn a_graceful_failover_keeps_held_locks_and_waiters_live() {
 
 /// Grants up to 100 names of one master with a 30 s TTL, SIGKILLs that master, waits for its
 /// replica to take over, and counts how many of the granted names a second client can take while
-/// the first still holds them. With `lagging`, the master's replication link is cut (`CLIENT KILL
-/// TYPE replica`) just before the grants and the master is killed before the replica is back:
-/// the grants exist only in the dead master's memory and the replica is promoted without them,
-/// the worst case of asynchronous replication. Returns (granted, granted twice, asked).
+/// the first still holds them. With `lagging`, the replica is stalled behind 32 MB of replication
+/// stream when the grants are made, so they exist only in the dead master's memory and the
+/// replica is promoted without them: the worst case of asynchronous replication. Returns
+/// (granted, granted twice, asked).
 async fn double_grants_after_a_master_is_killed(
     wait_for: Option<u32>,
     lagging: bool,
@@ -326,16 +326,26 @@ async fn double_grants_after_a_master_is_killed(
     }
     let first = Locker::new(builder.build().expect("urls"));
     let victim = cluster.masters()[0];
+    let replica = cluster.replica_of(victim).expect("replica");
     let names: Vec<String> = (0..2_000)
         .map(|i| format!("victim:{i}"))
         .filter(|n| node_of(&cluster, n) == victim)
         .take(100)
         .collect();
     if lagging {
+        // Stall the replica and push more through the replication link than the kernel's socket
+        // buffers hold: the grants that follow then wait in the master's own output buffer, and
+        // die with it.
         cluster.nodes()[replica]
             .server()
             .pause()
             .expect("SIGSTOP the replica");
+        let filler = "x".repeat(4 << 20);
+        for (i, key) in names.iter().take(8).enumerate() {
+            cluster.nodes()[victim]
+                .command(&["SET", &format!("{{{key}}}:filler:{i}"), &filler])
+                .expect("filler");
+        }
     }
     let mut held = Vec::new();
     for name in &names {
