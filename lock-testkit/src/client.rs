@@ -1,5 +1,6 @@
 //! A tiny synchronous client for one-off commands.
 
+use std::collections::HashMap;
 use std::io;
 use std::time::Duration;
 
@@ -8,9 +9,18 @@ use redis::{RedisError, Value};
 /// Sends one command to `url` and returns the raw reply. Connecting, sending
 /// and reading are each bounded by `timeout`.
 pub(crate) fn query(url: &str, args: &[&str], timeout: Duration) -> io::Result<Value> {
+    let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    query_bytes(url, &args, timeout)
+}
+
+/// Like [`query`], with binary-safe arguments (the first, the command name,
+/// must be UTF-8).
+pub(crate) fn query_bytes(url: &str, args: &[&[u8]], timeout: Duration) -> io::Result<Value> {
     let (name, rest) = args.split_first().ok_or_else(|| {
         io::Error::new(io::ErrorKind::InvalidInput, "empty command: no arguments")
     })?;
+    let name = std::str::from_utf8(name)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "command name is not UTF-8"))?;
     // A zero socket timeout is rejected by std; treat it as "as short as possible".
     let timeout = timeout.max(Duration::from_millis(1));
     let client = redis::Client::open(url).map_err(to_io)?;
@@ -22,6 +32,43 @@ pub(crate) fn query(url: &str, args: &[&str], timeout: Duration) -> io::Result<V
         cmd.arg(*arg);
     }
     cmd.query::<Value>(&mut con).map_err(to_io)
+}
+
+/// The elements of an array reply, each as raw bytes (bulk and status
+/// strings; other elements are skipped).
+pub(crate) fn byte_strings(value: &Value) -> Vec<Vec<u8>> {
+    let items: &[Value] = match value {
+        Value::Array(items) | Value::Set(items) => items,
+        _ => &[],
+    };
+    items
+        .iter()
+        .filter_map(|item| match item {
+            Value::BulkString(bytes) => Some(bytes.clone()),
+            Value::SimpleString(s) => Some(s.clone().into_bytes()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Reads a reply made of records, such as `SENTINEL REPLICAS`: an array whose
+/// elements are flat `field, value, ...` arrays (RESP2) or maps (RESP3).
+pub(crate) fn records(value: &Value) -> Vec<HashMap<String, String>> {
+    let items: &[Value] = match value {
+        Value::Array(items) | Value::Set(items) => items,
+        _ => &[],
+    };
+    items
+        .iter()
+        .map(|item| match item {
+            Value::Map(pairs) => pairs.iter().map(|(k, v)| (render(k), render(v))).collect(),
+            Value::Array(fields) => fields
+                .chunks_exact(2)
+                .map(|kv| (render(&kv[0]), render(&kv[1])))
+                .collect(),
+            _ => HashMap::new(),
+        })
+        .collect()
 }
 
 /// Renders a reply as text: status and bulk strings as themselves, integers

@@ -12,6 +12,26 @@
 //! The binary is taken from `DISTLOCK_REDIS_SERVER` if set, else from `PATH`
 //! (see [`redis_server_binary`]); `scripts/ensure-redis.sh` installs it.
 //!
+//! Two multi-node topologies are built from such servers:
+//!
+//! - [`RedisCluster`]: a real Redis Cluster, by default 3 masters and 3
+//!   replicas with a short `cluster-node-timeout`. It can fail a replica over
+//!   by hand ([`RedisCluster::failover`]), kill or pause a master and wait
+//!   for its replica to take over ([`RedisCluster::wait_for_failover`]), and
+//!   move a slot between masters, all at once
+//!   ([`RedisCluster::migrate_slot`]) or stopping half-way
+//!   ([`RedisCluster::begin_migration`]) so that clients meet `-ASK`
+//!   redirections.
+//! - [`RedisSentinelSet`]: a primary, a replica and 3 Redis Sentinels. The
+//!   primary can be killed ([`RedisSentinelSet::kill_primary`]) or failed over
+//!   on request ([`RedisSentinelSet::failover`]), and
+//!   [`RedisSentinelSet::wait_for_failover`] returns the address every
+//!   Sentinel then reports.
+//!
+//! Both wait (bounded, 30 s by default) until the topology is fully formed
+//! before returning, query the nodes for their current roles rather than
+//! remembering them, and kill every process by its PID when dropped.
+//!
 //! ```no_run
 //! use lock_testkit::{KeepData, RedisServer};
 //!
@@ -26,14 +46,39 @@
 //! # drop(client);
 //! # Ok::<(), std::io::Error>(())
 //! ```
+//!
+//! ```no_run
+//! use lock_testkit::{RedisCluster, RedisSentinelSet};
+//!
+//! let mut cluster = RedisCluster::start()?;
+//! let slot = cluster.slot_of("lock:{orders}")?;
+//! let master = cluster.master_for_slot(slot)?;
+//! cluster.nodes()[master].command(&["SET", "lock:{orders}", "token"])?;
+//! cluster.kill(master);
+//! let successor = cluster.wait_for_failover(slot)?;
+//!
+//! let mut sentinels = RedisSentinelSet::start()?;
+//! let seeds = sentinels.sentinel_urls();
+//! sentinels.kill_primary()?;
+//! let new_primary = sentinels.wait_for_failover()?;
+//! # drop((successor, seeds, new_primary));
+//! # Ok::<(), std::io::Error>(())
+//! ```
 
 mod binary;
 mod client;
+mod cluster;
+mod poll;
 mod port;
 mod probe;
+mod role;
+mod sentinel;
 mod server;
 mod signal;
 
 pub use binary::{redis_server_binary, try_redis_server_binary};
+pub use cluster::{CLUSTER_SLOTS, ClusterNode, RedisCluster, RedisClusterBuilder, SlotMigration};
 pub use port::free_port;
+pub use role::Role;
+pub use sentinel::{RedisSentinelSet, RedisSentinelSetBuilder};
 pub use server::{KeepData, RedisServer, RedisServerBuilder};

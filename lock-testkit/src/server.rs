@@ -4,13 +4,16 @@ use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::fs::{self, OpenOptions};
 use std::io;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
+use redis::Value;
 use tempfile::TempDir;
 
 use crate::binary::try_redis_server_binary;
@@ -42,6 +45,7 @@ const LOG_TAIL_LINES: usize = 40;
 const LOG_FILE: &str = "redis.log";
 const DUMP_FILE: &str = "dump.rdb";
 const NODES_FILE: &str = "nodes.conf";
+const SENTINEL_FILE: &str = "sentinel.conf";
 const AOF_DIR: &str = "appendonlydir";
 
 /// What [`RedisServer::restart`] does with the server's data.
@@ -56,6 +60,7 @@ pub enum KeepData {
 #[derive(Debug, Clone, Default)]
 struct Config {
     cluster: bool,
+    sentinel: Option<String>,
     password: Option<String>,
     extra: Vec<String>,
 }
@@ -73,6 +78,22 @@ impl RedisServerBuilder {
     /// `CLUSTER KEYSLOT` work. No slots are assigned.
     pub fn cluster_enabled(mut self, on: bool) -> Self {
         self.config.cluster = on;
+        self
+    }
+
+    /// Runs the process as a Redis Sentinel (`redis-server sentinel.conf
+    /// --sentinel`) instead of a data server.
+    ///
+    /// `config` becomes the initial contents of `sentinel.conf` in the
+    /// server's directory (e.g. `sentinel monitor mymaster 127.0.0.1 PORT 2`
+    /// and related lines); the file is written once, before the first launch,
+    /// and the sentinel then rewrites it with its state, which therefore
+    /// survives [`RedisServer::start_again`]. Port, bind address, directory
+    /// and log file are still given on the command line, as for a data
+    /// server. [`RedisSentinelSet`](crate::RedisSentinelSet) builds a whole
+    /// monitored group on top of this.
+    pub fn sentinel(mut self, config: impl Into<String>) -> Self {
+        self.config.sentinel = Some(config.into());
         self
     }
 
@@ -107,6 +128,7 @@ impl RedisServerBuilder {
             .tempdir()?;
         let mut server = RedisServer {
             child: Mutex::new(None),
+            paused: AtomicBool::new(false),
             port: 0,
             bus_port: None,
             binary,
@@ -152,6 +174,8 @@ impl RedisServerBuilder {
 #[derive(Debug)]
 pub struct RedisServer {
     child: Mutex<Option<Child>>,
+    /// Set by a successful `pause`, cleared by `resume` and `stop`.
+    paused: AtomicBool,
     port: u16,
     bus_port: Option<u16>,
     binary: PathBuf,
@@ -185,6 +209,18 @@ impl RedisServer {
         self.port
     }
 
+    /// The cluster bus port (`--cluster-port`) of a server started with
+    /// [`cluster_enabled(true)`](RedisServerBuilder::cluster_enabled), as
+    /// needed by `CLUSTER MEET`; `None` otherwise.
+    pub fn cluster_bus_port(&self) -> Option<u16> {
+        self.bus_port
+    }
+
+    /// `127.0.0.1:PORT` as a socket address.
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::from((Ipv4Addr::LOCALHOST, self.port))
+    }
+
     /// `redis://127.0.0.1:PORT/`, or `redis://:PASSWORD@127.0.0.1:PORT/`
     /// (password percent-encoded) when a password is set.
     pub fn url(&self) -> String {
@@ -211,10 +247,17 @@ impl RedisServer {
         self.pid().is_some()
     }
 
+    /// Whether the server was suspended by [`pause`](Self::pause) and not
+    /// yet [`resume`](Self::resume)d (or stopped).
+    pub fn is_paused(&self) -> bool {
+        self.paused.load(Ordering::SeqCst) && self.is_running()
+    }
+
     /// Kills the process by its PID (`SIGKILL`) and reaps it. Does nothing if
     /// it is already stopped. The data directory and port are kept for
     /// [`start_again`](Self::start_again).
     pub fn stop(&mut self) {
+        self.paused.store(false, Ordering::SeqCst);
         let child = self
             .child
             .get_mut()
@@ -304,7 +347,9 @@ impl RedisServer {
     ///
     /// [`io::ErrorKind::NotFound`] if the server is not running.
     pub fn pause(&self) -> io::Result<()> {
-        self.signal(Signal::SIGSTOP)
+        self.signal(Signal::SIGSTOP)?;
+        self.paused.store(true, Ordering::SeqCst);
+        Ok(())
     }
 
     /// Resumes a process suspended by [`pause`](Self::pause) (`SIGCONT`).
@@ -313,11 +358,19 @@ impl RedisServer {
     ///
     /// [`io::ErrorKind::NotFound`] if the server is not running.
     pub fn resume(&self) -> io::Result<()> {
-        self.signal(Signal::SIGCONT)
+        self.signal(Signal::SIGCONT)?;
+        self.paused.store(false, Ordering::SeqCst);
+        Ok(())
     }
 
     /// Sends one command on a new connection (authenticating if a password
     /// is set) and returns the reply as text, with a 5 s timeout.
+    ///
+    /// Since every call has its own connection, connection-scoped commands
+    /// do not carry over between calls: `WAIT` after a `SET` sent by an
+    /// earlier call waits for nothing, and `MULTI`, `ASKING`, `SELECT` or
+    /// `CLIENT ...` affect only their own call. Use a `redis` connection for
+    /// those.
     ///
     /// Status and bulk replies are returned as-is (`"PONG"`, `"OK"`, a
     /// value), integers in decimal, nil as `"(nil)"`, arrays one element per
@@ -341,6 +394,17 @@ impl RedisServer {
     /// As for [`command`](Self::command).
     pub fn command_with_timeout(&self, args: &[&str], timeout: Duration) -> io::Result<String> {
         client::query(&self.url(), args, timeout).map(|reply| client::render(&reply))
+    }
+
+    /// Like [`command_with_timeout`](Self::command_with_timeout), but returns
+    /// the reply unrendered, for replies whose structure matters.
+    pub(crate) fn query(&self, args: &[&str], timeout: Duration) -> io::Result<Value> {
+        client::query(&self.url(), args, timeout)
+    }
+
+    /// Like [`query`](Self::query), with binary-safe arguments.
+    pub(crate) fn query_bytes(&self, args: &[&[u8]], timeout: Duration) -> io::Result<Value> {
+        client::query_bytes(&self.url(), args, timeout)
     }
 
     /// The last ~40 lines of the server's log (including anything it wrote
@@ -377,6 +441,11 @@ impl RedisServer {
     fn args(&self) -> Vec<OsString> {
         let dir = self.dir.path();
         let mut args: Vec<OsString> = Vec::new();
+        if self.config.sentinel.is_some() {
+            // The config file must come first; `--sentinel` selects the mode.
+            args.push(dir.join(SENTINEL_FILE).into());
+            args.push("--sentinel".into());
+        }
         let mut push = |k: &str, v: OsString| {
             args.push(k.into());
             args.push(v);
@@ -407,6 +476,12 @@ impl RedisServer {
     /// On a timeout the process is killed and an error returned.
     fn launch(&mut self) -> io::Result<Launch> {
         debug_assert!(self.lock_child().is_none(), "launch over a live child");
+        if let Some(config) = &self.config.sentinel {
+            let path = self.dir.path().join(SENTINEL_FILE);
+            if !path.exists() {
+                fs::write(&path, config)?;
+            }
+        }
         let log = OpenOptions::new()
             .create(true)
             .append(true)

@@ -1,0 +1,91 @@
+//! RedisLock through Sentinel on real processes (a primary, a replica, three sentinels): the
+//! lock keeps working against the new master after the primary is killed, renewed leases carry
+//! on, and the release subscriber follows the master so waiters are still woken.
+
+#![cfg(feature = "sentinel")]
+
+use std::time::Duration;
+
+use lock_core::{Backoff, Locker};
+use lock_redis::{RedisLock, ReplicaPolicy};
+use lock_testkit::RedisSentinelSet;
+
+fn sentinel_lock(set: &RedisSentinelSet) -> RedisLock {
+    RedisLock::builder()
+        .sentinel(set.sentinel_urls(), set.master_name())
+        .connect_timeout(Duration::from_secs(2))
+        .command_timeout(Duration::from_secs(1))
+        // Grants and renewals wait for the replica, so they survive the failover; `Warn`, because
+        // after it the promoted master has no replica left and `Fail` would refuse every grant
+        // (safety over availability, by design).
+        .wait_for_replicas(1, Duration::from_millis(200), ReplicaPolicy::Warn)
+        .build()
+        .expect("sentinel URLs")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lock_follows_a_sentinel_failover() {
+    let mut set = RedisSentinelSet::start().expect("primary, replica and sentinels");
+    // The lease must outlast the failover (~3–5 s here) for renewal to carry it over.
+    let locker = Locker::builder(sentinel_lock(&set))
+        .lease(Duration::from_secs(8))
+        .build();
+    // Polling alone would take 10 s per try: a faster grant after the failover is a wake-up.
+    let waiter_side = Locker::builder(sentinel_lock(&set))
+        .backoff(Backoff::new(
+            Duration::from_secs(10),
+            Duration::from_secs(10),
+        ))
+        .build();
+
+    let held = locker
+        .lock("job")
+        .await
+        .expect("granted through the sentinels' master");
+    let fence_before = held.fencing_token();
+    let waiter = tokio::spawn(async move {
+        waiter_side
+            .lock("job")
+            .wait(Duration::from_secs(60))
+            .await
+            .map(|g| g.fencing_token())
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let old = set.kill_primary().expect("SIGKILL the primary");
+    let new = set
+        .wait_for_failover()
+        .expect("the sentinels promoted the replica");
+    assert_ne!(old, new);
+
+    // New grants work against the new master (the first attempts may meet the dead one).
+    let other = locker
+        .lock("other")
+        .wait(Duration::from_secs(30))
+        .await
+        .expect("locking works after the failover");
+    assert!(other.release().await.expect("ours"));
+
+    // The lease was confirmed by the replica; a renewal on the new master moves its validity
+    // past what the pre-crash renewals gave it.
+    let promoted_at = tokio::time::Instant::now();
+    let mut renewed = false;
+    for _ in 0..150 {
+        if held.valid_until() > promoted_at + Duration::from_secs(7) {
+            renewed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(renewed && held.is_held(), "renewed on the new master");
+    assert!(held.release().await.expect("released on the new master"));
+    let next = tokio::time::timeout(Duration::from_secs(9), waiter)
+        .await
+        .expect("woken by the new master's announcement, before a 10 s poll")
+        .expect("no panic")
+        .expect("acquired");
+    assert!(
+        next > fence_before,
+        "fencing kept increasing across the failover"
+    );
+}
