@@ -13,6 +13,9 @@ cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 
+echo "== cargo check --benches (the criterion benches build; CI does not run them)"
+cargo check --benches --workspace --all-features
+
 echo "== cargo doc"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps --quiet
 

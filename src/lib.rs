@@ -11,8 +11,8 @@ pub use lock_core::{
 /// The single-Redis backend (feature `redis`, on by default).
 #[cfg(feature = "redis")]
 pub use lock_redis::{
-    DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION, RedisLock,
-    RedisLockBuilder, deadpool_redis, key_slot, redis,
+    DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION, NotReplicated,
+    RedisLock, RedisLockBuilder, ReplicaPolicy, deadpool_redis, key_slot, redis,
 };
 
 /// Redlock: one lock over N independent Redis masters, granted by a quorum (feature `redlock`).
@@ -23,3 +23,15 @@ pub use lock_redlock::{
     NODE_TIMEOUT_FLOOR, NODE_TIMEOUT_PERCENT, QuorumNotReached, Redlock, RedlockBuilder,
     ValidityExpired, default_node_timeout, describe_metrics as describe_redlock_metrics, quorum,
 };
+
+/// `#[distributed_lock]` on async functions, the process-wide default locker it uses and the
+/// lease of the running locked function (feature `macros`, on by default).
+#[cfg(feature = "macros")]
+mod macros;
+#[cfg(feature = "macros")]
+pub use lock_macros::distributed_lock;
+#[cfg(feature = "macros")]
+#[doc(hidden)]
+pub use macros::support as __private;
+#[cfg(feature = "macros")]
+pub use macros::{current_lease, default_locker, set_default_locker, take_default_locker};

@@ -1,0 +1,213 @@
+//! The load tool's options, and the plan they make.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+use serde::Serialize;
+
+use crate::cycles::Timing;
+
+/// distlock's load tool: starts its own redis-server processes on free loopback ports, runs the
+/// scenarios S1–S6 against distlock and, in the same run, against the bare-Redis baselines
+/// (redis-benchmark on the same server; a hand-written redis-rs lock), then prints a table and
+/// writes a JSON record of the run and an SVG chart.
+#[derive(Debug, Parser)]
+#[command(name = "loadtool", version)]
+pub(crate) struct Cli {
+    /// A short run (~30 s) with smaller samples, written to target/loadtool-quick/ by default.
+    #[arg(long)]
+    pub(crate) quick: bool,
+
+    /// Where to write run.json and chart.svg (default: benches/results/ for a full run — the
+    /// committed reference — and target/loadtool-quick/ for --quick).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: Option<PathBuf>,
+
+    /// Run only these parts (comma-separated: baseline, s1, s2, s3, s4, s5, s6).
+    #[arg(long, value_delimiter = ',', value_name = "PARTS")]
+    pub(crate) only: Vec<Part>,
+
+    /// The tokio runtime the clients run on.
+    #[arg(long, value_enum, default_value_t = Flavor::MultiThread)]
+    pub(crate) runtime: Flavor,
+
+    /// Seconds each S1, S2 and S4 client is measured (default 3, or 1 with --quick); S3 gets
+    /// a third more.
+    #[arg(long, value_name = "SECONDS")]
+    pub(crate) seconds: Option<f64>,
+
+    /// Locks held in S5.
+    #[arg(long, default_value_t = 10_000)]
+    pub(crate) s5_locks: usize,
+
+    /// The lease in S5, in seconds (default 3, or 2 with --quick; CPU is also reported scaled
+    /// to the 30 s lease of the target). Give 30 to measure that lease directly.
+    #[arg(long, value_name = "SECONDS")]
+    pub(crate) s5_lease: Option<f64>,
+
+    /// Lease periods S5 holds the locks for (default 3, or 2 with --quick).
+    #[arg(long)]
+    pub(crate) s5_periods: Option<u32>,
+
+    /// Waiters in S6.
+    #[arg(long, default_value_t = 1_000)]
+    pub(crate) s6_waiters: usize,
+
+    /// Exit with status 2 when a target is missed (status 1 is for failures: errors, lost
+    /// updates, broken exclusion).
+    #[arg(long)]
+    pub(crate) strict: bool,
+
+    /// Internal: run the S5 child against this Redis URL.
+    #[arg(long, hide = true, value_name = "URL")]
+    pub(crate) s5_child: Option<String>,
+
+    /// Internal: the S5 child's parameters (JSON).
+    #[arg(long, hide = true)]
+    pub(crate) s5_params: Option<String>,
+}
+
+/// The parts of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Part {
+    Baseline,
+    S1,
+    S2,
+    S3,
+    S4,
+    S5,
+    S6,
+}
+
+/// The tokio runtime flavour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Flavor {
+    /// `#[tokio::main]`'s default: one worker thread per core.
+    MultiThread,
+    /// One thread.
+    CurrentThread,
+}
+
+impl Flavor {
+    pub(crate) fn as_arg(self) -> &'static str {
+        match self {
+            Self::MultiThread => "multi-thread",
+            Self::CurrentThread => "current-thread",
+        }
+    }
+
+    pub(crate) fn runtime(self) -> std::io::Result<tokio::runtime::Runtime> {
+        match self {
+            Self::MultiThread => tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build(),
+            Self::CurrentThread => tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build(),
+        }
+    }
+}
+
+/// What a run does, with every number the options decide.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Plan {
+    pub(crate) mode: &'static str,
+    pub(crate) runtime: Flavor,
+    pub(crate) parts: Vec<Part>,
+    /// S1 (in all, over its rounds), S2, S4.
+    pub(crate) cycles: Timing,
+    /// S1 runs in this many rounds, each with the two redis-benchmark runs of the round-trip
+    /// limit followed by every client.
+    pub(crate) s1_rounds: u32,
+    /// S3.
+    pub(crate) contention: Timing,
+    pub(crate) s2_tasks: usize,
+    pub(crate) s3_workers: usize,
+    #[serde(serialize_with = "crate::stats::secs")]
+    pub(crate) s3_hold: Duration,
+    pub(crate) bench_requests_single: u64,
+    pub(crate) bench_requests_pipelined: u64,
+    pub(crate) s5_locks: usize,
+    #[serde(serialize_with = "crate::stats::secs")]
+    pub(crate) s5_lease: Duration,
+    pub(crate) s5_periods: u32,
+    pub(crate) s6_waiters: usize,
+    /// Where the files go (not recorded: a path of this machine).
+    #[serde(skip)]
+    pub(crate) out: PathBuf,
+}
+
+impl Plan {
+    pub(crate) fn from_cli(cli: &Cli) -> Result<Self, String> {
+        let quick = cli.quick;
+        let seconds = cli.seconds.unwrap_or(if quick { 1.0 } else { 3.0 });
+        if !(0.1..=600.0).contains(&seconds) {
+            return Err("--seconds must be between 0.1 and 600".into());
+        }
+        let measure = Duration::from_secs_f64(seconds);
+        let warmup = Duration::from_secs_f64((seconds / 6.0).clamp(0.2, 1.0));
+        let s5_lease = cli.s5_lease.unwrap_or(if quick { 2.0 } else { 3.0 });
+        if !(0.3..=600.0).contains(&s5_lease) {
+            return Err("--s5-lease must be between 0.3 and 600 seconds".into());
+        }
+        if !(1..=100_000).contains(&cli.s5_locks) || !(1..=100_000).contains(&cli.s6_waiters) {
+            return Err("--s5-locks and --s6-waiters must be between 1 and 100,000".into());
+        }
+        let s5_periods = cli.s5_periods.unwrap_or(if quick { 2 } else { 3 });
+        if !(1..=20).contains(&s5_periods) {
+            return Err("--s5-periods must be between 1 and 20".into());
+        }
+        let package = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let out = cli.out.clone().unwrap_or_else(|| {
+            if quick {
+                package
+                    .parent()
+                    .unwrap_or(&package)
+                    .join("target/loadtool-quick")
+            } else {
+                package.join("results")
+            }
+        });
+        let parts = if cli.only.is_empty() {
+            vec![
+                Part::Baseline,
+                Part::S1,
+                Part::S2,
+                Part::S3,
+                Part::S4,
+                Part::S5,
+                Part::S6,
+            ]
+        } else {
+            cli.only.clone()
+        };
+        Ok(Self {
+            mode: if quick { "quick" } else { "full" },
+            runtime: cli.runtime,
+            parts,
+            cycles: Timing { warmup, measure },
+            s1_rounds: if quick { 1 } else { 3 },
+            contention: Timing {
+                warmup,
+                measure: measure.mul_f64(4.0 / 3.0),
+            },
+            s2_tasks: 32,
+            s3_workers: 8,
+            s3_hold: Duration::from_millis(1),
+            bench_requests_single: if quick { 5_000 } else { 20_000 },
+            bench_requests_pipelined: if quick { 100_000 } else { 300_000 },
+            s5_locks: cli.s5_locks,
+            s5_lease: Duration::from_secs_f64(s5_lease),
+            s5_periods,
+            s6_waiters: cli.s6_waiters,
+            out,
+        })
+    }
+
+    pub(crate) fn has(&self, part: Part) -> bool {
+        self.parts.contains(&part)
+    }
+}

@@ -1,0 +1,249 @@
+//! S1, S2 and S4: tasks that each take and release their own lock, as fast as they can.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::Duration;
+
+use distlock_bench::HandLock;
+use lock_core::{Attempt, DEFAULT_LEASE, Lock, Locker, Token};
+use serde::Serialize;
+use tokio::time::Instant;
+
+use crate::info::{Cost, Delta, Probe};
+use crate::stats::{Latency, nanos};
+
+/// The TTL of the hand-written lock and of bare backend calls: the `Locker`'s default lease,
+/// so every client asks the server for the same thing.
+pub(crate) const TTL: Duration = DEFAULT_LEASE;
+
+/// No task runs more cycles than this, whatever the clock says.
+const MAX_CYCLES_PER_TASK: u64 = 50_000_000;
+
+/// How long the tasks may take to notice the end of a run and finish their cycle.
+const FINISH_WITHIN: Duration = Duration::from_secs(10);
+
+const WARMUP: u8 = 0;
+const MEASURE: u8 = 1;
+const STOP: u8 = 2;
+
+/// How long a measured run warms up, then measures.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub(crate) struct Timing {
+    #[serde(serialize_with = "crate::stats::secs")]
+    pub(crate) warmup: Duration,
+    #[serde(serialize_with = "crate::stats::secs")]
+    pub(crate) measure: Duration,
+}
+
+/// Who takes the locks.
+#[derive(Clone)]
+pub(crate) enum Client {
+    /// distlock as users call it: `locker.lock(name).try_acquire()`, then `guard.release()`;
+    /// with the default (renewed) lease, or with a fixed TTL (`.ttl(..)`, no renewal) when
+    /// one is given.
+    Locker(Locker, Option<Duration>),
+    /// The backend alone (`Lock::try_acquire` + `Lock::release`), without the `Locker`: what
+    /// the policy layer costs is the difference.
+    Backend(Arc<dyn Lock>),
+    /// The hand-written baseline.
+    Hand(HandLock),
+}
+
+impl Client {
+    /// One acquire + release of the free lock `name`.
+    async fn cycle(&self, name: &Arc<str>) -> Result<(), String> {
+        match self {
+            Self::Locker(locker, ttl) => {
+                let mut request = locker.lock(Arc::clone(name));
+                if let Some(ttl) = ttl {
+                    request = request.ttl(*ttl);
+                }
+                let guard = request
+                    .try_acquire()
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .ok_or("the lock was busy")?;
+                guard.release().await.map_err(|e| e.to_string())?;
+            }
+            Self::Backend(lock) => {
+                let token = Token::generate().map_err(|e| e.to_string())?;
+                match lock
+                    .try_acquire(name, token, TTL)
+                    .await
+                    .map_err(|e| e.to_string())?
+                {
+                    Attempt::Acquired(lease) => {
+                        lock.release(&lease).await.map_err(|e| e.to_string())?;
+                    }
+                    Attempt::Busy { .. } => return Err("the lock was busy".into()),
+                }
+            }
+            Self::Hand(hand) => {
+                let token = hand
+                    .try_acquire(name, TTL)
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .ok_or("the lock was busy")?;
+                hand.release(name, &token)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The result of one client in S1, S2 or S4.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct CycleRun {
+    pub(crate) scenario: &'static str,
+    pub(crate) client: String,
+    /// Concurrent tasks, each with its own lock name.
+    pub(crate) tasks: usize,
+    /// Acquire + release cycles completed in the measured window.
+    pub(crate) cycles: u64,
+    pub(crate) seconds: f64,
+    pub(crate) per_second: f64,
+    /// Latency of one whole cycle (acquire + release).
+    pub(crate) latency: Latency,
+    /// Server commands, client and server CPU per cycle.
+    pub(crate) cost: Cost,
+    pub(crate) errors: u64,
+    pub(crate) first_error: Option<String>,
+}
+
+/// What one task brings back.
+struct TaskResult {
+    samples: Vec<u64>,
+    errors: u64,
+    first_error: Option<String>,
+}
+
+/// One measured window of one client, before it is summarised; windows of several rounds
+/// are summarised together.
+pub(crate) struct Window {
+    samples: Vec<u64>,
+    delta: Delta,
+    seconds: f64,
+    errors: u64,
+    first_error: Option<String>,
+}
+
+impl CycleRun {
+    /// The summary of the windows of one client.
+    pub(crate) fn from_windows(
+        scenario: &'static str,
+        client: &str,
+        tasks: usize,
+        windows: Vec<Window>,
+    ) -> Self {
+        let mut samples = Vec::new();
+        let mut delta = Delta::default();
+        let (mut seconds, mut errors, mut first_error) = (0.0, 0, None);
+        for w in windows {
+            samples.extend(w.samples);
+            delta.add(&w.delta);
+            seconds += w.seconds;
+            errors += w.errors;
+            first_error = first_error.or(w.first_error);
+        }
+        let cycles = samples.len() as u64;
+        Self {
+            scenario,
+            client: client.to_owned(),
+            tasks,
+            cycles,
+            seconds,
+            per_second: crate::stats::ratio(cycles as f64, seconds),
+            latency: Latency::from_nanos(&mut samples),
+            cost: delta.cost(cycles),
+            errors,
+            first_error,
+        }
+    }
+}
+
+/// Runs `client` on `tasks` tasks, task `i` cycling on its own name `prefix:i`, for
+/// `timing.warmup` unmeasured and then `timing.measure` measured; summarised.
+pub(crate) async fn run(
+    scenario: &'static str,
+    label: &str,
+    client: Client,
+    prefix: &str,
+    tasks: usize,
+    timing: Timing,
+    probe: &mut Probe,
+) -> Result<CycleRun, String> {
+    let window = measure(label, client, prefix, tasks, timing, probe).await?;
+    Ok(CycleRun::from_windows(scenario, label, tasks, vec![window]))
+}
+
+/// One measured window of [`run`].
+pub(crate) async fn measure(
+    label: &str,
+    client: Client,
+    prefix: &str,
+    tasks: usize,
+    timing: Timing,
+    probe: &mut Probe,
+) -> Result<Window, String> {
+    let phase = Arc::new(AtomicU8::new(WARMUP));
+    let handles: Vec<_> = (0..tasks)
+        .map(|i| {
+            let name: Arc<str> = Arc::from(format!("{prefix}:{i}"));
+            let (client, phase) = (client.clone(), Arc::clone(&phase));
+            tokio::spawn(async move { task(&client, &name, &phase).await })
+        })
+        .collect();
+    tokio::time::sleep(timing.warmup).await;
+    let before = probe.snapshot().await.map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    phase.store(MEASURE, Ordering::Release);
+    tokio::time::sleep(timing.measure).await;
+    phase.store(STOP, Ordering::Release);
+    let seconds = started.elapsed().as_secs_f64();
+    let joined = tokio::time::timeout(FINISH_WITHIN, futures::future::join_all(handles))
+        .await
+        .map_err(|_| format!("{label}: tasks did not finish within {FINISH_WITHIN:?}"))?;
+    let after = probe.snapshot().await.map_err(|e| e.to_string())?;
+    let mut window = Window {
+        samples: Vec::new(),
+        delta: before.until(&after),
+        seconds,
+        errors: 0,
+        first_error: None,
+    };
+    for result in joined {
+        let result = result.map_err(|e| format!("{label}: a task failed: {e}"))?;
+        window.samples.extend(result.samples);
+        window.errors += result.errors;
+        window.first_error = window.first_error.or(result.first_error);
+    }
+    Ok(window)
+}
+
+async fn task(client: &Client, name: &Arc<str>, phase: &AtomicU8) -> TaskResult {
+    let mut out = TaskResult {
+        samples: Vec::with_capacity(65_536),
+        errors: 0,
+        first_error: None,
+    };
+    for _ in 0..MAX_CYCLES_PER_TASK {
+        let now = phase.load(Ordering::Acquire);
+        if now == STOP {
+            break;
+        }
+        let started = Instant::now();
+        match client.cycle(name).await {
+            Ok(()) if now == MEASURE => out.samples.push(nanos(started.elapsed())),
+            Ok(()) => {}
+            Err(error) => {
+                out.errors += 1;
+                out.first_error.get_or_insert(error);
+                // A failing server must not turn this into a busy loop.
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,324 @@
+//! S3: workers contend for one name, each holding it ~1 ms, waiting for it with the client's
+//! own mechanism (distlock: its defaults — the local line and release wake-ups; the
+//! hand-written lock: a fixed 1 ms poll). Measures the handoff gap, who wins the next grant,
+//! the server commands each acquisition costs, and whether a non-atomic counter updated
+//! under the lock ends exact.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::time::Duration;
+
+use distlock_bench::HandLock;
+use lock_core::{DEFAULT_WAIT, Guard, Locker};
+use serde::Serialize;
+use tokio::time::Instant;
+
+use crate::cycles::{TTL, Timing};
+use crate::info::{Cost, Probe};
+use crate::stats::{Latency, nanos};
+
+/// No worker takes the lock more often than this, whatever the clock says.
+const MAX_ACQUISITIONS_PER_WORKER: u64 = 10_000_000;
+
+/// How long the workers may take to finish after the end of a run (each waits at most
+/// `DEFAULT_WAIT` for its last acquisition).
+const FINISH_WITHIN: Duration = Duration::from_secs(30);
+
+const WARMUP: u8 = 0;
+const MEASURE: u8 = 1;
+const STOP: u8 = 2;
+
+/// Who contends.
+#[derive(Clone)]
+pub(crate) enum Contender {
+    /// `locker.lock(name).acquire()` with the defaults (renewed lease, 10 s wait).
+    Locker(Locker),
+    /// The hand-written lock: `SET NX PX` every 1 ms until it is ours (same 10 s wait).
+    Hand(HandLock),
+}
+
+enum Held {
+    Guard(Guard),
+    Hand(String),
+}
+
+impl Contender {
+    async fn acquire(&self, name: &Arc<str>) -> Result<Held, String> {
+        match self {
+            Self::Locker(locker) => locker
+                .lock(Arc::clone(name))
+                .acquire()
+                .await
+                .map(Held::Guard)
+                .map_err(|e| e.to_string()),
+            Self::Hand(hand) => hand
+                .acquire(name, TTL, Instant::now() + DEFAULT_WAIT)
+                .await
+                .map_err(|e| e.to_string())?
+                .map(Held::Hand)
+                .ok_or_else(|| "timed out waiting".to_owned()),
+        }
+    }
+
+    async fn release(&self, name: &str, held: Held) -> Result<bool, String> {
+        match (self, held) {
+            (_, Held::Guard(guard)) => guard.release().await.map_err(|e| e.to_string()),
+            (Self::Hand(hand), Held::Hand(token)) => {
+                hand.release(name, &token).await.map_err(|e| e.to_string())
+            }
+            (Self::Locker(_), Held::Hand(_)) => Err("mismatched lock".to_owned()),
+        }
+    }
+}
+
+/// The result of one client in S3.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct HandoffRun {
+    pub(crate) client: String,
+    pub(crate) workers: usize,
+    /// How long each holds the lock (asked for; the timer rounds it up).
+    pub(crate) hold_ms: f64,
+    /// Acquisitions granted in the measured window.
+    pub(crate) acquisitions: u64,
+    pub(crate) seconds: f64,
+    pub(crate) per_second: f64,
+    /// From the moment the holder had the release's reply to the next grant.
+    pub(crate) gap: Latency,
+    /// Grants won by the worker that released just before.
+    pub(crate) self_handoff: f64,
+    /// How long holds really lasted.
+    pub(crate) hold: Latency,
+    /// Server commands, client and server CPU per acquisition.
+    pub(crate) cost: Cost,
+    /// Acquisitions per worker over the whole run (fairness).
+    pub(crate) per_worker: Vec<u64>,
+    /// Every acquisition of the run, warm-up included, and the counter they incremented.
+    pub(crate) total_acquisitions: u64,
+    pub(crate) counter: u64,
+    /// `total_acquisitions - counter`: increments lost because two held the lock at once.
+    pub(crate) lost_updates: u64,
+    /// Times a worker found another inside the critical section.
+    pub(crate) exclusion_violations: u64,
+    /// Grants timestamped before the previous holder's release returned (a scheduling race in
+    /// taking the timestamps, counted as a zero gap).
+    pub(crate) reordered_timestamps: u64,
+    pub(crate) errors: u64,
+    pub(crate) first_error: Option<String>,
+}
+
+/// One grant as a worker saw it.
+#[derive(Debug, Clone, Copy)]
+struct Grant {
+    worker: usize,
+    granted: Instant,
+    released: Instant,
+    held: Duration,
+    measured: bool,
+}
+
+/// The critical section's shared state.
+#[derive(Default)]
+struct Shared {
+    inside: AtomicBool,
+    counter: AtomicU64,
+    violations: AtomicU64,
+}
+
+struct WorkerResult {
+    grants: Vec<Grant>,
+    errors: u64,
+    first_error: Option<String>,
+}
+
+/// Runs `workers` workers of `contender` on the one name `name`.
+pub(crate) async fn run(
+    label: &str,
+    contender: Contender,
+    name: &str,
+    workers: usize,
+    hold: Duration,
+    timing: Timing,
+    probe: &mut Probe,
+) -> Result<HandoffRun, String> {
+    let name: Arc<str> = Arc::from(name);
+    let phase = Arc::new(AtomicU8::new(WARMUP));
+    let shared = Arc::new(Shared::default());
+    let handles: Vec<_> = (0..workers)
+        .map(|worker| {
+            let (contender, name) = (contender.clone(), Arc::clone(&name));
+            let (phase, shared) = (Arc::clone(&phase), Arc::clone(&shared));
+            tokio::spawn(
+                async move { work(worker, &contender, &name, hold, &phase, &shared).await },
+            )
+        })
+        .collect();
+    tokio::time::sleep(timing.warmup).await;
+    let before = probe.snapshot().await.map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    phase.store(MEASURE, Ordering::Release);
+    tokio::time::sleep(timing.measure).await;
+    phase.store(STOP, Ordering::Release);
+    let seconds = started.elapsed().as_secs_f64();
+    let joined = tokio::time::timeout(FINISH_WITHIN, futures::future::join_all(handles))
+        .await
+        .map_err(|_| format!("S3 {label}: workers did not finish within {FINISH_WITHIN:?}"))?;
+    let after = probe.snapshot().await.map_err(|e| e.to_string())?;
+
+    let mut grants = Vec::new();
+    let mut per_worker = vec![0; workers];
+    let (mut errors, mut first_error) = (0, None);
+    for (worker, result) in joined.into_iter().enumerate() {
+        let result = result.map_err(|e| format!("S3 {label}: a worker failed: {e}"))?;
+        per_worker[worker] = result.grants.len() as u64;
+        grants.extend(result.grants);
+        errors += result.errors;
+        first_error = first_error.or(result.first_error);
+    }
+    grants.sort_by_key(|g| g.granted);
+    let handoffs = handoffs(&grants);
+    let acquisitions = grants.iter().filter(|g| g.measured).count() as u64;
+    let total_acquisitions = grants.len() as u64;
+    let counter = shared.counter.load(Ordering::Acquire);
+    let mut holds: Vec<u64> = grants
+        .iter()
+        .filter(|g| g.measured)
+        .map(|g| nanos(g.held))
+        .collect();
+    let mut gaps = handoffs.gaps;
+    Ok(HandoffRun {
+        client: label.to_owned(),
+        workers,
+        hold_ms: hold.as_secs_f64() * 1e3,
+        acquisitions,
+        seconds,
+        per_second: acquisitions as f64 / seconds,
+        gap: Latency::from_nanos(&mut gaps),
+        self_handoff: crate::stats::ratio(handoffs.own as f64, handoffs.total as f64),
+        hold: Latency::from_nanos(&mut holds),
+        cost: before.cost_until(&after, acquisitions),
+        per_worker,
+        total_acquisitions,
+        counter,
+        lost_updates: total_acquisitions.saturating_sub(counter),
+        exclusion_violations: shared.violations.load(Ordering::Acquire),
+        reordered_timestamps: handoffs.reordered,
+        errors,
+        first_error,
+    })
+}
+
+struct Handoffs {
+    gaps: Vec<u64>,
+    own: u64,
+    total: u64,
+    reordered: u64,
+}
+
+/// Each measured grant after the first is a handoff from the grant before it (the lock is
+/// exclusive, so grants are totally ordered): its gap, and whether the same worker won.
+fn handoffs(sorted: &[Grant]) -> Handoffs {
+    let mut out = Handoffs {
+        gaps: Vec::with_capacity(sorted.len()),
+        own: 0,
+        total: 0,
+        reordered: 0,
+    };
+    for pair in sorted.windows(2) {
+        let (prev, next) = (pair[0], pair[1]);
+        if !next.measured {
+            continue;
+        }
+        out.total += 1;
+        if prev.worker == next.worker {
+            out.own += 1;
+        }
+        match next.granted.checked_duration_since(prev.released) {
+            Some(gap) => out.gaps.push(nanos(gap)),
+            None => {
+                out.reordered += 1;
+                out.gaps.push(0);
+            }
+        }
+    }
+    out
+}
+
+async fn work(
+    worker: usize,
+    contender: &Contender,
+    name: &Arc<str>,
+    hold: Duration,
+    phase: &AtomicU8,
+    shared: &Shared,
+) -> WorkerResult {
+    let mut out = WorkerResult {
+        grants: Vec::with_capacity(16_384),
+        errors: 0,
+        first_error: None,
+    };
+    for _ in 0..MAX_ACQUISITIONS_PER_WORKER {
+        if phase.load(Ordering::Acquire) == STOP {
+            break;
+        }
+        let held = match contender.acquire(name).await {
+            Ok(held) => held,
+            Err(error) => {
+                out.errors += 1;
+                out.first_error.get_or_insert(error);
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let granted = Instant::now();
+        let measured = phase.load(Ordering::Acquire) == MEASURE;
+        // The critical section: a read-modify-write spread over the hold, so two holders at
+        // once would lose an increment.
+        if shared.inside.swap(true, Ordering::AcqRel) {
+            shared.violations.fetch_add(1, Ordering::AcqRel);
+        }
+        let value = shared.counter.load(Ordering::Acquire);
+        tokio::time::sleep(hold).await;
+        shared.counter.store(value + 1, Ordering::Release);
+        shared.inside.store(false, Ordering::Release);
+        let held_for = granted.elapsed();
+        if let Err(error) = contender.release(name, held).await {
+            out.errors += 1;
+            out.first_error.get_or_insert(error);
+        }
+        out.grants.push(Grant {
+            worker,
+            granted,
+            released: Instant::now(),
+            held: held_for,
+            measured,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handoffs_pair_each_grant_with_the_previous_release() {
+        let t = Instant::now();
+        let us = |n| t + Duration::from_micros(n);
+        let grant = |worker, granted, released, measured| Grant {
+            worker,
+            granted: us(granted),
+            released: us(released),
+            held: Duration::ZERO,
+            measured,
+        };
+        let grants = [
+            grant(0, 0, 1000, false),
+            grant(1, 1100, 2100, true),
+            grant(1, 2150, 3000, true),
+            grant(2, 2990, 4000, true),
+        ];
+        let h = handoffs(&grants);
+        assert_eq!(h.gaps, vec![100_000, 50_000, 0]);
+        assert_eq!((h.own, h.total, h.reordered), (1, 3, 1));
+    }
+}

@@ -1,0 +1,314 @@
+//! What the server saw: `INFO commandstats` (every command it ran, those called from inside Lua
+//! scripts included), `INFO cpu`, and the pub/sub probes of S6. Measured through a separate
+//! probe connection whose own commands are left out of the counts.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use redis::aio::MultiplexedConnection;
+use serde::Serialize;
+use tokio::time::Instant;
+
+use crate::procfs;
+
+/// Commands only the probe sends; never counted as the cost of a lock.
+const PROBE_COMMANDS: [&str; 4] = ["info", "pubsub|numsub", "client|list", "config|get"];
+
+/// Connections for looking at the servers of a scenario: the first answers the pub/sub
+/// questions; counters are summed over all of them.
+pub(crate) struct Probe {
+    conns: Vec<MultiplexedConnection>,
+}
+
+/// The server's counters and this process's CPU time at one moment.
+#[derive(Debug, Clone)]
+pub(crate) struct Snapshot {
+    /// Per command: (calls, µs the server spent in it).
+    stats: BTreeMap<String, (u64, u64)>,
+    server_cpu: f64,
+    client_cpu: Duration,
+    at: Instant,
+}
+
+/// What happened between two snapshots; deltas of several windows add up.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Delta {
+    /// Per command: (calls, µs), probe commands left out.
+    stats: BTreeMap<String, (u64, u64)>,
+    client_cpu_s: f64,
+    server_cpu_s: f64,
+    wall_s: f64,
+}
+
+/// What happened between two snapshots, divided by a number of operations.
+#[derive(Debug, Clone, Default, Serialize)]
+pub(crate) struct Cost {
+    /// Server commands per operation (all probed servers), every command counted, those
+    /// inside scripts too.
+    pub(crate) commands_per_op: f64,
+    /// The same, by command (`evalsha`, `set`, `time`, ...).
+    pub(crate) commands: BTreeMap<String, f64>,
+    /// Server time per operation spent executing each command, µs (`INFO commandstats`
+    /// `usec`; a script's time includes the commands it calls, which are also listed).
+    pub(crate) command_us: BTreeMap<String, f64>,
+    /// CPU time of this process (all threads) per operation, µs.
+    pub(crate) client_cpu_us_per_op: f64,
+    /// CPU time of redis-server (all probed servers) per operation, µs.
+    pub(crate) server_cpu_us_per_op: f64,
+    /// Share of one core this process used over the window.
+    pub(crate) client_cpu_share: f64,
+    /// Share of one core redis-server (all probed servers) used over the window.
+    pub(crate) server_cpu_share: f64,
+}
+
+impl Probe {
+    /// A probe of the servers at `urls` (at least one).
+    pub(crate) async fn connect(urls: &[String]) -> redis::RedisResult<Self> {
+        let mut conns = Vec::with_capacity(urls.len());
+        for url in urls {
+            conns.push(
+                redis::Client::open(url.as_str())?
+                    .get_multiplexed_async_connection()
+                    .await?,
+            );
+        }
+        if conns.is_empty() {
+            return Err(redis::RedisError::from(std::io::Error::other(
+                "no server to probe",
+            )));
+        }
+        Ok(Self { conns })
+    }
+
+    fn first(&mut self) -> &mut MultiplexedConnection {
+        &mut self.conns[0]
+    }
+
+    /// The servers' counters now, summed.
+    pub(crate) async fn snapshot(&mut self) -> redis::RedisResult<Snapshot> {
+        let mut stats: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+        let mut server_cpu = 0.0;
+        for conn in &mut self.conns {
+            let text: String = redis::cmd("INFO")
+                .arg("commandstats")
+                .arg("cpu")
+                .query_async(conn)
+                .await?;
+            for (name, (calls, usec)) in parse_commandstats(&text) {
+                let entry = stats.entry(name).or_insert((0, 0));
+                entry.0 += calls;
+                entry.1 += usec;
+            }
+            server_cpu += parse_server_cpu(&text);
+        }
+        Ok(Snapshot {
+            stats,
+            server_cpu,
+            client_cpu: procfs::cpu_time(),
+            at: Instant::now(),
+        })
+    }
+
+    /// `redis_version` from `INFO server`.
+    pub(crate) async fn version(&mut self) -> redis::RedisResult<String> {
+        let text: String = redis::cmd("INFO")
+            .arg("server")
+            .query_async(self.first())
+            .await?;
+        Ok(text
+            .lines()
+            .find_map(|l| l.strip_prefix("redis_version:"))
+            .unwrap_or("unknown")
+            .trim()
+            .to_owned())
+    }
+
+    /// How many clients are subscribed to `channel` (`PUBSUB NUMSUB`).
+    pub(crate) async fn numsub(&mut self, channel: &str) -> redis::RedisResult<u64> {
+        let reply: (String, u64) = redis::cmd("PUBSUB")
+            .arg("NUMSUB")
+            .arg(channel)
+            .query_async(self.first())
+            .await?;
+        Ok(reply.1)
+    }
+
+    /// How many connections are in pub/sub mode (`CLIENT LIST TYPE pubsub`).
+    pub(crate) async fn pubsub_clients(&mut self) -> redis::RedisResult<usize> {
+        let list: String = redis::cmd("CLIENT")
+            .arg("LIST")
+            .arg("TYPE")
+            .arg("pubsub")
+            .query_async(self.first())
+            .await?;
+        Ok(list.lines().filter(|l| !l.trim().is_empty()).count())
+    }
+}
+
+impl Snapshot {
+    /// What happened between `self` and the later snapshot `after`.
+    pub(crate) fn until(&self, after: &Snapshot) -> Delta {
+        let mut stats = BTreeMap::new();
+        for (name, &(calls, usec)) in &after.stats {
+            if PROBE_COMMANDS.contains(&name.as_str()) {
+                continue;
+            }
+            let (calls0, usec0) = self.stats.get(name).copied().unwrap_or((0, 0));
+            let delta = (calls.saturating_sub(calls0), usec.saturating_sub(usec0));
+            if delta.0 > 0 {
+                stats.insert(name.clone(), delta);
+            }
+        }
+        Delta {
+            stats,
+            client_cpu_s: after
+                .client_cpu
+                .saturating_sub(self.client_cpu)
+                .as_secs_f64(),
+            server_cpu_s: (after.server_cpu - self.server_cpu).max(0.0),
+            wall_s: after.at.duration_since(self.at).as_secs_f64(),
+        }
+    }
+
+    /// The cost of `ops` operations between `self` and the later snapshot `after`.
+    pub(crate) fn cost_until(&self, after: &Snapshot, ops: u64) -> Cost {
+        self.until(after).cost(ops)
+    }
+
+    /// Calls of `command` between `self` and `after`.
+    pub(crate) fn calls_until(&self, after: &Snapshot, command: &str) -> u64 {
+        self.until(after).calls(command)
+    }
+}
+
+impl Delta {
+    /// Adds another window.
+    pub(crate) fn add(&mut self, other: &Delta) {
+        for (name, &(calls, usec)) in &other.stats {
+            let entry = self.stats.entry(name.clone()).or_insert((0, 0));
+            entry.0 += calls;
+            entry.1 += usec;
+        }
+        self.client_cpu_s += other.client_cpu_s;
+        self.server_cpu_s += other.server_cpu_s;
+        self.wall_s += other.wall_s;
+    }
+
+    /// Calls of `command`.
+    pub(crate) fn calls(&self, command: &str) -> u64 {
+        self.stats.get(command).map_or(0, |s| s.0)
+    }
+
+    /// Divided by `ops` operations.
+    pub(crate) fn cost(&self, ops: u64) -> Cost {
+        let ops_f = ops.max(1) as f64;
+        let wall = self.wall_s.max(1e-9);
+        let total: u64 = self.stats.values().map(|s| s.0).sum();
+        Cost {
+            commands_per_op: total as f64 / ops_f,
+            commands: self
+                .stats
+                .iter()
+                .map(|(name, s)| (name.clone(), s.0 as f64 / ops_f))
+                .collect(),
+            command_us: self
+                .stats
+                .iter()
+                .map(|(name, s)| (name.clone(), s.1 as f64 / ops_f))
+                .collect(),
+            client_cpu_us_per_op: self.client_cpu_s * 1e6 / ops_f,
+            server_cpu_us_per_op: self.server_cpu_s * 1e6 / ops_f,
+            client_cpu_share: self.client_cpu_s / wall,
+            server_cpu_share: self.server_cpu_s / wall,
+        }
+    }
+}
+
+/// `cmdstat_<name>:calls=<n>,usec=<µs>,...` lines into a map name → (calls, µs).
+fn parse_commandstats(text: &str) -> BTreeMap<String, (u64, u64)> {
+    text.lines()
+        .filter_map(|line| {
+            let rest = line.trim().strip_prefix("cmdstat_")?;
+            let (name, fields) = rest.split_once(':')?;
+            let field = |key: &str| -> Option<u64> {
+                fields
+                    .split(',')
+                    .find_map(|f| f.strip_prefix(key))?
+                    .parse()
+                    .ok()
+            };
+            Some((
+                name.to_owned(),
+                (field("calls=")?, field("usec=").unwrap_or(0)),
+            ))
+        })
+        .collect()
+}
+
+/// `used_cpu_user + used_cpu_sys` of the server, seconds.
+fn parse_server_cpu(text: &str) -> f64 {
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix(name))
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    field("used_cpu_user:") + field("used_cpu_sys:")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const INFO: &str = "# Commandstats\r\n\
+        cmdstat_set:calls=620,usec=569,usec_per_call=0.92,rejected_calls=0,failed_calls=0\r\n\
+        cmdstat_evalsha:calls=320,usec=683,usec_per_call=2.13,rejected_calls=0,failed_calls=0\r\n\
+        cmdstat_info:calls=9,usec=1,usec_per_call=0.1,rejected_calls=0,failed_calls=0\r\n\
+        cmdstat_script|load:calls=1,usec=47,usec_per_call=47.00,rejected_calls=0,failed_calls=0\r\n\
+        \r\n# CPU\r\nused_cpu_sys:1.500000\r\nused_cpu_user:2.250000\r\n\
+        used_cpu_sys_children:0.000000\r\nused_cpu_user_children:0.000000\r\n";
+
+    #[test]
+    fn parses_info() {
+        let calls = parse_commandstats(INFO);
+        assert_eq!(calls.get("set"), Some(&(620, 569)));
+        assert_eq!(calls.get("script|load"), Some(&(1, 47)));
+        assert!((parse_server_cpu(INFO) - 3.75).abs() < 1e-9);
+    }
+
+    #[test]
+    fn cost_leaves_out_the_probe() {
+        let at = Instant::now();
+        let before = Snapshot {
+            stats: parse_commandstats(INFO),
+            server_cpu: 1.0,
+            client_cpu: Duration::from_millis(100),
+            at,
+        };
+        let mut stats = before.stats.clone();
+        for (name, usec) in [("set", 10), ("evalsha", 40)] {
+            let entry = stats.entry(name.into()).or_default();
+            entry.0 += 20;
+            entry.1 += usec;
+        }
+        stats.entry("info".into()).or_default().0 += 1;
+        let after = Snapshot {
+            stats,
+            server_cpu: 1.5,
+            client_cpu: Duration::from_millis(300),
+            at: at + Duration::from_secs(1),
+        };
+        let cost = before.cost_until(&after, 10);
+        assert!((cost.commands_per_op - 4.0).abs() < 1e-9);
+        assert!((cost.commands["set"] - 2.0).abs() < 1e-9);
+        assert!(!cost.commands.contains_key("info"));
+        assert!((cost.server_cpu_us_per_op - 50_000.0).abs() < 1e-6);
+        assert!((cost.client_cpu_share - 0.2).abs() < 1e-9);
+        assert!((cost.command_us["evalsha"] - 4.0).abs() < 1e-9);
+        assert_eq!(before.calls_until(&after, "evalsha"), 20);
+        let mut twice = before.until(&after);
+        twice.add(&before.until(&after));
+        assert_eq!(twice.calls("set"), 40);
+        assert!((twice.cost(20).commands_per_op - 4.0).abs() < 1e-9);
+    }
+}

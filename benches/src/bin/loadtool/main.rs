@@ -1,0 +1,470 @@
+//! distlock's load tool: measures distlock against the wire, in one run.
+//!
+//! Starts its own redis-server processes (lock-testkit, free loopback ports, killed by PID at
+//! the end), measures the bare-Redis baselines with `redis-benchmark` on the same server, then
+//! runs the scenarios of issue 7 against distlock and a hand-written redis-rs lock:
+//!
+//! - S1 uncontended: one task, one name, acquire + release in a loop;
+//! - S2 parallel: 32 tasks, each its own name;
+//! - S3 contended: 8 workers on one name, ~1 ms hold, each client's own way of waiting;
+//! - S4 Redlock over 3 and 5 servers, S1's loop;
+//! - S5 10,000 locks held with renewal, in a child process (memory, CPU, round trips);
+//! - S6 1,000 waiters on one name (subscriptions, round trips per handoff).
+//!
+//! Prints tables, writes `run.json` and `chart.svg`. `--help` lists the options; see
+//! `benches/README.md` for what each figure means.
+#![forbid(unsafe_code)]
+
+mod benchmark;
+mod chart;
+mod cli;
+mod cycles;
+mod handoff;
+mod info;
+mod procfs;
+mod progress;
+mod renewal;
+mod report;
+mod run;
+mod stats;
+mod waiters;
+
+use std::future::Future;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use clap::Parser;
+use distlock_bench::HandLock;
+use lock_core::{Lock, Locker};
+use lock_redis::RedisLock;
+use lock_redlock::Redlock;
+use lock_testkit::RedisServer;
+use tokio::runtime::Runtime;
+
+use crate::benchmark::Baselines;
+use crate::cli::{Cli, Part, Plan};
+use crate::cycles::Client;
+use crate::handoff::Contender;
+use crate::info::Probe;
+use crate::progress::Progress;
+use crate::run::{BACKEND, DISTLOCK, DISTLOCK_TTL, HAND, Run};
+
+/// Slack on top of a step's planned time before it is abandoned as hung.
+const STEP_SLACK: Duration = Duration::from_secs(60);
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Some(url) = &cli.s5_child {
+        return s5_child(&cli, url);
+    }
+    match run_all(&cli) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("loadtool: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The S5 child process: see [`renewal`].
+fn s5_child(cli: &Cli, url: &str) -> ExitCode {
+    let result = (|| {
+        let params: renewal::Params =
+            serde_json::from_str(cli.s5_params.as_deref().ok_or("--s5-params is missing")?)
+                .map_err(|e| format!("bad --s5-params: {e}"))?;
+        let runtime = cli.runtime.runtime().map_err(|e| e.to_string())?;
+        let report = runtime.block_on(renewal::child(url, params))?;
+        serde_json::to_string(&report).map_err(|e| e.to_string())
+    })();
+    match result {
+        Ok(line) => {
+            println!("{line}");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("{error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The servers of a run: the main one (baselines and S1–S3, S5, S6), and four more for S4.
+struct Servers {
+    main: RedisServer,
+    more: Vec<RedisServer>,
+}
+
+impl Servers {
+    fn urls(&self, n: usize) -> Vec<String> {
+        std::iter::once(&self.main)
+            .chain(&self.more)
+            .take(n)
+            .map(RedisServer::url)
+            .collect()
+    }
+}
+
+fn run_all(cli: &Cli) -> Result<ExitCode, String> {
+    let plan = Plan::from_cli(cli)?;
+    let started = std::time::Instant::now();
+    let runtime = plan.runtime.runtime().map_err(|e| e.to_string())?;
+    let bench = benchmark::binary();
+    let mut progress = Progress::new(steps(&plan, bench.is_some()));
+
+    progress.next();
+    let servers = Servers {
+        main: RedisServer::start().map_err(|e| format!("starting redis-server: {e}"))?,
+        more: (0..if plan.has(Part::S4) { 4 } else { 0 })
+            .map(|_| RedisServer::start())
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("starting redis-server: {e}"))?,
+    };
+    let url = servers.main.url();
+    let mut probe = block(&runtime, Duration::ZERO, Probe::connect(&servers.urls(1)))?
+        .map_err(|e| format!("connecting to {url}: {e}"))?;
+    let redis_version =
+        block(&runtime, Duration::ZERO, probe.version())?.map_err(|e| e.to_string())?;
+    // The hand-written lock's release script, for redis-benchmark's EVALSHA.
+    let release_sha: String = block(&runtime, Duration::ZERO, async {
+        redis::cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(distlock_bench::handwritten::RELEASE_LUA)
+            .query_async(
+                &mut redis::Client::open(url.as_str())?
+                    .get_multiplexed_async_connection()
+                    .await?,
+            )
+            .await
+    })?
+    .map_err(|e: redis::RedisError| e.to_string())?;
+
+    let mut run = Run {
+        tool: "distlock loadtool",
+        version: env!("CARGO_PKG_VERSION"),
+        started_unix_s: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        commit: run::commit(),
+        wall_s: 0.0,
+        machine: procfs::Machine::detect(),
+        redis_version,
+        plan: plan.clone(),
+        baselines: Baselines::default(),
+        s1: Vec::new(),
+        s2: Vec::new(),
+        s3: Vec::new(),
+        s4: Vec::new(),
+        s5: None,
+        s6: None,
+        targets: Vec::new(),
+        failures: Vec::new(),
+    };
+    let mut bench_runs = Vec::new();
+    let port = servers.main.port();
+    let benchmark = |progress: &mut Progress, spec: &benchmark::Spec| match &bench {
+        Some(binary) => {
+            progress.next();
+            benchmark::run(binary, port, spec, STEP_SLACK)
+        }
+        None => Err("redis-benchmark not found".to_owned()),
+    };
+
+    if plan.has(Part::Baseline) && bench.is_some() {
+        let specs = benchmark::other_specs(
+            &release_sha,
+            plan.bench_requests_single,
+            plan.bench_requests_pipelined,
+        );
+        for spec in &specs {
+            bench_runs.push(benchmark(&mut progress, spec)?);
+        }
+    }
+
+    if plan.has(Part::S1) {
+        // Rounds of: the two round trips of the limit, then every client; so a slow patch of
+        // the (shared) machine weighs on all of them alike.
+        let clients = [HAND, BACKEND, DISTLOCK_TTL, DISTLOCK];
+        let made = block(&runtime, Duration::ZERO, async {
+            let mut made = Vec::new();
+            for label in clients {
+                made.push(client(label, &url).await?);
+            }
+            Ok::<_, String>(made)
+        })??;
+        let mut windows: Vec<Vec<cycles::Window>> = clients.iter().map(|_| Vec::new()).collect();
+        let mut limit_runs: Vec<Vec<benchmark::Bench>> = Vec::new();
+        let round_timing = cycles::Timing {
+            warmup: plan.cycles.warmup / plan.s1_rounds,
+            measure: plan.cycles.measure / plan.s1_rounds,
+        };
+        for _ in 0..plan.s1_rounds {
+            if bench.is_some() {
+                let requests = plan.bench_requests_single / u64::from(plan.s1_rounds);
+                let specs = benchmark::round_trip_specs(&release_sha, requests.max(1));
+                for (i, spec) in specs.iter().enumerate() {
+                    if limit_runs.len() <= i {
+                        limit_runs.push(Vec::new());
+                    }
+                    limit_runs[i].push(benchmark(&mut progress, spec)?);
+                }
+            }
+            for (i, (label, client)) in clients.iter().zip(&made).enumerate() {
+                progress.next();
+                let name = format!("s1:{}", slug(label));
+                windows[i].push(block(
+                    &runtime,
+                    round_timing.warmup + round_timing.measure,
+                    cycles::measure(label, client.clone(), &name, 1, round_timing, &mut probe),
+                )??);
+            }
+        }
+        bench_runs.extend(
+            limit_runs
+                .iter()
+                .filter_map(|runs| benchmark::Bench::merge(runs)),
+        );
+        run.s1 = clients
+            .iter()
+            .zip(windows)
+            .map(|(label, w)| cycles::CycleRun::from_windows("S1", label, 1, w))
+            .collect();
+    }
+    run.baselines = match &bench {
+        Some(_) => Baselines::from_runs(bench_runs),
+        None => {
+            let why =
+                "redis-benchmark not found (it comes with Redis: run scripts/ensure-redis.sh)";
+            progress.note(&format!(
+                "warning: {why}; the redis-benchmark baselines are left out"
+            ));
+            Baselines {
+                unavailable: Some(why.to_owned()),
+                ..Baselines::default()
+            }
+        }
+    };
+
+    if plan.has(Part::S2) {
+        for label in [HAND, BACKEND, DISTLOCK] {
+            progress.next();
+            let client = block(&runtime, Duration::ZERO, client(label, &url))??;
+            let name = format!("s2:{}", slug(label));
+            run.s2.push(block(
+                &runtime,
+                plan.cycles.warmup + plan.cycles.measure,
+                cycles::run(
+                    "S2",
+                    label,
+                    client,
+                    &name,
+                    plan.s2_tasks,
+                    plan.cycles,
+                    &mut probe,
+                ),
+            )??);
+        }
+    }
+
+    if plan.has(Part::S3) {
+        for label in [HAND, DISTLOCK] {
+            progress.next();
+            let contender = block(&runtime, Duration::ZERO, async {
+                Ok::<_, String>(match label {
+                    HAND => {
+                        Contender::Hand(HandLock::connect(&url).await.map_err(|e| e.to_string())?)
+                    }
+                    _ => Contender::Locker(Locker::new(
+                        RedisLock::from_url(&url).map_err(|e| e.to_string())?,
+                    )),
+                })
+            })??;
+            let name = format!("s3:{}", slug(label));
+            run.s3.push(block(
+                &runtime,
+                plan.contention.warmup + plan.contention.measure,
+                handoff::run(
+                    label,
+                    contender,
+                    &name,
+                    plan.s3_workers,
+                    plan.s3_hold,
+                    plan.contention,
+                    &mut probe,
+                ),
+            )??);
+        }
+    }
+
+    if plan.has(Part::S4) {
+        for nodes in [3, 5] {
+            progress.next();
+            let mut builder = Redlock::builder();
+            for node_url in servers.urls(nodes) {
+                let node = RedisLock::from_url(&node_url).map_err(|e| e.to_string())?;
+                builder = builder.node_arc(Arc::new(node));
+            }
+            let redlock = builder.build().map_err(|e| e.to_string())?;
+            let label = format!("Redlock, {nodes} nodes");
+            let mut all = block(
+                &runtime,
+                Duration::ZERO,
+                Probe::connect(&servers.urls(nodes)),
+            )?
+            .map_err(|e| e.to_string())?;
+            run.s4.push(block(
+                &runtime,
+                plan.cycles.warmup + plan.cycles.measure,
+                cycles::run(
+                    "S4",
+                    &label,
+                    Client::Locker(Locker::new(redlock), None),
+                    &format!("s4:{nodes}"),
+                    1,
+                    plan.cycles,
+                    &mut all,
+                ),
+            )??);
+        }
+    }
+
+    if plan.has(Part::S5) {
+        progress.next();
+        let params = renewal::Params {
+            locks: plan.s5_locks,
+            lease_ms: u64::try_from(plan.s5_lease.as_millis()).unwrap_or(u64::MAX),
+            periods: plan.s5_periods,
+        };
+        run.s5 = Some(renewal::run(&url, plan.runtime.as_arg(), params)?);
+    }
+
+    if plan.has(Part::S6) {
+        progress.next();
+        run.s6 = Some(block(
+            &runtime,
+            Duration::from_secs(60),
+            waiters::run(&url, plan.s6_waiters, &mut probe),
+        )??);
+    }
+
+    progress.next();
+    run.wall_s = started.elapsed().as_secs_f64();
+    run.judge();
+    run.check();
+    std::fs::create_dir_all(&plan.out)
+        .map_err(|e| format!("creating {}: {e}", plan.out.display()))?;
+    let json = plan.out.join("run.json");
+    let text = serde_json::to_string_pretty(&run).map_err(|e| e.to_string())?;
+    std::fs::write(&json, text + "\n").map_err(|e| format!("writing {}: {e}", json.display()))?;
+    let svg = plan.out.join("chart.svg");
+    chart::write(&run, &svg)?;
+    progress.finish();
+    drop(probe);
+    drop(runtime);
+    drop(servers);
+
+    report::print(&run);
+    println!("\nWrote {} and {}", json.display(), svg.display());
+    let missed = run.targets.iter().any(|t| t.met == Some(false));
+    Ok(if !run.failures.is_empty() {
+        ExitCode::FAILURE
+    } else if cli.strict && missed {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// A label as part of a key name: `distlock, fixed ttl` → `distlock-fixed-ttl`.
+fn slug(label: &str) -> String {
+    label
+        .chars()
+        .filter(|c| *c != ',')
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The steps of a run with their planned times, for the progress bar, in the order they run.
+fn steps(plan: &Plan, bench: bool) -> Vec<(String, Duration)> {
+    let secs = Duration::from_secs_f64;
+    let cycle = plan.cycles.warmup + plan.cycles.measure + secs(0.1);
+    let contention = plan.contention.warmup + plan.contention.measure + secs(0.1);
+    let single = secs(1.5 * plan.bench_requests_single as f64 / 20_000.0);
+    let piped = secs(1.5 * plan.bench_requests_pipelined as f64 / 300_000.0);
+    let mut s = vec![("starting redis-server processes".to_owned(), secs(1.5))];
+    if plan.has(Part::Baseline) && bench {
+        for spec in benchmark::other_specs("", 1, 1) {
+            let t = if spec.pipeline > 1 { piped } else { single };
+            s.push((format!("redis-benchmark: {}", spec.name), t));
+        }
+    }
+    if plan.has(Part::S1) {
+        let rounds = plan.s1_rounds;
+        for round in 1..=rounds {
+            if bench {
+                for spec in benchmark::round_trip_specs("", 1) {
+                    s.push((
+                        format!("S1 round {round}/{rounds}: redis-benchmark {}", spec.name),
+                        single / rounds,
+                    ));
+                }
+            }
+            for client in [HAND, BACKEND, DISTLOCK_TTL, DISTLOCK] {
+                s.push((
+                    format!("S1 round {round}/{rounds}: {client}"),
+                    cycle / rounds,
+                ));
+            }
+        }
+    }
+    if plan.has(Part::S2) {
+        for client in [HAND, BACKEND, DISTLOCK] {
+            s.push((format!("S2 {} tasks: {client}", plan.s2_tasks), cycle));
+        }
+    }
+    if plan.has(Part::S3) {
+        for client in [HAND, DISTLOCK] {
+            s.push((
+                format!("S3 {} workers, one name: {client}", plan.s3_workers),
+                contention,
+            ));
+        }
+    }
+    if plan.has(Part::S4) {
+        for nodes in [3, 5] {
+            s.push((format!("S4 Redlock over {nodes} servers"), cycle));
+        }
+    }
+    if plan.has(Part::S5) {
+        s.push((
+            format!("S5 {} renewed locks (child process)", plan.s5_locks),
+            plan.s5_lease * plan.s5_periods + secs(3.0),
+        ));
+    }
+    if plan.has(Part::S6) {
+        s.push((
+            format!("S6 {} waiters on one name", plan.s6_waiters),
+            secs(2.0),
+        ));
+    }
+    s.push(("writing the report".into(), secs(0.5)));
+    s
+}
+
+async fn client(label: &str, url: &str) -> Result<Client, String> {
+    let redis_lock = || RedisLock::from_url(url).map_err(|e| e.to_string());
+    Ok(match label {
+        HAND => Client::Hand(HandLock::connect(url).await.map_err(|e| e.to_string())?),
+        BACKEND => Client::Backend(Arc::new(redis_lock()?) as Arc<dyn Lock>),
+        DISTLOCK_TTL => Client::Locker(Locker::new(redis_lock()?), Some(cycles::TTL)),
+        _ => Client::Locker(Locker::new(redis_lock()?), None),
+    })
+}
+
+/// Runs `future` on `runtime`, abandoning it past `planned` plus [`STEP_SLACK`].
+fn block<F: Future>(runtime: &Runtime, planned: Duration, future: F) -> Result<F::Output, String> {
+    let limit = planned + STEP_SLACK;
+    runtime
+        .block_on(async { tokio::time::timeout(limit, future).await })
+        .map_err(|_| format!("a step took longer than {limit:?}; abandoned"))
+}

@@ -1,0 +1,140 @@
+//! What this process costs, read from `/proc/self`: CPU time and resident memory. Plus a few
+//! facts about the machine for the record of the run.
+
+use std::fs;
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// Linux reports process CPU times in `/proc` in units of `USER_HZ`, which is 100 on every
+/// architecture Linux supports (it is part of the ABI, whatever the kernel's own tick rate).
+const USER_HZ: u64 = 100;
+
+/// CPU time (user + system, all threads) this process has used so far; zero where `/proc` is
+/// not available. Resolution: 10 ms.
+pub(crate) fn cpu_time() -> Duration {
+    fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|stat| parse_cpu_ticks(&stat))
+        .map_or(Duration::ZERO, |ticks| {
+            Duration::from_millis(ticks * 1000 / USER_HZ)
+        })
+}
+
+/// utime + stime from the text of `/proc/<pid>/stat`, in ticks.
+fn parse_cpu_ticks(stat: &str) -> Option<u64> {
+    // The command name (field 2) is in parentheses and may contain spaces: split after it.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // After the name, field 3 (state) is index 0; utime is field 14, stime field 15.
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some(utime + stime)
+}
+
+/// Resident memory of this process, in MiB.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub(crate) struct Memory {
+    /// Resident set size (`VmRSS`).
+    pub(crate) rss_mib: f64,
+    /// Its anonymous part (`RssAnon`): the heap and stacks, without the mapped binary.
+    pub(crate) anon_mib: f64,
+    /// The peak resident set size so far (`VmHWM`).
+    pub(crate) peak_mib: f64,
+}
+
+/// This process's memory now; zeros where `/proc` is not available.
+pub(crate) fn memory() -> Memory {
+    fs::read_to_string("/proc/self/status")
+        .map(|status| parse_memory(&status))
+        .unwrap_or_default()
+}
+
+fn parse_memory(status: &str) -> Memory {
+    let kib = |field: &str| -> f64 {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(field))
+            .and_then(|rest| {
+                rest.trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+            })
+            .unwrap_or(0.0)
+    };
+    Memory {
+        rss_mib: kib("VmRSS:") / 1024.0,
+        anon_mib: kib("RssAnon:") / 1024.0,
+        peak_mib: kib("VmHWM:") / 1024.0,
+    }
+}
+
+/// The machine a run was made on.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Machine {
+    pub(crate) cpus: usize,
+    pub(crate) cpu_model: String,
+    pub(crate) kernel: String,
+    pub(crate) memory_gib: f64,
+}
+
+impl Machine {
+    pub(crate) fn detect() -> Self {
+        let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let cpu_model = cpuinfo
+            .lines()
+            .find_map(|l| l.strip_prefix("model name"))
+            .map(|rest| rest.trim_start_matches([' ', '\t', ':']).trim().to_owned())
+            .unwrap_or_else(|| "unknown".to_owned());
+        let meminfo = fs::read_to_string("/proc/meminfo").unwrap_or_default();
+        let memory_gib = meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|rest| {
+                rest.trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+            })
+            .map_or(0.0, |kib| kib / 1024.0 / 1024.0);
+        Self {
+            cpus: std::thread::available_parallelism().map_or(1, usize::from),
+            cpu_model,
+            kernel: fs::read_to_string("/proc/sys/kernel/osrelease")
+                .map(|s| s.trim().to_owned())
+                .unwrap_or_else(|_| "unknown".to_owned()),
+            memory_gib,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_stat_with_spaces_in_the_name() {
+        let stat = "1234 (load tool (x)) S 1 2 3 4 5 6 7 8 9 10 250 50 0 0 20 0 3 0 100";
+        assert_eq!(parse_cpu_ticks(stat), Some(300));
+    }
+
+    #[test]
+    fn parses_status() {
+        let status =
+            "Name:\tloadtool\nVmHWM:\t  20480 kB\nVmRSS:\t  10240 kB\nRssAnon:\t   5120 kB\n";
+        let m = parse_memory(status);
+        assert!((m.rss_mib - 10.0).abs() < 1e-9);
+        assert!((m.anon_mib - 5.0).abs() < 1e-9);
+        assert!((m.peak_mib - 20.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn reads_this_process() {
+        assert!(memory().rss_mib > 0.0);
+        let _ = cpu_time();
+        assert!(Machine::detect().cpus >= 1);
+    }
+}

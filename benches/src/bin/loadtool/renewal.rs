@@ -1,0 +1,281 @@
+//! S5: 10,000 locks held with renewal for a few lease periods, in a process of their own (so
+//! its resident memory is that of a service holding them, not of the load tool's other runs).
+//!
+//! The parent starts this same binary with `--s5-child`; the child takes the locks, holds them
+//! while the `Locker`'s watchdog renews them, reads its CPU time and memory from `/proc/self`,
+//! counts the renewal batches through a counting wrapper around the backend, releases
+//! everything and prints one JSON line.
+
+use std::io::Read as _;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use lock_core::{Attempt, Lease, Lock, LockError, Locker, LockerBuilder, ReleaseWatch, Token};
+use lock_redis::RedisLock;
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+
+use crate::info::Probe;
+use crate::procfs::{self, Memory};
+
+/// Locks taken or released at once.
+const CONCURRENCY: usize = 64;
+
+/// The lease the target is stated for: CPU shares are also given as if leases were this long.
+pub(crate) const TARGET_LEASE: Duration = Duration::from_secs(30);
+
+/// What the parent asks of the child.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub(crate) struct Params {
+    pub(crate) locks: usize,
+    pub(crate) lease_ms: u64,
+    pub(crate) periods: u32,
+}
+
+impl Params {
+    fn lease(&self) -> Duration {
+        Duration::from_millis(self.lease_ms)
+    }
+
+    /// An upper bound on how long the child runs.
+    pub(crate) fn limit(&self) -> Duration {
+        self.lease() * self.periods + Duration::from_secs(60)
+    }
+}
+
+/// What the child reports.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct RenewalRun {
+    pub(crate) locks: usize,
+    pub(crate) lease_s: f64,
+    pub(crate) periods: u32,
+    /// How long taking all the locks took.
+    pub(crate) acquire_s: f64,
+    /// How long they were held while renewing (the measured window).
+    pub(crate) hold_s: f64,
+    pub(crate) memory_before: MemoryMib,
+    pub(crate) memory_held: MemoryMib,
+    /// Share of one core the process used while holding (measured at `lease_s`).
+    pub(crate) cpu_share: f64,
+    /// The same, scaled to a 30 s lease (renewal work is proportional to the renewal rate).
+    pub(crate) cpu_share_at_30s_lease: f64,
+    /// `extend_many` calls: each is one batch of renewals written back to back on the
+    /// connection and awaited together — one round trip.
+    pub(crate) renewal_round_trips: u64,
+    /// Leases extended by those calls.
+    pub(crate) renewals: u64,
+    pub(crate) renewals_per_round_trip: f64,
+    pub(crate) round_trips_per_period: f64,
+    /// EVALSHA calls the server counted in the window.
+    pub(crate) server_evalsha: u64,
+    /// Guards that were no longer held at the end (should be 0).
+    pub(crate) lost: usize,
+}
+
+/// [`Memory`] for the record.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub(crate) struct MemoryMib {
+    pub(crate) rss: f64,
+    pub(crate) anon: f64,
+    pub(crate) peak: f64,
+}
+
+impl From<Memory> for MemoryMib {
+    fn from(m: Memory) -> Self {
+        Self {
+            rss: m.rss_mib,
+            anon: m.anon_mib,
+            peak: m.peak_mib,
+        }
+    }
+}
+
+/// Runs the child for `params` against `url` and reads its report (parent side). Blocking.
+pub(crate) fn run(url: &str, runtime: &str, params: Params) -> Result<RenewalRun, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
+    let mut child = Command::new(exe)
+        .args(["--s5-child", url, "--runtime", runtime])
+        .arg("--s5-params")
+        .arg(serde_json::to_string(&params).map_err(|e| e.to_string())?)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start the S5 child: {e}"))?;
+    let started = std::time::Instant::now();
+    let limit = params.limit();
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if started.elapsed() < limit => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("the S5 child ran longer than {limit:?}; killed"));
+            }
+            Err(e) => return Err(format!("waiting for the S5 child: {e}")),
+        }
+    }
+    let (mut out, mut err) = (String::new(), String::new());
+    if let Some(mut stdout) = child.stdout.take() {
+        let _ = stdout.read_to_string(&mut out);
+    }
+    if let Some(mut stderr) = child.stderr.take() {
+        let _ = stderr.read_to_string(&mut err);
+    }
+    let status = child.wait().map_err(|e| e.to_string())?;
+    if !status.success() {
+        return Err(format!("the S5 child failed ({status}): {}", err.trim()));
+    }
+    serde_json::from_str(out.trim())
+        .map_err(|e| format!("the S5 child's report does not parse ({e}): {}", out.trim()))
+}
+
+/// The child: takes, holds and releases the locks; returns its report.
+pub(crate) async fn child(url: &str, params: Params) -> Result<RenewalRun, String> {
+    let err = |e: LockError| e.to_string();
+    let memory_before = procfs::memory();
+    let counting = Arc::new(Counting::new(RedisLock::from_url(url).map_err(err)?));
+    let locker = LockerBuilder::from_arc(Arc::clone(&counting) as Arc<dyn Lock>)
+        .lease(params.lease())
+        .build();
+    let mut probe = Probe::connect(&[url.to_owned()])
+        .await
+        .map_err(|e| e.to_string())?;
+
+    let started = Instant::now();
+    let guards = take_all(&locker, params.locks).await?;
+    let acquire_s = started.elapsed().as_secs_f64();
+
+    let (batches0, renewals0) = counting.counts();
+    let before = probe.snapshot().await.map_err(|e| e.to_string())?;
+    let cpu0 = procfs::cpu_time();
+    let window = Instant::now();
+    tokio::time::sleep(params.lease() * params.periods).await;
+    let hold = window.elapsed();
+    let cpu = procfs::cpu_time().saturating_sub(cpu0);
+    let after = probe.snapshot().await.map_err(|e| e.to_string())?;
+    let (batches1, renewals1) = counting.counts();
+    let memory_held = procfs::memory();
+    let lost = guards.iter().filter(|g| !g.is_held()).count();
+
+    futures::stream::iter(guards)
+        .map(|guard| async move { guard.release().await })
+        .buffer_unordered(CONCURRENCY)
+        .for_each(|_| async {})
+        .await;
+
+    let cpu_share = cpu.as_secs_f64() / hold.as_secs_f64();
+    let lease_s = params.lease().as_secs_f64();
+    let round_trips = batches1 - batches0;
+    let renewals = renewals1 - renewals0;
+    Ok(RenewalRun {
+        locks: params.locks,
+        lease_s,
+        periods: params.periods,
+        acquire_s,
+        hold_s: hold.as_secs_f64(),
+        memory_before: memory_before.into(),
+        memory_held: memory_held.into(),
+        cpu_share,
+        cpu_share_at_30s_lease: cpu_share * lease_s / TARGET_LEASE.as_secs_f64(),
+        renewal_round_trips: round_trips,
+        renewals,
+        renewals_per_round_trip: crate::stats::ratio(renewals as f64, round_trips as f64),
+        round_trips_per_period: round_trips as f64 / f64::from(params.periods.max(1)),
+        server_evalsha: before.calls_until(&after, "evalsha"),
+        lost,
+    })
+}
+
+async fn take_all(locker: &Locker, n: usize) -> Result<Vec<lock_core::Guard>, String> {
+    let results: Vec<_> = futures::stream::iter(0..n)
+        .map(|i| {
+            let locker = locker.clone();
+            async move { locker.lock(format!("s5:{i}")).try_acquire().await }
+        })
+        .buffer_unordered(CONCURRENCY)
+        .collect()
+        .await;
+    let mut guards = Vec::with_capacity(n);
+    for result in results {
+        match result {
+            Ok(Some(guard)) => guards.push(guard),
+            Ok(None) => return Err("an S5 lock was busy".to_owned()),
+            Err(e) => return Err(format!("taking an S5 lock: {e}")),
+        }
+    }
+    Ok(guards)
+}
+
+/// A `Lock` that forwards everything to `inner` and counts the renewal batches.
+struct Counting<L> {
+    inner: L,
+    batches: AtomicU64,
+    renewals: AtomicU64,
+}
+
+impl<L> Counting<L> {
+    fn new(inner: L) -> Self {
+        Self {
+            inner,
+            batches: AtomicU64::new(0),
+            renewals: AtomicU64::new(0),
+        }
+    }
+
+    fn counts(&self) -> (u64, u64) {
+        (
+            self.batches.load(Ordering::Acquire),
+            self.renewals.load(Ordering::Acquire),
+        )
+    }
+}
+
+#[async_trait]
+impl<L: Lock> Lock for Counting<L> {
+    fn backend(&self) -> &'static str {
+        self.inner.backend()
+    }
+
+    async fn try_acquire(
+        &self,
+        name: &str,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        self.inner.try_acquire(name, token, ttl).await
+    }
+
+    async fn extend(
+        &self,
+        lease: &Lease,
+        ttl: Duration,
+    ) -> Result<Option<tokio::time::Instant>, LockError> {
+        self.inner.extend(lease, ttl).await
+    }
+
+    async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
+        self.inner.release(lease).await
+    }
+
+    async fn extend_many(
+        &self,
+        leases: &[(Lease, Duration)],
+    ) -> Vec<Result<Option<tokio::time::Instant>, LockError>> {
+        self.batches.fetch_add(1, Ordering::AcqRel);
+        self.renewals
+            .fetch_add(leases.len() as u64, Ordering::AcqRel);
+        self.inner.extend_many(leases).await
+    }
+
+    async fn watch(&self, name: &str) -> Result<Option<ReleaseWatch>, LockError> {
+        self.inner.watch(name).await
+    }
+}

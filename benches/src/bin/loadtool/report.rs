@@ -1,0 +1,341 @@
+//! The tables printed at the end of a run.
+
+use comfy_table::{CellAlignment, Table, presets};
+
+use crate::cycles::CycleRun;
+use crate::info::Cost;
+use crate::run::Run;
+
+/// Prints every table of `run` on stdout.
+pub(crate) fn print(run: &Run) {
+    println!();
+    println!(
+        "distlock load tool · {} run · {} runtime · redis {} · {} × {} · {:.0} s",
+        run.plan.mode,
+        run.plan.runtime.as_arg(),
+        run.redis_version,
+        run.machine.cpus,
+        run.machine.cpu_model,
+        run.wall_s
+    );
+    baselines(run);
+    cycles(run);
+    contention(run);
+    scale(run);
+    targets(run);
+    if !run.failures.is_empty() {
+        println!("\nFAILURES (the figures above are not a valid measurement):");
+        for f in &run.failures {
+            println!("  - {f}");
+        }
+    }
+}
+
+fn table(header: &[&str]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(presets::UTF8_FULL_CONDENSED);
+    t.set_header(header.to_vec());
+    for i in 2..header.len() {
+        if let Some(column) = t.column_mut(i) {
+            column.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    t
+}
+
+fn baselines(run: &Run) {
+    let b = &run.baselines;
+    if let Some(why) = &b.unavailable {
+        println!("\nBaselines: not measured ({why})");
+        return;
+    }
+    if b.runs.is_empty() {
+        return;
+    }
+    println!(
+        "\nBaselines: redis-benchmark on the same server (one client connection unless noted)"
+    );
+    let mut t = table(&["run", "command", "req/s", "p50 µs", "p99 µs"]);
+    for r in &b.runs {
+        t.add_row(vec![
+            r.name.clone(),
+            shorten(&r.command, 48),
+            format!("{:.0}", r.rps),
+            format!("{:.0}", r.p50_us),
+            format!("{:.0}", r.p99_us),
+        ]);
+    }
+    if let (Some(limit), Some(p50)) = (b.round_trip_limit_per_s, b.round_trip_limit_p50_us) {
+        t.add_row(vec![
+            "round-trip limit of a lock cycle".to_owned(),
+            "SET NX PX + EVALSHA, one after the other".to_owned(),
+            format!("{limit:.0} cycles/s"),
+            format!("{p50:.0}"),
+            String::new(),
+        ]);
+    }
+    if let Some(ceiling) = b.pipelined_ceiling_per_s {
+        t.add_row(vec![
+            "pipelined ceiling (S2's shape)".to_owned(),
+            format!(
+                "SET NX PX + EVALSHA, {} in flight",
+                crate::benchmark::PIPELINE
+            ),
+            format!("{ceiling:.0} cycles/s"),
+            String::new(),
+            String::new(),
+        ]);
+    }
+    if let Some(ceiling) = b.server_ceiling_per_s {
+        t.add_row(vec![
+            "server ceiling".to_owned(),
+            format!(
+                "the same on {} connections",
+                crate::benchmark::SERVER_CONNECTIONS
+            ),
+            format!("{ceiling:.0} cycles/s"),
+            String::new(),
+            String::new(),
+        ]);
+    }
+    println!("{t}");
+}
+
+fn cycles(run: &Run) {
+    let rows: Vec<&CycleRun> = run.s1.iter().chain(&run.s2).chain(&run.s4).collect();
+    if rows.is_empty() {
+        return;
+    }
+    println!(
+        "\nS1 uncontended (1 task) · S2 parallel (32 tasks, own names) · S4 Redlock (1 task): acquire + release cycles"
+    );
+    let mut t = table(&[
+        "scenario",
+        "client",
+        "cycles/s",
+        "p50 µs",
+        "p99 µs",
+        "cmds/cycle",
+        "in scripts µs/cycle",
+        "client CPU µs/cycle",
+        "server CPU µs/cycle",
+        "commands per cycle",
+    ]);
+    for r in rows {
+        t.add_row(vec![
+            r.scenario.to_owned(),
+            r.client.clone(),
+            format!("{:.0}", r.per_second),
+            format!("{:.0}", r.latency.p50_us),
+            format!("{:.0}", r.latency.p99_us),
+            format!("{:.2}", r.cost.commands_per_op),
+            format!("{:.1}", script_us(&r.cost)),
+            format!("{:.1}", r.cost.client_cpu_us_per_op),
+            format!("{:.1}", r.cost.server_cpu_us_per_op),
+            breakdown(&r.cost),
+        ]);
+    }
+    println!("{t}");
+    println!(
+        "  in scripts: server time executing EVALSHA (the commands a script calls included), \
+         from INFO commandstats"
+    );
+}
+
+/// Server µs spent executing scripts per operation.
+fn script_us(cost: &Cost) -> f64 {
+    ["evalsha", "eval", "evalsha_ro", "eval_ro", "fcall"]
+        .iter()
+        .filter_map(|c| cost.command_us.get(*c))
+        .sum()
+}
+
+fn contention(run: &Run) {
+    if run.s3.is_empty() {
+        return;
+    }
+    println!(
+        "\nS3 contended: {} workers, one name, {:.0} ms hold, each client's own way of waiting",
+        run.plan.s3_workers,
+        run.plan.s3_hold.as_secs_f64() * 1e3
+    );
+    let mut t = table(&[
+        "client",
+        "acq/s",
+        "gap mean µs",
+        "gap p50 µs",
+        "gap p99 µs",
+        "self-handoff",
+        "cmds/acq",
+        "lost updates",
+        "hold mean ms",
+        "commands per acquisition",
+    ]);
+    for r in &run.s3 {
+        t.add_row(vec![
+            r.client.clone(),
+            format!("{:.0}", r.per_second),
+            format!("{:.0}", r.gap.mean_us),
+            format!("{:.0}", r.gap.p50_us),
+            format!("{:.0}", r.gap.p99_us),
+            format!("{:.1} %", r.self_handoff * 100.0),
+            format!("{:.2}", r.cost.commands_per_op),
+            format!("{} / {}", r.lost_updates, r.total_acquisitions),
+            format!("{:.2}", r.hold.mean_us / 1e3),
+            breakdown(&r.cost),
+        ]);
+    }
+    println!("{t}");
+}
+
+fn scale(run: &Run) {
+    if run.s5.is_none() && run.s6.is_none() {
+        return;
+    }
+    println!("\nS5 renewal at scale · S6 many waiters");
+    let mut t = table(&["scenario", "figure", "value"]);
+    if let Some(r) = &run.s5 {
+        let rows = [
+            (
+                "locks held, renewed",
+                format!(
+                    "{} for {:.1} s ({} periods of a {:.1} s lease)",
+                    r.locks, r.hold_s, r.periods, r.lease_s
+                ),
+            ),
+            ("taking them", format!("{:.2} s", r.acquire_s)),
+            (
+                "RSS before → holding",
+                format!(
+                    "{:.1} → {:.1} MiB (anon {:.1} MiB, peak {:.1} MiB)",
+                    r.memory_before.rss, r.memory_held.rss, r.memory_held.anon, r.memory_held.peak
+                ),
+            ),
+            (
+                "CPU while holding",
+                format!(
+                    "{:.2} % of a core at a {:.1} s lease → {:.2} % at 30 s",
+                    r.cpu_share * 100.0,
+                    r.lease_s,
+                    r.cpu_share_at_30s_lease * 100.0
+                ),
+            ),
+            (
+                "renewal round trips",
+                format!(
+                    "{} ({:.1} per period, {:.0} renewals each); server EVALSHA: {}",
+                    r.renewal_round_trips,
+                    r.round_trips_per_period,
+                    r.renewals_per_round_trip,
+                    r.server_evalsha
+                ),
+            ),
+            ("leases lost", r.lost.to_string()),
+        ];
+        for (figure, value) in rows {
+            t.add_row(vec!["S5".to_owned(), figure.to_owned(), value]);
+        }
+    }
+    if let Some(r) = &run.s6 {
+        let rows = [
+            (
+                "waiters that got the lock",
+                format!(
+                    "{} of {} in {:.2} s ({:.0} handoffs/s)",
+                    r.acquired, r.waiters, r.seconds, r.handoffs_per_second
+                ),
+            ),
+            (
+                "subscriptions",
+                format!(
+                    "{} subscriber(s) of the channel, {} pub/sub connection(s), {} SUBSCRIBE",
+                    r.max_channel_subscribers, r.max_pubsub_connections, r.subscribe_commands
+                ),
+            ),
+            (
+                "round trips per handoff",
+                format!(
+                    "{:.2} (EVALSHA + SUBSCRIBE); {:.2} commands: {}",
+                    r.round_trips_per_handoff,
+                    r.cost.commands_per_op,
+                    breakdown(&r.cost)
+                ),
+            ),
+            (
+                "lost updates / violations",
+                format!("{} / {}", r.lost_updates, r.exclusion_violations),
+            ),
+        ];
+        for (figure, value) in rows {
+            t.add_row(vec!["S6".to_owned(), figure.to_owned(), value]);
+        }
+    }
+    println!("{t}");
+}
+
+fn targets(run: &Run) {
+    if run.targets.is_empty() {
+        return;
+    }
+    println!("\nTargets (issues 3, 4 and 7)");
+    let mut t = table(&["target", "issues", "goal", "measured", "met"]);
+    for target in &run.targets {
+        t.add_row(vec![
+            format!("{} — {}", target.id, target.what),
+            target.issues.to_owned(),
+            target.goal.to_owned(),
+            target.measured.clone(),
+            match target.met {
+                Some(true) => "yes".to_owned(),
+                Some(false) => "NO".to_owned(),
+                None => "-".to_owned(),
+            },
+        ]);
+    }
+    println!("{t}");
+}
+
+/// `evalsha 2 · set 2 · ...`, the largest first.
+pub(crate) fn breakdown(cost: &Cost) -> String {
+    let mut parts: Vec<(&String, &f64)> = cost.commands.iter().collect();
+    parts.sort_by(|a, b| b.1.total_cmp(a.1).then(a.0.cmp(b.0)));
+    parts
+        .iter()
+        .filter(|(_, n)| **n >= 0.005)
+        .map(|(name, n)| format!("{name} {}", trim(**n)))
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+/// `2.00` → `2`, `0.5` → `0.5`, `0.123` → `0.12`.
+fn trim(n: f64) -> String {
+    let s = format!("{n:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+fn shorten(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_owned()
+    } else {
+        let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+        out.push('…');
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn breakdown_lists_the_largest_first() {
+        let mut cost = Cost::default();
+        cost.commands.insert("evalsha".into(), 2.0);
+        cost.commands.insert("time".into(), 1.0);
+        cost.commands.insert("set".into(), 2.0);
+        cost.commands.insert("subscribe".into(), 0.001);
+        assert_eq!(breakdown(&cost), "evalsha 2 · set 2 · time 1");
+        assert_eq!(trim(0.5), "0.5");
+        assert_eq!(shorten("abcdef", 4), "abc…");
+    }
+}

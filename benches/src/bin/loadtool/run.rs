@@ -1,0 +1,383 @@
+//! The record of one run (written as JSON) and the targets it is judged by.
+
+use serde::Serialize;
+
+use crate::benchmark::Baselines;
+use crate::cli::Plan;
+use crate::cycles::CycleRun;
+use crate::handoff::HandoffRun;
+use crate::procfs::Machine;
+use crate::renewal::RenewalRun;
+use crate::stats::ratio;
+use crate::waiters::WaitersRun;
+
+/// distlock through its `Locker`, as users call it.
+pub(crate) const DISTLOCK: &str = "distlock";
+/// distlock through its `Locker` with a fixed TTL (`.ttl(..)`: no renewal).
+pub(crate) const DISTLOCK_TTL: &str = "distlock, fixed ttl";
+/// `RedisLock` called directly, without the `Locker`.
+pub(crate) const BACKEND: &str = "distlock backend only";
+/// The hand-written redis-rs lock.
+pub(crate) const HAND: &str = "hand-written";
+
+/// Everything a run measured.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Run {
+    pub(crate) tool: &'static str,
+    pub(crate) version: &'static str,
+    pub(crate) started_unix_s: u64,
+    /// `git describe --always --dirty` of the workspace, when git can tell.
+    pub(crate) commit: Option<String>,
+    pub(crate) wall_s: f64,
+    pub(crate) machine: Machine,
+    pub(crate) redis_version: String,
+    pub(crate) plan: Plan,
+    pub(crate) baselines: Baselines,
+    pub(crate) s1: Vec<CycleRun>,
+    pub(crate) s2: Vec<CycleRun>,
+    pub(crate) s3: Vec<HandoffRun>,
+    pub(crate) s4: Vec<CycleRun>,
+    pub(crate) s5: Option<RenewalRun>,
+    pub(crate) s6: Option<WaitersRun>,
+    pub(crate) targets: Vec<Target>,
+    /// Correctness failures and errors: a run with any is not a valid measurement.
+    pub(crate) failures: Vec<String>,
+}
+
+/// An S3 target: id, what, goal, and how a run measures up to it.
+type S3Target = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&HandoffRun) -> (String, bool),
+);
+
+/// One target of issues 3, 4 and 7 and how this run did.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Target {
+    pub(crate) id: &'static str,
+    /// The issues that state it.
+    pub(crate) issues: &'static str,
+    pub(crate) what: &'static str,
+    pub(crate) goal: &'static str,
+    pub(crate) measured: String,
+    /// `None` when the parts it needs were not run.
+    pub(crate) met: Option<bool>,
+}
+
+/// `git describe --always --dirty` of the workspace the tool was built from, if git can tell.
+pub(crate) fn commit() -> Option<String> {
+    let output = std::process::Command::new("git")
+        .args(["describe", "--always", "--dirty"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8(output.stdout).ok()?;
+    (output.status.success() && !text.trim().is_empty()).then(|| text.trim().to_owned())
+}
+
+impl Run {
+    pub(crate) fn cycle<'a>(runs: &'a [CycleRun], client: &str) -> Option<&'a CycleRun> {
+        runs.iter().find(|r| r.client == client)
+    }
+
+    pub(crate) fn handoff(&self, client: &str) -> Option<&HandoffRun> {
+        self.s3.iter().find(|r| r.client == client)
+    }
+
+    /// Judges the run against every target.
+    pub(crate) fn judge(&mut self) {
+        let mut t = Vec::new();
+        let s1 = Self::cycle(&self.s1, DISTLOCK);
+        let s1_hand = Self::cycle(&self.s1, HAND);
+        let limit = self.baselines.round_trip_limit_per_s;
+        t.push(match (s1, limit) {
+            (Some(s1), Some(limit)) => {
+                let share = ratio(s1.per_second, limit);
+                target(
+                    "S1 vs limit",
+                    "7",
+                    "S1 cycles/s against the one-connection round-trip limit",
+                    "≥ 90 %",
+                    format!(
+                        "{:.0} % ({:.0} of {:.0}/s)",
+                        share * 100.0,
+                        s1.per_second,
+                        limit
+                    ),
+                    share >= 0.90,
+                )
+            }
+            _ => not_run(
+                "S1 vs limit",
+                "7",
+                "S1 cycles/s against the one-connection round-trip limit",
+                "≥ 90 %",
+            ),
+        });
+        t.push(match (s1, s1_hand) {
+            (Some(s1), Some(hand)) => target(
+                "S1 vs hand-written",
+                "7",
+                "S1 cycles/s against the hand-written lock",
+                "≥ 100 %",
+                format!(
+                    "{:.0} % ({:.0} vs {:.0}/s)",
+                    ratio(s1.per_second, hand.per_second) * 100.0,
+                    s1.per_second,
+                    hand.per_second
+                ),
+                s1.per_second >= hand.per_second,
+            ),
+            _ => not_run(
+                "S1 vs hand-written",
+                "7",
+                "S1 cycles/s against the hand-written lock",
+                "≥ 100 %",
+            ),
+        });
+        let s2 = Self::cycle(&self.s2, DISTLOCK);
+        t.push(match (s2, self.baselines.pipelined_ceiling_per_s) {
+            (Some(s2), Some(ceiling)) => {
+                let share = ratio(s2.per_second, ceiling);
+                target(
+                    "S2 vs ceiling",
+                    "7",
+                    "S2 cycles/s (32 tasks) against the pipelined ceiling",
+                    "≥ 80 %",
+                    format!(
+                        "{:.0} % ({:.0} of {:.0}/s)",
+                        share * 100.0,
+                        s2.per_second,
+                        ceiling
+                    ),
+                    share >= 0.80,
+                )
+            }
+            _ => not_run(
+                "S2 vs ceiling",
+                "7",
+                "S2 cycles/s (32 tasks) against the pipelined ceiling",
+                "≥ 80 %",
+            ),
+        });
+        let s3 = self.handoff(DISTLOCK);
+        let s3_targets: [S3Target; 5] = [
+            (
+                "S3 gap mean",
+                "handoff gap mean (8 workers, 1 ms hold)",
+                "≤ 120 µs",
+                |r| (format!("{:.0} µs", r.gap.mean_us), r.gap.mean_us <= 120.0),
+            ),
+            ("S3 gap p99", "handoff gap p99", "≤ 250 µs", |r| {
+                (format!("{:.0} µs", r.gap.p99_us), r.gap.p99_us <= 250.0)
+            }),
+            (
+                "S3 commands",
+                "server commands per acquisition (inside scripts too)",
+                "≤ 6",
+                |r| {
+                    (
+                        format!("{:.2}", r.cost.commands_per_op),
+                        r.cost.commands_per_op <= 6.0,
+                    )
+                },
+            ),
+            (
+                "S3 self-handoff",
+                "share of grants won by the worker that just released",
+                "≤ 20 %",
+                |r| {
+                    (
+                        format!("{:.1} %", r.self_handoff * 100.0),
+                        r.self_handoff <= 0.20,
+                    )
+                },
+            ),
+            (
+                "S3 lost updates",
+                "non-atomic counter under the lock ends exact",
+                "0 lost",
+                |r| {
+                    (
+                        format!("{} lost of {}", r.lost_updates, r.total_acquisitions),
+                        r.lost_updates == 0 && r.exclusion_violations == 0,
+                    )
+                },
+            ),
+        ];
+        for (id, what, goal, judge) in s3_targets {
+            t.push(match s3 {
+                Some(r) => {
+                    let (measured, met) = judge(r);
+                    target(id, "3, 7", what, goal, measured, met)
+                }
+                None => not_run(id, "3, 7", what, goal),
+            });
+        }
+        let redlock5 = self.s4.iter().find(|r| r.client.contains('5'));
+        t.push(match (redlock5, s1) {
+            (Some(r5), Some(s1)) => {
+                let x = ratio(r5.latency.p50_us, s1.latency.p50_us);
+                target(
+                    "S4 Redlock ×5",
+                    "4, 7",
+                    "Redlock over 5 nodes: uncontended p50 against single-instance",
+                    "≤ 1.25×",
+                    format!(
+                        "{x:.2}× ({:.0} vs {:.0} µs)",
+                        r5.latency.p50_us, s1.latency.p50_us
+                    ),
+                    x <= 1.25,
+                )
+            }
+            _ => not_run(
+                "S4 Redlock ×5",
+                "4, 7",
+                "Redlock over 5 nodes: uncontended p50 against single-instance",
+                "≤ 1.25×",
+            ),
+        });
+        let s5 = self.s5.as_ref();
+        t.push(match s5 {
+            Some(r) => target(
+                "S5 memory",
+                "3, 7",
+                "RSS of a process holding 10,000 renewed locks",
+                "≤ 64 MB",
+                format!("{:.1} MiB ({} locks)", r.memory_held.rss, r.locks),
+                r.memory_held.rss <= 64.0 && r.lost == 0,
+            ),
+            None => not_run(
+                "S5 memory",
+                "3, 7",
+                "RSS of a process holding 10,000 renewed locks",
+                "≤ 64 MB",
+            ),
+        });
+        t.push(match s5 {
+            Some(r) => target(
+                "S5 CPU",
+                "3, 7",
+                "CPU spent renewing them, 30 s lease",
+                "≤ 5 % of a core",
+                format!(
+                    "{:.2} % ({:.2} % measured at a {:.0} s lease)",
+                    r.cpu_share_at_30s_lease * 100.0,
+                    r.cpu_share * 100.0,
+                    r.lease_s
+                ),
+                r.cpu_share_at_30s_lease <= 0.05,
+            ),
+            None => not_run(
+                "S5 CPU",
+                "3, 7",
+                "CPU spent renewing them, 30 s lease",
+                "≤ 5 % of a core",
+            ),
+        });
+        t.push(match &self.s6 {
+            Some(r) => target(
+                "S6 subscriptions",
+                "3, 7",
+                "1,000 waiters on one name: subscriptions on the server",
+                "1",
+                format!(
+                    "{} (channel subscribers), {} pub/sub connection(s)",
+                    r.max_channel_subscribers, r.max_pubsub_connections
+                ),
+                r.max_channel_subscribers == 1 && r.max_pubsub_connections == 1,
+            ),
+            None => not_run(
+                "S6 subscriptions",
+                "3, 7",
+                "1,000 waiters on one name: subscriptions on the server",
+                "1",
+            ),
+        });
+        self.targets = t;
+    }
+
+    /// Correctness problems, gathered from every part.
+    pub(crate) fn check(&mut self) {
+        let mut failures = Vec::new();
+        for r in self.s1.iter().chain(&self.s2).chain(&self.s4) {
+            if r.errors > 0 {
+                failures.push(format!(
+                    "{} {}: {} errors (first: {})",
+                    r.scenario,
+                    r.client,
+                    r.errors,
+                    r.first_error.as_deref().unwrap_or("?")
+                ));
+            }
+        }
+        for r in &self.s3 {
+            if r.errors > 0 || r.lost_updates > 0 || r.exclusion_violations > 0 {
+                failures.push(format!(
+                    "S3 {}: {} errors (first: {}), {} lost updates, {} exclusion violations",
+                    r.client,
+                    r.errors,
+                    r.first_error.as_deref().unwrap_or("-"),
+                    r.lost_updates,
+                    r.exclusion_violations
+                ));
+            }
+        }
+        if let Some(r) = &self.s5
+            && r.lost > 0
+        {
+            failures.push(format!(
+                "S5: {} of {} leases lost while renewing",
+                r.lost, r.locks
+            ));
+        }
+        if let Some(r) = &self.s6
+            && (r.errors > 0 || r.lost_updates > 0 || r.exclusion_violations > 0)
+        {
+            failures.push(format!(
+                "S6: {} errors (first: {}), {} lost updates, {} exclusion violations",
+                r.errors,
+                r.first_error.as_deref().unwrap_or("-"),
+                r.lost_updates,
+                r.exclusion_violations
+            ));
+        }
+        self.failures.extend(failures);
+    }
+}
+
+fn target(
+    id: &'static str,
+    issues: &'static str,
+    what: &'static str,
+    goal: &'static str,
+    measured: String,
+    met: bool,
+) -> Target {
+    Target {
+        id,
+        issues,
+        what,
+        goal,
+        measured,
+        met: Some(met),
+    }
+}
+
+fn not_run(
+    id: &'static str,
+    issues: &'static str,
+    what: &'static str,
+    goal: &'static str,
+) -> Target {
+    Target {
+        id,
+        issues,
+        what,
+        goal,
+        measured: "not run".to_owned(),
+        met: None,
+    }
+}

@@ -1,0 +1,9 @@
+//! What distlock's load tool (`cargo run --release -p distlock-bench --bin loadtool`) and its
+//! criterion benches share: the hand-written baseline lock they measure distlock against.
+//!
+//! See `benches/README.md` for the scenarios, the baselines and how to read the results.
+#![forbid(unsafe_code)]
+
+pub mod handwritten;
+
+pub use handwritten::HandLock;

@@ -1,0 +1,195 @@
+//! Code generation: the function keeps its signature, attributes and visibility; its body runs
+//! under the lock through `::distlock::__private::run`.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::visit::Visit;
+use syn::{Block, ItemFn, LitStr, ReturnType, Stmt, Type};
+
+use crate::attr::Args;
+use crate::duration;
+use crate::params::Params;
+use crate::template::{self, SelfName};
+
+/// Expands `#[distributed_lock(args)] item`.
+pub(crate) fn expand(args: &Args, mut item: ItemFn) -> syn::Result<TokenStream> {
+    let sig = &item.sig;
+    if let Some(constness) = sig.constness {
+        return Err(syn::Error::new(
+            constness.span,
+            "`#[distributed_lock]` cannot go on a `const fn`: taking a lock is I/O at run time",
+        ));
+    }
+    if sig.asyncness.is_none() {
+        let fn_token = sig.fn_token.span;
+        if let Some(expanded) = crate::async_trait::expand(args, &mut item)? {
+            return Ok(expanded);
+        }
+        return Err(syn::Error::new(
+            fn_token,
+            "`#[distributed_lock]` needs an `async fn`: taking the lock waits for the backend",
+        ));
+    }
+    let params = Params::of(sig);
+    let template = template::parse(&args.template, &params, &sig.ident, SelfName::SelfValue)?;
+    let output = Output::of(&sig.output, sig.ident.span());
+    let body = locked_body(args, &template, &output, &item.block.stmts);
+    let ItemFn {
+        attrs, vis, sig, ..
+    } = &item;
+    Ok(quote! {
+        #(#attrs)*
+        #vis #sig {
+            #body
+        }
+    })
+}
+
+/// The function's output type as the expansion needs it.
+pub(crate) struct Output {
+    /// The type, `()` when none was written.
+    ty: TokenStream,
+    /// Where type errors about it point: the return type, else the function's name.
+    span: Span,
+    /// Whether the body's type can be pinned by naming it (not for `impl Trait` and `_`).
+    nameable: bool,
+}
+
+impl Output {
+    pub(crate) fn of(output: &ReturnType, name_span: Span) -> Self {
+        match output {
+            ReturnType::Default => Self {
+                ty: quote_spanned!(name_span=> ()),
+                span: name_span,
+                nameable: true,
+            },
+            ReturnType::Type(_, ty) => Self::of_type(ty),
+        }
+    }
+
+    pub(crate) fn of_type(ty: &Type) -> Self {
+        let mut opaque = Opaque(false);
+        opaque.visit_type(ty);
+        Self {
+            ty: ty.to_token_stream(),
+            span: ty.span(),
+            nameable: !opaque.0,
+        }
+    }
+}
+
+/// Finds `impl Trait` and `_` in a type.
+struct Opaque(bool);
+
+impl Visit<'_> for Opaque {
+    fn visit_type_impl_trait(&mut self, _: &syn::TypeImplTrait) {
+        self.0 = true;
+    }
+
+    fn visit_type_infer(&mut self, _: &syn::TypeInfer) {
+        self.0 = true;
+    }
+}
+
+/// The new body: render the name, run the original statements under the lock, turn a lock
+/// failure into the function's output (the error policy or `skip`).
+pub(crate) fn locked_body(
+    args: &Args,
+    template: &template::Template,
+    output: &Output,
+    stmts: &[Stmt],
+) -> TokenStream {
+    let here = Span::mixed_site();
+    let name = format_ident!("__distlock_name", span = here);
+    let outcome = format_ident!("__distlock_outcome", span = here);
+    let out = format_ident!("__distlock_out", span = here);
+    let error = format_ident!("__distlock_error", span = here);
+    let ret = format_ident!("__distlock_ret", span = here);
+
+    let render = render(&args.template, template);
+    let locker = match &args.locker {
+        Some(expr) => quote_spanned!(expr.span()=>
+            ::core::option::Option::Some(::distlock::__private::locker(&(#expr)))
+        ),
+        None => quote!(::core::option::Option::None),
+    };
+    let label = args.name.as_ref().unwrap_or(&args.template);
+    let ttl = duration::option_tokens(args.ttl.as_ref().map(|t| t.duration));
+    let wait = duration::option_tokens(args.wait());
+    let max_hold = duration::option_tokens(args.max_hold.as_ref().map(|t| t.duration));
+    let min_hold = duration::option_tokens(args.min_hold.as_ref().map(|t| t.duration));
+    let skip = args.skip.is_some();
+
+    let ty = &output.ty;
+    let pin_output = output.nameable.then(|| {
+        quote! {
+            if let ::core::option::Option::Some(#ret) = ::core::option::Option::None::<#ty> {
+                #[allow(unreachable_code)]
+                return #ret;
+            }
+        }
+    });
+    let (pattern, on_error) = match (skip, output.nameable) {
+        (true, true) => (
+            quote!(_),
+            quote_spanned!(output.span=> <#ty as ::distlock::__private::Skippable>::skipped()),
+        ),
+        (true, false) => (
+            quote!(_),
+            quote!(::distlock::__private::Skippable::skipped()),
+        ),
+        (false, true) => (
+            quote!(#error),
+            quote_spanned!(output.span=>
+                <#ty as ::distlock::__private::LockResult>::from_lock_error(#error)
+            ),
+        ),
+        (false, false) => (
+            quote!(#error),
+            quote!(::distlock::__private::LockResult::from_lock_error(#error)),
+        ),
+    };
+    quote! {
+        let #name: ::std::string::String = #render;
+        let #outcome = ::distlock::__private::run(
+            #locker,
+            #name,
+            ::distlock::__private::Spec {
+                label: #label,
+                ttl: #ttl,
+                wait: #wait,
+                max_hold: #max_hold,
+                min_hold: #min_hold,
+                skip: #skip,
+            },
+            move || async move {
+                #pin_output
+                #(#stmts)*
+            },
+        )
+        .await;
+        match #outcome {
+            ::core::result::Result::Ok(#out) => #out,
+            ::core::result::Result::Err(#pattern) => #on_error,
+        }
+    }
+}
+
+/// `::std::format!("order:{}", order_id)`, or the literal name when there are no placeholders.
+fn render(lit: &LitStr, template: &template::Template) -> TokenStream {
+    let args = &template.args;
+    if args.is_empty() {
+        let text = template.format.replace("{{", "{").replace("}}", "}");
+        let text = LitStr::new(&text, lit.span());
+        quote!(::std::string::String::from(#text))
+    } else {
+        let format = LitStr::new(&template.format, lit.span());
+        quote_spanned!(lit.span()=> ::std::format!(#format, #(#args),*))
+    }
+}
+
+/// A block from statements (for the async-trait rewrite).
+pub(crate) fn block_of(tokens: TokenStream) -> syn::Result<Block> {
+    syn::parse2(quote!({ #tokens }))
+}

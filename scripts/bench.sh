@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The load tool: distlock against the bare-Redis baselines, in one run (about a minute; --quick
+# for ~25 s). Installs redis-server (and with it redis-benchmark) if missing, starts throwaway
+# servers on free loopback ports and stops them when done. Writes benches/results/run.json and
+# benches/results/chart.svg (the README's chart). Extra arguments go to the tool (try --help).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/ensure-redis.sh
+exec cargo run --quiet --release -p distlock-bench --bin loadtool -- "$@"

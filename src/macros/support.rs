@@ -1,0 +1,251 @@
+//! What the expansion of `#[distributed_lock]` calls. Not a public API: it changes with the
+//! macro, which always names it through `::distlock::__private`.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use lock_core::{Guard, LockError, LockRequest, Locker, MIN_TTL, TimeoutPhase};
+use tokio::time::Instant;
+
+use super::current::CURRENT;
+use super::default_locker::default_locker;
+
+/// The options of one `#[distributed_lock]`, checked at compile time.
+#[derive(Debug, Clone, Copy)]
+pub struct Spec {
+    /// The metrics label: the `name` option, else the template.
+    pub label: &'static str,
+    /// A fixed lease; `None` for a renewed one.
+    pub ttl: Option<Duration>,
+    /// The wait; `None` for the locker's default.
+    pub wait: Option<Duration>,
+    /// Stop renewing this long after the grant.
+    pub max_hold: Option<Duration>,
+    /// Keep the lock at least this long after the grant (fixed leases only).
+    pub min_hold: Option<Duration>,
+    /// Whether a refusal skips the body (logged here) rather than being returned as an error.
+    pub skip: bool,
+}
+
+/// Runs `work` under the lock `name`: through `locker`, or the default locker when `None`.
+///
+/// # Errors
+/// Those of [`LockRequest::run`], and [`LockError::InvalidInput`] when no locker was given and
+/// no default is installed.
+///
+/// # Cancel safety
+/// Cancel safe: dropped, the work is dropped and the lock released in the background.
+pub async fn run<T, F, Fut>(
+    locker: Option<Locker>,
+    name: String,
+    spec: Spec,
+    work: F,
+) -> Result<T, LockError>
+where
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = T>,
+{
+    let name: Arc<str> = name.into();
+    let result = locked(locker, Arc::clone(&name), &spec, work).await;
+    if let (true, Err(error)) = (spec.skip, &result) {
+        report_skipped(&spec, &name, error);
+    }
+    result
+}
+
+async fn locked<T, F, Fut>(
+    locker: Option<Locker>,
+    name: Arc<str>,
+    spec: &Spec,
+    work: F,
+) -> Result<T, LockError>
+where
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = T>,
+{
+    let locker = match locker {
+        Some(locker) => locker,
+        None => default_locker()?,
+    };
+    let mut request = locker.lock(name).label(spec.label);
+    if let Some(ttl) = spec.ttl {
+        request = request.ttl(ttl);
+    }
+    if let Some(wait) = spec.wait {
+        request = request.wait(wait);
+    }
+    if let Some(max_hold) = spec.max_hold {
+        request = request.max_hold(max_hold);
+    }
+    match spec.min_hold {
+        None => request.run(|lease| CURRENT.scope(lease, work())).await,
+        Some(min_hold) => run_holding(request, min_hold, work).await,
+    }
+}
+
+/// [`LockRequest::run`], except that on a normal finish the lock is kept until `min_hold`
+/// after the grant instead of being released.
+async fn run_holding<T, F, Fut>(
+    request: LockRequest,
+    min_hold: Duration,
+    work: F,
+) -> Result<T, LockError>
+where
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = T>,
+{
+    let guard = request.acquire().await?;
+    let keep_until = Instant::now() + min_hold;
+    let lost = guard.lost();
+    let work = CURRENT.scope(guard.watch(), work());
+    tokio::select! {
+        biased;
+        () = lost => {
+            let name = guard.name().to_owned();
+            drop(guard);
+            Err(LockError::Lost { name })
+        }
+        out = work => {
+            keep(guard, keep_until).await;
+            Ok(out)
+        }
+    }
+}
+
+/// Shortens the lease to end at `until` and leaves it to expire there; releases it when that is
+/// already past. A nested guard is left to the outer call.
+async fn keep(mut guard: Guard, until: Instant) {
+    if guard.is_nested() {
+        return;
+    }
+    let left = until.saturating_duration_since(Instant::now());
+    let left = Duration::from_millis(u64::try_from(left.as_millis()).unwrap_or(u64::MAX));
+    if left >= MIN_TTL {
+        match guard.extend(left).await {
+            Ok(()) => {
+                let _lease = guard.leak();
+                return;
+            }
+            Err(error) => tracing::warn!(
+                name = guard.name(),
+                %error,
+                "could not keep the lock for its min_hold; releasing it"
+            ),
+        }
+    }
+    if let Err(error) = guard.release().await {
+        tracing::warn!(%error, "release after the work failed; the lock expires at the end of its lease");
+    }
+}
+
+fn report_skipped(spec: &Spec, name: &str, error: &LockError) {
+    match error {
+        LockError::Timeout {
+            phase: TimeoutPhase::Wait,
+            ..
+        }
+        | LockError::Busy { .. } => {
+            tracing::debug!(
+                lock = spec.label,
+                name,
+                "the lock is held elsewhere: skipped"
+            );
+        }
+        LockError::Lost { .. } => tracing::warn!(
+            lock = spec.label,
+            name,
+            %error,
+            "the lease was lost: the body was cancelled"
+        ),
+        _ => tracing::error!(
+            lock = spec.label,
+            name,
+            %error,
+            "the lock could not be taken: skipped"
+        ),
+    }
+}
+
+/// What `locker = ..` accepts.
+#[diagnostic::on_unimplemented(
+    message = "`locker = ..` must be a `distlock::Locker`, a reference to one, or an `Arc` or `Box` of one; `{Self}` is none of these",
+    label = "not a `Locker`"
+)]
+pub trait AsLocker {
+    /// The locker.
+    fn as_locker(&self) -> &Locker;
+}
+
+impl AsLocker for Locker {
+    fn as_locker(&self) -> &Locker {
+        self
+    }
+}
+
+impl<T: AsLocker + ?Sized> AsLocker for &T {
+    fn as_locker(&self) -> &Locker {
+        (**self).as_locker()
+    }
+}
+
+impl<T: AsLocker + ?Sized> AsLocker for &mut T {
+    fn as_locker(&self) -> &Locker {
+        (**self).as_locker()
+    }
+}
+
+impl<T: AsLocker + ?Sized> AsLocker for Arc<T> {
+    fn as_locker(&self) -> &Locker {
+        (**self).as_locker()
+    }
+}
+
+impl<T: AsLocker + ?Sized> AsLocker for Box<T> {
+    fn as_locker(&self) -> &Locker {
+        (**self).as_locker()
+    }
+}
+
+/// The locker `locker = ..` names (a clone: one `Arc`).
+pub fn locker<L: AsLocker + ?Sized>(locker: &L) -> Locker {
+    locker.as_locker().clone()
+}
+
+/// The output of a function that returns lock failures as errors.
+#[diagnostic::on_unimplemented(
+    message = "`#[distributed_lock]` needs a function returning `Result<_, E>` with `E: From<distlock::LockError>`, not `{Self}`",
+    label = "lock failures are returned through this type",
+    note = "or add `skip`, for a function returning `()` or `Option<_>` whose body is skipped when the lock is busy"
+)]
+pub trait LockResult {
+    /// The error, converted.
+    fn from_lock_error(error: LockError) -> Self;
+}
+
+impl<T, E: From<LockError>> LockResult for Result<T, E> {
+    fn from_lock_error(error: LockError) -> Self {
+        Err(E::from(error))
+    }
+}
+
+/// The output of a `skip` function whose body did not run.
+#[diagnostic::on_unimplemented(
+    message = "`#[distributed_lock(.., skip)]` needs a function returning `()` or `Option<_>`, not `{Self}`",
+    label = "cannot say that the body was skipped",
+    note = "without `skip`, lock failures are returned as errors: return `Result<_, E>` with `E: From<distlock::LockError>`"
+)]
+pub trait Skippable {
+    /// The value that says "skipped".
+    fn skipped() -> Self;
+}
+
+impl Skippable for () {
+    fn skipped() -> Self {}
+}
+
+impl<T> Skippable for Option<T> {
+    fn skipped() -> Self {
+        None
+    }
+}
