@@ -1,14 +1,15 @@
 //! The watchdog: one task per `Locker` that keeps every renewing lease alive.
 //!
 //! One task and a min-heap of due times, not a task per guard, so 10,000 held locks cost one
-//! timer. All leases due at one moment are extended together through `Lock::extend_many`.
+//! timer. All leases due at one moment are extended together through `Lock::extend_many`. A new
+//! lease wakes the task only if it is due before the task's armed timer.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::held::Held;
@@ -28,14 +29,37 @@ const RETRY_AFTER: Duration = Duration::from_millis(200);
 /// The handle a `Locker` keeps: started on the first renewing lease.
 pub(crate) struct Renewer {
     lock: Arc<dyn Lock>,
-    queue: OnceLock<mpsc::UnboundedSender<Arc<Held>>>,
+    shared: Arc<Shared>,
+    started: OnceLock<()>,
+}
+
+/// What a `Locker` and its watchdog task share. New leases go into `inbox`; the task is woken
+/// only when it must look sooner than it already will (no timer armed, or the new lease is due
+/// before the armed one), so a grant costs no wake-up of another task in the common case.
+struct Shared {
+    state: Mutex<Inbox>,
+    wake: Notify,
+}
+
+#[derive(Default)]
+struct Inbox {
+    /// New leases with the instant each is first due (a third of its TTL after it was granted).
+    new: Vec<(Instant, Arc<Held>)>,
+    /// When the task's timer fires next; `None` while it waits without one.
+    armed: Option<Instant>,
+    /// The `Locker` is gone: the task ends.
+    closed: bool,
 }
 
 impl Renewer {
     pub(crate) fn new(lock: Arc<dyn Lock>) -> Self {
         Self {
             lock,
-            queue: OnceLock::new(),
+            shared: Arc::new(Shared {
+                state: Mutex::new(Inbox::default()),
+                wake: Notify::new(),
+            }),
+            started: OnceLock::new(),
         }
     }
 
@@ -43,14 +67,36 @@ impl Renewer {
     ///
     /// Must be called within a tokio runtime (the task is spawned there on first use).
     pub(crate) fn watch(&self, held: Arc<Held>) {
-        let queue = self.queue.get_or_init(|| {
-            let (tx, rx) = mpsc::unbounded_channel();
-            tokio::spawn(run(Arc::clone(&self.lock), rx));
-            tx
+        self.started.get_or_init(|| {
+            drop(tokio::spawn(run(
+                Arc::clone(&self.lock),
+                Arc::clone(&self.shared),
+            )));
         });
-        if queue.send(held).is_err() {
-            tracing::error!("the renewal task has stopped; the lease will not be renewed");
+        let due = Instant::now() + period(&held);
+        let wake = {
+            let mut inbox = self.shared.lock();
+            inbox.new.push((due, held));
+            inbox.armed.is_none_or(|armed| due < armed)
+        };
+        if wake {
+            self.shared.wake.notify_one();
         }
+    }
+}
+
+impl Drop for Renewer {
+    fn drop(&mut self) {
+        self.shared.lock().closed = true;
+        self.shared.wake.notify_one();
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inbox> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -111,23 +157,29 @@ fn period(held: &Held) -> Duration {
     held.renew_ttl / 3
 }
 
-async fn run(lock: Arc<dyn Lock>, mut queue: mpsc::UnboundedReceiver<Arc<Held>>) {
+async fn run(lock: Arc<dyn Lock>, shared: Arc<Shared>) {
     let mut schedule = Schedule {
         heap: BinaryHeap::new(),
         leases: std::collections::HashMap::new(),
         next_seq: 0,
     };
     loop {
-        let next = schedule.heap.peek().map(|Reverse(d)| d.at);
+        // Take in new leases and publish when we will look next, under one lock, so a lease
+        // added right after sees the timer it can rely on (or wakes us).
+        let next = {
+            let mut inbox = shared.lock();
+            if inbox.closed {
+                return;
+            }
+            for (at, held) in inbox.new.drain(..) {
+                schedule.push(at, held);
+            }
+            let next = schedule.heap.peek().map(|Reverse(d)| d.at);
+            inbox.armed = next;
+            next
+        };
         tokio::select! {
-            incoming = queue.recv() => match incoming {
-                Some(held) => {
-                    let at = Instant::now() + period(&held);
-                    schedule.push(at, held);
-                }
-                // Every Locker and guard is gone; nothing can be renewing any more.
-                None => return,
-            },
+            () = shared.wake.notified() => {}
             () = sleep_until_some(next) => {
                 let due = schedule.take_due(Instant::now() + BATCH_WINDOW);
                 for (held, next) in renew(lock.as_ref(), due).await {

@@ -189,3 +189,20 @@ async fn ten_thousand_leases_renew_in_batches() {
         "one batch per 1,024 due leases, not one call per lease: {batches}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_lease_granted_after_the_timer_is_armed_is_renewed_on_its_own_schedule() {
+    // The watchdog armed its timer for the first lease (due at 100 ms); the second lease is due
+    // at 150 ms and must be renewed then, not at the watchdog's next wake-up after it.
+    let (_, locker) = probe_locker(LEASE);
+    let start = Instant::now();
+    let _first = locker.lock("a").await.expect("free");
+    sleep(Duration::from_millis(50)).await;
+    let second = locker.lock("b").await.expect("free");
+    sleep(Duration::from_millis(110)).await; // now = 160 ms
+    assert_eq!(
+        second.valid_until() - start,
+        Duration::from_millis(150) + LEASE,
+        "renewed at 150 ms, a third of its lease after its grant"
+    );
+}
