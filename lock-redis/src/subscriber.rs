@@ -8,7 +8,7 @@
 //! sharded (`SSUBSCRIBE`, answered by the node that owns the lock's slot), over a RESP3 cluster
 //! connection that follows the slots by itself.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
@@ -159,32 +159,42 @@ async fn run(
     limit: Duration,
 ) {
     loop {
-        let (mut sink, mut stream) = match bounded(limit, connect(&mut origin, &channels)).await {
-            Ok(parts) => parts,
-            Err(error) => {
-                tracing::debug!(%error, "release subscriber cannot connect; retrying");
-                // Fail the subscriptions asked for meanwhile; their waiters poll instead.
-                tokio::select! {
-                    request = requests.recv() => match request {
-                        Some(Request::Subscribe(_, done)) => { let _ = done.send(Err(error)); }
-                        Some(Request::Unsubscribe(_)) => {}
-                        None => return,
-                    },
-                    () = tokio::time::sleep(RECONNECT_AFTER) => {}
+        let (mut sink, mut stream, mut subscribed) =
+            match bounded(limit, connect(&mut origin, &channels)).await {
+                Ok(parts) => parts,
+                Err(error) => {
+                    tracing::debug!(%error, "release subscriber cannot connect; retrying");
+                    // Fail the subscriptions asked for meanwhile; their waiters poll instead.
+                    tokio::select! {
+                        request = requests.recv() => match request {
+                            Some(Request::Subscribe(_, done)) => { let _ = done.send(Err(error)); }
+                            Some(Request::Unsubscribe(_)) => {}
+                            None => return,
+                        },
+                        () = tokio::time::sleep(RECONNECT_AFTER) => {}
+                    }
+                    continue;
                 }
-                continue;
-            }
-        };
+            };
         loop {
             tokio::select! {
                 request = requests.recv() => match request {
                     Some(Request::Subscribe(channel, done)) => {
+                        // `connect` may have subscribed it already (it was asked for meanwhile).
+                        if subscribed.contains(&channel) {
+                            let _ = done.send(Ok(()));
+                            continue;
+                        }
                         let result = bounded(limit, sink.subscribe(&channel)).await;
                         let broken = result.is_err();
+                        if !broken {
+                            subscribed.insert(channel);
+                        }
                         let _ = done.send(result);
                         if broken { break; }
                     }
                     Some(Request::Unsubscribe(channel)) => {
+                        subscribed.remove(&channel);
                         if bounded(limit, sink.unsubscribe(&channel)).await.is_err() { break; }
                     }
                     None => return,
@@ -222,7 +232,7 @@ async fn bounded<T>(
 async fn connect(
     origin: &mut Origin,
     channels: &Mutex<Channels>,
-) -> Result<(PubSubSink, PubSubStream), redis::RedisError> {
+) -> Result<(PubSubSink, PubSubStream, HashSet<String>), redis::RedisError> {
     let client = match origin {
         Origin::Client(client) => client.clone(),
         #[cfg(feature = "sentinel")]
@@ -238,7 +248,7 @@ async fn connect(
     for entry in lock(channels).values() {
         entry.signal.notify();
     }
-    Ok((sink, stream))
+    Ok((sink, stream, live.into_iter().collect()))
 }
 
 /// The subscriber task on a Redis Cluster: sharded subscriptions over a RESP3 cluster
