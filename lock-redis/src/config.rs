@@ -197,11 +197,7 @@ impl RedisLockBuilder {
         let mut chosen = Vec::new();
         let mut pubsub = None;
         if let Some(url) = &self.url {
-            chosen.push(Source::Single(pool_from_url(
-                url,
-                connect_timeout,
-                command_timeout,
-            )?));
+            chosen.push(Source::Single(pool_from_url(url, connect_timeout)?));
             pubsub = Some(pubsub_client(self.pubsub_url.as_deref().unwrap_or(url))?);
         }
         if let Some(pool) = self.pool {
@@ -307,16 +303,13 @@ fn positive(what: &str, d: Duration) -> Result<Duration, LockError> {
     }
 }
 
-fn pool_from_url(
-    url: &str,
-    connect_timeout: Duration,
-    command_timeout: Duration,
-) -> Result<Pool, LockError> {
-    // redis-rs has timeouts of its own (1 s to connect, 500 ms per reply); make them ours, so the
-    // configured values are the ones in force.
+fn pool_from_url(url: &str, connect_timeout: Duration) -> Result<Pool, LockError> {
+    // redis-rs has timeouts of its own (1 s to connect, 500 ms per reply). Connecting uses ours;
+    // replies are bounded by the timeout `RedisLock` puts around every command (which also
+    // replaces a hung connection), so redis-rs's would only be a second timer per command.
     let config = redis::AsyncConnectionConfig::new()
         .set_connection_timeout(Some(connect_timeout))
-        .set_response_timeout(Some(command_timeout));
+        .set_response_timeout(None);
     let manager = Manager::new_with_config(url, config)
         .map_err(|e| LockError::invalid(format!("bad Redis URL: {e}")))?;
     Pool::builder(manager)
