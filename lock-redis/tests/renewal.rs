@@ -109,27 +109,12 @@ async fn nothing_extends_the_key_after_release() {
     let server = server();
     let locker = locker(&server.url());
     let mut conn = raw(&server).await;
-    let pexpires = |conn: &redis::aio::MultiplexedConnection| {
-        let mut conn = conn.clone();
-        async move {
-            let stats: String = redis::cmd("INFO")
-                .arg("commandstats")
-                .query_async(&mut conn)
-                .await
-                .expect("INFO");
-            stats
-                .lines()
-                .find_map(|l| l.strip_prefix("cmdstat_pexpire:calls="))
-                .and_then(|rest| rest.split(',').next()?.parse::<u64>().ok())
-                .unwrap_or(0)
-        }
-    };
     for _ in 0..5 {
         let guard = locker.lock("job").await.expect("free");
         tokio::time::sleep(LEASE / 2).await; // one renewal, and part of the next period
         assert!(guard.release().await.expect("ours"));
     }
-    let after_release = pexpires(&conn).await;
+    let after_release = common::command_calls(&conn, "pexpire").await;
     assert!(after_release >= 5, "renewals happened: {after_release}");
     for _ in 0..10 {
         tokio::time::sleep(LEASE / 3).await;
@@ -141,7 +126,7 @@ async fn nothing_extends_the_key_after_release() {
         assert_eq!(exists, 0, "the released key never comes back");
     }
     assert_eq!(
-        pexpires(&conn).await,
+        common::command_calls(&conn, "pexpire").await,
         after_release,
         "no renewal reached Redis after a release"
     );

@@ -38,26 +38,11 @@ async fn operations_survive_script_flush() {
             .expect("busy answer after flush")
             .is_none()
     );
-    let loads = |conn: &redis::aio::MultiplexedConnection| {
-        let mut conn = conn.clone();
-        async move {
-            let stats: String = redis::cmd("INFO")
-                .arg("commandstats")
-                .query_async(&mut conn)
-                .await
-                .expect("INFO");
-            stats
-                .lines()
-                .find_map(|l| l.strip_prefix("cmdstat_script|load:calls="))
-                .and_then(|rest| rest.split(',').next()?.parse::<u64>().ok())
-                .unwrap_or(0)
-        }
-    };
     flush(&mut conn).await;
-    let before = loads(&conn).await;
+    let before = common::command_calls(&conn, "script|load").await;
     assert!(guard.release().await.expect("release after flush"));
     assert!(
-        loads(&conn).await > before,
+        common::command_calls(&conn, "script|load").await > before,
         "the flushed script was loaded again on the same connection"
     );
 }

@@ -99,18 +99,9 @@ async fn a_thousand_waiters_share_one_subscription_and_all_get_in() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(subscribers, 1, "one subscription for {WAITERS} waiters");
-    let stats: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(&mut conn)
-        .await
-        .expect("INFO");
-    let subscribes = stats
-        .lines()
-        .find_map(|l| l.strip_prefix("cmdstat_subscribe:calls="))
-        .and_then(|r| r.split(',').next());
+    let subscribes = common::command_calls(&conn, "subscribe").await;
     assert_eq!(
-        subscribes,
-        Some("1"),
+        subscribes, 1,
         "one SUBSCRIBE sent, not one per waiter (nor twice for the first)"
     );
     let clients: String = redis::cmd("CLIENT")

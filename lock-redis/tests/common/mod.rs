@@ -73,3 +73,20 @@ pub async fn wait_until_gone(conn: &mut MultiplexedConnection, key: &str) -> boo
     }
     false
 }
+
+/// How many times the server ran `command` (a `cmdstat_*` name such as `"pexpire"` or
+/// `"script|load"`), scripts' inner calls included: from `INFO commandstats`.
+pub async fn command_calls(conn: &MultiplexedConnection, command: &str) -> u64 {
+    let mut conn = conn.clone();
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut conn)
+        .await
+        .expect("INFO");
+    let prefix = format!("cmdstat_{command}:calls=");
+    stats
+        .lines()
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
+        .and_then(|rest| rest.split(',').next()?.parse().ok())
+        .unwrap_or(0)
+}
