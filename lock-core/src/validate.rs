@@ -70,6 +70,28 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        // Any string: accepted exactly when it is 1 to MAX_NAME_LEN bytes, never a panic.
+        #[test]
+        fn names_are_judged_by_their_length_alone(name in "\\PC{0,300}|.{1020,1030}") {
+            let ok = !name.is_empty() && name.len() <= MAX_NAME_LEN;
+            proptest::prop_assert_eq!(check_name(&name).is_ok(), ok);
+        }
+
+        // Any duration: accepted exactly within [MIN_TTL, MAX_TTL], as whole milliseconds.
+        #[test]
+        fn ttls_are_judged_by_their_range(secs in 0u64..u64::MAX, nanos in 0u32..1_000_000_000) {
+            let ttl = Duration::new(secs, nanos);
+            match check_ttl(ttl) {
+                Ok(ms) => {
+                    proptest::prop_assert!((MIN_TTL..=MAX_TTL).contains(&ttl));
+                    proptest::prop_assert_eq!(u128::from(ms), ttl.as_millis());
+                }
+                Err(_) => proptest::prop_assert!(!(MIN_TTL..=MAX_TTL).contains(&ttl)),
+            }
+        }
+    }
+
     #[test]
     fn ttls() {
         assert_eq!(check_ttl(Duration::from_millis(1)).ok(), Some(1));

@@ -33,13 +33,13 @@ fn hash_tag(key: &str) -> Option<&str> {
 
 /// The start of the keys derived from `key`, chosen so they hash to `key`'s slot:
 /// - `key` has a hash tag: `key` itself (appending keeps the tag);
-/// - `key` has no `}`: `{key}` (the whole key becomes the tag);
-/// - otherwise (a `}` but no usable tag, say `a}b`): `{t}key`, where `t` is a short tag of the
-///   same slot.
+/// - `key` is not empty and has no `}`: `{key}` (the whole key becomes the tag);
+/// - otherwise (a `}` but no usable tag, say `a}b`, or the empty key): `{t}key`, where `t` is a
+///   short tag of the same slot.
 fn base(key: &str) -> Cow<'_, str> {
     if hash_tag(key).is_some() {
         Cow::Borrowed(key)
-    } else if !key.contains('}') {
+    } else if !key.is_empty() && !key.contains('}') {
         Cow::Owned(format!("{{{key}}}"))
     } else {
         Cow::Owned(format!("{{{}}}{key}", slot_tag(key_slot(key))))
@@ -129,6 +129,22 @@ mod tests {
             );
             assert_eq!(key_slot(&release_channel(key)), slot, "channel of {key:?}");
             assert!(reserved(&fence_key(key)) && !reserved(key));
+        }
+    }
+
+    proptest::proptest! {
+        // Any key at all — braces anywhere, unicode, empty tags — keeps its counter and channel
+        // in its own slot, and a derived key is never a key a lock could have.
+        #[test]
+        fn derived_keys_share_the_slot_of_any_key(key in "\\PC{0,40}|[{}a-c]{0,12}") {
+            let slot = key_slot(&key);
+            proptest::prop_assert_eq!(key_slot(&fence_key(&key)), slot, "fence key of {:?}", key);
+            proptest::prop_assert_eq!(key_slot(&release_channel(&key)), slot, "channel of {:?}", key);
+            proptest::prop_assert!(reserved(&fence_key(&key)) && reserved(&release_channel(&key)));
+            proptest::prop_assert_ne!(fence_key(&key), release_channel(&key));
+            if !reserved(&key) {
+                proptest::prop_assert_ne!(fence_key(&key), key.clone());
+            }
         }
     }
 
