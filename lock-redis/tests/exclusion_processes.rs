@@ -18,36 +18,15 @@ const URL_VAR: &str = "DISTLOCK_TEST_WORKER_URL";
 #[tokio::test]
 async fn processes_on_one_name_exclude_each_other() {
     let server = server();
-    let exe = std::env::current_exe().expect("test binary path");
-    let workers = (0..PROCESSES).map(|_| {
-        let mut cmd = tokio::process::Command::new(&exe);
-        cmd.args([
-            "worker_process",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(URL_VAR, server.url())
-        .kill_on_drop(true); // a worker still running when we give up is killed by its PID
-        async move { cmd.output().await.expect("spawn worker process") }
-    });
     // Bounded: all workers must finish within 60 s.
-    let outputs = tokio::time::timeout(Duration::from_secs(60), futures::future::join_all(workers))
-        .await
-        .expect("workers finished in time");
-    for out in outputs {
-        assert!(
-            out.status.success(),
-            "worker failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(
-            String::from_utf8_lossy(&out.stdout).contains("1 passed"),
-            "the worker ran its body"
-        );
-    }
+    lock_testkit::run_test_in_processes(
+        "worker_process",
+        &[(URL_VAR, server.url())],
+        PROCESSES,
+        Duration::from_secs(60),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
     let mut conn = raw(&server).await;
     let total: i64 = redis::cmd("GET")
         .arg("counter")

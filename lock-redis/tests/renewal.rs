@@ -25,19 +25,12 @@ async fn a_renewed_lease_outlives_many_ttls_while_another_process_waits() {
     let mut conn = raw(&server).await;
     let guard = locker.lock("job").await.expect("free");
 
-    let exe = std::env::current_exe().expect("test binary");
-    let waiter = tokio::process::Command::new(exe)
-        .args([
-            "waiting_process",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(URL_VAR, server.url())
-        .kill_on_drop(true)
-        .output();
-    let waiter = tokio::spawn(waiter);
+    let waiter = tokio::spawn(lock_testkit::run_test_in_processes(
+        "waiting_process",
+        &[(URL_VAR, server.url())],
+        1,
+        Duration::from_secs(60),
+    ));
 
     // Hold for 5 leases. The key's TTL never exceeds one lease, yet it never runs out.
     for _ in 0..15 {
@@ -57,20 +50,10 @@ async fn a_renewed_lease_outlives_many_ttls_while_another_process_waits() {
         .expect("SET");
     assert!(guard.release().await.expect("still ours"));
 
-    let out = tokio::time::timeout(Duration::from_secs(60), waiter)
+    waiter
         .await
-        .expect("in time")
         .expect("joined")
-        .expect("spawned");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        out.status.success() && text.contains("1 passed"),
-        "the waiting process: {text}"
-    );
+        .unwrap_or_else(|e| panic!("the waiting process: {e}"));
 }
 
 /// The second process: waits for the lock and checks it only got it after the holder finished.

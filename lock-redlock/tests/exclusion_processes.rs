@@ -18,36 +18,15 @@ const URLS_VAR: &str = "DISTLOCK_REDLOCK_TEST_WORKER_URLS";
 #[tokio::test]
 async fn processes_on_one_name_exclude_each_other() {
     let nodes = Nodes::start(3);
-    let exe = std::env::current_exe().expect("test binary path");
-    let workers = (0..PROCESSES).map(|_| {
-        let mut cmd = tokio::process::Command::new(&exe);
-        cmd.args([
-            "worker_process",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(URLS_VAR, nodes.urls().join(","))
-        .kill_on_drop(true); // a worker still running when we give up is killed by its PID
-        async move { cmd.output().await.expect("spawn worker process") }
-    });
     // Bounded: all workers must finish within 90 s.
-    let outputs = tokio::time::timeout(Duration::from_secs(90), futures::future::join_all(workers))
-        .await
-        .expect("workers finished in time");
-    for out in outputs {
-        assert!(
-            out.status.success(),
-            "worker failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(
-            String::from_utf8_lossy(&out.stdout).contains("1 passed"),
-            "the worker ran its body"
-        );
-    }
+    lock_testkit::run_test_in_processes(
+        "worker_process",
+        &[(URLS_VAR, nodes.urls().join(","))],
+        PROCESSES,
+        Duration::from_secs(90),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
     let total = nodes.get(0, "counter").await;
     assert_eq!(
         total,

@@ -1,0 +1,58 @@
+//! Running a test of the current test binary in other OS processes (the self-re-exec pattern).
+
+use std::future::Future;
+use std::time::Duration;
+
+/// Runs the `#[ignore]`d test `test` of the current test binary in `count` child processes at
+/// once, each with `env` set, and waits (at most `limit`) until all have finished.
+///
+/// `Ok(())` when every child exited successfully *and* actually ran the test body (its harness
+/// printed `1 passed`); otherwise `Err` with what the failing child printed. Children still
+/// running at the limit are killed by their PID. The returned future owns its inputs, so it can
+/// be spawned and awaited later, while the parent goes on with its side of the test.
+pub fn run_test_in_processes(
+    test: &str,
+    env: &[(&str, String)],
+    count: usize,
+    limit: Duration,
+) -> impl Future<Output = Result<(), String>> + Send + 'static {
+    let test = test.to_owned();
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect();
+    async move {
+        let exe = std::env::current_exe().map_err(|e| format!("test binary path: {e}"))?;
+        let children = (0..count).map(|_| {
+            let mut cmd = tokio::process::Command::new(&exe);
+            cmd.args([
+                test.as_str(),
+                "--exact",
+                "--ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .kill_on_drop(true); // a child still running when we give up is killed by its PID
+            async move { cmd.output().await }
+        });
+        let outputs = tokio::time::timeout(limit, futures::future::join_all(children))
+            .await
+            .map_err(|_| format!("the {test} processes did not finish within {limit:?}"))?;
+        for output in outputs {
+            let out = output.map_err(|e| format!("spawning a {test} process: {e}"))?;
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            if !out.status.success() {
+                return Err(format!("a {test} process failed: {text}"));
+            }
+            if !String::from_utf8_lossy(&out.stdout).contains("1 passed") {
+                return Err(format!("a {test} process did not run its body: {text}"));
+            }
+        }
+        Ok(())
+    }
+}
