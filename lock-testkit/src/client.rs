@@ -4,18 +4,27 @@ use std::collections::HashMap;
 use std::io;
 use std::time::Duration;
 
-use redis::{RedisError, Value};
+use redis::{IntoConnectionInfo, RedisError, Value};
 
-/// Sends one command to `url` and returns the raw reply. Connecting, sending
-/// and reading are each bounded by `timeout`.
-pub(crate) fn query(url: &str, args: &[&str], timeout: Duration) -> io::Result<Value> {
+/// Sends one command to `target` (a URL, or connection info carrying TLS
+/// settings) and returns the raw reply. Connecting, sending and reading are
+/// each bounded by `timeout`.
+pub(crate) fn query(
+    target: impl IntoConnectionInfo,
+    args: &[&str],
+    timeout: Duration,
+) -> io::Result<Value> {
     let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-    query_bytes(url, &args, timeout)
+    query_bytes(target, &args, timeout)
 }
 
 /// Like [`query`], with binary-safe arguments (the first, the command name,
 /// must be UTF-8).
-pub(crate) fn query_bytes(url: &str, args: &[&[u8]], timeout: Duration) -> io::Result<Value> {
+pub(crate) fn query_bytes(
+    target: impl IntoConnectionInfo,
+    args: &[&[u8]],
+    timeout: Duration,
+) -> io::Result<Value> {
     let (name, rest) = args.split_first().ok_or_else(|| {
         io::Error::new(io::ErrorKind::InvalidInput, "empty command: no arguments")
     })?;
@@ -23,7 +32,7 @@ pub(crate) fn query_bytes(url: &str, args: &[&[u8]], timeout: Duration) -> io::R
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "command name is not UTF-8"))?;
     // A zero socket timeout is rejected by std; treat it as "as short as possible".
     let timeout = timeout.max(Duration::from_millis(1));
-    let client = redis::Client::open(url).map_err(to_io)?;
+    let client = redis::Client::open(target).map_err(to_io)?;
     let mut con = client.get_connection_with_timeout(timeout).map_err(to_io)?;
     con.set_read_timeout(Some(timeout)).map_err(to_io)?;
     con.set_write_timeout(Some(timeout)).map_err(to_io)?;

@@ -9,6 +9,10 @@
 //! their data, and paused/resumed with `SIGSTOP`/`SIGCONT` to simulate a hung
 //! node. Every wait is bounded in both attempts and time.
 //!
+//! With the `tls` feature a server can serve TLS only (`RedisServerBuilder::tls`,
+//! `mutual_tls`): it gets a throwaway CA and certificates (`TestCertificates`) in
+//! its directory, a `rediss://` URL, and the kit's own commands speak TLS to it.
+//!
 //! The binary is taken from `DISTLOCK_REDIS_SERVER` if set, else from `PATH`
 //! (see [`redis_server_binary`]); `scripts/ensure-redis.sh` installs it.
 //!
@@ -31,6 +35,10 @@
 //! Both wait (bounded, 30 s by default) until the topology is fully formed
 //! before returning, query the nodes for their current roles rather than
 //! remembering them, and kill every process by its PID when dropped.
+//!
+//! [`FaultProxy`] sits between clients and one server and injects network
+//! faults while a test runs: latency, stalls, full partitions, refused and
+//! reset connections, replies cut mid-way.
 //!
 //! ```no_run
 //! use lock_testkit::{KeepData, RedisServer};
@@ -72,15 +80,21 @@ mod poll;
 mod port;
 mod probe;
 mod processes;
+mod proxy;
 mod role;
 mod sentinel;
 mod server;
 mod signal;
+#[cfg(feature = "tls")]
+mod tls;
 
 pub use binary::{redis_server_binary, try_redis_server_binary};
 pub use cluster::{CLUSTER_SLOTS, ClusterNode, RedisCluster, RedisClusterBuilder, SlotMigration};
 pub use port::free_port;
 pub use processes::run_test_in_processes;
+pub use proxy::FaultProxy;
 pub use role::Role;
 pub use sentinel::{RedisSentinelSet, RedisSentinelSetBuilder};
 pub use server::{KeepData, RedisServer, RedisServerBuilder};
+#[cfg(feature = "tls")]
+pub use tls::TestCertificates;

@@ -46,9 +46,10 @@ pub(crate) fn answers_ping(port: u16) -> bool {
     }
 }
 
-/// The `process_id` reported by `INFO server` at `url`, if it can be read.
-pub(crate) fn server_pid(url: &str) -> Option<u32> {
-    let reply = client::query(url, &["INFO", "server"], IDENTITY_TIMEOUT).ok()?;
+/// The `process_id` reported by `INFO server` at `target`, if it can be read.
+/// For a TLS server this is also the readiness probe: it takes a handshake.
+pub(crate) fn server_pid(target: impl redis::IntoConnectionInfo) -> Option<u32> {
+    let reply = client::query(target, &["INFO", "server"], IDENTITY_TIMEOUT).ok()?;
     client::render(&reply)
         .lines()
         .find_map(|line| line.trim().strip_prefix("process_id:"))

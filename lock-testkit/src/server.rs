@@ -13,7 +13,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
-use redis::Value;
+use redis::{ConnectionInfo, IntoConnectionInfo, Value};
 use tempfile::TempDir;
 
 use crate::binary::try_redis_server_binary;
@@ -62,6 +62,9 @@ struct Config {
     cluster: bool,
     sentinel: Option<String>,
     password: Option<String>,
+    /// `Some(client_auth)`: TLS only, demanding a client certificate if `client_auth`.
+    #[cfg(feature = "tls")]
+    tls: Option<bool>,
     extra: Vec<String>,
 }
 
@@ -104,6 +107,25 @@ impl RedisServerBuilder {
         self
     }
 
+    /// Serves TLS only (`--tls-port`, with `--port 0`), with a fresh throwaway CA and a
+    /// certificate for `127.0.0.1` and `localhost` written into the server's directory.
+    /// [`RedisServer::url`] is then `rediss://`, and [`RedisServer::command`] and the readiness
+    /// check speak TLS, trusting that CA. Not for cluster or sentinel servers.
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, on: bool) -> Self {
+        self.config.tls = on.then_some(false);
+        self
+    }
+
+    /// Like [`tls`](Self::tls), and the server also demands a client certificate signed by
+    /// its CA (`--tls-auth-clients yes`): mutual TLS. The certificate and key to present are
+    /// [`RedisServer::certificates`]' client ones.
+    #[cfg(feature = "tls")]
+    pub fn mutual_tls(mut self, on: bool) -> Self {
+        self.config.tls = on.then_some(true);
+        self
+    }
+
     /// Appends one raw command-line argument, after the defaults, e.g.
     /// `.arg("--maxmemory").arg("1mb")`.
     pub fn arg(mut self, a: impl Into<String>) -> Self {
@@ -126,7 +148,20 @@ impl RedisServerBuilder {
         let dir = tempfile::Builder::new()
             .prefix("lock-testkit-redis-")
             .tempdir()?;
+        #[cfg(feature = "tls")]
+        let tls = match self.config.tls {
+            Some(_) if self.config.cluster || self.config.sentinel.is_some() => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "TLS servers cannot be cluster nodes or sentinels in this kit",
+                ));
+            }
+            Some(client_auth) => Some(crate::tls::ServerTls::create(dir.path(), client_auth)?),
+            None => None,
+        };
         let mut server = RedisServer {
+            #[cfg(feature = "tls")]
+            tls,
             child: Mutex::new(None),
             paused: AtomicBool::new(false),
             port: 0,
@@ -180,6 +215,8 @@ pub struct RedisServer {
     bus_port: Option<u16>,
     binary: PathBuf,
     config: Config,
+    #[cfg(feature = "tls")]
+    tls: Option<crate::tls::ServerTls>,
     dir: TempDir,
 }
 
@@ -222,12 +259,58 @@ impl RedisServer {
     }
 
     /// `redis://127.0.0.1:PORT/`, or `redis://:PASSWORD@127.0.0.1:PORT/`
-    /// (password percent-encoded) when a password is set.
+    /// (password percent-encoded) when a password is set; `rediss://` for a
+    /// TLS server.
     pub fn url(&self) -> String {
+        let scheme = if self.is_tls() { "rediss" } else { "redis" };
         match &self.config.password {
-            Some(pw) => format!("redis://:{}@127.0.0.1:{}/", percent_encode(pw), self.port),
-            None => format!("redis://127.0.0.1:{}/", self.port),
+            Some(pw) => format!(
+                "{scheme}://:{}@127.0.0.1:{}/",
+                percent_encode(pw),
+                self.port
+            ),
+            None => format!("{scheme}://127.0.0.1:{}/", self.port),
         }
+    }
+
+    /// Whether the server speaks TLS only (see `RedisServerBuilder::tls`).
+    pub fn is_tls(&self) -> bool {
+        #[cfg(feature = "tls")]
+        return self.tls.is_some();
+        #[cfg(not(feature = "tls"))]
+        false
+    }
+
+    /// A TLS server's certificates: the CA to trust, and the client certificate
+    /// and key a mutual-TLS server accepts. `None` for a plain server.
+    #[cfg(feature = "tls")]
+    pub fn certificates(&self) -> Option<&crate::TestCertificates> {
+        self.tls.as_ref().map(|tls| &tls.certs)
+    }
+
+    /// A TLS server's CA certificate (PEM), which clients must trust.
+    #[cfg(feature = "tls")]
+    pub fn ca_cert_pem(&self) -> Option<&str> {
+        self.certificates()
+            .map(crate::TestCertificates::ca_cert_pem)
+    }
+
+    /// The file holding a TLS server's CA certificate, e.g. for `redis-cli --cacert`.
+    #[cfg(feature = "tls")]
+    pub fn ca_cert_path(&self) -> Option<PathBuf> {
+        self.tls
+            .as_ref()
+            .map(|_| crate::tls::ServerTls::ca_path(self.dir.path()))
+    }
+
+    /// Where the kit's own commands connect: the URL, with the TLS settings
+    /// (our CA, our client certificate) of a TLS server.
+    fn target(&self) -> io::Result<ConnectionInfo> {
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &self.tls {
+            return tls.connection_info(&self.url());
+        }
+        self.url().into_connection_info().map_err(client::to_io)
     }
 
     /// The directory holding the server's data and log files.
@@ -393,18 +476,18 @@ impl RedisServer {
     ///
     /// As for [`command`](Self::command).
     pub fn command_with_timeout(&self, args: &[&str], timeout: Duration) -> io::Result<String> {
-        client::query(&self.url(), args, timeout).map(|reply| client::render(&reply))
+        client::query(self.target()?, args, timeout).map(|reply| client::render(&reply))
     }
 
     /// Like [`command_with_timeout`](Self::command_with_timeout), but returns
     /// the reply unrendered, for replies whose structure matters.
     pub(crate) fn query(&self, args: &[&str], timeout: Duration) -> io::Result<Value> {
-        client::query(&self.url(), args, timeout)
+        client::query(self.target()?, args, timeout)
     }
 
     /// Like [`query`](Self::query), with binary-safe arguments.
     pub(crate) fn query_bytes(&self, args: &[&[u8]], timeout: Duration) -> io::Result<Value> {
-        client::query_bytes(&self.url(), args, timeout)
+        client::query_bytes(self.target()?, args, timeout)
     }
 
     /// The last ~40 lines of the server's log (including anything it wrote
@@ -451,7 +534,15 @@ impl RedisServer {
             args.push(v);
         };
         push("--bind", "127.0.0.1".into());
-        push("--port", self.port.to_string().into());
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &self.tls {
+            for (k, v) in tls.args(dir, self.port) {
+                push(k, v);
+            }
+        }
+        if !self.is_tls() {
+            push("--port", self.port.to_string().into());
+        }
         push("--save", "".into());
         push("--appendonly", "no".into());
         push("--dir", dir.into());
@@ -513,7 +604,8 @@ impl RedisServer {
     /// Polls until our child answers `PING` on our port (and, when it can be
     /// checked, reports our child's PID), exits, or the time runs out.
     fn wait_ready(&mut self) -> io::Result<Launch> {
-        let url = self.url();
+        let target = self.target()?;
+        let tls = self.is_tls();
         let port = self.port;
         let child = self
             .child
@@ -531,11 +623,14 @@ impl RedisServer {
             if started.elapsed() > READY_TIMEOUT {
                 break;
             }
-            if probe::answers_ping(port) {
-                match probe::server_pid(&url) {
+            // A TLS port ignores a plaintext PING; there the INFO below, over TLS, is the probe.
+            if tls || probe::answers_ping(port) {
+                match probe::server_pid(target.clone()) {
                     Some(p) if p == pid => return Ok(Launch::Ready),
                     // Another server owns the port; ours will fail to bind and exit.
                     Some(_) => answering_since = None,
+                    // Not up yet (an unidentified server cannot be told from one still starting).
+                    None if tls => {}
                     None => {
                         let since = *answering_since.get_or_insert_with(Instant::now);
                         if since.elapsed() >= STABLE_FOR && child.try_wait()?.is_none() {
