@@ -46,6 +46,8 @@ pub struct RedisLockBuilder {
     sentinel: Option<(Vec<String>, String)>,
     replication: Option<Replication>,
     pubsub_url: Option<String>,
+    #[cfg(feature = "tls")]
+    tls: crate::tls::TlsSettings,
     announcements: Option<bool>,
     prefix: String,
     connect_timeout: Option<Duration>,
@@ -56,7 +58,8 @@ pub struct RedisLockBuilder {
 impl RedisLockBuilder {
     /// Connect with a `redis://` (or `unix://`) URL; credentials and database go in the URL
     /// (`redis://user:password@host:port/db`). A pool of up to 4 connections is made, of which
-    /// the lock keeps one in use (see the crate docs).
+    /// the lock keeps one in use (see the crate docs). With the `tls` feature, `rediss://`
+    /// connects over TLS (see [`tls_ca_cert`](RedisLockBuilder::tls_ca_cert)).
     pub fn url(mut self, url: impl Into<String>) -> Self {
         self.url = Some(url.into());
         self
@@ -130,6 +133,40 @@ impl RedisLockBuilder {
         self
     }
 
+    /// Over TLS (`rediss://` URLs), trust only this CA certificate (PEM; a bundle of several
+    /// is fine) instead of the operating system's trust store: the usual setup for a Redis
+    /// whose certificate a private CA signed. Applies to the [`url`](RedisLockBuilder::url)
+    /// and the [`pubsub_url`](RedisLockBuilder::pubsub_url); a [`pool`](RedisLockBuilder::pool)
+    /// you built brings its own TLS settings.
+    ///
+    /// ```no_run
+    /// use lock_redis::RedisLock;
+    ///
+    /// let ca = std::fs::read("/etc/redis/tls/ca.crt").expect("CA certificate");
+    /// let lock = RedisLock::builder()
+    ///     .url("rediss://locker:secret@redis.internal:6380/0")
+    ///     .tls_ca_cert(ca)
+    ///     .build()?;
+    /// # Ok::<(), lock_redis::LockError>(())
+    /// ```
+    #[cfg(feature = "tls")]
+    pub fn tls_ca_cert(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.tls.ca_cert_pem = Some(pem.into());
+        self
+    }
+
+    /// Over TLS, present this client certificate and its private key (both PEM) to servers
+    /// that demand one (`tls-auth-clients yes`): mutual TLS.
+    #[cfg(feature = "tls")]
+    pub fn tls_client_cert(
+        mut self,
+        cert_pem: impl Into<Vec<u8>>,
+        key_pem: impl Into<Vec<u8>>,
+    ) -> Self {
+        self.tls.client_cert = Some((cert_pem.into(), key_pem.into()));
+        self
+    }
+
     /// Whether waiters subscribe to release announcements (default: yes, when a URL is known).
     /// Without them waiters poll with backoff: more commands and a slower handoff, but one
     /// connection fewer.
@@ -172,7 +209,9 @@ impl RedisLockBuilder {
     ///
     /// # Errors
     /// [`LockError::InvalidInput`] when neither or both of a URL and a pool were given, the URL
-    /// does not parse, or a timeout or the retention is zero or out of range.
+    /// does not parse (a `rediss://` one without the `tls` feature), a timeout or the
+    /// retention is zero or out of range, or TLS settings were given for a non-`rediss://`
+    /// URL, for a cluster or sentinels, or hold no valid certificate.
     pub fn build(self) -> Result<RedisLock, LockError> {
         let connect_timeout = positive(
             "connect timeout",
@@ -189,15 +228,22 @@ impl RedisLockBuilder {
             ))
         })?;
         let announcements = self.announcements.unwrap_or(true);
+        #[cfg(feature = "tls")]
+        crate::tls::ensure_crypto_provider(); // also for a `pool` of yours over rediss://
+        #[cfg(feature = "tls")]
+        let tls = &self.tls;
+        #[cfg(not(feature = "tls"))]
+        let tls = &NoTls;
         let pubsub_client = |url: &str| {
-            redis::Client::open(url)
+            redis::Client::open(tls.connection_info(url)?)
                 .map(Origin::Client)
                 .map_err(|e| LockError::invalid(format!("bad pub/sub URL: {e}")))
         };
         let mut chosen = Vec::new();
         let mut pubsub = None;
         if let Some(url) = &self.url {
-            chosen.push(Source::Single(pool_from_url(url, connect_timeout)?));
+            let target = tls.connection_info(url)?;
+            chosen.push(Source::Single(pool_from(target, connect_timeout)?));
             pubsub = Some(pubsub_client(self.pubsub_url.as_deref().unwrap_or(url))?);
         }
         if let Some(pool) = self.pool {
@@ -236,6 +282,15 @@ impl RedisLockBuilder {
             )
             .map_err(|e| LockError::invalid(format!("bad sentinel URLs: {e}")))?;
             pubsub = Some(Origin::Sentinel(client));
+        }
+        #[cfg(feature = "tls")]
+        if !self.tls.is_empty() && self.url.is_none() && self.pubsub_url.is_none() {
+            // Cluster and sentinel clients take their TLS settings elsewhere; silently
+            // ignoring a CA would connect with the system trust store instead.
+            return Err(LockError::invalid(
+                "TLS certificates apply to a url or pubsub_url; cluster and sentinel \
+                 connections verify rediss:// against the system trust store",
+            ));
         }
         if chosen.len() != 1 {
             return Err(LockError::invalid(if chosen.is_empty() {
@@ -303,14 +358,32 @@ fn positive(what: &str, d: Duration) -> Result<Duration, LockError> {
     }
 }
 
-fn pool_from_url(url: &str, connect_timeout: Duration) -> Result<Pool, LockError> {
+/// Without the `tls` feature a URL is only parsed; `rediss://` gets a hint at the feature.
+#[cfg(not(feature = "tls"))]
+struct NoTls;
+
+#[cfg(not(feature = "tls"))]
+impl NoTls {
+    fn connection_info(&self, url: &str) -> Result<redis::ConnectionInfo, LockError> {
+        redis::IntoConnectionInfo::into_connection_info(url).map_err(|e| {
+            let hint = if url.starts_with("rediss://") {
+                " (rediss:// needs the `tls` feature)"
+            } else {
+                ""
+            };
+            LockError::invalid(format!("bad Redis URL: {e}{hint}"))
+        })
+    }
+}
+
+fn pool_from(target: redis::ConnectionInfo, connect_timeout: Duration) -> Result<Pool, LockError> {
     // redis-rs has timeouts of its own (1 s to connect, 500 ms per reply). Connecting uses ours;
     // replies are bounded by the timeout `RedisLock` puts around every command (which also
     // replaces a hung connection), so redis-rs's would only be a second timer per command.
     let config = redis::AsyncConnectionConfig::new()
         .set_connection_timeout(Some(connect_timeout))
         .set_response_timeout(None);
-    let manager = Manager::new_with_config(url, config)
+    let manager = Manager::new_with_config(target, config)
         .map_err(|e| LockError::invalid(format!("bad Redis URL: {e}")))?;
     Pool::builder(manager)
         .max_size(4)

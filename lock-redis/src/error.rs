@@ -35,6 +35,11 @@ pub(crate) fn from_redis(err: RedisError, op: Op, key: &str, elapsed: Duration) 
 /// Whether the same call can succeed later: I/O trouble, a server still loading its data, a
 /// failover in progress. Wrong credentials, missing ACL rights and other error replies cannot.
 fn retryable(err: &RedisError) -> bool {
+    // A rejected certificate is an I/O error to redis-rs, but it stays rejected.
+    #[cfg(feature = "tls")]
+    if crate::tls::is_certificate_error(err) {
+        return false;
+    }
     match err.kind() {
         ErrorKind::AuthenticationFailed | ErrorKind::Server(ServerErrorKind::NoPerm) => false,
         _ => err.is_timeout() || !matches!(err.retry_method(), RetryMethod::NoRetry),

@@ -9,6 +9,8 @@ mod redis_lock;
 mod replication;
 mod scripts;
 mod subscriber;
+#[cfg(feature = "tls")]
+mod tls;
 
 pub use config::{
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION, RedisLockBuilder,
