@@ -180,13 +180,18 @@ pub(crate) fn locked_body(
 fn render(lit: &LitStr, template: &template::Template) -> TokenStream {
     let args = &template.args;
     if args.is_empty() {
-        let text = template.format.replace("{{", "{").replace("}}", "}");
-        let text = LitStr::new(&text, lit.span());
+        let text = LitStr::new(&literal_name(template), lit.span());
         quote!(::std::string::String::from(#text))
     } else {
         let format = LitStr::new(&template.format, lit.span());
         quote_spanned!(lit.span()=> ::std::format!(#format, #(#args),*))
     }
+}
+
+/// The name a template without placeholders stands for: its text with `{{` and `}}` unescaped
+/// (`format!` is not needed, and would warn about a format string without arguments).
+pub(crate) fn literal_name(template: &template::Template) -> String {
+    template.format.replace("{{", "{").replace("}}", "}")
 }
 
 /// A block from statements (for the async-trait rewrite).

@@ -187,3 +187,6 @@ fn span_of(lit: &LitStr, range: Range<usize>) -> Span {
         .flatten()
         .unwrap_or_else(|| lit.span())
 }
+
+#[cfg(test)]
+mod tests;
