@@ -1,0 +1,220 @@
+//! Fenced writes, fencing tokens and the plain counter.
+
+use std::collections::HashMap;
+
+use super::sections::Section;
+use crate::history::{Event, Record};
+
+/// One fenced write, as its worker recorded it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Write {
+    pub(super) worker: u32,
+    pub(super) token: u64,
+    pub(super) sent_ns: u64,
+    pub(super) answered_ns: u64,
+    pub(super) accepted: bool,
+}
+
+/// The fenced writes in `records`.
+pub(super) fn writes(records: &[Record]) -> Vec<Write> {
+    records
+        .iter()
+        .filter_map(|r| match r.event {
+            Event::Write {
+                token,
+                sent_ns,
+                accepted,
+            } => Some(Write {
+                worker: r.worker.unwrap_or(u32::MAX),
+                token,
+                sent_ns,
+                answered_ns: r.at_ns,
+                accepted,
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Accepted writes whose token was not above that of a write accepted (and answered) before
+/// this one was sent: writes the resource should have rejected.
+pub(super) fn stale_accepted(writes: &[Write]) -> usize {
+    let mut accepted: Vec<&Write> = writes.iter().filter(|w| w.accepted).collect();
+    accepted.sort_by_key(|w| w.answered_ns);
+    let answered: Vec<u64> = accepted.iter().map(|w| w.answered_ns).collect();
+    let best: Vec<u64> = running_max(accepted.iter().map(|w| w.token));
+    accepted
+        .iter()
+        .filter(|w| {
+            let before = answered.partition_point(|&t| t < w.sent_ns);
+            before > 0 && best[before - 1] >= w.token
+        })
+        .count()
+}
+
+/// Entries of the resource's own log of accepted tokens that are not above every entry
+/// before them.
+pub(super) fn stale_in_log(log: &[u64]) -> usize {
+    let mut best: Option<u64> = None;
+    let mut stale = 0;
+    for &token in log {
+        if best.is_some_and(|b| token <= b) {
+            stale += 1;
+        }
+        best = Some(best.map_or(token, |b| b.max(token)));
+    }
+    stale
+}
+
+/// Tokens the resource logged as accepted that no worker recorded as accepted (and the other
+/// way round): both views must tell the same story.
+pub(super) fn log_mismatches(writes: &[Write], log: &[u64]) -> usize {
+    let mut counts: HashMap<u64, i64> = HashMap::new();
+    for w in writes.iter().filter(|w| w.accepted) {
+        *counts.entry(w.token).or_default() += 1;
+    }
+    for token in log {
+        *counts.entry(*token).or_default() -= 1;
+    }
+    counts
+        .values()
+        .map(|c| usize::try_from(c.unsigned_abs()).unwrap_or(usize::MAX))
+        .sum()
+}
+
+/// Grants whose token was not above that of a grant that arrived before they were requested:
+/// a holder the resource would wrongly turn away.
+pub(super) fn token_regressions(sections: &[Section]) -> usize {
+    let mut by_grant: Vec<&Section> = sections.iter().collect();
+    by_grant.sort_by_key(|s| s.start_ns);
+    let granted: Vec<u64> = by_grant.iter().map(|s| s.start_ns).collect();
+    let best = running_max(by_grant.iter().map(|s| s.token));
+    by_grant
+        .iter()
+        .filter(|s| {
+            let before = granted.partition_point(|&t| t < s.requested_ns);
+            before > 0 && best[before - 1] >= s.token
+        })
+        .count()
+}
+
+/// Rejected writes split by whether the writer's section had ended when it sent them:
+/// `(stale, while valid)`.
+pub(super) fn rejected(writes: &[Write], sections: &[Section]) -> (usize, usize) {
+    let ends = section_ends(sections);
+    let mut stale = 0;
+    let mut valid = 0;
+    for w in writes.iter().filter(|w| !w.accepted) {
+        match ends.get(&(w.worker, w.token)) {
+            Some(&end) if w.sent_ns <= end => valid += 1,
+            _ => stale += 1,
+        }
+    }
+    (stale, valid)
+}
+
+/// Writes to the resource (counter writes and fenced writes) sent after the writer's section
+/// had ended: what a stalled holder does. Each one can lose an update on the plain counter.
+pub(super) fn late_writes(records: &[Record], sections: &[Section]) -> usize {
+    let ends = section_ends(sections);
+    records
+        .iter()
+        .filter(|r| {
+            let (token, sent) = match r.event {
+                // The counter's SET is sent just before its reply: use the reply's time.
+                Event::Increment { token, .. } => (token, r.at_ns),
+                Event::Write { token, sent_ns, .. } => (token, sent_ns),
+                _ => return false,
+            };
+            let worker = r.worker.unwrap_or(u32::MAX);
+            ends.get(&(worker, token)).is_none_or(|&end| sent > end)
+        })
+        .count()
+}
+
+/// Completed read-modify-writes of the plain counter.
+pub(super) fn increments(records: &[Record]) -> u64 {
+    let n = records
+        .iter()
+        .filter(|r| matches!(r.event, Event::Increment { .. }))
+        .count();
+    u64::try_from(n).unwrap_or(u64::MAX)
+}
+
+fn section_ends(sections: &[Section]) -> HashMap<(u32, u64), u64> {
+    sections
+        .iter()
+        .map(|s| ((s.worker, s.token), s.end_ns))
+        .collect()
+}
+
+fn running_max(values: impl Iterator<Item = u64>) -> Vec<u64> {
+    let mut best = 0;
+    values
+        .map(|v| {
+            best = best.max(v);
+            best
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(worker: u32, token: u64, sent_ns: u64, answered_ns: u64, accepted: bool) -> Write {
+        Write {
+            worker,
+            token,
+            sent_ns,
+            answered_ns,
+            accepted,
+        }
+    }
+
+    fn section(worker: u32, token: u64, start_ns: u64, end_ns: u64) -> Section {
+        Section {
+            worker,
+            token,
+            requested_ns: start_ns - 1,
+            start_ns,
+            end_ns,
+        }
+    }
+
+    #[test]
+    fn a_smaller_token_accepted_after_a_larger_one_is_stale() {
+        let fine = [write(0, 5, 10, 11, true), write(1, 7, 20, 21, true)];
+        assert_eq!(stale_accepted(&fine), 0);
+        let bad = [write(0, 7, 10, 11, true), write(1, 5, 20, 21, true)];
+        assert_eq!(stale_accepted(&bad), 1);
+        // Concurrent writes are ordered by the resource, not by the history: not judged.
+        let concurrent = [write(0, 7, 10, 30, true), write(1, 5, 20, 25, true)];
+        assert_eq!(stale_accepted(&concurrent), 0);
+    }
+
+    #[test]
+    fn the_log_must_increase_and_match_the_history() {
+        assert_eq!(stale_in_log(&[1, 2, 5, 9]), 0);
+        assert_eq!(stale_in_log(&[1, 5, 3, 5, 9]), 2);
+        let writes = [write(0, 1, 0, 1, true), write(0, 2, 2, 3, false)];
+        assert_eq!(log_mismatches(&writes, &[1]), 0);
+        assert_eq!(log_mismatches(&writes, &[1, 2]), 1);
+        assert_eq!(log_mismatches(&writes, &[]), 1);
+    }
+
+    #[test]
+    fn tokens_must_grow_from_grant_to_grant() {
+        let good = [section(0, 5, 10, 20), section(1, 6, 30, 40)];
+        assert_eq!(token_regressions(&good), 0);
+        let bad = [section(0, 6, 10, 20), section(1, 5, 30, 40)];
+        assert_eq!(token_regressions(&bad), 1);
+    }
+
+    #[test]
+    fn rejections_are_split_by_lease() {
+        let sections = [section(0, 5, 10, 20)];
+        let writes = [write(0, 5, 15, 16, false), write(0, 5, 25, 26, false)];
+        assert_eq!(rejected(&writes, &sections), (1, 1));
+    }
+}

@@ -1,0 +1,179 @@
+//! The servers, proxies and resource one run uses, and the faults applied to them.
+
+use std::io;
+use std::time::Duration;
+
+use lock_testkit::{FaultProxy, KeepData, RedisCluster, RedisServer};
+
+use crate::scenario::Topology;
+use crate::schedule::Net;
+use crate::worker::Backend;
+
+/// `cluster-node-timeout` of the cluster scenarios: how long before a silent master is failed
+/// over.
+const CLUSTER_NODE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Everything a run's workers talk to.
+#[derive(Debug)]
+pub(crate) struct Lab {
+    /// The lock's servers (single or Redlock): the workers reach them through `proxies`.
+    servers: Vec<RedisServer>,
+    /// `proxies[worker][server]`: each worker's own path to each server.
+    proxies: Vec<Vec<FaultProxy>>,
+    /// The Redis Cluster, reached directly.
+    cluster: Option<RedisCluster>,
+    /// The cluster node killed by the last `kill_lock_master`.
+    killed: Option<usize>,
+    /// The protected resource's server, which no fault touches.
+    resource: RedisServer,
+}
+
+impl Lab {
+    /// Starts the servers of `topology` and a proxy per worker and server.
+    pub(crate) fn start(topology: Topology, workers: u32) -> io::Result<Lab> {
+        let resource = RedisServer::start()?;
+        let (servers, cluster) = match topology {
+            Topology::Single => (vec![RedisServer::start()?], None),
+            Topology::Redlock(n) => (
+                (0..n)
+                    .map(|_| RedisServer::start())
+                    .collect::<io::Result<Vec<_>>>()?,
+                None,
+            ),
+            Topology::Cluster => (
+                Vec::new(),
+                Some(
+                    RedisCluster::builder()
+                        .masters(3)
+                        .replicas_per_master(1)
+                        .node_timeout(CLUSTER_NODE_TIMEOUT)
+                        .start()?,
+                ),
+            ),
+        };
+        let proxies = (0..workers)
+            .map(|_| {
+                servers
+                    .iter()
+                    .map(|s| FaultProxy::start(s.addr()))
+                    .collect::<io::Result<Vec<_>>>()
+            })
+            .collect::<io::Result<Vec<_>>>()?;
+        Ok(Lab {
+            servers,
+            proxies,
+            cluster,
+            killed: None,
+            resource,
+        })
+    }
+
+    /// The resource server's URL.
+    pub(crate) fn resource_url(&self) -> String {
+        self.resource.url()
+    }
+
+    /// How `worker` reaches the lock.
+    pub(crate) fn backend(&self, worker: u32) -> Backend {
+        if let Some(cluster) = &self.cluster {
+            return Backend::Cluster {
+                urls: cluster.urls(),
+            };
+        }
+        let urls: Vec<String> = self.proxies[worker as usize]
+            .iter()
+            .map(FaultProxy::url)
+            .collect();
+        if urls.len() == 1 {
+            Backend::Single {
+                url: urls.into_iter().next().unwrap_or_default(),
+            }
+        } else {
+            Backend::Redlock { urls }
+        }
+    }
+
+    /// Applies `fault` on the proxies between `workers` and `nodes`.
+    pub(crate) fn net(&self, workers: &[u32], nodes: &[usize], fault: Net) {
+        for &w in workers {
+            for &n in nodes {
+                if let Some(proxy) = self.proxies.get(w as usize).and_then(|p| p.get(n)) {
+                    match fault {
+                        Net::Latency(d) => proxy.set_latency(d),
+                        Net::Partition => proxy.partition(),
+                        Net::Heal => proxy.heal(),
+                    }
+                }
+            }
+        }
+    }
+
+    /// How many lock servers there are (not counting a cluster's).
+    pub(crate) fn node_count(&self) -> usize {
+        self.servers.len()
+    }
+
+    /// `SIGKILL`s server `n`.
+    pub(crate) fn kill(&mut self, n: usize) -> io::Result<()> {
+        self.server(n)?.stop();
+        Ok(())
+    }
+
+    /// Starts server `n` again with no data.
+    pub(crate) fn restart_empty(&mut self, n: usize) -> io::Result<()> {
+        self.server(n)?.restart(KeepData::Discard)
+    }
+
+    /// `SIGSTOP`s server `n`.
+    pub(crate) fn pause(&mut self, n: usize) -> io::Result<()> {
+        self.server(n)?.pause()
+    }
+
+    /// `SIGCONT`s server `n`.
+    pub(crate) fn resume(&mut self, n: usize) -> io::Result<()> {
+        self.server(n)?.resume()
+    }
+
+    /// `SIGKILL`s the cluster master that owns `lock`'s slot; returns the slot.
+    pub(crate) fn kill_lock_master(&mut self, lock: &str) -> io::Result<u16> {
+        let cluster = self.cluster_mut()?;
+        let slot = cluster.slot_of(lock)?;
+        let master = cluster.master_for_slot(slot)?;
+        cluster.kill(master);
+        self.killed = Some(master);
+        Ok(slot)
+    }
+
+    /// Waits until a live master owns `lock`'s slot again.
+    pub(crate) fn await_failover(&mut self, slot: u16) -> io::Result<()> {
+        self.cluster_mut()?.wait_for_failover(slot).map(|_| ())
+    }
+
+    /// Starts the killed master again (it rejoins as a replica) and waits for a healthy
+    /// cluster.
+    pub(crate) fn restart_killed_master(&mut self) -> io::Result<()> {
+        let Some(node) = self.killed.take() else {
+            return Ok(());
+        };
+        self.cluster_mut()?.start_again(node)
+    }
+
+    fn server(&mut self, n: usize) -> io::Result<&mut RedisServer> {
+        let count = self.servers.len();
+        self.servers.get_mut(n).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("no server {n} (there are {count})"),
+            )
+        })
+    }
+
+    fn cluster_mut(&mut self) -> io::Result<&mut RedisCluster> {
+        self.cluster.as_mut().ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a cluster step in a scenario without a cluster",
+            )
+        })
+    }
+}

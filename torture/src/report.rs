@@ -1,0 +1,183 @@
+//! The checker's report as tables: one per scenario, and a summary of several.
+
+use std::time::Duration;
+
+use comfy_table::{Table, presets};
+
+use crate::checker::Report;
+use crate::runner::Outcome;
+use crate::scenario::{Bound, Expected};
+
+/// One scenario's report: each check with its expected bound, the measured figure and
+/// whether it held.
+pub fn scenario_table(outcome: &Outcome) -> Table {
+    report_table(&outcome.report, &outcome.scenario.expected)
+}
+
+/// A report judged against a verdict, as a table.
+pub fn report_table(r: &Report, e: &Expected) -> Table {
+    let mut t = table(&["check", "expected", "measured", ""]);
+    let judged = |t: &mut Table, check: &str, bound: Bound, n: usize, extra: String| {
+        let measured = if extra.is_empty() {
+            n.to_string()
+        } else {
+            format!("{n} {extra}")
+        };
+        t.add_row(vec![
+            check.to_owned(),
+            bound.to_string(),
+            measured,
+            mark(bound.admits(n)),
+        ]);
+    };
+    let info = |t: &mut Table, check: &str, measured: String| {
+        t.add_row(vec![
+            check.to_owned(),
+            String::new(),
+            measured,
+            String::new(),
+        ]);
+    };
+    info(
+        &mut t,
+        "grants / acquires that failed",
+        format!("{} / {}", r.grants, r.acquire_failures),
+    );
+    let longest = r
+        .longest_overlap()
+        .map(|d| format!("(longest {})", ms(d)))
+        .unwrap_or_default();
+    judged(
+        &mut t,
+        "overlapping critical sections",
+        e.overlaps,
+        r.overlaps.len(),
+        longest,
+    );
+    judged(
+        &mut t,
+        "stale writes accepted (history)",
+        e.stale_accepted,
+        r.stale_accepted,
+        String::new(),
+    );
+    judged(
+        &mut t,
+        "stale writes accepted (resource log)",
+        e.stale_accepted,
+        r.stale_accepted_in_log,
+        format!("(of {} accepted)", r.accepted),
+    );
+    judged(
+        &mut t,
+        "stale writes rejected",
+        e.stale_rejected,
+        r.stale_rejected,
+        String::new(),
+    );
+    info(
+        &mut t,
+        "writes rejected while the lease was valid",
+        r.rejected_while_valid.to_string(),
+    );
+    judged(
+        &mut t,
+        "fencing tokens that did not grow",
+        e.token_regressions,
+        r.token_regressions,
+        String::new(),
+    );
+    judged(
+        &mut t,
+        "history vs resource log mismatches",
+        Bound::Zero,
+        r.log_mismatches,
+        String::new(),
+    );
+    info(
+        &mut t,
+        "writes after the lease ended / lost counter updates",
+        format!(
+            "{} / {} (of {} increments)",
+            r.late_writes,
+            r.lost_updates(),
+            r.increments
+        ),
+    );
+    judged(
+        &mut t,
+        "renewals after a release",
+        e.renewals_after_release,
+        r.renewals_after_release,
+        format!("(of {} renewals)", r.renewals),
+    );
+    let (recovery, ok) = match r.slowest_recovery() {
+        None => ("no fault healed".to_owned(), true),
+        Some(None) => ("no grant after a heal".to_owned(), false),
+        Some(Some(d)) => (
+            format!("slowest {} over {} heals", ms(d), r.recoveries.len()),
+            d <= e.recovery_within,
+        ),
+    };
+    t.add_row(vec![
+        "heal → next grant (from when the lock was free)".to_owned(),
+        format!("≤ {}", ms(e.recovery_within)),
+        recovery,
+        mark(ok),
+    ]);
+    t
+}
+
+/// One row per scenario: what it did, what was expected, what was measured.
+pub fn summary_table(outcomes: &[Outcome]) -> Table {
+    let mut t = table(&[
+        "scenario",
+        "fault",
+        "expected",
+        "overlaps",
+        "stale accepted",
+        "stale rejected",
+        "slowest recovery",
+        "verdict",
+    ]);
+    for o in outcomes {
+        let r = &o.report;
+        let e = &o.scenario.expected;
+        t.add_row(vec![
+            o.scenario.name.to_owned(),
+            o.scenario.fault.to_owned(),
+            format!(
+                "overlaps {}, stale accepted {}, stale rejected {}, recovery ≤ {}",
+                e.overlaps,
+                e.stale_accepted,
+                e.stale_rejected,
+                ms(e.recovery_within)
+            ),
+            r.overlaps.len().to_string(),
+            (r.stale_accepted + r.stale_accepted_in_log).to_string(),
+            r.stale_rejected.to_string(),
+            match r.slowest_recovery() {
+                None => "-".to_owned(),
+                Some(None) => "never".to_owned(),
+                Some(Some(d)) => ms(d),
+            },
+            if o.passed() { "held" } else { "VIOLATED" }.to_owned(),
+        ]);
+    }
+    t
+}
+
+fn table(header: &[&str]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(presets::UTF8_FULL_CONDENSED);
+    t.set_header(header.to_vec());
+    t
+}
+
+fn mark(ok: bool) -> String {
+    if ok { "ok" } else { "VIOLATED" }.to_owned()
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.0} ms", d.as_secs_f64() * 1e3)
+}

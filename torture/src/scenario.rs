@@ -1,0 +1,493 @@
+//! The scenarios, each with the verdict it must reach written down before it runs.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::checker::Report;
+use crate::schedule::{Net, Step, Target};
+
+/// What a scenario runs against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Topology {
+    /// One redis-server; `RedisLock`.
+    Single,
+    /// This many independent redis-servers; `Redlock`.
+    Redlock(usize),
+    /// A Redis Cluster of 3 masters with one replica each; `RedisLock` in cluster mode.
+    Cluster,
+}
+
+/// How many times something may happen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    /// Never.
+    Zero,
+    /// At least once (the fault must be seen to bite).
+    AtLeastOne,
+    /// Any number: the algorithm promises nothing here; the figure is reported.
+    Any,
+}
+
+impl Bound {
+    /// Whether `n` is within the bound.
+    pub fn admits(self, n: usize) -> bool {
+        match self {
+            Bound::Zero => n == 0,
+            Bound::AtLeastOne => n >= 1,
+            Bound::Any => true,
+        }
+    }
+}
+
+impl fmt::Display for Bound {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Bound::Zero => "0",
+            Bound::AtLeastOne => "≥ 1",
+            Bound::Any => "may be > 0",
+        })
+    }
+}
+
+/// A scenario's verdict, fixed before it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expected {
+    /// Overlapping critical sections.
+    pub overlaps: Bound,
+    /// Stale writes the resource accepted (history and resource log): always zero.
+    pub stale_accepted: Bound,
+    /// Stale writes the resource rejected.
+    pub stale_rejected: Bound,
+    /// Grants whose fencing token did not grow.
+    pub token_regressions: Bound,
+    /// Renewals after a release.
+    pub renewals_after_release: Bound,
+    /// The longest allowed time from a heal to the next grant.
+    pub recovery_within: Duration,
+    /// Why, in one sentence.
+    pub why: &'static str,
+}
+
+impl Expected {
+    /// Exclusion holds: no overlap, no stale write accepted, grants resume within TTL + 1 s.
+    fn exclusion(ttl: Duration, why: &'static str) -> Expected {
+        Expected {
+            overlaps: Bound::Zero,
+            stale_accepted: Bound::Zero,
+            stale_rejected: Bound::Any,
+            token_regressions: Bound::Zero,
+            renewals_after_release: Bound::Zero,
+            recovery_within: ttl + Duration::from_secs(1),
+            why,
+        }
+    }
+
+    /// Exclusion may break (the algorithm does not promise it under this fault); fencing must
+    /// still keep every stale write out.
+    fn fenced_only(ttl: Duration, why: &'static str) -> Expected {
+        Expected {
+            overlaps: Bound::Any,
+            ..Expected::exclusion(ttl, why)
+        }
+    }
+
+    /// Checks a report against the verdict; each violation as a sentence.
+    pub fn judge(&self, report: &Report) -> Vec<String> {
+        let mut violations = Vec::new();
+        let mut expect = |what: &str, bound: Bound, n: usize| {
+            if !bound.admits(n) {
+                violations.push(format!("{what}: {n}, expected {bound}"));
+            }
+        };
+        expect(
+            "overlapping critical sections",
+            self.overlaps,
+            report.overlaps.len(),
+        );
+        expect(
+            "stale writes accepted (history)",
+            self.stale_accepted,
+            report.stale_accepted,
+        );
+        expect(
+            "stale writes accepted (resource log)",
+            self.stale_accepted,
+            report.stale_accepted_in_log,
+        );
+        expect(
+            "stale writes rejected",
+            self.stale_rejected,
+            report.stale_rejected,
+        );
+        expect(
+            "fencing tokens that did not grow",
+            self.token_regressions,
+            report.token_regressions,
+        );
+        expect(
+            "renewals after a release",
+            self.renewals_after_release,
+            report.renewals_after_release,
+        );
+        expect(
+            "accepted writes the history and the resource disagree on",
+            Bound::Zero,
+            report.log_mismatches,
+        );
+        if report.grants == 0 {
+            violations.push("no grant at all: the run tested nothing".to_owned());
+        }
+        for recovery in &report.recoveries {
+            match recovery.after {
+                Some(after) if after <= self.recovery_within => {}
+                Some(after) => violations.push(format!(
+                    "after \"{}\" the next grant took {after:?}, expected ≤ {:?}",
+                    recovery.label, self.recovery_within
+                )),
+                None => violations.push(format!(
+                    "after \"{}\" no grant came before the end of the run",
+                    recovery.label
+                )),
+            }
+        }
+        violations
+    }
+}
+
+/// A scenario: servers, workers, the fault cycle, and the verdict.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// Its name on the command line.
+    pub name: &'static str,
+    /// The fault, in a few words.
+    pub fault: &'static str,
+    /// What it runs against.
+    pub topology: Topology,
+    /// Worker processes.
+    pub workers: u32,
+    /// The lease (renewed every third of it while held).
+    pub ttl: Duration,
+    /// Shortest and longest time a holder keeps the lock.
+    pub hold: (Duration, Duration),
+    /// The `RedisLock` command timeout (single server and cluster).
+    pub command_timeout: Duration,
+    /// How long one acquire waits.
+    pub wait: Duration,
+    /// Fault-free time before the first cycle.
+    pub warmup: Duration,
+    /// The fault cycle, repeated while the run lasts.
+    pub cycle: Vec<Step>,
+    /// Fault-free time after the last cycle, so the last heal is followed by grants.
+    pub tail: Duration,
+    /// The length of the short form that CI runs.
+    pub short: Duration,
+    /// The verdict.
+    pub expected: Expected,
+}
+
+const TTL: Duration = Duration::from_secs(1);
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// A scenario with the defaults every one starts from: 3 workers, a 1 s lease, 250 ms
+/// command timeout, a 1 s warm-up and a 2.5 s tail.
+fn base(name: &'static str, fault: &'static str, cycle: Vec<Step>, expected: Expected) -> Scenario {
+    Scenario {
+        name,
+        fault,
+        topology: Topology::Single,
+        workers: 3,
+        ttl: TTL,
+        hold: (ms(50), ms(150)),
+        command_timeout: ms(250),
+        wait: Duration::from_secs(3),
+        warmup: Duration::from_secs(1),
+        cycle,
+        tail: ms(2_500),
+        short: Duration::from_secs(9),
+        expected,
+    }
+}
+
+/// Every scenario, in the order `--scenario all` runs them.
+pub fn all() -> Vec<Scenario> {
+    vec![
+        holder_pause(),
+        redis_restart_empty(),
+        redis_slow(),
+        worker_partition(),
+        redlock_minority_kill(),
+        redlock_minority_pause(),
+        redlock_minority_partition(),
+        redlock_restart_empty(),
+        redlock_delayed_restart(),
+        cluster_failover(),
+    ]
+}
+
+/// The scenario called `name`.
+pub fn by_name(name: &str) -> Option<Scenario> {
+    all().into_iter().find(|s| s.name == name)
+}
+
+/// Kleppmann's GC pause: the holder is stopped past its lease, a successor takes the lock and
+/// writes, then the holder resumes and writes with its old token.
+pub fn holder_pause() -> Scenario {
+    Scenario {
+        hold: (ms(150), ms(250)),
+        short: Duration::from_secs(10),
+        ..base(
+            "holder-pause",
+            "holder SIGSTOPped past its lease, resumed after a successor wrote",
+            vec![
+                Step::AwaitGrant,
+                Step::PauseHolder,
+                Step::Sleep(TTL + ms(200)),
+                Step::AwaitNewerWrite,
+                Step::ResumeHolder,
+                Step::Sleep(ms(1_000)),
+            ],
+            Expected {
+                stale_rejected: Bound::AtLeastOne,
+                ..Expected::exclusion(
+                    TTL,
+                    "the paused holder's lease ends while it sleeps; its late write carries an \
+                     older token than its successor's and fencing rejects it",
+                )
+            },
+        )
+    }
+}
+
+/// Redis killed and restarted without its data, while workers hold and wait for the lock.
+pub fn redis_restart_empty() -> Scenario {
+    Scenario {
+        // Holds longer than the outage, so that the restart lands while someone holds.
+        hold: (ms(300), ms(900)),
+        ..base(
+            "redis-restart-empty",
+            "Redis SIGKILLed, restarted empty 100 ms later",
+            vec![
+                Step::Kill(0),
+                Step::Sleep(ms(100)),
+                Step::RestartEmpty(0),
+                Step::Sleep(ms(2_000)),
+            ],
+            Expected::fenced_only(
+                TTL,
+                "a Redis that loses its data can grant a held lock again (the documented \
+                 hazard); fencing tokens come from the server clock, keep growing across the \
+                 restart, and keep every stale write out",
+            ),
+        )
+    }
+}
+
+/// Redis slowed: first below the command timeout (grants with less validity), then beyond it
+/// (every command times out).
+pub fn redis_slow() -> Scenario {
+    Scenario {
+        command_timeout: ms(200),
+        short: Duration::from_secs(10),
+        ..base(
+            "redis-slow",
+            "60 ms then 300 ms latency each way (command timeout 200 ms)",
+            vec![
+                Step::Net(Target::Nodes(vec![0]), Net::Latency(ms(60))),
+                Step::Sleep(ms(1_500)),
+                Step::Net(Target::Nodes(vec![0]), Net::Latency(ms(300))),
+                Step::Sleep(ms(2_000)),
+                Step::Net(Target::Nodes(vec![0]), Net::Heal),
+                Step::Sleep(ms(1_000)),
+            ],
+            Expected::exclusion(
+                TTL,
+                "validity is counted from before the request, so a slow grant is a shorter \
+                 lease, and commands that time out leave at most a key that expires with its TTL",
+            ),
+        )
+    }
+}
+
+/// One worker, while it holds the lock, cut off from Redis for longer than the lease.
+pub fn worker_partition() -> Scenario {
+    Scenario {
+        hold: (ms(200), ms(1_500)),
+        short: Duration::from_secs(10),
+        ..base(
+            "worker-partition",
+            "the holder partitioned from Redis for 2 s (lease 1 s)",
+            vec![
+                Step::AwaitGrant,
+                Step::Net(Target::Holder, Net::Partition),
+                Step::Sleep(ms(2_000)),
+                Step::Net(Target::Holder, Net::Heal),
+                Step::Sleep(ms(1_500)),
+            ],
+            Expected::exclusion(
+                TTL,
+                "the cut-off holder cannot renew, so its lease ends at valid_until and the key \
+                 expires by then on the server; the others take over only after",
+            ),
+        )
+    }
+}
+
+fn redlock(mut scenario: Scenario) -> Scenario {
+    scenario.topology = Topology::Redlock(5);
+    scenario
+}
+
+/// Two of five Redlock nodes killed, restarted empty after more than the lease.
+pub fn redlock_minority_kill() -> Scenario {
+    redlock(base(
+        "redlock-minority-kill",
+        "2 of 5 nodes SIGKILLed, restarted empty 2 s later (> lease)",
+        vec![
+            Step::Kill(3),
+            Step::Kill(4),
+            Step::Sleep(ms(2_000)),
+            Step::RestartEmpty(3),
+            Step::RestartEmpty(4),
+            Step::Sleep(ms(1_500)),
+        ],
+        Expected::exclusion(
+            TTL,
+            "3 of 5 still form a quorum; the killed nodes stay down longer than the lease, as \
+             the delayed-restart rule asks",
+        ),
+    ))
+}
+
+/// Two of five Redlock nodes paused.
+pub fn redlock_minority_pause() -> Scenario {
+    redlock(base(
+        "redlock-minority-pause",
+        "2 of 5 nodes SIGSTOPped for 2 s",
+        vec![
+            Step::Pause(3),
+            Step::Pause(4),
+            Step::Sleep(ms(2_000)),
+            Step::Resume(3),
+            Step::Resume(4),
+            Step::Sleep(ms(1_500)),
+        ],
+        Expected::exclusion(
+            TTL,
+            "a hung minority only costs its per-node timeouts; keys on it expire by its own \
+             clock once it resumes",
+        ),
+    ))
+}
+
+/// Two of five Redlock nodes partitioned from every worker.
+pub fn redlock_minority_partition() -> Scenario {
+    redlock(base(
+        "redlock-minority-partition",
+        "2 of 5 nodes partitioned from every worker for 2 s",
+        vec![
+            Step::Net(Target::Nodes(vec![3, 4]), Net::Partition),
+            Step::Sleep(ms(2_000)),
+            Step::Net(Target::Nodes(vec![3, 4]), Net::Heal),
+            Step::Sleep(ms(1_500)),
+        ],
+        Expected::exclusion(TTL, "3 of 5 still form a quorum"),
+    ))
+}
+
+/// The holder got a bare quorum {0, 1, 2} (nodes 3 and 4 were partitioned); node 2 loses its
+/// keys and comes back at once, and the partition heals: {2, 3, 4} is a second quorum.
+pub fn redlock_restart_empty() -> Scenario {
+    Scenario {
+        hold: (ms(600), ms(1_000)),
+        // Waiters sleep until the holder's TTL runs out unless a release wakes them; short
+        // waits make them start fresh acquires, which try at once, as new clients would.
+        wait: ms(250),
+        // One holder and one contender: with two contenders the three free nodes often split
+        // their votes, which hides the hazard behind a lost race.
+        workers: 2,
+        short: Duration::from_secs(10),
+        ..redlock(base(
+            "redlock-restart-empty",
+            "holder on a bare quorum; one of its nodes restarted empty at once",
+            vec![
+                Step::Net(Target::Nodes(vec![3, 4]), Net::Partition),
+                Step::Sleep(TTL + ms(300)),
+                Step::AwaitGrant,
+                Step::Kill(2),
+                Step::RestartEmpty(2),
+                Step::Net(Target::Nodes(vec![3, 4]), Net::Heal),
+                Step::Sleep(ms(2_500)),
+            ],
+            Expected::fenced_only(
+                TTL,
+                "without the delayed-restart rule a node that forgot the holder's key lets a \
+                 second quorum form: overlaps are expected; fencing must still reject every \
+                 stale write",
+            ),
+        ))
+    }
+}
+
+/// As [`redlock_restart_empty`], but the node stays down for longer than the lease first.
+pub fn redlock_delayed_restart() -> Scenario {
+    Scenario {
+        hold: (ms(600), ms(1_000)),
+        wait: ms(250),
+        workers: 2,
+        short: Duration::from_secs(11),
+        ..redlock(base(
+            "redlock-delayed-restart",
+            "as redlock-restart-empty, but the node stays down 1.5 s (> lease) first",
+            vec![
+                Step::Net(Target::Nodes(vec![3, 4]), Net::Partition),
+                Step::Sleep(TTL + ms(300)),
+                Step::AwaitGrant,
+                Step::Kill(2),
+                Step::Net(Target::Nodes(vec![3, 4]), Net::Heal),
+                Step::Sleep(TTL + ms(500)),
+                Step::RestartEmpty(2),
+                Step::Sleep(ms(2_000)),
+            ],
+            Expected::exclusion(
+                TTL,
+                "every lease the node knew of has ended before it returns, so its empty \
+                 keyspace cannot help a second quorum form",
+            ),
+        ))
+    }
+}
+
+/// The master of the lock's slot killed; its replica takes over.
+pub fn cluster_failover() -> Scenario {
+    Scenario {
+        topology: Topology::Cluster,
+        warmup: ms(1_500),
+        short: Duration::from_secs(12),
+        ..base(
+            "cluster-failover",
+            "the lock's master SIGKILLed; its replica fails over",
+            vec![
+                Step::KillLockMaster,
+                Step::AwaitFailover,
+                Step::RestartKilledMaster,
+                Step::Sleep(ms(2_000)),
+            ],
+            Expected::fenced_only(
+                TTL,
+                "replication is asynchronous: a grant the replica had not received is lost in \
+                 the failover and the lock can be granted twice; tokens come from the server \
+                 clock and keep growing, so fencing keeps stale writes out",
+            ),
+        )
+    }
+}
+
+impl Scenario {
+    /// The shortest run that holds the warm-up, one cycle and the tail.
+    pub fn min_duration(&self) -> Duration {
+        self.warmup + crate::schedule::nominal(&self.cycle) + self.tail
+    }
+}

@@ -1,0 +1,136 @@
+//! The fault schedule: what the runner does to servers, the network and workers, step by
+//! step, while the workers run.
+
+use std::fmt;
+use std::time::Duration;
+
+/// Which proxies a network fault applies to. Every worker reaches every server through a
+/// proxy of its own, so a fault can cut one server off from everybody or one worker off from
+/// every server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// These servers (by index), for every worker.
+    Nodes(Vec<usize>),
+    /// Every server, for the worker remembered by the last [`Step::AwaitGrant`].
+    Holder,
+}
+
+/// A network fault, applied through the [`FaultProxy`](lock_testkit::FaultProxy)s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Net {
+    /// This much delay each way on every chunk.
+    Latency(Duration),
+    /// A full partition: bytes stop, connections time out, and connections that lived
+    /// through it are closed when it heals.
+    Partition,
+    /// Back to clean forwarding.
+    Heal,
+}
+
+/// One step of a scenario's fault cycle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Lets the workers run.
+    Sleep(Duration),
+    /// Waits (bounded) for a grant that arrives after this step starts, and remembers its
+    /// holder for the steps that follow.
+    AwaitGrant,
+    /// `SIGSTOP`s the remembered holder: a process pause (GC, swap, a stopped VM).
+    PauseHolder,
+    /// Waits (bounded) until the resource accepted a write with a larger token than the
+    /// remembered holder's: a successor took over and wrote while the holder was away.
+    AwaitNewerWrite,
+    /// `SIGCONT`s the remembered holder, which carries on with its write.
+    ResumeHolder,
+    /// A network fault.
+    Net(Target, Net),
+    /// `SIGKILL`s this server.
+    Kill(usize),
+    /// Starts this server again with no data (killing it first if it runs).
+    RestartEmpty(usize),
+    /// `SIGSTOP`s this server.
+    Pause(usize),
+    /// `SIGCONT`s this server.
+    Resume(usize),
+    /// Redis Cluster: `SIGKILL`s the master that owns the lock's slot.
+    KillLockMaster,
+    /// Redis Cluster: waits (bounded) until a replica took over the lock's slot.
+    AwaitFailover,
+    /// Redis Cluster: starts the killed master again; it rejoins as a replica.
+    RestartKilledMaster,
+}
+
+/// What a step means for the recovery measurement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// Starts a fault.
+    Fault,
+    /// Ends one: the time to the next grant is measured from here.
+    Heal,
+    /// Neither.
+    None,
+}
+
+impl Step {
+    /// Whether the step starts or ends a fault.
+    pub fn effect(&self) -> Effect {
+        match self {
+            Step::PauseHolder
+            | Step::Kill(_)
+            | Step::Pause(_)
+            | Step::KillLockMaster
+            | Step::Net(_, Net::Latency(_) | Net::Partition) => Effect::Fault,
+            Step::ResumeHolder
+            | Step::RestartEmpty(_)
+            | Step::Resume(_)
+            | Step::AwaitFailover
+            | Step::Net(_, Net::Heal) => Effect::Heal,
+            Step::Sleep(_)
+            | Step::AwaitGrant
+            | Step::AwaitNewerWrite
+            | Step::RestartKilledMaster => Effect::None,
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Nodes(nodes) => write!(f, "node {nodes:?}"),
+            Target::Holder => f.write_str("the holder"),
+        }
+    }
+}
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Step::Sleep(d) => write!(f, "run for {d:?}"),
+            Step::AwaitGrant => f.write_str("wait for a grant"),
+            Step::PauseHolder => f.write_str("SIGSTOP the holder"),
+            Step::AwaitNewerWrite => f.write_str("wait for a successor's write"),
+            Step::ResumeHolder => f.write_str("SIGCONT the holder"),
+            Step::Net(target, Net::Latency(d)) => write!(f, "{d:?} latency each way to {target}"),
+            Step::Net(target, Net::Partition) => write!(f, "partition {target}"),
+            Step::Net(target, Net::Heal) => write!(f, "heal {target}"),
+            Step::Kill(n) => write!(f, "SIGKILL node {n}"),
+            Step::RestartEmpty(n) => write!(f, "restart node {n} empty"),
+            Step::Pause(n) => write!(f, "SIGSTOP node {n}"),
+            Step::Resume(n) => write!(f, "SIGCONT node {n}"),
+            Step::KillLockMaster => f.write_str("SIGKILL the lock's master"),
+            Step::AwaitFailover => f.write_str("replica took over"),
+            Step::RestartKilledMaster => f.write_str("restart the old master"),
+        }
+    }
+}
+
+/// The total of a cycle's sleeps: a lower bound of its length.
+pub fn nominal(cycle: &[Step]) -> Duration {
+    cycle
+        .iter()
+        .map(|step| match step {
+            Step::Sleep(d) => *d,
+            _ => Duration::ZERO,
+        })
+        .sum()
+}

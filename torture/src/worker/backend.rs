@@ -1,0 +1,41 @@
+//! Builds the worker's `Locker` through distlock's public API, as a user would.
+
+use distlock::{LockError, Locker, RedisLock, Redlock};
+
+use super::config::{Backend, WorkerConfig};
+
+/// A `Locker` on the configured backend whose leases last the TTL and are renewed every third
+/// of it while their guard lives.
+///
+/// # Errors
+/// If the backend rejects its configuration.
+pub(crate) fn locker(config: &WorkerConfig) -> Result<Locker, LockError> {
+    let timeout = config.command_timeout();
+    let locker = match &config.backend {
+        Backend::Single { url } => Locker::builder(
+            RedisLock::builder()
+                .url(url.as_str())
+                .command_timeout(timeout)
+                .connect_timeout(timeout)
+                .build()?,
+        ),
+        Backend::Redlock { urls } => {
+            // Each node keeps RedisLock's default command timeout, above the Redlock's own
+            // per-node timeout, as lock-redlock's README advises: a slow node then keeps its
+            // connection and applies a late acquire before the release that follows it.
+            let mut redlock = Redlock::builder();
+            for (i, url) in urls.iter().enumerate() {
+                redlock = redlock.named_node(i.to_string(), RedisLock::from_url(url)?);
+            }
+            Locker::builder(redlock.build()?)
+        }
+        Backend::Cluster { urls } => Locker::builder(
+            RedisLock::builder()
+                .cluster_urls(urls.iter().map(String::as_str))
+                .command_timeout(timeout)
+                .connect_timeout(timeout)
+                .build()?,
+        ),
+    };
+    Ok(locker.lease(config.ttl()).wait(config.wait()).build())
+}

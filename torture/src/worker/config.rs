@@ -1,0 +1,78 @@
+//! What the runner tells a worker process: written as JSON to a file whose path is the
+//! worker's only argument.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Which distlock backend the workers lock with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Backend {
+    /// `RedisLock` on one server.
+    Single {
+        /// The server's URL (the worker's proxy in front of it).
+        url: String,
+    },
+    /// `Redlock` over independent servers, one `RedisLock` each.
+    Redlock {
+        /// One URL per node (the worker's proxies in front of them).
+        urls: Vec<String>,
+    },
+    /// `RedisLock` on a Redis Cluster.
+    Cluster {
+        /// Seed URLs of the cluster's nodes.
+        urls: Vec<String>,
+    },
+}
+
+/// Everything a worker needs to run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerConfig {
+    /// The worker's number, recorded in every line of its history.
+    pub index: u32,
+    /// How it locks.
+    pub backend: Backend,
+    /// The resource's server (reached directly, never through a proxy).
+    pub resource_url: String,
+    /// Where it records its history.
+    pub history: PathBuf,
+    /// The lock every worker contends for.
+    pub lock_name: String,
+    /// The lease: granted for this long and renewed every third of it while held.
+    pub ttl_ms: u64,
+    /// The shortest time a holder spends between reading and writing the counter.
+    pub hold_min_ms: u64,
+    /// The longest.
+    pub hold_max_ms: u64,
+    /// How long one acquire waits for the lock.
+    pub wait_ms: u64,
+    /// `RedisLock`'s command and connect timeouts (single server and cluster; Redlock nodes
+    /// keep the default, above the Redlock's own node timeout).
+    pub command_timeout_ms: u64,
+    /// The worker stops at its next round once this file exists: the runner creates it when
+    /// its fault schedule and the fault-free tail after it are done.
+    pub stop_file: PathBuf,
+    /// A hard limit, in ms since the Unix epoch, in case the stop file never comes.
+    pub deadline_unix_ms: u64,
+    /// Seeds the holds' random lengths.
+    pub seed: u64,
+}
+
+impl WorkerConfig {
+    /// The lease TTL.
+    pub fn ttl(&self) -> Duration {
+        Duration::from_millis(self.ttl_ms)
+    }
+
+    /// The wait of one acquire.
+    pub fn wait(&self) -> Duration {
+        Duration::from_millis(self.wait_ms)
+    }
+
+    /// The command timeout of the workers' `RedisLock`s.
+    pub fn command_timeout(&self) -> Duration {
+        Duration::from_millis(self.command_timeout_ms)
+    }
+}

@@ -1,0 +1,186 @@
+//! One worker process: acquire → read the counter → hold → write the counter → fenced write →
+//! release, again and again until the deadline, recording every step in its history.
+//!
+//! The worker never re-checks its lease before writing: a holder that stalled (a `SIGSTOP`,
+//! a partition that ate its renewals) writes anyway, as a process after a GC pause would.
+//! Catching those writes is the fenced resource's job, and the checker counts how it did.
+
+mod backend;
+mod config;
+mod renewals;
+
+use std::error::Error;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use distlock::{Guard, LockError, Locker, TimeoutPhase};
+
+pub use config::{Backend, WorkerConfig};
+
+use crate::history::{Event, HistoryWriter, nanos, now_ns, wall_ns};
+use crate::resource::Resource;
+
+/// Rounds a worker runs at most, whatever its deadline says.
+const MAX_ROUNDS: u64 = 1_000_000;
+/// The pause after a failed acquire (other than a wait that ran out), so that a worker facing
+/// a dead Redis does not spin.
+const ERROR_PAUSE: Duration = Duration::from_millis(20);
+
+/// Runs a worker from the JSON config at `path` until its deadline.
+///
+/// # Errors
+/// If the config cannot be read, the history cannot be created, the backend rejects its
+/// configuration or the resource cannot be reached at start. Faults during the run are
+/// recorded, not returned.
+pub fn run_from_file(path: &Path) -> Result<(), Box<dyn Error>> {
+    let config: WorkerConfig = serde_json::from_slice(&std::fs::read(path)?)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(run(config))
+}
+
+async fn run(config: WorkerConfig) -> Result<(), Box<dyn Error>> {
+    let history = Arc::new(HistoryWriter::create(&config.history, Some(config.index))?);
+    metrics::set_global_recorder(renewals::RenewalRecorder::new(Arc::clone(&history)))
+        .map_err(|e| format!("installing the renewal recorder: {e}"))?;
+    let locker = backend::locker(&config)?;
+    let resource = Resource::connect(&config.resource_url).await?;
+    history.record(Event::Started {
+        pid: std::process::id(),
+    });
+    let mut worker = Worker {
+        rng: fastrand::Rng::with_seed(config.seed),
+        config,
+        locker,
+        resource,
+        history,
+    };
+    worker.contend().await;
+    worker.history.record(Event::Finished);
+    Ok(())
+}
+
+/// A worker's connections and parameters.
+struct Worker {
+    config: WorkerConfig,
+    locker: Locker,
+    resource: Resource,
+    history: Arc<HistoryWriter>,
+    rng: fastrand::Rng,
+}
+
+impl Worker {
+    /// Rounds until the deadline.
+    async fn contend(&mut self) {
+        for _ in 0..MAX_ROUNDS {
+            let left = Duration::from_millis(self.config.deadline_unix_ms)
+                .saturating_sub(Duration::from_nanos(now_ns()));
+            if left.is_zero() || self.config.stop_file.exists() {
+                return;
+            }
+            let requested_ns = now_ns();
+            let acquired = self
+                .locker
+                .lock(self.config.lock_name.as_str())
+                .wait(self.config.wait().min(left))
+                .acquire()
+                .await;
+            match acquired {
+                Ok(guard) => {
+                    self.history.record(Event::Granted {
+                        requested_ns,
+                        token: guard.fencing_token(),
+                        valid_until_ns: wall_ns(guard.valid_until()),
+                        lease_ns: nanos(self.config.ttl()),
+                    });
+                    self.work(guard).await;
+                }
+                Err(error) => {
+                    self.history.record(Event::AcquireFailed {
+                        requested_ns,
+                        error: chain(&error),
+                    });
+                    let waited_out = matches!(
+                        error,
+                        LockError::Timeout {
+                            phase: TimeoutPhase::Wait,
+                            ..
+                        }
+                    );
+                    if !waited_out {
+                        tokio::time::sleep(ERROR_PAUSE).await;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The critical section: the counter's read-modify-write around a random hold, the fenced
+    /// write, and the release.
+    async fn work(&mut self, guard: Guard) {
+        let token = guard.fencing_token();
+        let read_ns = now_ns();
+        match self.resource.read_counter().await {
+            Ok(read) => {
+                let hold = self.rng.u64(
+                    self.config.hold_min_ms..=self.config.hold_max_ms.max(self.config.hold_min_ms),
+                );
+                tokio::time::sleep(Duration::from_millis(hold)).await;
+                match self.resource.write_counter(read + 1).await {
+                    Ok(()) => self.history.record(Event::Increment {
+                        token,
+                        read_ns,
+                        read,
+                    }),
+                    Err(e) => self.error("counter write", &e),
+                }
+            }
+            Err(e) => self.error("counter read", &e),
+        }
+
+        let sent_ns = now_ns();
+        match self.resource.write(token).await {
+            Ok(accepted) => self.history.record(Event::Write {
+                token,
+                sent_ns,
+                accepted,
+            }),
+            Err(e) => self.error("fenced write", &e),
+        }
+
+        self.history.record(Event::ReleaseSent {
+            token,
+            valid_until_ns: wall_ns(guard.valid_until()),
+            held: guard.is_held(),
+        });
+        let outcome = match guard.release().await {
+            Ok(true) => "ours".to_owned(),
+            Ok(false) => "not_ours".to_owned(),
+            Err(e) => format!("error: {}", chain(&e)),
+        };
+        self.history.record(Event::Released { token, outcome });
+    }
+
+    fn error(&self, op: &str, error: &redis::RedisError) {
+        self.history.record(Event::Error {
+            op: op.to_owned(),
+            message: error.to_string(),
+        });
+    }
+}
+
+/// An error with its sources, `: `-separated: a Redlock quorum error says which nodes failed
+/// only in its sources.
+fn chain(error: &dyn Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    for _ in 0..8 {
+        let Some(e) = source else { break };
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        source = e.source();
+    }
+    text
+}
