@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use lock_core::{
-    Attempt, Lease, Lock, LockError, Op, ReleaseWatch, TimeoutPhase, Token, check_ttl, valid_until,
+    Attempt, Handover, Lease, Lock, LockError, Op, ReleaseWatch, TimeoutPhase, Token, check_ttl,
+    valid_until,
 };
 use redis::{FromRedisValue, Script};
 use tokio::time::Instant;
@@ -17,7 +18,7 @@ use crate::layout::{fence_key, release_channel, reserved};
 use crate::replication::Replication;
 #[cfg(feature = "cluster")]
 use crate::scripts::RELEASE_SHARDED;
-use crate::scripts::{ACQUIRE, EXTEND, RELEASE};
+use crate::scripts::{ACQUIRE, EXTEND, HANDOVER, RELEASE};
 use crate::subscriber::Subscriber;
 
 /// A distributed lock on Redis (≥ 7.0) — one server, a Redis Cluster (feature `cluster`) or a
@@ -202,6 +203,23 @@ impl RedisLock {
         }
     }
 
+    /// Waits for replicas to confirm the grant of `lease`, if this lock asks for it; a grant
+    /// they do not confirm is released rather than held where a failover would lose it.
+    async fn confirm_grant(
+        &self,
+        conn: &mut Conn,
+        key: &str,
+        lease: &Lease,
+    ) -> Result<(), LockError> {
+        let Err(error) = self.confirm(conn, key, Op::Acquire).await else {
+            return Ok(());
+        };
+        if let Err(release_error) = Lock::release(self, lease).await {
+            tracing::warn!(%release_error, "releasing an unconfirmed grant failed; it expires at the end of its TTL");
+        }
+        Err(error)
+    }
+
     /// Waits for replicas to confirm a write made on `conn`, if this lock asks for it.
     async fn confirm(&self, conn: &mut Conn, key: &str, op: Op) -> Result<(), LockError> {
         match &self.replication {
@@ -272,13 +290,7 @@ impl Lock for RedisLock {
             let fencing_token = u64::try_from(value).unwrap_or(0);
             let valid = valid_until(started, Duration::from_millis(ttl_ms));
             let lease = Lease::new(name, token, fencing_token, valid);
-            if let Err(error) = self.confirm(&mut conn, &key, Op::Acquire).await {
-                // Not safely replicated: give it back rather than hold a lock a failover loses.
-                if let Err(release_error) = self.release(&lease).await {
-                    tracing::warn!(%release_error, "releasing an unconfirmed grant failed; it expires at the end of its TTL");
-                }
-                return Err(error);
-            }
+            self.confirm_grant(&mut conn, &key, &lease).await?;
             Ok(Attempt::Acquired(lease))
         } else {
             // PTTL: -1 when the key has no expiry (not a lock we know), else milliseconds left.
@@ -305,6 +317,40 @@ impl Lock for RedisLock {
         }
         self.confirm(&mut conn, &key, Op::Extend).await?;
         Ok(Some(valid_until(started, Duration::from_millis(ttl_ms))))
+    }
+
+    /// One EVALSHA of `lua/handover.lua`: compare the token, store the next holder's with
+    /// `ttl`, issue a fencing token (unless built with `fencing(false)`).
+    async fn hand_over(
+        &self,
+        lease: &Lease,
+        to: Token,
+        ttl: Duration,
+    ) -> Result<Handover, LockError> {
+        let ttl_ms = check_ttl(ttl)?;
+        let key = self.key(lease.name());
+        let started = Instant::now();
+        let (from_hex, to_hex) = (lease.token().to_hex(), to.to_hex());
+        let (ttl_arg, retention_arg) = (ttl_ms.to_string(), self.fence_retention_ms.to_string());
+        let fence = fence_key(&key);
+        let (keys, args): (&[&str], &[&str]) = if self.fencing {
+            (
+                &[&key, &fence],
+                &[from_hex.as_str(), to_hex.as_str(), &ttl_arg, &retention_arg],
+            )
+        } else {
+            (&[&key], &[from_hex.as_str(), to_hex.as_str(), &ttl_arg])
+        };
+        let ((handed, fencing_token), mut conn): ((i64, i64), Conn) =
+            self.run(Op::Acquire, &HANDOVER, keys, args).await?;
+        if handed != 1 {
+            return Ok(Handover::NotOwned);
+        }
+        let fencing_token = u64::try_from(fencing_token).unwrap_or(0);
+        let valid = valid_until(started, Duration::from_millis(ttl_ms));
+        let next = Lease::new(lease.name(), to, fencing_token, valid);
+        self.confirm_grant(&mut conn, &key, &next).await?;
+        Ok(Handover::Handed(next))
     }
 
     async fn release(&self, lease: &Lease) -> Result<bool, LockError> {

@@ -6,12 +6,22 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
+const FENCE_LUA: &str = include_str!("../lua/fence.lua");
 const ACQUIRE_LUA: &str = include_str!("../lua/acquire.lua");
+const HANDOVER_LUA: &str = include_str!("../lua/handover.lua");
 const RELEASE_LUA: &str = include_str!("../lua/release.lua");
 const EXTEND_LUA: &str = include_str!("../lua/extend.lua");
 
+/// The scripts that issue fencing tokens, with `lua/fence.lua` in front.
+static ACQUIRE_FENCED_LUA: LazyLock<String> = LazyLock::new(|| format!("{FENCE_LUA}{ACQUIRE_LUA}"));
+static HANDOVER_FENCED_LUA: LazyLock<String> =
+    LazyLock::new(|| format!("{FENCE_LUA}{HANDOVER_LUA}"));
+
 /// Set-if-absent with a TTL and a fencing token; see `lua/acquire.lua`.
-pub(crate) static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(ACQUIRE_LUA));
+pub(crate) static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(&ACQUIRE_FENCED_LUA));
+
+/// Compare-and-pass-on to the next holder; see `lua/handover.lua`.
+pub(crate) static HANDOVER: LazyLock<Script> = LazyLock::new(|| Script::new(&HANDOVER_FENCED_LUA));
 
 /// The release script's source with its announcing command filled in.
 static RELEASE_PUBLISH_LUA: LazyLock<String> =
@@ -35,7 +45,8 @@ pub(crate) static EXTEND: LazyLock<Script> = LazyLock::new(|| Script::new(EXTEND
 /// leases) would each hit NOSCRIPT and load the script again.
 pub(crate) async fn preload(conn: &mut impl redis::aio::ConnectionLike) -> redis::RedisResult<()> {
     let sources = [
-        ACQUIRE_LUA,
+        ACQUIRE_FENCED_LUA.as_str(),
+        HANDOVER_FENCED_LUA.as_str(),
         RELEASE_PUBLISH_LUA.as_str(),
         RELEASE_SPUBLISH_LUA.as_str(),
         EXTEND_LUA,
