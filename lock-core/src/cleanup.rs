@@ -20,6 +20,13 @@ impl ReleaseOnDrop {
         }
     }
 
+    /// The lease this releases when dropped armed.
+    pub(crate) fn lease(&self) -> &Lease {
+        self.lease
+            .as_ref()
+            .expect("armed until disarmed, which consumes it")
+    }
+
     /// Dropping `self` afterwards releases nothing.
     pub(crate) fn disarm(mut self) {
         self.lease = None;

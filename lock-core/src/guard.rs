@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::cleanup::ReleaseOnDrop;
+use crate::handoff::end_lease;
 use crate::held::Held;
 use crate::metric;
 use crate::owners::Owners;
@@ -196,7 +197,8 @@ impl Guard {
         let _op = self.held.ops.lock().await;
         let lease = self.held.lease();
         let in_flight = ReleaseOnDrop::new(Arc::clone(&self.lock), lease.clone());
-        let result = self.lock.release(&lease).await;
+        let waiters = self.outer.as_ref().map(|outer| &outer.waiters);
+        let result = end_lease(&self.lock, waiters, &lease).await;
         in_flight.disarm();
         match &result {
             Ok(false) => self.held.labels.count(metric::RELEASE_NOT_OWNED_TOTAL),
@@ -205,10 +207,6 @@ impl Guard {
                 .labels
                 .count_with(metric::BACKEND_ERRORS_TOTAL, "op", "release"),
             Ok(true) => {}
-        }
-        // Whatever the answer, the next local waiter should look now.
-        if let Some(outer) = &self.outer {
-            outer.waiters.released(self.held.name());
         }
         result
     }
@@ -256,7 +254,7 @@ impl Drop for Guard {
                 // After any renewal in flight, never before it.
                 let _op = held.ops.lock().await;
                 let lease = held.lease();
-                match lock.release(&lease).await {
+                match end_lease(&lock, waiters.as_ref(), &lease).await {
                     Ok(released) => {
                         tracing::debug!(name = lease.name(), released, "released on drop");
                     }
@@ -265,9 +263,6 @@ impl Drop for Guard {
                         %error,
                         "release on drop failed; the lock expires at the end of its TTL"
                     ),
-                }
-                if let Some(waiters) = waiters {
-                    waiters.released(lease.name());
                 }
             })),
             Err(_) => tracing::warn!(

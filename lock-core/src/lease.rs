@@ -53,6 +53,9 @@ impl Lease {
     /// The fencing token: strictly greater than that of every earlier grant of this name (see
     /// the backend's docs for what that survives). Hand it to the protected resource, which
     /// rejects writes carrying a smaller one (Kleppmann, "How to do distributed locking", 2016).
+    ///
+    /// 0 when the backend was told to issue none (`RedisLockBuilder::fencing(false)` in
+    /// lock-redis); every backend that fences issues tokens from 1 up.
     #[must_use]
     pub fn fencing_token(&self) -> u64 {
         self.fencing_token

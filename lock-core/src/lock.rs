@@ -21,6 +21,19 @@ pub enum Attempt {
     },
 }
 
+/// The answer to [`Lock::hand_over`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Handover {
+    /// The lease was still ours: the lock now belongs to the new token, with a fresh TTL and
+    /// a fresh fencing token, as if it had been released and acquired in one atomic step.
+    Handed(Lease),
+    /// The lease was no longer ours (it expired, maybe re-taken): nothing was changed.
+    NotOwned,
+    /// This backend cannot pass a lock on in one step: release, then acquire.
+    Unsupported,
+}
+
 /// A lock backend: try once to acquire, extend, release. No waiting and no policy: the
 /// [`Locker`](crate::Locker) adds bounded waiting, cleanup on cancellation and validation on
 /// top of any `Lock`, so a new backend implements only these.
@@ -79,6 +92,33 @@ pub trait Lock: Send + Sync {
     /// Cancel safe: dropping it leaves the lease held or released.
     async fn release(&self, lease: &Lease) -> Result<bool, LockError>;
 
+    /// Passes the lock of `lease` on to `to` for `ttl`, if `lease` is still ours: in one atomic
+    /// step the stored token becomes `to`, the expiry `ttl` from now, and a new fencing token
+    /// is issued (greater than the lease's), so no other contender can slip in between. The
+    /// [`Locker`](crate::Locker) uses it when a guard is released while another task of the same
+    /// process waits for the name: one round trip instead of a release, an announcement and an
+    /// acquire.
+    ///
+    /// The new lease's `valid_until` is measured from the moment before the request was sent.
+    /// The default answers [`Handover::Unsupported`] and changes nothing.
+    ///
+    /// # Errors
+    /// As [`Lock::try_acquire`]. After a timeout the request may still have been applied: the
+    /// caller releases `to` (and `lease`).
+    ///
+    /// # Cancel safety
+    /// Not cancel safe on its own, like [`Lock::try_acquire`]: dropped after the request was
+    /// sent, the lock may belong to `to`. The `Locker` releases `to` in the background then.
+    async fn hand_over(
+        &self,
+        lease: &Lease,
+        to: Token,
+        ttl: Duration,
+    ) -> Result<Handover, LockError> {
+        let _ = (lease, to, ttl);
+        Ok(Handover::Unsupported)
+    }
+
     /// Extends several leases, answering for each as [`Lock::extend`] does, in the same order.
     /// The [`Locker`](crate::Locker)'s renewal sends all leases due at one moment through this.
     ///
@@ -129,6 +169,9 @@ macro_rules! forward_lock {
             }
             async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
                 (**self).release(lease).await
+            }
+            async fn hand_over(&self, lease: &Lease, to: Token, ttl: Duration) -> Result<Handover, LockError> {
+                (**self).hand_over(lease, to, ttl).await
             }
             async fn extend_many(&self, leases: &[(Lease, Duration)]) -> Vec<Result<Option<Instant>, LockError>> {
                 (**self).extend_many(leases).await

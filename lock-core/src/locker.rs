@@ -438,7 +438,7 @@ impl LockRequest {
             phase: TimeoutPhase::Wait,
             elapsed: started.elapsed(),
         };
-        let ticket = inner.waiters.join(&self.name);
+        let ticket = inner.waiters.join(&self.name, ttl);
         let mut waiting = None;
         let mut tried_watch = false;
         loop {
@@ -448,6 +448,11 @@ impl LockRequest {
                     () = ticket.my_turn() => continue,
                     () = tokio::time::sleep_until(deadline) => return Err(timed_out()),
                 }
+            }
+            // A guard of this process released the name by handing it to us.
+            if let Some(lease) = ticket.take_handed() {
+                drop(ticket); // the next in line becomes head, and waits for our release
+                return Ok(self.grant(lease, labels, started));
             }
             // Read the signals before the attempt: a release after it cannot be missed.
             let signals = ticket.signals();

@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::time::Instant;
 
-use crate::{Attempt, Lease, Lock, LockError, Token, lease::valid_until};
+use crate::{Attempt, Handover, Lease, Lock, LockError, Token, lease::valid_until};
 
 /// An in-process lock store with the semantics of the Redis backend: a lock expires at the end
 /// of its TTL, only the holder's token extends or releases it, and every grant gets a fencing
@@ -125,6 +125,25 @@ impl Lock for MemoryLock {
                 Some(entry.expires)
             }
             _ => None,
+        })
+    }
+
+    async fn hand_over(
+        &self,
+        lease: &Lease,
+        to: Token,
+        ttl: Duration,
+    ) -> Result<Handover, LockError> {
+        let now = Instant::now();
+        let mut held = self.state();
+        Ok(match Self::live(&mut held, lease.name(), now) {
+            Some(entry) if entry.token == *lease.token() => {
+                entry.token = to;
+                entry.expires = valid_until(now, ttl);
+                let fencing_token = self.fence.fetch_add(1, Ordering::Relaxed) + 1;
+                Handover::Handed(Lease::new(lease.name(), to, fencing_token, entry.expires))
+            }
+            _ => Handover::NotOwned,
         })
     }
 

@@ -2,14 +2,27 @@
 //! only the head contends in the backend, so a release wakes one waiter, not a herd, and a
 //! holder that releases and asks again goes to the back of the line. (The seeds' in-process
 //! CLH queue; baidu/dlock measured +74 % throughput from it.)
+//!
+//! A guard released while its name has a line here hands the lock straight to the head
+//! ([`Lock::hand_over`](crate::Lock::hand_over)): one round trip, no announcement, no race
+//! with the releaser. At most [`MAX_LOCAL_HANDOFFS`] times in a row, then one plain release,
+//! so waiters in other processes get their chance.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::{ReleaseSignal, ReleaseWatch};
+use crate::cleanup::ReleaseOnDrop;
+use crate::{Lease, Lock, ReleaseSignal, ReleaseWatch};
+
+/// How many times in a row a name is handed from one task of this process to the next before
+/// a guard releases it plainly, announcing the release to every process. Without a bound, a
+/// busy process would pass a lock among its own tasks for ever while other processes wait for
+/// an announcement that never comes; with it, they get a turn at least every this many grants.
+pub(crate) const MAX_LOCAL_HANDOFFS: u32 = 8;
 
 #[derive(Default)]
 pub(crate) struct Waiters {
@@ -17,7 +30,8 @@ pub(crate) struct Waiters {
 }
 
 struct Queue {
-    line: VecDeque<u64>,
+    /// Tickets in arrival order, each with the TTL its waiter asks for.
+    line: VecDeque<(u64, Duration)>,
     next_ticket: u64,
     /// Wakes the waiters in line when the head changes.
     turn: Arc<Notify>,
@@ -29,6 +43,11 @@ struct Queue {
     /// (or, should that never be announced, until the lease's validity), the next head waits
     /// instead of sending an attempt that cannot succeed.
     held_until: Option<Instant>,
+    /// A lease handed to the head by a releasing guard, not yet taken. Dropped untaken (the
+    /// head gave up, the line emptied), it is released in the background.
+    handed: Option<ReleaseOnDrop>,
+    /// Handoffs since the last plain release of this name.
+    handoffs_in_row: u32,
 }
 
 /// A place in a name's line; leaving it (drop) lets the next waiter in.
@@ -53,8 +72,8 @@ impl Waiters {
         self.queues.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Joins the back of `name`'s line.
-    pub(crate) fn join(self: &Arc<Self>, name: &Arc<str>) -> Ticket {
+    /// Joins the back of `name`'s line, asking for `ttl` when the lock is handed over.
+    pub(crate) fn join(self: &Arc<Self>, name: &Arc<str>, ttl: Duration) -> Ticket {
         let mut queues = self.queues();
         let queue = queues.entry(Arc::clone(name)).or_insert_with(|| Queue {
             line: VecDeque::new(),
@@ -63,9 +82,11 @@ impl Waiters {
             local: ReleaseSignal::new(),
             remote: None,
             held_until: None,
+            handed: None,
+            handoffs_in_row: 0,
         });
         queue.next_ticket += 1;
-        queue.line.push_back(queue.next_ticket);
+        queue.line.push_back((queue.next_ticket, ttl));
         Ticket {
             waiters: Arc::clone(self),
             name: Arc::clone(name),
@@ -84,8 +105,37 @@ impl Waiters {
     pub(crate) fn released(&self, name: &str) {
         if let Some(queue) = self.queues().get_mut(name) {
             queue.held_until = None;
+            queue.handoffs_in_row = 0;
             queue.local.notify();
         }
+    }
+
+    /// The TTL to hand `name` over for, when a guard of this process releases it: the head's,
+    /// if someone waits and the name has not been handed on [`MAX_LOCAL_HANDOFFS`] times in a
+    /// row; `None` when the guard should release it plainly.
+    pub(crate) fn successor(&self, name: &str) -> Option<Duration> {
+        let queues = self.queues();
+        let queue = queues.get(name)?;
+        if queue.handoffs_in_row >= MAX_LOCAL_HANDOFFS || queue.handed.is_some() {
+            return None;
+        }
+        queue.line.front().map(|(_, ttl)| *ttl)
+    }
+
+    /// A releasing guard handed `name` over: `lease` is the head's to take. With nobody left
+    /// in line, the lease is released in the background.
+    pub(crate) fn hand(&self, lock: Arc<dyn Lock>, lease: Lease) {
+        let pending = ReleaseOnDrop::new(lock, lease.clone());
+        let mut queues = self.queues();
+        let Some(queue) = queues.get_mut(lease.name()) else {
+            return; // `pending` is dropped below the lock: released in the background
+        };
+        queue.handoffs_in_row = queue.handoffs_in_row.saturating_add(1);
+        queue.held_until = Some(lease.valid_until());
+        let replaced = queue.handed.replace(pending);
+        queue.local.notify();
+        drop(queues);
+        drop(replaced);
     }
 }
 
@@ -95,7 +145,25 @@ impl Ticket {
         self.waiters
             .queues()
             .get(&self.name)
-            .is_some_and(|q| q.line.front() == Some(&self.id))
+            .is_some_and(|q| q.line.front().map(|(id, _)| *id) == Some(self.id))
+    }
+
+    /// The lease a releasing guard handed to this ticket, if it is the head and one is waiting
+    /// and still valid. (An expired one is dropped, which releases it in the background.)
+    pub(crate) fn take_handed(&self) -> Option<Lease> {
+        let mut queues = self.waiters.queues();
+        let queue = queues.get_mut(&self.name)?;
+        if queue.line.front().map(|(id, _)| *id) != Some(self.id) {
+            return None;
+        }
+        let handed = queue.handed.take()?;
+        drop(queues);
+        let lease = handed.lease().clone();
+        if lease.valid_until() <= Instant::now() {
+            return None; // dropping `handed` releases it
+        }
+        handed.disarm();
+        Some(lease)
     }
 
     /// Resolves when this ticket reaches the head of the line.
@@ -154,15 +222,25 @@ impl Drop for Ticket {
         let Some(queue) = queues.get_mut(&self.name) else {
             return;
         };
-        let was_head = queue.line.front() == Some(&self.id);
-        queue.line.retain(|t| *t != self.id);
+        let was_head = queue.line.front().map(|(id, _)| *id) == Some(self.id);
+        queue.line.retain(|(id, _)| *id != self.id);
         if queue.line.is_empty() {
-            // The last waiter left: drop the line and with it the backend subscription.
+            // The last waiter left: drop the line and with it the backend subscription (and
+            // release a lease handed over but never taken).
             let queue = queues.remove(&self.name);
             drop(queues);
             drop(queue);
         } else if was_head {
+            // A lease handed to this head and not taken is released, not passed to the next
+            // waiter, who asked for a TTL of its own; the next head then contends as usual.
+            let untaken = queue.handed.take();
+            if untaken.is_some() {
+                queue.held_until = None;
+                queue.local.notify();
+            }
             queue.turn.notify_waiters();
+            drop(queues);
+            drop(untaken);
         }
     }
 }

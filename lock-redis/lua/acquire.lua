@@ -1,5 +1,6 @@
 -- distlock acquire: set the lock only if absent, always with a TTL, and issue its fencing
 -- token, in one atomic step (safety rule 1). Requires Redis >= 7.0 (SET ... NX ... GET).
+-- fence.lua is put in front of it (issue_fence).
 --
 -- KEYS[1]  the lock key; its value is the owner's token as a plain string, the layout of
 --          redis-py's Lock, node-redlock and redsync, so they and we exclude each other
@@ -17,23 +18,10 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2], 'GET') then
   return {0, redis.call('PTTL', KEYS[1])}
 end
 
--- Fencing token = max(server time in microseconds, last token + 1).
--- The counter makes tokens strictly increase while it lives, even if the server clock steps
--- back or two grants fall in one microsecond. The clock makes them increase across what the
--- counter does not survive: a restart without persistence, eviction, its retention running out,
--- a failover to a replica that missed the last writes. Nobody can take the lock of one name a
--- million times a second, so the counter never runs ahead of the clock for long.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local last = redis.pcall('SET', KEYS[2], string.format('%.0f', now), 'PX', ARGV[3], 'GET')
-if type(last) == 'table' and last.err then
+local fence, err = issue_fence(KEYS[2], ARGV[3])
+if err then
   -- The counter key was overwritten with another type: undo the grant, report, change nothing.
   redis.call('DEL', KEYS[1])
-  return last
+  return err
 end
-last = tonumber(last)
-if last and last >= now then
-  now = last + 1
-  redis.call('SET', KEYS[2], string.format('%.0f', now), 'PX', ARGV[3])
-end
-return {1, now}
+return {1, fence}

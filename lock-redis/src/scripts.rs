@@ -6,15 +6,36 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
+const FENCE_LUA: &str = include_str!("../lua/fence.lua");
 const ACQUIRE_LUA: &str = include_str!("../lua/acquire.lua");
+const HANDOVER_LUA: &str = include_str!("../lua/handover.lua");
 const RELEASE_LUA: &str = include_str!("../lua/release.lua");
 const EXTEND_LUA: &str = include_str!("../lua/extend.lua");
 
-/// Set-if-absent with a TTL and a fencing token; see `lua/acquire.lua`.
-pub(crate) static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(ACQUIRE_LUA));
+/// The scripts that issue fencing tokens, with `lua/fence.lua` in front.
+static ACQUIRE_FENCED_LUA: LazyLock<String> = LazyLock::new(|| format!("{FENCE_LUA}{ACQUIRE_LUA}"));
+static HANDOVER_FENCED_LUA: LazyLock<String> =
+    LazyLock::new(|| format!("{FENCE_LUA}{HANDOVER_LUA}"));
 
-/// Compare-and-delete that announces the release; see `lua/release.lua`.
-pub(crate) static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE_LUA));
+/// Set-if-absent with a TTL and a fencing token; see `lua/acquire.lua`.
+pub(crate) static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(&ACQUIRE_FENCED_LUA));
+
+/// Compare-and-pass-on to the next holder; see `lua/handover.lua`.
+pub(crate) static HANDOVER: LazyLock<Script> = LazyLock::new(|| Script::new(&HANDOVER_FENCED_LUA));
+
+/// The release script's source with its announcing command filled in.
+static RELEASE_PUBLISH_LUA: LazyLock<String> =
+    LazyLock::new(|| RELEASE_LUA.replace("PUBLISH_COMMAND", "PUBLISH"));
+static RELEASE_SPUBLISH_LUA: LazyLock<String> =
+    LazyLock::new(|| RELEASE_LUA.replace("PUBLISH_COMMAND", "SPUBLISH"));
+
+/// Compare-and-delete that announces the release with `PUBLISH`; see `lua/release.lua`.
+pub(crate) static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(&RELEASE_PUBLISH_LUA));
+
+/// The same, announcing with `SPUBLISH` (sharded pub/sub), for a Redis Cluster.
+#[cfg(feature = "cluster")]
+pub(crate) static RELEASE_SHARDED: LazyLock<Script> =
+    LazyLock::new(|| Script::new(&RELEASE_SPUBLISH_LUA));
 
 /// Compare-and-pexpire; see `lua/extend.lua`.
 pub(crate) static EXTEND: LazyLock<Script> = LazyLock::new(|| Script::new(EXTEND_LUA));
@@ -23,7 +44,14 @@ pub(crate) static EXTEND: LazyLock<Script> = LazyLock::new(|| Script::new(EXTEND
 /// every master). Otherwise the first burst of concurrent calls (a renewal batch of a thousand
 /// leases) would each hit NOSCRIPT and load the script again.
 pub(crate) async fn preload(conn: &mut impl redis::aio::ConnectionLike) -> redis::RedisResult<()> {
-    for source in [ACQUIRE_LUA, RELEASE_LUA, EXTEND_LUA] {
+    let sources = [
+        ACQUIRE_FENCED_LUA.as_str(),
+        HANDOVER_FENCED_LUA.as_str(),
+        RELEASE_PUBLISH_LUA.as_str(),
+        RELEASE_SPUBLISH_LUA.as_str(),
+        EXTEND_LUA,
+    ];
+    for source in sources {
         redis::cmd("SCRIPT")
             .arg("LOAD")
             .arg(source)

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use lock_core::{
-    Attempt, Lease, Lock, LockError, Locker, MemoryLock, Op, ReleaseSignal, ReleaseWatch, Token,
+    Attempt, Handover, Lease, Lock, LockError, Locker, MemoryLock, Op, ReleaseSignal, ReleaseWatch,
+    Token,
 };
 use tokio::time::{Instant, sleep};
 
@@ -35,6 +36,12 @@ pub struct Probe {
     pub signal: ReleaseSignal,
     pub watch_calls: AtomicU32,
     pub watches_alive: Arc<AtomicI32>,
+    /// Pass locks on in one step (MemoryLock's `hand_over`); off, the default answer
+    /// `Unsupported` makes the Locker release and re-acquire.
+    pub hands_over: AtomicBool,
+    pub handovers: AtomicU32,
+    /// Each handover takes this long (after being applied).
+    pub handover_delay: Mutex<Duration>,
 }
 
 /// Dropped with a watch: counts live subscriptions.
@@ -99,6 +106,23 @@ impl Lock for Probe {
             self.signal.notify();
         }
         released
+    }
+    async fn hand_over(
+        &self,
+        lease: &Lease,
+        to: Token,
+        ttl: Duration,
+    ) -> Result<Handover, LockError> {
+        if !self.hands_over.load(Ordering::SeqCst) {
+            return Ok(Handover::Unsupported);
+        }
+        self.handovers.fetch_add(1, Ordering::SeqCst);
+        let answer = self.inner.hand_over(lease, to, ttl).await;
+        let delay = *self.handover_delay.lock().expect("lock");
+        if !delay.is_zero() {
+            sleep(delay).await;
+        }
+        answer
     }
     async fn watch(&self, _name: &str) -> Result<Option<ReleaseWatch>, LockError> {
         if !self.announces.load(Ordering::SeqCst) {

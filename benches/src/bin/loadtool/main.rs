@@ -48,7 +48,7 @@ use crate::cycles::Client;
 use crate::handoff::Contender;
 use crate::info::Probe;
 use crate::progress::Progress;
-use crate::run::{BACKEND, DISTLOCK, DISTLOCK_TTL, HAND, Run};
+use crate::run::{BACKEND, DISTLOCK, DISTLOCK_TTL, HAND, Run, UNFENCED};
 
 /// Slack on top of a step's planned time before it is abandoned as hung.
 const STEP_SLACK: Duration = Duration::from_secs(60);
@@ -184,7 +184,7 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
     if plan.has(Part::S1) {
         // Rounds of: the two round trips of the limit, then every client; so a slow patch of
         // the (shared) machine weighs on all of them alike.
-        let clients = [HAND, BACKEND, DISTLOCK_TTL, DISTLOCK];
+        let clients = S1_CLIENTS;
         let made = block(&runtime, Duration::ZERO, async {
             let mut made = Vec::new();
             for label in clients {
@@ -246,7 +246,7 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
     };
 
     if plan.has(Part::S2) {
-        for label in [HAND, BACKEND, DISTLOCK] {
+        for label in S2_CLIENTS {
             progress.next();
             let client = block(&runtime, Duration::ZERO, client(label, &url))??;
             let name = format!("s2:{}", slug(label));
@@ -267,16 +267,14 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
     }
 
     if plan.has(Part::S3) {
-        for label in [HAND, DISTLOCK] {
+        for label in S3_CLIENTS {
             progress.next();
             let contender = block(&runtime, Duration::ZERO, async {
                 Ok::<_, String>(match label {
                     HAND => {
                         Contender::Hand(HandLock::connect(&url).await.map_err(|e| e.to_string())?)
                     }
-                    _ => Contender::Locker(Locker::new(
-                        RedisLock::from_url(&url).map_err(|e| e.to_string())?,
-                    )),
+                    _ => Contender::Locker(Locker::new(redis_lock(&url, label != UNFENCED)?)),
                 })
             })??;
             let name = format!("s3:{}", slug(label));
@@ -385,6 +383,11 @@ fn slug(label: &str) -> String {
 }
 
 /// The steps of a run with their planned times, for the progress bar, in the order they run.
+/// Who runs S1, S2 and S3, in this order.
+const S1_CLIENTS: [&str; 5] = [HAND, BACKEND, DISTLOCK_TTL, UNFENCED, DISTLOCK];
+const S2_CLIENTS: [&str; 4] = [HAND, BACKEND, UNFENCED, DISTLOCK];
+const S3_CLIENTS: [&str; 3] = [HAND, UNFENCED, DISTLOCK];
+
 fn steps(plan: &Plan, bench: bool) -> Vec<(String, Duration)> {
     let secs = Duration::from_secs_f64;
     let cycle = plan.cycles.warmup + plan.cycles.measure + secs(0.1);
@@ -409,7 +412,7 @@ fn steps(plan: &Plan, bench: bool) -> Vec<(String, Duration)> {
                     ));
                 }
             }
-            for client in [HAND, BACKEND, DISTLOCK_TTL, DISTLOCK] {
+            for client in S1_CLIENTS {
                 s.push((
                     format!("S1 round {round}/{rounds}: {client}"),
                     cycle / rounds,
@@ -418,12 +421,12 @@ fn steps(plan: &Plan, bench: bool) -> Vec<(String, Duration)> {
         }
     }
     if plan.has(Part::S2) {
-        for client in [HAND, BACKEND, DISTLOCK] {
+        for client in S2_CLIENTS {
             s.push((format!("S2 {} tasks: {client}", plan.s2_tasks), cycle));
         }
     }
     if plan.has(Part::S3) {
-        for client in [HAND, DISTLOCK] {
+        for client in S3_CLIENTS {
             s.push((
                 format!("S3 {} workers, one name: {client}", plan.s3_workers),
                 contention,
@@ -452,13 +455,22 @@ fn steps(plan: &Plan, bench: bool) -> Vec<(String, Duration)> {
 }
 
 async fn client(label: &str, url: &str) -> Result<Client, String> {
-    let redis_lock = || RedisLock::from_url(url).map_err(|e| e.to_string());
     Ok(match label {
         HAND => Client::Hand(HandLock::connect(url).await.map_err(|e| e.to_string())?),
-        BACKEND => Client::Backend(Arc::new(redis_lock()?) as Arc<dyn Lock>),
-        DISTLOCK_TTL => Client::Locker(Locker::new(redis_lock()?), Some(cycles::TTL)),
-        _ => Client::Locker(Locker::new(redis_lock()?), None),
+        BACKEND => Client::Backend(Arc::new(redis_lock(url, true)?) as Arc<dyn Lock>),
+        DISTLOCK_TTL => Client::Locker(Locker::new(redis_lock(url, true)?), Some(cycles::TTL)),
+        UNFENCED => Client::Locker(Locker::new(redis_lock(url, false)?), None),
+        _ => Client::Locker(Locker::new(redis_lock(url, true)?), None),
     })
+}
+
+/// A `RedisLock` with the defaults, with or without fencing tokens.
+fn redis_lock(url: &str, fencing: bool) -> Result<RedisLock, String> {
+    RedisLock::builder()
+        .url(url)
+        .fencing(fencing)
+        .build()
+        .map_err(|e| e.to_string())
 }
 
 /// Runs `future` on `runtime`, abandoning it past `planned` plus [`STEP_SLACK`].

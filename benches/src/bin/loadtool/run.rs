@@ -15,6 +15,9 @@ use crate::waiters::WaitersRun;
 pub(crate) const DISTLOCK: &str = "distlock";
 /// distlock through its `Locker` with a fixed TTL (`.ttl(..)`: no renewal).
 pub(crate) const DISTLOCK_TTL: &str = "distlock, fixed ttl";
+/// distlock through its `Locker` on a `RedisLock` built with `fencing(false)`: a grant is one
+/// plain `SET NX PX GET`, like the hand-written lock's.
+pub(crate) const UNFENCED: &str = "distlock, no fencing";
 /// `RedisLock` called directly, without the `Locker`.
 pub(crate) const BACKEND: &str = "distlock backend only";
 /// The hand-written redis-rs lock.
@@ -116,11 +119,14 @@ impl Run {
                 "≥ 90 %",
             ),
         });
-        t.push(match (s1, s1_hand) {
+        let vs_hand = |id: &'static str, what: &'static str, client: &str| match (
+            Self::cycle(&self.s1, client),
+            s1_hand,
+        ) {
             (Some(s1), Some(hand)) => target(
-                "S1 vs hand-written",
+                id,
                 "7",
-                "S1 cycles/s against the hand-written lock",
+                what,
                 "≥ 100 %",
                 format!(
                     "{:.0} % ({:.0} vs {:.0}/s)",
@@ -130,13 +136,18 @@ impl Run {
                 ),
                 s1.per_second >= hand.per_second,
             ),
-            _ => not_run(
-                "S1 vs hand-written",
-                "7",
-                "S1 cycles/s against the hand-written lock",
-                "≥ 100 %",
-            ),
-        });
+            _ => not_run(id, "7", what, "≥ 100 %"),
+        };
+        t.push(vs_hand(
+            "S1 vs hand-written",
+            "S1 cycles/s against the hand-written lock",
+            DISTLOCK,
+        ));
+        t.push(vs_hand(
+            "S1 no fencing vs hand-written",
+            "the same with fencing(false), which does what the hand-written lock does",
+            UNFENCED,
+        ));
         let s2 = Self::cycle(&self.s2, DISTLOCK);
         t.push(match (s2, self.baselines.pipelined_ceiling_per_s) {
             (Some(s2), Some(ceiling)) => {
@@ -216,6 +227,27 @@ impl Run {
                 None => not_run(id, "3, 7", what, goal),
             });
         }
+        let commands = |r: &HandoffRun| {
+            (
+                format!("{:.2}", r.cost.commands_per_op),
+                r.cost.commands_per_op <= 6.0,
+            )
+        };
+        let what = "the same with fencing(false): no clock read, no counter";
+        t.push(match self.handoff(UNFENCED) {
+            Some(r) => {
+                let (measured, met) = commands(r);
+                target(
+                    "S3 commands, no fencing",
+                    "3, 7",
+                    what,
+                    "≤ 6",
+                    measured,
+                    met,
+                )
+            }
+            None => not_run("S3 commands, no fencing", "3, 7", what, "≤ 6"),
+        });
         let redlock5 = self.s4.iter().find(|r| r.client.contains('5'));
         t.push(match (redlock5, s1) {
             (Some(r5), Some(s1)) => {
