@@ -5,7 +5,7 @@ use std::path::Path;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::run::{BACKEND, DISTLOCK, DISTLOCK_TTL, HAND, Run};
+use crate::run::{BACKEND, DISTLOCK, DISTLOCK_TTL, HAND, Run, UNFENCED};
 
 const WIDTH: u32 = 1200;
 const HEIGHT: u32 = 1020;
@@ -120,6 +120,11 @@ fn panels(run: &Run) -> Vec<Panel> {
                     vec![s1(DISTLOCK_TTL).map(|r| r.per_second)],
                 ),
                 group(
+                    "no fencing",
+                    DISTLOCK_COLOR,
+                    vec![s1(UNFENCED).map(|r| r.per_second)],
+                ),
+                group(
                     "distlock",
                     DISTLOCK_COLOR,
                     vec![s1(DISTLOCK).map(|r| r.per_second)],
@@ -149,6 +154,7 @@ fn panels(run: &Run) -> Vec<Panel> {
                 group("hand-written", HAND_COLOR, latency(s1(HAND))),
                 group("backend only", BACKEND_COLOR, latency(s1(BACKEND))),
                 group("fixed ttl", DISTLOCK_COLOR, latency(s1(DISTLOCK_TTL))),
+                group("no fencing", DISTLOCK_COLOR, latency(s1(UNFENCED))),
                 group("distlock", DISTLOCK_COLOR, latency(s1(DISTLOCK))),
                 group("Redlock ×3", REDLOCK_COLOR, latency(redlock('3'))),
                 group("Redlock ×5", REDLOCK_COLOR, latency(redlock('5'))),
@@ -176,6 +182,11 @@ fn panels(run: &Run) -> Vec<Panel> {
                     "backend only",
                     BACKEND_COLOR,
                     vec![s2(BACKEND).map(|r| r.per_second)],
+                ),
+                group(
+                    "no fencing",
+                    DISTLOCK_COLOR,
+                    vec![s2(UNFENCED).map(|r| r.per_second)],
                 ),
                 group(
                     "distlock",
@@ -223,6 +234,11 @@ fn panels(run: &Run) -> Vec<Panel> {
                     "hand-written (1 ms poll)",
                     HAND_COLOR,
                     vec![s3(HAND).map(|r| r.cost.commands_per_op)],
+                ),
+                group(
+                    "no fencing",
+                    DISTLOCK_COLOR,
+                    vec![s3(UNFENCED).map(|r| r.cost.commands_per_op)],
                 ),
                 group(
                     "distlock",
