@@ -359,26 +359,16 @@ impl Run<'_> {
     fn await_grant(&mut self) -> io::Result<()> {
         self.observer.poll()?;
         let mark = self.observer.mark();
-        let limit = Instant::now() + GRANT_LIMIT;
-        for _ in 0..1_000_000 {
-            self.observer.poll()?;
-            let found = self
-                .observer
-                .find_since(&mark, |r| matches!(r.event, Event::Granted { .. }));
-            if let Some((worker, &Event::Granted { token, .. })) = found.map(|(w, r)| (w, &r.event))
-            {
-                self.holder = Some((worker, token));
-                return Ok(());
-            }
-            if Instant::now() > limit {
-                break;
-            }
-            thread::sleep(POLL);
-        }
-        Err(io::Error::new(
-            io::ErrorKind::TimedOut,
-            format!("no grant within {GRANT_LIMIT:?}"),
-        ))
+        let holder =
+            self.observer
+                .wait_for(&mark, GRANT_LIMIT, POLL, "grant", |worker, r| {
+                    match r.event {
+                        Event::Granted { token, .. } => Some((worker, token)),
+                        _ => None,
+                    }
+                })?;
+        self.holder = Some(holder);
+        Ok(())
     }
 
     /// Waits until a write with a larger token than the holder's was accepted since it was
@@ -387,25 +377,11 @@ impl Run<'_> {
         let (_, token) = self.holder()?;
         let mark = self.newer_than.clone().unwrap_or_default();
         let wait = self.scenario.ttl + NEWER_WRITE_GRACE;
-        let limit = Instant::now() + wait;
-        for _ in 0..1_000_000 {
-            self.observer.poll()?;
-            let newer = self.observer.find_since(
-                &mark,
-                |r| matches!(r.event, Event::Write { accepted: true, token: t, .. } if t > token),
-            );
-            if newer.is_some() {
-                return Ok(());
-            }
-            if Instant::now() > limit {
-                break;
-            }
-            thread::sleep(POLL);
-        }
-        Err(io::Error::new(
-            io::ErrorKind::TimedOut,
-            format!("no successor wrote within {wait:?}"),
-        ))
+        self.observer
+            .wait_for(&mark, wait, POLL, "write by a successor", |_, r| {
+                matches!(r.event, Event::Write { accepted: true, token: t, .. } if t > token)
+                    .then_some(())
+            })
     }
 }
 

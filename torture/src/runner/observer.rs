@@ -3,6 +3,7 @@
 
 use std::io;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use crate::history::{Event, Record, Tail};
 
@@ -47,22 +48,47 @@ impl Observer {
             .all(|r| r.iter().any(|r| matches!(r.event, Event::Started { .. })))
     }
 
-    /// The first record after `mark` (per worker) that satisfies `pred`, with its worker.
-    pub(crate) fn find_since(
-        &self,
+    /// Polls the histories every `every` until a record after `mark` satisfies `pick` (which
+    /// also extracts what the caller wants from it), for at most `within`.
+    ///
+    /// # Errors
+    /// Reading a history failed, or nothing matched within `within` (`TimedOut`, saying
+    /// `what`).
+    pub(crate) fn wait_for<T>(
+        &mut self,
         mark: &[usize],
-        pred: impl Fn(&Record) -> bool,
-    ) -> Option<(u32, &Record)> {
-        self.records
-            .iter()
-            .enumerate()
-            .flat_map(|(w, records)| {
-                let from = mark.get(w).copied().unwrap_or(0).min(records.len());
-                records[from..].iter().map(move |r| (w, r))
-            })
-            .filter(|(_, r)| pred(r))
-            .min_by_key(|(_, r)| r.at_ns)
-            .and_then(|(w, r)| Some((u32::try_from(w).ok()?, r)))
+        within: Duration,
+        every: Duration,
+        what: &str,
+        pick: impl Fn(u32, &Record) -> Option<T>,
+    ) -> io::Result<T> {
+        let limit = Instant::now() + within;
+        // Bounded in count as well as time: `every` is at least 1 ms.
+        let rounds = within.as_millis() / every.as_millis().max(1) + 1;
+        for _ in 0..rounds.min(1_000_000) {
+            self.poll()?;
+            let found = self
+                .records
+                .iter()
+                .enumerate()
+                .flat_map(|(w, records)| {
+                    let from = mark.get(w).copied().unwrap_or(0).min(records.len());
+                    records[from..].iter().map(move |r| (w, r))
+                })
+                .filter_map(|(w, r)| Some((r.at_ns, pick(u32::try_from(w).ok()?, r)?)))
+                .min_by_key(|(at, _)| *at);
+            if let Some((_, value)) = found {
+                return Ok(value);
+            }
+            if Instant::now() > limit {
+                break;
+            }
+            std::thread::sleep(every);
+        }
+        Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("no {what} within {within:?}"),
+        ))
     }
 }
 
