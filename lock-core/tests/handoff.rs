@@ -10,11 +10,20 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use common::{Probe, slow_polling_locker};
-use lock_core::MemoryLock;
+use lock_core::{Guard, LockError, Locker, MemoryLock};
+use tokio::task::JoinHandle;
 use tokio::time::sleep;
 
 const MS: Duration = Duration::from_millis(1);
 const LONG: Duration = Duration::from_secs(60);
+
+/// A task that waits (up to a minute) for "a" with `ttl`, after the tasks spawned before it.
+async fn spawn_waiter(locker: &Locker, ttl: Duration) -> JoinHandle<Result<Guard, LockError>> {
+    let locker = locker.clone();
+    let waiter = tokio::spawn(async move { locker.lock("a").ttl(ttl).wait(LONG).await });
+    sleep(MS).await; // it is in line
+    waiter
+}
 
 fn handing_probe() -> Arc<Probe> {
     let probe = Arc::new(Probe::default());
@@ -28,17 +37,7 @@ async fn a_release_hands_the_lock_to_the_waiting_task_in_one_step() {
     let locker = slow_polling_locker(&probe);
     let holder = locker.lock("a").ttl(LONG).await.expect("free");
     let first_fence = holder.fencing_token();
-    let waiter = {
-        let locker = locker.clone();
-        tokio::spawn(async move {
-            locker
-                .lock("a")
-                .ttl(Duration::from_secs(7))
-                .wait(LONG)
-                .await
-        })
-    };
-    sleep(MS).await;
+    let waiter = spawn_waiter(&locker, Duration::from_secs(7)).await;
     let attempts_before = probe.count(&probe.attempts);
     assert!(holder.release().await.expect("release"), "it was ours");
     let next = waiter.await.expect("no panic").expect("handed over");
@@ -68,11 +67,7 @@ async fn a_dropped_guard_hands_over_too() {
     let probe = handing_probe();
     let locker = slow_polling_locker(&probe);
     let holder = locker.lock("a").ttl(LONG).await.expect("free");
-    let waiter = {
-        let locker = locker.clone();
-        tokio::spawn(async move { locker.lock("a").ttl(LONG).wait(LONG).await })
-    };
-    sleep(MS).await;
+    let waiter = spawn_waiter(&locker, LONG).await;
     drop(holder);
     let next = waiter.await.expect("no panic").expect("handed over");
     assert_eq!(probe.count(&probe.handovers), 1);
@@ -137,11 +132,7 @@ async fn a_handover_the_waiter_no_longer_wants_is_released() {
     *probe.handover_delay.lock().expect("lock") = Duration::from_millis(50);
     let locker = slow_polling_locker(&probe);
     let holder = locker.lock("a").ttl(LONG).await.expect("free");
-    let waiter = {
-        let locker = locker.clone();
-        tokio::spawn(async move { locker.lock("a").ttl(LONG).wait(LONG).await })
-    };
-    sleep(MS).await;
+    let waiter = spawn_waiter(&locker, LONG).await;
     let release = tokio::spawn(holder.release());
     sleep(Duration::from_millis(10)).await; // the handover is applied, its answer is on its way
     waiter.abort();
@@ -158,7 +149,7 @@ async fn a_handover_the_waiter_no_longer_wants_is_released() {
 
 #[tokio::test(start_paused = true)]
 async fn exclusion_holds_with_handoffs_among_many_tasks() {
-    let locker = lock_core::Locker::new(MemoryLock::new());
+    let locker = Locker::new(MemoryLock::new());
     let inside = Arc::new(AtomicBool::new(false));
     let counter = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::new();
