@@ -47,7 +47,7 @@ pub(crate) fn spawn_release(lock: Arc<dyn Lock>, lease: Lease) {
     match tokio::runtime::Handle::try_current() {
         Ok(handle) => {
             drop(handle.spawn(async move {
-                match lock.release(&lease).await {
+                match lock.as_ref().release(&lease).await {
                     Ok(released) => tracing::debug!(
                         name = lease.name(),
                         backend = lock.backend(),

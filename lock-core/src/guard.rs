@@ -157,7 +157,7 @@ impl Guard {
     pub async fn extend(&mut self, ttl: Duration) -> Result<(), LockError> {
         check_ttl(ttl)?;
         let _op = self.held.ops.lock().await;
-        match self.lock.extend(&self.held.lease(), ttl).await {
+        match self.lock.as_ref().extend(&self.held.lease(), ttl).await {
             Ok(Some(valid_until)) => {
                 self.held.set_valid_until(valid_until);
                 Ok(())

@@ -32,7 +32,7 @@ pub(crate) async fn end_lease(
             Arc::clone(lock),
             Lease::new(lease.name(), token, 0, tokio::time::Instant::now()),
         );
-        match lock.hand_over(lease, token, ttl).await {
+        match lock.as_ref().hand_over(lease, token, ttl).await {
             Ok(Handover::Handed(next)) => {
                 pending.disarm();
                 tracing::trace!(name = lease.name(), "lock handed to the next local waiter");
@@ -55,7 +55,7 @@ pub(crate) async fn end_lease(
             }
         }
     }
-    let result = lock.release(lease).await;
+    let result = lock.as_ref().release(lease).await;
     // Whatever the answer, the next local waiter should look now.
     if let Some(waiters) = waiters {
         waiters.released(lease.name());

@@ -41,7 +41,7 @@ impl Held {
     ) -> Self {
         let acquired_at = Instant::now();
         Self {
-            name: Arc::from(lease.name()),
+            name: Arc::clone(lease.shared_name()),
             token: *lease.token(),
             fencing_token: lease.fencing_token(),
             valid_until: Mutex::new(lease.valid_until()),

@@ -44,6 +44,11 @@ impl Lease {
         &self.name
     }
 
+    /// The name as the shared string the lease holds (no copy).
+    pub(crate) fn shared_name(&self) -> &Arc<str> {
+        &self.name
+    }
+
     /// The ownership token of this acquisition.
     #[must_use]
     pub fn token(&self) -> &Token {

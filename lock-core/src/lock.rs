@@ -154,6 +154,8 @@ pub trait Lock: Send + Sync {
     }
 }
 
+// Code holding an `Arc<dyn Lock>` calls `lock.as_ref().method(..)`: method lookup would pick
+// these forwarding impls for the `Arc` itself, and every call would box its future twice.
 macro_rules! forward_lock {
     ($($ty:ty),+) => {$(
         #[async_trait]

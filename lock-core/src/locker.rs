@@ -62,6 +62,8 @@ struct Inner {
     renewer: Renewer,
     waiters: Arc<Waiters>,
     owners: Arc<Owners>,
+    /// The metrics labels of requests without a label, built once.
+    unlabelled: &'static crate::metric::Fixed,
 }
 
 impl Locker {
@@ -115,7 +117,7 @@ impl Locker {
     /// # Cancel safety
     /// Cancel safe: dropped, the lease is held or released.
     pub async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
-        self.inner.lock.release(lease).await
+        self.inner.lock.as_ref().release(lease).await
     }
 }
 
@@ -188,6 +190,7 @@ impl LockerBuilder {
         Locker {
             inner: Arc::new(Inner {
                 renewer: Renewer::new(Arc::clone(&self.lock)),
+                unlabelled: Labels::unlabelled_set(self.lock.backend()),
                 waiters: Arc::default(),
                 owners: Arc::default(),
                 lock: self.lock,
@@ -396,13 +399,11 @@ impl LockRequest {
     }
 
     fn labels(&self) -> Labels {
-        Labels {
-            backend: self.locker.backend(),
-            lock: self
-                .label
-                .clone()
-                .unwrap_or(SharedString::const_str(metric::UNLABELLED)),
-        }
+        Labels::new(
+            self.locker.backend(),
+            self.label.clone(),
+            self.locker.inner.unlabelled,
+        )
     }
 
     /// The checked input: the TTL each attempt asks for.
@@ -492,7 +493,7 @@ impl LockRequest {
             // release may have landed between the busy answer and the subscription.
             if signals.remote.is_none() && failure.is_none() && !tried_watch {
                 tried_watch = true;
-                match inner.lock.watch(&self.name).await {
+                match inner.lock.as_ref().watch(&self.name).await {
                     Ok(Some(watch)) => {
                         ticket.share_watch(watch);
                         continue;
@@ -534,7 +535,7 @@ impl LockRequest {
             Lease::new(Arc::clone(&self.name), token, 0, Instant::now()),
         );
         labels.count(metric::ACQUIRE_ATTEMPTS_TOTAL);
-        let result = lock.try_acquire(&self.name, token, ttl).await;
+        let result = lock.as_ref().try_acquire(&self.name, token, ttl).await;
         match &result {
             Err(error) if error.may_have_applied() => {
                 labels.count_with(metric::BACKEND_ERRORS_TOTAL, "op", "acquire");

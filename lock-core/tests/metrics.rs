@@ -136,3 +136,60 @@ fn a_scripted_scenario_records_the_expected_series() {
         assert!(key.key().name().starts_with("distlock_"));
     }
 }
+
+#[test]
+fn requests_without_a_label_are_recorded_as_unlabelled() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    metrics::with_local_recorder(&recorder, || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .expect("runtime");
+        runtime.block_on(async {
+            let (_, locker) = probe_locker(Duration::from_millis(300));
+            for _ in 0..3 {
+                let guard = locker.lock("job:7").await.expect("free");
+                assert!(guard.release().await.expect("release"));
+            }
+        });
+    });
+    let snapshot: Snapshot = snapshotter.snapshot().into_vec();
+    let series = |name: &str, kind: MetricKind| {
+        snapshot
+            .iter()
+            .filter(|(key, ..)| key.kind() == kind && key.key().name() == name)
+            .map(|(key, _, _, value)| {
+                let labels: Vec<(String, String)> = key
+                    .key()
+                    .labels()
+                    .map(|l| (l.key().to_owned(), l.value().to_owned()))
+                    .collect();
+                (labels, value)
+            })
+            .collect::<Vec<_>>()
+    };
+    let labels = vec![
+        ("backend".to_owned(), "probe".to_owned()),
+        ("lock".to_owned(), "unlabelled".to_owned()),
+    ];
+    assert_eq!(
+        series(metric::ACQUIRED_TOTAL, MetricKind::Counter),
+        vec![(labels.clone(), &DebugValue::Counter(3))],
+        "one series, never the rendered name"
+    );
+    let held = series(metric::HELD, MetricKind::Gauge);
+    assert_eq!(held.len(), 1, "{held:?}");
+    assert_eq!(held[0].0, labels);
+    assert!(
+        matches!(held[0].1, DebugValue::Gauge(g) if g.into_inner() == 0.0),
+        "every grant was released: {:?}",
+        held[0].1
+    );
+    let waits = series(metric::ACQUIRE_WAIT_SECONDS, MetricKind::Histogram);
+    assert!(
+        matches!(&waits[..], [(l, DebugValue::Histogram(h))] if *l == labels && h.len() == 3),
+        "{waits:?}"
+    );
+}

@@ -1,7 +1,6 @@
 //! Where a lock lives in Redis: its key, its fencing counter and its release channel, all in
 //! one cluster hash slot (safety rule 3).
 
-use std::borrow::Cow;
 use std::sync::OnceLock;
 
 /// The end of every fencing counter key. Lock keys may not end with it (see [`reserved`]).
@@ -31,19 +30,30 @@ fn hash_tag(key: &str) -> Option<&str> {
     (close > 0).then(|| &rest[..close])
 }
 
-/// The start of the keys derived from `key`, chosen so they hash to `key`'s slot:
+/// `key`'s derived key with `suffix`, starting so that it hashes to `key`'s slot:
 /// - `key` has a hash tag: `key` itself (appending keeps the tag);
 /// - `key` is not empty and has no `}`: `{key}` (the whole key becomes the tag);
 /// - otherwise (a `}` but no usable tag, say `a}b`, or the empty key): `{t}key`, where `t` is a
 ///   short tag of the same slot.
-fn base(key: &str) -> Cow<'_, str> {
+///
+/// Written into one buffer of the right size: this runs on every acquire and release, where
+/// `format!` cost more than the rest of the key handling (callgrind).
+fn derived(key: &str, suffix: &str) -> String {
+    let mut k = String::with_capacity(key.len() + suffix.len() + 12);
     if hash_tag(key).is_some() {
-        Cow::Borrowed(key)
+        k.push_str(key);
     } else if !key.is_empty() && !key.contains('}') {
-        Cow::Owned(format!("{{{key}}}"))
+        k.push('{');
+        k.push_str(key);
+        k.push('}');
     } else {
-        Cow::Owned(format!("{{{}}}{key}", slot_tag(key_slot(key))))
+        k.push('{');
+        k.push_str(&slot_tag(key_slot(key)).to_string());
+        k.push('}');
+        k.push_str(key);
     }
+    k.push_str(suffix);
+    k
 }
 
 /// A short tag whose slot is `slot`: the first decimal number that hashes there, found once for
@@ -70,16 +80,12 @@ fn slot_tag(slot: u16) -> u32 {
 
 /// The fencing counter key of the lock at `key`.
 pub(crate) fn fence_key(key: &str) -> String {
-    let mut k = base(key).into_owned();
-    k.push_str(FENCE_SUFFIX);
-    k
+    derived(key, FENCE_SUFFIX)
 }
 
 /// The channel a release of the lock at `key` is announced on.
 pub(crate) fn release_channel(key: &str) -> String {
-    let mut k = base(key).into_owned();
-    k.push_str(RELEASED_SUFFIX);
-    k
+    derived(key, RELEASED_SUFFIX)
 }
 
 /// Whether `key` ends like a derived key; such names are refused so a lock can never land on

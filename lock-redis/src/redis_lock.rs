@@ -8,7 +8,7 @@ use lock_core::{
     Attempt, Handover, Lease, Lock, LockError, Op, ReleaseWatch, TimeoutPhase, Token, check_ttl,
     valid_until,
 };
-use redis::{FromRedisValue, Script};
+use redis::{ErrorKind, FromRedisValue, ServerErrorKind};
 use tokio::time::Instant;
 
 use crate::config::{RedisLockBuilder, Settings};
@@ -18,7 +18,7 @@ use crate::layout::{fence_key, release_channel, reserved};
 use crate::replication::Replication;
 #[cfg(feature = "cluster")]
 use crate::scripts::RELEASE_SHARDED;
-use crate::scripts::{ACQUIRE, EXTEND, HANDOVER, RELEASE};
+use crate::scripts::{ACQUIRE, EXTEND, HANDOVER, Lua, RELEASE};
 use crate::subscriber::Subscriber;
 
 /// A distributed lock on Redis (≥ 7.0) — one server, a Redis Cluster (feature `cluster`) or a
@@ -48,7 +48,7 @@ pub struct RedisLock {
     /// Whether grants carry fencing tokens (the acquire script) or not (a plain `SET NX`).
     fencing: bool,
     /// The release script: announcing with `PUBLISH`, or `SPUBLISH` (sharded) on a cluster.
-    release: &'static Script,
+    release: &'static Lua,
     /// Replicas that must confirm each grant and renewal, if any.
     replication: Option<Replication>,
 }
@@ -79,13 +79,13 @@ impl RedisLock {
     pub(crate) fn assemble(source: Source, settings: Settings) -> Self {
         let pubsub_limit = settings.connect_timeout + settings.command_timeout;
         #[cfg(feature = "cluster")]
-        let release: &'static Script = if matches!(source, Source::Cluster(_)) {
+        let release: &'static Lua = if matches!(source, Source::Cluster(_)) {
             &RELEASE_SHARDED
         } else {
             &RELEASE
         };
         #[cfg(not(feature = "cluster"))]
-        let release: &'static Script = &RELEASE;
+        let release: &'static Lua = &RELEASE;
         Self {
             conns: Connections::new(source, settings.connect_timeout),
             subscriber: settings
@@ -122,7 +122,10 @@ impl RedisLock {
     /// The Redis key of the lock `name`: the prefix followed by the name.
     #[must_use]
     pub fn key(&self, name: &str) -> String {
-        format!("{}{name}", self.prefix)
+        let mut key = String::with_capacity(self.prefix.len() + name.len());
+        key.push_str(&self.prefix);
+        key.push_str(name);
+        key
     }
 
     /// The key of the fencing counter of the lock `name`, in the same cluster slot as
@@ -146,22 +149,38 @@ impl RedisLock {
     async fn run<T: FromRedisValue>(
         &self,
         op: Op,
-        script: &Script,
+        script: &Lua,
         keys: &[&str],
         args: &[&str],
     ) -> Result<(T, Conn), LockError> {
-        let mut call = script.prepare_invoke();
-        for key in keys {
-            call.key(*key);
-        }
-        for arg in args {
-            call.arg(*arg);
-        }
+        // EVALSHA written straight into one command buffer: redis-rs's `ScriptInvocation`
+        // would first copy every key and argument into a vector of its own (an allocation
+        // each, on every lock operation).
+        let size = keys.iter().chain(args).map(|a| a.len()).sum::<usize>() + 64;
+        let mut call = redis::Cmd::with_capacity(3 + keys.len() + args.len(), size);
+        call.arg("EVALSHA")
+            .arg(script.sha1())
+            .arg(keys.len())
+            .arg(keys)
+            .arg(args);
         let mut conn = self.conns.get().await?;
         let started = Instant::now();
-        let reply =
-            tokio::time::timeout(self.command_timeout, call.invoke_async(&mut conn.conn)).await;
-        self.settle(reply, conn, op, keys[0], started)
+        let first = tokio::time::timeout(self.command_timeout, async {
+            match call.query_async(&mut conn.conn).await {
+                Err(err) if err.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                    // Flushed, or a restarted or failed-over server: load it, call again once.
+                    redis::cmd("SCRIPT")
+                        .arg("LOAD")
+                        .arg(script.source())
+                        .exec_async(&mut conn.conn)
+                        .await?;
+                    call.query_async(&mut conn.conn).await
+                }
+                answer => answer,
+            }
+        })
+        .await;
+        self.settle(first, conn, op, keys[0], started)
     }
 
     /// Sends one plain command, bounded by the command timeout like [`Self::run`].
@@ -272,8 +291,9 @@ impl Lock for RedisLock {
         } else {
             // Without fencing the script has nothing to add to one `SET NX`: a plain command
             // saves the server the script call (~10,000 instructions and ~1,500 per argument).
-            let mut set = redis::cmd("SET");
-            set.arg(&key)
+            let mut set = redis::Cmd::with_capacity(7, key.len() + 64);
+            set.arg("SET")
+                .arg(&key)
                 .arg(token_hex.as_str())
                 .arg("NX")
                 .arg("PX")

@@ -293,7 +293,7 @@ impl AcquireRound {
         Box::pin(async move {
             Step::Acquire(
                 node,
-                bounded(timeout, lock.try_acquire(&name, token, ttl)).await,
+                bounded(timeout, lock.as_ref().try_acquire(&name, token, ttl)).await,
             )
         })
     }
@@ -302,7 +302,9 @@ impl AcquireRound {
         let lock = Arc::clone(&self.shared.nodes[node].lock);
         let lease = Lease::new(Arc::clone(&self.name), self.token, 0, self.started);
         let timeout = self.shared.release_timeout();
-        Box::pin(async move { Step::Release(node, bounded(timeout, lock.release(&lease)).await) })
+        Box::pin(async move {
+            Step::Release(node, bounded(timeout, lock.as_ref().release(&lease)).await)
+        })
     }
 
     /// Counts a cleanup release.

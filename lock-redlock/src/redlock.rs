@@ -267,7 +267,7 @@ impl Lock for Redlock {
         let verdict = self
             .round(Op::Extend, Option::is_some, move |_, lock| {
                 let lease = Arc::clone(&shared_lease);
-                Box::pin(async move { bounded(timeout, lock.extend(&lease, ttl)).await })
+                Box::pin(async move { bounded(timeout, lock.as_ref().extend(&lease, ttl)).await })
             })
             .await?;
         let (outcome, result) = match verdict.decision {
@@ -328,7 +328,7 @@ impl Lock for Redlock {
                                 pending.wait_for(|p| !p.get(i).copied().unwrap_or(false));
                             drop(tokio::time::timeout(2 * timeout, finished).await);
                         }
-                        bounded(timeout, lock.release(&lease)).await
+                        bounded(timeout, lock.as_ref().release(&lease)).await
                     })
                 },
             )

@@ -24,7 +24,7 @@ pub(crate) async fn watch(
     let n = shared.nodes.len();
     let needed = n - crate::tally::quorum(n) + 1;
     let answers = join_all(shared.nodes.iter().map(|node| async move {
-        let watch = bounded(timeout, node.lock.watch(name))
+        let watch = bounded(timeout, node.lock.as_ref().watch(name))
             .await
             .ok()
             .flatten()?;
