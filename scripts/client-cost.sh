@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# What one acquire + release cycle costs the client, in instructions, counted by valgrind's
+# callgrind: repeatable whatever else the machine does, unlike timings on a shared VM. Compares
+# distlock's Locker over RedisLock (fenced, and with fencing(false)) with the load tool's
+# hand-written redis-rs lock. The server side: scripts/script-cost.sh.
+#
+# Each client runs N and 2N cycles (benches/examples/s1_cycles.rs) under callgrind against a
+# throwaway redis-server on a free loopback port; the difference divided by N is the cost of
+# one cycle, free of start-up. Needs valgrind, redis-server and python3. About a minute.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+N=${N:-2000}
+for tool in valgrind redis-server python3; do
+  command -v "$tool" >/dev/null || { echo "client-cost: $tool is missing" >&2; exit 1; }
+done
+cargo build --quiet --release -p distlock-bench --example s1_cycles
+binary=target/release/examples/s1_cycles
+
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no >/dev/null 2>&1 &
+server=$!
+work=$(mktemp -d)
+trap 'kill "$server" 2>/dev/null || true; rm -rf "$work"' EXIT
+for _ in $(seq 1 50); do
+  (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+  sleep 0.1
+done
+
+count() { # count <client> <cycles>: instructions of one run
+  valgrind --tool=callgrind --callgrind-out-file="$work/out" \
+    "$binary" "redis://127.0.0.1:$port/" "$1" "$2" >/dev/null 2>&1
+  awk '/^(summary|totals):/ {print $2; exit}' "$work/out"
+}
+
+echo "Client instructions per acquire + release cycle (callgrind, N=$N):"
+for client in hand unfenced fenced; do
+  one=$(count "$client" "$N")
+  two=$(count "$client" $((2 * N)))
+  printf '%-10s %8d\n' "$client" $(((two - one) / N))
+done
