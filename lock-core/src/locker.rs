@@ -450,14 +450,17 @@ impl LockRequest {
                     () = tokio::time::sleep_until(deadline) => return Err(timed_out()),
                 }
             }
-            // A guard of this process released the name by handing it to us.
+            // Read the signals before anything else: a release or handoff after this point
+            // bumps `local`, so the waits below cannot miss it.
+            let signals = ticket.signals();
+            let local_seen = signals.local.generation();
+            // A guard of this process released the name by handing it to us. (Looked for
+            // after reading the signals: a handoff landing between the two would otherwise
+            // leave us waiting for the handed lease's validity.)
             if let Some(lease) = ticket.take_handed() {
                 drop(ticket); // the next in line becomes head, and waits for our release
                 return Ok(self.grant(lease, labels, started));
             }
-            // Read the signals before the attempt: a release after it cannot be missed.
-            let signals = ticket.signals();
-            let local_seen = signals.local.generation();
             if let Some(held_until) = signals.held_until {
                 // A guard of this process holds it: wait for its release rather than send an
                 // attempt that cannot succeed (at the lease's validity, try anyway).

@@ -172,3 +172,31 @@ async fn exclusion_holds_with_handoffs_among_many_tasks() {
     }
     assert_eq!(counter.load(Ordering::SeqCst), 320, "no lost update");
 }
+
+/// Real threads, real time: a handoff that lands while the next waiter is between looking for
+/// a handed lease and reading its wake-up signal must still wake it. (Missed, the waiter
+/// slept until the handed lease's validity: 60 s here.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_handoff_is_missed_under_real_concurrency() {
+    let locker = Locker::builder(MemoryLock::new())
+        .lease(Duration::from_secs(60))
+        .build();
+    let mut tasks = Vec::new();
+    for _ in 0..4 {
+        let locker = locker.clone();
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..1500 {
+                let guard = locker
+                    .lock("hot")
+                    .wait(Duration::from_secs(5))
+                    .await
+                    .expect("granted well within 5 s: no wake-up lost");
+                tokio::task::yield_now().await;
+                guard.release().await.expect("release");
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.expect("no panic");
+    }
+}
