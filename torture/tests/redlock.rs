@@ -23,15 +23,17 @@ fn a_partitioned_minority_does_not_break_exclusion() {
 }
 
 #[test]
-fn a_node_restarted_empty_at_once_lets_a_second_quorum_form() {
+fn a_node_restarted_empty_at_once_lets_no_stale_write_through() {
     let outcome = common::run_short(&scenario::redlock_restart_empty());
-    // The written verdict: overlaps may happen; stale writes are still all rejected.
+    // The written verdict: overlaps may happen (a second quorum can form once the node forgot
+    // the holder's key); stale writes are still all rejected and tokens still grow. Whether a
+    // second holder shows up in a 10 s run depends on timing (the 30 s runs in the README saw
+    // one in every cycle; a CI run once saw none), so it is reported, not required here; that
+    // the checker finds overlaps when they happen is `checker::sections`' unit test.
     common::assert_verdict(&outcome);
-    // The scenario is built so that they do happen, and the checker must see them.
-    assert!(
-        !outcome.report.overlaps.is_empty(),
-        "the checker saw no second holder"
-    );
+    let r = &outcome.report;
+    assert_eq!(r.stale_accepted + r.stale_accepted_in_log, 0);
+    assert_eq!(r.token_regressions, 0);
 }
 
 #[test]
