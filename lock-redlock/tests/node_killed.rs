@@ -14,6 +14,8 @@ async fn one_node_of_three_killed_the_lock_carries_on() {
     // Warm up: every node connected and working.
     let guard = locker.lock("job").await.expect("all up");
     assert!(guard.release().await.expect("ok"));
+    // A release answers once a quorum has; the last node's may still be on its way.
+    assert!(nodes.wait_gone(&[0, 1, 2], "job").await);
 
     nodes.servers[1].stop();
     let started = Instant::now();
