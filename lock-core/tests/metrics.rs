@@ -6,7 +6,7 @@ mod common;
 use std::time::Duration;
 
 use common::probe_locker;
-use lock_core::metric;
+use lock_core::{Locker, metric};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use metrics_util::{CompositeKey, MetricKind};
 
@@ -45,8 +45,9 @@ fn counter(s: &Snapshot, name: &str, extra: Option<(&str, &str)>) -> u64 {
     }
 }
 
-#[test]
-fn a_scripted_scenario_records_the_expected_series() {
+/// Runs `scenario` on a locker over the test backend (300 ms leases, paused clock) with a
+/// recorder of its own, and returns what it recorded.
+fn recorded<F: Future<Output = ()>>(scenario: impl FnOnce(Locker) -> F) -> Snapshot {
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
     metrics::with_local_recorder(&recorder, || {
@@ -55,30 +56,35 @@ fn a_scripted_scenario_records_the_expected_series() {
             .start_paused(true)
             .build()
             .expect("runtime");
-        runtime.block_on(async {
-            let (_, locker) = probe_locker(Duration::from_millis(300));
-            let guard = locker.lock("job:42").label("job:{id}").await.expect("free");
-            assert!(
-                locker
-                    .lock("job:42")
-                    .label("job:{id}")
-                    .try_acquire()
-                    .await
-                    .expect("ok")
-                    .is_none()
-            );
-            let timed_out = locker
+        let (_, locker) = probe_locker(Duration::from_millis(300));
+        runtime.block_on(scenario(locker));
+    });
+    snapshotter.snapshot().into_vec()
+}
+
+#[test]
+fn a_scripted_scenario_records_the_expected_series() {
+    let snapshot = recorded(|locker| async move {
+        let guard = locker.lock("job:42").label("job:{id}").await.expect("free");
+        assert!(
+            locker
                 .lock("job:42")
                 .label("job:{id}")
-                .wait(Duration::from_millis(50))
-                .await;
-            assert!(timed_out.is_err());
-            tokio::time::sleep(Duration::from_millis(250)).await; // two renewals
-            assert!(guard.release().await.expect("ok"));
-            let _ = locker.lock("").label("job:{id}").await; // invalid
-        });
+                .try_acquire()
+                .await
+                .expect("ok")
+                .is_none()
+        );
+        let timed_out = locker
+            .lock("job:42")
+            .label("job:{id}")
+            .wait(Duration::from_millis(50))
+            .await;
+        assert!(timed_out.is_err());
+        tokio::time::sleep(Duration::from_millis(250)).await; // two renewals
+        assert!(guard.release().await.expect("ok"));
+        let _ = locker.lock("").label("job:{id}").await; // invalid
     });
-    let snapshot = snapshotter.snapshot().into_vec();
     let s = &snapshot;
     assert_eq!(counter(s, metric::ACQUIRED_TOTAL, None), 1);
     assert!(
@@ -139,23 +145,12 @@ fn a_scripted_scenario_records_the_expected_series() {
 
 #[test]
 fn requests_without_a_label_are_recorded_as_unlabelled() {
-    let recorder = DebuggingRecorder::new();
-    let snapshotter = recorder.snapshotter();
-    metrics::with_local_recorder(&recorder, || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .expect("runtime");
-        runtime.block_on(async {
-            let (_, locker) = probe_locker(Duration::from_millis(300));
-            for _ in 0..3 {
-                let guard = locker.lock("job:7").await.expect("free");
-                assert!(guard.release().await.expect("release"));
-            }
-        });
+    let snapshot = recorded(|locker| async move {
+        for _ in 0..3 {
+            let guard = locker.lock("job:7").await.expect("free");
+            assert!(guard.release().await.expect("release"));
+        }
     });
-    let snapshot: Snapshot = snapshotter.snapshot().into_vec();
     let series = |name: &str, kind: MetricKind| {
         snapshot
             .iter()

@@ -252,6 +252,14 @@ impl RedisLock {
     }
 }
 
+/// What an acquire attempt's reply said, fenced or not.
+enum Grant {
+    /// Ours, with this fencing token (0 without fencing).
+    Granted(u64),
+    /// Held by another, for this long if the reply said.
+    Busy(Option<Duration>),
+}
+
 fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
@@ -277,17 +285,25 @@ impl Lock for RedisLock {
         }
         let started = Instant::now();
         let token_hex = token.to_hex();
-        let ((granted, value), mut conn) = if self.fencing {
+        let (reply, mut conn) = if self.fencing {
             let fence = fence_key(&key);
             let (ttl_arg, retention_arg) =
                 (ttl_ms.to_string(), self.fence_retention_ms.to_string());
-            self.run::<(i64, i64)>(
-                Op::Acquire,
-                &ACQUIRE,
-                &[&key, &fence],
-                &[token_hex.as_str(), &ttl_arg, &retention_arg],
-            )
-            .await?
+            let ((granted, value), conn) = self
+                .run::<(i64, i64)>(
+                    Op::Acquire,
+                    &ACQUIRE,
+                    &[&key, &fence],
+                    &[token_hex.as_str(), &ttl_arg, &retention_arg],
+                )
+                .await?;
+            let reply = if granted == 1 {
+                Grant::Granted(u64::try_from(value).unwrap_or(0))
+            } else {
+                // PTTL: -1 when the key has no expiry (not a lock we know), else ms left.
+                Grant::Busy(u64::try_from(value).ok().map(Duration::from_millis))
+            };
+            (reply, conn)
         } else {
             // Without fencing the script has nothing to add to one `SET NX`: a plain command
             // saves the server the script call (~10,000 instructions and ~1,500 per argument).
@@ -302,20 +318,21 @@ impl Lock for RedisLock {
             let (holder, conn) = self
                 .send::<Option<redis::Value>>(Op::Acquire, &set, &key)
                 .await?;
-            // nil: ours. A holder's token: busy, and how long it holds is not known.
-            let answer = if holder.is_none() { (1, 0) } else { (0, -2) };
-            (answer, conn)
+            // nil: ours, with no fencing token. A holder's token: busy, for how long unknown.
+            let reply = match holder {
+                None => Grant::Granted(0),
+                Some(_) => Grant::Busy(None),
+            };
+            (reply, conn)
         };
-        if granted == 1 {
-            let fencing_token = u64::try_from(value).unwrap_or(0);
-            let valid = valid_until(started, Duration::from_millis(ttl_ms));
-            let lease = Lease::new(name, token, fencing_token, valid);
-            self.confirm_grant(&mut conn, &key, &lease).await?;
-            Ok(Attempt::Acquired(lease))
-        } else {
-            // PTTL: -1 when the key has no expiry (not a lock we know), else milliseconds left.
-            let holder_ttl = u64::try_from(value).ok().map(Duration::from_millis);
-            Ok(Attempt::Busy { holder_ttl })
+        match reply {
+            Grant::Granted(fencing_token) => {
+                let valid = valid_until(started, Duration::from_millis(ttl_ms));
+                let lease = Lease::new(name, token, fencing_token, valid);
+                self.confirm_grant(&mut conn, &key, &lease).await?;
+                Ok(Attempt::Acquired(lease))
+            }
+            Grant::Busy(holder_ttl) => Ok(Attempt::Busy { holder_ttl }),
         }
     }
 
@@ -352,7 +369,11 @@ impl Lock for RedisLock {
         let started = Instant::now();
         let (from_hex, to_hex) = (lease.token().to_hex(), to.to_hex());
         let (ttl_arg, retention_arg) = (ttl_ms.to_string(), self.fence_retention_ms.to_string());
-        let fence = fence_key(&key);
+        let fence = if self.fencing {
+            fence_key(&key)
+        } else {
+            String::new()
+        };
         let (keys, args): (&[&str], &[&str]) = if self.fencing {
             (
                 &[&key, &fence],
