@@ -50,6 +50,13 @@ struct Queue {
     handoffs_in_row: u32,
 }
 
+impl Queue {
+    /// The ticket at the head of the line.
+    fn head(&self) -> Option<u64> {
+        self.line.front().map(|(id, _)| *id)
+    }
+}
+
 /// A place in a name's line; leaving it (drop) lets the next waiter in.
 pub(crate) struct Ticket {
     waiters: Arc<Waiters>,
@@ -128,7 +135,7 @@ impl Waiters {
         let pending = ReleaseOnDrop::new(lock, lease.clone());
         let mut queues = self.queues();
         let Some(queue) = queues.get_mut(lease.name()) else {
-            return; // `pending` is dropped below the lock: released in the background
+            return; // `pending` is dropped after the lock is let go: released in the background
         };
         queue.handoffs_in_row = queue.handoffs_in_row.saturating_add(1);
         queue.held_until = Some(lease.valid_until());
@@ -145,7 +152,7 @@ impl Ticket {
         self.waiters
             .queues()
             .get(&self.name)
-            .is_some_and(|q| q.line.front().map(|(id, _)| *id) == Some(self.id))
+            .is_some_and(|q| q.head() == Some(self.id))
     }
 
     /// The lease a releasing guard handed to this ticket, if it is the head and one is waiting
@@ -153,7 +160,7 @@ impl Ticket {
     pub(crate) fn take_handed(&self) -> Option<Lease> {
         let mut queues = self.waiters.queues();
         let queue = queues.get_mut(&self.name)?;
-        if queue.line.front().map(|(id, _)| *id) != Some(self.id) {
+        if queue.head() != Some(self.id) {
             return None;
         }
         let handed = queue.handed.take()?;
@@ -222,7 +229,7 @@ impl Drop for Ticket {
         let Some(queue) = queues.get_mut(&self.name) else {
             return;
         };
-        let was_head = queue.line.front().map(|(id, _)| *id) == Some(self.id);
+        let was_head = queue.head() == Some(self.id);
         queue.line.retain(|(id, _)| *id != self.id);
         if queue.line.is_empty() {
             // The last waiter left: drop the line and with it the backend subscription (and
