@@ -34,7 +34,10 @@ pub const DEFAULT_WAIT: Duration = Duration::from_secs(10);
 /// lock behind when it is cancelled or fails half-way.
 ///
 /// Cheap to clone (one `Arc`); share one per backend across the process: its renewal task
-/// serves every guard it hands out.
+/// serves every guard it hands out. It may be used from several tokio runtimes, in sequence
+/// or at once: a lease is renewed by a task on the runtime that granted it. If that runtime
+/// shuts down while the guard lives on elsewhere, the next grant on another runtime takes the
+/// lease over; with no such grant, the lease runs out and [`Guard::lost`] fires.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
