@@ -3,16 +3,18 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub use lock_core::{
-    Attempt, Backoff, BoxError, DEFAULT_LEASE, DEFAULT_WAIT, Guard, Lease, LeaseWatch, Lock,
-    LockError, LockRequest, Locker, LockerBuilder, MAX_NAME_LEN, MAX_TTL, MIN_TTL, MemoryLock, Op,
-    ParseTokenError, TimeoutPhase, Token, TokenHex, check_name, check_ttl, metric, valid_until,
+    Attempt, Backoff, BoxError, DEFAULT_LEASE, DEFAULT_RETRY_ERRORS_FOR, DEFAULT_WAIT, Guard,
+    Lease, LeaseWatch, Lock, LockError, LockRequest, Locker, LockerBuilder, MAX_NAME_LEN, MAX_TTL,
+    MIN_TTL, MemoryLock, Op, ParseTokenError, TimeoutPhase, Token, TokenHex, check_name, check_ttl,
+    metric, valid_until,
 };
 
 /// The single-Redis backend (feature `redis`, on by default).
 #[cfg(feature = "redis")]
 pub use lock_redis::{
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION, NotReplicated,
-    RedisLock, RedisLockBuilder, ReplicaPolicy, deadpool_redis, key_slot, redis,
+    RedisLock, RedisLockBuilder, ReplicaPolicy, TOKEN_PREFIX, TokenValue, deadpool_redis, key_slot,
+    redis, token_value,
 };
 
 /// Redlock: one lock over N independent Redis masters, granted by a quorum (feature `redlock`).

@@ -59,7 +59,7 @@ async fn renews_and_wakes(locker: &Locker, server: &RedisServer, name: &str) {
     let other = Locker::new(RedisLock::from_url(&server.url()).expect("url"));
     let held = other
         .lock(format!("{name}:woken"))
-        .ttl(Duration::from_secs(30))
+        .fixed_ttl(Duration::from_secs(30))
         .await
         .expect("free");
     // Without a wake-up the waiter would sleep until its own deadline, try once more, and get
