@@ -14,6 +14,7 @@ use tokio::time::Instant;
 use crate::error::{QuorumNotReached, ValidityExpired};
 use crate::node::{bounded, may_have_applied};
 use crate::redlock::Shared;
+use crate::releasing::{Pending, ReleaseTrack, pending_on, settled};
 use crate::tally::{Decision, Tally, holder_ttl, validity};
 use crate::telemetry::{self, Reply};
 
@@ -30,13 +31,18 @@ pub(crate) struct AcquireRound {
     pub(crate) drift: Duration,
     /// Each node's attempt is cut off after this.
     pub(crate) node_timeout: Duration,
+    /// Releases of this name still in flight when the acquire was called: on each node the
+    /// attempt is sent once they have finished there (within the node timeout).
+    pub(crate) releases: Vec<Pending>,
     /// Taken before any request was sent; validity is counted from here.
     pub(crate) started: Instant,
 }
 
 /// A finished node operation.
 enum Step {
-    Acquire(usize, Result<Attempt, LockError>),
+    /// A node's attempt: its result, and whether it was sent (an attempt that timed out
+    /// waiting for an earlier release there never reached the node).
+    Acquire(usize, Result<Attempt, LockError>, bool),
     Release(usize, Result<bool, LockError>),
 }
 
@@ -72,8 +78,10 @@ enum Phase {
     },
     /// The acquire failed (or the caller is gone): every node that may hold our token is
     /// released once its attempt has finished. Entered as soon as a quorum is impossible,
-    /// which may be before the answer (busy or error) is known.
-    Cleaning,
+    /// which may be before the answer (busy or error) is known, and always before it is sent.
+    /// `cleanup` registers these releases under the name until they have finished, so that
+    /// the caller's next attempt at the name does not find our token on a node.
+    Cleaning { cleanup: ReleaseTrack },
 }
 
 /// What the answers so far carry beyond the counts.
@@ -107,25 +115,28 @@ impl AcquireRound {
         let mut reply = Some(reply);
         let mut phase = Phase::Deciding;
         while let Some(step) = work.next().await {
-            let (node, result) = match step {
-                Step::Acquire(node, result) => (node, result),
+            let (node, result, sent) = match step {
+                Step::Acquire(node, result, sent) => (node, result, sent),
                 Step::Release(node, result) => {
                     self.released(node, &result);
+                    if let Phase::Cleaning { cleanup } = &phase {
+                        cleanup.done(node);
+                    }
                     continue;
                 }
             };
-            states[node] = self.record(node, result, &mut tally, &mut evidence);
+            states[node] = self.record(node, result, sent, &mut tally, &mut evidence);
 
             if reply.as_ref().is_some_and(oneshot::Sender::is_closed) {
                 // The caller gave up before the answer.
                 reply = None;
                 telemetry::quorum_outcome(Op::Acquire, "cancelled");
-                phase = Phase::Cleaning;
+                self.clean(&mut phase, &states);
             }
             if matches!(phase, Phase::Deciding) && tally.quorum_impossible() {
                 // Failed, whatever the rest say: release what we got now, even if the answer
                 // (busy or error) waits for more nodes.
-                phase = Phase::Cleaning;
+                self.clean(&mut phase, &states);
             }
             if let Some(decision) = reply.as_ref().and_then(|_| tally.decide()) {
                 let (answer, outcome) = self.conclude(decision, &tally, &mut evidence);
@@ -135,6 +146,10 @@ impl AcquireRound {
                     let pending = states.iter().map(|s| *s == NodeState::Pending).collect();
                     self.shared.track(self.token, pending)
                 });
+                if !granted {
+                    // Before the caller can try again.
+                    self.clean(&mut phase, &states);
+                }
                 let delivered = reply.take().is_some_and(|r| r.send(answer).is_ok());
                 telemetry::quorum_outcome(
                     Op::Acquire,
@@ -150,25 +165,29 @@ impl AcquireRound {
                     elapsed = ?self.started.elapsed(),
                     "redlock acquire decided"
                 );
-                phase = if granted && delivered {
-                    Phase::Holding { in_flight }
+                if granted && delivered {
+                    phase = Phase::Holding { in_flight };
                 } else {
                     if in_flight.is_some() {
                         self.shared.untrack(&self.token);
                     }
-                    Phase::Cleaning
-                };
+                    self.clean(&mut phase, &states);
+                }
             }
 
             match &phase {
                 Phase::Deciding => {}
-                Phase::Cleaning => {
+                Phase::Cleaning { cleanup } => {
                     // Every node that may hold our token, once its attempt has finished.
                     for (other, state) in states.iter().enumerate() {
                         if state.may_hold_ours() && !release_sent[other] {
                             release_sent[other] = true;
                             work.push(self.release_on(other));
                         }
+                    }
+                    if !states[node].may_hold_ours() {
+                        // Its attempt is over and left nothing of ours: nothing to wait for.
+                        cleanup.done(node);
                     }
                 }
                 Phase::Holding { in_flight } => {
@@ -187,11 +206,26 @@ impl AcquireRound {
         }
     }
 
+    /// Enters the cleaning phase unless already in it, registering its releases under the
+    /// name: pending on every node still attempting (it may yet grant) or holding our token.
+    fn clean(&self, phase: &mut Phase, states: &[NodeState]) {
+        if matches!(phase, Phase::Cleaning { .. }) {
+            return;
+        }
+        let pending = states
+            .iter()
+            .map(|s| *s == NodeState::Pending || s.may_hold_ours())
+            .collect();
+        let cleanup = self.shared.releasing.track(&self.name, pending);
+        *phase = Phase::Cleaning { cleanup };
+    }
+
     /// Counts one node's answer and keeps what the decision needs.
     fn record(
         &self,
         node: usize,
         result: Result<Attempt, LockError>,
+        sent: bool,
         tally: &mut Tally,
         evidence: &mut Evidence,
     ) -> NodeState {
@@ -220,7 +254,7 @@ impl AcquireRound {
                 if !error.is_retryable() {
                     tally.fatal += 1;
                 }
-                let applied = may_have_applied(&error);
+                let applied = sent && may_have_applied(&error);
                 if matches!(error, LockError::InvalidInput { .. }) {
                     evidence.invalid += 1;
                     evidence.first_invalid.get_or_insert(error);
@@ -304,11 +338,26 @@ impl AcquireRound {
             self.ttl,
             self.node_timeout,
         );
+        // Only the releases still in flight on this node delay it.
+        let releases: Vec<Pending> = self
+            .releases
+            .iter()
+            .filter(|release| pending_on(release, node))
+            .cloned()
+            .collect();
         Box::pin(async move {
-            Step::Acquire(
-                node,
-                bounded(timeout, lock.as_ref().try_acquire(&name, token, ttl)).await,
-            )
+            let mut sent = false;
+            // One bound for both: waiting for our earlier release on a hung node is the
+            // attempt's own time, and the quorum is decided by the other nodes meanwhile.
+            let result = bounded(timeout, async {
+                if !releases.is_empty() {
+                    settled(releases, node).await;
+                }
+                sent = true;
+                lock.as_ref().try_acquire(&name, token, ttl).await
+            })
+            .await;
+            Step::Acquire(node, result, sent)
         })
     }
 

@@ -6,6 +6,7 @@ mod config;
 mod error;
 mod node;
 mod redlock;
+mod releasing;
 mod round;
 mod tally;
 mod telemetry;

@@ -14,6 +14,7 @@ use crate::acquire::AcquireRound;
 use crate::config::{Config, NODE_TIMEOUT_CEILING, RedlockBuilder, default_node_timeout};
 use crate::error::{BACKEND, QuorumNotReached, ValidityExpired, round_lost};
 use crate::node::{Node, bounded};
+use crate::releasing::Releasing;
 use crate::round::{NodeCall, Verdict, decide};
 use crate::tally::{Decision, drift, quorum, validity};
 use crate::telemetry;
@@ -56,6 +57,9 @@ pub(crate) struct Shared {
     /// are still pending. A release waits for a node's attempt to finish before releasing the
     /// lease there, so each node gets one release, after its acquire.
     in_flight: Mutex<HashMap<Token, watch::Receiver<Vec<bool>>>>,
+    /// Releases answered before every node finished them, per name: an acquire of the name
+    /// sends its attempt to a node only once the node has finished them.
+    pub(crate) releasing: Arc<Releasing>,
 }
 
 impl Shared {
@@ -99,6 +103,7 @@ impl Redlock {
                 nodes,
                 config,
                 in_flight: Mutex::new(HashMap::new()),
+                releasing: Arc::default(),
             }),
         }
     }
@@ -234,6 +239,8 @@ impl Lock for Redlock {
             ttl,
             drift,
             node_timeout: self.node_timeout(ttl),
+            // Before the round starts, so every release answered before this call is seen.
+            releases: self.shared.releasing.in_flight(name),
             started: Instant::now(),
         };
         let (reply, answer) = oneshot::channel();
@@ -313,6 +320,14 @@ impl Lock for Redlock {
         let timeout = self.shared.release_timeout();
         // Acquire attempts of this lease still in flight: release those nodes after them.
         let pending = self.shared.pending_acquires(lease.token());
+        // Registered before anything is sent: an acquire of the name made after this call
+        // began (even one made after cancelling it) waits on each node until the release has
+        // finished there. Unregistered when the round ends.
+        let track = Arc::new(
+            self.shared
+                .releasing
+                .track(lease.name(), vec![true; self.node_count()]),
+        );
         let verdict = self
             .round(
                 Op::Release,
@@ -320,6 +335,7 @@ impl Lock for Redlock {
                 move |i, lock| {
                     let lease = Arc::clone(&shared_lease);
                     let pending = pending.clone();
+                    let track = Arc::clone(&track);
                     Box::pin(async move {
                         if let Some(mut pending) = pending {
                             // Bounded by the acquire's own node timeout; the bound here is a
@@ -328,7 +344,9 @@ impl Lock for Redlock {
                                 pending.wait_for(|p| !p.get(i).copied().unwrap_or(false));
                             drop(tokio::time::timeout(2 * timeout, finished).await);
                         }
-                        bounded(timeout, lock.as_ref().release(&lease)).await
+                        let released = bounded(timeout, lock.as_ref().release(&lease)).await;
+                        track.done(i);
+                        released
                     })
                 },
             )

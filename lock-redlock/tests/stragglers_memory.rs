@@ -143,7 +143,18 @@ async fn back_to_back_acquire_and_release_are_always_ours() {
             "round {round}: our own fresh lease"
         );
     }
-    sleep(Duration::from_millis(100)).await;
+    // The slow nodes take each lease's acquire and release in turn (an acquire waits for the
+    // previous release there), so they lag behind the quorum: wait for them (at most 5 s).
+    for _ in 0..500 {
+        if nodes.iter().all(|n| n.calls().2 == 300) {
+            break;
+        }
+        sleep(Duration::from_millis(10)).await;
+    }
+    eprintln!(
+        "acquires sent: {:?}",
+        nodes.iter().map(|n| n.calls().0).collect::<Vec<_>>()
+    );
     assert_eq!(held(&nodes), vec![0; 5]);
     assert!(
         nodes.iter().all(|n| n.calls().2 == 300),
