@@ -1,0 +1,141 @@
+//! A release (or a failed acquire's cleanup) answers before its last node has finished it; the
+//! next acquire of the name by the same `Redlock` reaches that node only after it, so it does
+//! not find our previous key there. In-process nodes, tokio's paused clock.
+
+mod common;
+
+use std::time::Duration;
+
+use common::memory::{Behavior, MS, held, redlock, scripted, settle, since};
+use lock_core::{Attempt, Lease, Lock, Token};
+use tokio::time::{Instant, sleep, timeout};
+
+const TTL: Duration = Duration::from_secs(60);
+
+fn token() -> Token {
+    Token::generate().expect("rng")
+}
+
+async fn granted(redlock: &lock_redlock::Redlock, name: &str) -> Lease {
+    match redlock.try_acquire(name, token(), TTL).await.expect("ok") {
+        Attempt::Acquired(lease) => lease,
+        busy @ Attempt::Busy { .. } => panic!("{busy:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_next_acquire_reaches_a_slow_node_after_the_release() {
+    // Node 2 applies everything 30 ms late. Lease 1 is granted by 0 and 1 at once (node 2
+    // grants at 30 ms) and released at once; on node 2 the release lands at 60 ms. Lease 2,
+    // asked for at once, must not reach node 2 before that, or node 2 refuses it.
+    let nodes = scripted(&[
+        Behavior::Normal,
+        Behavior::Normal,
+        Behavior::DelayBefore(30 * MS),
+    ]);
+    let redlock = redlock(&nodes);
+    let first = granted(&redlock, "a").await;
+    assert!(redlock.release(&first).await.expect("ok"));
+    let started = Instant::now();
+    let second = granted(&redlock, "a").await;
+    assert_eq!(since(started), Duration::ZERO, "answered at the quorum");
+    sleep(59 * MS).await;
+    assert_eq!(
+        nodes[2].calls().0,
+        1,
+        "not sent before the release finished"
+    );
+    sleep(40 * MS).await;
+    assert_eq!(held(&nodes), vec![1, 1, 1], "granted by all three");
+    assert!(redlock.release(&second).await.expect("ok"));
+    settle().await;
+    assert_eq!(held(&nodes), vec![0, 0, 0]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hung_node_delays_only_the_attempt_sent_to_it() {
+    let nodes = scripted(&[
+        Behavior::Normal,
+        Behavior::Normal,
+        Behavior::DelayBefore(Duration::from_secs(3600)),
+    ]);
+    let redlock = redlock(&nodes);
+    let started = Instant::now();
+    for _ in 0..5 {
+        let lease = granted(&redlock, "a").await;
+        assert!(redlock.release(&lease).await.expect("ok"));
+    }
+    assert_eq!(since(started), Duration::ZERO, "never waited for node 2");
+    settle().await;
+    assert_eq!(
+        nodes[2].calls().0,
+        1,
+        "only the first attempt was sent to node 2: the others waited out their node \
+         timeout behind its unfinished release"
+    );
+    assert_eq!(held(&nodes), vec![0, 0, 0]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_next_acquire_reaches_a_node_after_a_failed_acquires_cleanup() {
+    // Another holder has the name on 0 and 1: our first attempt is busy at once, and node 2
+    // grants it at 30 ms, so the round releases it there (landing at 60 ms). The holder leaves;
+    // our next attempt must reach node 2 after that cleanup.
+    let nodes = scripted(&[
+        Behavior::Normal,
+        Behavior::Normal,
+        Behavior::DelayBefore(30 * MS),
+    ]);
+    let mut holder = Vec::new();
+    for node in &nodes[..2] {
+        match node.inner.try_acquire("a", token(), TTL).await.expect("ok") {
+            Attempt::Acquired(lease) => holder.push(lease),
+            busy @ Attempt::Busy { .. } => panic!("{busy:?}"),
+        }
+    }
+    let redlock = redlock(&nodes);
+    let attempt = redlock.try_acquire("a", token(), TTL).await.expect("ok");
+    assert!(matches!(attempt, Attempt::Busy { .. }), "{attempt:?}");
+    for (node, lease) in nodes.iter().zip(&holder) {
+        assert!(node.inner.release(lease).await.expect("ok"));
+    }
+    let ours = granted(&redlock, "a").await;
+    sleep(59 * MS).await;
+    assert_eq!(
+        nodes[2].calls().0,
+        1,
+        "not sent before the cleanup finished"
+    );
+    sleep(40 * MS).await;
+    assert_eq!(held(&nodes), vec![1, 1, 1], "granted by all three");
+    assert!(redlock.release(&ours).await.expect("ok"));
+    settle().await;
+    assert_eq!(held(&nodes), vec![0, 0, 0]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_release_is_still_waited_for() {
+    // Node 2 answers 30 ms late; the release is dropped before any node answered.
+    let nodes = scripted(&[
+        Behavior::DelayBefore(10 * MS),
+        Behavior::DelayBefore(10 * MS),
+        Behavior::DelayBefore(30 * MS),
+    ]);
+    let redlock = redlock(&nodes);
+    let first = granted(&redlock, "a").await;
+    settle().await; // every grant landed, node 2's too
+    assert!(
+        timeout(MS, redlock.release(&first)).await.is_err(),
+        "cancelled"
+    );
+    let second = granted(&redlock, "a").await;
+    settle().await;
+    assert_eq!(held(&nodes), vec![1, 1, 1], "granted by all three");
+    assert_eq!(
+        nodes.iter().map(|n| n.calls().2).collect::<Vec<_>>(),
+        [1, 1, 1]
+    );
+    assert!(redlock.release(&second).await.expect("ok"));
+    settle().await;
+    assert_eq!(held(&nodes), vec![0, 0, 0]);
+}
