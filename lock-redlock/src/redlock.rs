@@ -35,6 +35,9 @@ use futures::future::BoxFuture;
 ///   after the decision are seen through in the background (released if the acquire failed).
 /// - **Extend** needs a quorum of all N to extend, within the new validity.
 /// - **Release** goes to all N and reports `true` iff a quorum released a key holding our token.
+///   It answers at the quorum; an acquire of the same name by this `Redlock` then waits, on
+///   each node, for the release to finish there (within that attempt's node timeout), so it
+///   never finds our previous key on a node that is up.
 /// - **Fencing token**: the largest token among the nodes that granted; see the crate docs for
 ///   exactly what it guarantees.
 /// - **Wake-ups**: [`Lock::watch`] merges the nodes' release announcements, so waiters in other
@@ -207,6 +210,12 @@ impl Lock for Redlock {
     /// largest among the grants. Answers as soon as the outcome is decided; the nodes still
     /// pending are seen through in the background.
     ///
+    /// On a node where a release of `name` by this `Redlock` (a [`release`](Lock::release) or
+    /// the cleanup of a failed acquire) has not finished yet, the attempt is sent once it has,
+    /// so that it cannot find our previous key there. The wait counts against that node's
+    /// timeout: if the release is still unfinished then, the attempt is not sent and counts as
+    /// a timeout on that node (a hung node; the other nodes decide meanwhile).
+    ///
     /// # Errors
     /// [`LockError::InvalidInput`] when `ttl` is out of range or not longer than its drift
     /// allowance (nothing sent; with the defaults the shortest TTL is 3 ms), or when the nodes
@@ -217,7 +226,8 @@ impl Lock for Redlock {
     /// quorum, with the time until enough of the holders' keys expire.
     ///
     /// On every failure the nodes that granted, or may have, are released in the background,
-    /// each once its own attempt has finished (so a late grant is released too).
+    /// each once its own attempt has finished (so a late grant is released too); the next
+    /// acquire of `name` waits for these releases as for any other.
     ///
     /// # Cancel safety
     /// Cancel safe in effect: the round runs in its own task; dropped, it releases whatever it
@@ -305,16 +315,26 @@ impl Lock for Redlock {
     /// token, `false` iff the refusals alone rule that out (the lease had expired on too many
     /// nodes — it was no longer safely ours). Answers as soon as that is decided; the other
     /// nodes are released in the background, each bounded by the node timeout (default
-    /// [`NODE_TIMEOUT_CEILING`]). On a node whose acquire attempt for this lease is still in
-    /// flight (the lease was granted without it), the release waits for that attempt to
-    /// finish, so it lands after it: each node gets exactly one release.
+    /// [`NODE_TIMEOUT_CEILING`], 500 ms). On a node whose acquire attempt for this lease is
+    /// still in flight (the lease was granted without it), the release waits for that attempt
+    /// to finish, so it lands after it: each node gets exactly one release.
+    ///
+    /// The release is registered under the lease's name until every node has answered it (or
+    /// its timeout has passed): the next [`try_acquire`](Lock::try_acquire) of the name by this
+    /// `Redlock` — by any task, through any `Locker` over it — sends its attempt to a node only
+    /// once the release has finished there. So back-to-back cycles on healthy nodes are
+    /// granted by every node, not by the ones the release happened to reach first; a node
+    /// that is down answers at once and delays nothing; a hung node delays only the attempt
+    /// sent to it, within that attempt's node timeout. Processes with their own `Redlock`
+    /// are not ordered after it.
     ///
     /// # Errors
     /// A [`LockError::QuorumNotReached`] (source: [`QuorumNotReached`]) when failing
     /// nodes left it undecided; the keys on those nodes expire at the end of their TTL.
     ///
     /// # Cancel safety
-    /// Cancel safe: the round runs in its own task and releases on every node even if dropped.
+    /// Cancel safe: the round runs in its own task and releases on every node even if dropped,
+    /// and an acquire of the name made after the drop still waits for it on each node.
     async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
         let shared_lease = Arc::new(lease.clone());
         let timeout = self.shared.release_timeout();
