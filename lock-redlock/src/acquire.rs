@@ -80,8 +80,9 @@ enum Phase {
     /// released once its attempt has finished. Entered as soon as a quorum is impossible,
     /// which may be before the answer (busy or error) is known, and always before it is sent.
     /// `cleanup` registers these releases under the name until they have finished, so that
-    /// the caller's next attempt at the name does not find our token on a node.
-    Cleaning { cleanup: ReleaseTrack },
+    /// the caller's next attempt at the name does not find our token on a node (`None` when
+    /// every node had already answered without granting: nothing to release).
+    Cleaning { cleanup: Option<ReleaseTrack> },
 }
 
 /// What the answers so far carry beyond the counts.
@@ -119,7 +120,10 @@ impl AcquireRound {
                 Step::Acquire(node, result, sent) => (node, result, sent),
                 Step::Release(node, result) => {
                     self.released(node, &result);
-                    if let Phase::Cleaning { cleanup } = &phase {
+                    if let Phase::Cleaning {
+                        cleanup: Some(cleanup),
+                    } = &phase
+                    {
                         cleanup.done(node);
                     }
                     continue;
@@ -185,7 +189,9 @@ impl AcquireRound {
                             work.push(self.release_on(other));
                         }
                     }
-                    if !states[node].may_hold_ours() {
+                    if let Some(cleanup) = cleanup
+                        && !states[node].may_hold_ours()
+                    {
                         // Its attempt is over and left nothing of ours: nothing to wait for.
                         cleanup.done(node);
                     }
@@ -212,11 +218,14 @@ impl AcquireRound {
         if matches!(phase, Phase::Cleaning { .. }) {
             return;
         }
-        let pending = states
+        let pending: Vec<bool> = states
             .iter()
             .map(|s| *s == NodeState::Pending || s.may_hold_ours())
             .collect();
-        let cleanup = self.shared.releasing.track(&self.name, pending);
+        // Every node answered and none may hold our token (all busy, say): no registration.
+        let cleanup = pending
+            .contains(&true)
+            .then(|| self.shared.releasing.track(&self.name, pending));
         *phase = Phase::Cleaning { cleanup };
     }
 
