@@ -18,7 +18,7 @@ pub use config::{
 };
 pub use error::{BACKEND, QuorumNotReached, ValidityExpired};
 pub use lock_core::LockError;
-pub use redlock::Redlock;
+pub use redlock::{PING_TIMEOUT, Redlock};
 pub use tally::quorum;
 pub use telemetry::{
     METRIC_NODE_ERRORS, METRIC_NODE_GRANTS, METRIC_NODE_REFUSALS, METRIC_NODE_TIMEOUTS,

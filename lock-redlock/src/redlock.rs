@@ -190,6 +190,10 @@ impl Redlock {
     }
 }
 
+/// The bound on one node's answer to [`Redlock::ping`](Lock::ping), beyond the node's own
+/// connect and command timeouts: a start-up check may have to connect first.
+pub const PING_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// The error for a round that failing nodes left without a quorum.
 fn no_quorum(op: Op, verdict: Verdict) -> LockError {
     QuorumNotReached::new(op, &verdict.tally, verdict.first_error)
@@ -378,6 +382,33 @@ impl Lock for Redlock {
         };
         telemetry::quorum_outcome(Op::Release, outcome);
         result
+    }
+
+    /// Pings every node at once (each bounded by [`PING_TIMEOUT`] on top of its own timeouts)
+    /// and answers `Ok(())` once a quorum answered: the lock can then grant. For start-up
+    /// checks (`Locker::ping`).
+    ///
+    /// # Errors
+    /// [`QuorumNotReached`] (as a [`LockError`]) when too many nodes are down, slow or refuse
+    /// the client; retryable unless the nodes' non-retryable errors (a wrong password) alone
+    /// prevented the quorum.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it changes nothing.
+    async fn ping(&self) -> Result<(), LockError> {
+        let verdict = self
+            .round(
+                Op::Connect,
+                |()| true,
+                |_, lock| {
+                    Box::pin(async move { bounded(PING_TIMEOUT, lock.as_ref().ping()).await })
+                },
+            )
+            .await?;
+        match verdict.decision {
+            Decision::Quorum => Ok(()),
+            Decision::NoQuorum => Err(no_quorum(Op::Connect, verdict)),
+        }
     }
 
     /// Subscribes to the releases of `name` on every node that can announce them (each bounded

@@ -100,3 +100,30 @@ async fn three_of_five_hung_is_a_quorum_error_within_the_node_timeout() {
         "nothing left on the resumed nodes"
     );
 }
+
+/// The start-up check: a quorum of nodes answering is enough, fewer is a quorum error.
+#[tokio::test]
+async fn ping_needs_a_quorum_of_nodes() {
+    let mut nodes = Nodes::start(5);
+    let locker = Locker::new(nodes.redlock());
+    locker.ping().await.expect("all five up");
+    nodes.servers[4].stop();
+    nodes.servers[3].stop();
+    locker
+        .ping()
+        .await
+        .expect("three of five still make a quorum");
+    nodes.servers[2].stop();
+    let error = locker.ping().await.expect_err("two of five");
+    assert!(
+        matches!(
+            error,
+            LockError::QuorumNotReached {
+                op: Op::Connect,
+                retryable: true,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+}
