@@ -9,9 +9,10 @@
 struct ReadmeDoctests;
 
 pub use lock_core::{
-    Attempt, Backoff, BoxError, DEFAULT_LEASE, DEFAULT_WAIT, Guard, Lease, LeaseWatch, Lock,
-    LockError, LockRequest, Locker, LockerBuilder, MAX_NAME_LEN, MAX_TTL, MIN_TTL, MemoryLock, Op,
-    ParseTokenError, TimeoutPhase, Token, TokenHex, check_name, check_ttl, metric, valid_until,
+    Attempt, Backoff, BoxError, DEFAULT_LEASE, DEFAULT_WAIT, Guard, Handover, Lease, LeaseWatch,
+    Lock, LockError, LockRequest, Locker, LockerBuilder, MAX_NAME_LEN, MAX_TTL, MIN_TTL,
+    MemoryLock, Op, ParseTokenError, ReleaseSignal, ReleaseWatch, TimeoutPhase, Token, TokenHex,
+    check_name, check_ttl, metric, valid_until,
 };
 
 // The Redis backend: one server, and with features `cluster` / `sentinel` / `tls` those
