@@ -9,10 +9,10 @@
 struct ReadmeDoctests;
 
 pub use lock_core::{
-    Attempt, Backoff, BoxError, DEFAULT_LEASE, DEFAULT_WAIT, Guard, Handover, Lease, LeaseWatch,
-    Lock, LockError, LockRequest, Locker, LockerBuilder, MAX_NAME_LEN, MAX_TTL, MIN_TTL,
-    MemoryLock, Op, ParseTokenError, ReleaseSignal, ReleaseWatch, TimeoutPhase, Token, TokenHex,
-    check_name, check_ttl, metric, valid_until,
+    Attempt, Backoff, BoxError, DEFAULT_LEASE, DEFAULT_RETRY_ERRORS_FOR, DEFAULT_WAIT, Guard,
+    Handover, Lease, LeaseWatch, Lock, LockError, LockRequest, Locker, LockerBuilder, MAX_NAME_LEN,
+    MAX_TTL, MIN_TTL, MemoryLock, Op, ParseTokenError, ReleaseSignal, ReleaseWatch, TimeoutPhase,
+    Token, TokenHex, check_name, check_ttl, metric, valid_until,
 };
 
 // The Redis backend: one server, and with features `cluster` / `sentinel` / `tls` those
@@ -22,7 +22,8 @@ pub use lock_core::{
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use lock_redis::{
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION, NotReplicated,
-    RedisLock, RedisLockBuilder, ReplicaPolicy, deadpool_redis, key_slot, redis,
+    RedisLock, RedisLockBuilder, ReplicaPolicy, TOKEN_PREFIX, TokenValue, deadpool_redis, key_slot,
+    redis, token_value,
 };
 
 // Redlock: one lock over N independent Redis masters, granted by a quorum (feature `redlock`).

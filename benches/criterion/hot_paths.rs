@@ -81,22 +81,22 @@ fn locker(c: &mut Criterion) {
     let locker = Locker::new(MemoryLock::new());
     group.bench_function("try_acquire + release, fixed ttl", |b| {
         b.to_async(&runtime).iter(|| async {
-            let guard = locker.lock("bench").ttl(ttl).try_acquire().await;
+            let guard = locker.lock("bench").fixed_ttl(ttl).try_acquire().await;
             let guard = guard.expect("no error").expect("the lock should be free");
-            guard.release().await.expect("release")
+            guard.release().await.expect("release");
         });
     });
     group.bench_function("try_acquire + release, renewed lease", |b| {
         b.to_async(&runtime).iter(|| async {
             let guard = locker.lock("bench").try_acquire().await;
             let guard = guard.expect("no error").expect("the lock should be free");
-            guard.release().await.expect("release")
+            guard.release().await.expect("release");
         });
     });
     group.bench_function("acquire (waiting path, uncontended) + release", |b| {
         b.to_async(&runtime).iter(|| async {
             let guard = locker.lock("bench").acquire().await.expect("acquire");
-            guard.release().await.expect("release")
+            guard.release().await.expect("release");
         });
     });
     group.finish();

@@ -58,7 +58,7 @@ fn s1(c: &mut Criterion) {
         b.to_async(&runtime).iter(|| async {
             let guard = locker.lock("s1:distlock").try_acquire().await;
             let guard = guard.expect("no error").expect("the lock should be free");
-            guard.release().await.expect("release")
+            guard.release().await.expect("release");
         });
     });
     group.finish();

@@ -38,7 +38,7 @@ async fn main() -> Result<(), Error> {
         "order:4",
         "{tenant:7}:invoice:9",
     ] {
-        let guard = locker.lock(name).ttl(Duration::from_secs(10)).await?;
+        let guard = locker.lock(name).fixed_ttl(Duration::from_secs(10)).await?;
         let master = cluster.master_for_slot(key_slot(name))?;
         masters.insert(master);
         println!(
@@ -62,7 +62,7 @@ async fn main() -> Result<(), Error> {
             while Instant::now() < end {
                 match locker
                     .lock(name)
-                    .ttl(Duration::from_secs(2))
+                    .fixed_ttl(Duration::from_secs(2))
                     .wait(Duration::from_secs(3))
                     .await
                 {

@@ -146,7 +146,7 @@ impl Worker {
         let acquired = self
             .locker
             .lock(LOCK_NAME)
-            .ttl(self.ttl)
+            .fixed_ttl(self.ttl)
             .wait(self.wait.min(left))
             .acquire()
             .await;
@@ -200,9 +200,10 @@ impl Worker {
         };
         let released = guard.release().await;
         worked?;
-        if !released? {
+        match released {
             // The lease ran out before the work was done; the next holder may have overlapped.
-            self.tally.overruns += 1;
+            Err(LockError::NotOwned { .. }) => self.tally.overruns += 1,
+            other => other?,
         }
         Ok(())
     }
@@ -288,8 +289,10 @@ impl Worker {
         }
         emit(&Event::Stall(outcome))?;
         // The lease ran out during the stall, so this must find the lock no longer ours.
-        if guard.release().await? {
-            self.tally.stale_still_ours += 1;
+        match guard.release().await {
+            Ok(()) => self.tally.stale_still_ours += 1,
+            Err(LockError::NotOwned { .. }) => {}
+            Err(error) => return Err(error.into()),
         }
         Ok(())
     }

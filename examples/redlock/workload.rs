@@ -86,7 +86,7 @@ async fn client(locker: Locker, witness: Arc<Witness>, deadline: Instant) -> Pha
     let mut seen = Phase::default();
     while Instant::now() < deadline {
         let started = Instant::now();
-        match locker.lock(LOCK).ttl(TTL).wait(WAIT).await {
+        match locker.lock(LOCK).fixed_ttl(TTL).wait(WAIT).await {
             Ok(guard) => {
                 seen.granted += 1;
                 seen.latencies.push(started.elapsed());

@@ -73,12 +73,12 @@ async fn main() -> Result<(), Error> {
     );
     let held = guard.is_held();
     let first_fence = guard.fencing_token();
-    let released = guard.release().await?;
-    println!("   released on the new master: {released}");
+    let released = guard.release().await;
+    println!("   released on the new master: {released:?}");
     let (waited, fence) = waiter.await??;
     println!("   the waiter got it after {waited:.1?} with fencing token {fence}");
 
-    if !held || !released || fence <= first_fence {
+    if !held || released.is_err() || fence <= first_fence {
         println!("\nUNEXPECTED: the lock did not carry on correctly");
         std::process::exit(1);
     }

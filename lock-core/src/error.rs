@@ -43,7 +43,9 @@ pub enum LockError {
     },
 
     /// The lease is no longer ours: it expired and may have been taken by another holder.
-    /// Returned by [`Guard::extend`](crate::Guard::extend); the new holder was left intact.
+    /// Returned by [`Guard::extend`](crate::Guard::extend) and
+    /// [`Guard::release`](crate::Guard::release) (the critical section ran, at least at its
+    /// end, without the lock); the new holder, if any, was left intact.
     #[error("the lease on {name:?} is no longer ours (it expired or was taken)")]
     NotOwned {
         /// The lock name.

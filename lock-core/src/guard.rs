@@ -17,8 +17,8 @@ use crate::{Lease, Lock, LockError, check_ttl};
 
 /// Owns a granted lease until [`Guard::release`], [`Guard::leak`] or drop.
 ///
-/// Prefer `guard.release().await`: it tells whether the lease was still ours when it was
-/// released. Dropping the guard also releases, but **not immediately**: the release is spawned
+/// Prefer `guard.release().await?`: it fails with [`LockError::NotOwned`] when the lease was
+/// no longer ours when it was released. Dropping the guard also releases, but **not immediately**: the release is spawned
 /// on the current tokio runtime and runs when the runtime gets to it (like sqlx's
 /// `PgAdvisoryLockGuard`). Dropped outside a runtime, nothing is sent and the lock expires at the
 /// end of its TTL.
@@ -164,9 +164,7 @@ impl Guard {
             }
             Ok(None) => {
                 self.held.mark_lost();
-                Err(LockError::NotOwned {
-                    name: self.name().to_owned(),
-                })
+                self.owned_or_error(false)
             }
             Err(error) => {
                 self.held
@@ -178,19 +176,24 @@ impl Guard {
     }
 
     /// Releases the lease now: stops its renewal, waits for a renewal in flight, then sends the
-    /// release. Returns `true` if it was still ours, `false` if it had expired (the key was
-    /// left to whoever holds it now). For a nested guard nothing is sent: it answers whether
-    /// the shared lease is still held.
+    /// release. `Ok(())` if the lease was still ours up to the release.
+    ///
+    /// A lease that was no longer ours is an error, not a quiet `false`: it means the critical
+    /// section ran (at least at its end) without the lock, and `guard.release().await?` must not
+    /// pass over that. For a nested guard nothing is sent: it answers whether the shared lease
+    /// is still held.
     ///
     /// # Errors
+    /// [`LockError::NotOwned`] when the lease had expired or was taken before the release (the
+    /// key was left to whoever holds it now), as [`Guard::extend`] reports it;
     /// [`LockError::Timeout`] / [`LockError::Backend`] when the backend fails; the lock then
     /// expires at the end of its TTL.
     ///
     /// # Cancel safety
     /// Cancel safe: dropped before the answer, the release is finished in the background.
-    pub async fn release(mut self) -> Result<bool, LockError> {
+    pub async fn release(mut self) -> Result<(), LockError> {
         if self.is_nested() {
-            return Ok(self.held.is_held());
+            return self.owned_or_error(self.held.is_held());
         }
         self.armed = false;
         self.finish();
@@ -200,15 +203,31 @@ impl Guard {
         let waiters = self.outer.as_ref().map(|outer| &outer.waiters);
         let result = end_lease(&self.lock, waiters, &lease).await;
         in_flight.disarm();
-        match &result {
-            Ok(false) => self.held.labels.count(metric::RELEASE_NOT_OWNED_TOTAL),
-            Err(_) => self
-                .held
-                .labels
-                .count_with(metric::BACKEND_ERRORS_TOTAL, "op", "release"),
-            Ok(true) => {}
+        match result {
+            Ok(released) => {
+                if !released {
+                    self.held.labels.count(metric::RELEASE_NOT_OWNED_TOTAL);
+                }
+                self.owned_or_error(released)
+            }
+            Err(error) => {
+                self.held
+                    .labels
+                    .count_with(metric::BACKEND_ERRORS_TOTAL, "op", "release");
+                Err(error)
+            }
         }
-        result
+    }
+
+    /// `Ok(())` if the lease was ours, [`LockError::NotOwned`] otherwise.
+    fn owned_or_error(&self, owned: bool) -> Result<(), LockError> {
+        if owned {
+            Ok(())
+        } else {
+            Err(LockError::NotOwned {
+                name: self.name().to_owned(),
+            })
+        }
     }
 
     /// Gives up ownership without releasing: renewal stops and the lock stays held until its

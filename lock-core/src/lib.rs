@@ -27,7 +27,9 @@ pub use error::{BoxError, LockError, Op, TimeoutPhase};
 pub use guard::{Guard, LeaseWatch};
 pub use lease::{Lease, valid_until};
 pub use lock::{Attempt, Handover, Lock};
-pub use locker::{DEFAULT_LEASE, DEFAULT_WAIT, LockRequest, Locker, LockerBuilder};
+pub use locker::{
+    DEFAULT_LEASE, DEFAULT_RETRY_ERRORS_FOR, DEFAULT_WAIT, LockRequest, Locker, LockerBuilder,
+};
 pub use memory::MemoryLock;
 pub use signal::{ReleaseSignal, ReleaseWatch};
 pub use token::{ParseTokenError, Token, TokenHex};

@@ -18,6 +18,13 @@ pub enum Attempt {
         /// The holder's remaining TTL as the backend saw it; `None` when the key never expires
         /// (a foreign key) or the backend cannot tell.
         holder_ttl: Option<Duration>,
+        /// Whether the holder will announce its release on [`Lock::watch`]: `true` for a
+        /// holder written by distlock with announcements on, `false` for one written by
+        /// another client on the same name (redis-py, node-redlock, redsync never announce).
+        /// The [`Locker`](crate::Locker) sleeps until the announcement (or the holder's TTL)
+        /// only when it is `true`, and polls with its backoff otherwise, so a foreign holder's
+        /// release is noticed within the backoff's ceiling, not at its TTL.
+        announces: bool,
     },
 }
 
@@ -152,6 +159,21 @@ pub trait Lock: Send + Sync {
         let _ = name;
         Ok(None)
     }
+
+    /// Checks that the backend answers: connects if it must and makes one round trip
+    /// (Redis: `PING`). For start-up checks ([`Locker::ping`](crate::Locker::ping)); lock
+    /// operations never need it. The default answers `Ok(())` at once (an in-process backend
+    /// is always there).
+    ///
+    /// # Errors
+    /// [`LockError::Timeout`] / [`LockError::Backend`] when the backend is unreachable, slow,
+    /// or refuses the client (wrong password).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it changes nothing.
+    async fn ping(&self) -> Result<(), LockError> {
+        Ok(())
+    }
 }
 
 // Code holding an `Arc<dyn Lock>` calls `lock.as_ref().method(..)`: method lookup would pick
@@ -180,6 +202,9 @@ macro_rules! forward_lock {
             }
             async fn watch(&self, name: &str) -> Result<Option<ReleaseWatch>, LockError> {
                 (**self).watch(name).await
+            }
+            async fn ping(&self) -> Result<(), LockError> {
+                (**self).ping().await
             }
         }
     )+};

@@ -29,12 +29,24 @@ pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 /// How long [`LockRequest::acquire`] waits for a held lock when the request names no wait: 10 s.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(10);
 
+/// How long [`LockRequest::acquire`] keeps retrying a backend that fails (Redis down, a
+/// dropped connection) before it returns the error, when neither the locker nor the request
+/// sets it: 5 s. "The lock is busy" is waited for as long as the request's wait; "the store is
+/// unreachable" only this long, however long the wait.
+pub const DEFAULT_RETRY_ERRORS_FOR: Duration = Duration::from_secs(5);
+
+/// At most one warning a second per locker for backend failures retried while waiting.
+const WARN_EVERY: Duration = Duration::from_secs(1);
+
 /// Takes locks on one backend: validates input, waits a bounded time for held locks, renews the
 /// leases of its guards, records metrics and tracing spans, and makes sure no acquire leaves a
 /// lock behind when it is cancelled or fails half-way.
 ///
 /// Cheap to clone (one `Arc`); share one per backend across the process: its renewal task
-/// serves every guard it hands out.
+/// serves every guard it hands out. It may be used from several tokio runtimes, in sequence
+/// or at once: a lease is renewed by a task on the runtime that granted it. If that runtime
+/// shuts down while the guard lives on elsewhere, the next grant on another runtime takes the
+/// lease over; with no such grant, the lease runs out and [`Guard::lost`] fires.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
@@ -45,7 +57,7 @@ pub const DEFAULT_WAIT: Duration = Duration::from_secs(10);
 /// // Renewed while the guard lives; waits at most 2 s for the lock.
 /// let guard = locker.lock("order:42").wait(Duration::from_secs(2)).acquire().await?;
 /// // ... work, passing guard.fencing_token() to the resource ...
-/// assert!(guard.release().await?);
+/// guard.release().await?; // fails with LockError::NotOwned if the lease was no longer ours
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
@@ -56,10 +68,13 @@ pub struct Locker {
 struct Inner {
     lock: Arc<dyn Lock>,
     lease: Duration,
-    wait: Duration,
+    wait: Option<Duration>,
+    retry_errors_for: Duration,
     backoff: Backoff,
     max_hold: Option<Duration>,
     renewer: Renewer,
+    /// When a retried backend failure was last logged at `warn` (rate limit).
+    warned: std::sync::Mutex<Option<Instant>>,
     waiters: Arc<Waiters>,
     owners: Arc<Owners>,
     /// The metrics labels of requests without a label, built once.
@@ -90,8 +105,9 @@ impl Locker {
         LockRequest {
             locker: self.clone(),
             name: name.into(),
-            ttl: None,
+            expiry: Expiry::Renewed(self.inner.lease),
             wait: self.inner.wait,
+            retry_errors_for: self.inner.retry_errors_for,
             label: None,
             max_hold: self.inner.max_hold,
         }
@@ -112,12 +128,34 @@ impl Locker {
     /// Releases a lease obtained from [`Guard::leak`], if it is still ours.
     ///
     /// # Errors
-    /// As [`Lock::release`].
+    /// [`LockError::NotOwned`] when the lease was no longer ours (nothing was changed); the
+    /// backend's errors, as [`Lock::release`].
     ///
     /// # Cancel safety
     /// Cancel safe: dropped, the lease is held or released.
-    pub async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
-        self.inner.lock.as_ref().release(lease).await
+    pub async fn release(&self, lease: &Lease) -> Result<(), LockError> {
+        if self.inner.lock.as_ref().release(lease).await? {
+            Ok(())
+        } else {
+            Err(LockError::NotOwned {
+                name: lease.name().to_owned(),
+            })
+        }
+    }
+
+    /// Checks that the backend answers (Redis: a connection and a `PING`), for start-up:
+    /// a service can refuse to start, or report unready, instead of learning that the store
+    /// is unreachable from its first lock request.
+    ///
+    /// # Errors
+    /// The backend's: [`LockError::Timeout`] past its connect or command timeout,
+    /// [`LockError::Backend`] when it refuses (connection refused, wrong password). See
+    /// [`Lock::ping`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it changes nothing.
+    pub async fn ping(&self) -> Result<(), LockError> {
+        self.inner.lock.as_ref().ping().await
     }
 }
 
@@ -127,6 +165,7 @@ impl fmt::Debug for Locker {
             .field("backend", &self.backend())
             .field("lease", &self.inner.lease)
             .field("wait", &self.inner.wait)
+            .field("retry_errors_for", &self.inner.retry_errors_for)
             .field("backoff", &self.inner.backoff)
             .field("max_hold", &self.inner.max_hold)
             .finish()
@@ -140,7 +179,8 @@ impl fmt::Debug for Locker {
 pub struct LockerBuilder {
     lock: Arc<dyn Lock>,
     lease: Duration,
-    wait: Duration,
+    wait: Option<Duration>,
+    retry_errors_for: Duration,
     backoff: Backoff,
     max_hold: Option<Duration>,
 }
@@ -151,7 +191,8 @@ impl LockerBuilder {
         Self {
             lock,
             lease: DEFAULT_LEASE,
-            wait: DEFAULT_WAIT,
+            wait: Some(DEFAULT_WAIT),
+            retry_errors_for: DEFAULT_RETRY_ERRORS_FOR,
             backoff: Backoff::default(),
             max_hold: None,
         }
@@ -159,7 +200,9 @@ impl LockerBuilder {
 
     /// The lease of renewed locks (default [`DEFAULT_LEASE`]): each renewal extends it to this
     /// much from now, every third of it. A crashed holder's lock is free at most this long after
-    /// the crash. Checked when a request is made, like a per-request TTL.
+    /// the crash. Checked when a request is made, like a per-request TTL. A request can take
+    /// another length with [`LockRequest::lease`], or a fixed, unrenewed TTL with
+    /// [`LockRequest::fixed_ttl`].
     pub fn lease(mut self, lease: Duration) -> Self {
         self.lease = lease;
         self
@@ -173,9 +216,17 @@ impl LockerBuilder {
         self
     }
 
-    /// How long requests that name no wait wait for a held lock (default [`DEFAULT_WAIT`]).
+    /// How long requests that name no wait wait for a held lock (default [`DEFAULT_WAIT`]);
+    /// see [`LockRequest::wait`].
     pub fn wait(mut self, wait: Duration) -> Self {
-        self.wait = wait;
+        self.wait = deadline_free(wait);
+        self
+    }
+
+    /// How long a waiting request retries a failing backend before returning its error
+    /// (default [`DEFAULT_RETRY_ERRORS_FOR`]); see [`LockRequest::retry_errors_for`].
+    pub fn retry_errors_for(mut self, budget: Duration) -> Self {
+        self.retry_errors_for = budget;
         self
     }
 
@@ -200,8 +251,10 @@ impl LockerBuilder {
                 lock: self.lock,
                 lease: self.lease,
                 wait: self.wait,
+                retry_errors_for: self.retry_errors_for,
                 backoff: self.backoff,
                 max_hold: self.max_hold,
+                warned: std::sync::Mutex::new(None),
             }),
         }
     }
@@ -213,41 +266,102 @@ impl fmt::Debug for LockerBuilder {
             .field("backend", &self.lock.backend())
             .field("lease", &self.lease)
             .field("wait", &self.wait)
+            .field("retry_errors_for", &self.retry_errors_for)
             .field("backoff", &self.backoff)
             .field("max_hold", &self.max_hold)
             .finish()
     }
 }
 
-/// A request for one lock, made by [`Locker::lock`]: set the TTL, the wait and the metrics
-/// label, then [`acquire`](LockRequest::acquire) (or `.await` it),
+/// A request for one lock, made by [`Locker::lock`]: choose how the lease ends
+/// ([`lease`](LockRequest::lease), renewed, the default; or [`fixed_ttl`](LockRequest::fixed_ttl)),
+/// the wait and the metrics label, then [`acquire`](LockRequest::acquire) (or `.await` it),
 /// [`try_acquire`](LockRequest::try_acquire) or [`run`](LockRequest::run).
 #[must_use = "a lock request does nothing until it is awaited"]
 #[derive(Debug)]
 pub struct LockRequest {
     locker: Locker,
     name: Arc<str>,
-    /// A fixed TTL (no renewal), or `None` for a lease renewed while the guard lives.
-    ttl: Option<Duration>,
-    wait: Duration,
+    expiry: Expiry,
+    /// `None`: wait without a deadline.
+    wait: Option<Duration>,
+    retry_errors_for: Duration,
     label: Option<SharedString>,
     max_hold: Option<Duration>,
 }
 
+/// How a granted lease ends.
+#[derive(Debug, Clone, Copy)]
+enum Expiry {
+    /// Renewed to this length every third of it while the guard lives.
+    Renewed(Duration),
+    /// Expires this long after the grant; never renewed.
+    Fixed(Duration),
+}
+
+impl Expiry {
+    fn ttl(self) -> Duration {
+        match self {
+            Self::Renewed(ttl) | Self::Fixed(ttl) => ttl,
+        }
+    }
+}
+
 impl LockRequest {
-    /// A fixed lease: the lock expires `ttl` after the grant unless extended by hand, and is not
-    /// renewed. Between [`MIN_TTL`](crate::MIN_TTL) (1 ms) and [`MAX_TTL`](crate::MAX_TTL);
-    /// sub-millisecond parts are dropped. Without it the lease is renewed while the guard lives
-    /// (see [`LockerBuilder::lease`]).
-    pub fn ttl(mut self, ttl: Duration) -> Self {
-        self.ttl = Some(ttl);
+    /// A renewed lease of this length (default: the locker's, [`LockerBuilder::lease`]): the
+    /// watchdog extends it to `lease` from now every third of it while the guard lives, so the
+    /// lock outlives any work, and a crashed holder's lock is free at most `lease` after the
+    /// crash. The choice for work of unknown length. Between [`MIN_TTL`](crate::MIN_TTL) and
+    /// [`MAX_TTL`](crate::MAX_TTL).
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.expiry = Expiry::Renewed(lease);
         self
     }
 
+    /// A fixed TTL, **not renewed**: the lock expires `ttl` after the grant unless extended by
+    /// hand ([`Guard::extend`]), and [`Guard::lost`] fires then, whether the work is done or
+    /// not. The choice for work with a known bound, or for a lock that must end by itself
+    /// (ShedLock's "lock at most for"). Between [`MIN_TTL`](crate::MIN_TTL) (1 ms) and
+    /// [`MAX_TTL`](crate::MAX_TTL); sub-millisecond parts are dropped.
+    pub fn fixed_ttl(mut self, ttl: Duration) -> Self {
+        self.expiry = Expiry::Fixed(ttl);
+        self
+    }
+
+    /// The old name of [`fixed_ttl`](LockRequest::fixed_ttl): a fixed TTL, not renewed.
+    #[deprecated(
+        since = "0.1.0",
+        note = "`ttl` turns renewal off: say so with `fixed_ttl`, or use `lease` for a renewed lease of another length"
+    )]
+    pub fn ttl(self, ttl: Duration) -> Self {
+        self.fixed_ttl(ttl)
+    }
+
     /// How long [`acquire`](LockRequest::acquire) waits for a held lock before giving up with
-    /// [`LockError::Timeout`]. `Duration::ZERO` makes one attempt.
+    /// [`LockError::Timeout`]. `Duration::ZERO` makes one attempt. A wait too long for the
+    /// clock (`Duration::MAX`) is [`wait_forever`](LockRequest::wait_forever).
     pub fn wait(mut self, wait: Duration) -> Self {
-        self.wait = wait;
+        self.wait = deadline_free(wait);
+        self
+    }
+
+    /// Waits without a deadline: [`acquire`](LockRequest::acquire) returns when the lock is
+    /// granted, when the request is dropped (put it in a `tokio::select!` or a
+    /// `tokio::time::timeout` to stop it), or when the backend keeps failing for longer than
+    /// [`retry_errors_for`](LockRequest::retry_errors_for). For a worker that must eventually
+    /// run.
+    pub fn wait_forever(mut self) -> Self {
+        self.wait = None;
+        self
+    }
+
+    /// How long [`acquire`](LockRequest::acquire) retries a backend that keeps failing with
+    /// retryable errors (Redis down or restarting, a dropped connection) before it returns the
+    /// last error, however long the wait (default: the locker's,
+    /// [`DEFAULT_RETRY_ERRORS_FOR`]). The clock restarts whenever the backend answers. Each
+    /// retried failure is logged at `warn` (at most once a second per locker).
+    pub fn retry_errors_for(mut self, budget: Duration) -> Self {
+        self.retry_errors_for = budget;
         self
     }
 
@@ -320,6 +434,10 @@ impl LockRequest {
     /// liveness. A backend that announces nothing is polled with the locker's [`Backoff`]
     /// (exponential, full jitter), never longer than the holder's remaining TTL.
     ///
+    /// A holder that never announces its release (another client on the same name: redis-py,
+    /// node-redlock, redsync) is polled with the [`Backoff`], so a release there is noticed
+    /// within the backoff's ceiling (100 ms by default); see [`Attempt::Busy`].
+    ///
     /// **Reentrancy**: if the current tokio task already holds this name through this locker,
     /// the answer is at once a *nested* guard on the same lease (the request's TTL is ignored);
     /// the lease is released when the outermost guard is. Other tasks — including tasks this
@@ -329,9 +447,10 @@ impl LockRequest {
     ///
     /// # Errors
     /// [`LockError::Timeout`] with [`TimeoutPhase::Wait`] when the lock was still held at the
-    /// deadline; [`LockError::InvalidInput`] for a bad name, TTL or wait (nothing sent).
+    /// deadline; [`LockError::InvalidInput`] for a bad name or TTL (nothing sent).
     /// Backend errors that [`LockError::is_retryable`] (Redis restarting, a dropped connection)
-    /// are retried until the deadline and the last one is returned if they outlast it; others
+    /// are retried for [`retry_errors_for`](LockRequest::retry_errors_for) in a row (or until
+    /// the deadline, if sooner), then the last one is returned; others
     /// ([`LockError::WrongType`], a wrong password) are returned at once.
     ///
     /// # Cancel safety
@@ -372,11 +491,15 @@ impl LockRequest {
     /// lock as far as this process can tell. (Another process may still see the stalled
     /// holder's earlier writes: pass [`LeaseWatch::fencing_token`] to the resource.)
     ///
-    /// A failed release after the work finished is logged, not returned: the work's result is
-    /// what the caller needs, and the lock expires at the end of its lease.
+    /// A release that finds the lease no longer ours after the work finished returns
+    /// [`LockError::NotOwned`] instead of the work's output: the work ran, at least at its
+    /// end, without the lock, and the caller must hear of it. A release that fails (the backend
+    /// is down) is logged, not returned: the lease was ours as far as anyone can tell, and the
+    /// lock expires at the end of its lease.
     ///
     /// # Errors
-    /// Those of [`acquire`](LockRequest::acquire), and [`LockError::Lost`].
+    /// Those of [`acquire`](LockRequest::acquire), [`LockError::Lost`], and
+    /// [`LockError::NotOwned`].
     ///
     /// # Cancel safety
     /// Cancel safe: dropped, the work is dropped and the lock released in the background.
@@ -395,11 +518,13 @@ impl LockRequest {
                 drop(guard);
                 Err(LockError::Lost { name })
             }
-            out = work => {
-                if let Err(error) = guard.release().await {
+            out = work => match guard.release().await {
+                Err(error @ LockError::NotOwned { .. }) => Err(error),
+                Err(error) => {
                     tracing::warn!(%error, "release after the work failed; the lock expires at the end of its lease");
+                    Ok(out)
                 }
-                Ok(out)
+                Ok(()) => Ok(out),
             }
         }
     }
@@ -415,7 +540,7 @@ impl LockRequest {
     /// The checked input: the TTL each attempt asks for.
     fn check(&self) -> Result<Duration, LockError> {
         check_name(&self.name)?;
-        let ttl = self.ttl.unwrap_or(self.locker.inner.lease);
+        let ttl = self.expiry.ttl();
         check_ttl(ttl)?;
         Ok(ttl)
     }
@@ -445,9 +570,16 @@ impl LockRequest {
         }
         let inner = &self.locker.inner;
         let started = Instant::now();
-        let deadline = started.checked_add(self.wait).ok_or_else(|| {
-            LockError::invalid(format!("the wait {:?} overflows the clock", self.wait))
-        })?;
+        // No deadline: a sleep that never ends (`wait` stored the ones the clock cannot hold as
+        // `None`).
+        let deadline = self.wait.and_then(|wait| started.checked_add(wait));
+        let until_deadline = || async move {
+            match deadline {
+                Some(deadline) => tokio::time::sleep_until(deadline).await,
+                None => std::future::pending().await,
+            }
+        };
+        let mut failing_since = None;
         let timed_out = || LockError::Timeout {
             phase: TimeoutPhase::Wait,
             elapsed: started.elapsed(),
@@ -460,7 +592,7 @@ impl LockRequest {
                 waiting.get_or_insert_with(|| Waiting::enter(labels.clone()));
                 tokio::select! {
                     () = ticket.my_turn() => continue,
-                    () = tokio::time::sleep_until(deadline) => return Err(timed_out()),
+                    () = until_deadline() => return Err(timed_out()),
                 }
             }
             // Read the signals before anything else: a release or handoff after this point
@@ -478,9 +610,10 @@ impl LockRequest {
                 // A guard of this process holds it: wait for its release rather than send an
                 // attempt that cannot succeed (at the lease's validity, try anyway).
                 waiting.get_or_insert_with(|| Waiting::enter(labels.clone()));
+                let until = deadline.map_or(held_until, |deadline| held_until.min(deadline));
                 tokio::select! {
                     () = signals.local.changed_since(local_seen) => {}
-                    () = tokio::time::sleep_until(held_until.min(deadline)) => {
+                    () = tokio::time::sleep_until(until) => {
                         ticket.granted_expired();
                     }
                 }
@@ -490,19 +623,35 @@ impl LockRequest {
             *attempts = attempts.saturating_add(1);
             // A transient backend failure (connection dropped, server restarting) is retried
             // like a busy lock, within the same wait; the caller sees it if it outlasts the wait.
-            let (holder_ttl, failure) = match self.attempt(ttl, labels).await {
+            let (holder_ttl, announces, failure) = match self.attempt(ttl, labels).await {
                 Ok(Attempt::Acquired(lease)) => {
                     ticket.granted(lease.valid_until());
                     drop(ticket); // the next in line becomes head
                     return Ok(self.grant(lease, labels, started, Via::Attempt));
                 }
-                Ok(Attempt::Busy { holder_ttl }) => (holder_ttl, None),
-                Err(error) if error.is_retryable() => (None, Some(error)),
+                Ok(Attempt::Busy {
+                    holder_ttl,
+                    announces,
+                }) => {
+                    failing_since = None;
+                    (holder_ttl, announces, None)
+                }
+                Err(error) if error.is_retryable() => (None, false, Some(error)),
                 Err(error) => return Err(error),
             };
             let now = Instant::now();
-            if now >= deadline {
+            if deadline.is_some_and(|deadline| now >= deadline) {
                 return Err(failure.unwrap_or_else(timed_out));
+            }
+            if let Some(error) = &failure {
+                // "The store is unreachable" is not "the lock is busy": bounded on its own.
+                let since = *failing_since.get_or_insert(now);
+                let failing_for = now.saturating_duration_since(since);
+                if failing_for < self.retry_errors_for {
+                    self.locker.warn_retried(&self.name, error, failing_for);
+                } else if let Some(error) = failure {
+                    return Err(error);
+                }
             }
             waiting.get_or_insert_with(|| Waiting::enter(labels.clone()));
             // Subscribe to the name's releases once per line, then try again at once: a
@@ -520,10 +669,15 @@ impl LockRequest {
                     }
                 }
             }
-            let left = deadline.saturating_duration_since(Instant::now());
+            let left = deadline.map_or(Duration::MAX, |deadline| {
+                deadline.saturating_duration_since(Instant::now())
+            });
             let delay = match (&signals.remote, holder_ttl, &failure) {
                 // Woken by the release message; the holder's TTL is the fallback if it is lost.
-                (Some(_), Some(holder_ttl), None) => holder_ttl.max(crate::MIN_TTL).min(left),
+                (Some(_), Some(holder_ttl), None) if announces => {
+                    holder_ttl.max(crate::MIN_TTL).min(left)
+                }
+                // Not subscribed, a holder that never announces, or a failing backend: poll.
                 _ => inner.backoff.delay(*attempts, holder_ttl, left),
             };
             let remote_released = async {
@@ -568,7 +722,10 @@ impl LockRequest {
         let inner = &self.locker.inner;
         labels.acquired(via);
         labels.record(metric::ACQUIRE_WAIT_SECONDS, started.elapsed());
-        let renew_ttl = self.ttl.is_none().then_some(inner.lease);
+        let renew_ttl = match self.expiry {
+            Expiry::Renewed(lease) => Some(lease),
+            Expiry::Fixed(_) => None,
+        };
         let held = Arc::new(Held::new(&lease, labels.clone(), renew_ttl, self.max_hold));
         if renew_ttl.is_some() {
             inner.renewer.watch(Arc::clone(&held));
@@ -583,6 +740,36 @@ impl LockRequest {
             Arc::clone(&inner.waiters),
             owner,
         )
+    }
+}
+
+/// A wait that the clock cannot hold is a wait without a deadline.
+fn deadline_free(wait: Duration) -> Option<Duration> {
+    Instant::now().checked_add(wait).map(|_| wait)
+}
+
+impl Locker {
+    /// Logs a backend failure that a waiting request retries, at most once per
+    /// [`WARN_EVERY`] for the whole locker, so an outage under a thousand waiters does not
+    /// flood the log.
+    fn warn_retried(&self, name: &str, error: &LockError, failing_for: Duration) {
+        let now = Instant::now();
+        let mut warned = self
+            .inner
+            .warned
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if warned.is_none_or(|at| now.saturating_duration_since(at) >= WARN_EVERY) {
+            *warned = Some(now);
+            tracing::warn!(
+                name,
+                backend = self.backend(),
+                %error,
+                ?failing_for,
+                budget = ?self.inner.retry_errors_for,
+                "the lock backend fails; retrying while waiting"
+            );
+        }
     }
 }
 

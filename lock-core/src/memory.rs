@@ -99,6 +99,9 @@ impl Lock for MemoryLock {
         if let Some(entry) = Self::live(&mut held, name, now) {
             return Ok(Attempt::Busy {
                 holder_ttl: Some(entry.expires - now),
+                // Every holder here is a distlock holder: a backend that wraps this one and
+                // offers `watch` announces all of their releases.
+                announces: true,
             });
         }
         if held.locks.len() >= held.swept_at.saturating_mul(2).max(1024) {

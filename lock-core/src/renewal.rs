@@ -1,15 +1,23 @@
-//! The watchdog: one task per `Locker` that keeps every renewing lease alive.
+//! The watchdog: one task per `Locker` and tokio runtime that keeps every renewing lease alive.
 //!
 //! One task and a min-heap of due times, not a task per guard, so 10,000 held locks cost one
 //! timer. All leases due at one moment are extended together through `Lock::extend_many`. A new
 //! lease wakes the task only if it is due before the task's armed timer.
+//!
+//! The task runs on the runtime that granted the lease, never on "the first runtime that used
+//! the `Locker`": that runtime may be gone (every `#[tokio::test]` has its own, and so do services
+//! that build a runtime per component), and a task on a dropped runtime never runs again. So a
+//! `Locker` keeps one watchdog per live runtime. When a runtime shuts down, its watchdog's task is
+//! dropped; it hands its leases back, and the next grant on another runtime adopts them.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use tokio::runtime::{Handle, Id};
 use tokio::sync::Notify;
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::held::Held;
@@ -26,14 +34,20 @@ const MAX_BATCH: usize = 1024;
 /// would run out).
 const RETRY_AFTER: Duration = Duration::from_millis(200);
 
-/// The handle a `Locker` keeps: started on the first renewing lease.
+/// The handle a `Locker` keeps: the watchdogs it started, one per runtime.
 pub(crate) struct Renewer {
     lock: Arc<dyn Lock>,
-    shared: Arc<Shared>,
-    started: OnceLock<()>,
+    dogs: Mutex<Vec<Dog>>,
 }
 
-/// What a `Locker` and its watchdog task share. New leases go into `inbox`; the task is woken
+/// One runtime's watchdog task and what it shares with the `Locker`.
+struct Dog {
+    runtime: Id,
+    shared: Arc<Shared>,
+    task: JoinHandle<()>,
+}
+
+/// What a `Locker` and one watchdog task share. New leases go into `inbox`; the task is woken
 /// only when it must look sooner than it already will (no timer armed, or the new lease is due
 /// before the armed one), so a grant costs no wake-up of another task in the common case.
 struct Shared {
@@ -43,7 +57,8 @@ struct Shared {
 
 #[derive(Default)]
 struct Inbox {
-    /// New leases with the instant each is first due (a third of its TTL after it was granted).
+    /// New leases with the instant each is first due (a third of its TTL after it was granted),
+    /// and, once the task is gone with its runtime, every lease it still renewed.
     new: Vec<(Instant, Arc<Held>)>,
     /// When the task's timer fires next; `None` while it waits without one.
     armed: Option<Instant>,
@@ -55,48 +70,75 @@ impl Renewer {
     pub(crate) fn new(lock: Arc<dyn Lock>) -> Self {
         Self {
             lock,
-            shared: Arc::new(Shared {
-                state: Mutex::new(Inbox::default()),
-                wake: Notify::new(),
-            }),
-            started: OnceLock::new(),
+            dogs: Mutex::new(Vec::new()),
         }
     }
 
-    /// Starts renewing `held` a third of its TTL from now.
+    /// Starts renewing `held` a third of its TTL from now, on the current runtime's watchdog.
     ///
-    /// Must be called within a tokio runtime (the task is spawned there on first use).
+    /// Must be called within a tokio runtime (the watchdog is spawned there on first use).
     pub(crate) fn watch(&self, held: Arc<Held>) {
-        self.started.get_or_init(|| {
-            drop(tokio::spawn(run(
-                Arc::clone(&self.lock),
-                Arc::clone(&self.shared),
-            )));
-        });
         let due = Instant::now() + period(&held);
+        let shared = self.watchdog();
         let wake = {
-            let mut inbox = self.shared.lock();
+            let mut inbox = shared.lock();
             inbox.new.push((due, held));
             inbox.armed.is_none_or(|armed| due < armed)
         };
         if wake {
-            self.shared.wake.notify_one();
+            shared.wake.notify_one();
         }
+    }
+
+    /// The current runtime's watchdog, started if it has none. Watchdogs whose runtime is gone
+    /// are dropped here, and their leases move to this one, due at once.
+    fn watchdog(&self) -> Arc<Shared> {
+        let runtime = Handle::current();
+        let id = runtime.id();
+        let mut dogs = self.dogs.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(dog) = dogs.iter().find(|dog| dog.runtime == id)
+            && !dog.task.is_finished()
+        {
+            return Arc::clone(&dog.shared);
+        }
+        let mut orphans = Vec::new();
+        dogs.retain(|dog| {
+            let alive = !dog.task.is_finished();
+            if !alive {
+                orphans.append(&mut dog.shared.lock().new);
+            }
+            alive
+        });
+        let shared = Arc::new(Shared {
+            state: Mutex::new(Inbox {
+                new: orphans,
+                ..Inbox::default()
+            }),
+            wake: Notify::new(),
+        });
+        let task = runtime.spawn(run(Arc::clone(&self.lock), Arc::clone(&shared)));
+        dogs.push(Dog {
+            runtime: id,
+            shared: Arc::clone(&shared),
+            task,
+        });
+        shared
     }
 }
 
 impl Drop for Renewer {
     fn drop(&mut self) {
-        self.shared.lock().closed = true;
-        self.shared.wake.notify_one();
+        let dogs = self.dogs.get_mut().unwrap_or_else(PoisonError::into_inner);
+        for dog in dogs.drain(..) {
+            dog.shared.lock().closed = true;
+            dog.shared.wake.notify_one();
+        }
     }
 }
 
 impl Shared {
     fn lock(&self) -> std::sync::MutexGuard<'_, Inbox> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -122,6 +164,7 @@ impl Ord for Due {
     }
 }
 
+#[derive(Default)]
 struct Schedule {
     heap: BinaryHeap<Reverse<Due>>,
     leases: std::collections::HashMap<u64, Arc<Held>>,
@@ -157,33 +200,60 @@ fn period(held: &Held) -> Duration {
     held.renew_ttl / 3
 }
 
+/// The state of one watchdog task. Dropped with the task — also when its runtime shuts down
+/// mid-renewal — it hands every lease it still renews back to the inbox, for the watchdog of
+/// another runtime to adopt.
+struct Watchdog {
+    shared: Arc<Shared>,
+    schedule: Schedule,
+    /// The batch being extended right now.
+    in_flight: Vec<Arc<Held>>,
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        let now = Instant::now();
+        let leases = self.schedule.leases.drain().map(|(_, held)| held);
+        let orphans: Vec<_> = leases
+            .chain(self.in_flight.drain(..))
+            .filter(|held| held.is_renewing())
+            .map(|held| (now, held))
+            .collect();
+        self.shared.lock().new.extend(orphans);
+    }
+}
+
 async fn run(lock: Arc<dyn Lock>, shared: Arc<Shared>) {
-    let mut schedule = Schedule {
-        heap: BinaryHeap::new(),
-        leases: std::collections::HashMap::new(),
-        next_seq: 0,
+    let mut dog = Watchdog {
+        shared,
+        schedule: Schedule::default(),
+        in_flight: Vec::new(),
     };
     loop {
         // Take in new leases and publish when we will look next, under one lock, so a lease
         // added right after sees the timer it can rely on (or wakes us).
         let next = {
-            let mut inbox = shared.lock();
+            let mut inbox = dog.shared.lock();
             if inbox.closed {
                 return;
             }
             for (at, held) in inbox.new.drain(..) {
-                schedule.push(at, held);
+                dog.schedule.push(at, held);
             }
-            let next = schedule.heap.peek().map(|Reverse(d)| d.at);
+            let next = dog.schedule.heap.peek().map(|Reverse(d)| d.at);
             inbox.armed = next;
             next
         };
+        let shared = Arc::clone(&dog.shared);
         tokio::select! {
             () = shared.wake.notified() => {}
             () = sleep_until_some(next) => {
-                let due = schedule.take_due(Instant::now() + BATCH_WINDOW);
-                for (held, next) in renew(lock.as_ref(), due).await {
-                    schedule.push(next, held);
+                let due = dog.schedule.take_due(Instant::now() + BATCH_WINDOW);
+                dog.in_flight.clone_from(&due);
+                let again = renew(lock.as_ref(), due).await;
+                dog.in_flight.clear();
+                for (held, next) in again {
+                    dog.schedule.push(next, held);
                 }
             }
         }

@@ -8,7 +8,9 @@ use crate::LockError;
 /// Proof of ownership of one acquisition: 128 bits from the operating system's CSPRNG
 /// (`getrandom`), fresh for every acquisition, so a stale holder can never match a newer lease.
 ///
-/// Rendered as 32 lowercase hex characters; that string is the value stored under the lock key.
+/// Rendered as 32 lowercase hex characters. Backends store that string, or a form of it, under
+/// the lock key (`RedisLock` stores `dl:` + hex, so a waiter can tell a distlock holder from
+/// another client's).
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Token([u8; 16]);
 

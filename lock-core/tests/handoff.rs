@@ -20,7 +20,7 @@ const LONG: Duration = Duration::from_secs(60);
 /// A task that waits (up to a minute) for "a" with `ttl`, after the tasks spawned before it.
 async fn spawn_waiter(locker: &Locker, ttl: Duration) -> JoinHandle<Result<Guard, LockError>> {
     let locker = locker.clone();
-    let waiter = tokio::spawn(async move { locker.lock("a").ttl(ttl).wait(LONG).await });
+    let waiter = tokio::spawn(async move { locker.lock("a").fixed_ttl(ttl).wait(LONG).await });
     sleep(MS).await; // it is in line
     waiter
 }
@@ -35,11 +35,11 @@ fn handing_probe() -> Arc<Probe> {
 async fn a_release_hands_the_lock_to_the_waiting_task_in_one_step() {
     let probe = handing_probe();
     let locker = slow_polling_locker(&probe);
-    let holder = locker.lock("a").ttl(LONG).await.expect("free");
+    let holder = locker.lock("a").fixed_ttl(LONG).await.expect("free");
     let first_fence = holder.fencing_token();
     let waiter = spawn_waiter(&locker, Duration::from_secs(7)).await;
     let attempts_before = probe.count(&probe.attempts);
-    assert!(holder.release().await.expect("release"), "it was ours");
+    holder.release().await.expect("release");
     let next = waiter.await.expect("no panic").expect("handed over");
     assert_eq!(probe.count(&probe.handovers), 1, "one handover");
     assert_eq!(probe.count(&probe.releases), 0, "no release was sent");
@@ -58,7 +58,7 @@ async fn a_release_hands_the_lock_to_the_waiting_task_in_one_step() {
         "the waiter's own TTL: {remaining:?}"
     );
     assert_eq!(probe.inner.held_count(), 1, "held, by the waiter");
-    assert!(next.release().await.expect("release"));
+    next.release().await.expect("release");
     assert_eq!(probe.inner.held_count(), 0);
 }
 
@@ -66,7 +66,7 @@ async fn a_release_hands_the_lock_to_the_waiting_task_in_one_step() {
 async fn a_dropped_guard_hands_over_too() {
     let probe = handing_probe();
     let locker = slow_polling_locker(&probe);
-    let holder = locker.lock("a").ttl(LONG).await.expect("free");
+    let holder = locker.lock("a").fixed_ttl(LONG).await.expect("free");
     let waiter = spawn_waiter(&locker, LONG).await;
     drop(holder);
     let next = waiter.await.expect("no panic").expect("handed over");
@@ -81,8 +81,8 @@ async fn a_dropped_guard_hands_over_too() {
 async fn without_a_waiter_a_release_is_a_release() {
     let probe = handing_probe();
     let locker = slow_polling_locker(&probe);
-    let holder = locker.lock("a").ttl(LONG).await.expect("free");
-    assert!(holder.release().await.expect("release"));
+    let holder = locker.lock("a").fixed_ttl(LONG).await.expect("free");
+    holder.release().await.expect("release");
     assert_eq!(probe.count(&probe.handovers), 0);
     assert_eq!(probe.count(&probe.releases), 1);
 }
@@ -99,13 +99,13 @@ async fn every_ninth_release_is_plain_so_other_processes_get_a_turn() {
             for _ in 0..12 {
                 let guard = locker
                     .lock("a")
-                    .ttl(LONG)
+                    .fixed_ttl(LONG)
                     .wait(LONG)
                     .await
                     .expect("granted");
                 grants.fetch_add(1, Ordering::SeqCst);
                 sleep(MS).await;
-                assert!(guard.release().await.expect("release"));
+                guard.release().await.expect("release");
             }
         }));
     }
@@ -131,13 +131,13 @@ async fn a_handover_the_waiter_no_longer_wants_is_released() {
     let probe = handing_probe();
     *probe.handover_delay.lock().expect("lock") = Duration::from_millis(50);
     let locker = slow_polling_locker(&probe);
-    let holder = locker.lock("a").ttl(LONG).await.expect("free");
+    let holder = locker.lock("a").fixed_ttl(LONG).await.expect("free");
     let waiter = spawn_waiter(&locker, LONG).await;
     let release = tokio::spawn(holder.release());
     sleep(Duration::from_millis(10)).await; // the handover is applied, its answer is on its way
     waiter.abort();
     assert!(waiter.await.is_err(), "the waiter was cancelled");
-    assert!(release.await.expect("no panic").expect("release"));
+    release.await.expect("no panic").expect("release");
     sleep(MS).await;
     assert_eq!(probe.count(&probe.handovers), 1);
     assert_eq!(

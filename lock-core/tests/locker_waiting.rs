@@ -72,10 +72,9 @@ async fn bad_input_is_rejected_before_any_io() {
     let cases = [
         locker.lock(""),
         locker.lock(long.as_str()),
-        locker.lock("a").ttl(Duration::ZERO),
-        locker.lock("a").ttl(Duration::from_micros(500)),
-        locker.lock("a").ttl(MAX_TTL + MS),
-        locker.lock("a").wait(Duration::MAX),
+        locker.lock("a").fixed_ttl(Duration::ZERO),
+        locker.lock("a").fixed_ttl(Duration::from_micros(500)),
+        locker.lock("a").fixed_ttl(MAX_TTL + MS),
     ];
     for request in cases {
         let shown = format!("{request:?}");
@@ -105,7 +104,7 @@ async fn try_acquire_answers_none_while_held() {
         .expect("ok")
         .expect("free");
     assert!(locker.lock("a").try_acquire().await.expect("ok").is_none());
-    assert!(guard.release().await.expect("ok"));
+    guard.release().await.expect("ok");
     assert!(locker.lock("a").try_acquire().await.expect("ok").is_some());
 }
 
@@ -138,7 +137,7 @@ async fn the_wait_is_bounded_by_the_deadline() {
     let (p, locker) = probe(Probe::default());
     let _holder = locker
         .lock("a")
-        .ttl(Duration::from_secs(60))
+        .fixed_ttl(Duration::from_secs(60))
         .acquire()
         .await
         .expect("free");
@@ -202,7 +201,7 @@ async fn a_waiter_never_sleeps_past_the_holders_ttl() {
         .build();
     let holder = locker
         .lock("a")
-        .ttl(Duration::from_millis(30))
+        .fixed_ttl(Duration::from_millis(30))
         .acquire()
         .await
         .expect("free");
@@ -219,7 +218,10 @@ async fn a_waiter_never_sleeps_past_the_holders_ttl() {
     );
     assert!(guard.fencing_token() > holder.fencing_token());
     // The expired holder's release is refused and leaves the new holder in place.
-    assert!(!holder.release().await.expect("ok"));
+    assert!(
+        matches!(holder.release().await, Err(LockError::NotOwned { .. })),
+        "released a lease that was no longer ours"
+    );
     assert_eq!(lock.held_count(), 1);
 }
 
@@ -311,6 +313,90 @@ async fn transient_failures_are_retried_within_the_wait() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_wait_without_deadline_outlasts_any_clock() {
+    let (_, locker) = probe(Probe::default());
+    let two_hours = Duration::from_secs(2 * 3_600);
+    for forever in [
+        locker.lock("a").wait(Duration::MAX), // was InvalidInput: "overflows the clock"
+        locker.lock("a").wait_forever(),
+    ] {
+        let holder = locker
+            .lock("a")
+            .fixed_ttl(2 * two_hours)
+            .await
+            .expect("free");
+        let start = Instant::now();
+        let waiter = tokio::spawn(forever.acquire());
+        sleep(two_hours).await;
+        assert!(!waiter.is_finished(), "still waiting after two hours");
+        holder.release().await.expect("ours");
+        let guard = waiter.await.expect("no panic").expect("acquired");
+        assert!(start.elapsed() >= two_hours);
+        guard.release().await.expect("ours");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn failures_are_retried_for_the_budget_however_long_the_wait() {
+    let lose = || Probe {
+        lose_reply: true,
+        ..Probe::default()
+    };
+    let (_, locker) = probe(lose());
+    let per_request = Duration::from_secs(1);
+    let cases = [
+        (
+            locker.lock("a").wait_forever(),
+            lock_core::DEFAULT_RETRY_ERRORS_FOR,
+        ),
+        (
+            locker.lock("a").wait(Duration::from_secs(3_600)),
+            lock_core::DEFAULT_RETRY_ERRORS_FOR,
+        ),
+        (
+            locker
+                .lock("a")
+                .wait_forever()
+                .retry_errors_for(per_request),
+            per_request,
+        ),
+    ];
+    for (request, budget) in cases {
+        let start = Instant::now();
+        let err = request.acquire().await.expect_err("every reply lost");
+        assert!(
+            matches!(
+                err,
+                LockError::Timeout {
+                    phase: TimeoutPhase::Command,
+                    ..
+                }
+            ),
+            "the backend's error, not a wait timeout: {err}"
+        );
+        let took = start.elapsed();
+        // Retried until the budget, then one backoff step at most (100 ms ceiling).
+        assert!(
+            took >= budget && took <= budget + 100 * MS,
+            "{took:?} for a budget of {budget:?}"
+        );
+    }
+    // The locker's own setting.
+    let p = Arc::new(lose());
+    let locker = Locker::builder(Arc::clone(&p))
+        .retry_errors_for(per_request)
+        .build();
+    let start = Instant::now();
+    locker
+        .lock("a")
+        .wait_forever()
+        .acquire()
+        .await
+        .expect_err("every reply lost");
+    assert!(start.elapsed() <= per_request + 100 * MS);
+}
+
+#[tokio::test(start_paused = true)]
 async fn permanent_failures_are_returned_at_once() {
     #[derive(Default)]
     struct Refusing(AtomicU32);
@@ -369,7 +455,7 @@ async fn a_leaked_lease_stays_held_until_released() {
     tokio::task::yield_now().await;
     assert_eq!(p.inner.held_count(), 1);
     assert_eq!(p.releases.load(Ordering::SeqCst), 0);
-    assert!(locker.release(&lease).await.expect("ok"));
+    locker.release(&lease).await.expect("ours");
     assert_eq!(p.inner.held_count(), 0);
 }
 
@@ -378,7 +464,7 @@ async fn extend_keeps_the_lock_and_reports_loss() {
     let (p, locker) = probe(Probe::default());
     let mut guard = locker
         .lock("a")
-        .ttl(100 * MS)
+        .fixed_ttl(100 * MS)
         .acquire()
         .await
         .expect("free");

@@ -30,7 +30,8 @@ async fn a_held_name_is_busy_with_the_holders_ttl() {
     assert_eq!(
         busy,
         Attempt::Busy {
-            holder_ttl: Some(Duration::from_millis(70))
+            holder_ttl: Some(Duration::from_millis(70)),
+            announces: true,
         }
     );
     // Other names are independent.
@@ -83,7 +84,8 @@ async fn a_stale_holder_cannot_touch_the_new_holder() {
     assert_eq!(
         busy,
         Attempt::Busy {
-            holder_ttl: Some(TTL)
+            holder_ttl: Some(TTL),
+            announces: true,
         }
     );
     assert!(lock.release(&fresh).await.expect("no error"));

@@ -38,14 +38,14 @@ async fn a_renewed_lease_outlives_many_ttls() {
         probe.count(&probe.extends) >= 25,
         "renewed about every 100 ms over 3 s"
     );
-    assert!(guard.release().await.expect("ok"));
+    guard.release().await.expect("ok");
     assert_eq!(probe.inner.held_count(), 0);
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_fixed_ttl_is_not_renewed_and_is_lost_at_its_end() {
     let (probe, locker) = probe_locker(LEASE);
-    let guard = locker.lock("job").ttl(LEASE).await.expect("free");
+    let guard = locker.lock("job").fixed_ttl(LEASE).await.expect("free");
     assert!(!guard.is_renewing());
     let started = Instant::now();
     guard.lost().await;
@@ -57,7 +57,7 @@ async fn a_fixed_ttl_is_not_renewed_and_is_lost_at_its_end() {
 #[tokio::test(start_paused = true)]
 async fn a_manual_extend_moves_the_loss() {
     let (_, locker) = probe_locker(LEASE);
-    let mut guard = locker.lock("job").ttl(LEASE).await.expect("free");
+    let mut guard = locker.lock("job").fixed_ttl(LEASE).await.expect("free");
     sleep(LEASE / 2).await;
     guard.extend(LEASE).await.expect("ours");
     let started = Instant::now();
@@ -77,7 +77,7 @@ async fn renewal_never_reaches_the_backend_after_release() {
     let guard = locker.lock("job").await.expect("free");
     sleep(LEASE / 3 + Duration::from_millis(40)).await; // a renewal is in flight now
     assert_eq!(probe.count(&probe.extends), 1, "the renewal started");
-    assert!(guard.release().await.expect("ok"));
+    guard.release().await.expect("ok");
     sleep(LEASE * 5).await;
     assert_eq!(probe.count(&probe.extends), 1, "no renewal after release");
     assert_eq!(

@@ -63,9 +63,43 @@ async fn a_fixed_ttl_shorter_than_the_work_is_lost() {
     let (_, locker) = probe_locker(Duration::from_millis(300));
     let err = locker
         .lock("job")
-        .ttl(Duration::from_millis(100))
+        .fixed_ttl(Duration::from_millis(100))
         .run(|_| sleep(Duration::from_secs(1)))
         .await
         .expect_err("the fixed lease ran out first");
     assert!(matches!(err, LockError::Lost { .. }));
+}
+
+/// Another holder took the key (an operator's `DEL`, a key evicted and re-taken) while a fixed
+/// lease was still valid here: nothing told the guard, so only the release can. It must say
+/// so through `?`, from `release` and from `run`, not as a `false` that is easy to drop.
+#[tokio::test(start_paused = true)]
+async fn a_lease_found_not_ours_at_release_is_an_error() {
+    let (probe, locker) = probe_locker(Duration::from_millis(300));
+    let guard = locker
+        .lock("job")
+        .fixed_ttl(Duration::from_secs(10))
+        .await
+        .expect("free");
+    probe.disowned.store(true, Ordering::SeqCst); // the backend finds another token there
+    let err = guard.release().await.expect_err("no longer ours");
+    assert!(
+        matches!(&err, LockError::NotOwned { name } if name == "job"),
+        "{err:?}"
+    );
+
+    probe.disowned.store(false, Ordering::SeqCst);
+    let disown = Arc::clone(&probe);
+    let out = locker
+        .lock("work")
+        .fixed_ttl(Duration::from_secs(10))
+        .run(|_| async move {
+            disown.disowned.store(true, Ordering::SeqCst);
+            "the work's output"
+        })
+        .await;
+    assert!(
+        matches!(&out, Err(LockError::NotOwned { name }) if name == "work"),
+        "run reports the lease it released as not ours: {out:?}"
+    );
 }

@@ -19,7 +19,7 @@ const LONG: Duration = Duration::from_secs(60);
 async fn waiters_are_served_in_arrival_order() {
     let probe = Arc::new(Probe::default());
     let locker = slow_polling_locker(&probe);
-    let holder = locker.lock("a").ttl(LONG).await.expect("free");
+    let holder = locker.lock("a").fixed_ttl(LONG).await.expect("free");
     let order = Arc::new(Mutex::new(Vec::new()));
     let mut tasks = Vec::new();
     for id in 0..5 {
@@ -27,7 +27,7 @@ async fn waiters_are_served_in_arrival_order() {
         tasks.push(tokio::spawn(async move {
             let guard = locker
                 .lock("a")
-                .ttl(LONG)
+                .fixed_ttl(LONG)
                 .wait(LONG)
                 .await
                 .expect("acquired");
@@ -60,7 +60,7 @@ async fn waiters_are_served_in_arrival_order() {
 async fn a_local_release_wakes_the_head_at_once() {
     let probe = Arc::new(Probe::default());
     let locker = slow_polling_locker(&probe);
-    let holder = locker.lock("a").ttl(LONG).await.expect("free");
+    let holder = locker.lock("a").fixed_ttl(LONG).await.expect("free");
     let releaser = tokio::spawn(async move {
         sleep(Duration::from_millis(100)).await;
         holder.release().await.expect("ok");
@@ -68,7 +68,7 @@ async fn a_local_release_wakes_the_head_at_once() {
     let started = Instant::now();
     let guard = locker
         .lock("a")
-        .ttl(LONG)
+        .fixed_ttl(LONG)
         .wait(LONG)
         .await
         .expect("acquired");
@@ -85,13 +85,13 @@ async fn a_local_release_wakes_the_head_at_once() {
 async fn a_releaser_that_asks_again_goes_to_the_back() {
     let probe = Arc::new(Probe::default());
     let locker = slow_polling_locker(&probe);
-    let first = locker.lock("a").ttl(LONG).await.expect("free");
+    let first = locker.lock("a").fixed_ttl(LONG).await.expect("free");
     let waiter = {
         let locker = locker.clone();
         tokio::spawn(async move {
             let guard = locker
                 .lock("a")
-                .ttl(LONG)
+                .fixed_ttl(LONG)
                 .wait(LONG)
                 .await
                 .expect("acquired");
@@ -104,7 +104,7 @@ async fn a_releaser_that_asks_again_goes_to_the_back() {
     // At once, the old holder asks again: the waiter was first in line.
     let again = locker
         .lock("a")
-        .ttl(LONG)
+        .fixed_ttl(LONG)
         .wait(Duration::from_millis(5))
         .await;
     assert!(
@@ -124,13 +124,13 @@ async fn a_releaser_that_asks_again_goes_to_the_back() {
 async fn a_single_try_does_not_jump_the_line() {
     let probe = Arc::new(Probe::default());
     let locker = slow_polling_locker(&probe);
-    let holder = locker.lock("a").ttl(LONG).await.expect("free");
+    let holder = locker.lock("a").fixed_ttl(LONG).await.expect("free");
     let waiter = {
         let locker = locker.clone();
         tokio::spawn(async move {
             locker
                 .lock("a")
-                .ttl(LONG)
+                .fixed_ttl(LONG)
                 .wait(LONG)
                 .await
                 .map(|g| g.fencing_token())
@@ -152,7 +152,7 @@ async fn a_single_try_does_not_jump_the_line() {
 async fn a_waiter_that_gives_up_lets_the_next_in() {
     let probe = Arc::new(Probe::default());
     let locker = slow_polling_locker(&probe);
-    let holder = locker.lock("a").ttl(LONG).await.expect("free");
+    let holder = locker.lock("a").fixed_ttl(LONG).await.expect("free");
     let impatient = {
         let locker = locker.clone();
         tokio::spawn(async move {
@@ -169,7 +169,7 @@ async fn a_waiter_that_gives_up_lets_the_next_in() {
         tokio::spawn(async move {
             locker
                 .lock("a")
-                .ttl(LONG)
+                .fixed_ttl(LONG)
                 .wait(LONG)
                 .await
                 .map(|g| g.fencing_token())
@@ -200,14 +200,14 @@ async fn remote_releases_wake_waiters_through_one_shared_subscription() {
     probe.announces.store(true, Ordering::SeqCst);
     let process_a = slow_polling_locker(&probe);
     let process_b = slow_polling_locker(&probe);
-    let holder = process_a.lock("a").ttl(LONG).await.expect("free");
+    let holder = process_a.lock("a").fixed_ttl(LONG).await.expect("free");
     let mut waiters = Vec::new();
     for _ in 0..50 {
         let locker = process_b.clone();
         waiters.push(tokio::spawn(async move {
             let guard = locker
                 .lock("a")
-                .ttl(LONG)
+                .fixed_ttl(LONG)
                 .wait(LONG)
                 .await
                 .expect("acquired");
@@ -247,14 +247,14 @@ async fn a_lost_announcement_costs_latency_not_liveness() {
     let process_b = slow_polling_locker(&probe);
     let _crashed = process_a
         .lock("a")
-        .ttl(Duration::from_millis(300))
+        .fixed_ttl(Duration::from_millis(300))
         .await
         .expect("free")
         .leak();
     let started = Instant::now();
     let _guard = process_b
         .lock("a")
-        .ttl(LONG)
+        .fixed_ttl(LONG)
         .wait(LONG)
         .await
         .expect("acquired after the TTL");

@@ -5,17 +5,20 @@
 -- KEYS[1]  the lock key; its value is the owner's token as a plain string, the layout of
 --          redis-py's Lock, node-redlock and redsync, so they and we exclude each other
 -- KEYS[2]  the fencing counter (same cluster slot as KEYS[1])
--- ARGV[1]  token (32 hex characters)
+-- ARGV[1]  the token's value: 'dl:' and 32 hex characters (layout.rs, TOKEN_PREFIX)
 -- ARGV[2]  TTL in milliseconds
 -- ARGV[3]  how long the fencing counter is kept after the last grant, in milliseconds
 --
--- Returns {1, fencing token} when granted, {0, holder's PTTL in ms} when held (-1: the key
--- never expires). A key of another type under KEYS[1] raises WRONGTYPE and is left untouched.
+-- Returns {1, fencing token} when granted, {0, holder's PTTL in ms, announces} when held
+-- (PTTL -1: the key never expires; announces 1 when the holder's value starts with 'dl:', a
+-- distlock holder that announces its release, 0 for any other client's). A key of another type
+-- under KEYS[1] raises WRONGTYPE and is left untouched.
 
 -- With GET, SET answers the current holder's token (not set) or nil (set), and raises WRONGTYPE
 -- for a non-string key: one command on both paths.
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2], 'GET') then
-  return {0, redis.call('PTTL', KEYS[1])}
+local holder = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2], 'GET')
+if holder then
+  return {0, redis.call('PTTL', KEYS[1]), string.sub(holder, 1, 3) == 'dl:' and 1 or 0}
 end
 
 local fence, err = issue_fence(KEYS[2], ARGV[3])

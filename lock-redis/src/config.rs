@@ -178,6 +178,10 @@ impl RedisLockBuilder {
 
     /// Put every key under `prefix`: the lock named `n` lives at `prefix + n` (default: no
     /// prefix, so `n` itself, as redis-py and node-redlock name it).
+    ///
+    /// **Interop:** the prefix is part of the key, so a lock taken by another client (redis-py,
+    /// node-redlock) on the bare name `n` no longer excludes a distlock lock on `n` with a
+    /// prefix: both sides must use the same full key.
     pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
         self

@@ -8,6 +8,11 @@
 //! command shows the connection broken (I/O error, timeout, a demoted master answering
 //! READONLY), it is thrown away and the next operation takes a fresh one from the pool, which
 //! owns connecting, credentials, master discovery and the connect timeout.
+//!
+//! A redis-rs connection is driven by a task on the runtime that made it, and dies with that
+//! runtime. One `RedisLock` may outlive the runtime that first used it (every
+//! `#[tokio::test]` has its own), so the shared connection remembers its runtime and is
+//! replaced, before it is used, once that runtime is gone.
 
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
@@ -113,6 +118,27 @@ pub(crate) struct Connections {
 struct Held {
     pooled: Pooled,
     generation: u64,
+    runtime: RuntimeProbe,
+}
+
+/// A task that never ends, on the runtime that made the connection: finished once that runtime
+/// has shut down (and the connection's driver with it).
+struct RuntimeProbe(tokio::task::JoinHandle<()>);
+
+impl RuntimeProbe {
+    fn here() -> Self {
+        Self(tokio::spawn(std::future::pending()))
+    }
+
+    fn is_gone(&self) -> bool {
+        self.0.is_finished()
+    }
+}
+
+impl Drop for RuntimeProbe {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// A connection handle and the generation it came from (to discard exactly that one).
@@ -136,7 +162,13 @@ impl Connections {
     }
 
     fn shared(&self) -> Option<Conn> {
-        let current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        if current.as_ref().is_some_and(|held| held.runtime.is_gone())
+            && let Some(held) = current.take()
+        {
+            tracing::debug!("the runtime of the shared connection is gone; connecting anew");
+            held.pooled.discard();
+        }
         current.as_ref().map(|held| Conn {
             conn: held.pooled.handle(),
             generation: held.generation,
@@ -166,7 +198,11 @@ impl Connections {
             }
             let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
             let generation = current.as_ref().map_or(0, |held| held.generation) + 1;
-            *current = Some(Held { pooled, generation });
+            *current = Some(Held {
+                pooled,
+                generation,
+                runtime: RuntimeProbe::here(),
+            });
             Ok(Conn {
                 conn: handle,
                 generation,

@@ -78,6 +78,57 @@ fn slot_tag(slot: u16) -> u32 {
     tags[usize::from(slot)]
 }
 
+/// How a value that distlock wrote under a lock key starts: the token follows, as 32 lowercase
+/// hex characters (`dl:` + hex, 35 characters in all).
+///
+/// The value stays a plain string, so redis-py, node-redlock and redsync, which read nothing but
+/// their own tokens, exclude a distlock holder as before. What the prefix adds is knowledge for
+/// a distlock *waiter*: a holder whose value has it announces its release on the name's
+/// channel, and the waiter sleeps until that announcement; any other value (redis-py's uuid4
+/// hex, node-redlock's random hex, redsync's base64) never announces, and the waiter polls with
+/// its backoff instead. `lua/acquire.lua` tests the same three characters.
+pub const TOKEN_PREFIX: &str = "dl:";
+
+/// The value distlock stores under a lock key for `token`: [`TOKEN_PREFIX`] + its hex form.
+#[must_use]
+pub fn token_value(token: &lock_core::Token) -> TokenValue {
+    let mut value = [0u8; 35];
+    value[..3].copy_from_slice(TOKEN_PREFIX.as_bytes());
+    value[3..].copy_from_slice(token.to_hex().as_str().as_bytes());
+    TokenValue(value)
+}
+
+/// Whether a lock key's value was written by distlock, whose holders announce their releases.
+pub(crate) fn announces(value: &[u8]) -> bool {
+    value.starts_with(TOKEN_PREFIX.as_bytes())
+}
+
+/// The value stored under a lock key for one token (see [`token_value`]); `as_str()` borrows
+/// it, without allocating.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct TokenValue([u8; 35]);
+
+impl TokenValue {
+    /// The 35 characters: `dl:` and 32 hex digits.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        // Only the ASCII prefix and hex digits are ever written into the buffer.
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+}
+
+impl std::fmt::Debug for TokenValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Display for TokenValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The fencing counter key of the lock at `key`.
 pub(crate) fn fence_key(key: &str) -> String {
     derived(key, FENCE_SUFFIX)

@@ -15,7 +15,7 @@ mod tls;
 pub use config::{
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION, RedisLockBuilder,
 };
-pub use layout::key_slot;
+pub use layout::{TOKEN_PREFIX, TokenValue, key_slot, token_value};
 pub use lock_core::LockError;
 pub use redis_lock::RedisLock;
 pub use replication::{NotReplicated, ReplicaPolicy};

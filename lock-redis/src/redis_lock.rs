@@ -14,7 +14,7 @@ use tokio::time::Instant;
 use crate::config::{RedisLockBuilder, Settings};
 use crate::conn::{Conn, Connections, Source};
 use crate::error::{BACKEND, breaks_connection, from_redis, timeout};
-use crate::layout::{fence_key, release_channel, reserved};
+use crate::layout::{announces, fence_key, release_channel, reserved, token_value};
 use crate::replication::Replication;
 #[cfg(feature = "cluster")]
 use crate::scripts::RELEASE_SHARDED;
@@ -24,9 +24,10 @@ use crate::subscriber::Subscriber;
 /// A distributed lock on Redis (≥ 7.0) — one server, a Redis Cluster (feature `cluster`) or a
 /// master found through Sentinel (feature `sentinel`) — through a `deadpool-redis` pool.
 ///
-/// Layout: the lock named `n` is the string key `prefix + n` holding the owner's token (32 hex
-/// characters) with a millisecond expiry — the layout of redis-py's `Lock`, node-redlock and
-/// redsync, so services in those languages using the same name exclude each other. Beside it, in
+/// Layout: the lock named `n` is the string key `prefix + n` holding the owner's token as a
+/// plain string (`dl:` + 32 hex characters, see [`TOKEN_PREFIX`](crate::TOKEN_PREFIX)) with a
+/// millisecond expiry — the layout of redis-py's `Lock`, node-redlock and redsync, so services
+/// in those languages using the same name exclude each other. Beside it, in
 /// the same cluster slot, sit the fencing counter and the release channel (see
 /// [`RedisLock::fence_key`]).
 ///
@@ -256,8 +257,12 @@ impl RedisLock {
 enum Grant {
     /// Ours, with this fencing token (0 without fencing).
     Granted(u64),
-    /// Held by another, for this long if the reply said.
-    Busy(Option<Duration>),
+    /// Held by another, for this long if the reply said; `announces` when that holder is a
+    /// distlock holder, which announces its release.
+    Busy {
+        holder_ttl: Option<Duration>,
+        announces: bool,
+    },
 }
 
 fn ms(d: Duration) -> u64 {
@@ -284,24 +289,34 @@ impl Lock for RedisLock {
             )));
         }
         let started = Instant::now();
-        let token_hex = token.to_hex();
+        let value = token_value(&token);
         let (reply, mut conn) = if self.fencing {
             let fence = fence_key(&key);
             let (ttl_arg, retention_arg) =
                 (ttl_ms.to_string(), self.fence_retention_ms.to_string());
-            let ((granted, value), conn) = self
-                .run::<(i64, i64)>(
+            let (answer, conn) = self
+                .run::<Vec<i64>>(
                     Op::Acquire,
                     &ACQUIRE,
                     &[&key, &fence],
-                    &[token_hex.as_str(), &ttl_arg, &retention_arg],
+                    &[value.as_str(), &ttl_arg, &retention_arg],
                 )
                 .await?;
-            let reply = if granted == 1 {
-                Grant::Granted(u64::try_from(value).unwrap_or(0))
-            } else {
+            let reply = match answer[..] {
+                [1, fence] => Grant::Granted(u64::try_from(fence).unwrap_or(0)),
                 // PTTL: -1 when the key has no expiry (not a lock we know), else ms left.
-                Grant::Busy(u64::try_from(value).ok().map(Duration::from_millis))
+                [_, pttl, announces] => Grant::Busy {
+                    holder_ttl: u64::try_from(pttl).ok().map(Duration::from_millis),
+                    announces: announces == 1,
+                },
+                _ => {
+                    return Err(LockError::Backend {
+                        backend: BACKEND,
+                        op: Op::Acquire,
+                        retryable: false,
+                        source: format!("unexpected acquire reply {answer:?}").into(),
+                    });
+                }
             };
             (reply, conn)
         } else {
@@ -310,18 +325,21 @@ impl Lock for RedisLock {
             let mut set = redis::Cmd::with_capacity(7, key.len() + 64);
             set.arg("SET")
                 .arg(&key)
-                .arg(token_hex.as_str())
+                .arg(value.as_str())
                 .arg("NX")
                 .arg("PX")
                 .arg(ttl_ms)
                 .arg("GET");
             let (holder, conn) = self
-                .send::<Option<redis::Value>>(Op::Acquire, &set, &key)
+                .send::<Option<Vec<u8>>>(Op::Acquire, &set, &key)
                 .await?;
             // nil: ours, with no fencing token. A holder's token: busy, for how long unknown.
             let reply = match holder {
                 None => Grant::Granted(0),
-                Some(_) => Grant::Busy(None),
+                Some(holder) => Grant::Busy {
+                    holder_ttl: None,
+                    announces: announces(&holder),
+                },
             };
             (reply, conn)
         };
@@ -332,7 +350,13 @@ impl Lock for RedisLock {
                 self.confirm_grant(&mut conn, &key, &lease).await?;
                 Ok(Attempt::Acquired(lease))
             }
-            Grant::Busy(holder_ttl) => Ok(Attempt::Busy { holder_ttl }),
+            Grant::Busy {
+                holder_ttl,
+                announces,
+            } => Ok(Attempt::Busy {
+                holder_ttl,
+                announces,
+            }),
         }
     }
 
@@ -340,14 +364,9 @@ impl Lock for RedisLock {
         let ttl_ms = check_ttl(ttl)?;
         let key = self.key(lease.name());
         let started = Instant::now();
-        let (token_hex, ttl_arg) = (lease.token().to_hex(), ttl_ms.to_string());
+        let (value, ttl_arg) = (token_value(lease.token()), ttl_ms.to_string());
         let (extended, mut conn): (i64, Conn) = self
-            .run(
-                Op::Extend,
-                &EXTEND,
-                &[&key],
-                &[token_hex.as_str(), &ttl_arg],
-            )
+            .run(Op::Extend, &EXTEND, &[&key], &[value.as_str(), &ttl_arg])
             .await?;
         if extended != 1 {
             return Ok(None);
@@ -367,7 +386,7 @@ impl Lock for RedisLock {
         let ttl_ms = check_ttl(ttl)?;
         let key = self.key(lease.name());
         let started = Instant::now();
-        let (from_hex, to_hex) = (lease.token().to_hex(), to.to_hex());
+        let (from, to_value) = (token_value(lease.token()), token_value(&to));
         let (ttl_arg, retention_arg) = (ttl_ms.to_string(), self.fence_retention_ms.to_string());
         let fence = if self.fencing {
             fence_key(&key)
@@ -377,10 +396,10 @@ impl Lock for RedisLock {
         let (keys, args): (&[&str], &[&str]) = if self.fencing {
             (
                 &[&key, &fence],
-                &[from_hex.as_str(), to_hex.as_str(), &ttl_arg, &retention_arg],
+                &[from.as_str(), to_value.as_str(), &ttl_arg, &retention_arg],
             )
         } else {
-            (&[&key], &[from_hex.as_str(), to_hex.as_str(), &ttl_arg])
+            (&[&key], &[from.as_str(), to_value.as_str(), &ttl_arg])
         };
         let ((handed, fencing_token), mut conn): ((i64, i64), Conn) =
             self.run(Op::Acquire, &HANDOVER, keys, args).await?;
@@ -396,22 +415,29 @@ impl Lock for RedisLock {
 
     async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
         let key = self.key(lease.name());
-        let token_hex = lease.token().to_hex();
+        let value = token_value(lease.token());
         let channel = release_channel(&key);
         let (released, _): (i64, Conn) = self
             .run(
                 Op::Release,
                 self.release,
                 &[&key],
-                &[token_hex.as_str(), &channel],
+                &[value.as_str(), &channel],
             )
             .await?;
         Ok(released == 1)
     }
 
+    /// Connects if there is no connection, then sends one `PING`, both bounded by their
+    /// timeouts.
+    async fn ping(&self) -> Result<(), LockError> {
+        let ping = redis::cmd("PING");
+        self.send::<()>(Op::Connect, &ping, "").await.map(drop)
+    }
+
     /// Subscribes to the lock's release channel on the lock's shared pub/sub connection (one
-    /// per `RedisLock`, serving every name); `None` when the lock was built from a pool without
-    /// a pub/sub URL.
+    /// per `RedisLock` and runtime, serving every name); `None` when the lock was built from a
+    /// pool without a pub/sub URL.
     async fn watch(&self, name: &str) -> Result<Option<ReleaseWatch>, LockError> {
         match &self.subscriber {
             Some(subscriber) => subscriber.watch(self.release_channel(name)).await.map(Some),

@@ -1,4 +1,5 @@
-//! One shared pub/sub connection per `RedisLock` that tells waiters when a lock is released.
+//! One shared pub/sub connection per `RedisLock` and tokio runtime that tells waiters when a
+//! lock is released.
 //!
 //! Waiters of every name share it: a channel is subscribed while at least one watch on it lives
 //! and unsubscribed when the last one is dropped. If the connection drops, a background task
@@ -7,14 +8,20 @@
 //! while it was away (waiters then simply try again). On a Redis Cluster the channels are
 //! sharded (`SSUBSCRIBE`, answered by the node that owns the lock's slot), over a RESP3 cluster
 //! connection that follows the slots by itself.
+//!
+//! The task and its connection live on the runtime of the waiters they serve: a task on a
+//! runtime that has shut down never runs again, and one `RedisLock` may be used from several
+//! runtimes, in sequence (every `#[tokio::test]` has its own) or at once. So each runtime that
+//! waits gets its own feed, and a feed whose runtime is gone is replaced on the next watch.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use futures::StreamExt;
 use lock_core::{LockError, Op, ReleaseSignal, ReleaseWatch, TimeoutPhase};
 use redis::aio::{PubSubSink, PubSubStream};
+use tokio::runtime::{Handle, Id};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::error::{BACKEND, from_redis, timeout};
@@ -34,12 +41,24 @@ pub(crate) enum Origin {
     Cluster(Vec<String>),
 }
 
+/// Shared by the feeds of every runtime (a sentinel client is asked with `&mut`).
+type SharedOrigin = Arc<tokio::sync::Mutex<Origin>>;
+
 pub(crate) struct Subscriber {
-    origin: Mutex<Option<Origin>>,
+    origin: SharedOrigin,
+    /// The cluster's node URLs, when it is one (its feeds build their own client).
+    #[cfg(feature = "cluster")]
+    cluster: Option<Vec<String>>,
     /// Bound on connecting and on each SUBSCRIBE.
     timeout: Duration,
+    feeds: Mutex<Vec<Feed>>,
+}
+
+/// One runtime's subscriber task, and the channels its waiters watch.
+struct Feed {
+    runtime: Id,
     channels: Arc<Mutex<Channels>>,
-    task: OnceLock<mpsc::UnboundedSender<Request>>,
+    task: mpsc::UnboundedSender<Request>,
 }
 
 type Channels = HashMap<String, Entry>;
@@ -61,8 +80,8 @@ struct Unsubscribe {
     task: mpsc::UnboundedSender<Request>,
 }
 
-fn lock(channels: &Mutex<Channels>) -> MutexGuard<'_, Channels> {
-    channels.lock().unwrap_or_else(PoisonError::into_inner)
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Drop for Unsubscribe {
@@ -81,39 +100,60 @@ impl Drop for Unsubscribe {
 impl Subscriber {
     pub(crate) fn new(origin: Origin, timeout: Duration) -> Self {
         Self {
-            origin: Mutex::new(Some(origin)),
+            #[cfg(feature = "cluster")]
+            cluster: match &origin {
+                Origin::Cluster(urls) => Some(urls.clone()),
+                _ => None,
+            },
+            origin: Arc::new(tokio::sync::Mutex::new(origin)),
             timeout,
-            channels: Arc::default(),
-            task: OnceLock::new(),
+            feeds: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The current runtime's feed, started if it has none (or its task is gone with an earlier
+    /// runtime, whose feed is dropped here).
+    fn feed(&self) -> (Arc<Mutex<Channels>>, mpsc::UnboundedSender<Request>) {
+        let runtime = Handle::current();
+        let id = runtime.id();
+        let mut feeds = lock(&self.feeds);
+        feeds.retain(|feed| !feed.task.is_closed());
+        if let Some(feed) = feeds.iter().find(|feed| feed.runtime == id) {
+            return (Arc::clone(&feed.channels), feed.task.clone());
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let channels = Arc::<Mutex<Channels>>::default();
+        self.start(&runtime, Arc::clone(&channels), rx);
+        feeds.push(Feed {
+            runtime: id,
+            channels: Arc::clone(&channels),
+            task: tx.clone(),
+        });
+        (channels, tx)
+    }
+
+    /// Spawns a feed's task on `runtime`.
+    fn start(
+        &self,
+        runtime: &Handle,
+        channels: Arc<Mutex<Channels>>,
+        requests: mpsc::UnboundedReceiver<Request>,
+    ) {
+        #[cfg(feature = "cluster")]
+        if let Some(urls) = &self.cluster {
+            drop(runtime.spawn(run_cluster(urls.clone(), channels, requests, self.timeout)));
+            return;
+        }
+        let origin = Arc::clone(&self.origin);
+        drop(runtime.spawn(run(origin, channels, requests, self.timeout)));
     }
 
     /// Subscribes to `channel` (if not already) and returns a watch on it once the server has
     /// confirmed the subscription.
     pub(crate) async fn watch(&self, channel: String) -> Result<ReleaseWatch, LockError> {
-        let task = self
-            .task
-            .get_or_init(|| {
-                let (tx, rx) = mpsc::unbounded_channel();
-                let origin = self
-                    .origin
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .take();
-                let channels = Arc::clone(&self.channels);
-                match origin {
-                    #[cfg(feature = "cluster")]
-                    Some(Origin::Cluster(urls)) => {
-                        drop(tokio::spawn(run_cluster(urls, channels, rx, self.timeout)));
-                    }
-                    Some(origin) => drop(tokio::spawn(run(origin, channels, rx, self.timeout))),
-                    None => {}
-                }
-                tx
-            })
-            .clone();
+        let (channels, task) = self.feed();
         let signal = {
-            let mut channels = lock(&self.channels);
+            let mut channels = lock(&channels);
             let entry = channels.entry(channel.clone()).or_insert_with(|| Entry {
                 signal: ReleaseSignal::new(),
                 watchers: 0,
@@ -124,7 +164,7 @@ impl Subscriber {
         // From here on, dropping `keep` (also on error or cancellation) undoes the count.
         let keep = Unsubscribe {
             channel: channel.clone(),
-            channels: Arc::clone(&self.channels),
+            channels,
             task: task.clone(),
         };
         let (done, confirmed) = oneshot::channel();
@@ -153,14 +193,14 @@ fn stopped() -> LockError {
 /// The subscriber task: owns the pub/sub connection, follows requests, and turns messages into
 /// signals. Ends when its `RedisLock` is dropped.
 async fn run(
-    mut origin: Origin,
+    origin: SharedOrigin,
     channels: Arc<Mutex<Channels>>,
     mut requests: mpsc::UnboundedReceiver<Request>,
     limit: Duration,
 ) {
     loop {
         let (mut sink, mut stream, mut subscribed) =
-            match bounded(limit, connect(&mut origin, &channels)).await {
+            match bounded(limit, connect(&origin, &channels)).await {
                 Ok(parts) => parts,
                 Err(error) => {
                     tracing::debug!(%error, "release subscriber cannot connect; retrying");
@@ -230,10 +270,10 @@ async fn bounded<T>(
 /// Connects and subscribes every channel that has watchers, then wakes all of them: releases
 /// announced while no connection listened are lost, so everyone looks again.
 async fn connect(
-    origin: &mut Origin,
+    origin: &tokio::sync::Mutex<Origin>,
     channels: &Mutex<Channels>,
 ) -> Result<(PubSubSink, PubSubStream, HashSet<String>), redis::RedisError> {
-    let client = match origin {
+    let client = match &mut *origin.lock().await {
         Origin::Client(client) => client.clone(),
         #[cfg(feature = "sentinel")]
         Origin::Sentinel(sentinel) => sentinel.async_get_client().await?,

@@ -24,25 +24,21 @@ async fn bad_requests_are_rejected_and_write_nothing() {
     let long = "n".repeat(MAX_NAME_LEN + 1);
     invalid(locker.lock("").await, "empty name");
     invalid(locker.lock(long.as_str()).await, "name over the limit");
-    invalid(locker.lock("a").ttl(Duration::ZERO).await, "zero TTL");
+    invalid(locker.lock("a").fixed_ttl(Duration::ZERO).await, "zero TTL");
     invalid(
-        locker.lock("a").ttl(Duration::from_micros(999)).await,
+        locker.lock("a").fixed_ttl(Duration::from_micros(999)).await,
         "TTL under 1 ms",
     );
     invalid(
         locker
             .lock("a")
-            .ttl(MAX_TTL + Duration::from_millis(1))
+            .fixed_ttl(MAX_TTL + Duration::from_millis(1))
             .await,
         "TTL beyond the maximum",
     );
     invalid(
-        locker.lock("a").ttl(Duration::MAX).await,
+        locker.lock("a").fixed_ttl(Duration::MAX).await,
         "Duration::MAX TTL",
-    );
-    invalid(
-        locker.lock("a").wait(Duration::MAX).await,
-        "wait overflowing the clock",
     );
     invalid(
         locker.lock("x:distlock-fence").await,
@@ -138,6 +134,6 @@ async fn big_and_odd_names_work() {
                 .is_none(),
             "{name:?} held"
         );
-        assert!(guard.release().await.expect("ok"), "{name:?} released");
+        guard.release().await.expect("ok");
     }
 }

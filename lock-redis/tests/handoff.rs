@@ -25,7 +25,7 @@ async fn take_turns(locker: &Locker, rounds: usize) -> Vec<u64> {
                 let guard = locker.lock("turns").wait(LONG).await.expect("granted");
                 fences.lock().expect("lock").push(guard.fencing_token());
                 tokio::time::sleep(Duration::from_millis(2)).await;
-                assert!(guard.release().await.expect("release"), "it was ours");
+                guard.release().await.expect("release");
             }
         }));
     }

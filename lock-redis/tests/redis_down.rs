@@ -68,7 +68,7 @@ async fn killed_redis_gives_a_typed_error_and_recovers() {
         .wait(Duration::from_secs(5))
         .await
         .expect("works again once Redis is back");
-    assert!(guard.release().await.expect("ok"));
+    guard.release().await.expect("ok");
 }
 
 #[tokio::test]
@@ -95,7 +95,7 @@ async fn hanging_redis_times_out_and_recovers() {
         "{err:?}"
     );
     server.resume().expect("SIGCONT");
-    assert!(held.release().await.expect("works again after the pause"));
+    held.release().await.expect("works again after the pause");
 }
 
 #[tokio::test]
@@ -136,4 +136,66 @@ async fn a_wrong_password_is_not_retryable() {
         .release()
         .await
         .expect("ok");
+}
+
+/// "The store is unreachable" is bounded on its own: a wait of an hour, or none at all, ends
+/// with the backend's error once failures have gone on for `retry_errors_for`.
+#[tokio::test]
+async fn a_long_wait_for_a_dead_redis_ends_at_the_retry_budget() {
+    let mut server = server();
+    let locker = locker_on(&server);
+    locker.ping().await.expect("up");
+    server.stop();
+    let err = locker
+        .ping()
+        .await
+        .expect_err("ping tells a dead server at start-up");
+    assert!(err.is_retryable(), "{err:?}");
+    for request in [
+        locker.lock("a").wait(Duration::from_secs(3_600)),
+        locker.lock("a").wait_forever(),
+    ] {
+        let started = Instant::now();
+        // Before the budget existed, this hung for the whole hour (or forever).
+        let err = tokio::time::timeout(
+            Duration::from_secs(30),
+            request.retry_errors_for(Duration::from_secs(1)).acquire(),
+        )
+        .await
+        .expect("returned within the retry budget, not the wait")
+        .expect_err("redis is down");
+        assert!(
+            started.elapsed() >= Duration::from_secs(1),
+            "retried for the budget first: {:?}",
+            started.elapsed()
+        );
+        assert!(
+            err.is_retryable()
+                && !matches!(
+                    err,
+                    LockError::Timeout {
+                        phase: TimeoutPhase::Wait,
+                        ..
+                    }
+                ),
+            "the backend's own error: {err:?}"
+        );
+    }
+    server.start_again().expect("restart");
+    locker.ping().await.expect("up again");
+}
+
+#[tokio::test]
+async fn ping_refuses_a_wrong_password_for_good() {
+    let server = lock_testkit::RedisServer::builder()
+        .password("s3cret")
+        .start()
+        .expect("server");
+    let url = server.url().replace("s3cret", "wrong");
+    let locker = lock_core::Locker::new(lock_redis::RedisLock::from_url(&url).expect("url parses"));
+    let err = locker.ping().await.expect_err("wrong password");
+    assert!(!err.is_retryable(), "{err:?}");
+    let right =
+        lock_core::Locker::new(lock_redis::RedisLock::from_url(&server.url()).expect("url"));
+    right.ping().await.expect("authenticated");
 }

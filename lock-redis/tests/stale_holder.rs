@@ -16,13 +16,13 @@ async fn a_stale_holder_cannot_touch_the_new_holder() {
 
     let mut stale = locker
         .lock("res")
-        .ttl(Duration::from_millis(100))
+        .fixed_ttl(Duration::from_millis(100))
         .await
         .expect("free");
     tokio::time::sleep(Duration::from_millis(150)).await;
     let fresh = locker
         .lock("res")
-        .ttl(Duration::from_secs(10))
+        .fixed_ttl(Duration::from_secs(10))
         .await
         .expect("free after expiry");
     let fresh_token = token_of(&fresh);
@@ -42,7 +42,10 @@ async fn a_stale_holder_cannot_touch_the_new_holder() {
     );
 
     // Release by the stale holder: answers false and deletes nothing.
-    assert!(!stale.release().await.expect("ok"));
+    assert!(
+        matches!(stale.release().await, Err(LockError::NotOwned { .. })),
+        "released a lease that was no longer ours"
+    );
     assert_eq!(
         get(&mut conn, "res").await.as_deref(),
         Some(fresh_token.as_str())
@@ -52,6 +55,6 @@ async fn a_stale_holder_cannot_touch_the_new_holder() {
     let mut fresh = fresh;
     fresh.extend(Duration::from_secs(20)).await.expect("ours");
     assert!(pttl(&mut conn, "res").await > 10_000);
-    assert!(fresh.release().await.expect("ok"));
+    fresh.release().await.expect("ok");
     assert_eq!(get(&mut conn, "res").await, None);
 }

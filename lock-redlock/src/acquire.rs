@@ -83,6 +83,8 @@ struct Evidence {
     fence: u64,
     /// The busy nodes' remaining TTLs.
     holder_ttls: Vec<Option<Duration>>,
+    /// Busy nodes whose holder never announces its release (another client's lock).
+    silent_holders: usize,
     /// The first node error (the source of a quorum error).
     first_error: Option<LockError>,
     /// Nodes that refused the input itself (the same input for all).
@@ -201,10 +203,14 @@ impl AcquireRound {
                 evidence.fence = evidence.fence.max(lease.fencing_token());
                 NodeState::Granted
             }
-            Ok(Attempt::Busy { holder_ttl }) => {
+            Ok(Attempt::Busy {
+                holder_ttl,
+                announces,
+            }) => {
                 telemetry::node_answer(label, Op::Acquire, Ok(Reply::No));
                 tally.no += 1;
                 evidence.holder_ttls.push(holder_ttl);
+                evidence.silent_holders += usize::from(!announces);
                 NodeState::Busy
             }
             Err(error) => {
@@ -261,7 +267,15 @@ impl AcquireRound {
                     tally.nodes,
                     tally.quorum,
                 );
-                (Ok(Attempt::Busy { holder_ttl }), "busy")
+                // One silent holder is enough to poll for: its node's release is not announced.
+                let announces = evidence.silent_holders == 0;
+                (
+                    Ok(Attempt::Busy {
+                        holder_ttl,
+                        announces,
+                    }),
+                    "busy",
+                )
             }
             Decision::NoQuorum => {
                 if evidence.invalid > tally.nodes - tally.quorum

@@ -15,7 +15,7 @@ async fn extend_with_two_of_five_gone_then_three() {
     let locker = Locker::new(nodes.redlock());
     let mut guard = locker
         .lock("job")
-        .ttl(Duration::from_secs(5))
+        .fixed_ttl(Duration::from_secs(5))
         .await
         .expect("granted");
     nodes.servers[3].stop();

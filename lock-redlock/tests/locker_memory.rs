@@ -17,7 +17,7 @@ async fn waits_for_a_held_lock_and_times_out_typed() {
     let locker = Locker::new(redlock(&nodes));
     let first = locker
         .lock("a")
-        .ttl(Duration::from_secs(2))
+        .fixed_ttl(Duration::from_secs(2))
         .await
         .expect("free");
     assert!(locker.lock("a").try_acquire().await.expect("ok").is_none());
@@ -44,8 +44,11 @@ async fn waits_for_a_held_lock_and_times_out_typed() {
         .await
         .expect("after expiry");
     assert!(started.elapsed() >= Duration::from_millis(1_400));
-    assert!(!first.release().await.expect("ok"), "expired, not ours");
-    assert!(second.release().await.expect("ok"));
+    assert!(
+        matches!(first.release().await, Err(LockError::NotOwned { .. })),
+        "expired, not ours"
+    );
+    second.release().await.expect("ok");
 }
 
 #[tokio::test(start_paused = true)]
@@ -84,7 +87,7 @@ async fn tasks_take_turns() {
                 for _ in 0..5 {
                     let guard = locker
                         .lock("a")
-                        .ttl(Duration::from_secs(10))
+                        .fixed_ttl(Duration::from_secs(10))
                         .wait(Duration::from_secs(60))
                         .await
                         .expect("acquired");
@@ -93,7 +96,7 @@ async fn tasks_take_turns() {
                     sleep(Duration::from_millis(3)).await;
                     total.store(seen + 1, Ordering::SeqCst);
                     inside.fetch_sub(1, Ordering::SeqCst);
-                    assert!(guard.release().await.expect("ok"));
+                    guard.release().await.expect("ok");
                 }
             })
         })

@@ -149,7 +149,8 @@ async fn a_busy_majority_is_busy_with_the_time_until_a_quorum_can_free_up() {
     assert_eq!(
         attempt,
         Attempt::Busy {
-            holder_ttl: Some(Duration::from_secs(10))
+            holder_ttl: Some(Duration::from_secs(10)),
+            announces: true,
         },
         "three busy of five: the first to expire frees a quorum"
     );
@@ -171,6 +172,7 @@ async fn every_node_busy_reports_the_quorum_th_smallest_ttl() {
     // cap is the smallest TTL among them — at most the quorum-th smallest of all.
     let Attempt::Busy {
         holder_ttl: Some(ttl),
+        ..
     } = attempt
     else {
         panic!("busy expected, got {attempt:?}")

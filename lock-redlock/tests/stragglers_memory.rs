@@ -168,7 +168,7 @@ async fn a_cancelled_acquire_leaves_nothing_behind() {
 async fn a_cancelled_locker_acquire_leaves_nothing_behind() {
     let nodes = scripted(&[Behavior::SlowAcquire(30 * MS); 5]);
     let locker = Locker::new(redlock(&nodes));
-    let gave_up = timeout(10 * MS, locker.lock("a").ttl(TTL).acquire()).await;
+    let gave_up = timeout(10 * MS, locker.lock("a").fixed_ttl(TTL).acquire()).await;
     assert!(gave_up.is_err(), "cancelled");
     settle().await;
     assert_eq!(held(&nodes), vec![0; 5]);
@@ -187,8 +187,8 @@ async fn a_hung_minority_delays_neither_acquire_nor_release() {
     let locker = Locker::new(redlock(&nodes));
     let started = Instant::now();
     for _ in 0..10 {
-        let guard = locker.lock("a").ttl(TTL).await.expect("granted");
-        assert!(guard.release().await.expect("ok"));
+        let guard = locker.lock("a").fixed_ttl(TTL).await.expect("granted");
+        guard.release().await.expect("ok");
     }
     assert_eq!(
         since(started),

@@ -70,7 +70,7 @@ where
     };
     let mut request = locker.lock(name).label(spec.label);
     if let Some(ttl) = spec.ttl {
-        request = request.ttl(ttl);
+        request = request.fixed_ttl(ttl);
     }
     if let Some(wait) = spec.wait {
         request = request.wait(wait);
@@ -106,18 +106,16 @@ where
             drop(guard);
             Err(LockError::Lost { name })
         }
-        out = work => {
-            keep(guard, keep_until).await;
-            Ok(out)
-        }
+        out = work => keep(guard, keep_until).await.map(|()| out),
     }
 }
 
 /// Shortens the lease to end at `until` and leaves it to expire there; releases it when that is
-/// already past. A nested guard is left to the outer call.
-async fn keep(mut guard: Guard, until: Instant) {
+/// already past. A nested guard is left to the outer call. Like [`LockRequest::run`], a lease
+/// found no longer ours is [`LockError::NotOwned`]; other failures are logged.
+async fn keep(mut guard: Guard, until: Instant) -> Result<(), LockError> {
     if guard.is_nested() {
-        return;
+        return Ok(());
     }
     let left = until.saturating_duration_since(Instant::now());
     let left = Duration::from_millis(u64::try_from(left.as_millis()).unwrap_or(u64::MAX));
@@ -125,8 +123,9 @@ async fn keep(mut guard: Guard, until: Instant) {
         match guard.extend(left).await {
             Ok(()) => {
                 let _lease = guard.leak();
-                return;
+                return Ok(());
             }
+            Err(error @ LockError::NotOwned { .. }) => return Err(error),
             Err(error) => tracing::warn!(
                 name = guard.name(),
                 %error,
@@ -134,8 +133,13 @@ async fn keep(mut guard: Guard, until: Instant) {
             ),
         }
     }
-    if let Err(error) = guard.release().await {
-        tracing::warn!(%error, "release after the work failed; the lock expires at the end of its lease");
+    match guard.release().await {
+        Err(error @ LockError::NotOwned { .. }) => Err(error),
+        Err(error) => {
+            tracing::warn!(%error, "release after the work failed; the lock expires at the end of its lease");
+            Ok(())
+        }
+        Ok(()) => Ok(()),
     }
 }
 

@@ -29,6 +29,8 @@ pub struct Probe {
     /// Set when a release starts; an extend that starts or ends after it is a violation.
     pub released_at: Mutex<Option<Instant>>,
     pub extends_after_release: AtomicU32,
+    /// Releases answer "not ours" (another token is there), as after a theft.
+    pub disowned: AtomicBool,
     pub attempts: AtomicU32,
     /// Announce releases to watchers (like Redis pub/sub), as a backend shared by two
     /// "processes" (two Lockers) would.
@@ -101,6 +103,9 @@ impl Lock for Probe {
     async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
         self.releases.fetch_add(1, Ordering::SeqCst);
         *self.released_at.lock().expect("lock") = Some(Instant::now());
+        if self.disowned.load(Ordering::SeqCst) {
+            return Ok(false);
+        }
         let released = self.inner.release(lease).await;
         if self.announces.load(Ordering::SeqCst) {
             self.signal.notify();

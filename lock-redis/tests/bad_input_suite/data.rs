@@ -7,7 +7,7 @@ use lock_core::{Lease, Lock, Locker, Token};
 use lock_redis::RedisLock;
 
 use crate::harness::{Answer, Case, Env, Expect, lock_at, row};
-use crate::ops::{extend_then_release, hold, must, release, try_once};
+use crate::ops::{extend_then_release, hold, must, owned, release, try_once};
 
 /// Plants `args` (a write command on key `a`), tries to lock `a`, and checks the planted value
 /// survived: a foreign key is reported, never overwritten.
@@ -113,7 +113,7 @@ pub(crate) fn cases() -> Vec<Case> {
                 let lease = guard.leak();
                 env.cmd(&["DEL", "a"]).await;
                 env.cmd(&["HSET", "a", "f", "v"]).await;
-                env.subject.release(&lease).await.map(Answer::Released)
+                owned(env.subject.release(&lease).await).map(Answer::Released)
             }),
         ),
         row(
@@ -168,9 +168,9 @@ pub(crate) fn cases() -> Vec<Case> {
             Expect::Ok(Answer::Released(false)),
             run!(|env| {
                 let (stale, other) = stale_lease(&env).await;
-                let outcome = stale.release().await.map(Answer::Released);
+                let outcome = owned(stale.release().await).map(Answer::Released);
                 assert!(
-                    must("the new holder still holds", other.release().await),
+                    must("the new holder still holds", owned(other.release().await)),
                     "left intact"
                 );
                 outcome
@@ -186,9 +186,12 @@ pub(crate) fn cases() -> Vec<Case> {
                     .extend(Duration::from_secs(5))
                     .await
                     .map(|()| Answer::Granted);
-                assert!(!must("releasing the stale lease", stale.release().await));
+                assert!(!must(
+                    "releasing the stale lease",
+                    owned(stale.release().await)
+                ));
                 assert!(
-                    must("the new holder still holds", other.release().await),
+                    must("the new holder still holds", owned(other.release().await)),
                     "left intact"
                 );
                 outcome
@@ -201,8 +204,8 @@ pub(crate) fn cases() -> Vec<Case> {
             run!(|env| {
                 let guard = hold(&env.subject, "a", Duration::from_secs(5)).await;
                 let lease = guard.lease();
-                assert!(must("first release", guard.release().await));
-                env.subject.release(&lease).await.map(Answer::Released)
+                assert!(must("first release", owned(guard.release().await)));
+                owned(env.subject.release(&lease).await).map(Answer::Released)
             }),
         ),
         row(
@@ -217,9 +220,9 @@ pub(crate) fn cases() -> Vec<Case> {
                     1,
                     tokio::time::Instant::now(),
                 );
-                let outcome = env.subject.release(&forged).await.map(Answer::Released);
+                let outcome = owned(env.subject.release(&forged).await).map(Answer::Released);
                 assert!(
-                    must("the real holder still holds", holder.release().await),
+                    must("the real holder still holds", owned(holder.release().await)),
                     "left intact"
                 );
                 outcome
@@ -245,8 +248,11 @@ pub(crate) fn cases() -> Vec<Case> {
                         .expect("url"),
                 );
                 let guard = hold(&p1, "a", Duration::from_secs(5)).await;
-                let outcome = p2.release(&guard.lease()).await.map(Answer::Released);
-                assert!(must("p1 still holds", guard.release().await), "left intact");
+                let outcome = owned(p2.release(&guard.lease()).await).map(Answer::Released);
+                assert!(
+                    must("p1 still holds", owned(guard.release().await)),
+                    "left intact"
+                );
                 outcome
             }),
         ),
@@ -258,12 +264,9 @@ pub(crate) fn cases() -> Vec<Case> {
                 let elsewhere = lock_testkit::RedisServer::start().expect("a second server");
                 let there = Locker::new(lock_at(&elsewhere.url()));
                 let guard = hold(&there, "a", Duration::from_secs(5)).await;
-                let outcome = env
-                    .subject
-                    .release(&guard.lease())
-                    .await
-                    .map(Answer::Released);
-                assert!(must("still held on server 1", guard.release().await));
+                let outcome =
+                    owned(env.subject.release(&guard.lease()).await).map(Answer::Released);
+                assert!(must("still held on server 1", owned(guard.release().await)));
                 outcome
             }),
         ),
@@ -279,9 +282,9 @@ pub(crate) fn cases() -> Vec<Case> {
                     .expect("restart");
                 // The first command after the restart may meet the dead connection (a retryable
                 // error); retried, as a caller would, the release is answered by a fresh one.
-                match guard.release().await {
+                match owned(guard.release().await) {
                     Err(e) if e.is_retryable() => {
-                        env.subject.release(&lease).await.map(Answer::Released)
+                        owned(env.subject.release(&lease).await).map(Answer::Released)
                     }
                     other => other.map(Answer::Released),
                 }

@@ -51,7 +51,7 @@ pub(crate) fn cases() -> Vec<Case> {
             run!(|env| {
                 warm_up(&env.subject).await;
                 env.server().stop();
-                let outcome = bounded(try_once(env.subject.lock("a").ttl(SHORT_TTL))).await;
+                let outcome = bounded(try_once(env.subject.lock("a").fixed_ttl(SHORT_TTL))).await;
                 env.server().start_again().expect("start again");
                 in_op(outcome, &[Op::Acquire, Op::Connect])
             }),
@@ -68,7 +68,7 @@ pub(crate) fn cases() -> Vec<Case> {
                 let outcome = bounded(async {
                     env.subject
                         .lock("a")
-                        .ttl(SHORT_TTL)
+                        .fixed_ttl(SHORT_TTL)
                         .wait(Duration::from_millis(300))
                         .await
                         .map(|_| Answer::Granted)
@@ -86,7 +86,7 @@ pub(crate) fn cases() -> Vec<Case> {
             run!(|env| {
                 warm_up(&env.subject).await;
                 env.server().pause().expect("SIGSTOP");
-                let outcome = bounded(try_once(env.subject.lock("a").ttl(SHORT_TTL))).await;
+                let outcome = bounded(try_once(env.subject.lock("a").fixed_ttl(SHORT_TTL))).await;
                 env.server().resume().expect("SIGCONT");
                 outcome
             }),
@@ -113,7 +113,7 @@ pub(crate) fn cases() -> Vec<Case> {
                 warm_up(&env.subject).await;
                 env.proxy()
                     .set_latency(TIMEOUT + Duration::from_millis(100));
-                let outcome = bounded(try_once(env.subject.lock("a").ttl(SHORT_TTL))).await;
+                let outcome = bounded(try_once(env.subject.lock("a").fixed_ttl(SHORT_TTL))).await;
                 env.proxy().heal();
                 outcome
             }),
@@ -126,7 +126,7 @@ pub(crate) fn cases() -> Vec<Case> {
             run!(|env| {
                 warm_up(&env.subject).await;
                 env.proxy().stall();
-                let outcome = bounded(try_once(env.subject.lock("a").ttl(SHORT_TTL))).await;
+                let outcome = bounded(try_once(env.subject.lock("a").fixed_ttl(SHORT_TTL))).await;
                 env.proxy().heal();
                 outcome
             }),
@@ -156,7 +156,7 @@ pub(crate) fn cases() -> Vec<Case> {
             run!(|env| {
                 warm_up(&env.subject).await;
                 env.proxy().refuse();
-                let outcome = bounded(try_once(env.subject.lock("a").ttl(SHORT_TTL))).await;
+                let outcome = bounded(try_once(env.subject.lock("a").fixed_ttl(SHORT_TTL))).await;
                 env.proxy().heal();
                 in_op(outcome, &[Op::Acquire, Op::Connect])
             }),
@@ -171,7 +171,7 @@ pub(crate) fn cases() -> Vec<Case> {
                 env.proxy().reset_connections();
                 // Let the reset reach the client's socket before the next command goes out.
                 tokio::time::sleep(Duration::from_millis(50)).await;
-                let outcome = bounded(try_once(env.subject.lock("a").ttl(SHORT_TTL))).await;
+                let outcome = bounded(try_once(env.subject.lock("a").fixed_ttl(SHORT_TTL))).await;
                 in_op(outcome, &[Op::Acquire, Op::Connect])
             }),
         ),
@@ -184,8 +184,10 @@ pub(crate) fn cases() -> Vec<Case> {
                 warm_up(&env.subject).await;
                 env.proxy().cut_next_reply(3);
                 // The grant happened on the server; the locker must release it (leak check).
-                let outcome =
-                    bounded(try_once(env.subject.lock("a").ttl(Duration::from_secs(30)))).await;
+                let outcome = bounded(try_once(
+                    env.subject.lock("a").fixed_ttl(Duration::from_secs(30)),
+                ))
+                .await;
                 in_op(outcome, &[Op::Acquire])
             }),
         ),

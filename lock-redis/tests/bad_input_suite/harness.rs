@@ -316,17 +316,14 @@ fn short(err: &LockError) -> String {
 async fn still_works(locker: &Locker) -> Result<(), LockError> {
     let guard = locker
         .lock("suite:afterwards")
-        .ttl(Duration::from_secs(5))
+        .fixed_ttl(Duration::from_secs(5))
         .wait(Duration::from_secs(3))
         .await?;
-    if guard.release().await? {
-        Ok(())
-    } else {
-        Err(LockError::invalid("the lock taken afterwards was not ours"))
-    }
+    guard.release().await
 }
 
-/// Lock keys on the server — strings holding a 32-hex-digit token, what distlock writes —
+/// Lock keys on the server — strings holding `dl:` and a 32-hex-digit token, what distlock
+/// writes —
 /// that are still there after [`LEAK_GRACE`]. Fencing counters and keys a case planted (of
 /// other types or values) are not locks.
 async fn leaked_locks(env: &Env) -> Option<Vec<String>> {
@@ -365,8 +362,9 @@ async fn token_keys(conn: &mut MultiplexedConnection) -> Vec<String> {
                 redis::cmd("GET").arg(&key).query_async(conn).await;
             // WRONGTYPE: a planted hash, list, ...; not a lock.
             if let Ok(Some(value)) = value
-                && value.len() == 32
-                && value.bytes().all(|b| b.is_ascii_hexdigit())
+                && let Some(hex) = value.strip_prefix(lock_redis::TOKEN_PREFIX)
+                && hex.len() == 32
+                && hex.bytes().all(|b| b.is_ascii_hexdigit())
             {
                 found.push(shown);
             }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use lock_core::{Lease, Lock, MAX_NAME_LEN, MAX_TTL, TimeoutPhase, Token};
 
 use crate::harness::{Answer, Case, Expect, row};
-use crate::ops::{extend_then_release, hold, must, try_once};
+use crate::ops::{extend_then_release, hold, must, owned, release, try_once};
 
 const GRANTED: Expect = Expect::Ok(Answer::Granted);
 
@@ -56,7 +56,7 @@ pub(crate) fn cases() -> Vec<Case> {
                     .expect("GET");
                 assert_eq!(
                     stored.as_deref(),
-                    Some(guard.lease().token().to_hex().as_str()),
+                    Some(lock_redis::token_value(guard.lease().token()).as_str()),
                     "stored under the exact bytes"
                 );
                 crate::ops::release(guard).await
@@ -132,13 +132,15 @@ pub(crate) fn cases() -> Vec<Case> {
             "TTL zero",
             "ttl(0)",
             Expect::InvalidInput,
-            run!(|env| { try_once(env.subject.lock("a").ttl(Duration::ZERO)).await }),
+            run!(|env| { try_once(env.subject.lock("a").fixed_ttl(Duration::ZERO)).await }),
         ),
         row(
             "TTL under a millisecond",
             "ttl(999 µs)",
             Expect::InvalidInput,
-            run!(|env| { try_once(env.subject.lock("a").ttl(Duration::from_micros(999))).await }),
+            run!(|env| {
+                try_once(env.subject.lock("a").fixed_ttl(Duration::from_micros(999))).await
+            }),
         ),
         row(
             "TTL of 1 ms works and expires",
@@ -147,9 +149,10 @@ pub(crate) fn cases() -> Vec<Case> {
             run!(|env| {
                 let first = hold(&env.subject, "a", Duration::from_millis(1)).await;
                 tokio::time::sleep(Duration::from_millis(20)).await;
-                let second = try_once(env.subject.lock("a").ttl(Duration::from_secs(5))).await;
+                let second =
+                    try_once(env.subject.lock("a").fixed_ttl(Duration::from_secs(5))).await;
                 assert!(
-                    !must("releasing the expired lease", first.release().await),
+                    !must("releasing the expired lease", owned(first.release().await)),
                     "it had expired"
                 );
                 second
@@ -159,7 +162,7 @@ pub(crate) fn cases() -> Vec<Case> {
             "TTL of exactly MAX_TTL works",
             "ttl(2^53 - 1 ms)",
             GRANTED,
-            run!(|env| { try_once(env.subject.lock("a").ttl(MAX_TTL)).await }),
+            run!(|env| { try_once(env.subject.lock("a").fixed_ttl(MAX_TTL)).await }),
         ),
         row(
             "TTL beyond MAX_TTL (beyond exact Lua numbers)",
@@ -169,7 +172,7 @@ pub(crate) fn cases() -> Vec<Case> {
                 try_once(
                     env.subject
                         .lock("a")
-                        .ttl(MAX_TTL + Duration::from_millis(1)),
+                        .fixed_ttl(MAX_TTL + Duration::from_millis(1)),
                 )
                 .await
             }),
@@ -178,30 +181,26 @@ pub(crate) fn cases() -> Vec<Case> {
             "TTL Duration::MAX (beyond PX)",
             "ttl(Duration::MAX)",
             Expect::InvalidInput,
-            run!(|env| { try_once(env.subject.lock("a").ttl(Duration::MAX)).await }),
+            run!(|env| { try_once(env.subject.lock("a").fixed_ttl(Duration::MAX)).await }),
         ),
         row(
-            "wait Duration::MAX",
+            "wait Duration::MAX: no deadline",
             "wait(Duration::MAX)",
-            Expect::InvalidInput,
-            run!(|env| {
-                env.subject
-                    .lock("a")
-                    .wait(Duration::MAX)
-                    .await
-                    .map(|_| Answer::Granted)
-            }),
+            Expect::Ok(Answer::Granted),
+            run!(|env| { release(env.subject.lock("a").wait(Duration::MAX).await?).await }),
         ),
         row(
-            "wait overflowing the clock",
+            "wait overflowing the clock: no deadline",
             "wait(2^63 s)",
-            Expect::InvalidInput,
+            Expect::Ok(Answer::Granted),
             run!(|env| {
-                env.subject
-                    .lock("a")
-                    .wait(Duration::from_secs(1 << 63))
-                    .await
-                    .map(|_| Answer::Granted)
+                release(
+                    env.subject
+                        .lock("a")
+                        .wait(Duration::from_secs(1 << 63))
+                        .await?,
+                )
+                .await
             }),
         ),
         row(
@@ -217,7 +216,7 @@ pub(crate) fn cases() -> Vec<Case> {
                     .wait(Duration::from_millis(200))
                     .await
                     .map(|_| Answer::Granted);
-                assert!(must("releasing the holder", holder.release().await));
+                assert!(must("releasing the holder", owned(holder.release().await)));
                 outcome
             }),
         ),
@@ -229,7 +228,7 @@ pub(crate) fn cases() -> Vec<Case> {
                 let other = env.other();
                 let holder = hold(&other, "a", Duration::from_secs(5)).await;
                 let outcome = try_once(env.subject.lock("a")).await;
-                assert!(must("releasing the holder", holder.release().await));
+                assert!(must("releasing the holder", owned(holder.release().await)));
                 outcome
             }),
         ),

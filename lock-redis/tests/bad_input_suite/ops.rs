@@ -16,7 +16,7 @@ pub(crate) async fn try_once(request: LockRequest) -> Outcome {
 
 /// Releases and reports a lease still ours as [`Answer::Granted`]: the lock worked end to end.
 pub(crate) async fn release(guard: Guard) -> Outcome {
-    Ok(if guard.release().await? {
+    Ok(if owned(guard.release().await)? {
         Answer::Granted
     } else {
         Answer::Released(false)
@@ -27,7 +27,7 @@ pub(crate) async fn release(guard: Guard) -> Outcome {
 pub(crate) async fn hold(locker: &Locker, name: &str, ttl: Duration) -> Guard {
     locker
         .lock(name)
-        .ttl(ttl)
+        .fixed_ttl(ttl)
         .try_acquire()
         .await
         .unwrap_or_else(|e| panic!("setup: taking {name:?}: {e}"))
@@ -47,11 +47,21 @@ pub(crate) async fn extend_then_release(mut guard: Guard, ttl: Duration) -> Outc
     let extended = guard.extend(ttl).await;
     let released = guard.release().await;
     extended?;
-    Ok(if released? {
+    Ok(if owned(released)? {
         Answer::Granted
     } else {
         Answer::Released(false)
     })
+}
+
+/// A release's answer as the suite records it: `true` when the lease was ours, `false` for
+/// [`LockError::NotOwned`].
+pub(crate) fn owned(result: Result<(), LockError>) -> Result<bool, LockError> {
+    match result {
+        Ok(()) => Ok(true),
+        Err(LockError::NotOwned { .. }) => Ok(false),
+        Err(error) => Err(error),
+    }
 }
 
 /// `Ok` when `result` is, else the error: for checks inside a case that must not fail.

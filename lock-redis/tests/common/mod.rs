@@ -55,7 +55,9 @@ pub async fn pttl(conn: &mut MultiplexedConnection, key: &str) -> i64 {
 
 /// The token a guard stored, as Redis holds it.
 pub fn token_of(guard: &Guard) -> String {
-    guard.lease().token().to_hex().as_str().to_owned()
+    lock_redis::token_value(guard.lease().token())
+        .as_str()
+        .to_owned()
 }
 
 /// Waits (bounded: at most 5 s, in 10 ms steps) until `key` is gone; false if it never goes.

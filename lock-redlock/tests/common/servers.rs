@@ -161,5 +161,5 @@ impl Drop for Paused<'_> {
 
 /// The hex token of a lease, as the nodes store it.
 pub fn token_hex(lease: &lock_core::Lease) -> String {
-    lease.token().to_hex().as_str().to_owned()
+    lock_redis::token_value(lease.token()).as_str().to_owned()
 }

@@ -156,8 +156,8 @@ impl Worker {
             held: guard.is_held(),
         });
         let outcome = match guard.release().await {
-            Ok(true) => "ours".to_owned(),
-            Ok(false) => "not_ours".to_owned(),
+            Ok(()) => "ours".to_owned(),
+            Err(LockError::NotOwned { .. }) => "not_ours".to_owned(),
             Err(e) => format!("error: {}", chain(&e)),
         };
         self.history.record(Event::Released { token, outcome });

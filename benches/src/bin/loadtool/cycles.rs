@@ -39,7 +39,7 @@ pub(crate) struct Timing {
 #[derive(Clone)]
 pub(crate) enum Client {
     /// distlock as users call it: `locker.lock(name).try_acquire()`, then `guard.release()`;
-    /// with the default (renewed) lease, or with a fixed TTL (`.ttl(..)`, no renewal) when
+    /// with the default (renewed) lease, or with a fixed TTL (`.fixed_ttl(..)`, no renewal) when
     /// one is given.
     Locker(Locker, Option<Duration>),
     /// The backend alone (`Lock::try_acquire` + `Lock::release`), without the `Locker`: what
@@ -56,7 +56,7 @@ impl Client {
             Self::Locker(locker, ttl) => {
                 let mut request = locker.lock(Arc::clone(name));
                 if let Some(ttl) = ttl {
-                    request = request.ttl(*ttl);
+                    request = request.fixed_ttl(*ttl);
                 }
                 let guard = request
                     .try_acquire()

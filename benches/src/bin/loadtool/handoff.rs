@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::time::Duration;
 
 use distlock_bench::HandLock;
-use lock_core::{DEFAULT_WAIT, Guard, Locker};
+use lock_core::{DEFAULT_WAIT, Guard, LockError, Locker};
 use serde::Serialize;
 use tokio::time::Instant;
 
@@ -62,7 +62,11 @@ impl Contender {
 
     async fn release(&self, name: &str, held: Held) -> Result<bool, String> {
         match (self, held) {
-            (_, Held::Guard(guard)) => guard.release().await.map_err(|e| e.to_string()),
+            (_, Held::Guard(guard)) => match guard.release().await {
+                Ok(()) => Ok(true),
+                Err(LockError::NotOwned { .. }) => Ok(false),
+                Err(e) => Err(e.to_string()),
+            },
             (Self::Hand(hand), Held::Hand(token)) => {
                 hand.release(name, &token).await.map_err(|e| e.to_string())
             }

@@ -13,7 +13,7 @@ use crate::waiters::WaitersRun;
 
 /// distlock through its `Locker`, as users call it.
 pub(crate) const DISTLOCK: &str = "distlock";
-/// distlock through its `Locker` with a fixed TTL (`.ttl(..)`: no renewal).
+/// distlock through its `Locker` with a fixed TTL (`.fixed_ttl(..)`: no renewal).
 pub(crate) const DISTLOCK_TTL: &str = "distlock, fixed ttl";
 /// distlock through its `Locker` on a `RedisLock` built with `fencing(false)`: a grant is one
 /// plain `SET NX PX GET`, like the hand-written lock's.
