@@ -4,6 +4,8 @@
 # node) on free loopback ports through lock-testkit and stop them by PID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The examples read REDIS_URL; the tests start their own servers and must not meet someone's.
+unset REDIS_URL
 
 bash scripts/ensure-redis.sh
 
@@ -18,6 +20,10 @@ cargo check --benches --workspace --all-features
 
 echo "== cargo doc"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps --quiet
+
+# The facade's docs as docs.rs builds them, then lychee (installed if missing) over them and the
+# Markdown files: no broken local link or #fragment.
+bash scripts/check-links.sh
 
 echo "== cargo test (unit, integration and doc tests)"
 cargo test --workspace --all-features

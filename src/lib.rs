@@ -1,24 +1,34 @@
-#![doc = include_str!("../README.md")]
+#![doc = include_str!("docs/crate.md")]
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+// The repository README is no longer the crate's front page (that is `docs/crate.md`); its
+// examples still compile as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 pub use lock_core::{
     Attempt, Backoff, BoxError, DEFAULT_LEASE, DEFAULT_RETRY_ERRORS_FOR, DEFAULT_WAIT, Guard,
-    Lease, LeaseWatch, Lock, LockError, LockRequest, Locker, LockerBuilder, MAX_NAME_LEN, MAX_TTL,
-    MIN_TTL, MemoryLock, Op, ParseTokenError, TimeoutPhase, Token, TokenHex, check_name, check_ttl,
-    metric, valid_until,
+    Handover, Lease, LeaseWatch, Lock, LockError, LockRequest, Locker, LockerBuilder, MAX_NAME_LEN,
+    MAX_TTL, MIN_TTL, MemoryLock, Op, ParseTokenError, ReleaseSignal, ReleaseWatch, TimeoutPhase,
+    Token, TokenHex, check_name, check_ttl, metric, valid_until,
 };
 
-/// The single-Redis backend (feature `redis`, on by default).
+// The Redis backend: one server, and with features `cluster` / `sentinel` / `tls` those
+// topologies (feature `redis`, on by default). Plain comments, not doc comments: a doc comment
+// on a `pub use` is prepended to every re-exported item's own documentation.
 #[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use lock_redis::{
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION, NotReplicated,
     RedisLock, RedisLockBuilder, ReplicaPolicy, TOKEN_PREFIX, TokenValue, deadpool_redis, key_slot,
     redis, token_value,
 };
 
-/// Redlock: one lock over N independent Redis masters, granted by a quorum (feature `redlock`).
+// Redlock: one lock over N independent Redis masters, granted by a quorum (feature `redlock`).
 #[cfg(feature = "redlock")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redlock")))]
 pub use lock_redlock::{
     DEFAULT_DRIFT_CONSTANT, DEFAULT_DRIFT_FACTOR, METRIC_NODE_ERRORS, METRIC_NODE_GRANTS,
     METRIC_NODE_REFUSALS, METRIC_NODE_TIMEOUTS, METRIC_QUORUM, NODE_TIMEOUT_CEILING,
@@ -26,14 +36,16 @@ pub use lock_redlock::{
     ValidityExpired, default_node_timeout, describe_metrics as describe_redlock_metrics, quorum,
 };
 
-/// `#[distributed_lock]` on async functions, the process-wide default locker it uses and the
-/// lease of the running locked function (feature `macros`, on by default).
+// `#[distributed_lock]` on async functions, the process-wide default locker it uses and the
+// lease of the running locked function (feature `macros`, on by default).
 #[cfg(feature = "macros")]
 mod macros;
 #[cfg(feature = "macros")]
+#[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
 pub use lock_macros::distributed_lock;
 #[cfg(feature = "macros")]
 #[doc(hidden)]
 pub use macros::support as __private;
 #[cfg(feature = "macros")]
+#[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
 pub use macros::{current_lease, default_locker, set_default_locker, take_default_locker};

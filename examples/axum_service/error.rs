@@ -1,9 +1,11 @@
 //! The handlers' error type: lock failures arrive through `From<LockError>` (the attribute's
-//! contract) and become HTTP statuses.
+//! contract) and become HTTP responses through distlock's own `IntoResponse` for `LockError`
+//! (feature `axum`): 409 with `Retry-After` when the order's lock stayed busy past the wait,
+//! 503 with `Retry-After` when Redis is unreachable, 500 when the lease was lost.
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use distlock::{LockError, TimeoutPhase};
+use distlock::LockError;
 
 #[derive(Debug)]
 pub(crate) enum AppError {
@@ -19,29 +21,19 @@ impl From<LockError> for AppError {
 
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
-        let (status, message) = match &self {
-            // Busy past the attribute's wait: someone else is settling this order.
-            Self::Lock(LockError::Timeout {
-                phase: TimeoutPhase::Wait,
-                ..
-            }) => (
-                StatusCode::CONFLICT,
-                "the order is being settled; try again".to_owned(),
-            ),
-            Self::Lock(LockError::Lost { .. }) => (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the order's lock was lost mid-way; nothing after that point ran".to_owned(),
-            ),
-            Self::Lock(error) if error.is_retryable() => (
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!("lock backend: {error}"),
-            ),
-            Self::Lock(error) => (StatusCode::INTERNAL_SERVER_ERROR, format!("lock: {error}")),
+        match self {
+            Self::Lock(error) => {
+                // The response says nothing about the backend: the details go to the log.
+                if !matches!(error, LockError::Timeout { .. } | LockError::Busy { .. }) {
+                    eprintln!("lock error: {error}");
+                }
+                error.into_response()
+            }
             Self::StaleFence { fence, last } => (
                 StatusCode::CONFLICT,
-                format!("stale fencing token {fence} (last written {last}): write refused"),
-            ),
-        };
-        (status, message + "\n").into_response()
+                format!("stale fencing token {fence} (last written {last}): write refused\n"),
+            )
+                .into_response(),
+        }
     }
 }

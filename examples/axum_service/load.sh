@@ -5,9 +5,10 @@
 #   bash examples/axum_service/load.sh [--clients 8] [--requests 40] [--keys 3] [--work-ms 25]
 #                                      [--lease-ms 30000] [--url http://127.0.0.1:PORT]
 #
-# Unless --url names a running service (on loopback), it builds and starts the example, which
-# starts its own throwaway redis-server, on a free loopback port, and stops it by its PID when
-# done (also on Ctrl-C or error). It sends clients × requests POSTs in bounded loops (curl,
+# With --url it drives the service you started (`cargo run --example axum_service --features
+# axum` listens on http://127.0.0.1:3000). Without it, it builds and starts its own copy of the
+# example, which starts its own throwaway redis-server, on a free loopback port, and stops it by
+# its PID when done (also on Ctrl-C or error). It sends clients × requests POSTs in bounded loops (curl,
 # 10 s timeout each). Set KEEP_METRICS=FILE to keep the full /metrics text.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -21,7 +22,7 @@ while [[ $# -gt 0 ]]; do
         --work-ms) work_ms=$2; shift 2 ;;
         --lease-ms) lease_ms=$2; shift 2 ;;
         --url) base=$2; shift 2 ;;
-        -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
 done
@@ -45,7 +46,8 @@ trap cleanup EXIT INT TERM
 
 if [[ -z "$base" ]]; then
     bash scripts/ensure-redis.sh >/dev/null
-    cargo build --quiet --example axum_service
+    echo "no --url: building and starting a copy of the service (and its throwaway redis-server)"
+    cargo build --quiet --example axum_service --features axum
     target="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
     : >"$work/stdout" # before the service: the loop below reads it at once
     "$target/debug/examples/axum_service" --listen 127.0.0.1:0 --work-ms "$work_ms" \
@@ -89,7 +91,7 @@ done
 curl -s --max-time 5 "$base/metrics" >"$work/metrics"
 if [[ -n "${KEEP_METRICS:-}" ]]; then cp "$work/metrics" "$KEEP_METRICS"; fi
 echo
-echo "== /metrics (distlock series; histograms as count, sum and a few buckets)"
-grep '^distlock_' "$work/metrics" \
-    | grep -v -E '_bucket\{.*le="(0\.001|0\.0025|0\.005|0\.01|0\.025|5|10)"' \
+echo "== /metrics (distlock series with their descriptions; histograms as count, sum and a few buckets)"
+grep -E '^(distlock_|# HELP distlock_)' "$work/metrics" \
+    | grep -v -E '_bucket\{.*le="(0\.0005|0\.001|0\.0025|0\.005|0\.01|0\.025|5|10|30|60|300)"' \
     | sed 's/^/  /'

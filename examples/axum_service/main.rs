@@ -10,12 +10,15 @@
 //! text format (`metrics-exporter-prometheus`): acquisitions and refusals per lock, wait and
 //! hold time histograms, held locks, waiters, renewals, lost leases.
 //!
-//! It starts a throwaway `redis-server` (through `lock-testkit`) unless `--redis-url` names
-//! one, prints `listening on http://ADDR` once it serves, and stops on Ctrl-C or SIGTERM.
+//! It starts a throwaway `redis-server` (through `lock-testkit`) unless `--redis-url` (or
+//! `REDIS_URL`) names one, prints `listening on http://ADDR` once it serves, and stops on Ctrl-C
+//! or SIGTERM. Lock failures become HTTP responses through distlock's `IntoResponse` for
+//! `LockError` (feature `axum`).
 //!
 //! ```text
-//! cargo run --example axum_service
-//! cargo run --example axum_service -- --listen 127.0.0.1:3000 --work-ms 25
+//! cargo run --example axum_service --features axum
+//! cargo run --example axum_service --features axum -- --listen 127.0.0.1:3000 --work-ms 25
+//! REDIS_URL=redis://my-redis:6379/ cargo run --example axum_service --features axum
 //! curl -X POST http://127.0.0.1:3000/orders/7/settle
 //! curl http://127.0.0.1:3000/metrics
 //! bash examples/axum_service/load.sh     # concurrent requests on a few orders, then /metrics
@@ -47,7 +50,7 @@ struct Cli {
     #[arg(long, default_value = "127.0.0.1:3000")]
     listen: SocketAddr,
     /// Redis to lock on; without it a throwaway redis-server is started.
-    #[arg(long)]
+    #[arg(long, value_name = "URL", visible_alias = "url", env = "REDIS_URL")]
     redis_url: Option<String>,
     /// The lease of the locks, renewed every third of it while a request holds one, in
     /// milliseconds (short values make renewals visible on the dashboard).
@@ -62,6 +65,8 @@ struct Cli {
 async fn main() -> Result<(), Error> {
     let cli = Cli::parse();
     let prometheus = metrics::install()?;
+    // The throwaway server comes from the workspace's unpublished test kit; in your own project
+    // keep only the first arm (a `--redis-url` or `REDIS_URL` of your Redis).
     let (_server, url) = match &cli.redis_url {
         Some(url) => (None, url.clone()),
         None => {

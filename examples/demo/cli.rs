@@ -56,7 +56,7 @@ pub(crate) struct RunArgs {
 
     /// Use this Redis server (>= 7.0) instead of starting a throwaway one. Only the demo's keys
     /// are touched: demo:ledger, demo:inside, demo:counter and demo:resource.
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", visible_alias = "url", env = "REDIS_URL")]
     pub(crate) redis_url: Option<String>,
 }
 

@@ -1,7 +1,7 @@
 //! The final report: a table of the workers, a table of the totals with their checks, and the
 //! verdict.
 
-use comfy_table::{CellAlignment, Table, modifiers, presets};
+use comfy_table::{CellAlignment, ContentArrangement, Table, modifiers, presets};
 
 use crate::protocol::Summary;
 use crate::resource::Snapshot;
@@ -63,10 +63,11 @@ pub(crate) fn print(slots: &[Slot], end: Option<&EndState>) -> bool {
     println!("{}", workers_table(slots));
     let rows = totals(slots, end);
     println!("{}", totals_table(&rows));
+    print_legend();
 
     for slot in slots {
         for problem in slot.problems() {
-            println!("worker {}: {problem}", slot.index);
+            println!("worker {} (pid {}): {problem}", slot.index, slot.pid);
         }
     }
     let failed: Vec<&str> = rows
@@ -93,13 +94,12 @@ pub(crate) fn print(slots: &[Slot], end: Option<&EndState>) -> bool {
 fn workers_table(slots: &[Slot]) -> Table {
     let mut table = table([
         "worker",
-        "pid",
-        "acquisitions",
-        "wait p50 (ms)",
-        "wait p99 (ms)",
-        "stalls simulated",
-        "stale writes rejected",
-        "wait timeouts",
+        "grants",
+        "wait\np50 ms",
+        "wait\np99 ms",
+        "stalls",
+        "stale\nrejected",
+        "timeouts",
         "status",
     ]);
     let mut all = Summary::default();
@@ -110,7 +110,6 @@ fn workers_table(slots: &[Slot]) -> Table {
         all_waits.extend_from_slice(&slot.waits_us);
         table.add_row([
             slot.index.to_string(),
-            slot.pid.to_string(),
             figures.acquisitions.to_string(),
             ms_or_dash(percentile(&slot.waits_us, 50)),
             ms_or_dash(percentile(&slot.waits_us, 99)),
@@ -123,7 +122,6 @@ fn workers_table(slots: &[Slot]) -> Table {
     }
     table.add_row([
         "all".to_owned(),
-        String::new(),
         all.acquisitions.to_string(),
         ms_or_dash(percentile(&all_waits, 50)),
         ms_or_dash(percentile(&all_waits, 99)),
@@ -132,7 +130,7 @@ fn workers_table(slots: &[Slot]) -> Table {
         all.wait_timeouts.to_string(),
         String::new(),
     ]);
-    for column in 1..=7 {
+    for column in 1..=6 {
         if let Some(column) = table.column_mut(column) {
             column.set_cell_alignment(CellAlignment::Right);
         }
@@ -211,12 +209,12 @@ fn totals(slots: &[Slot], end: Option<&EndState>) -> Vec<Row> {
         failed_workers == 0,
     ));
     rows.push(Row::zero(
-        "releases after a stall that still owned the lock",
+        "stalled holders that still owned the lock at release",
         sum.stale_still_ours,
     ));
     if let Some(end) = end {
         rows.push(Row::check(
-            "holders inside at the end",
+            "holders left inside the critical section",
             end.inside.to_string(),
             "must be 0",
             end.inside == 0,
@@ -271,12 +269,98 @@ fn totals_table(rows: &[Row]) -> Table {
     table
 }
 
-/// An empty table with the demo's look and `header`.
+/// What the less obvious figures mean, wrapped to the terminal.
+const LEGEND: &[(&str, &str)] = &[
+    (
+        "wait p50 / p99",
+        "Most acquisitions wait well under a millisecond: the worker that has just released asks \
+         again at once and often wins, while the others learn of the release through Redis \
+         pub/sub a moment later. A few wait a second or more: behind a stalled holder, whose \
+         lease runs out unannounced, and after losing several such races in a row. First-in \
+         first-out order holds among the tasks of one process only; between processes the \
+         first to ask wins, which is why the workers' acquisitions differ.",
+    ),
+    (
+        "stalls",
+        "Every Nth acquisition (--pause-every) a worker sleeps past its lease, like a GC pause, \
+         then writes with its old fencing token after another worker has written: the fenced \
+         resource must reject that write (stale rejected; stale writes ACCEPTED must stay 0).",
+    ),
+    (
+        "stalled holders that still owned the lock at release",
+        "After such a stall the lease has run out, so the stalled worker's release must find \
+         the lock no longer its own. A non-zero count would mean a lease outlived its TTL.",
+    ),
+    (
+        "holders left inside the critical section",
+        "A Redis counter each holder raises on entering its critical section and lowers on \
+         leaving it (raising it to 2 would be an exclusion violation): after the run it must \
+         be back at 0.",
+    ),
+];
+
+/// Prints [`LEGEND`] wrapped to the table width.
+fn print_legend() {
+    let width = usize::from(width()).max(40);
+    println!("What the figures mean:");
+    for (term, meaning) in LEGEND {
+        println!("  {term}:");
+        for line in wrap(meaning, width - 4) {
+            println!("    {line}");
+        }
+    }
+}
+
+/// `text` in lines of at most `width` characters, broken at spaces (a longer word gets a line
+/// of its own).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// The width to fit the report to: the terminal's, else `COLUMNS`, else 100 columns.
+fn width() -> u16 {
+    console::Term::stdout()
+        .size_checked()
+        .map(|(_rows, columns)| columns)
+        .or_else(|| std::env::var("COLUMNS").ok()?.parse().ok())
+        .unwrap_or(100)
+}
+
+/// An empty table with the demo's look and `header`, fitted to [`width`]: cells wrap when the
+/// terminal is narrower than the table.
 fn table<const N: usize>(header: [&str; N]) -> Table {
     let mut table = Table::new();
     table
         .load_preset(presets::UTF8_FULL_CONDENSED)
         .apply_modifier(modifiers::UTF8_ROUND_CORNERS)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_width(width())
         .set_header(header);
     table
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap;
+
+    #[test]
+    fn wraps_at_spaces_within_the_width() {
+        assert_eq!(wrap("one two three four", 9), ["one two", "three", "four"]);
+        assert_eq!(wrap("a verylongword b", 4), ["a", "verylongword", "b"]);
+        assert!(wrap("", 10).is_empty());
+    }
 }

@@ -68,7 +68,7 @@ struct RunArgs {
     #[arg(long)]
     without_min_hold: bool,
     /// Redis to lock on; without it a throwaway redis-server is started.
-    #[arg(long)]
+    #[arg(long, value_name = "URL", visible_alias = "url", env = "REDIS_URL")]
     redis_url: Option<String>,
 }
 
@@ -95,6 +95,8 @@ fn main() -> ExitCode {
 }
 
 fn parent(args: &RunArgs) -> Result<ExitCode, Error> {
+    // The throwaway server comes from the workspace's unpublished test kit; in your own project
+    // keep only the first arm (a `--redis-url` or `REDIS_URL` of your Redis).
     let (_server, url) = match &args.redis_url {
         Some(url) => (None, url.clone()),
         None => {

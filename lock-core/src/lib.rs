@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod backoff;
 mod cleanup;
@@ -14,6 +15,8 @@ mod memory;
 pub mod metric;
 mod owners;
 mod renewal;
+#[cfg(feature = "axum")]
+mod response;
 mod signal;
 mod token;
 mod validate;

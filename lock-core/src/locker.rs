@@ -13,7 +13,7 @@ use tracing::Instrument;
 
 use crate::cleanup::ReleaseOnDrop;
 use crate::held::Held;
-use crate::metric::{self, Labels};
+use crate::metric::{self, Labels, Via};
 use crate::owners::Owners;
 use crate::renewal::Renewer;
 use crate::waiters::Waiters;
@@ -237,7 +237,11 @@ impl LockerBuilder {
     }
 
     /// The locker.
+    ///
+    /// Also [describes](metric::describe) the metric series to the `metrics` recorder installed
+    /// at this point, if any.
     pub fn build(self) -> Locker {
+        metric::describe();
         Locker {
             inner: Arc::new(Inner {
                 renewer: Renewer::new(Arc::clone(&self.lock)),
@@ -392,14 +396,16 @@ impl LockRequest {
         async {
             let started = Instant::now();
             let result = match self.check() {
-                Ok(_) if self.nested().is_some() => Ok(self.nested()),
+                Ok(_) if self.holds_already() => Ok(self.nested(&labels)),
                 // Waiters of this process are ahead of a single try: it does not jump the line.
                 Ok(_) if self.locker.inner.waiters.has_waiters(&self.name) => Ok(None),
                 Ok(ttl) => self
                     .attempt(ttl, &labels)
                     .await
                     .map(|attempt| match attempt {
-                        Attempt::Acquired(lease) => Some(self.grant(lease, &labels, started)),
+                        Attempt::Acquired(lease) => {
+                            Some(self.grant(lease, &labels, started, Via::Attempt))
+                        }
                         Attempt::Busy { .. } => None,
                     }),
                 Err(error) => Err(error),
@@ -539,10 +545,17 @@ impl LockRequest {
         Ok(ttl)
     }
 
-    /// A nested guard if the current task already holds this name through this locker.
-    fn nested(&self) -> Option<Guard> {
+    /// Whether the current task already holds this name through this locker.
+    fn holds_already(&self) -> bool {
+        self.locker.inner.owners.current(&self.name).is_some()
+    }
+
+    /// A nested guard if the current task already holds this name through this locker, counted
+    /// as acquired `via="reentry"`.
+    fn nested(&self, labels: &Labels) -> Option<Guard> {
         let inner = &self.locker.inner;
         let held = inner.owners.current(&self.name)?;
+        labels.acquired(Via::Reentry);
         Some(Guard::nested(Arc::clone(&inner.lock), held))
     }
 
@@ -552,7 +565,7 @@ impl LockRequest {
         attempts: &mut u32,
     ) -> Result<Guard, LockError> {
         let ttl = self.check()?;
-        if let Some(nested) = self.nested() {
+        if let Some(nested) = self.nested(labels) {
             return Ok(nested);
         }
         let inner = &self.locker.inner;
@@ -591,7 +604,7 @@ impl LockRequest {
             // leave us waiting for the handed lease's validity.)
             if let Some(lease) = ticket.take_handed() {
                 drop(ticket); // the next in line becomes head, and waits for our release
-                return Ok(self.grant(lease, labels, started));
+                return Ok(self.grant(lease, labels, started, Via::Handover));
             }
             if let Some(held_until) = signals.held_until {
                 // A guard of this process holds it: wait for its release rather than send an
@@ -614,7 +627,7 @@ impl LockRequest {
                 Ok(Attempt::Acquired(lease)) => {
                     ticket.granted(lease.valid_until());
                     drop(ticket); // the next in line becomes head
-                    return Ok(self.grant(lease, labels, started));
+                    return Ok(self.grant(lease, labels, started, Via::Attempt));
                 }
                 Ok(Attempt::Busy {
                     holder_ttl,
@@ -703,10 +716,11 @@ impl LockRequest {
         result
     }
 
-    /// Wraps a granted lease in a guard, registering it for renewal unless its TTL is fixed.
-    fn grant(&self, lease: Lease, labels: &Labels, started: Instant) -> Guard {
+    /// Wraps a granted lease in a guard, registering it for renewal unless its TTL is fixed;
+    /// `via` says how it was granted (the `via` label of `distlock_acquired_total`).
+    fn grant(&self, lease: Lease, labels: &Labels, started: Instant, via: Via) -> Guard {
         let inner = &self.locker.inner;
-        labels.count(metric::ACQUIRED_TOTAL);
+        labels.acquired(via);
         labels.record(metric::ACQUIRE_WAIT_SECONDS, started.elapsed());
         let renew_ttl = match self.expiry {
             Expiry::Renewed(lease) => Some(lease),

@@ -1,19 +1,91 @@
-//! The metric names the [`Locker`](crate::Locker) records through the `metrics` facade.
+//! The metric series the [`Locker`](crate::Locker) records through the `metrics` facade, what
+//! each one means, and what an exporter needs to show them well.
+//!
+//! # Which `metrics` version
+//!
+//! The series are recorded through the **`metrics` crate, version 0.24**
+//! ([`METRICS_VERSION`]). A recorder built on another major version of `metrics` (for example
+//! `metrics-exporter-prometheus` 0.15, which is built on `metrics` 0.23) compiles and installs
+//! fine but sees none of them: each major version has its own global recorder. Use an exporter
+//! built on `metrics` 0.24 (`metrics-exporter-prometheus` 0.16 to 0.18), and install it with
+//! [`install`]: that call compiles only when the recorder implements this `metrics` version's
+//! `Recorder` trait, so a mismatch is a compile error instead of an empty `/metrics`.
+//!
+//! # Labels
 //!
 //! Every series carries two labels: `backend` (`"redis"`, `"memory"`, ...) and `lock`, the
 //! request's [label](crate::LockRequest::label) — a name *template* such as `"order:{id}"`,
 //! never the rendered name, so the number of series stays bounded. Requests without a label are
-//! recorded under `lock="unlabelled"`. Install any `metrics` recorder (Prometheus, StatsD, ...)
-//! to collect them; without one they cost next to nothing.
+//! recorded under `lock="unlabelled"`. Without a recorder the series cost next to nothing.
+//!
+//! # The series
+//!
+//! | series | type, unit | meaning |
+//! |---|---|---|
+//! | `distlock_acquire_attempts_total` | counter | acquire attempts sent to the backend, one per try, whatever the answer |
+//! | `distlock_acquired_total{via}` | counter | guards handed out, by how: `via="attempt"` (an attempt sent to the backend was granted), `via="handover"` (a guard of this process passed its lock straight to this waiter: no attempt was sent), `via="reentry"` (a nested guard of a task that already held the name: nothing was sent, no new lease) |
+//! | `distlock_not_acquired_total{reason}` | counter | requests that ended without the lock: `busy`, `timeout`, `quorum`, `error`, `invalid` |
+//! | `distlock_acquire_wait_seconds` | histogram, seconds | from the request's start to the grant (attempt or handover) |
+//! | `distlock_held_seconds` | histogram, seconds | from the grant to release, loss or leak |
+//! | `distlock_held` | gauge | leases held by guards of this process now |
+//! | `distlock_waiters` | gauge | requests of this process waiting for a held lock now |
+//! | `distlock_renewals_total{outcome}` | counter | renewals: `ok`, `not_owned`, `error` |
+//! | `distlock_lost_total` | counter | leases lost while their guard lived |
+//! | `distlock_release_not_owned_total` | counter | releases that found the lease no longer ours |
+//! | `distlock_backend_errors_total{op}` | counter | backend failures: `acquire`, `extend`, `release` |
+//!
+//! The counters add up as follows, for one `backend` and `lock`:
+//!
+//! - *leases granted* = `acquired_total{via="attempt"}` + `acquired_total{via="handover"}`;
+//! - *attempts that did not grant* (found the lock busy, or failed) =
+//!   `acquire_attempts_total` − `acquired_total{via="attempt"}`;
+//! - *attempts per acquisition* = `acquire_attempts_total` / leases granted: below 1 when most
+//!   grants are local handovers (waiters of one process behind one name), which cost no attempt;
+//! - *share handed over* = `acquired_total{via="handover"}` / leases granted.
+//!
+//! # Descriptions and histogram buckets
+//!
+//! [`describe`] gives every series its unit and a one-line description (Prometheus' `# HELP`
+//! lines). [`LockerBuilder::build`](crate::LockerBuilder::build) calls it, and so does
+//! [`install`]; call it yourself if you install a recorder after building your lockers (it is
+//! cheap and idempotent).
+//!
+//! Prometheus exporters render a histogram as a *summary* (quantiles computed in the process)
+//! unless told its buckets; dashboards that use `histogram_quantile(…_bucket)`, such as the one
+//! shipped with the examples, then stay empty. Give the `distlock_` series [`BUCKETS`]:
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use lock_core::{Locker, MemoryLock, metric};
+//! use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
+//!
+//! let recorder = PrometheusBuilder::new()
+//!     .set_buckets_for_metric(Matcher::Prefix(metric::PREFIX.into()), metric::BUCKETS)?
+//!     .build_recorder();
+//! let handle = recorder.handle(); // serve handle.render() on GET /metrics
+//! metric::install(recorder).map_err(|_| "a recorder was installed already")?;
+//!
+//! let locker = Locker::new(MemoryLock::new());
+//! locker.lock("order:42").label("order:{id}").await?.release().await?;
+//!
+//! let text = handle.render();
+//! assert!(text.contains("# HELP distlock_acquired_total"));
+//! assert!(text.contains(r#"distlock_acquired_total{backend="memory",lock="order:{id}",via="attempt"} 1"#));
+//! assert!(text.contains("distlock_acquire_wait_seconds_bucket"), "a histogram, not a summary");
+//! # Ok(()) }
+//! ```
 
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use metrics::{Key, Label, Level, Metadata, SharedString};
+use metrics::{Key, KeyName, Label, Level, Metadata, SharedString, Unit};
 
 /// Counter: acquire attempts sent to the backend (one per try, busy or not).
 pub const ACQUIRE_ATTEMPTS_TOTAL: &str = "distlock_acquire_attempts_total";
-/// Counter: locks granted.
+/// Counter: guards handed out, by `via`: `attempt` (an attempt sent to the backend was granted),
+/// `handover` (a guard of this process handed its lock straight to this waiter; no attempt was
+/// sent), `reentry` (a nested guard for a task that already held the name; no new lease).
 pub const ACQUIRED_TOTAL: &str = "distlock_acquired_total";
 /// Counter: requests that ended without the lock, by `reason`: `busy` (a single try found it
 /// held), `timeout` (the wait ran out), `quorum` (too few nodes of a multi-node backend said
@@ -36,6 +108,169 @@ pub const RELEASE_NOT_OWNED_TOTAL: &str = "distlock_release_not_owned_total";
 /// Counter: backend failures, by `op`: `acquire`, `extend`, `release`.
 pub const BACKEND_ERRORS_TOTAL: &str = "distlock_backend_errors_total";
 
+/// The version of the `metrics` crate the series are recorded through: a recorder built on
+/// another major version sees none of them (see the [module documentation](self)).
+pub const METRICS_VERSION: &str = "0.24";
+
+/// The prefix of every series name, for an exporter's per-metric settings
+/// (`Matcher::Prefix(PREFIX.into())` in `metrics-exporter-prometheus`).
+pub const PREFIX: &str = "distlock_";
+
+/// Histogram buckets for the `_seconds` series, in seconds: 0.5 ms to 5 min, about three per
+/// decade. They cover a handover (tens of microseconds to a millisecond), a wait behind a
+/// holder (milliseconds to the default 10 s wait) and a renewed hold (seconds to minutes).
+pub const BUCKETS: &[f64] = &[
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+    60.0, 300.0,
+];
+
+/// Every series' name, kind, unit and description, in the order of the module's table.
+const DESCRIPTIONS: &[(&str, Kind, Unit, &str)] = &[
+    (
+        ACQUIRE_ATTEMPTS_TOTAL,
+        Kind::Counter,
+        Unit::Count,
+        "Acquire attempts sent to the backend, one per try, whatever the answer.",
+    ),
+    (
+        ACQUIRED_TOTAL,
+        Kind::Counter,
+        Unit::Count,
+        "Guards handed out, by via: attempt (an attempt sent to the backend was granted), \
+         handover (a local guard passed the lock on; no attempt), reentry (a nested guard; no new lease).",
+    ),
+    (
+        NOT_ACQUIRED_TOTAL,
+        Kind::Counter,
+        Unit::Count,
+        "Requests that ended without the lock, by reason: busy, timeout, quorum, error, invalid.",
+    ),
+    (
+        ACQUIRE_WAIT_SECONDS,
+        Kind::Histogram,
+        Unit::Seconds,
+        "Seconds from the request's start to the grant.",
+    ),
+    (
+        HELD_SECONDS,
+        Kind::Histogram,
+        Unit::Seconds,
+        "Seconds from the grant to release, loss or leak.",
+    ),
+    (
+        HELD,
+        Kind::Gauge,
+        Unit::Count,
+        "Leases held by guards of this process now.",
+    ),
+    (
+        WAITERS,
+        Kind::Gauge,
+        Unit::Count,
+        "Requests of this process waiting for a held lock now.",
+    ),
+    (
+        RENEWALS_TOTAL,
+        Kind::Counter,
+        Unit::Count,
+        "Lease renewals, by outcome: ok, not_owned (the lease was gone), error.",
+    ),
+    (
+        LOST_TOTAL,
+        Kind::Counter,
+        Unit::Count,
+        "Leases lost while their guard still lived.",
+    ),
+    (
+        RELEASE_NOT_OWNED_TOTAL,
+        Kind::Counter,
+        Unit::Count,
+        "Releases that found the lease no longer ours (it had expired, maybe taken by another holder).",
+    ),
+    (
+        BACKEND_ERRORS_TOTAL,
+        Kind::Counter,
+        Unit::Count,
+        "Backend failures, by op: acquire, extend, release.",
+    ),
+];
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Counter,
+    Gauge,
+    Histogram,
+}
+
+/// Describes every series to the current recorder: its unit and a one-line meaning, which a
+/// Prometheus exporter prints as the `# HELP` line. Cheap and idempotent.
+///
+/// [`LockerBuilder::build`](crate::LockerBuilder::build) and [`install`] call it; call it
+/// yourself after installing a recorder if your lockers were built before it.
+pub fn describe() {
+    metrics::with_recorder(|recorder| {
+        for &(name, kind, unit, help) in DESCRIPTIONS {
+            let key = KeyName::from_const_str(name);
+            let help = SharedString::const_str(help);
+            match kind {
+                Kind::Counter => recorder.describe_counter(key, Some(unit), help),
+                Kind::Gauge => recorder.describe_gauge(key, Some(unit), help),
+                Kind::Histogram => recorder.describe_histogram(key, Some(unit), help),
+            }
+        }
+    });
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        tracing::debug!(
+            metrics = METRICS_VERSION,
+            "distlock records its metrics through the `metrics` crate {METRICS_VERSION}: a recorder \
+             built on another major version of `metrics` sees none of them"
+        );
+    });
+}
+
+/// Installs `recorder` as the process's global `metrics` recorder, then [describes](describe)
+/// the series to it.
+///
+/// The same as `metrics::set_global_recorder` followed by [`describe`], with one benefit: it
+/// compiles only for a recorder built on the `metrics` version distlock records through
+/// ([`METRICS_VERSION`]). A recorder of another major version would otherwise install without
+/// complaint and receive nothing.
+///
+/// # Errors
+/// The recorder back, when a global recorder was installed already.
+pub fn install<R>(recorder: R) -> Result<(), metrics::SetRecorderError<R>>
+where
+    R: metrics::Recorder + Sync + 'static,
+{
+    metrics::set_global_recorder(recorder)?;
+    describe();
+    Ok(())
+}
+
+/// How a guard was handed out: the `via` label of [`ACQUIRED_TOTAL`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Via {
+    /// An attempt sent to the backend was granted.
+    Attempt,
+    /// A guard of this process handed its lock over.
+    Handover,
+    /// A nested guard of a task that held the name already.
+    Reentry,
+}
+
+impl Via {
+    const ALL: [Via; 3] = [Via::Attempt, Via::Handover, Via::Reentry];
+
+    fn label(self) -> &'static str {
+        match self {
+            Via::Attempt => "attempt",
+            Via::Handover => "handover",
+            Via::Reentry => "reentry",
+        }
+    }
+}
+
 /// The label of requests that set none.
 pub(crate) const UNLABELLED: &str = "unlabelled";
 
@@ -55,6 +290,8 @@ pub(crate) struct Labels {
 pub(crate) struct Fixed {
     labels: &'static [Label],
     keys: Vec<Key>,
+    /// [`ACQUIRED_TOTAL`] with each `via`, in the order of [`Via::ALL`].
+    acquired: [Key; 3],
 }
 
 impl Fixed {
@@ -109,7 +346,6 @@ impl Labels {
         ]));
         let names = [
             ACQUIRE_ATTEMPTS_TOTAL,
-            ACQUIRED_TOTAL,
             ACQUIRE_WAIT_SECONDS,
             HELD_SECONDS,
             HELD,
@@ -121,7 +357,19 @@ impl Labels {
             .into_iter()
             .map(|name| Key::from_static_parts(name, labels))
             .collect();
-        let fixed: &'static Fixed = Box::leak(Box::new(Fixed { labels, keys }));
+        let acquired = Via::ALL.map(|via| {
+            let labels: &'static [Label] = Box::leak(Box::new([
+                Label::from_static_parts("backend", backend),
+                Label::from_static_parts("lock", UNLABELLED),
+                Label::from_static_parts("via", via.label()),
+            ]));
+            Key::from_static_parts(ACQUIRED_TOTAL, labels)
+        });
+        let fixed: &'static Fixed = Box::leak(Box::new(Fixed {
+            labels,
+            keys,
+            acquired,
+        }));
         sets.push((backend, fixed));
         fixed
     }
@@ -132,6 +380,23 @@ impl Labels {
                 metrics::with_recorder(|r| r.register_counter(&fixed.key(name), &METADATA))
             }
             None => metrics::counter!(name, "backend" => self.backend, "lock" => self.lock.clone()),
+        };
+        counter.increment(1);
+    }
+
+    /// Counts a guard handed out in [`ACQUIRED_TOTAL`], labelled with how it came.
+    pub(crate) fn acquired(&self, via: Via) {
+        let counter = match self.fixed {
+            Some(fixed) => {
+                let key = &fixed.acquired[via as usize];
+                metrics::with_recorder(|r| r.register_counter(key, &METADATA))
+            }
+            None => metrics::counter!(
+                ACQUIRED_TOTAL,
+                "backend" => self.backend,
+                "lock" => self.lock.clone(),
+                "via" => via.label()
+            ),
         };
         counter.increment(1);
     }

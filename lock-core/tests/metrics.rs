@@ -169,9 +169,11 @@ fn requests_without_a_label_are_recorded_as_unlabelled() {
         ("backend".to_owned(), "probe".to_owned()),
         ("lock".to_owned(), "unlabelled".to_owned()),
     ];
+    let mut via_attempt = labels.clone();
+    via_attempt.push(("via".to_owned(), "attempt".to_owned()));
     assert_eq!(
         series(metric::ACQUIRED_TOTAL, MetricKind::Counter),
-        vec![(labels.clone(), &DebugValue::Counter(3))],
+        vec![(via_attempt, &DebugValue::Counter(3))],
         "one series, never the rendered name"
     );
     let held = series(metric::HELD, MetricKind::Gauge);
@@ -188,3 +190,116 @@ fn requests_without_a_label_are_recorded_as_unlabelled() {
         "{waits:?}"
     );
 }
+
+/// Grants are counted by how they came: an attempt sent to the backend, a handover from a guard
+/// of this process (no attempt), a nested re-entry (no attempt, no new lease).
+#[test]
+fn grants_are_counted_by_how_they_came() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    metrics::with_local_recorder(&recorder, || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .expect("runtime");
+        let (probe, locker) = probe_locker(Duration::from_millis(300));
+        probe
+            .hands_over
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        runtime.block_on(async {
+            let request = || locker.lock("job:1").label("job:{id}");
+            // Inside a task, so that the nested request re-enters.
+            let first = tokio::spawn({
+                let request = request();
+                let locker = locker.clone();
+                async move {
+                    let guard = request.await.expect("free");
+                    let nested = locker
+                        .lock("job:1")
+                        .label("job:{id}")
+                        .await
+                        .expect("nested");
+                    assert!(nested.is_nested());
+                    drop(nested);
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    guard.release().await.expect("release");
+                }
+            });
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            // Waits behind the holder, and is handed the lock when it is released.
+            let second = request()
+                .wait(Duration::from_secs(1))
+                .await
+                .expect("handed over");
+            first.await.expect("first task");
+            second.release().await.expect("release");
+        });
+    });
+    let s = &snapshotter.snapshot().into_vec();
+    assert_eq!(
+        counter(s, metric::ACQUIRED_TOTAL, Some(("via", "attempt"))),
+        1
+    );
+    assert_eq!(
+        counter(s, metric::ACQUIRED_TOTAL, Some(("via", "handover"))),
+        1
+    );
+    assert_eq!(
+        counter(s, metric::ACQUIRED_TOTAL, Some(("via", "reentry"))),
+        1
+    );
+    assert!(
+        counter(s, metric::ACQUIRE_ATTEMPTS_TOTAL, None) >= 2,
+        "the holder's attempt and at least one busy try of the waiter"
+    );
+    match value(s, metric::ACQUIRE_WAIT_SECONDS, None) {
+        Some(DebugValue::Histogram(h)) => assert_eq!(h.len(), 2, "a wait per lease granted"),
+        other => panic!("wait histogram: {other:?}"),
+    }
+}
+
+/// `describe` gives every series a unit and a description (Prometheus' `# HELP`), and
+/// building a Locker describes them.
+#[test]
+fn building_a_locker_describes_every_series() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    metrics::with_local_recorder(&recorder, || {
+        let _ = probe_locker(Duration::from_millis(300));
+        // Described series show up in a snapshot once they are registered.
+        for name in ALL {
+            metrics::with_recorder(|r| {
+                let key = metrics::Key::from_static_name(name);
+                let meta = metrics::Metadata::new("t", metrics::Level::INFO, None);
+                drop(r.register_counter(&key, &meta));
+                drop(r.register_gauge(&key, &meta));
+                drop(r.register_histogram(&key, &meta));
+            });
+        }
+    });
+    let snapshot = snapshotter.snapshot().into_vec();
+    for name in ALL {
+        let described = snapshot
+            .iter()
+            .filter(|(key, ..)| key.key().name() == name)
+            .any(|(_, unit, help, _)| {
+                unit.is_some() && help.as_ref().is_some_and(|h| !h.is_empty())
+            });
+        assert!(described, "{name} has no unit or description");
+    }
+}
+
+const ALL: [&str; 11] = [
+    metric::ACQUIRE_ATTEMPTS_TOTAL,
+    metric::ACQUIRED_TOTAL,
+    metric::NOT_ACQUIRED_TOTAL,
+    metric::ACQUIRE_WAIT_SECONDS,
+    metric::HELD_SECONDS,
+    metric::HELD,
+    metric::WAITERS,
+    metric::RENEWALS_TOTAL,
+    metric::LOST_TOTAL,
+    metric::RELEASE_NOT_OWNED_TOTAL,
+    metric::BACKEND_ERRORS_TOTAL,
+];

@@ -1,4 +1,7 @@
-"""Draws dashboard.json's panels from a Prometheus server, as Grafana would show them.
+"""Draws dashboard.json's panels from a Prometheus server, in Grafana's colours.
+
+This is not Grafana and not a screenshot of it: matplotlib draws each panel's queries, as
+Prometheus answers them, so that the picture can be made on a machine without Grafana.
 
     python3 render.py dashboard.json http://127.0.0.1:9090 START END out.png
 
@@ -22,7 +25,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 VARIABLES = {"$__rate_interval": "4s", "$lock": ".*"}
 COLORS = ["#73bf69", "#f2cc0c", "#8ab8ff", "#ff780a", "#f2495c", "#5794f2", "#b877d9", "#fade2a"]
-UNITS = {"s": "seconds", "reqps": "per second", "short": ""}
+UNITS = {"s": "seconds", "reqps": "per second", "short": "", "percentunit": "share (1 = all)"}
 
 
 def query_range(base, expr, start, end):
@@ -85,7 +88,8 @@ def main():
         ax.set_visible(False)
     when = datetime.fromtimestamp(start).strftime("%Y-%m-%d %H:%M")
     figure.suptitle(
-        f"{dashboard['title']} — dashboard.json's queries on Prometheus, axum_service under load.sh ({when})",
+        f"{dashboard['title']} — dashboard.json's queries on Prometheus, axum_service under load.sh ({when}); "
+        "drawn by render.py (matplotlib), not a Grafana screenshot",
         color="#ccccdc", fontsize=13, x=0.01, ha="left")
     figure.tight_layout(rect=(0, 0, 1, 0.97))
     figure.savefig(out, dpi=80, facecolor=figure.get_facecolor())

