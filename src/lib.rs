@@ -32,8 +32,9 @@ pub use lock_redis::{
 pub use lock_redlock::{
     DEFAULT_DRIFT_CONSTANT, DEFAULT_DRIFT_FACTOR, METRIC_NODE_ERRORS, METRIC_NODE_GRANTS,
     METRIC_NODE_REFUSALS, METRIC_NODE_TIMEOUTS, METRIC_QUORUM, NODE_TIMEOUT_CEILING,
-    NODE_TIMEOUT_FLOOR, NODE_TIMEOUT_PERCENT, QuorumNotReached, Redlock, RedlockBuilder,
-    ValidityExpired, default_node_timeout, describe_metrics as describe_redlock_metrics, quorum,
+    NODE_TIMEOUT_FLOOR, NODE_TIMEOUT_PERCENT, PING_TIMEOUT, QuorumNotReached, Redlock,
+    RedlockBuilder, ValidityExpired, default_node_timeout,
+    describe_metrics as describe_redlock_metrics, quorum,
 };
 
 // `#[distributed_lock]` on async functions, the process-wide default locker it uses and the

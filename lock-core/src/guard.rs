@@ -71,6 +71,11 @@ impl Guard {
         }
     }
 
+    /// The shared state of the lease (for the waiting line, which follows its renewals).
+    pub(crate) fn held(&self) -> &Arc<Held> {
+        &self.held
+    }
+
     /// Whether this is a nested guard: one the task got by asking again for a name it already
     /// held. Releasing or dropping it does nothing; the outermost guard releases the lease.
     #[must_use]

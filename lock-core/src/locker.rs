@@ -603,17 +603,24 @@ impl LockRequest {
             // after reading the signals: a handoff landing between the two would otherwise
             // leave us waiting for the handed lease's validity.)
             if let Some(lease) = ticket.take_handed() {
+                let guard = self.grant(lease, labels, started, Via::Handover);
+                ticket.granted(guard.held());
                 drop(ticket); // the next in line becomes head, and waits for our release
-                return Ok(self.grant(lease, labels, started, Via::Handover));
+                return Ok(guard);
             }
             if let Some(held_until) = signals.held_until {
                 // A guard of this process holds it: wait for its release rather than send an
-                // attempt that cannot succeed (at the lease's validity, try anyway).
+                // attempt that cannot succeed (at the lease's validity — as renewal moves it —
+                // try anyway).
                 waiting.get_or_insert_with(|| Waiting::enter(labels.clone()));
                 let until = deadline.map_or(held_until, |deadline| held_until.min(deadline));
                 tokio::select! {
                     () = signals.local.changed_since(local_seen) => {}
                     () = tokio::time::sleep_until(until) => {
+                        if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                            // Still held here: an attempt could not succeed.
+                            return Err(timed_out());
+                        }
                         ticket.granted_expired();
                     }
                 }
@@ -625,9 +632,10 @@ impl LockRequest {
             // like a busy lock, within the same wait; the caller sees it if it outlasts the wait.
             let (holder_ttl, announces, failure) = match self.attempt(ttl, labels).await {
                 Ok(Attempt::Acquired(lease)) => {
-                    ticket.granted(lease.valid_until());
+                    let guard = self.grant(lease, labels, started, Via::Attempt);
+                    ticket.granted(guard.held());
                     drop(ticket); // the next in line becomes head
-                    return Ok(self.grant(lease, labels, started, Via::Attempt));
+                    return Ok(guard);
                 }
                 Ok(Attempt::Busy {
                     holder_ttl,

@@ -16,6 +16,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::cleanup::ReleaseOnDrop;
+use crate::held::Held;
 use crate::{Lease, Lock, ReleaseSignal, ReleaseWatch};
 
 /// How many times in a row a name is handed from one task of this process to the next before
@@ -42,12 +43,32 @@ struct Queue {
     /// Set when a waiter of this line got the lock: until a guard of this process releases it
     /// (or, should that never be announced, until the lease's validity), the next head waits
     /// instead of sending an attempt that cannot succeed.
-    held_until: Option<Instant>,
+    holder: Option<LocalHolder>,
     /// A lease handed to the head by a releasing guard, not yet taken. Dropped untaken (the
     /// head gave up, the line emptied), it is released in the background.
     handed: Option<ReleaseOnDrop>,
     /// Handoffs since the last plain release of this name.
     handoffs_in_row: u32,
+}
+
+/// The guard of this process that holds a name its line waits for.
+enum LocalHolder {
+    /// A lease handed over and not yet taken: valid until this instant.
+    Handed(Instant),
+    /// A guard's lease: valid until its current `valid_until`, which renewal moves on. (A
+    /// copy of the instant at the grant would make the next head try, in vain, as soon as the
+    /// first lease would have ended.)
+    Guard(Arc<Held>),
+}
+
+impl LocalHolder {
+    /// Until when the lease holds as far as this process knows; `None` once it is lost.
+    fn until(&self) -> Option<Instant> {
+        match self {
+            Self::Handed(until) => Some(*until),
+            Self::Guard(held) => (!held.is_lost()).then(|| held.valid_until()),
+        }
+    }
 }
 
 impl Queue {
@@ -88,7 +109,7 @@ impl Waiters {
             turn: Arc::new(Notify::new()),
             local: ReleaseSignal::new(),
             remote: None,
-            held_until: None,
+            holder: None,
             handed: None,
             handoffs_in_row: 0,
         });
@@ -111,7 +132,7 @@ impl Waiters {
     /// A guard of this process released `name` (or tried to): wake the head of its line.
     pub(crate) fn released(&self, name: &str) {
         if let Some(queue) = self.queues().get_mut(name) {
-            queue.held_until = None;
+            queue.holder = None;
             queue.handoffs_in_row = 0;
             queue.local.notify();
         }
@@ -138,7 +159,7 @@ impl Waiters {
             return; // `pending` is dropped after the lock is let go: released in the background
         };
         queue.handoffs_in_row = queue.handoffs_in_row.saturating_add(1);
-        queue.held_until = Some(lease.valid_until());
+        queue.holder = Some(LocalHolder::Handed(lease.valid_until()));
         let replaced = queue.handed.replace(pending);
         queue.local.notify();
         drop(queues);
@@ -193,23 +214,28 @@ impl Ticket {
         Signals {
             local: self.local.clone(),
             remote: queue.and_then(|q| q.remote.clone()),
-            held_until: queue.and_then(|q| q.held_until),
+            held_until: queue
+                .and_then(|q| q.holder.as_ref())
+                .and_then(LocalHolder::until),
         }
     }
 
-    /// This waiter got the lock, valid until `valid_until`: the waiters behind it wait for its
-    /// release instead of trying.
-    pub(crate) fn granted(&self, valid_until: Instant) {
+    /// This waiter got the lock, held by `held`: the waiters behind it wait for its release
+    /// (or the end of its lease, however often renewal moves it) instead of trying.
+    pub(crate) fn granted(&self, held: &Arc<Held>) {
         if let Some(queue) = self.waiters.queues().get_mut(&self.name) {
-            queue.held_until = Some(valid_until);
+            queue.holder = Some(LocalHolder::Guard(Arc::clone(held)));
         }
     }
 
-    /// The local holder's validity passed without a release being announced: stop waiting
-    /// for it and let the head try.
+    /// The local holder's validity came: if it has passed (it was not renewed) or the lease
+    /// was lost, without a release being announced, stop waiting for it and let the head try.
     pub(crate) fn granted_expired(&self) {
         if let Some(queue) = self.waiters.queues().get_mut(&self.name) {
-            queue.held_until = None;
+            let until = queue.holder.as_ref().and_then(LocalHolder::until);
+            if until.is_none_or(|until| until <= Instant::now()) {
+                queue.holder = None;
+            }
         }
     }
 
@@ -242,7 +268,7 @@ impl Drop for Ticket {
             // waiter, who asked for a TTL of its own; the next head then contends as usual.
             let untaken = queue.handed.take();
             if untaken.is_some() {
-                queue.held_until = None;
+                queue.holder = None;
                 queue.local.notify();
             }
             queue.turn.notify_waiters();

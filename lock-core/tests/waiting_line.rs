@@ -264,3 +264,29 @@ async fn a_lost_announcement_costs_latency_not_liveness() {
         "{waited:?}"
     );
 }
+
+/// A local holder whose lease is renewed: the head of the line waits for its release however
+/// often renewal moves the lease's end, and sends no attempt that cannot succeed. (It used to
+/// try once when the first lease would have ended: one busy attempt per renewed hold.)
+#[tokio::test(start_paused = true)]
+async fn a_renewed_local_holder_costs_the_line_no_attempt() {
+    let (probe, locker) = common::probe_locker(Duration::from_millis(300));
+    let holder = locker.lock("a").await.expect("free");
+    let before = probe.attempts.load(Ordering::SeqCst);
+    let waiter = tokio::spawn({
+        let locker = locker.clone();
+        async move { locker.lock("a").wait(LONG).await }
+    });
+    sleep(Duration::from_secs(3)).await; // ten leases, each renewed
+    assert!(holder.is_held() && !waiter.is_finished());
+    assert_eq!(
+        probe.attempts.load(Ordering::SeqCst),
+        before,
+        "the head waited for the local holder instead of trying"
+    );
+    let released = Instant::now();
+    holder.release().await.expect("ours");
+    let guard = waiter.await.expect("no panic").expect("handed over");
+    assert_eq!(released.elapsed(), Duration::ZERO, "at once");
+    guard.release().await.expect("ours");
+}

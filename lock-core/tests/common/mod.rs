@@ -72,6 +72,7 @@ impl Lock for Probe {
         token: Token,
         ttl: Duration,
     ) -> Result<Attempt, LockError> {
+        self.attempts.fetch_add(1, Ordering::SeqCst);
         self.inner.try_acquire(name, token, ttl).await
     }
     async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
