@@ -17,6 +17,17 @@ pub use lock_redis::{
     redis, token_value,
 };
 
+/// The PostgreSQL backend: a lease table, releases announced with LISTEN/NOTIFY (feature
+/// `postgres`).
+#[cfg(feature = "postgres")]
+pub use lock_postgres::{
+    CHANNEL as POSTGRES_CHANNEL, DEFAULT_CONNECT_TIMEOUT as POSTGRES_CONNECT_TIMEOUT,
+    DEFAULT_POOL_SIZE as POSTGRES_POOL_SIZE,
+    DEFAULT_STATEMENT_TIMEOUT as POSTGRES_STATEMENT_TIMEOUT, MIGRATION as POSTGRES_MIGRATION,
+    MissingTable, PostgresError, PostgresLock, PostgresLockBuilder, TABLE as POSTGRES_TABLE,
+    deadpool_postgres, tokio_postgres,
+};
+
 /// Redlock: one lock over N independent Redis masters, granted by a quorum (feature `redlock`).
 #[cfg(feature = "redlock")]
 pub use lock_redlock::{

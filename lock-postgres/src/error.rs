@@ -22,7 +22,7 @@ impl fmt::Display for MissingTable {
             "the lease table `{}` does not exist: run `PostgresLock::migrate()` or the SQL in \
              `lock_postgres::MIGRATION` once ({})",
             crate::TABLE,
-            self.source
+            Describe(&self.source)
         )
     }
 }
@@ -30,6 +30,59 @@ impl fmt::Display for MissingTable {
 impl std::error::Error for MissingTable {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         Some(&self.source)
+    }
+}
+
+/// A failure reported by PostgreSQL or its client: the source of a [`LockError::Backend`] from
+/// `PostgresLock`. Its message carries the server's own (with the SQLSTATE code), which
+/// tokio-postgres keeps in its error's source; [`PostgresError::inner`] gives the client's error.
+#[derive(Debug)]
+pub struct PostgresError(tokio_postgres::Error);
+
+impl PostgresError {
+    /// The client library's error (`code()`, `as_db_error()`, `is_closed()`).
+    #[must_use]
+    pub fn inner(&self) -> &tokio_postgres::Error {
+        &self.0
+    }
+
+    /// The SQLSTATE code, when the server sent one.
+    #[must_use]
+    pub fn code(&self) -> Option<&SqlState> {
+        self.0.code()
+    }
+}
+
+impl fmt::Display for PostgresError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        Describe(&self.0).fmt(f)
+    }
+}
+
+/// A tokio-postgres error with the server's message, which its own `Display` leaves out.
+struct Describe<'a>(&'a tokio_postgres::Error);
+
+impl fmt::Display for Describe<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0.as_db_error() {
+            Some(db) => write!(
+                f,
+                "{} ({}): {}",
+                db.severity(),
+                db.code().code(),
+                db.message()
+            ),
+            None => match std::error::Error::source(&self.0) {
+                Some(cause) => write!(f, "{}: {cause}", self.0),
+                None => write!(f, "{}", self.0),
+            },
+        }
+    }
+}
+
+impl std::error::Error for PostgresError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
     }
 }
 
@@ -47,7 +100,7 @@ pub(crate) fn from_pg(err: tokio_postgres::Error, op: Op) -> LockError {
         backend: BACKEND,
         op,
         retryable: retryable(&err),
-        source: Box::new(err),
+        source: Box::new(PostgresError(err)),
     }
 }
 

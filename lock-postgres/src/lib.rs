@@ -10,7 +10,7 @@ mod sql;
 pub use config::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE, DEFAULT_STATEMENT_TIMEOUT, PostgresLockBuilder,
 };
-pub use error::MissingTable;
+pub use error::{MissingTable, PostgresError};
 pub use lock_core::LockError;
 pub use postgres_lock::PostgresLock;
 pub use sql::{CHANNEL, MIGRATION, TABLE};

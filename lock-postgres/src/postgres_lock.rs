@@ -9,6 +9,7 @@ use lock_core::{
     Attempt, Handover, Lease, Lock, LockError, Op, ReleaseWatch, TimeoutPhase, Token, check_name,
     check_ttl, valid_until,
 };
+use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{NoTls, Row};
@@ -126,6 +127,15 @@ impl PostgresLock {
         }
     }
 
+    /// Runs a statement that may grant a lease; see [`run_grant`].
+    async fn grant(&self, grant: Grant) -> Result<Vec<Row>, LockError> {
+        let limits = Limits {
+            connect: self.connect_timeout,
+            statement: self.statement_timeout,
+        };
+        run_grant(self.pool.clone(), limits, grant).await
+    }
+
     /// Runs one statement (unnamed, typed parameters: one round trip) within the statement
     /// timeout, dropping the connection when it timed out or broke.
     async fn query(
@@ -162,6 +172,146 @@ fn discard(client: Object, limit: Duration) {
     }));
 }
 
+/// A statement that may grant a lease (acquire, hand-over), with what it needs to run on its
+/// own: owned parameters, and how to tell from its rows whether it granted.
+struct Grant {
+    op: Op,
+    sql: &'static str,
+    params: Vec<(Box<dyn ToSql + Send + Sync>, Type)>,
+    /// Whether the rows say the lease was granted.
+    granted: fn(&[Row]) -> bool,
+    /// The name and token of the lease it grants, to release it if nobody takes it.
+    name: String,
+    token: String,
+}
+
+/// Limits a grant task works within.
+#[derive(Clone, Copy)]
+struct Limits {
+    connect: Duration,
+    statement: Duration,
+}
+
+/// Runs a grant in a task of its own and waits for its answer. The task outlives a caller
+/// that is dropped or times out: when the statement grants a lease that nobody will receive,
+/// the task releases it on the same connection, right after the grant, so the release can
+/// never overtake the grant (as a release sent on another connection could).
+async fn run_grant(pool: Pool, limits: Limits, grant: Grant) -> Result<Vec<Row>, LockError> {
+    let op = grant.op;
+    let (answer, answered) = oneshot::channel();
+    drop(tokio::spawn(grant_task(pool, limits, grant, answer)));
+    answered.await.unwrap_or_else(|_| {
+        Err(LockError::Backend {
+            backend: BACKEND,
+            op,
+            retryable: true,
+            source: "the statement's task ended without an answer".into(),
+        })
+    })
+}
+
+type Answer = oneshot::Sender<Result<Vec<Row>, LockError>>;
+
+async fn grant_task(pool: Pool, limits: Limits, grant: Grant, answer: Answer) {
+    let started = Instant::now();
+    let client = match tokio::time::timeout(limits.connect, pool.get()).await {
+        Ok(Ok(client)) => client,
+        Ok(Err(err)) => {
+            let _ = answer.send(Err(from_pool(err, started.elapsed())));
+            return;
+        }
+        Err(_) => {
+            let _ = answer.send(Err(timeout(TimeoutPhase::Connect, started.elapsed())));
+            return;
+        }
+    };
+    if answer.is_closed() {
+        return; // the caller is gone before anything was sent
+    }
+    let started = Instant::now();
+    let params: Vec<(&(dyn ToSql + Sync), Type)> = grant
+        .params
+        .iter()
+        .map(|(value, ty)| (&**value as &(dyn ToSql + Sync), ty.clone()))
+        .collect();
+    let mut query = Box::pin(client.query_typed(grant.sql, &params));
+    let rows = match tokio::time::timeout(limits.statement, &mut query).await {
+        Ok(Ok(rows)) => rows,
+        Ok(Err(err)) => {
+            let closed = err.is_closed();
+            let _ = answer.send(Err(from_pg(err, grant.op)));
+            drop(query);
+            if closed {
+                drop(Object::take(client));
+            }
+            return;
+        }
+        Err(_) => {
+            let _ = answer.send(Err(timeout(TimeoutPhase::Command, started.elapsed())));
+            // The statement may still grant: ask the server to cancel it, and wait (bounded)
+            // for its answer so a late grant is released here.
+            let cancel = client.cancel_token();
+            drop(tokio::spawn(async move {
+                let _ = tokio::time::timeout(limits.connect, cancel.cancel_query(NoTls)).await;
+            }));
+            let late = tokio::time::timeout(limits.connect + limits.statement, &mut query).await;
+            drop(query);
+            match late {
+                Ok(Ok(rows)) => {
+                    if (grant.granted)(&rows) {
+                        release_orphan(&client, limits, &grant).await;
+                    }
+                }
+                Ok(Err(_)) => {}
+                Err(_) => {
+                    // Still no answer: give the connection up; the lease, if granted, ends at
+                    // its TTL.
+                    drop(Object::take(client));
+                }
+            }
+            return;
+        }
+    };
+    drop(query);
+    if let Err(Ok(rows)) = answer.send(Ok(rows))
+        && (grant.granted)(&rows)
+    {
+        release_orphan(&client, limits, &grant).await;
+    }
+}
+
+/// Releases a lease granted to a caller that is gone, on the connection that granted it.
+async fn release_orphan(client: &Object, limits: Limits, grant: &Grant) {
+    let released = tokio::time::timeout(
+        limits.statement,
+        client.query_typed(
+            RELEASE,
+            &[
+                (&grant.name, Type::TEXT),
+                (&grant.token, Type::TEXT),
+                (&CHANNEL, Type::TEXT),
+            ],
+        ),
+    )
+    .await;
+    match released {
+        Ok(Ok(rows)) => tracing::debug!(
+            name = grant.name,
+            released = !rows.is_empty(),
+            "released the grant of a cancelled or timed-out acquire"
+        ),
+        Ok(Err(error)) => tracing::warn!(
+            name = grant.name,
+            %error,
+            "releasing the grant of a cancelled acquire failed; it ends at its TTL"
+        ),
+        Err(_) => tracing::warn!(
+            name = grant.name,
+            "releasing the grant of a cancelled acquire timed out; it ends at its TTL"
+        ),
+    }
+}
+
 fn millis(ms: u64) -> i64 {
     // check_ttl caps a TTL at 2^53 - 1 ms.
     i64::try_from(ms).unwrap_or(i64::MAX)
@@ -183,17 +333,23 @@ impl Lock for PostgresLock {
         check_name(name)?;
         let ttl_ms = check_ttl(ttl)?;
         let started = Instant::now();
-        let (hex, ms) = (token.to_hex(), millis(ttl_ms));
         let rows = self
-            .query(
-                Op::Acquire,
-                ACQUIRE,
-                &[
-                    (&name, Type::TEXT),
-                    (&hex.as_str(), Type::TEXT),
-                    (&ms, Type::INT8),
+            .grant(Grant {
+                op: Op::Acquire,
+                sql: ACQUIRE,
+                params: vec![
+                    (Box::new(name.to_owned()), Type::TEXT),
+                    (Box::new(token.to_hex().as_str().to_owned()), Type::TEXT),
+                    (Box::new(millis(ttl_ms)), Type::INT8),
                 ],
-            )
+                granted: |rows| {
+                    rows.first()
+                        .and_then(|row| row.try_get::<_, bool>(0).ok())
+                        .unwrap_or(false)
+                },
+                name: name.to_owned(),
+                token: token.to_hex().as_str().to_owned(),
+            })
             .await?;
         let [row] = &rows[..] else {
             return Err(unexpected(
@@ -253,18 +409,24 @@ impl Lock for PostgresLock {
     ) -> Result<Handover, LockError> {
         let ttl_ms = check_ttl(ttl)?;
         let started = Instant::now();
-        let (from, to_hex, ms) = (lease.token().to_hex(), to.to_hex(), millis(ttl_ms));
+        let to_hex = to.to_hex().as_str().to_owned();
         let rows = self
-            .query(
-                Op::Acquire,
-                HAND_OVER,
-                &[
-                    (&lease.name(), Type::TEXT),
-                    (&from.as_str(), Type::TEXT),
-                    (&to_hex.as_str(), Type::TEXT),
-                    (&ms, Type::INT8),
+            .grant(Grant {
+                op: Op::Acquire,
+                sql: HAND_OVER,
+                params: vec![
+                    (Box::new(lease.name().to_owned()), Type::TEXT),
+                    (
+                        Box::new(lease.token().to_hex().as_str().to_owned()),
+                        Type::TEXT,
+                    ),
+                    (Box::new(to_hex.clone()), Type::TEXT),
+                    (Box::new(millis(ttl_ms)), Type::INT8),
                 ],
-            )
+                granted: |rows| !rows.is_empty(),
+                name: lease.name().to_owned(),
+                token: to_hex,
+            })
             .await?;
         let Some(row) = rows.first() else {
             return Ok(Handover::NotOwned);
