@@ -95,3 +95,66 @@ async fn many_waiters_of_many_names_share_one_listener() {
             .expect("every waiter got in and released");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_listener_reconnects_after_its_connection_is_killed() {
+    let server = common::server();
+    let holder_side = slow_polling(common::lock(&server).await);
+    let waiter_side = slow_polling(common::lock(&server).await);
+    let client = common::client(&server.url()).await;
+    let listener_pids = || async {
+        client
+            .query(
+                "SELECT pid FROM pg_stat_activity WHERE query = 'LISTEN distlock_released'",
+                &[],
+            )
+            .await
+            .expect("listeners")
+            .iter()
+            .map(|row| row.get::<_, i32>(0))
+            .collect::<Vec<i32>>()
+    };
+
+    let holder = holder_side
+        .lock("a")
+        .fixed_ttl(Duration::from_secs(30))
+        .await
+        .expect("free");
+    let waiter = tokio::spawn(async move {
+        waiter_side
+            .lock("a")
+            .wait(Duration::from_secs(15))
+            .await
+            .map(drop)
+    });
+    let mut first = Vec::new();
+    for _ in 0..100 {
+        first = listener_pids().await;
+        if !first.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(first.len(), 1, "the waiter's listener never listened");
+    client
+        .execute("SELECT pg_terminate_backend($1)", &[&first[0]])
+        .await
+        .expect("terminate the listener's backend");
+    let mut second = Vec::new();
+    for _ in 0..100 {
+        second = listener_pids().await;
+        if !second.is_empty() && second != first {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        second.len() == 1 && second != first,
+        "the listener did not reconnect: {first:?} then {second:?}"
+    );
+    holder.release().await.expect("ours");
+    waiter
+        .await
+        .expect("no panic")
+        .expect("woken through the new listening connection");
+}
