@@ -194,8 +194,9 @@ struct Limits {
 
 /// Runs a grant in a task of its own and waits for its answer. The task outlives a caller
 /// that is dropped or times out: when the statement grants a lease that nobody will receive,
-/// the task releases it on the same connection, right after the grant, so the release can
-/// never overtake the grant (as a release sent on another connection could).
+/// the task releases it once the grant has answered, so the release can never overtake the
+/// grant (as a release sent at once on another connection could: the server may run it first,
+/// find nothing, and then run the grant).
 async fn run_grant(pool: Pool, limits: Limits, grant: Grant) -> Result<Vec<Row>, LockError> {
     let op = grant.op;
     let (answer, answered) = oneshot::channel();
@@ -258,8 +259,9 @@ async fn grant_task(pool: Pool, limits: Limits, grant: Grant, answer: Answer) {
             drop(query);
             match late {
                 Ok(Ok(rows)) => {
+                    drop(client); // answered: back to the pool, in a known state
                     if (grant.granted)(&rows) {
-                        release_orphan(&client, limits, &grant).await;
+                        release_orphan(&pool, limits, &grant).await;
                     }
                 }
                 Ok(Err(_)) => {}
@@ -272,16 +274,26 @@ async fn grant_task(pool: Pool, limits: Limits, grant: Grant, answer: Answer) {
             return;
         }
     };
+    // Back to the pool before the caller hears of it, so its next operation finds it there.
     drop(query);
+    drop(client);
     if let Err(Ok(rows)) = answer.send(Ok(rows))
         && (grant.granted)(&rows)
     {
-        release_orphan(&client, limits, &grant).await;
+        release_orphan(&pool, limits, &grant).await;
     }
 }
 
-/// Releases a lease granted to a caller that is gone, on the connection that granted it.
-async fn release_orphan(client: &Object, limits: Limits, grant: &Grant) {
+/// Releases a lease granted to a caller that is gone. The grant has been answered, so it is
+/// committed: any connection will do.
+async fn release_orphan(pool: &Pool, limits: Limits, grant: &Grant) {
+    let Ok(Ok(client)) = tokio::time::timeout(limits.connect, pool.get()).await else {
+        tracing::warn!(
+            name = grant.name,
+            "no connection to release the grant of a cancelled acquire; it ends at its TTL"
+        );
+        return;
+    };
     let released = tokio::time::timeout(
         limits.statement,
         client.query_typed(

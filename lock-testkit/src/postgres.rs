@@ -171,6 +171,12 @@ impl PostgresServer {
         self.port
     }
 
+    /// `127.0.0.1:PORT` as a socket address (e.g. the upstream of a
+    /// [`FaultProxy`](crate::FaultProxy)).
+    pub fn addr(&self) -> std::net::SocketAddr {
+        std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, self.port))
+    }
+
     /// `postgres://postgres@127.0.0.1:PORT/postgres`, with the password (percent-encoded)
     /// when one is set.
     pub fn url(&self) -> String {
