@@ -19,8 +19,8 @@ async fn a_stopped_server_gives_retryable_errors_in_bounded_time() {
     let mut server = common::server();
     let lock = PostgresLock::builder()
         .url(server.url())
-        .connect_timeout(Duration::from_millis(500))
-        .statement_timeout(Duration::from_millis(500))
+        .connect_timeout(Duration::from_secs(1))
+        .statement_timeout(Duration::from_secs(1))
         .build()
         .expect("build");
     lock.migrate().await.expect("migrate");

@@ -17,12 +17,12 @@ fn token() -> Token {
 #[tokio::test]
 async fn a_blocked_statement_times_out() {
     let server = common::server();
+    common::lock(&server).await; // migrated with the default timeouts
     let lock = PostgresLock::builder()
         .url(server.url())
-        .statement_timeout(Duration::from_millis(300))
+        .statement_timeout(Duration::from_secs(1))
         .build()
         .expect("build");
-    lock.migrate().await.expect("migrate");
     let Attempt::Acquired(lease) = lock
         .try_acquire("row", token(), Duration::from_secs(30))
         .await

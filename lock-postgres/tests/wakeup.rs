@@ -74,16 +74,23 @@ async fn many_waiters_of_many_names_share_one_listener() {
             }));
         }
     }
-    tokio::time::sleep(Duration::from_millis(500)).await;
     let client = common::client(&server.url()).await;
-    let listeners: i64 = client
-        .query_one(
-            "SELECT count(*) FROM pg_stat_activity WHERE query = 'LISTEN distlock_released'",
-            &[],
-        )
-        .await
-        .expect("count listeners")
-        .get(0);
+    // Wait (bounded) until the waiters listen, then count the listening connections.
+    let mut listeners = 0;
+    for _ in 0..200 {
+        listeners = client
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE query = 'LISTEN distlock_released'",
+                &[],
+            )
+            .await
+            .expect("count listeners")
+            .get::<_, i64>(0);
+        if listeners > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     assert_eq!(listeners, 1, "one listening connection for every name");
     for holder in holders {
         holder.release().await.expect("ours");
