@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Everything CI checks: formatting, lints, then every unit, integration and doc test. The
 # integration tests start their own redis-server processes (single servers, a cluster-enabled
-# node) on free loopback ports through lock-testkit and stop them by PID.
+# node) and PostgreSQL servers (initdb in a temporary directory) on free loopback ports through
+# lock-testkit and stop them by PID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The examples read REDIS_URL; the tests start their own servers and must not meet someone's.
 unset REDIS_URL
 
 bash scripts/ensure-redis.sh
+bash scripts/ensure-postgres.sh
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check

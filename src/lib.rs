@@ -26,14 +26,26 @@ pub use lock_redis::{
     redis, token_value,
 };
 
+// The PostgreSQL backend: a lease table, releases announced with LISTEN/NOTIFY (feature
+// `postgres`).
+#[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+pub use lock_postgres::{
+    CHANNEL as POSTGRES_CHANNEL, DEFAULT_CONNECT_TIMEOUT as POSTGRES_CONNECT_TIMEOUT,
+    DEFAULT_POOL_SIZE as POSTGRES_POOL_SIZE,
+    DEFAULT_STATEMENT_TIMEOUT as POSTGRES_STATEMENT_TIMEOUT, MIGRATION as POSTGRES_MIGRATION,
+    MissingTable, PostgresError, PostgresLock, PostgresLockBuilder, TABLE as POSTGRES_TABLE,
+    deadpool_postgres, tokio_postgres,
+};
+
 // Redlock: one lock over N independent Redis masters, granted by a quorum (feature `redlock`).
 #[cfg(feature = "redlock")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redlock")))]
 pub use lock_redlock::{
     DEFAULT_DRIFT_CONSTANT, DEFAULT_DRIFT_FACTOR, METRIC_NODE_ERRORS, METRIC_NODE_GRANTS,
     METRIC_NODE_REFUSALS, METRIC_NODE_TIMEOUTS, METRIC_QUORUM, NODE_TIMEOUT_CEILING,
-    NODE_TIMEOUT_FLOOR, NODE_TIMEOUT_PERCENT, PING_TIMEOUT, QuorumNotReached, Redlock,
-    RedlockBuilder, ValidityExpired, default_node_timeout,
+    NODE_TIMEOUT_FLOOR, NODE_TIMEOUT_PERCENT, PING_TIMEOUT as REDLOCK_PING_TIMEOUT,
+    QuorumNotReached, Redlock, RedlockBuilder, ValidityExpired, default_node_timeout,
     describe_metrics as describe_redlock_metrics, quorum,
 };
 

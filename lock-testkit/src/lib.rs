@@ -36,6 +36,15 @@
 //! before returning, query the nodes for their current roles rather than
 //! remembering them, and kill every process by its PID when dropped.
 //!
+//! [`PostgresServer`] does the same for PostgreSQL: `initdb` in a temporary
+//! directory, `postgres` on a free loopback port, ready once its
+//! `postmaster.pid` says so, stopped by its PID (immediate shutdown, like a
+//! crash) and started again on the same port with the same data. As root,
+//! where `initdb` and `postgres` refuse to run, both run as the unprivileged
+//! user `postgres` (`DISTLOCK_PG_USER` names another); the binaries are found
+//! through `DISTLOCK_PG_BINDIR`, `pg_config --bindir` or
+//! `/usr/lib/postgresql/*/bin` (`scripts/ensure-postgres.sh` installs them).
+//!
 //! [`FaultProxy`] sits between clients and one server and injects network
 //! faults while a test runs: latency, stalls, full partitions, refused and
 //! reset connections, replies cut mid-way.
@@ -78,6 +87,7 @@ mod client;
 mod cluster;
 mod poll;
 mod port;
+mod postgres;
 mod probe;
 mod processes;
 mod proxy;
@@ -91,6 +101,7 @@ mod tls;
 pub use binary::{redis_server_binary, try_redis_server_binary};
 pub use cluster::{CLUSTER_SLOTS, ClusterNode, RedisCluster, RedisClusterBuilder, SlotMigration};
 pub use port::free_port;
+pub use postgres::{PostgresServer, PostgresServerBuilder, postgres_bin_dir};
 pub use processes::run_test_in_processes;
 pub use proxy::FaultProxy;
 pub use role::Role;

@@ -679,7 +679,7 @@ fn remove_if_present(path: &Path) -> io::Result<()> {
 }
 
 /// Percent-encodes everything but RFC 3986 unreserved characters.
-fn percent_encode(s: &str) -> String {
+pub(crate) fn percent_encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {

@@ -1,0 +1,21 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+
+mod config;
+mod error;
+mod listener;
+mod postgres_lock;
+mod sql;
+
+pub use config::{
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE, DEFAULT_STATEMENT_TIMEOUT, PostgresLockBuilder,
+};
+pub use error::{MissingTable, PostgresError};
+pub use lock_core::LockError;
+pub use postgres_lock::PostgresLock;
+pub use sql::{CHANNEL, MIGRATION, TABLE};
+
+/// The pool crate `PostgresLock` is built on, re-exported so its version always matches.
+pub use deadpool_postgres;
+/// The PostgreSQL client `PostgresLock` is built on, re-exported so its version always matches.
+pub use tokio_postgres;

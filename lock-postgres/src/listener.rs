@@ -1,0 +1,286 @@
+//! One listening connection per `PostgresLock` and tokio runtime that tells waiters when a lock
+//! is released.
+//!
+//! Every release runs `pg_notify('distlock_released', name)` in its own statement, so the
+//! announcement is delivered when (and only if) the release commits. The listener's connection
+//! runs `LISTEN distlock_released` once and hands each notification to the signal of its name,
+//! if any waiter of this process watches it: one channel for all names, no `LISTEN` per name.
+//! If the connection drops, a background task connects again, listens again and bumps every
+//! signal, because a release may have been announced while it was away (waiters then simply try
+//! again).
+//!
+//! The task and its connection live on the runtime of the waiters they serve: a task on a
+//! runtime that has shut down never runs again, and one `PostgresLock` may be used from several
+//! runtimes, in sequence (every `#[tokio::test]` has its own) or at once. So each runtime that
+//! waits gets its own feed, and a feed whose runtime is gone is replaced on the next watch.
+
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+use lock_core::{LockError, Op, ReleaseSignal, ReleaseWatch, TimeoutPhase};
+use tokio::runtime::{Handle, Id};
+use tokio::sync::{oneshot, watch};
+use tokio_postgres::{AsyncMessage, NoTls};
+
+use crate::error::{BACKEND, retryable, timeout};
+use crate::sql::{CHANNEL, LISTEN};
+
+/// How long to wait before connecting again after the listening connection failed.
+const RECONNECT_AFTER: Duration = Duration::from_millis(200);
+
+pub(crate) struct Listener {
+    config: tokio_postgres::Config,
+    /// Bound on connecting plus `LISTEN`.
+    limit: Duration,
+    feeds: Mutex<Vec<Feed>>,
+}
+
+/// One runtime's listening task, and the names its waiters watch.
+struct Feed {
+    runtime: Id,
+    names: Arc<Mutex<Names>>,
+    state: watch::Receiver<State>,
+    /// Dropped with the `PostgresLock`: the task then ends.
+    _stop: oneshot::Sender<()>,
+}
+
+type Names = HashMap<String, Entry>;
+
+struct Entry {
+    signal: ReleaseSignal,
+    watchers: usize,
+}
+
+/// Where the listening connection stands.
+#[derive(Clone)]
+enum State {
+    /// Not (yet, or no longer) listening; a connect is under way.
+    Connecting,
+    /// `LISTEN` is in force.
+    Listening,
+    /// The last connect failed; the task tries again shortly.
+    Failed(Failure),
+}
+
+#[derive(Clone)]
+enum Failure {
+    Timeout,
+    Error {
+        retryable: bool,
+        source: Arc<tokio_postgres::Error>,
+    },
+}
+
+impl Failure {
+    fn to_error(&self, elapsed: Duration) -> LockError {
+        match self {
+            Self::Timeout => timeout(TimeoutPhase::Connect, elapsed),
+            Self::Error { retryable, source } => LockError::Backend {
+                backend: BACKEND,
+                op: Op::Connect,
+                retryable: *retryable,
+                source: Box::new(Arc::clone(source)),
+            },
+        }
+    }
+}
+
+/// Kept inside a `ReleaseWatch`: dropping the last one for a name forgets the name.
+struct Unwatch {
+    name: String,
+    names: Arc<Mutex<Names>>,
+}
+
+impl Drop for Unwatch {
+    fn drop(&mut self) {
+        let mut names = lock(&self.names);
+        if let Some(entry) = names.get_mut(&self.name) {
+            entry.watchers -= 1;
+            if entry.watchers == 0 {
+                names.remove(&self.name);
+            }
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Listener {
+    pub(crate) fn new(config: tokio_postgres::Config, limit: Duration) -> Self {
+        Self {
+            config,
+            limit,
+            feeds: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The current runtime's feed, started if it has none (or its task is gone with an earlier
+    /// runtime, whose feed is dropped here).
+    fn feed(&self) -> (Arc<Mutex<Names>>, watch::Receiver<State>) {
+        let runtime = Handle::current();
+        let id = runtime.id();
+        let mut feeds = lock(&self.feeds);
+        // A task that is gone has dropped its state sender.
+        feeds.retain(|feed| feed.state.has_changed().is_ok());
+        if let Some(feed) = feeds.iter().find(|feed| feed.runtime == id) {
+            return (Arc::clone(&feed.names), feed.state.clone());
+        }
+        let names = Arc::<Mutex<Names>>::default();
+        let (state_tx, state) = watch::channel(State::Connecting);
+        let (stop, stopped) = oneshot::channel();
+        drop(runtime.spawn(run(
+            self.config.clone(),
+            Arc::clone(&names),
+            state_tx,
+            stopped,
+            self.limit,
+        )));
+        feeds.push(Feed {
+            runtime: id,
+            names: Arc::clone(&names),
+            state: state.clone(),
+            _stop: stop,
+        });
+        (names, state)
+    }
+
+    /// Registers a waiter of `name` and returns its watch once the feed listens.
+    pub(crate) async fn watch(&self, name: &str) -> Result<ReleaseWatch, LockError> {
+        let (names, mut state) = self.feed();
+        let signal = {
+            let mut names = lock(&names);
+            let entry = names.entry(name.to_owned()).or_insert_with(|| Entry {
+                signal: ReleaseSignal::new(),
+                watchers: 0,
+            });
+            entry.watchers += 1;
+            entry.signal.clone()
+        };
+        // From here on, dropping `keep` (also on error or cancellation) undoes the count.
+        let keep = Unwatch {
+            name: name.to_owned(),
+            names,
+        };
+        let started = tokio::time::Instant::now();
+        let settled = tokio::time::timeout(self.limit, async {
+            state
+                .wait_for(|s| !matches!(s, State::Connecting))
+                .await
+                .map(|s| s.clone())
+        })
+        .await;
+        match settled {
+            Ok(Ok(State::Listening)) => Ok(ReleaseWatch::new(signal, keep)),
+            Ok(Ok(State::Failed(failure))) => Err(failure.to_error(started.elapsed())),
+            Ok(Ok(State::Connecting)) | Ok(Err(_)) => Err(LockError::Backend {
+                backend: BACKEND,
+                op: Op::Connect,
+                retryable: true,
+                source: "the release listener stopped".into(),
+            }),
+            Err(_) => Err(timeout(TimeoutPhase::Connect, started.elapsed())),
+        }
+    }
+}
+
+type Messages = Pin<Box<dyn Stream<Item = Result<AsyncMessage, tokio_postgres::Error>> + Send>>;
+
+/// The listening task: owns the connection and turns notifications into signals. Ends when its
+/// `PostgresLock` is dropped (or its runtime shuts down).
+async fn run(
+    config: tokio_postgres::Config,
+    names: Arc<Mutex<Names>>,
+    state: watch::Sender<State>,
+    mut stop: oneshot::Receiver<()>,
+    limit: Duration,
+) {
+    loop {
+        let connected = tokio::select! {
+            _ = &mut stop => return,
+            connected = tokio::time::timeout(limit, connect(&config, &names)) => connected,
+        };
+        match connected {
+            Ok(Ok((client, mut messages))) => {
+                state.send_replace(State::Listening);
+                // Releases announced while nobody listened are lost: everyone looks again.
+                for entry in lock(&names).values() {
+                    entry.signal.notify();
+                }
+                loop {
+                    tokio::select! {
+                        _ = &mut stop => return,
+                        message = messages.next() => match message {
+                            Some(Ok(message)) => dispatch(&names, &message),
+                            Some(Err(error)) => {
+                                tracing::debug!(%error, "release listener connection failed");
+                                break;
+                            }
+                            None => break,
+                        },
+                    }
+                }
+                drop(client);
+                state.send_replace(State::Connecting);
+                tracing::debug!("release listener connection lost; reconnecting");
+            }
+            Ok(Err(error)) => {
+                tracing::debug!(%error, "release listener cannot connect; retrying");
+                state.send_replace(State::Failed(Failure::Error {
+                    retryable: retryable(&error),
+                    source: Arc::new(error),
+                }));
+            }
+            Err(_) => {
+                tracing::debug!("release listener timed out connecting; retrying");
+                state.send_replace(State::Failed(Failure::Timeout));
+            }
+        }
+        tokio::select! {
+            _ = &mut stop => return,
+            () = tokio::time::sleep(RECONNECT_AFTER) => {}
+        }
+    }
+}
+
+/// Connects and runs `LISTEN`, driving the connection meanwhile (notifications that arrive
+/// before `LISTEN` completes are dispatched too).
+async fn connect(
+    config: &tokio_postgres::Config,
+    names: &Mutex<Names>,
+) -> Result<(tokio_postgres::Client, Messages), tokio_postgres::Error> {
+    let (client, mut connection) = config.connect(NoTls).await?;
+    let mut messages: Messages = Box::pin(futures::stream::poll_fn(move |cx| {
+        connection.poll_message(cx)
+    }));
+    let listened = {
+        let listen = client.batch_execute(LISTEN);
+        tokio::pin!(listen);
+        loop {
+            tokio::select! {
+                listened = &mut listen => break listened,
+                message = messages.next() => match message {
+                    Some(Ok(message)) => dispatch(names, &message),
+                    Some(Err(error)) => break Err(error),
+                    // The connection ended: `listen` fails with the reason.
+                    None => break (&mut listen).await,
+                },
+            }
+        }
+    };
+    listened?;
+    Ok((client, messages))
+}
+
+fn dispatch(names: &Mutex<Names>, message: &AsyncMessage) {
+    if let AsyncMessage::Notification(note) = message
+        && note.channel() == CHANNEL
+        && let Some(entry) = lock(names).get(note.payload())
+    {
+        entry.signal.notify();
+    }
+}

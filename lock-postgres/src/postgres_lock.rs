@@ -1,0 +1,497 @@
+//! `PostgresLock`: the [`Lock`] backend on a PostgreSQL lease table.
+
+use std::fmt;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use deadpool_postgres::{Object, Pool};
+use lock_core::{
+    Attempt, Handover, Lease, Lock, LockError, Op, ReleaseWatch, TimeoutPhase, Token, check_name,
+    check_ttl, valid_until,
+};
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::{NoTls, Row};
+
+use crate::config::PostgresLockBuilder;
+use crate::error::{BACKEND, from_pg, from_pool, timeout, unexpected};
+use crate::listener::Listener;
+use crate::sql::{ACQUIRE, CHANNEL, EXTEND, HAND_OVER, MIGRATION, PING, RELEASE};
+
+/// A distributed lock on PostgreSQL (≥ 12): one row per lock name in the lease table
+/// [`distlock_leases`](crate::MIGRATION), through a `deadpool-postgres` pool.
+///
+/// Acquire, extend, release and hand-over are each one statement, sent as an unnamed
+/// statement with typed parameters in one round trip (no prepared statement or other session
+/// state, so a PgBouncer in transaction mode in between is fine). Expiry is decided by the
+/// server's clock alone. Releases are announced with `pg_notify` in the same statement, and
+/// waiters listen on one connection per `PostgresLock` and tokio runtime.
+///
+/// Fencing tokens are `max(server time in µs, last token of the name + 1)`, computed in the
+/// acquire statement; the last token stays in the row after release and expiry. They strictly
+/// increase per name across release, expiry and a server restart; see the crate docs for what
+/// holds with `synchronous_commit = off` and when the server's clock steps back.
+///
+/// Every statement is bounded by the statement timeout and connecting by the connect timeout,
+/// so a PostgreSQL that is down or hangs yields a typed error in bounded time.
+pub struct PostgresLock {
+    pool: Pool,
+    /// Release announcements for waiters; `None` with announcements off, or a pool without a
+    /// configuration.
+    listener: Option<Listener>,
+    connect_timeout: Duration,
+    statement_timeout: Duration,
+}
+
+impl PostgresLock {
+    /// Starts configuring a lock; see [`PostgresLockBuilder`].
+    pub fn builder() -> PostgresLockBuilder {
+        PostgresLockBuilder::default()
+    }
+
+    /// A lock on the database at `url`, with default settings. Connects on first use.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidInput`] when the URL does not parse.
+    pub fn from_url(url: &str) -> Result<Self, LockError> {
+        Self::builder().url(url).build()
+    }
+
+    pub(crate) fn assemble(
+        pool: Pool,
+        listen: Option<tokio_postgres::Config>,
+        connect_timeout: Duration,
+        statement_timeout: Duration,
+    ) -> Self {
+        Self {
+            pool,
+            listener: listen
+                .map(|config| Listener::new(config, connect_timeout + statement_timeout)),
+            connect_timeout,
+            statement_timeout,
+        }
+    }
+
+    /// How long getting a connection may take (see [`PostgresLockBuilder::connect_timeout`]).
+    #[must_use]
+    pub fn connect_timeout(&self) -> Duration {
+        self.connect_timeout
+    }
+
+    /// How long one statement may wait for its reply (see
+    /// [`PostgresLockBuilder::statement_timeout`]).
+    #[must_use]
+    pub fn statement_timeout(&self) -> Duration {
+        self.statement_timeout
+    }
+
+    /// The pool the lock takes its connections from.
+    #[must_use]
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    /// Creates the lease table if it does not exist: runs [`MIGRATION`](crate::MIGRATION).
+    /// Needs the right to create a table in the connection's schema; a user without it runs
+    /// the SQL through their own migration tool instead.
+    ///
+    /// # Errors
+    /// [`LockError::Timeout`] / [`LockError::Backend`] when the database is unreachable, slow,
+    /// or refuses (no `CREATE` right).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the table is created or not (it is one statement).
+    pub async fn migrate(&self) -> Result<(), LockError> {
+        let client = self.client().await?;
+        let started = Instant::now();
+        let done =
+            tokio::time::timeout(self.statement_timeout, client.batch_execute(MIGRATION)).await;
+        match done {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(err)) => Err(from_pg(err, Op::Connect)),
+            Err(_) => {
+                discard(client, self.connect_timeout);
+                Err(timeout(TimeoutPhase::Command, started.elapsed()))
+            }
+        }
+    }
+
+    /// A pooled connection, within the connect timeout.
+    async fn client(&self) -> Result<Object, LockError> {
+        let started = Instant::now();
+        match tokio::time::timeout(self.connect_timeout, self.pool.get()).await {
+            Ok(Ok(client)) => Ok(client),
+            Ok(Err(err)) => Err(from_pool(err, started.elapsed())),
+            Err(_) => Err(timeout(TimeoutPhase::Connect, started.elapsed())),
+        }
+    }
+
+    /// Runs a statement that may grant a lease; see [`run_grant`].
+    async fn grant(&self, grant: Grant) -> Result<Vec<Row>, LockError> {
+        let limits = Limits {
+            connect: self.connect_timeout,
+            statement: self.statement_timeout,
+        };
+        run_grant(self.pool.clone(), limits, grant).await
+    }
+
+    /// Runs one statement (unnamed, typed parameters: one round trip) within the statement
+    /// timeout, dropping the connection when it timed out or broke.
+    async fn query(
+        &self,
+        op: Op,
+        sql: &str,
+        params: &[(&(dyn ToSql + Sync), Type)],
+    ) -> Result<Vec<Row>, LockError> {
+        let client = self.client().await?;
+        let started = Instant::now();
+        match tokio::time::timeout(self.statement_timeout, client.query_typed(sql, params)).await {
+            Ok(Ok(rows)) => Ok(rows),
+            Ok(Err(err)) => {
+                if err.is_closed() {
+                    drop(Object::take(client));
+                }
+                Err(from_pg(err, op))
+            }
+            Err(_) => {
+                discard(client, self.connect_timeout);
+                Err(timeout(TimeoutPhase::Command, started.elapsed()))
+            }
+        }
+    }
+}
+
+/// Throws away a connection whose statement timed out (its state is unknown) and asks the
+/// server, in the background and bounded by `limit`, to cancel what it still runs.
+fn discard(client: Object, limit: Duration) {
+    let cancel = client.cancel_token();
+    drop(Object::take(client));
+    drop(tokio::spawn(async move {
+        let _ = tokio::time::timeout(limit, cancel.cancel_query(NoTls)).await;
+    }));
+}
+
+/// A statement that may grant a lease (acquire, hand-over), with what it needs to run on its
+/// own: owned parameters, and how to tell from its rows whether it granted.
+struct Grant {
+    op: Op,
+    sql: &'static str,
+    params: Vec<(Box<dyn ToSql + Send + Sync>, Type)>,
+    /// Whether the rows say the lease was granted.
+    granted: fn(&[Row]) -> bool,
+    /// The name and token of the lease it grants, to release it if nobody takes it.
+    name: String,
+    token: String,
+}
+
+/// Limits a grant task works within.
+#[derive(Clone, Copy)]
+struct Limits {
+    connect: Duration,
+    statement: Duration,
+}
+
+/// Runs a grant in a task of its own and waits for its answer. The task outlives a caller
+/// that is dropped or times out: when the statement grants a lease that nobody will receive,
+/// the task releases it once the grant has answered, so the release can never overtake the
+/// grant (as a release sent at once on another connection could: the server may run it first,
+/// find nothing, and then run the grant).
+async fn run_grant(pool: Pool, limits: Limits, grant: Grant) -> Result<Vec<Row>, LockError> {
+    let op = grant.op;
+    let (answer, answered) = oneshot::channel();
+    drop(tokio::spawn(grant_task(pool, limits, grant, answer)));
+    answered.await.unwrap_or_else(|_| {
+        Err(LockError::Backend {
+            backend: BACKEND,
+            op,
+            retryable: true,
+            source: "the statement's task ended without an answer".into(),
+        })
+    })
+}
+
+type Answer = oneshot::Sender<Result<Vec<Row>, LockError>>;
+
+async fn grant_task(pool: Pool, limits: Limits, grant: Grant, answer: Answer) {
+    let started = Instant::now();
+    let client = match tokio::time::timeout(limits.connect, pool.get()).await {
+        Ok(Ok(client)) => client,
+        Ok(Err(err)) => {
+            let _ = answer.send(Err(from_pool(err, started.elapsed())));
+            return;
+        }
+        Err(_) => {
+            let _ = answer.send(Err(timeout(TimeoutPhase::Connect, started.elapsed())));
+            return;
+        }
+    };
+    if answer.is_closed() {
+        return; // the caller is gone before anything was sent
+    }
+    let started = Instant::now();
+    let params: Vec<(&(dyn ToSql + Sync), Type)> = grant
+        .params
+        .iter()
+        .map(|(value, ty)| (&**value as &(dyn ToSql + Sync), ty.clone()))
+        .collect();
+    let mut query = Box::pin(client.query_typed(grant.sql, &params));
+    let rows = match tokio::time::timeout(limits.statement, &mut query).await {
+        Ok(Ok(rows)) => rows,
+        Ok(Err(err)) => {
+            let closed = err.is_closed();
+            let _ = answer.send(Err(from_pg(err, grant.op)));
+            drop(query);
+            if closed {
+                drop(Object::take(client));
+            }
+            return;
+        }
+        Err(_) => {
+            let _ = answer.send(Err(timeout(TimeoutPhase::Command, started.elapsed())));
+            // The statement may still grant: ask the server to cancel it, and wait (bounded)
+            // for its answer so a late grant is released here.
+            let cancel = client.cancel_token();
+            drop(tokio::spawn(async move {
+                let _ = tokio::time::timeout(limits.connect, cancel.cancel_query(NoTls)).await;
+            }));
+            let late = tokio::time::timeout(limits.connect + limits.statement, &mut query).await;
+            drop(query);
+            match late {
+                Ok(Ok(rows)) => {
+                    drop(client); // answered: back to the pool, in a known state
+                    if (grant.granted)(&rows) {
+                        release_orphan(&pool, limits, &grant).await;
+                    }
+                }
+                Ok(Err(_)) => {}
+                Err(_) => {
+                    // Still no answer: give the connection up; the lease, if granted, ends at
+                    // its TTL.
+                    drop(Object::take(client));
+                }
+            }
+            return;
+        }
+    };
+    // Back to the pool before the caller hears of it, so its next operation finds it there.
+    drop(query);
+    drop(client);
+    if let Err(Ok(rows)) = answer.send(Ok(rows))
+        && (grant.granted)(&rows)
+    {
+        release_orphan(&pool, limits, &grant).await;
+    }
+}
+
+/// Releases a lease granted to a caller that is gone. The grant has been answered, so it is
+/// committed: any connection will do.
+async fn release_orphan(pool: &Pool, limits: Limits, grant: &Grant) {
+    let Ok(Ok(client)) = tokio::time::timeout(limits.connect, pool.get()).await else {
+        tracing::warn!(
+            name = grant.name,
+            "no connection to release the grant of a cancelled acquire; it ends at its TTL"
+        );
+        return;
+    };
+    let released = tokio::time::timeout(
+        limits.statement,
+        client.query_typed(
+            RELEASE,
+            &[
+                (&grant.name, Type::TEXT),
+                (&grant.token, Type::TEXT),
+                (&CHANNEL, Type::TEXT),
+            ],
+        ),
+    )
+    .await;
+    match released {
+        Ok(Ok(rows)) => tracing::debug!(
+            name = grant.name,
+            released = !rows.is_empty(),
+            "released the grant of a cancelled or timed-out acquire"
+        ),
+        Ok(Err(error)) => tracing::warn!(
+            name = grant.name,
+            %error,
+            "releasing the grant of a cancelled acquire failed; it ends at its TTL"
+        ),
+        Err(_) => tracing::warn!(
+            name = grant.name,
+            "releasing the grant of a cancelled acquire timed out; it ends at its TTL"
+        ),
+    }
+}
+
+fn millis(ms: u64) -> i64 {
+    // check_ttl caps a TTL at 2^53 - 1 ms.
+    i64::try_from(ms).unwrap_or(i64::MAX)
+}
+
+#[async_trait]
+impl Lock for PostgresLock {
+    fn backend(&self) -> &'static str {
+        BACKEND
+    }
+
+    /// One `INSERT … ON CONFLICT (name) DO UPDATE … RETURNING` (see the crate docs).
+    async fn try_acquire(
+        &self,
+        name: &str,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        check_name(name)?;
+        let ttl_ms = check_ttl(ttl)?;
+        let started = Instant::now();
+        let rows = self
+            .grant(Grant {
+                op: Op::Acquire,
+                sql: ACQUIRE,
+                params: vec![
+                    (Box::new(name.to_owned()), Type::TEXT),
+                    (Box::new(token.to_hex().as_str().to_owned()), Type::TEXT),
+                    (Box::new(millis(ttl_ms)), Type::INT8),
+                ],
+                granted: |rows| {
+                    rows.first()
+                        .and_then(|row| row.try_get::<_, bool>(0).ok())
+                        .unwrap_or(false)
+                },
+                name: name.to_owned(),
+                token: token.to_hex().as_str().to_owned(),
+            })
+            .await?;
+        let [row] = &rows[..] else {
+            return Err(unexpected(
+                Op::Acquire,
+                format!("{} rows from acquire", rows.len()),
+            ));
+        };
+        let read = |row: &Row| -> Result<(bool, i64, i64), tokio_postgres::Error> {
+            Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?))
+        };
+        let (ours, fencing_token, left_ms) = read(row).map_err(|e| unexpected(Op::Acquire, e))?;
+        if ours {
+            let fencing_token = u64::try_from(fencing_token).unwrap_or(0);
+            let valid = valid_until(started, Duration::from_millis(ttl_ms));
+            Ok(Attempt::Acquired(Lease::new(
+                name,
+                token,
+                fencing_token,
+                valid,
+            )))
+        } else {
+            Ok(Attempt::Busy {
+                holder_ttl: Some(Duration::from_millis(
+                    u64::try_from(left_ms).unwrap_or_default(),
+                )),
+                // Every row is a distlock holder's, and every release is announced.
+                announces: true,
+            })
+        }
+    }
+
+    /// One `UPDATE … WHERE name = $1 AND token = $2 AND expires_at > clock_timestamp()`.
+    async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
+        let ttl_ms = check_ttl(ttl)?;
+        let started = Instant::now();
+        let (hex, ms) = (lease.token().to_hex(), millis(ttl_ms));
+        let rows = self
+            .query(
+                Op::Extend,
+                EXTEND,
+                &[
+                    (&lease.name(), Type::TEXT),
+                    (&hex.as_str(), Type::TEXT),
+                    (&ms, Type::INT8),
+                ],
+            )
+            .await?;
+        Ok((!rows.is_empty()).then(|| valid_until(started, Duration::from_millis(ttl_ms))))
+    }
+
+    /// One `UPDATE` (token, expiry, next fencing token) if the lease is still ours.
+    async fn hand_over(
+        &self,
+        lease: &Lease,
+        to: Token,
+        ttl: Duration,
+    ) -> Result<Handover, LockError> {
+        let ttl_ms = check_ttl(ttl)?;
+        let started = Instant::now();
+        let to_hex = to.to_hex().as_str().to_owned();
+        let rows = self
+            .grant(Grant {
+                op: Op::Acquire,
+                sql: HAND_OVER,
+                params: vec![
+                    (Box::new(lease.name().to_owned()), Type::TEXT),
+                    (
+                        Box::new(lease.token().to_hex().as_str().to_owned()),
+                        Type::TEXT,
+                    ),
+                    (Box::new(to_hex.clone()), Type::TEXT),
+                    (Box::new(millis(ttl_ms)), Type::INT8),
+                ],
+                granted: |rows| !rows.is_empty(),
+                name: lease.name().to_owned(),
+                token: to_hex,
+            })
+            .await?;
+        let Some(row) = rows.first() else {
+            return Ok(Handover::NotOwned);
+        };
+        let fencing_token: i64 = row.try_get(0).map_err(|e| unexpected(Op::Acquire, e))?;
+        let valid = valid_until(started, Duration::from_millis(ttl_ms));
+        Ok(Handover::Handed(Lease::new(
+            lease.name(),
+            to,
+            u64::try_from(fencing_token).unwrap_or(0),
+            valid,
+        )))
+    }
+
+    /// One `UPDATE … RETURNING` with `pg_notify` on the released row, in one statement.
+    async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
+        let hex = lease.token().to_hex();
+        let rows = self
+            .query(
+                Op::Release,
+                RELEASE,
+                &[
+                    (&lease.name(), Type::TEXT),
+                    (&hex.as_str(), Type::TEXT),
+                    (&CHANNEL, Type::TEXT),
+                ],
+            )
+            .await?;
+        Ok(!rows.is_empty())
+    }
+
+    /// Subscribes to the releases of `name` on the lock's shared listening connection (one per
+    /// `PostgresLock` and runtime, serving every name); `None` with announcements off.
+    async fn watch(&self, name: &str) -> Result<Option<ReleaseWatch>, LockError> {
+        match &self.listener {
+            Some(listener) => listener.watch(name).await.map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Gets a connection (connecting if the pool has none) and runs `SELECT 1`, both bounded
+    /// by their timeouts.
+    async fn ping(&self) -> Result<(), LockError> {
+        self.query(Op::Connect, PING, &[]).await.map(drop)
+    }
+}
+
+impl fmt::Debug for PostgresLock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PostgresLock")
+            .field("connect_timeout", &self.connect_timeout)
+            .field("statement_timeout", &self.statement_timeout)
+            .field("announcements", &self.listener.is_some())
+            .finish_non_exhaustive()
+    }
+}

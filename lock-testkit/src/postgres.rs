@@ -1,0 +1,545 @@
+//! [`PostgresServer`]: one throwaway PostgreSQL cluster (`initdb` in a temporary directory) and
+//! its `postgres` process on a free loopback port.
+
+use std::env;
+use std::ffi::OsString;
+use std::fmt::Write as _;
+use std::fs::{self, OpenOptions};
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Mutex, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+use tempfile::TempDir;
+
+use crate::port::try_free_port;
+use crate::signal;
+
+/// Environment variable naming the directory that holds `initdb` and `postgres`.
+const BINDIR_ENV: &str = "DISTLOCK_PG_BINDIR";
+/// Environment variable naming the unprivileged user the server runs as when we are root.
+const USER_ENV: &str = "DISTLOCK_PG_USER";
+/// The user the server runs as when we are root and [`USER_ENV`] is unset: the one Debian's
+/// `postgresql` package creates.
+const DEFAULT_OS_USER: &str = "postgres";
+/// The database superuser `initdb` creates, and the database the URL names.
+const SUPERUSER: &str = "postgres";
+
+/// Fresh ports tried by [`PostgresServerBuilder::start`] when the server exits early.
+const START_ATTEMPTS: u32 = 5;
+/// Attempts by [`PostgresServer::start_again`] to re-bind the same port.
+const RESTART_ATTEMPTS: u32 = 5;
+/// Pause between re-bind attempts, multiplied by the attempt number.
+const RESTART_BACKOFF: Duration = Duration::from_millis(200);
+/// How long `initdb` may take.
+const INITDB_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long a spawned server may take to accept connections (crash recovery included).
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a stopped server may take to exit before it is killed outright.
+const STOP_TIMEOUT: Duration = Duration::from_secs(20);
+/// Poll interval while waiting for a process.
+const POLL_INTERVAL: Duration = Duration::from_millis(20);
+/// Hard cap on polls of one wait, whatever the clock says.
+const MAX_POLLS: u32 = 10_000;
+/// Lines returned by [`PostgresServer::log_tail`].
+const LOG_TAIL_LINES: usize = 40;
+
+const LOG_FILE: &str = "postgres.log";
+const DATA_DIR: &str = "data";
+const PW_FILE: &str = "pwfile";
+
+/// Configures a [`PostgresServer`] before starting it; see [`PostgresServer::builder`].
+#[derive(Debug, Clone, Default)]
+#[must_use = "a builder does nothing until `start` is called"]
+pub struct PostgresServerBuilder {
+    password: Option<String>,
+    settings: Vec<(String, String)>,
+}
+
+impl PostgresServerBuilder {
+    /// Gives the superuser `postgres` this password and requires it (`scram-sha-256`) on every
+    /// connection; [`PostgresServer::url`] then carries it. Without one, connections from
+    /// loopback are trusted.
+    pub fn password(mut self, password: impl Into<String>) -> Self {
+        self.password = Some(password.into());
+        self
+    }
+
+    /// Sets a server setting on the command line (`-c name=value`), after the defaults, e.g.
+    /// `.setting("synchronous_commit", "off")`.
+    pub fn setting(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.settings.push((name.into(), value.into()));
+        self
+    }
+
+    /// Runs `initdb` in a fresh temporary directory, starts `postgres` on a free port on
+    /// `127.0.0.1` and waits until it accepts connections.
+    ///
+    /// As root (where `initdb` and `postgres` refuse to run), both run as the unprivileged
+    /// user `postgres` (or the one `DISTLOCK_PG_USER` names), which owns the directory.
+    /// If the server exits before it is ready (typically because another process took the
+    /// port), it is retried on a new port, at most 5 times.
+    ///
+    /// # Errors
+    /// If the binaries or the unprivileged user cannot be found, `initdb` fails, or the server
+    /// does not become ready; the message then includes the tail of its log.
+    pub fn start(self) -> io::Result<PostgresServer> {
+        let bin_dir = postgres_bin_dir()?;
+        let run_as = run_as()?;
+        let dir = tempfile::Builder::new()
+            .prefix("lock-testkit-postgres-")
+            .tempdir()?;
+        if let Some((uid, gid)) = run_as {
+            std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid))?;
+        }
+        let mut server = PostgresServer {
+            child: Mutex::new(None),
+            port: 0,
+            bin_dir,
+            run_as,
+            password: self.password,
+            settings: self.settings,
+            dir,
+        };
+        server.initdb()?;
+        let mut exits = String::new();
+        for attempt in 1..=START_ATTEMPTS {
+            server.port = try_free_port()?;
+            match server.launch()? {
+                Launch::Ready => return Ok(server),
+                Launch::Exited(status) => {
+                    let _ = write!(
+                        exits,
+                        "\n  attempt {attempt}: port {} -> {status}",
+                        server.port
+                    );
+                }
+            }
+        }
+        Err(server.failure(&format!(
+            "postgres exited before becoming ready on {START_ATTEMPTS} fresh ports:{exits}"
+        )))
+    }
+}
+
+/// A running (or stopped) PostgreSQL server on `127.0.0.1`, in its own temporary directory.
+///
+/// The process is only ever signalled by its own PID, and only while it has not been reaped.
+/// [`stop`](Self::stop) is an immediate shutdown (`SIGQUIT`: like a crash, the next start
+/// runs crash recovery, and every committed transaction survives); dropping the value stops
+/// the server the same way and deletes the directory.
+///
+/// Settings favour speed over durability against an operating-system crash (`fsync = off`),
+/// which no test simulates; a killed server keeps every committed transaction.
+#[derive(Debug)]
+pub struct PostgresServer {
+    child: Mutex<Option<Child>>,
+    port: u16,
+    bin_dir: PathBuf,
+    /// The uid and gid the processes run as, when we are root.
+    run_as: Option<(u32, u32)>,
+    password: Option<String>,
+    settings: Vec<(String, String)>,
+    dir: TempDir,
+}
+
+enum Launch {
+    Ready,
+    Exited(ExitStatus),
+}
+
+impl PostgresServer {
+    /// Starts a server with the default configuration: trust authentication from loopback.
+    ///
+    /// # Errors
+    /// See [`PostgresServerBuilder::start`].
+    pub fn start() -> io::Result<PostgresServer> {
+        Self::builder().start()
+    }
+
+    /// A builder for a server with a password or extra settings.
+    pub fn builder() -> PostgresServerBuilder {
+        PostgresServerBuilder::default()
+    }
+
+    /// The TCP port the server listens on (the same across restarts).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `127.0.0.1:PORT` as a socket address (e.g. the upstream of a
+    /// [`FaultProxy`](crate::FaultProxy)).
+    pub fn addr(&self) -> std::net::SocketAddr {
+        std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, self.port))
+    }
+
+    /// `postgres://postgres@127.0.0.1:PORT/postgres`, with the password (percent-encoded)
+    /// when one is set.
+    pub fn url(&self) -> String {
+        match &self.password {
+            Some(pw) => self.url_with_password(pw),
+            None => format!("postgres://{SUPERUSER}@127.0.0.1:{}/postgres", self.port),
+        }
+    }
+
+    /// The URL with this password instead of the server's own (a wrong one, for tests).
+    pub fn url_with_password(&self, password: &str) -> String {
+        format!(
+            "postgres://{SUPERUSER}:{}@127.0.0.1:{}/postgres",
+            crate::server::percent_encode(password),
+            self.port
+        )
+    }
+
+    /// The directory holding the data directory (`data/`) and the log.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The PID of the postmaster, or `None` if it is stopped or has exited.
+    pub fn pid(&self) -> Option<u32> {
+        let mut guard = self.child.lock().unwrap_or_else(PoisonError::into_inner);
+        let child = guard.as_mut()?;
+        signal::is_alive(child).then(|| child.id())
+    }
+
+    /// Whether the server process is alive.
+    pub fn is_running(&self) -> bool {
+        self.pid().is_some()
+    }
+
+    /// Stops the server at once by its PID (`SIGQUIT`, an immediate shutdown: backends end
+    /// without a checkpoint, as in a crash) and reaps it; `SIGKILL` if it has not exited
+    /// within 20 s. Does nothing if it is already stopped. The directory and port are kept for
+    /// [`start_again`](Self::start_again).
+    pub fn stop(&mut self) {
+        self.shut_down(Signal::SIGQUIT);
+    }
+
+    /// Stops the server cleanly (`SIGINT`, a fast shutdown: a checkpoint, then exit), bounded
+    /// like [`stop`](Self::stop).
+    pub fn stop_fast(&mut self) {
+        self.shut_down(Signal::SIGINT);
+    }
+
+    fn shut_down(&mut self, how: Signal) {
+        let child = self
+            .child
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let Some(mut child) = child else { return };
+        if signal::signal_child(&mut child, how).is_ok() {
+            let started = Instant::now();
+            for _ in 0..MAX_POLLS {
+                if !matches!(child.try_wait(), Ok(None)) || started.elapsed() > STOP_TIMEOUT {
+                    break;
+                }
+                thread::sleep(POLL_INTERVAL);
+            }
+        }
+        signal::kill_and_reap(&mut child);
+    }
+
+    /// Starts the server again after [`stop`](Self::stop), on the same port with the same
+    /// data. Re-binding is retried a few times (with a short backoff) since the port was only
+    /// just freed.
+    ///
+    /// # Errors
+    /// [`io::ErrorKind::AlreadyExists`] if the server is still running; otherwise if it does
+    /// not become ready on its port (message includes the log tail).
+    pub fn start_again(&mut self) -> io::Result<()> {
+        if self.is_running() {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("postgres on port {} is still running", self.port),
+            ));
+        }
+        let mut exits = String::new();
+        for attempt in 1..=RESTART_ATTEMPTS {
+            match self.launch()? {
+                Launch::Ready => return Ok(()),
+                Launch::Exited(status) => {
+                    let _ = write!(exits, "\n  attempt {attempt}: {status}");
+                    thread::sleep(RESTART_BACKOFF * attempt);
+                }
+            }
+        }
+        Err(self.failure(&format!(
+            "postgres did not start again on port {}:{exits}",
+            self.port
+        )))
+    }
+
+    /// The last ~40 lines of the server's log, for panic and error messages.
+    pub fn log_tail(&self) -> String {
+        let path = self.dir.path().join(LOG_FILE);
+        match fs::read(&path) {
+            Ok(bytes) => {
+                let text = String::from_utf8_lossy(&bytes);
+                let lines: Vec<&str> = text.lines().collect();
+                let from = lines.len().saturating_sub(LOG_TAIL_LINES);
+                lines[from..].join("\n")
+            }
+            Err(err) => format!("(no log at {}: {err})", path.display()),
+        }
+    }
+
+    fn command(&self, program: &str) -> io::Result<Command> {
+        let log = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join(LOG_FILE))?;
+        let mut cmd = Command::new(self.bin_dir.join(program));
+        cmd.current_dir(self.dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(log.try_clone()?))
+            .stderr(Stdio::from(log));
+        if let Some((uid, gid)) = self.run_as {
+            // std drops the supplementary groups too when root changes uid.
+            cmd.uid(uid).gid(gid);
+        }
+        Ok(cmd)
+    }
+
+    fn initdb(&self) -> io::Result<()> {
+        let mut args: Vec<OsString> = vec![
+            "-D".into(),
+            self.dir.path().join(DATA_DIR).into(),
+            format!("--username={SUPERUSER}").into(),
+            "--encoding=UTF8".into(),
+            "--no-locale".into(),
+            "--no-sync".into(),
+            "--no-instructions".into(),
+        ];
+        match &self.password {
+            Some(pw) => {
+                let file = self.dir.path().join(PW_FILE);
+                fs::write(&file, format!("{pw}\n"))?;
+                if let Some((uid, gid)) = self.run_as {
+                    std::os::unix::fs::chown(&file, Some(uid), Some(gid))?;
+                }
+                args.push("--auth=scram-sha-256".into());
+                let mut pwfile = OsString::from("--pwfile=");
+                pwfile.push(&file);
+                args.push(pwfile);
+            }
+            None => args.push("--auth=trust".into()),
+        }
+        let mut child = self
+            .command("initdb")?
+            .args(&args)
+            .spawn()
+            .map_err(|e| io::Error::new(e.kind(), format!("spawning initdb: {e}")))?;
+        let started = Instant::now();
+        for _ in 0..MAX_POLLS {
+            if let Some(status) = child.try_wait()? {
+                return if status.success() {
+                    Ok(())
+                } else {
+                    Err(self.failure(&format!("initdb failed ({status})")))
+                };
+            }
+            if started.elapsed() > INITDB_TIMEOUT {
+                break;
+            }
+            thread::sleep(POLL_INTERVAL);
+        }
+        signal::kill_and_reap(&mut child);
+        Err(self.failure(&format!("initdb did not finish within {INITDB_TIMEOUT:?}")))
+    }
+
+    fn args(&self) -> Vec<OsString> {
+        let mut args: Vec<OsString> = vec![
+            "-D".into(),
+            self.dir.path().join(DATA_DIR).into(),
+            "-p".into(),
+            self.port.to_string().into(),
+        ];
+        let defaults = [
+            ("listen_addresses", "127.0.0.1"),
+            ("unix_socket_directories", ""),
+            ("fsync", "off"),
+            ("full_page_writes", "off"),
+            ("shared_buffers", "16MB"),
+            ("max_connections", "50"),
+        ];
+        let settings = defaults
+            .iter()
+            .map(|(k, v)| (*k, *v))
+            .chain(self.settings.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        for (name, value) in settings {
+            args.push("-c".into());
+            args.push(format!("{name}={value}").into());
+        }
+        args
+    }
+
+    /// Spawns `postgres` on `self.port` and waits until it is ready or exits.
+    fn launch(&mut self) -> io::Result<Launch> {
+        let child = self
+            .command("postgres")?
+            .args(self.args())
+            .spawn()
+            .map_err(|e| io::Error::new(e.kind(), format!("spawning postgres: {e}")))?;
+        *self.child.get_mut().unwrap_or_else(PoisonError::into_inner) = Some(child);
+        match self.wait_ready() {
+            Ok(Launch::Exited(status)) => {
+                self.stop(); // already reaped; just forget it
+                Ok(Launch::Exited(status))
+            }
+            Ok(Launch::Ready) => Ok(Launch::Ready),
+            Err(err) => {
+                self.stop();
+                Err(self.failure(&err.to_string()))
+            }
+        }
+    }
+
+    /// Polls until our postmaster reports itself ready in `postmaster.pid` (its PID first,
+    /// `ready` on the status line) and its port accepts TCP connections, or it exits, or the
+    /// time runs out.
+    fn wait_ready(&mut self) -> io::Result<Launch> {
+        let pid_file = self.dir.path().join(DATA_DIR).join("postmaster.pid");
+        let port = self.port;
+        let child = self
+            .child
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_mut()
+            .ok_or_else(|| io::Error::other("no child to wait for"))?;
+        let pid = child.id();
+        let started = Instant::now();
+        for _ in 0..MAX_POLLS {
+            if let Some(status) = child.try_wait()? {
+                return Ok(Launch::Exited(status));
+            }
+            if started.elapsed() > READY_TIMEOUT {
+                break;
+            }
+            if reports_ready(&pid_file, pid) && accepts(port) {
+                return Ok(Launch::Ready);
+            }
+            thread::sleep(POLL_INTERVAL);
+        }
+        Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!(
+                "postgres (pid {pid}) was not ready on 127.0.0.1:{port} within {READY_TIMEOUT:?}"
+            ),
+        ))
+    }
+
+    fn failure(&self, what: &str) -> io::Error {
+        io::Error::other(format!(
+            "{what}\n--- {} (last {LOG_TAIL_LINES} lines) ---\n{}",
+            self.dir.path().join(LOG_FILE).display(),
+            self.log_tail()
+        ))
+    }
+}
+
+impl Drop for PostgresServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Whether `postmaster.pid` names `pid` (line 1) and says `ready` (line 8, PostgreSQL ≥ 10).
+fn reports_ready(pid_file: &Path, pid: u32) -> bool {
+    let Ok(text) = fs::read_to_string(pid_file) else {
+        return false;
+    };
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    lines.first() == Some(&pid.to_string().as_str()) && lines.get(7) == Some(&"ready")
+}
+
+fn accepts(port: u16) -> bool {
+    let addr = std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port));
+    std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
+}
+
+/// The directory holding `initdb` and `postgres`: `DISTLOCK_PG_BINDIR` if set, else
+/// `pg_config --bindir` when `initdb` is there, else the newest `/usr/lib/postgresql/*/bin`
+/// (Debian's layout), else the directory of an `initdb` on `PATH`.
+///
+/// # Errors
+/// [`io::ErrorKind::NotFound`] with installation advice (`scripts/ensure-postgres.sh`).
+pub fn postgres_bin_dir() -> io::Result<PathBuf> {
+    let has_initdb = |dir: &Path| dir.join("initdb").is_file() && dir.join("postgres").is_file();
+    if let Some(dir) = env::var_os(BINDIR_ENV).filter(|v| !v.is_empty()) {
+        let dir = PathBuf::from(dir);
+        return if has_initdb(&dir) {
+            Ok(dir)
+        } else {
+            Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!(
+                    "{BINDIR_ENV}={} holds no initdb and postgres; fix or unset it",
+                    dir.display()
+                ),
+            ))
+        };
+    }
+    if let Ok(out) = Command::new("pg_config").arg("--bindir").output() {
+        let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        if out.status.success() && has_initdb(&dir) {
+            return Ok(dir);
+        }
+    }
+    let mut versions: Vec<(u32, PathBuf)> = fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let version = entry.file_name().to_str()?.parse::<u32>().ok()?;
+            Some((version, entry.path().join("bin")))
+        })
+        .filter(|(_, dir)| has_initdb(dir))
+        .collect();
+    versions.sort();
+    if let Some((_, dir)) = versions.pop() {
+        return Ok(dir);
+    }
+    let on_path = env::var_os("PATH")
+        .map(|p| env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default();
+    if let Some(dir) = on_path.into_iter().find(|dir| has_initdb(dir)) {
+        return Ok(dir);
+    }
+    Err(io::Error::new(
+        io::ErrorKind::NotFound,
+        format!(
+            "PostgreSQL's initdb and postgres were not found (pg_config --bindir, \
+             /usr/lib/postgresql/*/bin, PATH): run `scripts/ensure-postgres.sh` from the \
+             repository root to install them, or set {BINDIR_ENV}=/path/to/bin"
+        ),
+    ))
+}
+
+/// As root, the uid and gid of the unprivileged user to run the server as.
+fn run_as() -> io::Result<Option<(u32, u32)>> {
+    if !nix::unistd::geteuid().is_root() {
+        return Ok(None);
+    }
+    let name = env::var(USER_ENV)
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| DEFAULT_OS_USER.to_owned());
+    match nix::unistd::User::from_name(&name).map_err(io::Error::from)? {
+        Some(user) if !user.uid.is_root() => Ok(Some((user.uid.as_raw(), user.gid.as_raw()))),
+        _ => Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!(
+                "initdb and postgres refuse to run as root, and there is no unprivileged user \
+                 {name:?} to run them as: install PostgreSQL from the distribution's packages \
+                 (`scripts/ensure-postgres.sh`, which creates the user `postgres`), or set \
+                 {USER_ENV} to an existing unprivileged user"
+            ),
+        )),
+    }
+}
