@@ -18,6 +18,8 @@ const LONG: Duration = Duration::from_secs(60);
 #[tokio::test(start_paused = true)]
 async fn waiters_are_served_in_arrival_order() {
     let probe = Arc::new(Probe::default());
+    // Announced releases: the head waits for the holder's release instead of polling.
+    probe.announces.store(true, Ordering::SeqCst);
     let locker = slow_polling_locker(&probe);
     let holder = locker.lock("a").fixed_ttl(LONG).await.expect("free");
     let order = Arc::new(Mutex::new(Vec::new()));
@@ -265,28 +267,45 @@ async fn a_lost_announcement_costs_latency_not_liveness() {
     );
 }
 
-/// A local holder whose lease is renewed: the head of the line waits for its release however
-/// often renewal moves the lease's end, and sends no attempt that cannot succeed. (It used to
-/// try once when the first lease would have ended: one busy attempt per renewed hold.)
+/// A waiter of this process holds the lock with a renewed lease while the next one waits in
+/// line: the head waits for its release however often renewal moves the lease's end, and sends
+/// no attempt that cannot succeed. (It used to try once when the holder's first lease would
+/// have ended: one busy attempt per renewed hold.)
 #[tokio::test(start_paused = true)]
 async fn a_renewed_local_holder_costs_the_line_no_attempt() {
     let (probe, locker) = common::probe_locker(Duration::from_millis(300));
-    let holder = locker.lock("a").await.expect("free");
-    let before = probe.attempts.load(Ordering::SeqCst);
-    let waiter = tokio::spawn({
+    probe.announces.store(true, Ordering::SeqCst);
+    let first = locker.lock("a").await.expect("free");
+    let (got_it, granted) = tokio::sync::oneshot::channel();
+    let holder = tokio::spawn({
+        let locker = locker.clone();
+        async move {
+            let guard = locker.lock("a").wait(LONG).await.expect("acquired");
+            got_it.send(()).expect("test waits");
+            sleep(Duration::from_secs(3)).await; // ten leases, each renewed
+            guard.release().await.expect("ours");
+        }
+    });
+    sleep(MS).await;
+    let next = tokio::spawn({
         let locker = locker.clone();
         async move { locker.lock("a").wait(LONG).await }
     });
-    sleep(Duration::from_secs(3)).await; // ten leases, each renewed
-    assert!(holder.is_held() && !waiter.is_finished());
+    sleep(MS).await;
+    first.release().await.expect("ours");
+    granted.await.expect("the first waiter got the lock");
+    let before = probe.attempts.load(Ordering::SeqCst);
+    sleep(Duration::from_secs(2)).await;
+    assert!(!next.is_finished());
     assert_eq!(
         probe.attempts.load(Ordering::SeqCst),
         before,
         "the head waited for the local holder instead of trying"
     );
-    let released = Instant::now();
-    holder.release().await.expect("ours");
-    let guard = waiter.await.expect("no panic").expect("handed over");
-    assert_eq!(released.elapsed(), Duration::ZERO, "at once");
+    holder.await.expect("no panic");
+    let guard = next
+        .await
+        .expect("no panic")
+        .expect("acquired after the release");
     guard.release().await.expect("ours");
 }
