@@ -85,6 +85,7 @@
 mod binary;
 mod client;
 mod cluster;
+mod launch;
 mod poll;
 mod port;
 mod postgres;

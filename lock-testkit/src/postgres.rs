@@ -3,12 +3,11 @@
 
 use std::env;
 use std::ffi::OsString;
-use std::fmt::Write as _;
 use std::fs::{self, OpenOptions};
 use std::io;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -16,6 +15,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 use tempfile::TempDir;
 
+use crate::launch::{Launch, RESTART_ATTEMPTS, RESTART_BACKOFF, START_ATTEMPTS, until_ready};
 use crate::port::try_free_port;
 use crate::signal;
 
@@ -29,12 +29,6 @@ const DEFAULT_OS_USER: &str = "postgres";
 /// The database superuser `initdb` creates, and the database the URL names.
 const SUPERUSER: &str = "postgres";
 
-/// Fresh ports tried by [`PostgresServerBuilder::start`] when the server exits early.
-const START_ATTEMPTS: u32 = 5;
-/// Attempts by [`PostgresServer::start_again`] to re-bind the same port.
-const RESTART_ATTEMPTS: u32 = 5;
-/// Pause between re-bind attempts, multiplied by the attempt number.
-const RESTART_BACKOFF: Duration = Duration::from_millis(200);
 /// How long `initdb` may take.
 const INITDB_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long a spawned server may take to accept connections (crash recovery included).
@@ -106,23 +100,16 @@ impl PostgresServerBuilder {
             dir,
         };
         server.initdb()?;
-        let mut exits = String::new();
-        for attempt in 1..=START_ATTEMPTS {
+        let started = until_ready(START_ATTEMPTS, Duration::ZERO, |_| {
             server.port = try_free_port()?;
-            match server.launch()? {
-                Launch::Ready => return Ok(server),
-                Launch::Exited(status) => {
-                    let _ = write!(
-                        exits,
-                        "\n  attempt {attempt}: port {} -> {status}",
-                        server.port
-                    );
-                }
-            }
+            Ok((server.launch()?, format!("port {} -> ", server.port)))
+        })?;
+        match started {
+            Ok(()) => Ok(server),
+            Err(exits) => Err(server.failure(&format!(
+                "postgres exited before becoming ready on {START_ATTEMPTS} fresh ports:{exits}"
+            ))),
         }
-        Err(server.failure(&format!(
-            "postgres exited before becoming ready on {START_ATTEMPTS} fresh ports:{exits}"
-        )))
     }
 }
 
@@ -145,11 +132,6 @@ pub struct PostgresServer {
     password: Option<String>,
     settings: Vec<(String, String)>,
     dir: TempDir,
-}
-
-enum Launch {
-    Ready,
-    Exited(ExitStatus),
 }
 
 impl PostgresServer {
@@ -259,20 +241,15 @@ impl PostgresServer {
                 format!("postgres on port {} is still running", self.port),
             ));
         }
-        let mut exits = String::new();
-        for attempt in 1..=RESTART_ATTEMPTS {
-            match self.launch()? {
-                Launch::Ready => return Ok(()),
-                Launch::Exited(status) => {
-                    let _ = write!(exits, "\n  attempt {attempt}: {status}");
-                    thread::sleep(RESTART_BACKOFF * attempt);
-                }
-            }
-        }
-        Err(self.failure(&format!(
-            "postgres did not start again on port {}:{exits}",
-            self.port
-        )))
+        let restarted = until_ready(RESTART_ATTEMPTS, RESTART_BACKOFF, |_| {
+            Ok((self.launch()?, String::new()))
+        })?;
+        restarted.map_err(|exits| {
+            self.failure(&format!(
+                "postgres did not start again on port {}:{exits}",
+                self.port
+            ))
+        })
     }
 
     /// The last ~40 lines of the server's log, for panic and error messages.

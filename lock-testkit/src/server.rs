@@ -6,7 +6,7 @@ use std::fs::{self, OpenOptions};
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::thread;
@@ -17,15 +17,10 @@ use redis::{ConnectionInfo, IntoConnectionInfo, Value};
 use tempfile::TempDir;
 
 use crate::binary::try_redis_server_binary;
+use crate::launch::{Launch, RESTART_ATTEMPTS, RESTART_BACKOFF, START_ATTEMPTS, until_ready};
 use crate::port::try_free_port;
 use crate::{client, probe, signal};
 
-/// Fresh ports tried by [`RedisServer::start`] when the child exits early.
-const START_ATTEMPTS: u32 = 5;
-/// Attempts by [`RedisServer::start_again`] to re-bind the same port.
-const RESTART_ATTEMPTS: u32 = 5;
-/// Pause between re-bind attempts, multiplied by the attempt number.
-const RESTART_BACKOFF: Duration = Duration::from_millis(200);
 /// How long a spawned server may take to answer `PING`.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Poll interval while waiting for readiness.
@@ -170,33 +165,22 @@ impl RedisServerBuilder {
             config: self.config,
             dir,
         };
-        let mut exits = String::new();
-        for attempt in 1..=START_ATTEMPTS {
+        let started = until_ready(START_ATTEMPTS, Duration::ZERO, |_| {
             server.port = try_free_port()?;
             server.bus_port = if server.config.cluster {
                 Some(try_free_port()?)
             } else {
                 None
             };
-            match server.launch()? {
-                Launch::Ready => return Ok(server),
-                Launch::Exited(status) => {
-                    if server.config_rejected() {
-                        return Err(server.failure(&format!(
-                            "redis-server rejected its configuration ({status})"
-                        )));
-                    }
-                    let _ = write!(
-                        exits,
-                        "\n  attempt {attempt}: port {} -> {status}",
-                        server.port
-                    );
-                }
-            }
+            let launched = server.launch_checked()?;
+            Ok((launched, format!("port {} -> ", server.port)))
+        })?;
+        match started {
+            Ok(()) => Ok(server),
+            Err(exits) => Err(server.failure(&format!(
+                "redis-server exited before becoming ready on {START_ATTEMPTS} fresh ports:{exits}"
+            ))),
         }
-        Err(server.failure(&format!(
-            "redis-server exited before becoming ready on {START_ATTEMPTS} fresh ports:{exits}"
-        )))
     }
 }
 
@@ -218,11 +202,6 @@ pub struct RedisServer {
     #[cfg(feature = "tls")]
     tls: Option<crate::tls::ServerTls>,
     dir: TempDir,
-}
-
-enum Launch {
-    Ready,
-    Exited(ExitStatus),
 }
 
 impl RedisServer {
@@ -372,27 +351,15 @@ impl RedisServer {
             ));
         }
         self.stop(); // forget a child that exited on its own
-        let mut exits = String::new();
-        for attempt in 1..=RESTART_ATTEMPTS {
-            match self.launch()? {
-                Launch::Ready => return Ok(()),
-                Launch::Exited(status) => {
-                    if self.config_rejected() {
-                        return Err(self.failure(&format!(
-                            "redis-server rejected its configuration ({status})"
-                        )));
-                    }
-                    let _ = write!(exits, "\n  attempt {attempt}: {status}");
-                    if attempt < RESTART_ATTEMPTS {
-                        thread::sleep(RESTART_BACKOFF * attempt);
-                    }
-                }
-            }
-        }
-        Err(self.failure(&format!(
-            "redis-server could not start again on port {} after {RESTART_ATTEMPTS} attempts:{exits}",
-            self.port
-        )))
+        let restarted = until_ready(RESTART_ATTEMPTS, RESTART_BACKOFF, |_| {
+            Ok((self.launch_checked()?, String::new()))
+        })?;
+        restarted.map_err(|exits| {
+            self.failure(&format!(
+                "redis-server could not start again on port {} after {RESTART_ATTEMPTS} attempts:{exits}",
+                self.port
+            ))
+        })
     }
 
     /// Kills and starts the server again on the same port.
@@ -565,6 +532,20 @@ impl RedisServer {
 
     /// Spawns the process on `self.port` and waits until it is ready or exits.
     /// On a timeout the process is killed and an error returned.
+    /// [`Self::launch`], with an exit caused by a configuration the server rejects turned
+    /// into an error (another port or another try cannot help).
+    fn launch_checked(&mut self) -> io::Result<Launch> {
+        let launched = self.launch()?;
+        if let Launch::Exited(status) = &launched
+            && self.config_rejected()
+        {
+            return Err(self.failure(&format!(
+                "redis-server rejected its configuration ({status})"
+            )));
+        }
+        Ok(launched)
+    }
+
     fn launch(&mut self) -> io::Result<Launch> {
         debug_assert!(self.lock_child().is_none(), "launch over a live child");
         if let Some(config) = &self.config.sentinel {
