@@ -94,6 +94,40 @@ pub enum LockError {
         source: BoxError,
     },
 
+    /// The backend does not offer this lock kind (Redlock and PostgreSQL answer it for read-write
+    /// locks and semaphores). Nothing was sent.
+    #[error("the {backend} backend does not offer {kind} locks")]
+    Unsupported {
+        /// Which backend.
+        backend: &'static str,
+        /// The kind asked for: `"read"`, `"write"`, `"semaphore"` (see [`Kind::label`](crate::Kind::label)).
+        kind: &'static str,
+    },
+
+    /// The current task holds a read share of the name and asked for its write lock. Upgrading
+    /// in place is refused rather than waited for: two readers upgrading at once would each
+    /// wait for the other's read share for ever (a self-deadlock). Release the read guard, then
+    /// ask to write. Nothing was sent.
+    #[error("the current task holds a read share of {name:?}: release it before asking to write")]
+    UpgradeRefused {
+        /// The lock name.
+        name: String,
+    },
+
+    /// A semaphore was asked for with another permit count than its holders use: `max` here,
+    /// `held_max` by the permits held now. Mixed counts would let more holders in than either
+    /// side allows, so the request is refused and nothing is changed. (A semaphore nobody
+    /// holds takes the count of its next holder.)
+    #[error("semaphore {name:?} has {held_max} permits, this request says {max}")]
+    PermitsMismatch {
+        /// The semaphore's name.
+        name: String,
+        /// The permit count this request gave.
+        max: u32,
+        /// The permit count the current holders gave.
+        held_max: u32,
+    },
+
     /// The backend failed: connection refused or dropped, authentication, an error reply.
     #[error("{backend} backend failed during {op}: {source}")]
     Backend {
@@ -123,6 +157,9 @@ impl LockError {
                 *retryable
             }
             Self::InvalidInput { .. }
+            | Self::Unsupported { .. }
+            | Self::UpgradeRefused { .. }
+            | Self::PermitsMismatch { .. }
             | Self::NotOwned { .. }
             | Self::Lost { .. }
             | Self::WrongType { .. } => false,
@@ -145,6 +182,9 @@ impl LockError {
         !matches!(
             self,
             Self::InvalidInput { .. }
+                | Self::Unsupported { .. }
+                | Self::UpgradeRefused { .. }
+                | Self::PermitsMismatch { .. }
                 | Self::WrongType { .. }
                 | Self::Busy { .. }
                 | Self::QuorumNotReached { .. }

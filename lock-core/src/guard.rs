@@ -53,6 +53,10 @@ impl Guard {
         owner: Option<(Arc<Owners>, tokio::task::Id)>,
     ) -> Self {
         held.labels.gauge(metric::HELD, 1.0);
+        let permits = held.kind().permits();
+        if permits > 0 {
+            held.labels.gauge(metric::PERMITS_HELD, f64::from(permits));
+        }
         Self {
             lock,
             held,
@@ -93,6 +97,12 @@ impl Guard {
     #[must_use]
     pub fn name(&self) -> &str {
         self.held.name()
+    }
+
+    /// What this guard holds: the mutex, a read share, the write lock, or permits.
+    #[must_use]
+    pub fn kind(&self) -> crate::Kind {
+        self.held.kind()
     }
 
     /// The fencing token of this grant; see [`Lease::fencing_token`].
@@ -256,9 +266,15 @@ impl Guard {
             ..
         }) = &self.outer
         {
-            owners.leave(*task, &Arc::from(self.held.name()));
+            owners.leave(*task, &Arc::from(self.held.name()), self.held.kind());
         }
         self.held.labels.gauge(metric::HELD, -1.0);
+        let permits = self.held.kind().permits();
+        if permits > 0 {
+            self.held
+                .labels
+                .gauge(metric::PERMITS_HELD, -f64::from(permits));
+        }
         self.held
             .labels
             .record(metric::HELD_SECONDS, self.held.acquired_at.elapsed());

@@ -7,7 +7,7 @@ use crate::cleanup::ReleaseOnDrop;
 use crate::waiters::Waiters;
 use crate::{Handover, Lease, Lock, LockError, Token};
 
-/// Ends `lease`: hands it to the head of this process's line for the name when there is one
+/// Ends `lease`: a mutex lease is handed to the head of this process's line for the name when there is one
 /// (see [`Waiters::successor`]) and the backend can ([`Lock::hand_over`]); otherwise releases
 /// it. Returns `true` if the lease was still ours (released or handed on), `false` if not.
 ///
@@ -24,6 +24,7 @@ pub(crate) async fn end_lease(
     lease: &Lease,
 ) -> Result<bool, LockError> {
     if let Some(waiters) = waiters
+        && lease.kind() == crate::Kind::Mutex
         && let Some(ttl) = waiters.successor(lease.name())
         && let Ok(token) = Token::generate()
     {

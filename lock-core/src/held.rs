@@ -8,12 +8,13 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::metric::{self, Labels};
-use crate::{Lease, Token};
+use crate::{Kind, Lease, Token};
 
 pub(crate) struct Held {
     name: Arc<str>,
     token: Token,
     fencing_token: u64,
+    kind: Kind,
     valid_until: Mutex<Instant>,
     /// Set once, when the lease ends while the guard lives.
     lost: AtomicBool,
@@ -44,6 +45,7 @@ impl Held {
             name: Arc::clone(lease.shared_name()),
             token: *lease.token(),
             fencing_token: lease.fencing_token(),
+            kind: lease.kind(),
             valid_until: Mutex::new(lease.valid_until()),
             lost: AtomicBool::new(false),
             renewing: AtomicBool::new(renew_ttl.is_some()),
@@ -71,6 +73,10 @@ impl Held {
         self.fencing_token
     }
 
+    pub(crate) fn kind(&self) -> Kind {
+        self.kind
+    }
+
     pub(crate) fn valid_until(&self) -> Instant {
         *self
             .valid_until
@@ -85,6 +91,7 @@ impl Held {
             self.fencing_token,
             self.valid_until(),
         )
+        .with_kind(self.kind)
     }
 
     pub(crate) fn set_valid_until(&self, until: Instant) {

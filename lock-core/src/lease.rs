@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::Token;
+use crate::{Kind, Token};
 
 /// A granted lock: the name, the token that proves ownership, the fencing token, and how long
 /// it is safe to use.
@@ -20,10 +20,12 @@ pub struct Lease {
     token: Token,
     fencing_token: u64,
     valid_until: Instant,
+    kind: Kind,
 }
 
 impl Lease {
-    /// A lease as a backend grants it.
+    /// A lease of a [`Kind::Mutex`] as a backend grants it; see [`Lease::with_kind`] for the
+    /// other kinds.
     pub fn new(
         name: impl Into<Arc<str>>,
         token: Token,
@@ -35,7 +37,21 @@ impl Lease {
             token,
             fencing_token,
             valid_until,
+            kind: Kind::Mutex,
         }
+    }
+
+    /// The same lease, of `kind` (a backend granting a read share or permits says so here).
+    #[must_use]
+    pub fn with_kind(mut self, kind: Kind) -> Self {
+        self.kind = kind;
+        self
+    }
+
+    /// What this lease holds: the exclusive lock, a read share, the write lock, or permits.
+    #[must_use]
+    pub fn kind(&self) -> Kind {
+        self.kind
     }
 
     /// The lock name, as the caller gave it (without any backend key prefix).
@@ -56,7 +72,10 @@ impl Lease {
     }
 
     /// The fencing token: strictly greater than that of every earlier grant of this name (see
-    /// the backend's docs for what that survives). Hand it to the protected resource, which
+    /// the backend's docs for what that survives). For a [`Kind::Read`] lease it is the token
+    /// of the last write granted before the read (readers hand it to a store that checks "no
+    /// write newer than what I read"), 0 when the name was never written. A semaphore's permits
+    /// carry 0: permits are shared, there is no single holder to fence. Hand it to the protected resource, which
     /// rejects writes carrying a smaller one (Kleppmann, "How to do distributed locking", 2016).
     ///
     /// 0 when the backend was told to issue none (`RedisLockBuilder::fencing(false)` in

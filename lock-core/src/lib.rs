@@ -8,6 +8,7 @@ mod error;
 mod guard;
 mod handoff;
 mod held;
+mod kind;
 mod lease;
 mod lock;
 mod locker;
@@ -26,6 +27,7 @@ pub use backoff::Backoff;
 pub use error::{BoxError, LockError, Op, TimeoutPhase};
 pub use guard::{Guard, LeaseWatch};
 pub use lease::{Lease, valid_until};
+pub use kind::{Kind, MAX_PERMITS};
 pub use lock::{Attempt, Handover, Lock};
 pub use locker::{
     DEFAULT_LEASE, DEFAULT_RETRY_ERRORS_FOR, DEFAULT_WAIT, LockRequest, Locker, LockerBuilder,

@@ -6,7 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::time::Instant;
 
-use crate::{Lease, LockError, ReleaseWatch, Token};
+use crate::{Kind, Lease, LockError, ReleaseWatch, Token};
 
 /// The answer to one acquire attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,6 +76,62 @@ pub trait Lock: Send + Sync {
         ttl: Duration,
     ) -> Result<Attempt, LockError>;
 
+    /// Tries once to acquire `name` as `kind` for `ttl`: the one entry point of every lock
+    /// kind. The lease granted carries `kind` ([`Lease::with_kind`]), so [`Lock::extend`] and
+    /// [`Lock::release`] know what it holds.
+    ///
+    /// What each kind must keep, on top of the rules of [`Lock::try_acquire`]:
+    /// - [`Kind::Read`]: granted while no writer holds the name (and, with
+    ///   `writer_preference`, no writer waits); each reader its own token and expiry; the
+    ///   lease's fencing token is the last write's.
+    /// - [`Kind::Write`]: granted while no writer and no reader holds the name; a fencing
+    ///   token like a mutex. Busy with `writer_preference`: record that `token` waits (until
+    ///   `ttl` from now, or until `token` is released), so later readers are refused.
+    /// - [`Kind::Semaphore`]: granted when `permits` are free of `max`, all at once or none;
+    ///   [`LockError::PermitsMismatch`] when holders of the name use another `max`.
+    ///
+    /// The default serves [`Kind::Mutex`] through [`Lock::try_acquire`] and answers
+    /// [`LockError::Unsupported`] for every other kind.
+    ///
+    /// # Errors
+    /// As [`Lock::try_acquire`]; [`LockError::Unsupported`] for a kind the backend does not
+    /// offer (nothing sent); [`LockError::PermitsMismatch`].
+    ///
+    /// # Cancel safety
+    /// As [`Lock::try_acquire`]: the caller releases `token` (as a lease of `kind`) when the
+    /// answer is lost.
+    async fn try_acquire_kind(
+        &self,
+        name: &str,
+        kind: Kind,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        match kind {
+            Kind::Mutex => self.try_acquire(name, token, ttl).await,
+            other => Err(LockError::Unsupported {
+                backend: self.backend(),
+                kind: other.label(),
+            }),
+        }
+    }
+
+    /// How many permits of the semaphore `name` are held now (expired holders not counted).
+    ///
+    /// # Errors
+    /// [`LockError::Unsupported`] from a backend without semaphores (the default);
+    /// [`LockError::Timeout`] / [`LockError::Backend`] when the backend fails.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it changes nothing (a backend may prune expired permits).
+    async fn permits_in_use(&self, name: &str) -> Result<u32, LockError> {
+        let _ = name;
+        Err(LockError::Unsupported {
+            backend: self.backend(),
+            kind: "semaphore",
+        })
+    }
+
     /// Extends `lease` so it expires `ttl` from now, if it is still ours.
     ///
     /// Returns the new local validity (`Some(valid_until)`), or `None` when the stored token is
@@ -90,6 +146,10 @@ pub trait Lock: Send + Sync {
 
     /// Releases `lease` if it is still ours. Returns `true` if it was ours and is now released,
     /// `false` if it was no longer ours (the key is left to its current holder).
+    ///
+    /// For a [`Kind::Write`] lease that was never granted (its attempt was busy), it also
+    /// withdraws the waiting writer's record: the [`Locker`](crate::Locker) releases the token
+    /// of a write request that gives up, so readers are not held back by a writer gone.
     ///
     /// # Errors
     /// [`LockError::Timeout`] / [`LockError::Backend`] when the backend is down, slow or failing;
@@ -107,7 +167,8 @@ pub trait Lock: Send + Sync {
     /// acquire.
     ///
     /// The new lease's `valid_until` is measured from the moment before the request was sent.
-    /// The default answers [`Handover::Unsupported`] and changes nothing.
+    /// The default answers [`Handover::Unsupported`] and changes nothing. The `Locker` calls it
+    /// for [`Kind::Mutex`] leases only.
     ///
     /// # Errors
     /// As [`Lock::try_acquire`]. After a timeout the request may still have been applied: the
@@ -187,6 +248,12 @@ macro_rules! forward_lock {
             }
             async fn try_acquire(&self, name: &str, token: Token, ttl: Duration) -> Result<Attempt, LockError> {
                 (**self).try_acquire(name, token, ttl).await
+            }
+            async fn try_acquire_kind(&self, name: &str, kind: Kind, token: Token, ttl: Duration) -> Result<Attempt, LockError> {
+                (**self).try_acquire_kind(name, kind, token, ttl).await
+            }
+            async fn permits_in_use(&self, name: &str) -> Result<u32, LockError> {
+                (**self).permits_in_use(name).await
             }
             async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
                 (**self).extend(lease, ttl).await

@@ -13,13 +13,14 @@ use tracing::Instrument;
 
 use crate::cleanup::ReleaseOnDrop;
 use crate::held::Held;
+use crate::kind::Class;
 use crate::metric::{self, Labels, Via};
 use crate::owners::Owners;
 use crate::renewal::Renewer;
 use crate::waiters::Waiters;
 use crate::{
-    Attempt, Backoff, Guard, Lease, LeaseWatch, Lock, LockError, TimeoutPhase, Token, check_name,
-    check_ttl,
+    Attempt, Backoff, Guard, Kind, Lease, LeaseWatch, Lock, LockError, MAX_PERMITS, TimeoutPhase,
+    Token, check_name, check_ttl,
 };
 
 /// The lease of a renewed lock (one whose request names no fixed TTL): 30 s, renewed every
@@ -77,8 +78,9 @@ struct Inner {
     warned: std::sync::Mutex<Option<Instant>>,
     waiters: Arc<Waiters>,
     owners: Arc<Owners>,
-    /// The metrics labels of requests without a label, built once.
-    unlabelled: &'static crate::metric::Fixed,
+    /// The metrics labels of requests without a label, built once per kind (indexed by
+    /// [`Class`]).
+    unlabelled: [&'static crate::metric::Fixed; 4],
 }
 
 impl Locker {
@@ -98,13 +100,88 @@ impl Locker {
         LockerBuilder::from_arc(Arc::new(lock))
     }
 
-    /// Starts a request for the lock `name`; nothing is sent until it is awaited.
+    /// Starts a request for the exclusive lock `name` (a mutex: one holder at a time);
+    /// nothing is sent until it is awaited.
     ///
     /// `locker.lock(name).await` is `locker.lock(name).acquire().await`.
     pub fn lock(&self, name: impl Into<Arc<str>>) -> LockRequest {
+        self.request(name.into(), Kind::Mutex)
+    }
+
+    /// Starts a request for a read share of the read-write lock `name`: any number of readers
+    /// hold it at once, never beside a writer. Each reader holds a lease of its own (its own
+    /// token and expiry, renewed on its own), so a crashed reader frees its share at the end
+    /// of its lease and renewing one reader never moves another's expiry.
+    ///
+    /// **Writer preference** (on by default): once a writer waits for the name, readers
+    /// arriving after it queue behind it, so a stream of overlapping readers cannot starve
+    /// writers. Turn it off with [`LockRequest::writer_preference`]`(false)` on both sides.
+    ///
+    /// The guard's [`fencing_token`](Guard::fencing_token) is the token of the last write
+    /// granted before this read: a store can check that no newer write happened since.
+    ///
+    /// **Reentrancy**: a task that holds a read share or the write lock of `name` gets a
+    /// nested guard. The read-write lock `name` is a different lock from the mutex `name`.
+    ///
+    /// Not every backend offers read-write locks: the others answer
+    /// [`LockError::Unsupported`].
+    pub fn read(&self, name: impl Into<Arc<str>>) -> LockRequest {
+        self.request(
+            name.into(),
+            Kind::Read {
+                writer_preference: true,
+            },
+        )
+    }
+
+    /// Starts a request for the write lock of the read-write lock `name`: alone, with no
+    /// reader and no other writer. Its guard carries a fencing token like a mutex's.
+    ///
+    /// **Reentrancy**: a task that holds the write lock gets a nested guard for `write` and
+    /// for [`read`](Locker::read) (reading under one's own write lock); a task that holds only
+    /// a read share and asks to write gets [`LockError::UpgradeRefused`] at once — waiting
+    /// would deadlock with itself (or with another reader upgrading). See
+    /// [`read`](Locker::read) for writer preference.
+    pub fn write(&self, name: impl Into<Arc<str>>) -> LockRequest {
+        self.request(
+            name.into(),
+            Kind::Write {
+                writer_preference: true,
+            },
+        )
+    }
+
+    /// Starts a request for one permit of the counting semaphore `name`, which has `max`
+    /// permits; [`LockRequest::permits`] takes several at once (all or none). Each grant is a
+    /// lease with its own token and expiry, renewed like a lock's, so a holder that crashes
+    /// returns its permits at the end of its lease. A waiter for `k` permits is granted them
+    /// when `k` are free.
+    ///
+    /// Every holder of one name must give the same `max`: a request with another count while
+    /// permits are held fails with [`LockError::PermitsMismatch`] (a semaphore nobody holds
+    /// takes the count of its next holder). Permits are not reentrant: a task that asks again
+    /// takes more permits. [`LockRequest::available`] tells how many are free.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
+    /// use lock_core::{Locker, MemoryLock};
+    ///
+    /// let locker = Locker::new(MemoryLock::new());
+    /// let two = locker.semaphore("pdf-workers", 8).permits(2).await?;
+    /// assert_eq!(locker.semaphore("pdf-workers", 8).available().await?, 6);
+    /// two.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn semaphore(&self, name: impl Into<Arc<str>>, max: u32) -> LockRequest {
+        self.request(name.into(), Kind::Semaphore { permits: 1, max })
+    }
+
+    fn request(&self, name: Arc<str>, kind: Kind) -> LockRequest {
         LockRequest {
             locker: self.clone(),
-            name: name.into(),
+            name,
+            kind,
+            misuse: None,
             expiry: Expiry::Renewed(self.inner.lease),
             wait: self.inner.wait,
             retry_errors_for: self.inner.retry_errors_for,
@@ -245,7 +322,8 @@ impl LockerBuilder {
         Locker {
             inner: Arc::new(Inner {
                 renewer: Renewer::new(Arc::clone(&self.lock)),
-                unlabelled: Labels::unlabelled_set(self.lock.backend()),
+                unlabelled: Class::ALL
+                    .map(|class| Labels::unlabelled_set(self.lock.backend(), class.label())),
                 waiters: Arc::default(),
                 owners: Arc::default(),
                 lock: self.lock,
@@ -273,7 +351,8 @@ impl fmt::Debug for LockerBuilder {
     }
 }
 
-/// A request for one lock, made by [`Locker::lock`]: choose how the lease ends
+/// A request for one lock, made by [`Locker::lock`], [`Locker::read`], [`Locker::write`] or
+/// [`Locker::semaphore`]: choose how the lease ends
 /// ([`lease`](LockRequest::lease), renewed, the default; or [`fixed_ttl`](LockRequest::fixed_ttl)),
 /// the wait and the metrics label, then [`acquire`](LockRequest::acquire) (or `.await` it),
 /// [`try_acquire`](LockRequest::try_acquire) or [`run`](LockRequest::run).
@@ -282,6 +361,10 @@ impl fmt::Debug for LockerBuilder {
 pub struct LockRequest {
     locker: Locker,
     name: Arc<str>,
+    kind: Kind,
+    /// A builder method that does not fit the kind (`permits` on a mutex), reported by
+    /// `check` as invalid input.
+    misuse: Option<&'static str>,
     expiry: Expiry,
     /// `None`: wait without a deadline.
     wait: Option<Duration>,
@@ -308,6 +391,63 @@ impl Expiry {
 }
 
 impl LockRequest {
+    /// For a [`semaphore`](Locker::semaphore) request: take `permits` permits at once (all or
+    /// none; default 1), between 1 and the semaphore's `max`. On any other request it makes
+    /// the request fail with [`LockError::InvalidInput`].
+    pub fn permits(mut self, permits: u32) -> Self {
+        match &mut self.kind {
+            Kind::Semaphore { permits: p, .. } => *p = permits,
+            _ => self.misuse = Some("permits() is for semaphore requests"),
+        }
+        self
+    }
+
+    /// For a [`read`](Locker::read) or [`write`](Locker::write) request: whether writers go
+    /// first (default `true`). A writer with it records that it waits, so that readers with
+    /// it, arriving later, queue behind it; `false` on a reader lets it in beside waiting
+    /// writers, `false` on a writer records nothing (it then gets in only when no reader
+    /// holds the name). On any other request it makes the request fail with
+    /// [`LockError::InvalidInput`].
+    pub fn writer_preference(mut self, on: bool) -> Self {
+        match &mut self.kind {
+            Kind::Read { writer_preference } | Kind::Write { writer_preference } => {
+                *writer_preference = on;
+            }
+            _ => self.misuse = Some("writer_preference() is for read and write requests"),
+        }
+        self
+    }
+
+    /// What this request asks for.
+    #[must_use]
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// For a [`semaphore`](Locker::semaphore) request: how many of its `max` permits are free
+    /// now (held permits whose lease expired count as free). Sends one query; changes nothing.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidInput`] for a bad name or a request that is not a semaphore's;
+    /// [`LockError::Unsupported`] from a backend without semaphores; the backend's errors.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it changes nothing.
+    pub async fn available(&self) -> Result<u32, LockError> {
+        let Kind::Semaphore { max, .. } = self.kind else {
+            return Err(LockError::invalid("available() is for semaphore requests"));
+        };
+        check_name(&self.name)?;
+        let in_use = self
+            .locker
+            .inner
+            .lock
+            .as_ref()
+            .permits_in_use(&self.name)
+            .await?;
+        Ok(max.saturating_sub(in_use))
+    }
+
     /// A renewed lease of this length (default: the locker's, [`LockerBuilder::lease`]): the
     /// watchdog extends it to `lease` from now every third of it while the guard lives, so the
     /// lock outlives any work, and a crashed holder's lock is free at most `lease` after the
@@ -392,15 +532,15 @@ impl LockRequest {
     /// in the background.
     pub async fn try_acquire(self) -> Result<Option<Guard>, LockError> {
         let labels = self.labels();
-        let span = tracing::debug_span!("acquire", name = %self.name, backend = labels.backend, attempts = 1, outcome = tracing::field::Empty);
+        let span = tracing::debug_span!("acquire", name = %self.name, backend = labels.backend, kind = labels.kind, attempts = 1, outcome = tracing::field::Empty);
         async {
             let started = Instant::now();
             let result = match self.check() {
-                Ok(_) if self.holds_already() => Ok(self.nested(&labels)),
+                Ok(_) if self.holds_already() => self.nested(&labels),
                 // Waiters of this process are ahead of a single try: it does not jump the line.
-                Ok(_) if self.locker.inner.waiters.has_waiters(&self.name) => Ok(None),
+                Ok(_) if self.has_local_waiters() => Ok(None),
                 Ok(ttl) => self
-                    .attempt(ttl, &labels)
+                    .attempt(ttl, self.single_try_kind(), &labels, &mut None)
                     .await
                     .map(|attempt| match attempt {
                         Attempt::Acquired(lease) => {
@@ -462,6 +602,7 @@ impl LockRequest {
             "acquire",
             name = %self.name,
             backend = labels.backend,
+            kind = labels.kind,
             attempts = tracing::field::Empty,
             outcome = tracing::field::Empty
         );
@@ -530,33 +671,83 @@ impl LockRequest {
     }
 
     fn labels(&self) -> Labels {
+        let class = self.kind.class();
         Labels::new(
             self.locker.backend(),
+            class.label(),
             self.label.clone(),
-            self.locker.inner.unlabelled,
+            self.locker.inner.unlabelled[class as usize],
         )
     }
 
     /// The checked input: the TTL each attempt asks for.
     fn check(&self) -> Result<Duration, LockError> {
+        if let Some(misuse) = self.misuse {
+            return Err(LockError::invalid(misuse));
+        }
         check_name(&self.name)?;
         let ttl = self.expiry.ttl();
         check_ttl(ttl)?;
+        if let Kind::Semaphore { permits, max } = self.kind {
+            if max == 0 || max > MAX_PERMITS {
+                return Err(LockError::invalid(format!(
+                    "a semaphore has 1 to {MAX_PERMITS} permits, not {max}"
+                )));
+            }
+            if permits == 0 || permits > max {
+                return Err(LockError::invalid(format!(
+                    "a request takes 1 to {max} permits of this semaphore, not {permits}"
+                )));
+            }
+        }
         Ok(ttl)
     }
 
-    /// Whether the current task already holds this name through this locker.
+    /// Whether the current task already holds this name, in this kind's family, through this
+    /// locker.
     fn holds_already(&self) -> bool {
-        self.locker.inner.owners.current(&self.name).is_some()
+        self.locker
+            .inner
+            .owners
+            .current(&self.name, self.kind)
+            .is_some()
     }
 
     /// A nested guard if the current task already holds this name through this locker, counted
-    /// as acquired `via="reentry"`.
-    fn nested(&self, labels: &Labels) -> Option<Guard> {
+    /// as acquired `via="reentry"`: a mutex inside the mutex, a read or write inside the write
+    /// lock, a read inside a read. A write inside a read share is refused
+    /// ([`LockError::UpgradeRefused`]).
+    fn nested(&self, labels: &Labels) -> Result<Option<Guard>, LockError> {
         let inner = &self.locker.inner;
-        let held = inner.owners.current(&self.name)?;
+        let Some(held) = inner.owners.current(&self.name, self.kind) else {
+            return Ok(None);
+        };
+        if matches!(held.kind(), Kind::Read { .. }) && matches!(self.kind, Kind::Write { .. }) {
+            return Err(LockError::UpgradeRefused {
+                name: self.name.to_string(),
+            });
+        }
         labels.acquired(Via::Reentry);
-        Some(Guard::nested(Arc::clone(&inner.lock), held))
+        Ok(Some(Guard::nested(Arc::clone(&inner.lock), held)))
+    }
+
+    /// Whether waiters of this process queue for this name and kind.
+    fn has_local_waiters(&self) -> bool {
+        self.locker
+            .inner
+            .waiters
+            .has_waiters(&self.name, self.kind.class())
+    }
+
+    /// The kind a single try asks for: a write that does not wait does not record itself as
+    /// a waiting writer (it would hold readers back for nothing).
+    fn single_try_kind(&self) -> Kind {
+        match self.kind {
+            Kind::Write { .. } => Kind::Write {
+                writer_preference: false,
+            },
+            kind => kind,
+        }
     }
 
     async fn wait_for_grant(
@@ -565,7 +756,7 @@ impl LockRequest {
         attempts: &mut u32,
     ) -> Result<Guard, LockError> {
         let ttl = self.check()?;
-        if let Some(nested) = self.nested(labels) {
+        if let Some(nested) = self.nested(labels)? {
             return Ok(nested);
         }
         let inner = &self.locker.inner;
@@ -584,9 +775,12 @@ impl LockRequest {
             phase: TimeoutPhase::Wait,
             elapsed: started.elapsed(),
         };
-        let ticket = inner.waiters.join(&self.name, ttl);
+        let ticket = inner.waiters.join(&self.name, self.kind.class(), ttl);
         let mut waiting = None;
         let mut tried_watch = false;
+        // A waiting writer's record in the backend (writer preference): the token of its busy
+        // attempts, reused by the next one, and released if the request ends without the lock.
+        let mut waiting_record = None;
         loop {
             if !ticket.is_head() {
                 waiting.get_or_insert_with(|| Waiting::enter(labels.clone()));
@@ -630,7 +824,10 @@ impl LockRequest {
             *attempts = attempts.saturating_add(1);
             // A transient backend failure (connection dropped, server restarting) is retried
             // like a busy lock, within the same wait; the caller sees it if it outlasts the wait.
-            let (holder_ttl, announces, failure) = match self.attempt(ttl, labels).await {
+            let attempt = self
+                .attempt(ttl, self.kind, labels, &mut waiting_record)
+                .await;
+            let (holder_ttl, announces, failure) = match attempt {
                 Ok(Attempt::Acquired(lease)) => {
                     let guard = self.grant(lease, labels, started, Via::Attempt);
                     ticket.granted(guard.held());
@@ -702,22 +899,50 @@ impl LockRequest {
         }
     }
 
-    /// One attempt with a fresh token. Until the backend has answered, a release of that token
-    /// is armed: if the attempt is cancelled or fails in a way that may have reached the
-    /// backend, the token is released in the background, so nothing is left behind.
-    async fn attempt(&self, ttl: Duration, labels: &Labels) -> Result<Attempt, LockError> {
+    /// One attempt of `kind`, with a fresh token or the one of a waiting writer's `record`.
+    /// Until the backend has answered, a release of that token is armed: if the attempt is
+    /// cancelled or fails in a way that may have reached the backend, the token is released in
+    /// the background, so nothing is left behind. A write found busy with writer preference
+    /// left a record of itself: its release stays armed in `record` until the next attempt
+    /// (which reuses the token, renewing the record) or the end of the request (which drops
+    /// it, withdrawing the record).
+    async fn attempt(
+        &self,
+        ttl: Duration,
+        kind: Kind,
+        labels: &Labels,
+        record: &mut Option<ReleaseOnDrop>,
+    ) -> Result<Attempt, LockError> {
         let lock = &self.locker.inner.lock;
-        let token = Token::generate()?;
+        let token = match record.take() {
+            Some(record) => {
+                let token = *record.lease().token();
+                record.disarm();
+                token
+            }
+            None => Token::generate()?,
+        };
         let pending = ReleaseOnDrop::new(
             Arc::clone(lock),
-            Lease::new(Arc::clone(&self.name), token, 0, Instant::now()),
+            Lease::new(Arc::clone(&self.name), token, 0, Instant::now()).with_kind(kind),
         );
         labels.count(metric::ACQUIRE_ATTEMPTS_TOTAL);
-        let result = lock.as_ref().try_acquire(&self.name, token, ttl).await;
+        let result = lock
+            .as_ref()
+            .try_acquire_kind(&self.name, kind, token, ttl)
+            .await;
         match &result {
             Err(error) if error.may_have_applied() => {
                 labels.count_with(metric::BACKEND_ERRORS_TOTAL, "op", "acquire");
                 drop(pending);
+            }
+            Ok(Attempt::Busy { .. })
+                if kind
+                    == (Kind::Write {
+                        writer_preference: true,
+                    }) =>
+            {
+                *record = Some(pending);
             }
             _ => pending.disarm(),
         }
@@ -784,7 +1009,10 @@ impl Locker {
 /// The `reason` label of a request that ended without the lock.
 fn failure_reason(error: &LockError) -> &'static str {
     match error {
-        LockError::InvalidInput { .. } => "invalid",
+        LockError::InvalidInput { .. }
+        | LockError::Unsupported { .. }
+        | LockError::UpgradeRefused { .. }
+        | LockError::PermitsMismatch { .. } => "invalid",
         LockError::Timeout {
             phase: TimeoutPhase::Wait,
             ..

@@ -8,15 +8,21 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::time::Instant;
 
-use crate::{Attempt, Handover, Lease, Lock, LockError, Token, lease::valid_until};
+use crate::{Attempt, Handover, Kind, Lease, Lock, LockError, Token, lease::valid_until};
 
 /// An in-process lock store with the semantics of the Redis backend: a lock expires at the end
 /// of its TTL, only the holder's token extends or releases it, and every grant gets a fencing
-/// token greater than all before it.
+/// token greater than all before it. It offers every [`Kind`]: mutex, read-write lock (writer
+/// preference, one lease per reader) and semaphore (one lease per holder of `k` permits).
 ///
 /// For unit tests (yours and ours) and for single-process programs. Time is tokio's clock, so
 /// `tokio::time::pause()` and `advance()` drive expiry in tests. Fencing tokens come from one
-/// counter per `MemoryLock`, so they increase across all names (and so, strictly, per name).
+/// counter per `MemoryLock`, so they increase across all names (and so, strictly, per name); a
+/// reader's fencing token is the counter's value at its grant, which no earlier write exceeds
+/// and every later write does.
+///
+/// The mutex, the read-write lock and the semaphore of one name are separate locks, as on
+/// Redis.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
@@ -38,7 +44,9 @@ pub struct MemoryLock {
 #[derive(Debug, Default)]
 struct Held {
     locks: HashMap<String, Entry>,
-    /// Map size after the last sweep of expired entries; the next sweep runs at twice that.
+    rw: HashMap<String, ReadWrite>,
+    semaphores: HashMap<String, Semaphore>,
+    /// Entries after the last sweep of expired ones; the next sweep runs at twice that.
     swept_at: usize,
 }
 
@@ -48,6 +56,50 @@ struct Entry {
     expires: Instant,
 }
 
+/// One read-write lock: its writer, its readers, and the writers waiting (writer preference).
+#[derive(Debug, Default)]
+struct ReadWrite {
+    writer: Option<Entry>,
+    readers: HashMap<Token, Instant>,
+    waiting_writers: HashMap<Token, Instant>,
+}
+
+/// One semaphore: its permit count and every holder's permits and expiry.
+#[derive(Debug, Default)]
+struct Semaphore {
+    max: u32,
+    holders: HashMap<Token, (u32, Instant)>,
+}
+
+impl ReadWrite {
+    fn prune(&mut self, now: Instant) {
+        if self.writer.is_some_and(|w| w.expires <= now) {
+            self.writer = None;
+        }
+        self.readers.retain(|_, expires| *expires > now);
+        self.waiting_writers.retain(|_, expires| *expires > now);
+    }
+
+    fn is_empty(&self) -> bool {
+        self.writer.is_none() && self.readers.is_empty() && self.waiting_writers.is_empty()
+    }
+}
+
+impl Semaphore {
+    fn prune(&mut self, now: Instant) {
+        self.holders.retain(|_, (_, expires)| *expires > now);
+    }
+
+    fn in_use(&self) -> u32 {
+        self.holders.values().map(|(permits, _)| *permits).sum()
+    }
+}
+
+/// The time until the latest of `expiries`, from `now`.
+fn until_last(expiries: impl Iterator<Item = Instant>, now: Instant) -> Option<Duration> {
+    expiries.max().map(|at| at - now)
+}
+
 impl MemoryLock {
     /// An empty store.
     #[must_use]
@@ -55,15 +107,27 @@ impl MemoryLock {
         Self::default()
     }
 
-    /// How many locks are held (not expired) right now.
+    /// How many locks are held (not expired) right now: mutexes, writers, readers and
+    /// semaphore holders, each lease counted once.
     #[must_use]
     pub fn held_count(&self) -> usize {
         let now = Instant::now();
-        self.state()
-            .locks
+        let state = self.state();
+        let mutexes = state.locks.values().filter(|e| e.expires > now).count();
+        let rw: usize = state
+            .rw
             .values()
-            .filter(|e| e.expires > now)
-            .count()
+            .map(|rw| {
+                usize::from(rw.writer.is_some_and(|w| w.expires > now))
+                    + rw.readers.values().filter(|at| **at > now).count()
+            })
+            .sum();
+        let permits: usize = state
+            .semaphores
+            .values()
+            .map(|s| s.holders.values().filter(|(_, at)| *at > now).count())
+            .sum();
+        mutexes + rw + permits
     }
 
     fn state(&self) -> MutexGuard<'_, Held> {
@@ -73,12 +137,159 @@ impl MemoryLock {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    fn next_fence(&self) -> u64 {
+        self.fence.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
     /// The live entry for `name`, dropping it if it has expired.
     fn live<'a>(held: &'a mut Held, name: &str, now: Instant) -> Option<&'a mut Entry> {
         if held.locks.get(name).is_some_and(|e| e.expires <= now) {
             held.locks.remove(name);
         }
         held.locks.get_mut(name)
+    }
+
+    fn try_mutex(&self, held: &mut Held, name: &str, token: Token, ttl: Duration) -> Attempt {
+        let now = Instant::now();
+        if let Some(entry) = Self::live(held, name, now) {
+            return Attempt::Busy {
+                holder_ttl: Some(entry.expires - now),
+                // Every holder here is a distlock holder: a backend that wraps this one and
+                // offers `watch` announces all of their releases.
+                announces: true,
+            };
+        }
+        let expires = valid_until(now, ttl);
+        held.locks.insert(name.to_owned(), Entry { token, expires });
+        Attempt::Acquired(Lease::new(name, token, self.next_fence(), expires))
+    }
+
+    fn try_read(
+        &self,
+        held: &mut Held,
+        name: &str,
+        kind: Kind,
+        token: Token,
+        ttl: Duration,
+    ) -> Attempt {
+        let now = Instant::now();
+        let writer_preference = matches!(
+            kind,
+            Kind::Read {
+                writer_preference: true
+            }
+        );
+        let rw = held.rw.entry(name.to_owned()).or_default();
+        rw.prune(now);
+        let blocker = match rw.writer {
+            Some(writer) => Some(writer.expires),
+            None if writer_preference => rw.waiting_writers.values().max().copied(),
+            None => None,
+        };
+        if let Some(until) = blocker {
+            return Attempt::Busy {
+                holder_ttl: Some(until - now),
+                announces: true,
+            };
+        }
+        let expires = valid_until(now, ttl);
+        rw.readers.insert(token, expires);
+        // The last write's token: no write granted so far has a greater one, every later
+        // write has a greater one.
+        let last_write = self.fence.load(Ordering::Relaxed);
+        Attempt::Acquired(Lease::new(name, token, last_write, expires).with_kind(kind))
+    }
+
+    fn try_write(
+        &self,
+        held: &mut Held,
+        name: &str,
+        kind: Kind,
+        token: Token,
+        ttl: Duration,
+    ) -> Attempt {
+        let now = Instant::now();
+        let writer_preference = matches!(
+            kind,
+            Kind::Write {
+                writer_preference: true
+            }
+        );
+        let rw = held.rw.entry(name.to_owned()).or_default();
+        rw.prune(now);
+        let busy_for = match rw.writer {
+            Some(writer) => Some(writer.expires - now),
+            None => until_last(rw.readers.values().copied(), now),
+        };
+        if let Some(busy_for) = busy_for {
+            if writer_preference {
+                rw.waiting_writers.insert(token, valid_until(now, ttl));
+            }
+            return Attempt::Busy {
+                // Try again (and so renew the waiting record) at least every half TTL.
+                holder_ttl: Some(busy_for.min(ttl / 2)),
+                announces: true,
+            };
+        }
+        rw.waiting_writers.remove(&token);
+        let expires = valid_until(now, ttl);
+        rw.writer = Some(Entry { token, expires });
+        Attempt::Acquired(Lease::new(name, token, self.next_fence(), expires).with_kind(kind))
+    }
+
+    fn try_permits(
+        held: &mut Held,
+        name: &str,
+        kind: Kind,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        let Kind::Semaphore { permits, max } = kind else {
+            unreachable!("called for semaphores only");
+        };
+        let now = Instant::now();
+        let semaphore = held.semaphores.entry(name.to_owned()).or_default();
+        semaphore.prune(now);
+        if semaphore.holders.is_empty() {
+            semaphore.max = max;
+        } else if semaphore.max != max {
+            return Err(LockError::PermitsMismatch {
+                name: name.to_owned(),
+                max,
+                held_max: semaphore.max,
+            });
+        }
+        if semaphore.in_use().saturating_add(permits) > max {
+            return Ok(Attempt::Busy {
+                // The first permits free up when the soonest holder expires, at the latest.
+                holder_ttl: semaphore.holders.values().map(|(_, at)| *at - now).min(),
+                announces: true,
+            });
+        }
+        let expires = valid_until(now, ttl);
+        semaphore.holders.insert(token, (permits, expires));
+        Ok(Attempt::Acquired(
+            Lease::new(name, token, 0, expires).with_kind(kind),
+        ))
+    }
+
+    /// Drops expired entries of every kind once the maps have doubled since the last sweep, so
+    /// names never asked for again do not pile up.
+    fn sweep(held: &mut Held, now: Instant) {
+        let size = held.locks.len() + held.rw.len() + held.semaphores.len();
+        if size < held.swept_at.saturating_mul(2).max(1024) {
+            return;
+        }
+        held.locks.retain(|_, e| e.expires > now);
+        held.rw.retain(|_, rw| {
+            rw.prune(now);
+            !rw.is_empty()
+        });
+        held.semaphores.retain(|_, s| {
+            s.prune(now);
+            !s.holders.is_empty()
+        });
+        held.swept_at = held.locks.len() + held.rw.len() + held.semaphores.len();
     }
 }
 
@@ -94,41 +305,65 @@ impl Lock for MemoryLock {
         token: Token,
         ttl: Duration,
     ) -> Result<Attempt, LockError> {
+        self.try_acquire_kind(name, Kind::Mutex, token, ttl).await
+    }
+
+    async fn try_acquire_kind(
+        &self,
+        name: &str,
+        kind: Kind,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        let mut held = self.state();
+        Self::sweep(&mut held, Instant::now());
+        match kind {
+            Kind::Mutex => Ok(self.try_mutex(&mut held, name, token, ttl)),
+            Kind::Read { .. } => Ok(self.try_read(&mut held, name, kind, token, ttl)),
+            Kind::Write { .. } => Ok(self.try_write(&mut held, name, kind, token, ttl)),
+            Kind::Semaphore { .. } => Self::try_permits(&mut held, name, kind, token, ttl),
+        }
+    }
+
+    async fn permits_in_use(&self, name: &str) -> Result<u32, LockError> {
         let now = Instant::now();
         let mut held = self.state();
-        if let Some(entry) = Self::live(&mut held, name, now) {
-            return Ok(Attempt::Busy {
-                holder_ttl: Some(entry.expires - now),
-                // Every holder here is a distlock holder: a backend that wraps this one and
-                // offers `watch` announces all of their releases.
-                announces: true,
-            });
-        }
-        if held.locks.len() >= held.swept_at.saturating_mul(2).max(1024) {
-            held.locks.retain(|_, e| e.expires > now);
-            held.swept_at = held.locks.len();
-        }
-        let expires = valid_until(now, ttl);
-        held.locks.insert(name.to_owned(), Entry { token, expires });
-        let fencing_token = self.fence.fetch_add(1, Ordering::Relaxed) + 1;
-        Ok(Attempt::Acquired(Lease::new(
-            name,
-            token,
-            fencing_token,
-            expires,
-        )))
+        Ok(held.semaphores.get_mut(name).map_or(0, |semaphore| {
+            semaphore.prune(now);
+            semaphore.in_use()
+        }))
     }
 
     async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
         let now = Instant::now();
+        let expires = valid_until(now, ttl);
         let mut held = self.state();
-        Ok(match Self::live(&mut held, lease.name(), now) {
-            Some(entry) if entry.token == *lease.token() => {
-                entry.expires = valid_until(now, ttl);
-                Some(entry.expires)
-            }
-            _ => None,
-        })
+        let name = lease.name();
+        let token = lease.token();
+        let extended = match lease.kind() {
+            Kind::Read { .. } => held
+                .rw
+                .get_mut(name)
+                .and_then(|rw| rw.readers.get_mut(token))
+                .filter(|at| **at > now)
+                .map(|at| *at = expires),
+            Kind::Write { .. } => held
+                .rw
+                .get_mut(name)
+                .and_then(|rw| rw.writer.as_mut())
+                .filter(|w| w.token == *token && w.expires > now)
+                .map(|w| w.expires = expires),
+            Kind::Semaphore { .. } => held
+                .semaphores
+                .get_mut(name)
+                .and_then(|s| s.holders.get_mut(token))
+                .filter(|(_, at)| *at > now)
+                .map(|(_, at)| *at = expires),
+            _ => Self::live(&mut held, name, now)
+                .filter(|e| e.token == *token)
+                .map(|e| e.expires = expires),
+        };
+        Ok(extended.map(|()| expires))
     }
 
     async fn hand_over(
@@ -137,14 +372,17 @@ impl Lock for MemoryLock {
         to: Token,
         ttl: Duration,
     ) -> Result<Handover, LockError> {
+        if lease.kind() != Kind::Mutex {
+            return Ok(Handover::Unsupported);
+        }
         let now = Instant::now();
         let mut held = self.state();
         Ok(match Self::live(&mut held, lease.name(), now) {
             Some(entry) if entry.token == *lease.token() => {
                 entry.token = to;
                 entry.expires = valid_until(now, ttl);
-                let fencing_token = self.fence.fetch_add(1, Ordering::Relaxed) + 1;
-                Handover::Handed(Lease::new(lease.name(), to, fencing_token, entry.expires))
+                let expires = entry.expires;
+                Handover::Handed(Lease::new(lease.name(), to, self.next_fence(), expires))
             }
             _ => Handover::NotOwned,
         })
@@ -153,11 +391,43 @@ impl Lock for MemoryLock {
     async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
         let now = Instant::now();
         let mut held = self.state();
-        let ours =
-            Self::live(&mut held, lease.name(), now).is_some_and(|e| e.token == *lease.token());
-        if ours {
-            held.locks.remove(lease.name());
-        }
-        Ok(ours)
+        let name = lease.name();
+        let token = lease.token();
+        Ok(match lease.kind() {
+            Kind::Read { .. } | Kind::Write { .. } => {
+                let Some(rw) = held.rw.get_mut(name) else {
+                    return Ok(false);
+                };
+                rw.prune(now);
+                // A write request that gave up withdraws its waiting record here.
+                rw.waiting_writers.remove(token);
+                let ours = match lease.kind() {
+                    Kind::Read { .. } => rw.readers.remove(token).is_some(),
+                    _ => rw.writer.take_if(|w| w.token == *token).is_some(),
+                };
+                if rw.is_empty() {
+                    held.rw.remove(name);
+                }
+                ours
+            }
+            Kind::Semaphore { .. } => {
+                let Some(semaphore) = held.semaphores.get_mut(name) else {
+                    return Ok(false);
+                };
+                semaphore.prune(now);
+                let ours = semaphore.holders.remove(token).is_some();
+                if semaphore.holders.is_empty() {
+                    held.semaphores.remove(name);
+                }
+                ours
+            }
+            _ => {
+                let ours = Self::live(&mut held, name, now).is_some_and(|e| e.token == *token);
+                if ours {
+                    held.locks.remove(name);
+                }
+                ours
+            }
+        })
     }
 }

@@ -13,10 +13,12 @@
 //!
 //! # Labels
 //!
-//! Every series carries two labels: `backend` (`"redis"`, `"memory"`, ...) and `lock`, the
+//! Every series carries three labels: `backend` (`"redis"`, `"memory"`, ...), `lock`, the
 //! request's [label](crate::LockRequest::label) — a name *template* such as `"order:{id}"`,
-//! never the rendered name, so the number of series stays bounded. Requests without a label are
-//! recorded under `lock="unlabelled"`. Without a recorder the series cost next to nothing.
+//! never the rendered name, so the number of series stays bounded — and `kind`, the lock kind
+//! (`mutex`, `read`, `write`, `semaphore`; see [`Kind::label`](crate::Kind::label)). Requests
+//! without a label are recorded under `lock="unlabelled"`. Without a recorder the series cost
+//! next to nothing.
 //!
 //! # The series
 //!
@@ -29,12 +31,13 @@
 //! | `distlock_held_seconds` | histogram, seconds | from the grant to release, loss or leak |
 //! | `distlock_held` | gauge | leases held by guards of this process now |
 //! | `distlock_waiters` | gauge | requests of this process waiting for a held lock now |
+//! | `distlock_permits_held` | gauge | semaphore permits held by guards of this process now (a guard of `k` permits counts `k`) |
 //! | `distlock_renewals_total{outcome}` | counter | renewals: `ok`, `not_owned`, `error` |
 //! | `distlock_lost_total` | counter | leases lost while their guard lived |
 //! | `distlock_release_not_owned_total` | counter | releases that found the lease no longer ours |
 //! | `distlock_backend_errors_total{op}` | counter | backend failures: `acquire`, `extend`, `release` |
 //!
-//! The counters add up as follows, for one `backend` and `lock`:
+//! The counters add up as follows, for one `backend`, `lock` and `kind`:
 //!
 //! - *leases granted* = `acquired_total{via="attempt"}` + `acquired_total{via="handover"}`;
 //! - *attempts that did not grant* (found the lock busy, or failed) =
@@ -71,7 +74,7 @@
 //!
 //! let text = handle.render();
 //! assert!(text.contains("# HELP distlock_acquired_total"));
-//! assert!(text.contains(r#"distlock_acquired_total{backend="memory",lock="order:{id}",via="attempt"} 1"#));
+//! assert!(text.contains(r#"distlock_acquired_total{backend="memory",lock="order:{id}",kind="mutex",via="attempt"} 1"#));
 //! assert!(text.contains("distlock_acquire_wait_seconds_bucket"), "a histogram, not a summary");
 //! # Ok(()) }
 //! ```
@@ -105,6 +108,9 @@ pub const RENEWALS_TOTAL: &str = "distlock_renewals_total";
 pub const LOST_TOTAL: &str = "distlock_lost_total";
 /// Counter: releases that found the lease no longer ours.
 pub const RELEASE_NOT_OWNED_TOTAL: &str = "distlock_release_not_owned_total";
+/// Gauge: semaphore permits held by guards of this process now (a guard of `k` permits
+/// counts `k`; [`HELD`] counts it once).
+pub const PERMITS_HELD: &str = "distlock_permits_held";
 /// Counter: backend failures, by `op`: `acquire`, `extend`, `release`.
 pub const BACKEND_ERRORS_TOTAL: &str = "distlock_backend_errors_total";
 
@@ -125,78 +131,84 @@ pub const BUCKETS: &[f64] = &[
 ];
 
 /// Every series' name, kind, unit and description, in the order of the module's table.
-const DESCRIPTIONS: &[(&str, Kind, Unit, &str)] = &[
+const DESCRIPTIONS: &[(&str, Series, Unit, &str)] = &[
     (
         ACQUIRE_ATTEMPTS_TOTAL,
-        Kind::Counter,
+        Series::Counter,
         Unit::Count,
         "Acquire attempts sent to the backend, one per try, whatever the answer.",
     ),
     (
         ACQUIRED_TOTAL,
-        Kind::Counter,
+        Series::Counter,
         Unit::Count,
         "Guards handed out, by via: attempt (an attempt sent to the backend was granted), \
          handover (a local guard passed the lock on; no attempt), reentry (a nested guard; no new lease).",
     ),
     (
         NOT_ACQUIRED_TOTAL,
-        Kind::Counter,
+        Series::Counter,
         Unit::Count,
         "Requests that ended without the lock, by reason: busy, timeout, quorum, error, invalid.",
     ),
     (
         ACQUIRE_WAIT_SECONDS,
-        Kind::Histogram,
+        Series::Histogram,
         Unit::Seconds,
         "Seconds from the request's start to the grant.",
     ),
     (
         HELD_SECONDS,
-        Kind::Histogram,
+        Series::Histogram,
         Unit::Seconds,
         "Seconds from the grant to release, loss or leak.",
     ),
     (
         HELD,
-        Kind::Gauge,
+        Series::Gauge,
         Unit::Count,
         "Leases held by guards of this process now.",
     ),
     (
         WAITERS,
-        Kind::Gauge,
+        Series::Gauge,
         Unit::Count,
         "Requests of this process waiting for a held lock now.",
     ),
     (
         RENEWALS_TOTAL,
-        Kind::Counter,
+        Series::Counter,
         Unit::Count,
         "Lease renewals, by outcome: ok, not_owned (the lease was gone), error.",
     ),
     (
         LOST_TOTAL,
-        Kind::Counter,
+        Series::Counter,
         Unit::Count,
         "Leases lost while their guard still lived.",
     ),
     (
         RELEASE_NOT_OWNED_TOTAL,
-        Kind::Counter,
+        Series::Counter,
         Unit::Count,
         "Releases that found the lease no longer ours (it had expired, maybe taken by another holder).",
     ),
     (
+        PERMITS_HELD,
+        Series::Gauge,
+        Unit::Count,
+        "Semaphore permits held by guards of this process now.",
+    ),
+    (
         BACKEND_ERRORS_TOTAL,
-        Kind::Counter,
+        Series::Counter,
         Unit::Count,
         "Backend failures, by op: acquire, extend, release.",
     ),
 ];
 
 #[derive(Clone, Copy)]
-enum Kind {
+enum Series {
     Counter,
     Gauge,
     Histogram,
@@ -213,9 +225,9 @@ pub fn describe() {
             let key = KeyName::from_const_str(name);
             let help = SharedString::const_str(help);
             match kind {
-                Kind::Counter => recorder.describe_counter(key, Some(unit), help),
-                Kind::Gauge => recorder.describe_gauge(key, Some(unit), help),
-                Kind::Histogram => recorder.describe_histogram(key, Some(unit), help),
+                Series::Counter => recorder.describe_counter(key, Some(unit), help),
+                Series::Gauge => recorder.describe_gauge(key, Some(unit), help),
+                Series::Histogram => recorder.describe_histogram(key, Some(unit), help),
             }
         }
     });
@@ -274,18 +286,19 @@ impl Via {
 /// The label of requests that set none.
 pub(crate) const UNLABELLED: &str = "unlabelled";
 
-/// The two labels every series carries.
+/// The three labels every series carries.
 #[derive(Debug, Clone)]
 pub(crate) struct Labels {
     pub(crate) backend: &'static str,
     pub(crate) lock: SharedString,
+    pub(crate) kind: &'static str,
     /// Both labels as a set built once, when the request has no label of its own (the usual
     /// case): keys are then made without allocating, where the macros would build a label
     /// vector on every call — 6 allocations per acquire + release cycle otherwise.
     fixed: Option<&'static Fixed>,
 }
 
-/// The keys of one backend's unlabelled series, made (and hashed) once.
+/// The keys of one backend's and kind's unlabelled series, made (and hashed) once.
 #[derive(Debug)]
 pub(crate) struct Fixed {
     labels: &'static [Label],
@@ -310,10 +323,11 @@ static METADATA: Metadata<'static> =
     Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
 
 impl Labels {
-    /// The labels of a request for `backend` with the caller's `label`, if any. `unlabelled`
-    /// is [`Labels::unlabelled_set`] of the same backend.
+    /// The labels of a request of `kind` for `backend` with the caller's `label`, if any.
+    /// `unlabelled` is [`Labels::unlabelled_set`] of the same backend and kind.
     pub(crate) fn new(
         backend: &'static str,
+        kind: &'static str,
         label: Option<SharedString>,
         unlabelled: &'static Fixed,
     ) -> Self {
@@ -321,28 +335,32 @@ impl Labels {
             Some(lock) => Self {
                 backend,
                 lock,
+                kind,
                 fixed: None,
             },
             None => Self {
                 backend,
                 lock: SharedString::const_str(UNLABELLED),
+                kind,
                 fixed: Some(unlabelled),
             },
         }
     }
 
-    /// The keys of `backend`'s unlabelled series (`backend="…", lock="unlabelled"`): made once
-    /// per backend name and kept for the life of the process (a few hundred bytes for each of
-    /// the handful of backend names).
-    pub(crate) fn unlabelled_set(backend: &'static str) -> &'static Fixed {
-        static SETS: Mutex<Vec<(&'static str, &'static Fixed)>> = Mutex::new(Vec::new());
+    /// The keys of `backend`'s unlabelled series of `kind` (`backend="…", lock="unlabelled",
+    /// kind="…"`): made once per backend name and kind and kept for the life of the process (a
+    /// few hundred bytes for each of the handful of backend names and kinds).
+    pub(crate) fn unlabelled_set(backend: &'static str, kind: &'static str) -> &'static Fixed {
+        type Sets = Vec<((&'static str, &'static str), &'static Fixed)>;
+        static SETS: Mutex<Sets> = Mutex::new(Vec::new());
         let mut sets = SETS.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((_, fixed)) = sets.iter().find(|(name, _)| *name == backend) {
+        if let Some((_, fixed)) = sets.iter().find(|(key, _)| *key == (backend, kind)) {
             return fixed;
         }
         let labels: &'static [Label] = Box::leak(Box::new([
             Label::from_static_parts("backend", backend),
             Label::from_static_parts("lock", UNLABELLED),
+            Label::from_static_parts("kind", kind),
         ]));
         let names = [
             ACQUIRE_ATTEMPTS_TOTAL,
@@ -350,6 +368,7 @@ impl Labels {
             HELD_SECONDS,
             HELD,
             WAITERS,
+            PERMITS_HELD,
             LOST_TOTAL,
             RELEASE_NOT_OWNED_TOTAL,
         ];
@@ -361,6 +380,7 @@ impl Labels {
             let labels: &'static [Label] = Box::leak(Box::new([
                 Label::from_static_parts("backend", backend),
                 Label::from_static_parts("lock", UNLABELLED),
+                Label::from_static_parts("kind", kind),
                 Label::from_static_parts("via", via.label()),
             ]));
             Key::from_static_parts(ACQUIRED_TOTAL, labels)
@@ -370,7 +390,7 @@ impl Labels {
             keys,
             acquired,
         }));
-        sets.push((backend, fixed));
+        sets.push(((backend, kind), fixed));
         fixed
     }
 
@@ -379,7 +399,7 @@ impl Labels {
             Some(fixed) => {
                 metrics::with_recorder(|r| r.register_counter(&fixed.key(name), &METADATA))
             }
-            None => metrics::counter!(name, "backend" => self.backend, "lock" => self.lock.clone()),
+            None => metrics::counter!(name, "backend" => self.backend, "lock" => self.lock.clone(), "kind" => self.kind),
         };
         counter.increment(1);
     }
@@ -395,6 +415,7 @@ impl Labels {
                 ACQUIRED_TOTAL,
                 "backend" => self.backend,
                 "lock" => self.lock.clone(),
+                "kind" => self.kind,
                 "via" => via.label()
             ),
         };
@@ -402,7 +423,7 @@ impl Labels {
     }
 
     pub(crate) fn count_with(&self, name: &'static str, key: &'static str, value: &'static str) {
-        metrics::counter!(name, "backend" => self.backend, "lock" => self.lock.clone(), key => value).increment(1);
+        metrics::counter!(name, "backend" => self.backend, "lock" => self.lock.clone(), "kind" => self.kind, key => value).increment(1);
     }
 
     pub(crate) fn record(&self, name: &'static str, value: Duration) {
@@ -411,7 +432,7 @@ impl Labels {
                 metrics::with_recorder(|r| r.register_histogram(&fixed.key(name), &METADATA))
             }
             None => {
-                metrics::histogram!(name, "backend" => self.backend, "lock" => self.lock.clone())
+                metrics::histogram!(name, "backend" => self.backend, "lock" => self.lock.clone(), "kind" => self.kind)
             }
         };
         histogram.record(value.as_secs_f64());
@@ -422,7 +443,7 @@ impl Labels {
             Some(fixed) => {
                 metrics::with_recorder(|r| r.register_gauge(&fixed.key(name), &METADATA))
             }
-            None => metrics::gauge!(name, "backend" => self.backend, "lock" => self.lock.clone()),
+            None => metrics::gauge!(name, "backend" => self.backend, "lock" => self.lock.clone(), "kind" => self.kind),
         };
         gauge.increment(delta);
     }

@@ -4,6 +4,9 @@
 //! at every await). A task that holds a name and asks for it again — a locked handler calling a
 //! locked helper — gets a nested guard on the same lease instead of waiting for itself until
 //! its wait runs out. Other tasks, including tasks it spawns, still wait.
+//!
+//! A name is recorded per family: the mutex, and the read-write lock (a read share or the
+//! write lock). Semaphore permits are not reentrant: a task asking again takes more permits.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
@@ -11,9 +14,19 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use tokio::task::Id;
 
 use crate::held::Held;
+use crate::kind::{Class, Kind};
 
 /// Which lease each (task, name) pair holds.
-type ByTask = HashMap<(Id, Arc<str>), Weak<Held>>;
+type ByTask = HashMap<(Id, Arc<str>, Class), Weak<Held>>;
+
+/// The family a kind's reentrancy is recorded under; `None` for kinds that are not reentrant.
+pub(crate) fn family(kind: Kind) -> Option<Class> {
+    match kind.class() {
+        Class::Mutex => Some(Class::Mutex),
+        Class::Read | Class::Write => Some(Class::Write),
+        Class::Semaphore => None,
+    }
+}
 
 #[derive(Default)]
 pub(crate) struct Owners {
@@ -25,23 +38,32 @@ impl Owners {
         self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The lease the current task holds on `name`, if any and still held.
-    pub(crate) fn current(&self, name: &Arc<str>) -> Option<Arc<Held>> {
+    /// The lease the current task holds on `name` in the family of `kind`, if any and still
+    /// held.
+    pub(crate) fn current(&self, name: &Arc<str>, kind: Kind) -> Option<Arc<Held>> {
+        let family = family(kind)?;
         let task = tokio::task::try_id()?;
-        let held = self.map().get(&(task, Arc::clone(name)))?.upgrade()?;
+        let held = self
+            .map()
+            .get(&(task, Arc::clone(name), family))?
+            .upgrade()?;
         held.is_held().then_some(held)
     }
 
-    /// Records that the current task holds `held` (outside a task: nothing to record).
+    /// Records that the current task holds `held` (outside a task, or for a kind that is not
+    /// reentrant: nothing to record).
     pub(crate) fn enter(&self, name: &Arc<str>, held: &Arc<Held>) -> Option<Id> {
+        let family = family(held.kind())?;
         let task = tokio::task::try_id()?;
         self.map()
-            .insert((task, Arc::clone(name)), Arc::downgrade(held));
+            .insert((task, Arc::clone(name), family), Arc::downgrade(held));
         Some(task)
     }
 
-    /// The outermost guard of `task` on `name` is gone.
-    pub(crate) fn leave(&self, task: Id, name: &Arc<str>) {
-        self.map().remove(&(task, Arc::clone(name)));
+    /// The outermost guard of `task` on `name`, of the family of `kind`, is gone.
+    pub(crate) fn leave(&self, task: Id, name: &Arc<str>, kind: Kind) {
+        if let Some(family) = family(kind) {
+            self.map().remove(&(task, Arc::clone(name), family));
+        }
     }
 }

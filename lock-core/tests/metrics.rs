@@ -168,6 +168,7 @@ fn requests_without_a_label_are_recorded_as_unlabelled() {
     let labels = vec![
         ("backend".to_owned(), "probe".to_owned()),
         ("lock".to_owned(), "unlabelled".to_owned()),
+        ("kind".to_owned(), "mutex".to_owned()),
     ];
     let mut via_attempt = labels.clone();
     via_attempt.push(("via".to_owned(), "attempt".to_owned()));
