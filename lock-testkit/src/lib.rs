@@ -49,6 +49,10 @@
 //! faults while a test runs: latency, stalls, full partitions, refused and
 //! reset connections, replies cut mid-way.
 //!
+//! [`conformance`] is one behaviour suite for the lock kinds (read-write lock, semaphore):
+//! async checks that take fresh `lock_core::Locker`s on any backend and panic when a rule
+//! breaks, so every backend is held to the same rules.
+//!
 //! ```no_run
 //! use lock_testkit::{KeepData, RedisServer};
 //!
@@ -85,6 +89,7 @@
 mod binary;
 mod client;
 mod cluster;
+pub mod conformance;
 mod launch;
 mod poll;
 mod port;
