@@ -26,8 +26,8 @@ mod waiters;
 pub use backoff::Backoff;
 pub use error::{BoxError, LockError, Op, TimeoutPhase};
 pub use guard::{Guard, LeaseWatch};
-pub use lease::{Lease, valid_until};
 pub use kind::{Kind, MAX_PERMITS};
+pub use lease::{Lease, valid_until};
 pub use lock::{Attempt, Handover, Lock};
 pub use locker::{
     DEFAULT_LEASE, DEFAULT_RETRY_ERRORS_FOR, DEFAULT_WAIT, LockRequest, Locker, LockerBuilder,

@@ -739,6 +739,19 @@ impl LockRequest {
             .has_waiters(&self.name, self.kind.class())
     }
 
+    /// How long a busy attempt may wait before the next: the holder's TTL, but for a writer
+    /// that recorded itself as waiting (writer preference) at most half its TTL, the time its
+    /// record lasts, so the next attempt renews the record before it lapses and lets readers
+    /// in ahead of it.
+    fn retry_within(&self, holder_ttl: Option<Duration>, ttl: Duration) -> Option<Duration> {
+        match self.kind {
+            Kind::Write {
+                writer_preference: true,
+            } => Some(holder_ttl.map_or(ttl / 2, |holder| holder.min(ttl / 2))),
+            _ => holder_ttl,
+        }
+    }
+
     /// The kind a single try asks for: a write that does not wait does not record itself as
     /// a waiting writer (it would hold readers back for nothing).
     fn single_try_kind(&self) -> Kind {
@@ -839,7 +852,7 @@ impl LockRequest {
                     announces,
                 }) => {
                     failing_since = None;
-                    (holder_ttl, announces, None)
+                    (self.retry_within(holder_ttl, ttl), announces, None)
                 }
                 Err(error) if error.is_retryable() => (None, false, Some(error)),
                 Err(error) => return Err(error),

@@ -226,8 +226,7 @@ impl MemoryLock {
                 rw.waiting_writers.insert(token, valid_until(now, ttl));
             }
             return Attempt::Busy {
-                // Try again (and so renew the waiting record) at least every half TTL.
-                holder_ttl: Some(busy_for.min(ttl / 2)),
+                holder_ttl: Some(busy_for),
                 announces: true,
             };
         }

@@ -399,7 +399,9 @@ impl Labels {
             Some(fixed) => {
                 metrics::with_recorder(|r| r.register_counter(&fixed.key(name), &METADATA))
             }
-            None => metrics::counter!(name, "backend" => self.backend, "lock" => self.lock.clone(), "kind" => self.kind),
+            None => {
+                metrics::counter!(name, "backend" => self.backend, "lock" => self.lock.clone(), "kind" => self.kind)
+            }
         };
         counter.increment(1);
     }
@@ -443,7 +445,9 @@ impl Labels {
             Some(fixed) => {
                 metrics::with_recorder(|r| r.register_gauge(&fixed.key(name), &METADATA))
             }
-            None => metrics::gauge!(name, "backend" => self.backend, "lock" => self.lock.clone(), "kind" => self.kind),
+            None => {
+                metrics::gauge!(name, "backend" => self.backend, "lock" => self.lock.clone(), "kind" => self.kind)
+            }
         };
         gauge.increment(delta);
     }

@@ -9,6 +9,28 @@ pub(crate) const FENCE_SUFFIX: &str = ":distlock-fence";
 /// The end of every release channel name.
 pub(crate) const RELEASED_SUFFIX: &str = ":distlock-released";
 
+/// The ends of the keys of a read-write lock: its writer (a string), its readers and its
+/// waiting writers (sorted sets scored by expiry).
+pub(crate) const WRITER_SUFFIX: &str = ":distlock-writer";
+pub(crate) const READERS_SUFFIX: &str = ":distlock-readers";
+pub(crate) const WAITING_WRITERS_SUFFIX: &str = ":distlock-writers-waiting";
+
+/// The ends of the keys of a semaphore: its holders (a sorted set scored by expiry) and its
+/// counts (a hash: max, used, permits per holder).
+pub(crate) const PERMITS_SUFFIX: &str = ":distlock-permits";
+pub(crate) const PERMIT_COUNTS_SUFFIX: &str = ":distlock-permit-counts";
+
+/// Every suffix of a derived key; a lock key may end with none of them.
+const SUFFIXES: [&str; 7] = [
+    FENCE_SUFFIX,
+    RELEASED_SUFFIX,
+    WRITER_SUFFIX,
+    READERS_SUFFIX,
+    WAITING_WRITERS_SUFFIX,
+    PERMITS_SUFFIX,
+    PERMIT_COUNTS_SUFFIX,
+];
+
 /// Redis Cluster has 16,384 hash slots.
 const SLOTS: u16 = 16_384;
 
@@ -139,10 +161,20 @@ pub(crate) fn release_channel(key: &str) -> String {
     derived(key, RELEASED_SUFFIX)
 }
 
+/// The keys of the read-write lock named by `key`: writer, readers, waiting writers.
+pub(crate) fn rw_keys(key: &str) -> [String; 3] {
+    [WRITER_SUFFIX, READERS_SUFFIX, WAITING_WRITERS_SUFFIX].map(|suffix| derived(key, suffix))
+}
+
+/// The keys of the semaphore named by `key`: holders, counts.
+pub(crate) fn semaphore_keys(key: &str) -> [String; 2] {
+    [PERMITS_SUFFIX, PERMIT_COUNTS_SUFFIX].map(|suffix| derived(key, suffix))
+}
+
 /// Whether `key` ends like a derived key; such names are refused so a lock can never land on
-/// another lock's counter or channel.
+/// another lock's counter, channel, readers or permits.
 pub(crate) fn reserved(key: &str) -> bool {
-    key.ends_with(FENCE_SUFFIX) || key.ends_with(RELEASED_SUFFIX)
+    SUFFIXES.iter().any(|suffix| key.ends_with(suffix))
 }
 
 #[cfg(test)]
@@ -185,6 +217,10 @@ mod tests {
                 fence_key(key)
             );
             assert_eq!(key_slot(&release_channel(key)), slot, "channel of {key:?}");
+            for derived in rw_keys(key).iter().chain(&semaphore_keys(key)) {
+                assert_eq!(key_slot(derived), slot, "{derived:?} of {key:?}");
+                assert!(reserved(derived));
+            }
             assert!(reserved(&fence_key(key)) && !reserved(key));
         }
     }

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use lock_core::{
-    Attempt, Handover, Lease, Lock, LockError, Op, ReleaseWatch, TimeoutPhase, Token, check_ttl,
-    valid_until,
+    Attempt, Handover, Kind, Lease, Lock, LockError, Op, ReleaseWatch, TimeoutPhase, Token,
+    check_ttl, valid_until,
 };
 use redis::{ErrorKind, FromRedisValue, ServerErrorKind};
 use tokio::time::Instant;
@@ -14,11 +14,11 @@ use tokio::time::Instant;
 use crate::config::{RedisLockBuilder, Settings};
 use crate::conn::{Conn, Connections, Source};
 use crate::error::{BACKEND, breaks_connection, from_redis, timeout};
-use crate::layout::{announces, fence_key, release_channel, reserved, token_value};
+use crate::layout::{announces, fence_key, release_channel, token_value};
 use crate::replication::Replication;
+use crate::scripts::{ACQUIRE, EXTEND, HANDOVER, Lua, RELEASE, RW_RELEASE, SEMAPHORE_RELEASE};
 #[cfg(feature = "cluster")]
-use crate::scripts::RELEASE_SHARDED;
-use crate::scripts::{ACQUIRE, EXTEND, HANDOVER, Lua, RELEASE};
+use crate::scripts::{RELEASE_SHARDED, RW_RELEASE_SHARDED, SEMAPHORE_RELEASE_SHARDED};
 use crate::subscriber::Subscriber;
 
 /// A distributed lock on Redis (≥ 7.0) — one server, a Redis Cluster (feature `cluster`) or a
@@ -45,11 +45,14 @@ pub struct RedisLock {
     subscriber: Option<Subscriber>,
     prefix: String,
     command_timeout: Duration,
-    fence_retention_ms: u64,
+    pub(crate) fence_retention_ms: u64,
     /// Whether grants carry fencing tokens (the acquire script) or not (a plain `SET NX`).
     fencing: bool,
-    /// The release script: announcing with `PUBLISH`, or `SPUBLISH` (sharded) on a cluster.
+    /// The release scripts of the mutex, the read-write lock and the semaphore: announcing with
+    /// `PUBLISH`, or `SPUBLISH` (sharded) on a cluster.
     release: &'static Lua,
+    pub(crate) rw_release: &'static Lua,
+    pub(crate) semaphore_release: &'static Lua,
     /// Replicas that must confirm each grant and renewal, if any.
     replication: Option<Replication>,
 }
@@ -80,13 +83,25 @@ impl RedisLock {
     pub(crate) fn assemble(source: Source, settings: Settings) -> Self {
         let pubsub_limit = settings.connect_timeout + settings.command_timeout;
         #[cfg(feature = "cluster")]
-        let release: &'static Lua = if matches!(source, Source::Cluster(_)) {
-            &RELEASE_SHARDED
+        let (release, rw_release, semaphore_release): (
+            &'static Lua,
+            &'static Lua,
+            &'static Lua,
+        ) = if matches!(source, Source::Cluster(_)) {
+            (
+                &RELEASE_SHARDED,
+                &RW_RELEASE_SHARDED,
+                &SEMAPHORE_RELEASE_SHARDED,
+            )
         } else {
-            &RELEASE
+            (&RELEASE, &RW_RELEASE, &SEMAPHORE_RELEASE)
         };
         #[cfg(not(feature = "cluster"))]
-        let release: &'static Lua = &RELEASE;
+        let (release, rw_release, semaphore_release): (
+            &'static Lua,
+            &'static Lua,
+            &'static Lua,
+        ) = (&RELEASE, &RW_RELEASE, &SEMAPHORE_RELEASE);
         Self {
             conns: Connections::new(source, settings.connect_timeout),
             subscriber: settings
@@ -97,6 +112,8 @@ impl RedisLock {
             fence_retention_ms: ms(settings.fence_retention),
             fencing: settings.fencing,
             release,
+            rw_release,
+            semaphore_release,
             replication: settings.replication,
         }
     }
@@ -147,7 +164,7 @@ impl RedisLock {
     /// Runs one script (EVALSHA, loading it on NOSCRIPT) with a bounded wait for its reply,
     /// replacing the connection if the failure shows it broken. `keys[0]` is the lock key.
     /// Returns the connection it used, for a `WAIT` on the same one.
-    async fn run<T: FromRedisValue>(
+    pub(crate) async fn run<T: FromRedisValue>(
         &self,
         op: Op,
         script: &Lua,
@@ -225,7 +242,7 @@ impl RedisLock {
 
     /// Waits for replicas to confirm the grant of `lease`, if this lock asks for it; a grant
     /// they do not confirm is released rather than held where a failover would lose it.
-    async fn confirm_grant(
+    pub(crate) async fn confirm_grant(
         &self,
         conn: &mut Conn,
         key: &str,
@@ -241,7 +258,12 @@ impl RedisLock {
     }
 
     /// Waits for replicas to confirm a write made on `conn`, if this lock asks for it.
-    async fn confirm(&self, conn: &mut Conn, key: &str, op: Op) -> Result<(), LockError> {
+    pub(crate) async fn confirm(
+        &self,
+        conn: &mut Conn,
+        key: &str,
+        op: Op,
+    ) -> Result<(), LockError> {
         match &self.replication {
             Some(replication) => {
                 replication
@@ -282,12 +304,7 @@ impl Lock for RedisLock {
         ttl: Duration,
     ) -> Result<Attempt, LockError> {
         let ttl_ms = check_ttl(ttl)?;
-        let key = self.key(name);
-        if reserved(&key) {
-            return Err(LockError::invalid(format!(
-                "the lock key {key:?} ends like distlock's own fencing or channel keys"
-            )));
-        }
+        let key = self.checked_key(name)?;
         let started = Instant::now();
         let value = token_value(&token);
         let (reply, mut conn) = if self.fencing {
@@ -360,7 +377,29 @@ impl Lock for RedisLock {
         }
     }
 
+    /// Read shares, write locks and permits through their own scripts (see the crate README,
+    /// "Read-write locks and semaphores").
+    async fn try_acquire_kind(
+        &self,
+        name: &str,
+        kind: Kind,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        match kind {
+            Kind::Mutex => self.try_acquire(name, token, ttl).await,
+            kind => self.try_kind(name, kind, token, ttl).await,
+        }
+    }
+
+    async fn permits_in_use(&self, name: &str) -> Result<u32, LockError> {
+        self.permits_used(name).await
+    }
+
     async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
+        if lease.kind() != Kind::Mutex {
+            return self.extend_kind(lease, ttl).await;
+        }
         let ttl_ms = check_ttl(ttl)?;
         let key = self.key(lease.name());
         let started = Instant::now();
@@ -383,6 +422,9 @@ impl Lock for RedisLock {
         to: Token,
         ttl: Duration,
     ) -> Result<Handover, LockError> {
+        if lease.kind() != Kind::Mutex {
+            return Ok(Handover::Unsupported);
+        }
         let ttl_ms = check_ttl(ttl)?;
         let key = self.key(lease.name());
         let started = Instant::now();
@@ -414,6 +456,9 @@ impl Lock for RedisLock {
     }
 
     async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
+        if lease.kind() != Kind::Mutex {
+            return self.release_kind(lease).await;
+        }
         let key = self.key(lease.name());
         let value = token_value(lease.token());
         let channel = release_channel(&key);

@@ -8,18 +8,19 @@ use std::sync::LazyLock;
 /// A script: its source and the SHA1 that EVALSHA names it by.
 #[derive(Debug)]
 pub(crate) struct Lua {
-    source: &'static str,
+    source: String,
     sha1: String,
 }
 
 impl Lua {
-    fn new(source: &'static str) -> Self {
-        let sha1 = redis::Script::new(source).get_hash().to_owned();
+    fn new(source: impl Into<String>) -> Self {
+        let source = source.into();
+        let sha1 = redis::Script::new(&source).get_hash().to_owned();
         Self { source, sha1 }
     }
 
-    pub(crate) fn source(&self) -> &'static str {
-        self.source
+    pub(crate) fn source(&self) -> &str {
+        &self.source
     }
 
     pub(crate) fn sha1(&self) -> &str {
@@ -39,10 +40,11 @@ static HANDOVER_FENCED_LUA: LazyLock<String> =
     LazyLock::new(|| format!("{FENCE_LUA}{HANDOVER_LUA}"));
 
 /// Set-if-absent with a TTL and a fencing token; see `lua/acquire.lua`.
-pub(crate) static ACQUIRE: LazyLock<Lua> = LazyLock::new(|| Lua::new(&ACQUIRE_FENCED_LUA));
+pub(crate) static ACQUIRE: LazyLock<Lua> = LazyLock::new(|| Lua::new(ACQUIRE_FENCED_LUA.as_str()));
 
 /// Compare-and-pass-on to the next holder; see `lua/handover.lua`.
-pub(crate) static HANDOVER: LazyLock<Lua> = LazyLock::new(|| Lua::new(&HANDOVER_FENCED_LUA));
+pub(crate) static HANDOVER: LazyLock<Lua> =
+    LazyLock::new(|| Lua::new(HANDOVER_FENCED_LUA.as_str()));
 
 /// The release script's source with its announcing command filled in.
 static RELEASE_PUBLISH_LUA: LazyLock<String> =
@@ -51,33 +53,130 @@ static RELEASE_SPUBLISH_LUA: LazyLock<String> =
     LazyLock::new(|| RELEASE_LUA.replace("PUBLISH_COMMAND", "SPUBLISH"));
 
 /// Compare-and-delete that announces the release with `PUBLISH`; see `lua/release.lua`.
-pub(crate) static RELEASE: LazyLock<Lua> = LazyLock::new(|| Lua::new(&RELEASE_PUBLISH_LUA));
+pub(crate) static RELEASE: LazyLock<Lua> = LazyLock::new(|| Lua::new(RELEASE_PUBLISH_LUA.as_str()));
 
 /// The same, announcing with `SPUBLISH` (sharded pub/sub), for a Redis Cluster.
 #[cfg(feature = "cluster")]
 pub(crate) static RELEASE_SHARDED: LazyLock<Lua> =
-    LazyLock::new(|| Lua::new(&RELEASE_SPUBLISH_LUA));
+    LazyLock::new(|| Lua::new(RELEASE_SPUBLISH_LUA.as_str()));
 
 /// Compare-and-pexpire; see `lua/extend.lua`.
 pub(crate) static EXTEND: LazyLock<Lua> = LazyLock::new(|| Lua::new(EXTEND_LUA));
 
+// The read-write lock and the semaphore: `lua/clock.lua` (the server's clock, expiry of sorted
+// sets) in front of each, `lua/semaphore.lua` (pruning) in front of the semaphore's.
+const CLOCK_LUA: &str = include_str!("../lua/clock.lua");
+const SEMAPHORE_LUA: &str = include_str!("../lua/semaphore.lua");
+
+/// The script with the helpers it needs in front, and its announcing command filled in.
+fn assemble(parts: &[&str], publish: &str) -> Lua {
+    Lua::new(parts.concat().replace("PUBLISH_COMMAND", publish))
+}
+
+/// A script made once, on first use.
+type Lazy = LazyLock<Lua>;
+
+/// A reader's share; see `lua/read_acquire.lua`.
+pub(crate) static READ_ACQUIRE: Lazy =
+    LazyLock::new(|| assemble(&[CLOCK_LUA, include_str!("../lua/read_acquire.lua")], ""));
+/// The write lock, with writer preference; see `lua/write_acquire.lua`.
+pub(crate) static WRITE_ACQUIRE: Lazy = LazyLock::new(|| {
+    assemble(
+        &[
+            CLOCK_LUA,
+            FENCE_LUA,
+            include_str!("../lua/write_acquire.lua"),
+        ],
+        "",
+    )
+});
+/// One reader's expiry; see `lua/read_extend.lua`.
+pub(crate) static READ_EXTEND: Lazy =
+    LazyLock::new(|| assemble(&[CLOCK_LUA, include_str!("../lua/read_extend.lua")], ""));
+const RW_RELEASE_LUA: &str = include_str!("../lua/rw_release.lua");
+/// A reader's or writer's release, announced with `PUBLISH`; see `lua/rw_release.lua`.
+pub(crate) static RW_RELEASE: Lazy =
+    LazyLock::new(|| assemble(&[CLOCK_LUA, RW_RELEASE_LUA], "PUBLISH"));
+/// The same, announced with `SPUBLISH` on a Redis Cluster.
+pub(crate) static RW_RELEASE_SHARDED: Lazy =
+    LazyLock::new(|| assemble(&[CLOCK_LUA, RW_RELEASE_LUA], "SPUBLISH"));
+/// Permits, all or none; see `lua/semaphore_acquire.lua`.
+pub(crate) static SEMAPHORE_ACQUIRE: Lazy = LazyLock::new(|| {
+    assemble(
+        &[
+            CLOCK_LUA,
+            SEMAPHORE_LUA,
+            include_str!("../lua/semaphore_acquire.lua"),
+        ],
+        "",
+    )
+});
+/// One holder's expiry; see `lua/semaphore_extend.lua`.
+pub(crate) static SEMAPHORE_EXTEND: Lazy = LazyLock::new(|| {
+    assemble(
+        &[
+            CLOCK_LUA,
+            SEMAPHORE_LUA,
+            include_str!("../lua/semaphore_extend.lua"),
+        ],
+        "",
+    )
+});
+const SEMAPHORE_RELEASE_LUA: &str = include_str!("../lua/semaphore_release.lua");
+/// A holder's permits back, announced with `PUBLISH`; see `lua/semaphore_release.lua`.
+pub(crate) static SEMAPHORE_RELEASE: Lazy = LazyLock::new(|| {
+    assemble(
+        &[CLOCK_LUA, SEMAPHORE_LUA, SEMAPHORE_RELEASE_LUA],
+        "PUBLISH",
+    )
+});
+/// The same, announced with `SPUBLISH` on a Redis Cluster.
+pub(crate) static SEMAPHORE_RELEASE_SHARDED: Lazy = LazyLock::new(|| {
+    assemble(
+        &[CLOCK_LUA, SEMAPHORE_LUA, SEMAPHORE_RELEASE_LUA],
+        "SPUBLISH",
+    )
+});
+/// The permits in use; see `lua/semaphore_in_use.lua`.
+pub(crate) static SEMAPHORE_IN_USE: Lazy = LazyLock::new(|| {
+    assemble(
+        &[
+            CLOCK_LUA,
+            SEMAPHORE_LUA,
+            include_str!("../lua/semaphore_in_use.lua"),
+        ],
+        "",
+    )
+});
+
 /// Loads every script on a new connection (`SCRIPT LOAD`, which a cluster connection sends to
-/// every master). Otherwise the first burst of concurrent calls (a renewal batch of a thousand
-/// leases) would each hit NOSCRIPT and load the script again.
+/// every master), all in one pipeline. Otherwise the first burst of concurrent calls (a renewal
+/// batch of a thousand leases) would each hit NOSCRIPT and load the script again.
 pub(crate) async fn preload(conn: &mut impl redis::aio::ConnectionLike) -> redis::RedisResult<()> {
+    let kinds: [&Lua; 10] = [
+        &READ_ACQUIRE,
+        &WRITE_ACQUIRE,
+        &READ_EXTEND,
+        &RW_RELEASE,
+        &RW_RELEASE_SHARDED,
+        &SEMAPHORE_ACQUIRE,
+        &SEMAPHORE_EXTEND,
+        &SEMAPHORE_RELEASE,
+        &SEMAPHORE_RELEASE_SHARDED,
+        &SEMAPHORE_IN_USE,
+    ];
     let sources = [
         ACQUIRE_FENCED_LUA.as_str(),
         HANDOVER_FENCED_LUA.as_str(),
         RELEASE_PUBLISH_LUA.as_str(),
         RELEASE_SPUBLISH_LUA.as_str(),
         EXTEND_LUA,
-    ];
+    ]
+    .into_iter()
+    .chain(kinds.iter().map(|lua| lua.source()));
+    let mut pipe = redis::pipe();
     for source in sources {
-        redis::cmd("SCRIPT")
-            .arg("LOAD")
-            .arg(source)
-            .exec_async(conn)
-            .await?;
+        pipe.cmd("SCRIPT").arg("LOAD").arg(source).ignore();
     }
-    Ok(())
+    pipe.exec_async(conn).await
 }
