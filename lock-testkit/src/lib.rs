@@ -108,7 +108,7 @@ pub use binary::{redis_server_binary, try_redis_server_binary};
 pub use cluster::{CLUSTER_SLOTS, ClusterNode, RedisCluster, RedisClusterBuilder, SlotMigration};
 pub use port::free_port;
 pub use postgres::{PostgresServer, PostgresServerBuilder, postgres_bin_dir};
-pub use processes::run_test_in_processes;
+pub use processes::{run_test_in_processes, spawn_test_process};
 pub use proxy::FaultProxy;
 pub use role::Role;
 pub use sentinel::{RedisSentinelSet, RedisSentinelSetBuilder};

@@ -1,7 +1,48 @@
 //! Running a test of the current test binary in other OS processes (the self-re-exec pattern).
 
 use std::future::Future;
+use std::io;
+use std::path::Path;
+use std::process::Stdio;
 use std::time::Duration;
+
+use tokio::process::{Child, Command};
+
+/// The command that runs only the `#[ignore]`d test `test` of the test binary `exe`, with
+/// `env` set; the child is killed by its PID if it is dropped still running.
+fn test_command(exe: &Path, test: &str, env: &[(String, String)]) -> Command {
+    let mut cmd = Command::new(exe);
+    cmd.args([
+        test,
+        "--exact",
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+    .kill_on_drop(true);
+    cmd
+}
+
+/// Starts the `#[ignore]`d test `test` of the current test binary in one child process with
+/// `env` set, and returns it without waiting: for tests that must kill a participant
+/// (`child.start_kill()` sends `SIGKILL` to its PID) or watch it die. Its output is
+/// discarded; a child still running when the returned [`Child`] is dropped is killed by its
+/// PID.
+///
+/// # Errors
+/// When the test binary's path is unknown or the process cannot be started.
+pub fn spawn_test_process(test: &str, env: &[(&str, String)]) -> io::Result<Child> {
+    let exe = std::env::current_exe()?;
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect();
+    test_command(&exe, test, &env)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+}
 
 /// Runs the `#[ignore]`d test `test` of the current test binary in `count` child processes at
 /// once, each with `env` set, and waits (at most `limit`) until all have finished.
@@ -24,16 +65,7 @@ pub fn run_test_in_processes(
     async move {
         let exe = std::env::current_exe().map_err(|e| format!("test binary path: {e}"))?;
         let children = (0..count).map(|_| {
-            let mut cmd = tokio::process::Command::new(&exe);
-            cmd.args([
-                test.as_str(),
-                "--exact",
-                "--ignored",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .kill_on_drop(true); // a child still running when we give up is killed by its PID
+            let mut cmd = test_command(&exe, &test, &env);
             async move { cmd.output().await }
         });
         let outputs = tokio::time::timeout(limit, futures::future::join_all(children))
