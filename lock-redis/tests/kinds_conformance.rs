@@ -77,6 +77,7 @@ over_memory_and_redis!(
         readers_share,
         writer_excludes_readers_and_writers,
         writer_preference_queues_new_readers,
+        gave_up_writer_lets_readers_in,
         writer_preference_off_lets_readers_in,
         last_reader_release_wakes_writer,
         writer_release_wakes_all_readers,

@@ -136,7 +136,8 @@ pub async fn writer_excludes_readers_and_writers(backend: &Backend, prefix: &str
     assert!(writer.is_held());
     release(writer).await;
     // The timed-out writer withdraws its waiting record in the background: give it a moment
-    // (its record would otherwise stand for its 30 s lease).
+    // (its record would otherwise stand for its 30 s lease). Whether it must be withdrawn
+    // before `acquire` returns is `gave_up_writer_lets_readers_in`'s question.
     tokio::time::sleep(backend.settle).await;
     assert!(
         read_gets_in(backend, &name).await,
@@ -209,8 +210,34 @@ pub async fn writer_preference_queues_new_readers(backend: &Backend, prefix: &st
         .expect("the late reader task");
 }
 
+/// A writer whose wait ran out has given up (its `acquire` returned
+/// [`LockError::Timeout`]): a reader arriving right after that gets in, without waiting for
+/// the writer's waiting record to be withdrawn in the background. (Readers are held back
+/// "until the writer got in or gave up".)
+pub async fn gave_up_writer_lets_readers_in(backend: &Backend, prefix: &str) {
+    let name = name(prefix, "gave-up-writer");
+    let holder = read(backend, &name).await;
+    let gave_up = backend
+        .locker()
+        .write(name.as_str())
+        .lease(Duration::from_secs(30))
+        .wait(backend.settle)
+        .await
+        .map(drop);
+    assert!(
+        matches!(gave_up, Err(LockError::Timeout { .. })),
+        "the writer waits beside a reader until its wait runs out: {gave_up:?}"
+    );
+    assert!(
+        read_gets_in(backend, &name).await,
+        "a writer that gave up (its acquire returned Timeout) still held a new reader back"
+    );
+    release(holder).await;
+}
+
 /// Writer preference off on both sides: a new reader gets in while a writer waits; the writer
-/// gets in once every reader released.
+/// gets in once every reader released. And off on a reader alone: it gets in beside a writer
+/// that waits with preference on (which keeps a preferring reader out).
 pub async fn writer_preference_off_lets_readers_in(backend: &Backend, prefix: &str) {
     let name = name(prefix, "writer-preference-off");
     let reader = |locker: Locker| {
@@ -256,6 +283,39 @@ pub async fn writer_preference_off_lets_readers_in(backend: &Backend, prefix: &s
     release(second).await;
     backend
         .within("the writer after the last reader", writer)
+        .await
+        .expect("the writer task");
+
+    // A reader without writer preference gets in even beside a writer that waits with it
+    // (and so recorded itself); a reader with it does not.
+    let first = reader(backend.locker())
+        .await
+        .expect("a reader gets in after the writer");
+    let writer = {
+        let (locker, name, patience) = (backend.locker(), name.clone(), backend.patience);
+        tokio::spawn(async move {
+            locker
+                .write(name.as_str())
+                .wait(patience)
+                .await
+                .expect("the preferring writer gets in once the readers released")
+                .release()
+                .await
+                .expect("the writer's release");
+        })
+    };
+    tokio::time::sleep(backend.settle).await;
+    assert!(
+        !read_gets_in(backend, &name).await,
+        "a preferring reader got in while a preferring writer waited"
+    );
+    let second = reader(backend.locker())
+        .await
+        .expect("a reader without writer preference gets in while a writer with it waits");
+    release(first).await;
+    release(second).await;
+    backend
+        .within("the preferring writer after the readers", writer)
         .await
         .expect("the writer task");
 }
