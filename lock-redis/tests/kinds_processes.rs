@@ -127,19 +127,16 @@ async fn server_ms(conn: &mut MultiplexedConnection) -> i64 {
     secs * 1000 + micros / 1000
 }
 
-/// Every member of the sorted set `key` with its score.
+/// Every member of the sorted set `key` with its score (whole server milliseconds).
 async fn members(conn: &mut MultiplexedConnection, key: &str) -> Vec<(String, i64)> {
     redis::cmd("ZRANGE")
         .arg(key)
         .arg(0)
         .arg(-1)
         .arg("WITHSCORES")
-        .query_async::<Vec<(String, f64)>>(conn)
+        .query_async(conn)
         .await
         .expect("ZRANGE")
-        .into_iter()
-        .map(|(member, score)| (member, score as i64))
-        .collect()
 }
 
 /// Waits (at most `limit`, in 20 ms steps) until `key` holds at least `at_least`.
