@@ -49,6 +49,10 @@
 //! faults while a test runs: latency, stalls, full partitions, refused and
 //! reset connections, replies cut mid-way.
 //!
+//! [`run_test_in_processes`] runs an `#[ignore]`d test of the current test binary in several
+//! OS processes and waits for them; [`spawn_test_process`] starts one and hands it back, for a
+//! test that kills it by its PID.
+//!
 //! [`conformance`] is one behaviour suite for the lock kinds (read-write lock, semaphore):
 //! async checks that take fresh `lock_core::Locker`s on any backend and panic when a rule
 //! breaks, so every backend is held to the same rules.
