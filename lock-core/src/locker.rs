@@ -788,6 +788,12 @@ impl LockRequest {
             phase: TimeoutPhase::Wait,
             elapsed: started.elapsed(),
         };
+        // A request that does not wait asks as a single try does: a writer records nothing.
+        let kind = if self.wait == Some(Duration::ZERO) {
+            self.single_try_kind()
+        } else {
+            self.kind
+        };
         let ticket = inner.waiters.join(&self.name, self.kind.class(), ttl);
         let mut waiting = None;
         let mut tried_watch = false;
@@ -837,9 +843,7 @@ impl LockRequest {
             *attempts = attempts.saturating_add(1);
             // A transient backend failure (connection dropped, server restarting) is retried
             // like a busy lock, within the same wait; the caller sees it if it outlasts the wait.
-            let attempt = self
-                .attempt(ttl, self.kind, labels, &mut waiting_record)
-                .await;
+            let attempt = self.attempt(ttl, kind, labels, &mut waiting_record).await;
             let (holder_ttl, announces, failure) = match attempt {
                 Ok(Attempt::Acquired(lease)) => {
                     let guard = self.grant(lease, labels, started, Via::Attempt);
