@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use distlock::{Kind, LeaseWatch, LockError, Locker, MemoryLock, TimeoutPhase, distributed_lock};
+use distlock::{Kind, LockError, Locker, MemoryLock, TimeoutPhase, distributed_lock};
 use tokio::sync::{Barrier, oneshot};
 use tokio::time::{sleep, timeout};
 
@@ -389,4 +389,30 @@ async fn the_largest_semaphore_the_attribute_accepts_is_the_largest_there_is() {
     assert_eq!(distlock::MAX_PERMITS, 1_000_000);
     let locker = Locker::new(MemoryLock::new());
     everything(&locker).await.expect("granted");
+}
+
+#[async_trait::async_trait]
+trait Store {
+    async fn load(&self, id: u64) -> Result<String, LockError>;
+}
+
+struct Docs {
+    locker: Locker,
+}
+
+#[async_trait::async_trait]
+impl Store for Docs {
+    #[distributed_lock("doc:{id}", read, locker = self.locker)]
+    async fn load(&self, id: u64) -> Result<String, LockError> {
+        Ok(current())
+    }
+}
+
+#[tokio::test]
+async fn kinds_work_in_async_trait_methods() {
+    let docs = Docs {
+        locker: Locker::new(MemoryLock::new()),
+    };
+    let kind = docs.load(8).await.expect("granted");
+    assert_kind(&kind, READ);
 }
