@@ -105,13 +105,9 @@ where
         request = request.fixed_ttl(ttl);
     }
     if let Some(wait) = spec.wait {
+        // A zero wait (`skip`, `wait = "0s"`) is one try: lock-core records no waiting
+        // writer for it.
         request = request.wait(wait);
-        if wait.is_zero() && spec.kind == LockKind::Write {
-            // One try (`skip`, `wait = "0s"`), as `LockRequest::try_acquire` makes it: a write
-            // that does not wait records no waiting writer, which would hold readers back
-            // for nothing until its withdrawal (sent in the background) lands.
-            request = request.writer_preference(false);
-        }
     }
     if let Some(max_hold) = spec.max_hold {
         request = request.max_hold(max_hold);
