@@ -95,11 +95,6 @@ impl Semaphore {
     }
 }
 
-/// The time until the latest of `expiries`, from `now`.
-fn until_last(expiries: impl Iterator<Item = Instant>, now: Instant) -> Option<Duration> {
-    expiries.max().map(|at| at - now)
-}
-
 impl MemoryLock {
     /// An empty store.
     #[must_use]
@@ -164,7 +159,8 @@ impl MemoryLock {
         Attempt::Acquired(Lease::new(name, token, self.next_fence(), expires))
     }
 
-    fn try_read(
+    /// A reader's share or the write lock, by `kind`, with writer preference as it says.
+    fn try_rw(
         &self,
         held: &mut Held,
         name: &str,
@@ -172,68 +168,42 @@ impl MemoryLock {
         token: Token,
         ttl: Duration,
     ) -> Attempt {
+        let (reading, writer_preference) = match kind {
+            Kind::Read { writer_preference } => (true, writer_preference),
+            Kind::Write { writer_preference } => (false, writer_preference),
+            _ => unreachable!("called for read-write kinds only"),
+        };
         let now = Instant::now();
-        let writer_preference = matches!(
-            kind,
-            Kind::Read {
-                writer_preference: true
-            }
-        );
         let rw = held.rw.entry(name.to_owned()).or_default();
         rw.prune(now);
-        let blocker = match rw.writer {
+        // Until when the holders that keep this request out may stay.
+        let busy_until = match rw.writer {
             Some(writer) => Some(writer.expires),
-            None if writer_preference => rw.waiting_writers.values().max().copied(),
-            None => None,
+            None if reading && writer_preference => rw.waiting_writers.values().max().copied(),
+            None if reading => None,
+            None => rw.readers.values().max().copied(),
         };
-        if let Some(until) = blocker {
+        if let Some(until) = busy_until {
+            if !reading && writer_preference {
+                rw.waiting_writers.insert(token, valid_until(now, ttl));
+            }
             return Attempt::Busy {
                 holder_ttl: Some(until - now),
                 announces: true,
             };
         }
         let expires = valid_until(now, ttl);
-        rw.readers.insert(token, expires);
-        // The last write's token: no write granted so far has a greater one, every later
-        // write has a greater one.
-        let last_write = self.fence.load(Ordering::Relaxed);
-        Attempt::Acquired(Lease::new(name, token, last_write, expires).with_kind(kind))
-    }
-
-    fn try_write(
-        &self,
-        held: &mut Held,
-        name: &str,
-        kind: Kind,
-        token: Token,
-        ttl: Duration,
-    ) -> Attempt {
-        let now = Instant::now();
-        let writer_preference = matches!(
-            kind,
-            Kind::Write {
-                writer_preference: true
-            }
-        );
-        let rw = held.rw.entry(name.to_owned()).or_default();
-        rw.prune(now);
-        let busy_for = match rw.writer {
-            Some(writer) => Some(writer.expires - now),
-            None => until_last(rw.readers.values().copied(), now),
+        let fencing_token = if reading {
+            rw.readers.insert(token, expires);
+            // The last write's token: no write granted so far has a greater one, every later
+            // write has a greater one.
+            self.fence.load(Ordering::Relaxed)
+        } else {
+            rw.waiting_writers.remove(&token);
+            rw.writer = Some(Entry { token, expires });
+            self.next_fence()
         };
-        if let Some(busy_for) = busy_for {
-            if writer_preference {
-                rw.waiting_writers.insert(token, valid_until(now, ttl));
-            }
-            return Attempt::Busy {
-                holder_ttl: Some(busy_for),
-                announces: true,
-            };
-        }
-        rw.waiting_writers.remove(&token);
-        let expires = valid_until(now, ttl);
-        rw.writer = Some(Entry { token, expires });
-        Attempt::Acquired(Lease::new(name, token, self.next_fence(), expires).with_kind(kind))
+        Attempt::Acquired(Lease::new(name, token, fencing_token, expires).with_kind(kind))
     }
 
     fn try_permits(
@@ -318,8 +288,9 @@ impl Lock for MemoryLock {
         Self::sweep(&mut held, Instant::now());
         match kind {
             Kind::Mutex => Ok(self.try_mutex(&mut held, name, token, ttl)),
-            Kind::Read { .. } => Ok(self.try_read(&mut held, name, kind, token, ttl)),
-            Kind::Write { .. } => Ok(self.try_write(&mut held, name, kind, token, ttl)),
+            Kind::Read { .. } | Kind::Write { .. } => {
+                Ok(self.try_rw(&mut held, name, kind, token, ttl))
+            }
             Kind::Semaphore { .. } => Self::try_permits(&mut held, name, kind, token, ttl),
         }
     }

@@ -6,7 +6,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Probe, probe_locker};
+use common::probe_locker;
 use lock_core::{Kind, LockError, Locker, MemoryLock};
 
 fn memory() -> Locker {
@@ -236,55 +236,4 @@ async fn a_waiter_for_k_permits_gets_them_when_k_are_free() {
             .expect("answers"),
         0
     );
-}
-
-#[test]
-fn every_series_carries_the_kind_and_permits_are_gauged() {
-    use metrics_util::MetricKind;
-    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
-    let recorder = DebuggingRecorder::new();
-    let snapshotter = recorder.snapshotter();
-    metrics::with_local_recorder(&recorder, || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .expect("runtime");
-        runtime.block_on(async {
-            let locker = Locker::new(Arc::new(Probe::default()));
-            let read = locker.read("doc").label("doc:{id}").await.expect("free");
-            let permits = locker.semaphore("pool", 8).permits(3).await.expect("free");
-            read.release().await.expect("ours");
-            let snapshot = snapshotter.snapshot().into_vec();
-            let find = |name: &str, kind: &str| {
-                snapshot.iter().find_map(|(key, _, _, value)| {
-                    let labels: Vec<_> = key
-                        .key()
-                        .labels()
-                        .map(|l| (l.key().to_owned(), l.value().to_owned()))
-                        .collect();
-                    (key.key().name() == name && labels.contains(&("kind".into(), kind.into())))
-                        .then(|| (key.kind(), value.clone()))
-                })
-            };
-            assert!(
-                matches!(
-                    find(lock_core::metric::ACQUIRED_TOTAL, "read"),
-                    Some((MetricKind::Counter, DebugValue::Counter(1)))
-                ),
-                "{snapshot:?}"
-            );
-            assert!(matches!(
-                find(lock_core::metric::ACQUIRED_TOTAL, "semaphore"),
-                Some((MetricKind::Counter, DebugValue::Counter(1)))
-            ));
-            match find(lock_core::metric::PERMITS_HELD, "semaphore") {
-                Some((MetricKind::Gauge, DebugValue::Gauge(g))) => {
-                    assert_eq!(g.into_inner(), 3.0, "three permits held");
-                }
-                other => panic!("{other:?}"),
-            }
-            permits.release().await.expect("ours");
-        });
-    });
 }

@@ -116,7 +116,12 @@ async fn read_write_locks_and_semaphores_work_through_sentinel() {
     });
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(
-        other.read("doc").try_acquire().await.expect("answers").is_none(),
+        other
+            .read("doc")
+            .try_acquire()
+            .await
+            .expect("answers")
+            .is_none(),
         "a waiting writer holds new readers back"
     );
     first.release().await.expect("ours");
@@ -129,7 +134,21 @@ async fn read_write_locks_and_semaphores_work_through_sentinel() {
     assert!(fence > 0);
 
     let held = locker.semaphore("pool", 3).permits(2).await.expect("free");
-    assert_eq!(other.semaphore("pool", 3).available().await.expect("answers"), 1);
+    assert_eq!(
+        other
+            .semaphore("pool", 3)
+            .available()
+            .await
+            .expect("answers"),
+        1
+    );
     held.release().await.expect("ours");
-    assert_eq!(other.semaphore("pool", 3).available().await.expect("answers"), 3);
+    assert_eq!(
+        other
+            .semaphore("pool", 3)
+            .available()
+            .await
+            .expect("answers"),
+        3
+    );
 }
