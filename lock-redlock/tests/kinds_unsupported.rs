@@ -1,7 +1,7 @@
 //! Redlock grants mutexes only: the other lock kinds are refused with a typed error, and
 //! nothing reaches the nodes.
 
-use lock_core::{Lock, LockError, Locker, MemoryLock};
+use lock_core::{LockError, Locker, MemoryLock};
 use lock_redlock::Redlock;
 use std::sync::Arc;
 
