@@ -237,3 +237,102 @@ async fn a_waiter_for_k_permits_gets_them_when_k_are_free() {
         0
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn fair_waiters_of_several_lockers_are_granted_in_arrival_order() {
+    let store = Arc::new(MemoryLock::new());
+    let holder = Locker::new(Arc::clone(&store))
+        .fair("job")
+        .await
+        .expect("free");
+    let (order_tx, mut order_rx) = tokio::sync::mpsc::unbounded_channel();
+    for id in 0..4 {
+        // A locker each: four "processes", each with its own local line.
+        let (locker, order) = (Locker::new(Arc::clone(&store)), order_tx.clone());
+        tokio::spawn(async move {
+            let guard = locker
+                .fair("job")
+                .wait(Duration::from_secs(60))
+                .await
+                .expect("granted in turn");
+            order.send(id).expect("open");
+            guard.release().await.expect("ours");
+        });
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    holder.release().await.expect("ours");
+    let mut order = Vec::new();
+    for _ in 0..4 {
+        order.push(order_rx.recv().await.expect("open"));
+    }
+    assert_eq!(order, [0, 1, 2, 3]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_fair_waiter_that_vanished_blocks_only_until_its_entry_lapses() {
+    use lock_core::{Attempt, FAIR_ENTRY_TTL, Lock, Token};
+    let store = Arc::new(MemoryLock::new());
+    let ttl = Duration::from_secs(30);
+    let fair = Kind::Fair { queued: true };
+    // A process that queued once and died: its entry is first, and nobody renews it.
+    let holder = store
+        .try_acquire_kind("job", fair, Token::generate().expect("token"), ttl)
+        .await
+        .expect("answers");
+    let dead = store
+        .try_acquire_kind("job", fair, Token::generate().expect("token"), ttl)
+        .await
+        .expect("answers");
+    assert!(matches!(dead, Attempt::Busy { .. }));
+    let Attempt::Acquired(held) = holder else {
+        panic!("free")
+    };
+    assert!(store.release(&held).await.expect("answers"));
+    let started = tokio::time::Instant::now();
+    let guard = Locker::new(Arc::clone(&store))
+        .fair("job")
+        .wait(Duration::from_secs(60))
+        .await
+        .expect("granted after the dead entry lapsed");
+    let waited = started.elapsed();
+    assert!(
+        waited >= FAIR_ENTRY_TTL - Duration::from_millis(100)
+            && waited <= FAIR_ENTRY_TTL + FAIR_ENTRY_TTL / 2,
+        "{waited:?}"
+    );
+    guard.release().await.expect("ours");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_fair_waiter_withdraws_and_the_next_goes_first() {
+    let store = Arc::new(MemoryLock::new());
+    let holder = Locker::new(Arc::clone(&store))
+        .fair("job")
+        .await
+        .expect("free");
+    let first = tokio::spawn({
+        let locker = Locker::new(Arc::clone(&store));
+        async move { locker.fair("job").wait_forever().await.map(drop) }
+    });
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let second = tokio::spawn({
+        let locker = Locker::new(Arc::clone(&store));
+        async move {
+            let guard = locker.fair("job").wait(Duration::from_secs(60)).await?;
+            let at = tokio::time::Instant::now();
+            guard.release().await.map(|()| at)
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    first.abort();
+    let _ = first.await;
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let released = tokio::time::Instant::now();
+    holder.release().await.expect("ours");
+    let granted = second.await.expect("no panic").expect("granted");
+    assert!(
+        granted - released < Duration::from_secs(2),
+        "not held back by the cancelled waiter's entry: {:?}",
+        granted - released
+    );
+}
