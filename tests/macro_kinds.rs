@@ -414,3 +414,22 @@ async fn kinds_work_in_async_trait_methods() {
     let kind = docs.load(8).await.expect("granted");
     assert_kind(&kind, READ);
 }
+
+#[distributed_lock("job:{id}", fair, locker = locker)]
+async fn fair_job(locker: &Locker, id: u64) -> Result<String, LockError> {
+    // The plain mutex of the same name is held by this call.
+    let plain = locker
+        .lock(format!("job:{id}"))
+        .try_acquire()
+        .await?
+        .is_none();
+    assert!(plain, "the fair lock is the mutex of its name");
+    Ok(current())
+}
+
+#[tokio::test]
+async fn fair_takes_the_mutex_through_the_queue() {
+    let locker = Locker::new(MemoryLock::new());
+    let kind = fair_job(&locker, 3).await.expect("granted");
+    assert_kind(&kind, Kind::Fair { queued: true });
+}

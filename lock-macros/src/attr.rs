@@ -20,13 +20,14 @@ mod kw {
     syn::custom_keyword!(locker);
     syn::custom_keyword!(name);
     syn::custom_keyword!(read);
+    syn::custom_keyword!(fair);
     syn::custom_keyword!(write);
     syn::custom_keyword!(permits);
     syn::custom_keyword!(max);
 }
 
 /// The options, in the order the docs list them.
-const OPTIONS: &str = "`read`, `write`, `permits`, `max`, `ttl`, `wait`, `skip`, `renew`, \
+const OPTIONS: &str = "`read`, `write`, `fair`, `permits`, `max`, `ttl`, `wait`, `skip`, `renew`, \
                        `max_hold`, `min_hold`, `locker`, `name`";
 
 /// The most permits a semaphore may have: `distlock::MAX_PERMITS` (a test of this crate checks
@@ -42,6 +43,8 @@ pub(crate) enum LockKind {
     Read,
     /// `write`: the write lock of a read-write lock (`Locker::write`).
     Write,
+    /// `fair`: the exclusive lock, granted in the order processes asked (`Locker::fair`).
+    Fair,
     /// `max` (and `permits`): permits of a counting semaphore (`Locker::semaphore`).
     Semaphore {
         /// The permits each call takes at once.
@@ -86,6 +89,8 @@ pub(crate) struct Args {
     pub(crate) read: Option<Span>,
     /// `write`: the write lock of a read-write lock.
     pub(crate) write: Option<Span>,
+    /// `fair`: the fair lock.
+    pub(crate) fair: Option<Span>,
     /// `permits = k`: the semaphore permits a call takes (needs `max`).
     pub(crate) permits: Option<Count>,
     /// `max = n`: a counting semaphore with `n` permits.
@@ -116,6 +121,7 @@ impl Parse for Args {
             locker: None,
             name: None,
             read: None,
+            fair: None,
             write: None,
             permits: None,
             max: None,
@@ -160,6 +166,11 @@ impl Args {
             no_value(input, "read")?;
             set(&mut self.read, key.span, key.span, "read")?;
             self.check_kind("read", key.span)
+        } else if look.peek(kw::fair) {
+            let key: kw::fair = input.parse()?;
+            no_value(input, "fair")?;
+            set(&mut self.fair, key.span, key.span, "fair")?;
+            self.check_kind("fair", key.span)
         } else if look.peek(kw::write) {
             let key: kw::write = input.parse()?;
             no_value(input, "write")?;
@@ -214,6 +225,27 @@ impl Args {
     /// Refuses the kind option `option` (just parsed, at `span`) when an earlier one asked for
     /// another kind: `read` with `write`, a read-write side with a semaphore's count.
     fn check_kind(&self, option: &str, span: Span) -> syn::Result<()> {
+        // `fair` is the exclusive lock taken in turn: no other kind option goes with it.
+        let others = [
+            ("read", self.read.is_some()),
+            ("write", self.write.is_some()),
+            ("permits", self.permits.is_some()),
+            ("max", self.max.is_some()),
+        ];
+        let with_fair = if option == "fair" {
+            others.iter().find(|(_, set)| *set).map(|(name, _)| *name)
+        } else {
+            self.fair.map(|_| "fair")
+        };
+        if let Some(earlier) = with_fair {
+            return Err(syn::Error::new(
+                span,
+                format!(
+                    "`{option}` conflicts with `{earlier}`: `fair` takes the exclusive lock in the \
+                     order callers asked, and has no read, write or permit form; keep one of them"
+                ),
+            ));
+        }
         let earlier = match option {
             "read" => self.write.map(|_| "write"),
             "write" => self.read.map(|_| "read"),
@@ -256,6 +288,8 @@ impl Args {
             LockKind::Read
         } else if self.write.is_some() {
             LockKind::Write
+        } else if self.fair.is_some() {
+            LockKind::Fair
         } else if let Some(max) = &self.max {
             LockKind::Semaphore {
                 permits: self.permits.as_ref().map_or(1, |permits| permits.value),

@@ -184,6 +184,7 @@ fn kind_tokens(kind: LockKind) -> TokenStream {
         LockKind::Mutex => quote!(::distlock::__private::LockKind::Mutex),
         LockKind::Read => quote!(::distlock::__private::LockKind::Read),
         LockKind::Write => quote!(::distlock::__private::LockKind::Write),
+        LockKind::Fair => quote!(::distlock::__private::LockKind::Fair),
         LockKind::Semaphore { permits, max } => quote!(
             ::distlock::__private::LockKind::Semaphore { permits: #permits, max: #max }
         ),

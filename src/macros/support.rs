@@ -20,6 +20,8 @@ pub enum LockKind {
     Read,
     /// `write`: the write lock ([`Locker::write`]).
     Write,
+    /// `fair`: the exclusive lock in the order callers asked ([`Locker::fair`]).
+    Fair,
     /// `max = n` (and `permits = k`): `permits` of the `max` permits ([`Locker::semaphore`]).
     Semaphore {
         /// The permits a call takes at once (1 to `max`).
@@ -36,6 +38,7 @@ impl LockKind {
             Self::Mutex => locker.lock(name),
             Self::Read => locker.read(name),
             Self::Write => locker.write(name),
+            Self::Fair => locker.fair(name),
             Self::Semaphore { permits, max } => locker.semaphore(name, max).permits(permits),
         }
     }

@@ -20,4 +20,14 @@ async fn semaphore_and_write() -> Result<(), LockError> {
     Ok(())
 }
 
+#[distributed_lock("job", fair, read)]
+async fn fair_and_read() -> Result<(), LockError> {
+    Ok(())
+}
+
+#[distributed_lock("job", max = 2, fair)]
+async fn max_and_fair() -> Result<(), LockError> {
+    Ok(())
+}
+
 fn main() {}
