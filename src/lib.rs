@@ -9,10 +9,11 @@
 struct ReadmeDoctests;
 
 pub use lock_core::{
-    Attempt, Backoff, BoxError, DEFAULT_LEASE, DEFAULT_RETRY_ERRORS_FOR, DEFAULT_WAIT, Guard,
-    Handover, Lease, LeaseWatch, Lock, LockError, LockRequest, Locker, LockerBuilder, MAX_NAME_LEN,
-    MAX_TTL, MIN_TTL, MemoryLock, Op, ParseTokenError, ReleaseSignal, ReleaseWatch, TimeoutPhase,
-    Token, TokenHex, check_name, check_ttl, metric, valid_until,
+    Attempt, Backoff, BoxError, DEFAULT_LEASE, DEFAULT_RETRY_ERRORS_FOR, DEFAULT_WAIT,
+    FAIR_ENTRY_TTL, Guard, Handover, Kind, Lease, LeaseWatch, Lock, LockError, LockRequest, Locker,
+    LockerBuilder, MAX_NAME_LEN, MAX_PERMITS, MAX_TTL, MIN_TTL, MemoryLock, Op, ParseTokenError,
+    ReleaseSignal, ReleaseWatch, TimeoutPhase, Token, TokenHex, check_name, check_ttl, metric,
+    valid_until,
 };
 
 // The Redis backend: one server, and with features `cluster` / `sentinel` / `tls` those

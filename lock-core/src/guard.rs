@@ -339,6 +339,12 @@ impl LeaseWatch {
         self.held.name()
     }
 
+    /// What the lease holds: the mutex, a read share, the write lock, or permits.
+    #[must_use]
+    pub fn kind(&self) -> crate::Kind {
+        self.held.kind()
+    }
+
     /// The fencing token of this grant; pass it to every write to the protected resource.
     #[must_use]
     pub fn fencing_token(&self) -> u64 {

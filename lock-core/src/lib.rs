@@ -26,7 +26,7 @@ mod waiters;
 pub use backoff::Backoff;
 pub use error::{BoxError, LockError, Op, TimeoutPhase};
 pub use guard::{Guard, LeaseWatch};
-pub use kind::{Kind, MAX_PERMITS};
+pub use kind::{FAIR_ENTRY_TTL, Kind, MAX_PERMITS, fair_entry_ttl};
 pub use lease::{Lease, valid_until};
 pub use lock::{Attempt, Handover, Lock};
 pub use locker::{

@@ -89,6 +89,11 @@ pub trait Lock: Send + Sync {
     ///   `ttl` from now, or until `token` is released), so later readers are refused.
     /// - [`Kind::Semaphore`]: granted when `permits` are free of `max`, all at once or none;
     ///   [`LockError::PermitsMismatch`] when holders of the name use another `max`.
+    /// - [`Kind::Fair`]: the mutex of `name`, granted only to the head of the name's queue of
+    ///   fair waiters (or, with `queued: false`, only when the queue is empty). Busy with
+    ///   `queued`: put `token` in the queue (keeping its place if it is there already), its
+    ///   entry lasting [`fair_entry_ttl`](crate::fair_entry_ttl)`(ttl)` from now; releasing
+    ///   `token` removes it. Entries that lapsed are dropped before the head is chosen.
     ///
     /// The default serves [`Kind::Mutex`] through [`Lock::try_acquire`] and answers
     /// [`LockError::Unsupported`] for every other kind.
@@ -221,6 +226,26 @@ pub trait Lock: Send + Sync {
         Ok(None)
     }
 
+    /// Subscribes to the turn of the fair waiter `token` in the queue of `name`: the backend
+    /// bumps the watch's signal when the lock may be free for that waiter (it is at the head
+    /// of the queue and the holder released), and need not tell the other waiters (no herd).
+    /// The default subscribes to every release of `name` ([`Lock::watch`]), which is correct
+    /// and only wakes more waiters than needed.
+    ///
+    /// # Errors
+    /// As [`Lock::watch`].
+    ///
+    /// # Cancel safety
+    /// As [`Lock::watch`].
+    async fn watch_turn(
+        &self,
+        name: &str,
+        token: &Token,
+    ) -> Result<Option<ReleaseWatch>, LockError> {
+        let _ = token;
+        self.watch(name).await
+    }
+
     /// Checks that the backend answers: connects if it must and makes one round trip
     /// (Redis: `PING`). For start-up checks ([`Locker::ping`](crate::Locker::ping)); lock
     /// operations never need it. The default answers `Ok(())` at once (an in-process backend
@@ -269,6 +294,9 @@ macro_rules! forward_lock {
             }
             async fn watch(&self, name: &str) -> Result<Option<ReleaseWatch>, LockError> {
                 (**self).watch(name).await
+            }
+            async fn watch_turn(&self, name: &str, token: &Token) -> Result<Option<ReleaseWatch>, LockError> {
+                (**self).watch_turn(name, token).await
             }
             async fn ping(&self) -> Result<(), LockError> {
                 (**self).ping().await

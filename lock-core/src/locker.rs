@@ -80,7 +80,7 @@ struct Inner {
     owners: Arc<Owners>,
     /// The metrics labels of requests without a label, built once per kind (indexed by
     /// [`Class`]).
-    unlabelled: [&'static crate::metric::Fixed; 4],
+    unlabelled: [&'static crate::metric::Fixed; 5],
 }
 
 impl Locker {
@@ -149,6 +149,27 @@ impl Locker {
                 writer_preference: true,
             },
         )
+    }
+
+    /// Starts a request for the exclusive lock `name`, granted **in the order the processes
+    /// asked**: a fair lock. The waiters queue in the backend; each waiter's entry lapses
+    /// [`fair_entry_ttl`](crate::fair_entry_ttl) after its last attempt, and a waiting
+    /// request tries again at least every half of that, so a process that dies or gives up
+    /// while queued holds the others back for a few seconds at most (a request that is
+    /// cancelled or times out withdraws its entry at once). Only the head of the queue is told
+    /// when the lock is free.
+    ///
+    /// Within one process, waiters queue first-in first-out as for [`lock`](Locker::lock) and
+    /// only the first takes a place in the backend's queue, so processes take turns and tasks
+    /// within a process take turns. There is no local handoff: a release goes to the queue.
+    ///
+    /// The fair lock `name` **is** the mutex `name` (the same key): the two exclude each other
+    /// and a task holding one gets a nested guard for the other, but a plain
+    /// [`lock`](Locker::lock) request does not queue and may get in ahead of fair waiters.
+    ///
+    /// Not every backend offers fair locks: the others answer [`LockError::Unsupported`].
+    pub fn fair(&self, name: impl Into<Arc<str>>) -> LockRequest {
+        self.request(name.into(), Kind::Fair { queued: true })
     }
 
     /// Starts a request for one permit of the counting semaphore `name`, which has `max`
@@ -739,26 +760,29 @@ impl LockRequest {
             .has_waiters(&self.name, self.kind.class())
     }
 
-    /// How long a busy attempt may wait before the next: the holder's TTL, but for a writer
-    /// that recorded itself as waiting (writer preference) at most half its TTL, the time its
-    /// record lasts, so the next attempt renews the record before it lapses and lets readers
-    /// in ahead of it.
+    /// How long a busy attempt may wait before the next: the holder's TTL, but for a waiter
+    /// that left a record (a writer with writer preference, a fair waiter) at most half the
+    /// time its record lasts, so the next attempt renews the record before it lapses.
     fn retry_within(&self, holder_ttl: Option<Duration>, ttl: Duration) -> Option<Duration> {
-        match self.kind {
+        let lasts = match self.kind {
             Kind::Write {
                 writer_preference: true,
-            } => Some(holder_ttl.map_or(ttl / 2, |holder| holder.min(ttl / 2))),
-            _ => holder_ttl,
-        }
+            } => ttl,
+            Kind::Fair { queued: true } => crate::fair_entry_ttl(ttl),
+            _ => return holder_ttl,
+        };
+        Some(holder_ttl.map_or(lasts / 2, |holder| holder.min(lasts / 2)))
     }
 
     /// The kind a single try asks for: a write that does not wait does not record itself as
-    /// a waiting writer (it would hold readers back for nothing).
+    /// a waiting writer, nor a fair request take a place in the queue (either would hold others
+    /// back for nothing).
     fn single_try_kind(&self) -> Kind {
         match self.kind {
             Kind::Write { .. } => Kind::Write {
                 writer_preference: false,
             },
+            Kind::Fair { .. } => Kind::Fair { queued: false },
             kind => kind,
         }
     }
@@ -788,12 +812,23 @@ impl LockRequest {
             phase: TimeoutPhase::Wait,
             elapsed: started.elapsed(),
         };
+        // A request that does not wait asks as a single try does: a writer records nothing.
+        let kind = if self.wait == Some(Duration::ZERO) {
+            self.single_try_kind()
+        } else {
+            self.kind
+        };
         let ticket = inner.waiters.join(&self.name, self.kind.class(), ttl);
         let mut waiting = None;
         let mut tried_watch = false;
-        // A waiting writer's record in the backend (writer preference): the token of its busy
-        // attempts, reused by the next one, and released if the request ends without the lock.
+        // A waiter's record in the backend (a waiting writer, a fair waiter's queue entry): the
+        // token of its busy attempts, reused by the next one, and released if the request ends
+        // without the lock.
         let mut waiting_record = None;
+        // A fair waiter's subscription to its own turn, and the token it is for.
+        let fair = kind == Kind::Fair { queued: true };
+        let mut turn: Option<crate::ReleaseWatch> = None;
+        let mut turn_token = None;
         loop {
             if !ticket.is_head() {
                 waiting.get_or_insert_with(|| Waiting::enter(labels.clone()));
@@ -834,12 +869,11 @@ impl LockRequest {
                 continue;
             }
             let remote_seen = signals.remote.as_ref().map(|w| w.signal().generation());
+            let turn_seen = turn.as_ref().map(|w| w.signal().generation());
             *attempts = attempts.saturating_add(1);
             // A transient backend failure (connection dropped, server restarting) is retried
             // like a busy lock, within the same wait; the caller sees it if it outlasts the wait.
-            let attempt = self
-                .attempt(ttl, self.kind, labels, &mut waiting_record)
-                .await;
+            let attempt = self.attempt(ttl, kind, labels, &mut waiting_record).await;
             let (holder_ttl, announces, failure) = match attempt {
                 Ok(Attempt::Acquired(lease)) => {
                     let guard = self.grant(lease, labels, started, Via::Attempt);
@@ -873,7 +907,9 @@ impl LockRequest {
             }
             waiting.get_or_insert_with(|| Waiting::enter(labels.clone()));
             // Subscribe to the name's releases once per line, then try again at once: a
-            // release may have landed between the busy answer and the subscription.
+            // release may have landed between the busy answer and the subscription. A fair
+            // waiter also subscribes to its own turn, once per token (a fair holder's release
+            // tells the head of the queue alone).
             if signals.remote.is_none() && failure.is_none() && !tried_watch {
                 tried_watch = true;
                 match inner.lock.as_ref().watch(&self.name).await {
@@ -884,6 +920,23 @@ impl LockRequest {
                     Ok(None) => {}
                     Err(error) => {
                         tracing::debug!(%error, "subscribing to releases failed; polling instead");
+                    }
+                }
+            }
+            if fair
+                && failure.is_none()
+                && let Some(token) = waiting_record.as_ref().map(|r| *r.lease().token())
+                && turn_token != Some(token)
+            {
+                turn_token = Some(token);
+                match inner.lock.as_ref().watch_turn(&self.name, &token).await {
+                    Ok(Some(watch)) => {
+                        turn = Some(watch);
+                        continue;
+                    }
+                    Ok(None) => {}
+                    Err(error) => {
+                        tracing::debug!(%error, "subscribing to the turn failed; polling instead");
                     }
                 }
             }
@@ -898,15 +951,10 @@ impl LockRequest {
                 // Not subscribed, a holder that never announces, or a failing backend: poll.
                 _ => inner.backoff.delay(*attempts, holder_ttl, left),
             };
-            let remote_released = async {
-                match (&signals.remote, remote_seen) {
-                    (Some(watch), Some(seen)) => watch.signal().changed_since(seen).await,
-                    _ => std::future::pending().await,
-                }
-            };
             tokio::select! {
                 () = signals.local.changed_since(local_seen) => {}
-                () = remote_released => {}
+                () = changed(signals.remote.as_deref(), remote_seen) => {}
+                () = changed(turn.as_ref(), turn_seen) => {}
                 () = tokio::time::sleep(delay) => {}
             }
         }
@@ -949,14 +997,7 @@ impl LockRequest {
                 labels.count_with(metric::BACKEND_ERRORS_TOTAL, "op", "acquire");
                 drop(pending);
             }
-            Ok(Attempt::Busy { .. })
-                if kind
-                    == (Kind::Write {
-                        writer_preference: true,
-                    }) =>
-            {
-                *record = Some(pending);
-            }
+            Ok(Attempt::Busy { .. }) if kind.records_waiter() => *record = Some(pending),
             _ => pending.disarm(),
         }
         result
@@ -986,6 +1027,14 @@ impl LockRequest {
             Arc::clone(&inner.waiters),
             owner,
         )
+    }
+}
+
+/// Resolves when `watch` announces a release after generation `seen`; never without a watch.
+async fn changed(watch: Option<&crate::ReleaseWatch>, seen: Option<u64>) {
+    match (watch, seen) {
+        (Some(watch), Some(seen)) => watch.signal().changed_since(seen).await,
+        _ => std::future::pending().await,
     }
 }
 

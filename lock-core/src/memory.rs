@@ -8,7 +8,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::time::Instant;
 
-use crate::{Attempt, Handover, Kind, Lease, Lock, LockError, Token, lease::valid_until};
+use crate::{
+    Attempt, Handover, Kind, Lease, Lock, LockError, Token, fair_entry_ttl, lease::valid_until,
+};
 
 /// An in-process lock store with the semantics of the Redis backend: a lock expires at the end
 /// of its TTL, only the holder's token extends or releases it, and every grant gets a fencing
@@ -22,7 +24,7 @@ use crate::{Attempt, Handover, Kind, Lease, Lock, LockError, Token, lease::valid
 /// and every later write does.
 ///
 /// The mutex, the read-write lock and the semaphore of one name are separate locks, as on
-/// Redis.
+/// Redis; the fair lock of a name is its mutex, taken in the order of a queue.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
@@ -46,6 +48,8 @@ struct Held {
     locks: HashMap<String, Entry>,
     rw: HashMap<String, ReadWrite>,
     semaphores: HashMap<String, Semaphore>,
+    /// The fair waiters of each name, in arrival order, with when each entry lapses.
+    fair: HashMap<String, Vec<(Token, Instant)>>,
     /// Entries after the last sweep of expired ones; the next sweep runs at twice that.
     swept_at: usize,
 }
@@ -93,11 +97,6 @@ impl Semaphore {
     fn in_use(&self) -> u32 {
         self.holders.values().map(|(permits, _)| *permits).sum()
     }
-}
-
-/// The time until the latest of `expiries`, from `now`.
-fn until_last(expiries: impl Iterator<Item = Instant>, now: Instant) -> Option<Duration> {
-    expiries.max().map(|at| at - now)
 }
 
 impl MemoryLock {
@@ -164,7 +163,8 @@ impl MemoryLock {
         Attempt::Acquired(Lease::new(name, token, self.next_fence(), expires))
     }
 
-    fn try_read(
+    /// A reader's share or the write lock, by `kind`, with writer preference as it says.
+    fn try_rw(
         &self,
         held: &mut Held,
         name: &str,
@@ -172,35 +172,46 @@ impl MemoryLock {
         token: Token,
         ttl: Duration,
     ) -> Attempt {
+        let (reading, writer_preference) = match kind {
+            Kind::Read { writer_preference } => (true, writer_preference),
+            Kind::Write { writer_preference } => (false, writer_preference),
+            _ => unreachable!("called for read-write kinds only"),
+        };
         let now = Instant::now();
-        let writer_preference = matches!(
-            kind,
-            Kind::Read {
-                writer_preference: true
-            }
-        );
         let rw = held.rw.entry(name.to_owned()).or_default();
         rw.prune(now);
-        let blocker = match rw.writer {
+        // Until when the holders that keep this request out may stay.
+        let busy_until = match rw.writer {
             Some(writer) => Some(writer.expires),
-            None if writer_preference => rw.waiting_writers.values().max().copied(),
-            None => None,
+            None if reading && writer_preference => rw.waiting_writers.values().max().copied(),
+            None if reading => None,
+            None => rw.readers.values().max().copied(),
         };
-        if let Some(until) = blocker {
+        if let Some(until) = busy_until {
+            if !reading && writer_preference {
+                rw.waiting_writers.insert(token, valid_until(now, ttl));
+            }
             return Attempt::Busy {
                 holder_ttl: Some(until - now),
                 announces: true,
             };
         }
         let expires = valid_until(now, ttl);
-        rw.readers.insert(token, expires);
-        // The last write's token: no write granted so far has a greater one, every later
-        // write has a greater one.
-        let last_write = self.fence.load(Ordering::Relaxed);
-        Attempt::Acquired(Lease::new(name, token, last_write, expires).with_kind(kind))
+        let fencing_token = if reading {
+            rw.readers.insert(token, expires);
+            // The last write's token: no write granted so far has a greater one, every later
+            // write has a greater one.
+            self.fence.load(Ordering::Relaxed)
+        } else {
+            rw.waiting_writers.remove(&token);
+            rw.writer = Some(Entry { token, expires });
+            self.next_fence()
+        };
+        Attempt::Acquired(Lease::new(name, token, fencing_token, expires).with_kind(kind))
     }
 
-    fn try_write(
+    /// The mutex of `name`, for the head of its queue of fair waiters only.
+    fn try_fair(
         &self,
         held: &mut Held,
         name: &str,
@@ -209,31 +220,39 @@ impl MemoryLock {
         ttl: Duration,
     ) -> Attempt {
         let now = Instant::now();
-        let writer_preference = matches!(
-            kind,
-            Kind::Write {
-                writer_preference: true
+        let holder = Self::live(held, name, now).map(|entry| entry.expires);
+        let queue = held.fair.entry(name.to_owned()).or_default();
+        queue.retain(|(_, lapses)| *lapses > now);
+        let place = queue.iter().position(|(waiter, _)| *waiter == token);
+        let first = place.map_or(queue.is_empty(), |place| place == 0);
+        if let (true, None) = (first, holder) {
+            if place.is_some() {
+                queue.remove(0);
             }
-        );
-        let rw = held.rw.entry(name.to_owned()).or_default();
-        rw.prune(now);
-        let busy_for = match rw.writer {
-            Some(writer) => Some(writer.expires - now),
-            None => until_last(rw.readers.values().copied(), now),
-        };
-        if let Some(busy_for) = busy_for {
-            if writer_preference {
-                rw.waiting_writers.insert(token, valid_until(now, ttl));
+            if queue.is_empty() {
+                held.fair.remove(name);
             }
-            return Attempt::Busy {
-                holder_ttl: Some(busy_for),
-                announces: true,
-            };
+            let expires = valid_until(now, ttl);
+            held.locks.insert(name.to_owned(), Entry { token, expires });
+            return Attempt::Acquired(
+                Lease::new(name, token, self.next_fence(), expires).with_kind(kind),
+            );
         }
-        rw.waiting_writers.remove(&token);
-        let expires = valid_until(now, ttl);
-        rw.writer = Some(Entry { token, expires });
-        Attempt::Acquired(Lease::new(name, token, self.next_fence(), expires).with_kind(kind))
+        // Until the holder's expiry, or the lapse of the entry ahead of us.
+        let busy_until = holder.or_else(|| queue.first().map(|(_, lapses)| *lapses));
+        if kind == (Kind::Fair { queued: true }) {
+            let lapses = valid_until(now, fair_entry_ttl(ttl));
+            match place {
+                Some(place) => queue[place].1 = lapses,
+                None => queue.push((token, lapses)),
+            }
+        } else if queue.is_empty() {
+            held.fair.remove(name);
+        }
+        Attempt::Busy {
+            holder_ttl: busy_until.map(|until| until - now),
+            announces: true,
+        }
     }
 
     fn try_permits(
@@ -275,7 +294,7 @@ impl MemoryLock {
     /// Drops expired entries of every kind once the maps have doubled since the last sweep, so
     /// names never asked for again do not pile up.
     fn sweep(held: &mut Held, now: Instant) {
-        let size = held.locks.len() + held.rw.len() + held.semaphores.len();
+        let size = held.locks.len() + held.rw.len() + held.semaphores.len() + held.fair.len();
         if size < held.swept_at.saturating_mul(2).max(1024) {
             return;
         }
@@ -288,7 +307,11 @@ impl MemoryLock {
             s.prune(now);
             !s.holders.is_empty()
         });
-        held.swept_at = held.locks.len() + held.rw.len() + held.semaphores.len();
+        held.fair.retain(|_, queue| {
+            queue.retain(|(_, lapses)| *lapses > now);
+            !queue.is_empty()
+        });
+        held.swept_at = held.locks.len() + held.rw.len() + held.semaphores.len() + held.fair.len();
     }
 }
 
@@ -318,9 +341,11 @@ impl Lock for MemoryLock {
         Self::sweep(&mut held, Instant::now());
         match kind {
             Kind::Mutex => Ok(self.try_mutex(&mut held, name, token, ttl)),
-            Kind::Read { .. } => Ok(self.try_read(&mut held, name, kind, token, ttl)),
-            Kind::Write { .. } => Ok(self.try_write(&mut held, name, kind, token, ttl)),
+            Kind::Read { .. } | Kind::Write { .. } => {
+                Ok(self.try_rw(&mut held, name, kind, token, ttl))
+            }
             Kind::Semaphore { .. } => Self::try_permits(&mut held, name, kind, token, ttl),
+            Kind::Fair { .. } => Ok(self.try_fair(&mut held, name, kind, token, ttl)),
         }
     }
 
@@ -420,7 +445,16 @@ impl Lock for MemoryLock {
                 }
                 ours
             }
-            _ => {
+            kind => {
+                if let Kind::Fair { .. } = kind
+                    && let Some(queue) = held.fair.get_mut(name)
+                {
+                    // A fair request that gave up withdraws its entry here.
+                    queue.retain(|(waiter, lapses)| waiter != token && *lapses > now);
+                    if queue.is_empty() {
+                        held.fair.remove(name);
+                    }
+                }
                 let ours = Self::live(&mut held, name, now).is_some_and(|e| e.token == *token);
                 if ours {
                     held.locks.remove(name);

@@ -22,7 +22,8 @@ type ByTask = HashMap<(Id, Arc<str>, Class), Weak<Held>>;
 /// The family a kind's reentrancy is recorded under; `None` for kinds that are not reentrant.
 pub(crate) fn family(kind: Kind) -> Option<Class> {
     match kind.class() {
-        Class::Mutex => Some(Class::Mutex),
+        // A fair lock is the mutex of its name, taken in turn.
+        Class::Mutex | Class::Fair => Some(Class::Mutex),
         Class::Read | Class::Write => Some(Class::Write),
         Class::Semaphore => None,
     }

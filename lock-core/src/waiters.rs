@@ -48,7 +48,7 @@ struct Line {
 
 struct Queue {
     /// One line per [`Class`], indexed by it.
-    lines: [Line; 4],
+    lines: [Line; 5],
     next_ticket: u64,
     /// Bumped when a guard of this process releases the name: the fast local handoff.
     local: ReleaseSignal,
@@ -86,11 +86,12 @@ impl LocalHolder {
     }
 }
 
-/// Whether a local holder of class `holder` keeps a waiter of class `waiter` out: a mutex
-/// keeps mutexes out, a writer keeps readers and writers out.
+/// Whether a local holder of class `holder` keeps a waiter of class `waiter` out: a mutex or
+/// a fair lock (the same lock, taken in turn) keeps both out, a writer keeps readers and
+/// writers out.
 fn excludes(holder: Class, waiter: Class) -> bool {
     match holder {
-        Class::Mutex => waiter == Class::Mutex,
+        Class::Mutex | Class::Fair => matches!(waiter, Class::Mutex | Class::Fair),
         Class::Write => matches!(waiter, Class::Read | Class::Write),
         Class::Read | Class::Semaphore => false,
     }

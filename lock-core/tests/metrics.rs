@@ -304,3 +304,26 @@ const ALL: [&str; 11] = [
     metric::RELEASE_NOT_OWNED_TOTAL,
     metric::BACKEND_ERRORS_TOTAL,
 ];
+
+#[test]
+fn every_series_carries_the_kind_and_permits_are_gauged() {
+    let snapshot = recorded(|locker| async move {
+        let read = locker.read("doc").label("job:{id}").await.expect("free");
+        let permits = locker
+            .semaphore("pool", 8)
+            .permits(3)
+            .label("job:{id}")
+            .await
+            .expect("free");
+        read.release().await.expect("ours");
+        // Still held when the snapshot is taken (forgotten: neither released nor counted off).
+        std::mem::forget(permits);
+    });
+    let acquired = |kind| counter(&snapshot, metric::ACQUIRED_TOTAL, Some(("kind", kind)));
+    assert_eq!((acquired("read"), acquired("semaphore")), (1, 1));
+    assert_eq!(acquired("mutex"), 0);
+    match value(&snapshot, metric::PERMITS_HELD, Some(("kind", "semaphore"))) {
+        Some(DebugValue::Gauge(held)) => assert_eq!(held.into_inner(), 3.0, "three permits held"),
+        other => panic!("{other:?}"),
+    }
+}

@@ -1,5 +1,6 @@
 //! Parsing the attribute's arguments: the name template, then `key = value` options and the
-//! `skip` flag, each checked here with an error spanned on the offending token.
+//! `skip`, `read` and `write` flags, each checked here with an error spanned on the offending
+//! token.
 
 use std::time::Duration;
 
@@ -18,10 +19,50 @@ mod kw {
     syn::custom_keyword!(min_hold);
     syn::custom_keyword!(locker);
     syn::custom_keyword!(name);
+    syn::custom_keyword!(read);
+    syn::custom_keyword!(fair);
+    syn::custom_keyword!(write);
+    syn::custom_keyword!(permits);
+    syn::custom_keyword!(max);
 }
 
 /// The options, in the order the docs list them.
-const OPTIONS: &str = "`ttl`, `wait`, `skip`, `renew`, `max_hold`, `min_hold`, `locker`, `name`";
+const OPTIONS: &str = "`read`, `write`, `fair`, `permits`, `max`, `ttl`, `wait`, `skip`, `renew`, \
+                       `max_hold`, `min_hold`, `locker`, `name`";
+
+/// The most permits a semaphore may have: `distlock::MAX_PERMITS` (a test of this crate checks
+/// that they agree).
+pub(crate) const MAX_PERMITS: u32 = 1_000_000;
+
+/// What the function locks, from the kind options.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LockKind {
+    /// No kind option: the exclusive lock (`Locker::lock`).
+    Mutex,
+    /// `read`: a read share of a read-write lock (`Locker::read`).
+    Read,
+    /// `write`: the write lock of a read-write lock (`Locker::write`).
+    Write,
+    /// `fair`: the exclusive lock, granted in the order processes asked (`Locker::fair`).
+    Fair,
+    /// `max` (and `permits`): permits of a counting semaphore (`Locker::semaphore`).
+    Semaphore {
+        /// The permits each call takes at once.
+        permits: u32,
+        /// The permits the semaphore has.
+        max: u32,
+    },
+}
+
+/// A count option's value (`permits = 2`, `max = 8`) and where it was written.
+#[derive(Clone)]
+pub(crate) struct Count {
+    pub(crate) value: u32,
+    /// The option's name.
+    pub(crate) key: Span,
+    /// The literal.
+    pub(crate) span: Span,
+}
 
 #[derive(Clone)]
 /// The parsed arguments of `#[distributed_lock("template", options...)]`.
@@ -44,6 +85,16 @@ pub(crate) struct Args {
     pub(crate) locker: Option<Expr>,
     /// The metrics label; else the template.
     pub(crate) name: Option<LitStr>,
+    /// `read`: a read share of a read-write lock.
+    pub(crate) read: Option<Span>,
+    /// `write`: the write lock of a read-write lock.
+    pub(crate) write: Option<Span>,
+    /// `fair`: the fair lock.
+    pub(crate) fair: Option<Span>,
+    /// `permits = k`: the semaphore permits a call takes (needs `max`).
+    pub(crate) permits: Option<Count>,
+    /// `max = n`: a counting semaphore with `n` permits.
+    pub(crate) max: Option<Count>,
 }
 
 impl Parse for Args {
@@ -69,6 +120,11 @@ impl Parse for Args {
             min_hold: None,
             locker: None,
             name: None,
+            read: None,
+            fair: None,
+            write: None,
+            permits: None,
+            max: None,
         };
         while !input.is_empty() {
             input.parse::<Token![,]>()?;
@@ -103,13 +159,33 @@ impl Args {
             set(&mut self.min_hold, value, key.span, "min_hold")
         } else if look.peek(kw::skip) {
             let key: kw::skip = input.parse()?;
-            if input.peek(Token![=]) {
-                return Err(syn::Error::new(
-                    input.span(),
-                    "`skip` is a flag and takes no value: write `skip`",
-                ));
-            }
+            no_value(input, "skip")?;
             set(&mut self.skip, key.span, key.span, "skip")
+        } else if look.peek(kw::read) {
+            let key: kw::read = input.parse()?;
+            no_value(input, "read")?;
+            set(&mut self.read, key.span, key.span, "read")?;
+            self.check_kind("read", key.span)
+        } else if look.peek(kw::fair) {
+            let key: kw::fair = input.parse()?;
+            no_value(input, "fair")?;
+            set(&mut self.fair, key.span, key.span, "fair")?;
+            self.check_kind("fair", key.span)
+        } else if look.peek(kw::write) {
+            let key: kw::write = input.parse()?;
+            no_value(input, "write")?;
+            set(&mut self.write, key.span, key.span, "write")?;
+            self.check_kind("write", key.span)
+        } else if look.peek(kw::permits) {
+            let key: kw::permits = input.parse()?;
+            let value = count_value(input, key.span, "permits")?;
+            set(&mut self.permits, value, key.span, "permits")?;
+            self.check_kind("permits", key.span)
+        } else if look.peek(kw::max) {
+            let key: kw::max = input.parse()?;
+            let value = count_value(input, key.span, "max")?;
+            set(&mut self.max, value, key.span, "max")?;
+            self.check_kind("max", key.span)
         } else if look.peek(kw::renew) {
             let key: kw::renew = input.parse()?;
             input.parse::<Token![=]>()?;
@@ -146,9 +222,108 @@ impl Args {
         }
     }
 
+    /// Refuses the kind option `option` (just parsed, at `span`) when an earlier one asked for
+    /// another kind: `read` with `write`, a read-write side with a semaphore's count.
+    fn check_kind(&self, option: &str, span: Span) -> syn::Result<()> {
+        // `fair` is the exclusive lock taken in turn: no other kind option goes with it.
+        let others = [
+            ("read", self.read.is_some()),
+            ("write", self.write.is_some()),
+            ("permits", self.permits.is_some()),
+            ("max", self.max.is_some()),
+        ];
+        let with_fair = if option == "fair" {
+            others.iter().find(|(_, set)| *set).map(|(name, _)| *name)
+        } else {
+            self.fair.map(|_| "fair")
+        };
+        if let Some(earlier) = with_fair {
+            return Err(syn::Error::new(
+                span,
+                format!(
+                    "`{option}` conflicts with `{earlier}`: `fair` takes the exclusive lock in the \
+                     order callers asked, and has no read, write or permit form; keep one of them"
+                ),
+            ));
+        }
+        let earlier = match option {
+            "read" => self.write.map(|_| "write"),
+            "write" => self.read.map(|_| "read"),
+            _ => None,
+        };
+        if let Some(earlier) = earlier {
+            return Err(syn::Error::new(
+                span,
+                format!(
+                    "`{option}` conflicts with `{earlier}`: a function takes either a read share \
+                     (`read`, shared with other readers) or the write lock (`write`, alone) of a \
+                     read-write lock; keep one of them"
+                ),
+            ));
+        }
+        let side = self.read.map(|_| "read").or(self.write.map(|_| "write"));
+        let count = (self.max.as_ref().map(|_| "max")).or(self.permits.as_ref().map(|_| "permits"));
+        // (the semaphore option, the read-write option) of the pair, the other one earlier.
+        let conflict = match option {
+            "read" | "write" => count.map(|count| (count, option)),
+            _ => side.map(|side| (option, side)),
+        };
+        let Some((count, side)) = conflict else {
+            return Ok(());
+        };
+        let earlier = if option == count { side } else { count };
+        Err(syn::Error::new(
+            span,
+            format!(
+                "`{option}` conflicts with `{earlier}`: `{count}` is for a semaphore \
+                 (`permits = 2, max = 8`), `{side}` for a read-write lock, and a function takes \
+                 one kind of lock: drop `{side}`, or drop `permits` and `max`"
+            ),
+        ))
+    }
+
+    /// What the function locks.
+    pub(crate) fn kind(&self) -> LockKind {
+        if self.read.is_some() {
+            LockKind::Read
+        } else if self.write.is_some() {
+            LockKind::Write
+        } else if self.fair.is_some() {
+            LockKind::Fair
+        } else if let Some(max) = &self.max {
+            LockKind::Semaphore {
+                permits: self.permits.as_ref().map_or(1, |permits| permits.value),
+                max: max.value,
+            }
+        } else {
+            LockKind::Mutex
+        }
+    }
+
     /// The rules that tie options together, all reported at once.
     fn check(&self) -> syn::Result<()> {
         let mut errors = Vec::new();
+        match (&self.permits, &self.max) {
+            (Some(permits), None) => errors.push(syn::Error::new(
+                permits.key,
+                format!(
+                    "`permits` needs `max`, the number of permits the semaphore has (the same \
+                     for every holder of the name): write `permits = {}, max = <n>`",
+                    permits.value
+                ),
+            )),
+            (Some(permits), Some(max)) if permits.value > max.value => {
+                errors.push(syn::Error::new(
+                    permits.span,
+                    format!(
+                        "`permits = {}` is more than `max = {}`: a call takes at most all of the \
+                         semaphore's permits; lower `permits` or raise `max`",
+                        permits.value, max.value
+                    ),
+                ));
+            }
+            _ => {}
+        }
         if let Some(ttl) = &self.ttl {
             errors.extend(duration::check_lease("ttl", ttl).err());
         }
@@ -222,6 +397,82 @@ fn duration_value(input: ParseStream<'_>) -> syn::Result<Timed> {
         other => Err(syn::Error::new(
             other.span(),
             "expected a duration string such as \"30s\", \"250ms\" or \"1m 30s\"",
+        )),
+    }
+}
+
+/// Refuses `= value` after a flag.
+fn no_value(input: ParseStream<'_>, flag: &str) -> syn::Result<()> {
+    if input.peek(Token![=]) {
+        return Err(syn::Error::new(
+            input.span(),
+            format!("`{flag}` is a flag and takes no value: write `{flag}`"),
+        ));
+    }
+    Ok(())
+}
+
+/// `= 8`: a count of permits, a whole number from 1 to [`MAX_PERMITS`] written as a literal.
+fn count_value(input: ParseStream<'_>, key: Span, option: &str) -> syn::Result<Count> {
+    input.parse::<Token![=]>()?;
+    let what = if option == "max" {
+        "the number of permits the semaphore has"
+    } else {
+        "the permits each call takes at once"
+    };
+    if input.peek(Token![-]) {
+        let minus: Token![-] = input.parse()?;
+        return Err(syn::Error::new(
+            minus.span,
+            format!(
+                "`{option}` cannot be negative: it is {what}, a whole number from 1 to {MAX_PERMITS}"
+            ),
+        ));
+    }
+    let expected = |span: Span| {
+        syn::Error::new(
+            span,
+            format!(
+                "expected a whole number literal such as `{option} = 2`: `{option}` is {what}, \
+                 checked at compile time (not a string, a constant or an expression)"
+            ),
+        )
+    };
+    let lit: syn::Lit = input.parse().map_err(|e| expected(e.span()))?;
+    let syn::Lit::Int(lit) = lit else {
+        return Err(expected(lit.span()));
+    };
+    if !matches!(lit.suffix(), "" | "u32") {
+        return Err(syn::Error::new(
+            lit.span(),
+            format!(
+                "`{option}` is a `u32`: write `{option} = {}`",
+                lit.base10_digits()
+            ),
+        ));
+    }
+    let value = lit.base10_parse::<u32>().ok().filter(|n| *n <= MAX_PERMITS);
+    match value {
+        Some(0) => Err(syn::Error::new(
+            lit.span(),
+            if option == "max" {
+                format!("`max` must be at least 1: it is {what}, as in `max = 8`")
+            } else {
+                format!("`permits` must be at least 1: it is {what} (leave it out for 1)")
+            },
+        )),
+        Some(value) => Ok(Count {
+            value,
+            key,
+            span: lit.span(),
+        }),
+        None => Err(syn::Error::new(
+            lit.span(),
+            format!(
+                "`{option} = {}` is too large: a semaphore has at most {MAX_PERMITS} permits \
+                 (`distlock::MAX_PERMITS`)",
+                lit.base10_digits()
+            ),
         )),
     }
 }

@@ -7,7 +7,7 @@ use syn::spanned::Spanned;
 use syn::visit::Visit;
 use syn::{Block, ItemFn, LitStr, ReturnType, Stmt, Type};
 
-use crate::attr::Args;
+use crate::attr::{Args, LockKind};
 use crate::duration;
 use crate::params::Params;
 use crate::template::{self, SelfName};
@@ -120,6 +120,7 @@ pub(crate) fn locked_body(
     let max_hold = duration::option_tokens(args.max_hold.as_ref().map(|t| t.duration));
     let min_hold = duration::option_tokens(args.min_hold.as_ref().map(|t| t.duration));
     let skip = args.skip.is_some();
+    let kind = kind_tokens(args.kind());
 
     let ty = &output.ty;
     let pin_output = output.nameable.then(|| {
@@ -157,6 +158,7 @@ pub(crate) fn locked_body(
             #name,
             ::distlock::__private::Spec {
                 label: #label,
+                kind: #kind,
                 ttl: #ttl,
                 wait: #wait,
                 max_hold: #max_hold,
@@ -173,6 +175,19 @@ pub(crate) fn locked_body(
             ::core::result::Result::Ok(#out) => #out,
             ::core::result::Result::Err(#pattern) => #on_error,
         }
+    }
+}
+
+/// `::distlock::__private::LockKind::Read`, ...: what `__private::run` asks the locker for.
+fn kind_tokens(kind: LockKind) -> TokenStream {
+    match kind {
+        LockKind::Mutex => quote!(::distlock::__private::LockKind::Mutex),
+        LockKind::Read => quote!(::distlock::__private::LockKind::Read),
+        LockKind::Write => quote!(::distlock::__private::LockKind::Write),
+        LockKind::Fair => quote!(::distlock::__private::LockKind::Fair),
+        LockKind::Semaphore { permits, max } => quote!(
+            ::distlock::__private::LockKind::Semaphore { permits: #permits, max: #max }
+        ),
     }
 }
 

@@ -4,16 +4,21 @@
 
 use std::time::Duration;
 
-use lock_core::{Attempt, Kind, Lease, LockError, Op, Token, check_ttl, valid_until};
+use lock_core::{
+    Attempt, Kind, Lease, LockError, Op, Token, check_ttl, fair_entry_ttl, valid_until,
+};
 use tokio::time::Instant;
 
 use crate::RedisLock;
 use crate::conn::Conn;
 use crate::error::BACKEND;
-use crate::layout::{fence_key, release_channel, reserved, rw_keys, semaphore_keys, token_value};
+use crate::layout::{
+    fair_keys, fence_key, release_channel, reserved, rw_keys, semaphore_keys, token_value,
+    turn_prefix,
+};
 use crate::scripts::{
-    EXTEND, READ_ACQUIRE, READ_EXTEND, SEMAPHORE_ACQUIRE, SEMAPHORE_EXTEND, SEMAPHORE_IN_USE,
-    WRITE_ACQUIRE,
+    EXTEND, FAIR_ACQUIRE, READ_ACQUIRE, READ_EXTEND, SEMAPHORE_ACQUIRE, SEMAPHORE_EXTEND,
+    SEMAPHORE_IN_USE, WRITE_ACQUIRE,
 };
 
 /// A script's `1`/`0` flag argument.
@@ -36,7 +41,8 @@ impl RedisLock {
     /// Every key the lock of `kind` named `name` may write, all in the cluster slot of
     /// [`RedisLock::key`]: for a mutex the key and its fencing counter; for a read-write lock
     /// its writer, readers and waiting writers and the fencing counter; for a semaphore its
-    /// holders and counts. (The release channel is [`RedisLock::release_channel`] for every
+    /// holders and counts; for a fair lock the mutex's two and its queue's two (by arrival, by
+    /// lapse). (The release channel is [`RedisLock::release_channel`] for every
     /// kind.) For operators and tests: `distlock`'s own code never needs the list.
     #[must_use]
     pub fn keys_of(&self, name: &str, kind: Kind) -> Vec<String> {
@@ -48,6 +54,11 @@ impl RedisLock {
                 keys
             }
             Kind::Semaphore { .. } => semaphore_keys(&key).to_vec(),
+            Kind::Fair { .. } => {
+                let [queue, entries] = fair_keys(&key);
+                let fence = fence_key(&key);
+                vec![key, fence, queue, entries]
+            }
             _ => {
                 let fence = fence_key(&key);
                 vec![key, fence]
@@ -109,6 +120,25 @@ impl RedisLock {
                         &max.to_string(),
                         &ttl_arg,
                     ],
+                )
+                .await?
+            }
+            Kind::Fair { queued } => {
+                let [queue, entries] = fair_keys(&key);
+                let fence = fence_key(&key);
+                let entry_ms = if queued {
+                    fair_entry_ttl(Duration::from_millis(ttl_ms))
+                        .as_millis()
+                        .to_string()
+                } else {
+                    "0".to_owned()
+                };
+                let retention = self.fence_retention_ms.to_string();
+                self.run(
+                    Op::Acquire,
+                    &FAIR_ACQUIRE,
+                    &[&key, &fence, &queue, &entries],
+                    &[value.as_str(), &ttl_arg, &entry_ms, &retention],
                 )
                 .await?
             }
@@ -200,6 +230,16 @@ impl RedisLock {
                     self.rw_release,
                     &[&writer, &readers, &waiting],
                     &[value.as_str(), role, &channel],
+                )
+                .await?
+            }
+            Kind::Fair { .. } => {
+                let [queue, entries] = fair_keys(&key);
+                self.run(
+                    Op::Release,
+                    self.fair_release,
+                    &[&key, &queue, &entries],
+                    &[value.as_str(), &channel, &turn_prefix(&key)],
                 )
                 .await?
             }

@@ -20,8 +20,16 @@ pub(crate) const WAITING_WRITERS_SUFFIX: &str = ":distlock-writers-waiting";
 pub(crate) const PERMITS_SUFFIX: &str = ":distlock-permits";
 pub(crate) const PERMIT_COUNTS_SUFFIX: &str = ":distlock-permit-counts";
 
+/// The ends of the keys of a fair lock's queue: its waiters by arrival and by when each entry
+/// lapses (sorted sets); and the start of the waiters' turn channels.
+pub(crate) const FAIR_QUEUE_SUFFIX: &str = ":distlock-fair-queue";
+pub(crate) const FAIR_ENTRIES_SUFFIX: &str = ":distlock-fair-entries";
+pub(crate) const TURN_SUFFIX: &str = ":distlock-turn:";
+
 /// Every suffix of a derived key; a lock key may end with none of them.
-const SUFFIXES: [&str; 7] = [
+const SUFFIXES: [&str; 9] = [
+    FAIR_QUEUE_SUFFIX,
+    FAIR_ENTRIES_SUFFIX,
     FENCE_SUFFIX,
     RELEASED_SUFFIX,
     WRITER_SUFFIX,
@@ -171,6 +179,24 @@ pub(crate) fn semaphore_keys(key: &str) -> [String; 2] {
     [PERMITS_SUFFIX, PERMIT_COUNTS_SUFFIX].map(|suffix| derived(key, suffix))
 }
 
+/// The keys of the fair queue of the lock at `key`: by arrival, by lapse.
+pub(crate) fn fair_keys(key: &str) -> [String; 2] {
+    [FAIR_QUEUE_SUFFIX, FAIR_ENTRIES_SUFFIX].map(|suffix| derived(key, suffix))
+}
+
+/// The turn channel of the fair waiter whose token value is `token`: where the release that
+/// makes it the head's turn is announced, in the slot of `key`.
+pub(crate) fn turn_channel(key: &str, token: &str) -> String {
+    let mut channel = turn_prefix(key);
+    channel.push_str(token);
+    channel
+}
+
+/// What every turn channel of the lock at `key` starts with.
+pub(crate) fn turn_prefix(key: &str) -> String {
+    derived(key, TURN_SUFFIX)
+}
+
 /// Whether `key` ends like a derived key; such names are refused so a lock can never land on
 /// another lock's counter, channel, readers or permits.
 pub(crate) fn reserved(key: &str) -> bool {
@@ -217,7 +243,16 @@ mod tests {
                 fence_key(key)
             );
             assert_eq!(key_slot(&release_channel(key)), slot, "channel of {key:?}");
-            for derived in rw_keys(key).iter().chain(&semaphore_keys(key)) {
+            assert_eq!(
+                key_slot(&turn_channel(key, "dl:0a")),
+                slot,
+                "turn of {key:?}"
+            );
+            for derived in rw_keys(key)
+                .iter()
+                .chain(&semaphore_keys(key))
+                .chain(&fair_keys(key))
+            {
                 assert_eq!(key_slot(derived), slot, "{derived:?} of {key:?}");
                 assert!(reserved(derived));
             }

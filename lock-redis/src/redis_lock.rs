@@ -14,11 +14,15 @@ use tokio::time::Instant;
 use crate::config::{RedisLockBuilder, Settings};
 use crate::conn::{Conn, Connections, Source};
 use crate::error::{BACKEND, breaks_connection, from_redis, timeout};
-use crate::layout::{announces, fence_key, release_channel, token_value};
+use crate::layout::{announces, fence_key, release_channel, token_value, turn_channel};
 use crate::replication::Replication;
-use crate::scripts::{ACQUIRE, EXTEND, HANDOVER, Lua, RELEASE, RW_RELEASE, SEMAPHORE_RELEASE};
+use crate::scripts::{
+    ACQUIRE, EXTEND, FAIR_RELEASE, HANDOVER, Lua, RELEASE, RW_RELEASE, SEMAPHORE_RELEASE,
+};
 #[cfg(feature = "cluster")]
-use crate::scripts::{RELEASE_SHARDED, RW_RELEASE_SHARDED, SEMAPHORE_RELEASE_SHARDED};
+use crate::scripts::{
+    FAIR_RELEASE_SHARDED, RELEASE_SHARDED, RW_RELEASE_SHARDED, SEMAPHORE_RELEASE_SHARDED,
+};
 use crate::subscriber::Subscriber;
 
 /// A distributed lock on Redis (≥ 7.0) — one server, a Redis Cluster (feature `cluster`) or a
@@ -53,6 +57,7 @@ pub struct RedisLock {
     release: &'static Lua,
     pub(crate) rw_release: &'static Lua,
     pub(crate) semaphore_release: &'static Lua,
+    pub(crate) fair_release: &'static Lua,
     /// Replicas that must confirm each grant and renewal, if any.
     replication: Option<Replication>,
 }
@@ -83,25 +88,10 @@ impl RedisLock {
     pub(crate) fn assemble(source: Source, settings: Settings) -> Self {
         let pubsub_limit = settings.connect_timeout + settings.command_timeout;
         #[cfg(feature = "cluster")]
-        let (release, rw_release, semaphore_release): (
-            &'static Lua,
-            &'static Lua,
-            &'static Lua,
-        ) = if matches!(source, Source::Cluster(_)) {
-            (
-                &RELEASE_SHARDED,
-                &RW_RELEASE_SHARDED,
-                &SEMAPHORE_RELEASE_SHARDED,
-            )
-        } else {
-            (&RELEASE, &RW_RELEASE, &SEMAPHORE_RELEASE)
-        };
+        let sharded = matches!(source, Source::Cluster(_));
         #[cfg(not(feature = "cluster"))]
-        let (release, rw_release, semaphore_release): (
-            &'static Lua,
-            &'static Lua,
-            &'static Lua,
-        ) = (&RELEASE, &RW_RELEASE, &SEMAPHORE_RELEASE);
+        let sharded = false;
+        let [release, rw_release, semaphore_release, fair_release] = release_scripts(sharded);
         Self {
             conns: Connections::new(source, settings.connect_timeout),
             subscriber: settings
@@ -114,6 +104,7 @@ impl RedisLock {
             release,
             rw_release,
             semaphore_release,
+            fair_release,
             replication: settings.replication,
         }
     }
@@ -275,6 +266,22 @@ impl RedisLock {
     }
 }
 
+/// The release scripts of the mutex, the read-write lock, the semaphore and the fair lock:
+/// announcing with `SPUBLISH` on a cluster (`sharded`), `PUBLISH` elsewhere.
+fn release_scripts(sharded: bool) -> [&'static Lua; 4] {
+    #[cfg(feature = "cluster")]
+    if sharded {
+        return [
+            &RELEASE_SHARDED,
+            &RW_RELEASE_SHARDED,
+            &SEMAPHORE_RELEASE_SHARDED,
+            &FAIR_RELEASE_SHARDED,
+        ];
+    }
+    let _ = sharded;
+    [&RELEASE, &RW_RELEASE, &SEMAPHORE_RELEASE, &FAIR_RELEASE]
+}
+
 /// What an acquire attempt's reply said, fenced or not.
 enum Grant {
     /// Ours, with this fencing token (0 without fencing).
@@ -397,7 +404,8 @@ impl Lock for RedisLock {
     }
 
     async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
-        if lease.kind() != Kind::Mutex {
+        // A fair lease is the mutex's key: the same compare-and-pexpire.
+        if !matches!(lease.kind(), Kind::Mutex | Kind::Fair { .. }) {
             return self.extend_kind(lease, ttl).await;
         }
         let ttl_ms = check_ttl(ttl)?;
@@ -457,6 +465,7 @@ impl Lock for RedisLock {
 
     async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
         if lease.kind() != Kind::Mutex {
+            // Read shares, writers, permits, and fair leases (which tell the queue's head).
             return self.release_kind(lease).await;
         }
         let key = self.key(lease.name());
@@ -478,6 +487,23 @@ impl Lock for RedisLock {
     async fn ping(&self) -> Result<(), LockError> {
         let ping = redis::cmd("PING");
         self.send::<()>(Op::Connect, &ping, "").await.map(drop)
+    }
+
+    /// Subscribes to the fair waiter's own turn channel (`{key}:distlock-turn:` + its token), on
+    /// which a fair holder's release (or the withdrawal of the waiter ahead) tells the head of
+    /// the queue alone.
+    async fn watch_turn(
+        &self,
+        name: &str,
+        token: &Token,
+    ) -> Result<Option<ReleaseWatch>, LockError> {
+        match &self.subscriber {
+            Some(subscriber) => {
+                let channel = turn_channel(&self.key(name), token_value(token).as_str());
+                subscriber.watch(channel).await.map(Some)
+            }
+            None => Ok(None),
+        }
     }
 
     /// Subscribes to the lock's release channel on the lock's shared pub/sub connection (one

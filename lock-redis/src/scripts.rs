@@ -137,6 +137,25 @@ pub(crate) static SEMAPHORE_RELEASE_SHARDED: Lazy = LazyLock::new(|| {
         "SPUBLISH",
     )
 });
+/// The mutex for the head of the fair queue; see `lua/fair_acquire.lua`.
+pub(crate) static FAIR_ACQUIRE: Lazy = LazyLock::new(|| {
+    assemble(
+        &[
+            CLOCK_LUA,
+            FENCE_LUA,
+            include_str!("../lua/fair_acquire.lua"),
+        ],
+        "",
+    )
+});
+const FAIR_RELEASE_LUA: &str = include_str!("../lua/fair_release.lua");
+/// A fair holder's release or a fair waiter's withdrawal, telling the head with `PUBLISH`;
+/// see `lua/fair_release.lua`.
+pub(crate) static FAIR_RELEASE: Lazy =
+    LazyLock::new(|| assemble(&[CLOCK_LUA, FAIR_RELEASE_LUA], "PUBLISH"));
+/// The same with `SPUBLISH` on a Redis Cluster.
+pub(crate) static FAIR_RELEASE_SHARDED: Lazy =
+    LazyLock::new(|| assemble(&[CLOCK_LUA, FAIR_RELEASE_LUA], "SPUBLISH"));
 /// The permits in use; see `lua/semaphore_in_use.lua`.
 pub(crate) static SEMAPHORE_IN_USE: Lazy = LazyLock::new(|| {
     assemble(
@@ -153,7 +172,10 @@ pub(crate) static SEMAPHORE_IN_USE: Lazy = LazyLock::new(|| {
 /// every master), all in one pipeline. Otherwise the first burst of concurrent calls (a renewal
 /// batch of a thousand leases) would each hit NOSCRIPT and load the script again.
 pub(crate) async fn preload(conn: &mut impl redis::aio::ConnectionLike) -> redis::RedisResult<()> {
-    let kinds: [&Lua; 10] = [
+    let kinds: [&Lua; 13] = [
+        &FAIR_ACQUIRE,
+        &FAIR_RELEASE,
+        &FAIR_RELEASE_SHARDED,
         &READ_ACQUIRE,
         &WRITE_ACQUIRE,
         &READ_EXTEND,

@@ -89,3 +89,66 @@ async fn the_lock_follows_a_sentinel_failover() {
         "fencing kept increasing across the failover"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_write_locks_and_semaphores_work_through_sentinel() {
+    let set = RedisSentinelSet::start().expect("primary, replica and sentinels");
+    let locker = Locker::new(sentinel_lock(&set));
+    // A second client stands in for another process: it is woken by the master's announcement.
+    let other = Locker::builder(sentinel_lock(&set))
+        .backoff(Backoff::new(
+            Duration::from_secs(10),
+            Duration::from_secs(10),
+        ))
+        .build();
+
+    let first = locker.read("doc").await.expect("granted");
+    let second = other.read("doc").await.expect("readers share");
+    let writer = tokio::spawn({
+        let locker = locker.clone();
+        async move {
+            locker
+                .write("doc")
+                .wait(Duration::from_secs(20))
+                .await
+                .map(|guard| guard.fencing_token())
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        other
+            .read("doc")
+            .try_acquire()
+            .await
+            .expect("answers")
+            .is_none(),
+        "a waiting writer holds new readers back"
+    );
+    first.release().await.expect("ours");
+    second.release().await.expect("ours");
+    let fence = tokio::time::timeout(Duration::from_secs(5), writer)
+        .await
+        .expect("the last reader's release woke the writer")
+        .expect("no panic")
+        .expect("granted");
+    assert!(fence > 0);
+
+    let held = locker.semaphore("pool", 3).permits(2).await.expect("free");
+    assert_eq!(
+        other
+            .semaphore("pool", 3)
+            .available()
+            .await
+            .expect("answers"),
+        1
+    );
+    held.release().await.expect("ours");
+    assert_eq!(
+        other
+            .semaphore("pool", 3)
+            .available()
+            .await
+            .expect("answers"),
+        3
+    );
+}

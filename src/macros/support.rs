@@ -11,11 +11,46 @@ use tokio::time::Instant;
 use super::current::CURRENT;
 use super::default_locker::default_locker;
 
+/// What one `#[distributed_lock]` locks: its `read`, `write`, `permits` and `max` options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockKind {
+    /// No kind option: the exclusive lock ([`Locker::lock`]).
+    Mutex,
+    /// `read`: a read share ([`Locker::read`]).
+    Read,
+    /// `write`: the write lock ([`Locker::write`]).
+    Write,
+    /// `fair`: the exclusive lock in the order callers asked ([`Locker::fair`]).
+    Fair,
+    /// `max = n` (and `permits = k`): `permits` of the `max` permits ([`Locker::semaphore`]).
+    Semaphore {
+        /// The permits a call takes at once (1 to `max`).
+        permits: u32,
+        /// The permits the semaphore has.
+        max: u32,
+    },
+}
+
+impl LockKind {
+    /// The request for the lock `name` of this kind.
+    fn request(self, locker: &Locker, name: Arc<str>) -> LockRequest {
+        match self {
+            Self::Mutex => locker.lock(name),
+            Self::Read => locker.read(name),
+            Self::Write => locker.write(name),
+            Self::Fair => locker.fair(name),
+            Self::Semaphore { permits, max } => locker.semaphore(name, max).permits(permits),
+        }
+    }
+}
+
 /// The options of one `#[distributed_lock]`, checked at compile time.
 #[derive(Debug, Clone, Copy)]
 pub struct Spec {
     /// The metrics label: the `name` option, else the template.
     pub label: &'static str,
+    /// What is locked: the mutex, a side of a read-write lock, or semaphore permits.
+    pub kind: LockKind,
     /// A fixed lease; `None` for a renewed one.
     pub ttl: Option<Duration>,
     /// The wait; `None` for the locker's default.
@@ -68,11 +103,13 @@ where
         Some(locker) => locker,
         None => default_locker()?,
     };
-    let mut request = locker.lock(name).label(spec.label);
+    let mut request = spec.kind.request(&locker, name).label(spec.label);
     if let Some(ttl) = spec.ttl {
         request = request.fixed_ttl(ttl);
     }
     if let Some(wait) = spec.wait {
+        // A zero wait (`skip`, `wait = "0s"`) is one try: lock-core records no waiting
+        // writer for it.
         request = request.wait(wait);
     }
     if let Some(max_hold) = spec.max_hold {

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use lock_core::{
-    Attempt, Handover, Lease, Lock, LockError, Locker, MemoryLock, Op, ReleaseSignal, ReleaseWatch,
-    Token,
+    Attempt, Handover, Kind, Lease, Lock, LockError, Locker, MemoryLock, Op, ReleaseSignal,
+    ReleaseWatch, Token,
 };
 use tokio::time::{Instant, sleep};
 
@@ -74,6 +74,19 @@ impl Lock for Probe {
     ) -> Result<Attempt, LockError> {
         self.attempts.fetch_add(1, Ordering::SeqCst);
         self.inner.try_acquire(name, token, ttl).await
+    }
+    async fn try_acquire_kind(
+        &self,
+        name: &str,
+        kind: Kind,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        self.attempts.fetch_add(1, Ordering::SeqCst);
+        self.inner.try_acquire_kind(name, kind, token, ttl).await
+    }
+    async fn permits_in_use(&self, name: &str) -> Result<u32, LockError> {
+        self.inner.permits_in_use(name).await
     }
     async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
         self.extends.fetch_add(1, Ordering::SeqCst);
