@@ -787,10 +787,40 @@ impl LockRequest {
         }
     }
 
+    /// Waits for the grant; a request that ends without the lock (deadline, error) withdraws
+    /// its waiter's record from the backend before it returns, so the readers a waiting writer
+    /// held back (or the fair waiters behind it) are let in as soon as the caller hears of it.
+    /// (Cancelled, the record is withdrawn in the background.)
     async fn wait_for_grant(
         &self,
         labels: &Labels,
         attempts: &mut u32,
+    ) -> Result<Guard, LockError> {
+        let mut record = None;
+        let result = self.wait_in_line(labels, attempts, &mut record).await;
+        match (&result, record) {
+            (Err(_), Some(record)) => {
+                let lease = record.lease().clone();
+                match self.locker.inner.lock.as_ref().release(&lease).await {
+                    Ok(_) => record.disarm(),
+                    // Kept armed: dropped, it tries again in the background.
+                    Err(error) => {
+                        tracing::debug!(%error, "withdrawing the waiter's record failed");
+                    }
+                }
+            }
+            // A grant consumed the record (its token is the lease's): nothing to withdraw.
+            (Ok(_), Some(record)) => record.disarm(),
+            (_, None) => {}
+        }
+        result
+    }
+
+    async fn wait_in_line(
+        &self,
+        labels: &Labels,
+        attempts: &mut u32,
+        waiting_record: &mut Option<ReleaseOnDrop>,
     ) -> Result<Guard, LockError> {
         let ttl = self.check()?;
         if let Some(nested) = self.nested(labels)? {
@@ -821,10 +851,9 @@ impl LockRequest {
         let ticket = inner.waiters.join(&self.name, self.kind.class(), ttl);
         let mut waiting = None;
         let mut tried_watch = false;
-        // A waiter's record in the backend (a waiting writer, a fair waiter's queue entry): the
-        // token of its busy attempts, reused by the next one, and released if the request ends
-        // without the lock.
-        let mut waiting_record = None;
+        // `waiting_record`: a waiter's record in the backend (a waiting writer, a fair waiter's
+        // queue entry): the token of its busy attempts, reused by the next one, and released if
+        // the request ends without the lock.
         // A fair waiter's subscription to its own turn, and the token it is for.
         let fair = kind == Kind::Fair { queued: true };
         let mut turn: Option<crate::ReleaseWatch> = None;
@@ -873,7 +902,7 @@ impl LockRequest {
             *attempts = attempts.saturating_add(1);
             // A transient backend failure (connection dropped, server restarting) is retried
             // like a busy lock, within the same wait; the caller sees it if it outlasts the wait.
-            let attempt = self.attempt(ttl, kind, labels, &mut waiting_record).await;
+            let attempt = self.attempt(ttl, kind, labels, waiting_record).await;
             let (holder_ttl, announces, failure) = match attempt {
                 Ok(Attempt::Acquired(lease)) => {
                     let guard = self.grant(lease, labels, started, Via::Attempt);
