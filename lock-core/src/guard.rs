@@ -24,7 +24,9 @@ use crate::{Lease, Lock, LockError, check_ttl};
 /// end of its TTL.
 ///
 /// A guard taken without a fixed TTL is *renewed*: the locker's watchdog extends its lease
-/// every third of the lease while the guard lives, and stops before the release is sent. A
+/// every third of the lease while the guard lives, and stops before the release is sent. The
+/// guard keeps its `Locker` alive, so dropping every other handle to the locker does not stop
+/// the renewal. A
 /// guard with a fixed TTL is not renewed. Either way the lease can end early — the backend lost
 /// it, renewal failed for longer than the lease — and [`Guard::lost`] resolves then. Hand
 /// [`Guard::fencing_token`] to the resource you protect so it can reject a stale holder.
@@ -43,10 +45,14 @@ pub struct Guard {
 struct Outer {
     waiters: Arc<Waiters>,
     owner: Option<(Arc<Owners>, tokio::task::Id)>,
+    /// The locker that granted the lease, kept alive with the guard: its watchdog renews the
+    /// lease, and would stop if the last `Locker` handle were dropped first.
+    _locker: crate::Locker,
 }
 
 impl Guard {
     pub(crate) fn new(
+        locker: crate::Locker,
         lock: Arc<dyn Lock>,
         held: Arc<Held>,
         waiters: Arc<Waiters>,
@@ -61,7 +67,11 @@ impl Guard {
             lock,
             held,
             armed: true,
-            outer: Some(Outer { waiters, owner }),
+            outer: Some(Outer {
+                waiters,
+                owner,
+                _locker: locker,
+            }),
         }
     }
 

@@ -1051,6 +1051,7 @@ impl LockRequest {
             .enter(&self.name, &held)
             .map(|task| (Arc::clone(&inner.owners), task));
         Guard::new(
+            self.locker.clone(),
             Arc::clone(&inner.lock),
             held,
             Arc::clone(&inner.waiters),

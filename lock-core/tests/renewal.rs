@@ -206,3 +206,14 @@ async fn a_lease_granted_after_the_timer_is_armed_is_renewed_on_its_own_schedule
         "renewed at 150 ms, a third of its lease after its grant"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_guard_is_renewed_after_its_locker_handle_is_dropped() {
+    let (probe, locker) = probe_locker(Duration::from_millis(300));
+    let guard = locker.lock("job").await.expect("free");
+    drop(locker); // the guard keeps the locker, and so its watchdog, alive
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(guard.is_held(), "renewed ten leases long");
+    assert!(probe.count(&probe.extends) >= 9);
+    guard.release().await.expect("ours");
+}
