@@ -14,6 +14,7 @@ mod lock;
 mod locker;
 mod memory;
 pub mod metric;
+mod multi;
 mod owners;
 mod renewal;
 #[cfg(feature = "axum")]
@@ -28,11 +29,12 @@ pub use error::{BoxError, LockError, Op, TimeoutPhase};
 pub use guard::{Guard, LeaseWatch};
 pub use kind::{FAIR_ENTRY_TTL, Kind, MAX_PERMITS, fair_entry_ttl};
 pub use lease::{Lease, valid_until};
-pub use lock::{Attempt, Handover, Lock};
+pub use lock::{Attempt, Handover, Lock, MultiAttempt, acquire_in_order};
 pub use locker::{
     DEFAULT_LEASE, DEFAULT_RETRY_ERRORS_FOR, DEFAULT_WAIT, LockRequest, Locker, LockerBuilder,
 };
 pub use memory::MemoryLock;
+pub use multi::{MAX_MULTI, MultiGuard, MultiRequest};
 pub use signal::{ReleaseSignal, ReleaseWatch};
 pub use token::{ParseTokenError, Token, TokenHex};
 pub use validate::{MAX_NAME_LEN, MAX_TTL, MIN_TTL, check_name, check_ttl};

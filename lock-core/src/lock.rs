@@ -28,6 +28,69 @@ pub enum Attempt {
     },
 }
 
+/// The answer to one attempt at several locks at once ([`Lock::try_acquire_all`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MultiAttempt {
+    /// Every name was free and is now ours: one lease per name, in the order asked.
+    Acquired(Vec<Lease>),
+    /// The name at `index` (of the names asked) is held by another holder; none of the names
+    /// was taken (or all that were have been given back).
+    Busy {
+        /// Which of the names asked is held.
+        index: usize,
+        /// That holder's remaining TTL, as [`Attempt::Busy`] says.
+        holder_ttl: Option<Duration>,
+        /// Whether that holder announces its release, as [`Attempt::Busy`] says.
+        announces: bool,
+    },
+}
+
+/// Acquires `names` one after the other with `token`, all or nothing: at the first busy name,
+/// every lease taken so far is released, and the answer says which name was busy. The
+/// default of [`Lock::try_acquire_all`], for backends that cannot take several keys in one
+/// atomic step (and for a Redis Cluster whose names span slots).
+///
+/// Called with the names in one global order (the [`Locker`](crate::Locker) sorts them), two
+/// requests over overlapping sets never hold each other's names while waiting: a busy name
+/// sends each back to nothing, so there is no deadlock.
+///
+/// # Errors
+/// The first error of an attempt or of giving back a lease; then some leases may still be
+/// held, and the caller releases every name's `token` (the `Locker` does, in the background).
+///
+/// # Cancel safety
+/// Not cancel safe, like [`Lock::try_acquire`]: the caller releases `token` on every name.
+pub async fn acquire_in_order<L: Lock + ?Sized>(
+    lock: &L,
+    names: &[Arc<str>],
+    token: Token,
+    ttl: Duration,
+) -> Result<MultiAttempt, LockError> {
+    let mut taken = Vec::with_capacity(names.len());
+    for (index, name) in names.iter().enumerate() {
+        let answer = lock.try_acquire(name, token, ttl).await;
+        if let Ok(Attempt::Acquired(lease)) = answer {
+            taken.push(lease);
+            continue;
+        }
+        for lease in &taken {
+            lock.release(lease).await?;
+        }
+        return match answer? {
+            Attempt::Busy {
+                holder_ttl,
+                announces,
+            } => Ok(MultiAttempt::Busy {
+                index,
+                holder_ttl,
+                announces,
+            }),
+            Attempt::Acquired(_) => unreachable!("handled above"),
+        };
+    }
+    Ok(MultiAttempt::Acquired(taken))
+}
+
 /// The answer to [`Lock::hand_over`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -135,6 +198,28 @@ pub trait Lock: Send + Sync {
             backend: self.backend(),
             kind: "semaphore",
         })
+    }
+
+    /// Tries once to acquire every one of `names` (distinct mutexes, in the order given) for
+    /// `ttl` with the same `token`, all or nothing. The default takes them one after the other
+    /// and gives back what it took at the first busy name ([`acquire_in_order`]); a backend
+    /// that can set several keys in one atomic step (Redis, when the keys share a server or a
+    /// cluster slot) overrides it. Each lease carries its own fencing token.
+    ///
+    /// # Errors
+    /// As [`Lock::try_acquire`]; after an error some names may be held: the caller releases
+    /// `token` on every name.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe, like [`Lock::try_acquire`]: the `Locker` releases `token` on every name
+    /// in the background when the attempt is dropped.
+    async fn try_acquire_all(
+        &self,
+        names: &[Arc<str>],
+        token: Token,
+        ttl: Duration,
+    ) -> Result<MultiAttempt, LockError> {
+        acquire_in_order(self, names, token, ttl).await
     }
 
     /// Extends `lease` so it expires `ttl` from now, if it is still ours.
@@ -279,6 +364,9 @@ macro_rules! forward_lock {
             }
             async fn permits_in_use(&self, name: &str) -> Result<u32, LockError> {
                 (**self).permits_in_use(name).await
+            }
+            async fn try_acquire_all(&self, names: &[Arc<str>], token: Token, ttl: Duration) -> Result<MultiAttempt, LockError> {
+                (**self).try_acquire_all(names, token, ttl).await
             }
             async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
                 (**self).extend(lease, ttl).await

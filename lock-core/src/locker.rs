@@ -15,6 +15,7 @@ use crate::cleanup::ReleaseOnDrop;
 use crate::held::Held;
 use crate::kind::Class;
 use crate::metric::{self, Labels, Via};
+use crate::multi::MultiRequest;
 use crate::owners::Owners;
 use crate::renewal::Renewer;
 use crate::waiters::Waiters;
@@ -195,6 +196,33 @@ impl Locker {
     /// ```
     pub fn semaphore(&self, name: impl Into<Arc<str>>, max: u32) -> LockRequest {
         self.request(name.into(), Kind::Semaphore { permits: 1, max })
+    }
+
+    /// Starts a request for the mutexes `names`, all or nothing: one guard over every name,
+    /// each with its own lease and fencing token, renewed together; losing any one lease is
+    /// losing the guard. Repeated names count once. See [`MultiRequest::acquire`] for how it
+    /// waits and why overlapping multi-locks never deadlock.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
+    /// use lock_core::{Locker, MemoryLock};
+    ///
+    /// let locker = Locker::new(MemoryLock::new());
+    /// // Move money between two accounts: both locked, or neither.
+    /// let both = locker.lock_all(["account:7", "account:3"]).await?;
+    /// assert_eq!(both.names().collect::<Vec<_>>(), ["account:3", "account:7"]);
+    /// assert!(locker.lock("account:7").try_acquire().await?.is_none());
+    /// both.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn lock_all<N: Into<Arc<str>>>(&self, names: impl IntoIterator<Item = N>) -> MultiRequest {
+        let names: Vec<Arc<str>> = names.into_iter().map(Into::into).collect();
+        MultiRequest::new(self.request(Arc::from(""), Kind::Mutex), names)
+    }
+
+    /// The sleep between attempts while waiting.
+    pub(crate) fn backoff(&self) -> &Backoff {
+        &self.inner.backoff
     }
 
     fn request(&self, name: Arc<str>, kind: Kind) -> LockRequest {
@@ -691,6 +719,41 @@ impl LockRequest {
         }
     }
 
+    /// The locker this request is for.
+    pub(crate) fn locker(&self) -> &Locker {
+        &self.locker
+    }
+
+    /// The request's own metrics label, if it set one.
+    pub(crate) fn label_value(&self) -> Option<SharedString> {
+        self.label.clone()
+    }
+
+    /// The wait; `None` without a deadline.
+    pub(crate) fn wait_value(&self) -> Option<Duration> {
+        self.wait
+    }
+
+    /// How long a failing backend is retried while waiting.
+    pub(crate) fn retry_errors_value(&self) -> Duration {
+        self.retry_errors_for
+    }
+
+    /// The same request (kind and options) for another name.
+    pub(crate) fn for_name(&self, name: Arc<str>) -> LockRequest {
+        LockRequest {
+            locker: self.locker.clone(),
+            name,
+            kind: self.kind,
+            misuse: self.misuse,
+            expiry: self.expiry,
+            wait: self.wait,
+            retry_errors_for: self.retry_errors_for,
+            label: self.label.clone(),
+            max_hold: self.max_hold,
+        }
+    }
+
     fn labels(&self) -> Labels {
         let class = self.kind.class();
         Labels::new(
@@ -702,7 +765,7 @@ impl LockRequest {
     }
 
     /// The checked input: the TTL each attempt asks for.
-    fn check(&self) -> Result<Duration, LockError> {
+    pub(crate) fn check(&self) -> Result<Duration, LockError> {
         if let Some(misuse) = self.misuse {
             return Err(LockError::invalid(misuse));
         }
@@ -738,7 +801,7 @@ impl LockRequest {
     /// as acquired `via="reentry"`: a mutex inside the mutex, a read or write inside the write
     /// lock, a read inside a read. A write inside a read share is refused
     /// ([`LockError::UpgradeRefused`]).
-    fn nested(&self, labels: &Labels) -> Result<Option<Guard>, LockError> {
+    pub(crate) fn nested(&self, labels: &Labels) -> Result<Option<Guard>, LockError> {
         let inner = &self.locker.inner;
         let Some(held) = inner.owners.current(&self.name, self.kind) else {
             return Ok(None);
@@ -903,7 +966,7 @@ impl LockRequest {
             // A transient backend failure (connection dropped, server restarting) is retried
             // like a busy lock, within the same wait; the caller sees it if it outlasts the wait.
             let attempt = self.attempt(ttl, kind, labels, waiting_record).await;
-            let (holder_ttl, announces, failure) = match attempt {
+            let (holder_ttl, announces, mut failure) = match attempt {
                 Ok(Attempt::Acquired(lease)) => {
                     let guard = self.grant(lease, labels, started, Via::Attempt);
                     ticket.granted(guard.held());
@@ -924,15 +987,13 @@ impl LockRequest {
             if deadline.is_some_and(|deadline| now >= deadline) {
                 return Err(failure.unwrap_or_else(timed_out));
             }
-            if let Some(error) = &failure {
-                // "The store is unreachable" is not "the lock is busy": bounded on its own.
-                let since = *failing_since.get_or_insert(now);
-                let failing_for = now.saturating_duration_since(since);
-                if failing_for < self.retry_errors_for {
-                    self.locker.warn_retried(&self.name, error, failing_for);
-                } else if let Some(error) = failure {
-                    return Err(error);
-                }
+            if let Some(error) = failure.take() {
+                failure = Some(self.locker.retry_or_return(
+                    &self.name,
+                    error,
+                    &mut failing_since,
+                    self.retry_errors_for,
+                )?);
             }
             waiting.get_or_insert_with(|| Waiting::enter(labels.clone()));
             // Subscribe to the name's releases once per line, then try again at once: a
@@ -1034,7 +1095,7 @@ impl LockRequest {
 
     /// Wraps a granted lease in a guard, registering it for renewal unless its TTL is fixed;
     /// `via` says how it was granted (the `via` label of `distlock_acquired_total`).
-    fn grant(&self, lease: Lease, labels: &Labels, started: Instant, via: Via) -> Guard {
+    pub(crate) fn grant(&self, lease: Lease, labels: &Labels, started: Instant, via: Via) -> Guard {
         let inner = &self.locker.inner;
         labels.acquired(via);
         labels.record(metric::ACQUIRE_WAIT_SECONDS, started.elapsed());
@@ -1061,7 +1122,7 @@ impl LockRequest {
 }
 
 /// Resolves when `watch` announces a release after generation `seen`; never without a watch.
-async fn changed(watch: Option<&crate::ReleaseWatch>, seen: Option<u64>) {
+pub(crate) async fn changed(watch: Option<&crate::ReleaseWatch>, seen: Option<u64>) {
     match (watch, seen) {
         (Some(watch), Some(seen)) => watch.signal().changed_since(seen).await,
         _ => std::future::pending().await,
@@ -1074,6 +1135,28 @@ fn deadline_free(wait: Duration) -> Option<Duration> {
 }
 
 impl Locker {
+    /// A retryable backend failure while waiting: `Ok(error)` (logged, to retry) while the
+    /// backend has been failing for less than `budget` in a row (`failing_since` marks the
+    /// start of the run), `Err(error)` to return once it has failed that long. "The store is
+    /// unreachable" is not "the lock is busy": it is bounded on its own, whatever the wait.
+    pub(crate) fn retry_or_return(
+        &self,
+        name: &str,
+        error: LockError,
+        failing_since: &mut Option<Instant>,
+        budget: Duration,
+    ) -> Result<LockError, LockError> {
+        let now = Instant::now();
+        let since = *failing_since.get_or_insert(now);
+        let failing_for = now.saturating_duration_since(since);
+        if failing_for < budget {
+            self.warn_retried(name, &error, failing_for);
+            Ok(error)
+        } else {
+            Err(error)
+        }
+    }
+
     /// Logs a backend failure that a waiting request retries, at most once per
     /// [`WARN_EVERY`] for the whole locker, so an outage under a thousand waiters does not
     /// flood the log.
@@ -1099,7 +1182,7 @@ impl Locker {
 }
 
 /// The `reason` label of a request that ended without the lock.
-fn failure_reason(error: &LockError) -> &'static str {
+pub(crate) fn failure_reason(error: &LockError) -> &'static str {
     match error {
         LockError::InvalidInput { .. }
         | LockError::Unsupported { .. }

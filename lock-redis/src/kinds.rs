@@ -4,21 +4,25 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use lock_core::{
-    Attempt, Kind, Lease, LockError, Op, Token, check_ttl, fair_entry_ttl, valid_until,
+    Attempt, Kind, Lease, LockError, MultiAttempt, Op, Token, acquire_in_order, check_ttl,
+    fair_entry_ttl, valid_until,
 };
 use tokio::time::Instant;
 
 use crate::RedisLock;
 use crate::conn::Conn;
 use crate::error::BACKEND;
+use crate::layout::key_slot;
 use crate::layout::{
     fair_keys, fence_key, release_channel, reserved, rw_keys, semaphore_keys, token_value,
     turn_prefix,
 };
 use crate::scripts::{
-    EXTEND, FAIR_ACQUIRE, READ_ACQUIRE, READ_EXTEND, SEMAPHORE_ACQUIRE, SEMAPHORE_EXTEND,
-    SEMAPHORE_IN_USE, WRITE_ACQUIRE,
+    EXTEND, FAIR_ACQUIRE, MULTI_ACQUIRE, READ_ACQUIRE, READ_EXTEND, SEMAPHORE_ACQUIRE,
+    SEMAPHORE_EXTEND, SEMAPHORE_IN_USE, WRITE_ACQUIRE,
 };
 
 /// A script's `1`/`0` flag argument.
@@ -255,6 +259,85 @@ impl RedisLock {
             }
         };
         Ok(released == 1)
+    }
+
+    /// Several mutexes at once, all or none: one script when every key is on one server (not a
+    /// cluster) or in one cluster slot, else one after the other in the given order.
+    pub(crate) async fn try_all(
+        &self,
+        names: &[Arc<str>],
+        token: Token,
+        ttl: Duration,
+    ) -> Result<MultiAttempt, LockError> {
+        let ttl_ms = check_ttl(ttl)?;
+        let keys = names
+            .iter()
+            .map(|name| self.checked_key(name))
+            .collect::<Result<Vec<_>, _>>()?;
+        let one_slot = keys.windows(2).all(|w| key_slot(&w[0]) == key_slot(&w[1]));
+        if !(one_slot || self.topology() != "cluster") {
+            return acquire_in_order(self, names, token, ttl).await;
+        }
+        let started = Instant::now();
+        let value = token_value(&token);
+        let mut all_keys = keys.clone();
+        if self.fencing {
+            all_keys.extend(keys.iter().map(|key| fence_key(key)));
+        }
+        let retention = if self.fencing {
+            self.fence_retention_ms.to_string()
+        } else {
+            String::new()
+        };
+        let (ttl_arg, count) = (ttl_ms.to_string(), keys.len().to_string());
+        let key_refs: Vec<&str> = all_keys.iter().map(String::as_str).collect();
+        let (answer, mut conn): (Vec<i64>, Conn) = self
+            .run(
+                Op::Acquire,
+                &MULTI_ACQUIRE,
+                &key_refs,
+                &[value.as_str(), &ttl_arg, &retention, &count],
+            )
+            .await?;
+        match answer[..] {
+            [1, ref fences @ ..] if fences.len() == names.len() => {
+                let valid = valid_until(started, Duration::from_millis(ttl_ms));
+                let leases: Vec<Lease> = names
+                    .iter()
+                    .zip(fences)
+                    .map(|(name, fence)| {
+                        Lease::new(
+                            Arc::clone(name),
+                            token,
+                            u64::try_from(*fence).unwrap_or(0),
+                            valid,
+                        )
+                    })
+                    .collect();
+                // Replicas confirm the writes of the one script (one WAIT for all of them); a
+                // grant they do not confirm is given back.
+                if let Err(error) = self.confirm(&mut conn, &keys[0], Op::Acquire).await {
+                    for lease in &leases {
+                        if let Err(release_error) = lock_core::Lock::release(self, lease).await {
+                            tracing::warn!(%release_error, "releasing an unconfirmed grant failed; it expires at the end of its TTL");
+                        }
+                    }
+                    return Err(error);
+                }
+                Ok(MultiAttempt::Acquired(leases))
+            }
+            [0, index, busy_ms, announces] => Ok(MultiAttempt::Busy {
+                index: usize::try_from(index).unwrap_or(0),
+                holder_ttl: u64::try_from(busy_ms).ok().map(Duration::from_millis),
+                announces: announces == 1,
+            }),
+            _ => Err(LockError::Backend {
+                backend: BACKEND,
+                op: Op::Acquire,
+                retryable: false,
+                source: format!("unexpected multi acquire reply {answer:?}").into(),
+            }),
+        }
     }
 
     /// The permits of the semaphore `name` in use, after pruning expired holders.

@@ -51,7 +51,7 @@ pub struct RedisLock {
     command_timeout: Duration,
     pub(crate) fence_retention_ms: u64,
     /// Whether grants carry fencing tokens (the acquire script) or not (a plain `SET NX`).
-    fencing: bool,
+    pub(crate) fencing: bool,
     /// The release scripts of the mutex, the read-write lock and the semaphore: announcing with
     /// `PUBLISH`, or `SPUBLISH` (sharded) on a cluster.
     release: &'static Lua,
@@ -401,6 +401,17 @@ impl Lock for RedisLock {
 
     async fn permits_in_use(&self, name: &str) -> Result<u32, LockError> {
         self.permits_used(name).await
+    }
+
+    /// One script for every name when they share a server (or a cluster slot); else one
+    /// after the other ([`lock_core::acquire_in_order`]).
+    async fn try_acquire_all(
+        &self,
+        names: &[std::sync::Arc<str>],
+        token: Token,
+        ttl: Duration,
+    ) -> Result<lock_core::MultiAttempt, LockError> {
+        self.try_all(names, token, ttl).await
     }
 
     async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {

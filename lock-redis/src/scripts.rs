@@ -156,6 +156,9 @@ pub(crate) static FAIR_RELEASE: Lazy =
 /// The same with `SPUBLISH` on a Redis Cluster.
 pub(crate) static FAIR_RELEASE_SHARDED: Lazy =
     LazyLock::new(|| assemble(&[CLOCK_LUA, FAIR_RELEASE_LUA], "SPUBLISH"));
+/// Several mutexes in one slot, all or none; see `lua/multi_acquire.lua`.
+pub(crate) static MULTI_ACQUIRE: Lazy =
+    LazyLock::new(|| assemble(&[FENCE_LUA, include_str!("../lua/multi_acquire.lua")], ""));
 /// The permits in use; see `lua/semaphore_in_use.lua`.
 pub(crate) static SEMAPHORE_IN_USE: Lazy = LazyLock::new(|| {
     assemble(
@@ -172,7 +175,8 @@ pub(crate) static SEMAPHORE_IN_USE: Lazy = LazyLock::new(|| {
 /// every master), all in one pipeline. Otherwise the first burst of concurrent calls (a renewal
 /// batch of a thousand leases) would each hit NOSCRIPT and load the script again.
 pub(crate) async fn preload(conn: &mut impl redis::aio::ConnectionLike) -> redis::RedisResult<()> {
-    let kinds: [&Lua; 13] = [
+    let kinds: [&Lua; 14] = [
+        &MULTI_ACQUIRE,
         &FAIR_ACQUIRE,
         &FAIR_RELEASE,
         &FAIR_RELEASE_SHARDED,
