@@ -94,6 +94,18 @@ over_memory_and_redis!(
         available_counts,
         cancelled_acquires_leave_nothing,
     }
+    fair {
+        grants_in_arrival_order,
+        single_try_does_not_jump_the_queue,
+        gave_up_waiter_leaves_no_trace,
+        fair_is_the_mutex,
+    }
+    multi {
+        all_or_nothing,
+        no_deadlock_or_overlap,
+        losing_one_is_losing_the_guard,
+        cancelled_acquire_leaves_nothing,
+    }
 );
 
 /// The suite needs a real backend to mean anything: a check that passes over a backend
@@ -187,7 +199,8 @@ mod cluster {
     }
 
     /// Names of every shape (plain, hash-tagged, a stray `}`): a read share, a waiting writer's
-    /// record, the write lock and semaphore permits all keep their keys in the name's slot.
+    /// record, the write lock, semaphore permits and a fair queue all keep their keys in the
+    /// name's slot.
     async fn keys_of_one_name_share_its_slot(cluster: &RedisCluster, backend: &Backend) {
         let lock = cluster_lock(cluster);
         for name in ["kinds:plain", "{kinds}:tagged", "kinds}stray"] {
@@ -225,7 +238,28 @@ mod cluster {
                 .expect("permits");
             let with_permits = assert_one_slot(cluster, &lock, name);
             permits.release().await.expect("ours");
-            eprintln!("{name}: {with_reader:?} / {with_writer:?} / {with_permits:?}");
+            let holder = backend.locker().fair(name).await.expect("fair");
+            let waiter = {
+                let (locker, name) = (backend.locker(), name.to_owned());
+                tokio::spawn(async move {
+                    locker
+                        .fair(name)
+                        .wait(Duration::from_secs(20))
+                        .await
+                        .expect("fair waiter")
+                })
+            };
+            tokio::time::sleep(backend.settle).await; // the waiter queues
+            let with_queue = assert_one_slot(cluster, &lock, name);
+            holder.release().await.expect("ours");
+            let waiter = backend
+                .within("the fair waiter", waiter)
+                .await
+                .expect("fair waiter task");
+            waiter.release().await.expect("ours");
+            eprintln!(
+                "{name}: {with_reader:?} / {with_writer:?} / {with_permits:?} / {with_queue:?}"
+            );
         }
     }
 
@@ -244,5 +278,11 @@ mod cluster {
         conformance::semaphore::never_more_than_max(&backend, "c6").await;
         conformance::semaphore::waiter_for_k_wakes_when_k_free(&backend, "c7").await;
         conformance::semaphore::cancelled_acquires_leave_nothing(&backend, "c8").await;
+        conformance::fair::grants_in_arrival_order(&backend, "c9").await;
+        conformance::fair::gave_up_waiter_leaves_no_trace(&backend, "c10").await;
+        // Multi-lock names without a hash tag spread over slots: taken one by one.
+        conformance::multi::all_or_nothing(&backend, "c11").await;
+        conformance::multi::no_deadlock_or_overlap(&backend, "c12").await;
+        conformance::multi::cancelled_acquire_leaves_nothing(&backend, "c13").await;
     }
 }

@@ -1,4 +1,4 @@
-//! One behaviour suite for the lock kinds, run over every backend so backends cannot drift
+//! One behaviour suite for the lock kinds (read-write, semaphore, fair, multi), run over every backend so backends cannot drift
 //! apart.
 //!
 //! Each function takes a [`Backend`] (fresh [`Locker`]s on one shared store, and the times the
@@ -31,6 +31,8 @@ use std::time::Duration;
 
 use lock_core::Locker;
 
+pub mod fair;
+pub mod multi;
 pub mod read_write;
 pub mod semaphore;
 
