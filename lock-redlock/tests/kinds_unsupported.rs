@@ -1,5 +1,5 @@
-//! Redlock grants mutexes only: the other lock kinds are refused with a typed error, and
-//! nothing reaches the nodes.
+//! Redlock grants mutexes, alone or several at once (the multi-lock): the other lock kinds are
+//! refused with a typed error, and nothing reaches the nodes.
 
 use lock_core::{LockError, Locker, MemoryLock};
 use lock_redlock::Redlock;
@@ -41,4 +41,29 @@ async fn read_write_and_semaphore_requests_are_unsupported() {
     // The mutex still works.
     let guard = locker.lock("doc").await.expect("free");
     guard.release().await.expect("ours");
+}
+
+#[tokio::test]
+async fn the_multi_lock_works_over_a_quorum() {
+    let nodes: Vec<Arc<MemoryLock>> = (0..3).map(|_| Arc::new(MemoryLock::new())).collect();
+    let redlock = Redlock::builder()
+        .nodes(nodes.iter().map(Arc::clone))
+        .build()
+        .expect("three nodes");
+    let locker = Locker::new(redlock);
+    let b = locker.lock("b").await.expect("free");
+    let none = locker
+        .lock_all(["a", "b"])
+        .try_acquire()
+        .await
+        .expect("answers");
+    assert!(none.is_none(), "b is held");
+    assert!(
+        nodes.iter().all(|node| node.held_count() == 1),
+        "a was given back on every node"
+    );
+    b.release().await.expect("ours");
+    let both = locker.lock_all(["a", "b"]).await.expect("free");
+    assert!(nodes.iter().all(|node| node.held_count() == 2));
+    both.release().await.expect("ours");
 }
