@@ -11,8 +11,9 @@ struct ReadmeDoctests;
 pub use lock_core::{
     Attempt, Backoff, BoxError, DEFAULT_LEASE, DEFAULT_RETRY_ERRORS_FOR, DEFAULT_WAIT,
     FAIR_ENTRY_TTL, Guard, Handover, Kind, Lease, LeaseWatch, Lock, LockError, LockRequest, Locker,
-    LockerBuilder, MAX_NAME_LEN, MAX_PERMITS, MAX_TTL, MIN_TTL, MemoryLock, Op, ParseTokenError,
-    ReleaseSignal, ReleaseWatch, TimeoutPhase, Token, TokenHex, check_name, check_ttl, metric,
+    LockerBuilder, MAX_MULTI, MAX_NAME_LEN, MAX_PERMITS, MAX_TTL, MIN_TTL, MemoryLock,
+    MultiAttempt, MultiGuard, MultiRequest, Op, ParseTokenError, ReleaseSignal, ReleaseWatch,
+    TimeoutPhase, Token, TokenHex, acquire_in_order, check_name, check_ttl, fair_entry_ttl, metric,
     valid_until,
 };
 
