@@ -15,7 +15,7 @@ use crate::cycles::Timing;
 #[derive(Debug, Parser)]
 #[command(name = "loadtool", version)]
 pub(crate) struct Cli {
-    /// A short run (~30 s) with smaller samples, written to target/loadtool-quick/ by default.
+    /// A short run (~40 s) with smaller samples, written to target/loadtool-quick/ by default.
     #[arg(long)]
     pub(crate) quick: bool,
 
