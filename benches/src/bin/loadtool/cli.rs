@@ -9,13 +9,13 @@ use serde::Serialize;
 use crate::cycles::Timing;
 
 /// distlock's load tool: starts its own redis-server processes on free loopback ports, runs the
-/// scenarios S1–S6 against distlock and, in the same run, against the bare-Redis baselines
+/// scenarios S1–S9 against distlock and, in the same run, against the bare-Redis baselines
 /// (redis-benchmark on the same server; a hand-written redis-rs lock), then prints a table and
 /// writes a JSON record of the run and an SVG chart.
 #[derive(Debug, Parser)]
 #[command(name = "loadtool", version)]
 pub(crate) struct Cli {
-    /// A short run (~30 s) with smaller samples, written to target/loadtool-quick/ by default.
+    /// A short run (~40 s) with smaller samples, written to target/loadtool-quick/ by default.
     #[arg(long)]
     pub(crate) quick: bool,
 
@@ -24,7 +24,7 @@ pub(crate) struct Cli {
     #[arg(long, value_name = "DIR")]
     pub(crate) out: Option<PathBuf>,
 
-    /// Run only these parts (comma-separated: baseline, s1, s2, s3, s4, s5, s6).
+    /// Run only these parts (comma-separated: baseline, s1, s2, s3, s4, s5, s6, s7, s8, s9).
     #[arg(long, value_delimiter = ',', value_name = "PARTS")]
     pub(crate) only: Vec<Part>,
 
@@ -32,21 +32,21 @@ pub(crate) struct Cli {
     #[arg(long, value_enum, default_value_t = Flavor::MultiThread)]
     pub(crate) runtime: Flavor,
 
-    /// Seconds each S1, S2 and S4 client is measured (default 3, or 1 with --quick); S3 gets
-    /// a third more.
+    /// Seconds each S1, S2 and S4 client is measured (default 3, or 1 with --quick); S3, S7
+    /// and S8 get a third more.
     #[arg(long, value_name = "SECONDS")]
     pub(crate) seconds: Option<f64>,
 
-    /// Locks held in S5.
+    /// Locks held in S5, read leases held in S9.
     #[arg(long, default_value_t = 10_000)]
     pub(crate) s5_locks: usize,
 
-    /// The lease in S5, in seconds (default 3, or 2 with --quick; CPU is also reported scaled
+    /// The lease in S5 and S9, in seconds (default 3, or 2 with --quick; CPU is also reported scaled
     /// to the 30 s lease of the target). Give 30 to measure that lease directly.
     #[arg(long, value_name = "SECONDS")]
     pub(crate) s5_lease: Option<f64>,
 
-    /// Lease periods S5 holds the locks for (default 3, or 2 with --quick).
+    /// Lease periods S5 and S9 hold their leases for (default 3, or 2 with --quick).
     #[arg(long)]
     pub(crate) s5_periods: Option<u32>,
 
@@ -79,6 +79,9 @@ pub(crate) enum Part {
     S4,
     S5,
     S6,
+    S7,
+    S8,
+    S9,
 }
 
 /// The tokio runtime flavour.
@@ -122,10 +125,11 @@ pub(crate) struct Plan {
     /// S1 runs in this many rounds, each with the two redis-benchmark runs of the round-trip
     /// limit followed by every client.
     pub(crate) s1_rounds: u32,
-    /// S3.
+    /// S3, S7 and S8 (each workload).
     pub(crate) contention: Timing,
     pub(crate) s2_tasks: usize,
     pub(crate) s3_workers: usize,
+    /// How long S3's, S7's and S8's tasks hold.
     #[serde(serialize_with = "crate::stats::secs")]
     pub(crate) s3_hold: Duration,
     pub(crate) bench_requests_single: u64,
@@ -135,6 +139,11 @@ pub(crate) struct Plan {
     pub(crate) s5_lease: Duration,
     pub(crate) s5_periods: u32,
     pub(crate) s6_waiters: usize,
+    pub(crate) s7_tasks: usize,
+    /// The share of S7's acquisitions that write.
+    pub(crate) s7_writes: f64,
+    pub(crate) s8_tasks: usize,
+    pub(crate) s8_permits: u32,
     /// Where the files go (not recorded: a path of this machine).
     #[serde(skip)]
     pub(crate) out: PathBuf,
@@ -180,6 +189,9 @@ impl Plan {
                 Part::S4,
                 Part::S5,
                 Part::S6,
+                Part::S7,
+                Part::S8,
+                Part::S9,
             ]
         } else {
             cli.only.clone()
@@ -203,6 +215,10 @@ impl Plan {
             s5_lease: Duration::from_secs_f64(s5_lease),
             s5_periods,
             s6_waiters: cli.s6_waiters,
+            s7_tasks: 16,
+            s7_writes: 0.10,
+            s8_tasks: 32,
+            s8_permits: 8,
             out,
         })
     }

@@ -1,7 +1,6 @@
 //! S1, S2 and S4: tasks that each take and release their own lock, as fast as they can.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
 use distlock_bench::HandLock;
@@ -11,6 +10,7 @@ use tokio::time::Instant;
 
 use crate::info::{Cost, Delta, Probe};
 use crate::stats::{Latency, nanos};
+use crate::window::Phase;
 
 /// The TTL of the hand-written lock and of bare backend calls: the `Locker`'s default lease,
 /// so every client asks the server for the same thing.
@@ -21,10 +21,6 @@ const MAX_CYCLES_PER_TASK: u64 = 50_000_000;
 
 /// How long the tasks may take to notice the end of a run and finish their cycle.
 const FINISH_WITHIN: Duration = Duration::from_secs(10);
-
-const WARMUP: u8 = 0;
-const MEASURE: u8 = 1;
-const STOP: u8 = 2;
 
 /// How long a measured run warms up, then measures.
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -187,34 +183,27 @@ pub(crate) async fn measure(
     timing: Timing,
     probe: &mut Probe,
 ) -> Result<Window, String> {
-    let phase = Arc::new(AtomicU8::new(WARMUP));
-    let handles: Vec<_> = (0..tasks)
-        .map(|i| {
+    let measured = crate::window::measure(
+        label,
+        tasks,
+        |i, phase| {
             let name: Arc<str> = Arc::from(format!("{prefix}:{i}"));
-            let (client, phase) = (client.clone(), Arc::clone(&phase));
-            tokio::spawn(async move { task(&client, &name, &phase).await })
-        })
-        .collect();
-    tokio::time::sleep(timing.warmup).await;
-    let before = probe.snapshot().await.map_err(|e| e.to_string())?;
-    let started = Instant::now();
-    phase.store(MEASURE, Ordering::Release);
-    tokio::time::sleep(timing.measure).await;
-    phase.store(STOP, Ordering::Release);
-    let seconds = started.elapsed().as_secs_f64();
-    let joined = tokio::time::timeout(FINISH_WITHIN, futures::future::join_all(handles))
-        .await
-        .map_err(|_| format!("{label}: tasks did not finish within {FINISH_WITHIN:?}"))?;
-    let after = probe.snapshot().await.map_err(|e| e.to_string())?;
+            let client = client.clone();
+            async move { task(&client, &name, &phase).await }
+        },
+        timing,
+        FINISH_WITHIN,
+        probe,
+    )
+    .await?;
     let mut window = Window {
         samples: Vec::new(),
-        delta: before.until(&after),
-        seconds,
+        delta: measured.delta,
+        seconds: measured.seconds,
         errors: 0,
         first_error: None,
     };
-    for result in joined {
-        let result = result.map_err(|e| format!("{label}: a task failed: {e}"))?;
+    for result in measured.results {
         window.samples.extend(result.samples);
         window.errors += result.errors;
         window.first_error = window.first_error.or(result.first_error);
@@ -222,20 +211,20 @@ pub(crate) async fn measure(
     Ok(window)
 }
 
-async fn task(client: &Client, name: &Arc<str>, phase: &AtomicU8) -> TaskResult {
+async fn task(client: &Client, name: &Arc<str>, phase: &Phase) -> TaskResult {
     let mut out = TaskResult {
         samples: Vec::with_capacity(65_536),
         errors: 0,
         first_error: None,
     };
     for _ in 0..MAX_CYCLES_PER_TASK {
-        let now = phase.load(Ordering::Acquire);
-        if now == STOP {
+        if phase.stopped() {
             break;
         }
+        let measuring = phase.measuring();
         let started = Instant::now();
         match client.cycle(name).await {
-            Ok(()) if now == MEASURE => out.samples.push(nanos(started.elapsed())),
+            Ok(()) if measuring => out.samples.push(nanos(started.elapsed())),
             Ok(()) => {}
             Err(error) => {
                 out.errors += 1;

@@ -5,7 +5,7 @@
 //! under the lock ends exact.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use distlock_bench::HandLock;
@@ -16,6 +16,7 @@ use tokio::time::Instant;
 use crate::cycles::{TTL, Timing};
 use crate::info::{Cost, Probe};
 use crate::stats::{Latency, nanos};
+use crate::window::{self, Phase};
 
 /// No worker takes the lock more often than this, whatever the clock says.
 const MAX_ACQUISITIONS_PER_WORKER: u64 = 10_000_000;
@@ -23,10 +24,6 @@ const MAX_ACQUISITIONS_PER_WORKER: u64 = 10_000_000;
 /// How long the workers may take to finish after the end of a run (each waits at most
 /// `DEFAULT_WAIT` for its last acquisition).
 const FINISH_WITHIN: Duration = Duration::from_secs(30);
-
-const WARMUP: u8 = 0;
-const MEASURE: u8 = 1;
-const STOP: u8 = 2;
 
 /// Who contends.
 #[derive(Clone)]
@@ -145,34 +142,26 @@ pub(crate) async fn run(
     probe: &mut Probe,
 ) -> Result<HandoffRun, String> {
     let name: Arc<str> = Arc::from(name);
-    let phase = Arc::new(AtomicU8::new(WARMUP));
     let shared = Arc::new(Shared::default());
-    let handles: Vec<_> = (0..workers)
-        .map(|worker| {
+    let measured = window::measure(
+        &format!("S3 {label}"),
+        workers,
+        |worker, phase| {
             let (contender, name) = (contender.clone(), Arc::clone(&name));
-            let (phase, shared) = (Arc::clone(&phase), Arc::clone(&shared));
-            tokio::spawn(
-                async move { work(worker, &contender, &name, hold, &phase, &shared).await },
-            )
-        })
-        .collect();
-    tokio::time::sleep(timing.warmup).await;
-    let before = probe.snapshot().await.map_err(|e| e.to_string())?;
-    let started = Instant::now();
-    phase.store(MEASURE, Ordering::Release);
-    tokio::time::sleep(timing.measure).await;
-    phase.store(STOP, Ordering::Release);
-    let seconds = started.elapsed().as_secs_f64();
-    let joined = tokio::time::timeout(FINISH_WITHIN, futures::future::join_all(handles))
-        .await
-        .map_err(|_| format!("S3 {label}: workers did not finish within {FINISH_WITHIN:?}"))?;
-    let after = probe.snapshot().await.map_err(|e| e.to_string())?;
+            let shared = Arc::clone(&shared);
+            async move { work(worker, &contender, &name, hold, &phase, &shared).await }
+        },
+        timing,
+        FINISH_WITHIN,
+        probe,
+    )
+    .await?;
+    let seconds = measured.seconds;
 
     let mut grants = Vec::new();
     let mut per_worker = vec![0; workers];
     let (mut errors, mut first_error) = (0, None);
-    for (worker, result) in joined.into_iter().enumerate() {
-        let result = result.map_err(|e| format!("S3 {label}: a worker failed: {e}"))?;
+    for (worker, result) in measured.results.into_iter().enumerate() {
         per_worker[worker] = result.grants.len() as u64;
         grants.extend(result.grants);
         errors += result.errors;
@@ -199,7 +188,7 @@ pub(crate) async fn run(
         gap: Latency::from_nanos(&mut gaps),
         self_handoff: crate::stats::ratio(handoffs.own as f64, handoffs.total as f64),
         hold: Latency::from_nanos(&mut holds),
-        cost: before.cost_until(&after, acquisitions),
+        cost: measured.delta.cost(acquisitions),
         per_worker,
         total_acquisitions,
         counter,
@@ -252,7 +241,7 @@ async fn work(
     contender: &Contender,
     name: &Arc<str>,
     hold: Duration,
-    phase: &AtomicU8,
+    phase: &Phase,
     shared: &Shared,
 ) -> WorkerResult {
     let mut out = WorkerResult {
@@ -261,7 +250,7 @@ async fn work(
         first_error: None,
     };
     for _ in 0..MAX_ACQUISITIONS_PER_WORKER {
-        if phase.load(Ordering::Acquire) == STOP {
+        if phase.stopped() {
             break;
         }
         let held = match contender.acquire(name).await {
@@ -274,7 +263,7 @@ async fn work(
             }
         };
         let granted = Instant::now();
-        let measured = phase.load(Ordering::Acquire) == MEASURE;
+        let measured = phase.measuring();
         // The critical section: a read-modify-write spread over the hold, so two holders at
         // once would lose an increment.
         if shared.inside.swap(true, Ordering::AcqRel) {

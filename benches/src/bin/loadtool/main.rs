@@ -9,7 +9,14 @@
 //! - S3 contended: 8 workers on one name, ~1 ms hold, each client's own way of waiting;
 //! - S4 Redlock over 3 and 5 servers, S1's loop;
 //! - S5 10,000 locks held with renewal, in a child process (memory, CPU, round trips);
-//! - S6 1,000 waiters on one name (subscriptions, round trips per handoff).
+//! - S6 1,000 waiters on one name (subscriptions, round trips per handoff);
+//!
+//! and those of issue 13, on the lock kinds:
+//!
+//! - S7 read-write: 16 tasks on one name, 90 % reads, against the exclusive lock on the same
+//!   workload;
+//! - S8 semaphore: 32 tasks on 8 permits of one name;
+//! - S9 10,000 read leases held with renewal, in a child process, as S5.
 //!
 //! Prints tables, writes `run.json` and `chart.svg`. `--help` lists the options; see
 //! `benches/README.md` for what each figure means.
@@ -21,6 +28,7 @@ mod cli;
 mod cycles;
 mod handoff;
 mod info;
+mod kinds;
 mod procfs;
 mod progress;
 mod renewal;
@@ -28,6 +36,7 @@ mod report;
 mod run;
 mod stats;
 mod waiters;
+mod window;
 
 use std::future::Future;
 use std::process::ExitCode;
@@ -47,7 +56,9 @@ use crate::cli::{Cli, Part, Plan};
 use crate::cycles::Client;
 use crate::handoff::Contender;
 use crate::info::Probe;
+use crate::kinds::Workload;
 use crate::progress::Progress;
+use crate::renewal::Held;
 use crate::run::{BACKEND, DISTLOCK, DISTLOCK_TTL, HAND, Run, UNFENCED};
 
 /// Slack on top of a step's planned time before it is abandoned as hung.
@@ -89,7 +100,7 @@ fn s5_child(cli: &Cli, url: &str) -> ExitCode {
     }
 }
 
-/// The servers of a run: the main one (baselines and S1–S3, S5, S6), and four more for S4.
+/// The servers of a run: the main one (everything but S4), and four more for S4.
 struct Servers {
     main: RedisServer,
     more: Vec<RedisServer>,
@@ -157,6 +168,9 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
         s4: Vec::new(),
         s5: None,
         s6: None,
+        s7: Vec::new(),
+        s8: None,
+        s9: Vec::new(),
         targets: Vec::new(),
         failures: Vec::new(),
     };
@@ -326,14 +340,18 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
         }
     }
 
-    if plan.has(Part::S5) {
+    let renewal = |progress: &mut Progress, kind| {
         progress.next();
         let params = renewal::Params {
+            kind,
             locks: plan.s5_locks,
             lease_ms: u64::try_from(plan.s5_lease.as_millis()).unwrap_or(u64::MAX),
             periods: plan.s5_periods,
         };
-        run.s5 = Some(renewal::run(&url, plan.runtime.as_arg(), params)?);
+        renewal::run(&url, plan.runtime.as_arg(), params)
+    };
+    if plan.has(Part::S5) {
+        run.s5 = Some(renewal(&mut progress, Held::Locks)?);
     }
 
     if plan.has(Part::S6) {
@@ -343,6 +361,43 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
             Duration::from_secs(60),
             waiters::run(&url, plan.s6_waiters, &mut probe),
         )??);
+    }
+
+    let mut sharing = |progress: &mut Progress, workload: Workload, tasks| {
+        progress.next();
+        let locker = Locker::new(redis_lock(&url, true)?);
+        let name = format!("{}:{}", workload.scenario(), slug(workload.label())).to_lowercase();
+        block(
+            &runtime,
+            plan.contention.warmup + plan.contention.measure,
+            kinds::run(
+                workload,
+                locker,
+                &name,
+                tasks,
+                plan.s3_hold,
+                plan.contention,
+                &mut probe,
+            ),
+        )?
+    };
+    if plan.has(Part::S7) {
+        for workload in s7_workloads(&plan) {
+            run.s7
+                .push(sharing(&mut progress, workload, plan.s7_tasks)?);
+        }
+    }
+    if plan.has(Part::S8) {
+        let workload = Workload::Semaphore {
+            max: plan.s8_permits,
+        };
+        run.s8 = Some(sharing(&mut progress, workload, plan.s8_tasks)?);
+    }
+
+    if plan.has(Part::S9) {
+        for kind in S9_HELD {
+            run.s9.push(renewal(&mut progress, kind)?);
+        }
     }
 
     progress.next();
@@ -387,6 +442,18 @@ fn slug(label: &str) -> String {
 const S1_CLIENTS: [&str; 5] = [HAND, BACKEND, DISTLOCK_TTL, UNFENCED, DISTLOCK];
 const S2_CLIENTS: [&str; 4] = [HAND, BACKEND, UNFENCED, DISTLOCK];
 const S3_CLIENTS: [&str; 3] = [HAND, UNFENCED, DISTLOCK];
+/// What S9's children hold, in this order.
+const S9_HELD: [Held; 2] = [Held::ReadersOfOneName, Held::ReadersOfManyNames];
+
+/// S7's workloads, in the order they run: the read-write lock, then the same choices on the
+/// exclusive lock.
+fn s7_workloads(plan: &Plan) -> [Workload; 2] {
+    let writes = plan.s7_writes;
+    [
+        Workload::ReadWrite { writes },
+        Workload::Exclusive { writes },
+    ]
+}
 
 fn steps(plan: &Plan, bench: bool) -> Vec<(String, Duration)> {
     let secs = Duration::from_secs_f64;
@@ -438,10 +505,11 @@ fn steps(plan: &Plan, bench: bool) -> Vec<(String, Duration)> {
             s.push((format!("S4 Redlock over {nodes} servers"), cycle));
         }
     }
+    let renewal = plan.s5_lease * plan.s5_periods + secs(3.0);
     if plan.has(Part::S5) {
         s.push((
             format!("S5 {} renewed locks (child process)", plan.s5_locks),
-            plan.s5_lease * plan.s5_periods + secs(3.0),
+            renewal,
         ));
     }
     if plan.has(Part::S6) {
@@ -449,6 +517,35 @@ fn steps(plan: &Plan, bench: bool) -> Vec<(String, Duration)> {
             format!("S6 {} waiters on one name", plan.s6_waiters),
             secs(2.0),
         ));
+    }
+    if plan.has(Part::S7) {
+        for workload in s7_workloads(plan) {
+            s.push((
+                format!("S7 {} tasks, one name: {}", plan.s7_tasks, workload.label()),
+                contention,
+            ));
+        }
+    }
+    if plan.has(Part::S8) {
+        s.push((
+            format!(
+                "S8 {} tasks, {} permits of one name",
+                plan.s8_tasks, plan.s8_permits
+            ),
+            contention,
+        ));
+    }
+    if plan.has(Part::S9) {
+        for kind in S9_HELD {
+            s.push((
+                format!(
+                    "S9 {} renewed {} (child process)",
+                    plan.s5_locks,
+                    kind.describe()
+                ),
+                renewal,
+            ));
+        }
     }
     s.push(("writing the report".into(), secs(0.5)));
     s

@@ -1,10 +1,12 @@
 //! S5: 10,000 locks held with renewal for a few lease periods, in a process of their own (so
 //! its resident memory is that of a service holding them, not of the load tool's other runs).
+//! S9: the same with 10,000 read leases, all of one read-write lock (the readers' sorted set
+//! then holds all of them) and, for comparison, each of its own name.
 //!
-//! The parent starts this same binary with `--s5-child`; the child takes the locks, holds them
-//! while the `Locker`'s watchdog renews them, reads its CPU time and memory from `/proc/self`,
-//! counts the renewal batches through a counting wrapper around the backend, releases
-//! everything and prints one JSON line.
+//! The parent starts this same binary with `--s5-child` (for S9 too); the child takes the
+//! leases, holds them while the `Locker`'s watchdog renews them, reads its CPU time and memory
+//! from `/proc/self`, counts the renewal batches through a counting wrapper around the backend,
+//! releases everything and prints one JSON line.
 
 use std::io::Read as _;
 use std::process::{Command, Stdio};
@@ -14,7 +16,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::StreamExt;
-use lock_core::{Attempt, Lease, Lock, LockError, Locker, LockerBuilder, ReleaseWatch, Token};
+use lock_core::{
+    Attempt, Kind, Lease, Lock, LockError, LockRequest, Locker, LockerBuilder, ReleaseWatch, Token,
+};
 use lock_redis::RedisLock;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
@@ -28,9 +32,49 @@ const CONCURRENCY: usize = 64;
 /// The lease the target is stated for: CPU shares are also given as if leases were this long.
 pub(crate) const TARGET_LEASE: Duration = Duration::from_secs(30);
 
+/// What the leases held are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Held {
+    /// Exclusive locks (`locker.lock`), each of its own name: S5.
+    Locks,
+    /// Read leases (`locker.read`), all of one name: S9.
+    ReadersOfOneName,
+    /// Read leases, each of its own name: S9, for comparison.
+    ReadersOfManyNames,
+}
+
+impl Held {
+    /// The scenario it belongs to.
+    pub(crate) fn scenario(self) -> &'static str {
+        match self {
+            Self::Locks => "S5",
+            Self::ReadersOfOneName | Self::ReadersOfManyNames => "S9",
+        }
+    }
+
+    /// What is held, for the tables.
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            Self::Locks => "locks, each of its own name",
+            Self::ReadersOfOneName => "read leases of one name",
+            Self::ReadersOfManyNames => "read leases, each of its own name",
+        }
+    }
+
+    fn request(self, locker: &Locker, i: usize) -> LockRequest {
+        match self {
+            Self::Locks => locker.lock(format!("s5:{i}")),
+            Self::ReadersOfOneName => locker.read("s9:one"),
+            Self::ReadersOfManyNames => locker.read(format!("s9:{i}")),
+        }
+    }
+}
+
 /// What the parent asks of the child.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub(crate) struct Params {
+    pub(crate) kind: Held,
     pub(crate) locks: usize,
     pub(crate) lease_ms: u64,
     pub(crate) periods: u32,
@@ -50,6 +94,8 @@ impl Params {
 /// What the child reports.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct RenewalRun {
+    pub(crate) kind: Held,
+    /// Leases held (locks or read leases).
     pub(crate) locks: usize,
     pub(crate) lease_s: f64,
     pub(crate) periods: u32,
@@ -105,9 +151,10 @@ pub(crate) fn run(url: &str, runtime: &str, params: Params) -> Result<RenewalRun
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot start the S5 child: {e}"))?;
+        .map_err(|e| format!("cannot start the {} child: {e}", params.kind.scenario()))?;
     let started = std::time::Instant::now();
     let limit = params.limit();
+    let scenario = params.kind.scenario();
     loop {
         match child.try_wait() {
             Ok(Some(_)) => break,
@@ -117,9 +164,11 @@ pub(crate) fn run(url: &str, runtime: &str, params: Params) -> Result<RenewalRun
             Ok(None) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("the S5 child ran longer than {limit:?}; killed"));
+                return Err(format!(
+                    "the {scenario} child ran longer than {limit:?}; killed"
+                ));
             }
-            Err(e) => return Err(format!("waiting for the S5 child: {e}")),
+            Err(e) => return Err(format!("waiting for the {scenario} child: {e}")),
         }
     }
     let (mut out, mut err) = (String::new(), String::new());
@@ -131,10 +180,17 @@ pub(crate) fn run(url: &str, runtime: &str, params: Params) -> Result<RenewalRun
     }
     let status = child.wait().map_err(|e| e.to_string())?;
     if !status.success() {
-        return Err(format!("the S5 child failed ({status}): {}", err.trim()));
+        return Err(format!(
+            "the {scenario} child failed ({status}): {}",
+            err.trim()
+        ));
     }
-    serde_json::from_str(out.trim())
-        .map_err(|e| format!("the S5 child's report does not parse ({e}): {}", out.trim()))
+    serde_json::from_str(out.trim()).map_err(|e| {
+        format!(
+            "the {scenario} child's report does not parse ({e}): {}",
+            out.trim()
+        )
+    })
 }
 
 /// The child: takes, holds and releases the locks; returns its report.
@@ -150,7 +206,7 @@ pub(crate) async fn child(url: &str, params: Params) -> Result<RenewalRun, Strin
         .map_err(|e| e.to_string())?;
 
     let started = Instant::now();
-    let guards = take_all(&locker, params.locks).await?;
+    let guards = take_all(&locker, params.kind, params.locks).await?;
     let acquire_s = started.elapsed().as_secs_f64();
 
     let (batches0, renewals0) = counting.counts();
@@ -176,6 +232,7 @@ pub(crate) async fn child(url: &str, params: Params) -> Result<RenewalRun, Strin
     let round_trips = batches1 - batches0;
     let renewals = renewals1 - renewals0;
     Ok(RenewalRun {
+        kind: params.kind,
         locks: params.locks,
         lease_s,
         periods: params.periods,
@@ -194,11 +251,13 @@ pub(crate) async fn child(url: &str, params: Params) -> Result<RenewalRun, Strin
     })
 }
 
-async fn take_all(locker: &Locker, n: usize) -> Result<Vec<lock_core::Guard>, String> {
+/// Takes `n` leases of `kind`. Outside a tokio task (the child's `block_on`), so one name's
+/// read leases are each a lease of its own, not nested guards on the first.
+async fn take_all(locker: &Locker, kind: Held, n: usize) -> Result<Vec<lock_core::Guard>, String> {
     let results: Vec<_> = futures::stream::iter(0..n)
         .map(|i| {
-            let locker = locker.clone();
-            async move { locker.lock(format!("s5:{i}")).try_acquire().await }
+            let request = kind.request(locker, i);
+            async move { request.try_acquire().await }
         })
         .buffer_unordered(CONCURRENCY)
         .collect()
@@ -207,8 +266,8 @@ async fn take_all(locker: &Locker, n: usize) -> Result<Vec<lock_core::Guard>, St
     for result in results {
         match result {
             Ok(Some(guard)) => guards.push(guard),
-            Ok(None) => return Err("an S5 lock was busy".to_owned()),
-            Err(e) => return Err(format!("taking an S5 lock: {e}")),
+            Ok(None) => return Err(format!("{}: a lease was busy", kind.scenario())),
+            Err(e) => return Err(format!("{}: taking a lease: {e}", kind.scenario())),
         }
     }
     Ok(guards)
@@ -251,6 +310,16 @@ impl<L: Lock> Lock for Counting<L> {
         ttl: Duration,
     ) -> Result<Attempt, LockError> {
         self.inner.try_acquire(name, token, ttl).await
+    }
+
+    async fn try_acquire_kind(
+        &self,
+        name: &str,
+        kind: Kind,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        self.inner.try_acquire_kind(name, kind, token, ttl).await
     }
 
     async fn extend(

@@ -4,7 +4,9 @@ use comfy_table::{CellAlignment, Table, presets};
 
 use crate::cycles::CycleRun;
 use crate::info::Cost;
+use crate::kinds::{SharingRun, Workload};
 use crate::run::Run;
+use crate::stats::ratio;
 
 /// Prints every table of `run` on stdout.
 pub(crate) fn print(run: &Run) {
@@ -21,6 +23,7 @@ pub(crate) fn print(run: &Run) {
     baselines(run);
     cycles(run);
     contention(run);
+    kinds(run);
     scale(run);
     targets(run);
     if !run.failures.is_empty() {
@@ -188,19 +191,87 @@ fn contention(run: &Run) {
     println!("{t}");
 }
 
-fn scale(run: &Run) {
-    if run.s5.is_none() && run.s6.is_none() {
+fn kinds(run: &Run) {
+    let rows: Vec<&SharingRun> = run.s7.iter().chain(&run.s8).collect();
+    if rows.is_empty() {
         return;
     }
-    println!("\nS5 renewal at scale · S6 many waiters");
+    println!(
+        "\nS7 read-write ({} tasks, {:.0} % writes) · S8 semaphore ({} tasks, {} permits): one name, {:.0} ms hold",
+        run.plan.s7_tasks,
+        run.plan.s7_writes * 100.0,
+        run.plan.s8_tasks,
+        run.plan.s8_permits,
+        run.plan.s3_hold.as_secs_f64() * 1e3
+    );
+    let mut t = table(&[
+        "scenario",
+        "client",
+        "acq/s",
+        "writes",
+        "wait p50 µs",
+        "wait p99 µs",
+        "write wait p50 µs",
+        "cmds/acq",
+        "max shared",
+        "violations",
+        "lost updates",
+        "commands per acquisition",
+    ]);
+    for r in rows {
+        let writes = !matches!(r.workload, Workload::Semaphore { .. });
+        let or_dash = |yes: bool, text: String| if yes { text } else { "-".to_owned() };
+        t.add_row(vec![
+            r.scenario.to_owned(),
+            r.client.to_owned(),
+            format!("{:.0}", r.per_second),
+            or_dash(
+                writes,
+                format!(
+                    "{:.1} %",
+                    ratio(r.writes as f64, r.acquisitions as f64) * 100.0
+                ),
+            ),
+            format!("{:.0}", r.wait.p50_us),
+            format!("{:.0}", r.wait.p99_us),
+            or_dash(writes, format!("{:.0}", r.write_wait.p50_us)),
+            format!("{:.2}", r.cost.commands_per_op),
+            or_dash(
+                !matches!(r.workload, Workload::Exclusive { .. }),
+                r.max_shared.to_string(),
+            ),
+            r.violations.to_string(),
+            or_dash(writes, format!("{} / {}", r.lost_updates, r.total_writes)),
+            breakdown(&r.cost),
+        ]);
+    }
+    println!("{t}");
+    if let Some(x) = run.s7_ratio() {
+        println!("  S7: the read-write lock does {x:.2}× the exclusive lock's acquisitions/s");
+    }
+    println!(
+        "  max shared: the most readers (S7) or permit holders (S8) inside at once; \
+         wait: from asking to the grant"
+    );
+}
+
+fn scale(run: &Run) {
+    if run.s5.is_none() && run.s6.is_none() && run.s9.is_empty() {
+        return;
+    }
+    println!("\nS5 renewal at scale · S6 many waiters · S9 read leases at scale");
     let mut t = table(&["scenario", "figure", "value"]);
-    if let Some(r) = &run.s5 {
+    for r in run.s5.iter().chain(&run.s9) {
         let rows = [
             (
-                "locks held, renewed",
+                "leases held, renewed",
                 format!(
-                    "{} for {:.1} s ({} periods of a {:.1} s lease)",
-                    r.locks, r.hold_s, r.periods, r.lease_s
+                    "{} {} for {:.1} s ({} periods of a {:.1} s lease)",
+                    r.locks,
+                    r.kind.describe(),
+                    r.hold_s,
+                    r.periods,
+                    r.lease_s
                 ),
             ),
             ("taking them", format!("{:.2} s", r.acquire_s)),
@@ -233,7 +304,7 @@ fn scale(run: &Run) {
             ("leases lost", r.lost.to_string()),
         ];
         for (figure, value) in rows {
-            t.add_row(vec!["S5".to_owned(), figure.to_owned(), value]);
+            t.add_row(vec![r.kind.scenario().to_owned(), figure.to_owned(), value]);
         }
     }
     if let Some(r) = &run.s6 {
@@ -277,7 +348,7 @@ fn targets(run: &Run) {
     if run.targets.is_empty() {
         return;
     }
-    println!("\nTargets (issues 3, 4 and 7)");
+    println!("\nTargets (issues 3, 4, 7 and 13)");
     let mut t = table(&["target", "issues", "goal", "measured", "met"]);
     for target in &run.targets {
         t.add_row(vec![

@@ -6,6 +6,7 @@ use crate::benchmark::Baselines;
 use crate::cli::Plan;
 use crate::cycles::CycleRun;
 use crate::handoff::HandoffRun;
+use crate::kinds::{EXCLUSIVE, READ_WRITE, SharingRun};
 use crate::procfs::Machine;
 use crate::renewal::RenewalRun;
 use crate::stats::ratio;
@@ -42,6 +43,11 @@ pub(crate) struct Run {
     pub(crate) s4: Vec<CycleRun>,
     pub(crate) s5: Option<RenewalRun>,
     pub(crate) s6: Option<WaitersRun>,
+    /// The read-write lock, then the exclusive lock on the same workload.
+    pub(crate) s7: Vec<SharingRun>,
+    pub(crate) s8: Option<SharingRun>,
+    /// Read leases of one name, then of as many names.
+    pub(crate) s9: Vec<RenewalRun>,
     pub(crate) targets: Vec<Target>,
     /// Correctness failures and errors: a run with any is not a valid measurement.
     pub(crate) failures: Vec<String>,
@@ -55,7 +61,7 @@ type S3Target = (
     fn(&HandoffRun) -> (String, bool),
 );
 
-/// One target of issues 3, 4 and 7 and how this run did.
+/// One target of issues 3, 4, 7 and 13 and how this run did.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Target {
     pub(crate) id: &'static str,
@@ -87,6 +93,16 @@ impl Run {
 
     pub(crate) fn handoff(&self, client: &str) -> Option<&HandoffRun> {
         self.s3.iter().find(|r| r.client == client)
+    }
+
+    pub(crate) fn sharing(&self, client: &str) -> Option<&SharingRun> {
+        self.s7.iter().find(|r| r.client == client)
+    }
+
+    /// S7's acquisitions/s of the read-write lock over those of the exclusive lock.
+    pub(crate) fn s7_ratio(&self) -> Option<f64> {
+        let (rw, exclusive) = (self.sharing(READ_WRITE)?, self.sharing(EXCLUSIVE)?);
+        Some(ratio(rw.per_second, exclusive.per_second))
     }
 
     /// Judges the run against every target.
@@ -328,7 +344,57 @@ impl Run {
                 "1",
             ),
         });
+        self.judge_kinds(&mut t);
         self.targets = t;
+    }
+
+    /// The targets of issue 13: the read-write lock and the semaphore.
+    fn judge_kinds(&self, t: &mut Vec<Target>) {
+        let what = "S7 acquisitions/s, read-write lock against the exclusive lock (90 % reads)";
+        t.push(
+            match (
+                self.s7_ratio(),
+                self.sharing(READ_WRITE),
+                self.sharing(EXCLUSIVE),
+            ) {
+                (Some(x), Some(rw), Some(ex)) => target(
+                    "S7 read-write vs exclusive",
+                    "13",
+                    what,
+                    "≥ 3×",
+                    format!("{x:.2}× ({:.0} vs {:.0}/s)", rw.per_second, ex.per_second),
+                    x >= 3.0,
+                ),
+                _ => not_run("S7 read-write vs exclusive", "13", what, "≥ 3×"),
+            },
+        );
+        let what = "S7: no writer beside anyone, no lost write; readers overlap";
+        t.push(match self.sharing(READ_WRITE) {
+            Some(r) => target(
+                "S7 exclusion",
+                "13",
+                what,
+                "0 violations",
+                format!(
+                    "{} violations, {} lost of {} writes, up to {} readers at once",
+                    r.violations, r.lost_updates, r.total_writes, r.max_shared
+                ),
+                !r.failed() && r.max_shared > 1,
+            ),
+            None => not_run("S7 exclusion", "13", what, "0 violations"),
+        });
+        let what = "S8: permits in use at once, 32 tasks on 8 permits";
+        t.push(match &self.s8 {
+            Some(r) => target(
+                "S8 permits",
+                "13",
+                what,
+                "≤ 8, never more",
+                format!("up to {}, {} violations", r.max_shared, r.violations),
+                !r.failed(),
+            ),
+            None => not_run("S8 permits", "13", what, "≤ 8, never more"),
+        });
     }
 
     /// Correctness problems, gathered from every part.
@@ -357,13 +423,29 @@ impl Run {
                 ));
             }
         }
-        if let Some(r) = &self.s5
-            && r.lost > 0
-        {
-            failures.push(format!(
-                "S5: {} of {} leases lost while renewing",
-                r.lost, r.locks
-            ));
+        for r in self.s5.iter().chain(&self.s9) {
+            if r.lost > 0 {
+                failures.push(format!(
+                    "{}: {} of {} leases ({}) lost while renewing",
+                    r.kind.scenario(),
+                    r.lost,
+                    r.locks,
+                    r.kind.describe()
+                ));
+            }
+        }
+        for r in self.s7.iter().chain(&self.s8) {
+            if r.failed() {
+                failures.push(format!(
+                    "{} {}: {} errors (first: {}), {} lost updates, {} violations",
+                    r.scenario,
+                    r.client,
+                    r.errors,
+                    r.first_error.as_deref().unwrap_or("-"),
+                    r.lost_updates,
+                    r.violations
+                ));
+            }
         }
         if let Some(r) = &self.s6
             && (r.errors > 0 || r.lost_updates > 0 || r.exclusion_violations > 0)
