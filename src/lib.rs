@@ -11,9 +11,9 @@ struct ReadmeDoctests;
 pub use lock_core::{
     Attempt, Backoff, BoxError, DEFAULT_LEASE, DEFAULT_RETRY_ERRORS_FOR, DEFAULT_WAIT,
     FAIR_ENTRY_TTL, Guard, Handover, Kind, Lease, LeaseWatch, Lock, LockError, LockRequest, Locker,
-    LockerBuilder, MAX_NAME_LEN, MAX_PERMITS, MAX_TTL, MIN_TTL, MemoryLock, Op, ParseTokenError,
-    ReleaseSignal, ReleaseWatch, TimeoutPhase, Token, TokenHex, check_name, check_ttl, metric,
-    valid_until,
+    LockerBuilder, MAX_MULTI, MAX_NAME_LEN, MAX_PERMITS, MAX_TTL, MIN_TTL, MemoryLock,
+    MultiAttempt, MultiGuard, MultiRequest, Op, ParseTokenError, ReleaseSignal, ReleaseWatch,
+    TimeoutPhase, Token, TokenHex, acquire_in_order, check_name, check_ttl, metric, valid_until,
 };
 
 // The Redis backend: one server, and with features `cluster` / `sentinel` / `tls` those
@@ -62,4 +62,6 @@ pub use lock_macros::distributed_lock;
 pub use macros::support as __private;
 #[cfg(feature = "macros")]
 #[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
-pub use macros::{current_lease, default_locker, set_default_locker, take_default_locker};
+pub use macros::{
+    current_lease, current_leases, default_locker, set_default_locker, take_default_locker,
+};
