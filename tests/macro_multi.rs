@@ -284,6 +284,12 @@ async fn min_hold_keeps_every_name() {
     .await;
 }
 
+#[test]
+fn the_macro_knows_the_largest_list() {
+    // lock-macros refuses lists longer than its own copy of this constant.
+    assert_eq!(distlock::MAX_MULTI, 64);
+}
+
 #[distributed_lock(["account:{from}", "account:{to}"], locker = locker)]
 async fn default_label(locker: &Locker, from: u32, to: u32) -> Result<(), LockError> {
     Ok(())
@@ -336,4 +342,37 @@ fn the_label_is_the_templates_joined_or_the_name() {
         labels,
         ["account:{from}+account:{to}", "account:{id}", "transfer"]
     );
+}
+
+#[async_trait::async_trait]
+trait Ledger {
+    async fn post(&self, from: u32, to: u32) -> Result<Vec<String>, LockError>;
+}
+
+struct Bank {
+    locker: Locker,
+    tenant: &'static str,
+}
+
+#[async_trait::async_trait]
+impl Ledger for Bank {
+    #[distributed_lock(["{self.tenant}:{from}", "{self.tenant}:{to}"], locker = self.locker)]
+    async fn post(&self, from: u32, to: u32) -> Result<Vec<String>, LockError> {
+        Ok(distlock::current_leases()
+            .iter()
+            .map(|lease| lease.name().to_owned())
+            .collect())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_works_in_an_async_trait_impl() {
+    in_task(async {
+        let bank = Bank {
+            locker: Locker::new(MemoryLock::new()),
+            tenant: "acme",
+        };
+        assert_eq!(bank.post(2, 1).await.expect("free"), ["acme:2", "acme:1"]);
+    })
+    .await;
 }
