@@ -63,4 +63,6 @@ pub use lock_macros::distributed_lock;
 pub use macros::support as __private;
 #[cfg(feature = "macros")]
 #[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
-pub use macros::{current_lease, default_locker, set_default_locker, take_default_locker};
+pub use macros::{
+    current_lease, current_leases, default_locker, set_default_locker, take_default_locker,
+};

@@ -24,7 +24,7 @@ use syn::{Expr, Ident, ItemFn, Pat, Stmt};
 use crate::attr::Args;
 use crate::expand::{self, Output};
 use crate::params::Params;
-use crate::template::{self, SelfName};
+use crate::template::SelfName;
 
 /// The rewritten function when `item` has `#[async_trait]`'s shape, else `None`.
 pub(crate) fn expand(args: &Args, item: &mut ItemFn) -> syn::Result<Option<TokenStream>> {
@@ -44,13 +44,13 @@ pub(crate) fn expand(args: &Args, item: &mut ItemFn) -> syn::Result<Option<Token
     let Expr::Block(body) = &mut *init.expr else {
         return Ok(None);
     };
-    let template = template::parse(&args.template, &params, &fn_name, SelfName::AsyncTrait)?;
+    let templates = expand::templates(args, &params, &fn_name, SelfName::AsyncTrait)?;
     let output = Output::of_type(&typed.ty);
     let mut args = args.clone();
     if let Some(locker) = &mut args.locker {
         RenameSelf.visit_expr_mut(locker);
     }
-    let locked = expand::locked_body(&args, &template, &output, &body.block.stmts);
+    let locked = expand::locked_body(&args, &templates, &output, &body.block.stmts);
     body.block = expand::block_of(locked)?;
     Ok(Some(item.to_token_stream()))
 }

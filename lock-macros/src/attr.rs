@@ -1,11 +1,12 @@
-//! Parsing the attribute's arguments: the name template, then `key = value` options and the
-//! `skip`, `read` and `write` flags, each checked here with an error spanned on the offending
-//! token.
+//! Parsing the attribute's arguments: the name template (or a bracketed list of them, for a
+//! multi-lock), then `key = value` options and the `skip`, `read` and `write` flags, each
+//! checked here with an error spanned on the offending token.
 
 use std::time::Duration;
 
 use proc_macro2::Span;
 use syn::parse::{Parse, ParseStream};
+use syn::spanned::Spanned;
 use syn::{Expr, Ident, LitBool, LitStr, Token};
 
 use crate::duration::{self, Timed};
@@ -33,6 +34,10 @@ const OPTIONS: &str = "`read`, `write`, `fair`, `permits`, `max`, `ttl`, `wait`,
 /// The most permits a semaphore may have: `distlock::MAX_PERMITS` (a test of this crate checks
 /// that they agree).
 pub(crate) const MAX_PERMITS: u32 = 1_000_000;
+
+/// The most names one multi-lock may take: `distlock::MAX_MULTI` (a test of the `distlock`
+/// crate checks that they agree).
+pub(crate) const MAX_MULTI: usize = 64;
 
 /// What the function locks, from the kind options.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,10 +70,14 @@ pub(crate) struct Count {
 }
 
 #[derive(Clone)]
-/// The parsed arguments of `#[distributed_lock("template", options...)]`.
+/// The parsed arguments of `#[distributed_lock("template", options...)]` or
+/// `#[distributed_lock(["template", ...], options...)]`.
 pub(crate) struct Args {
-    /// The lock name template, as written.
-    pub(crate) template: LitStr,
+    /// The lock name templates, as written: one, or those of the list (at least one).
+    pub(crate) templates: Vec<LitStr>,
+    /// The span of the list's brackets when the templates were written as a list: the function
+    /// then takes a multi-lock (`Locker::lock_all`), even for a list of one.
+    pub(crate) list: Option<Span>,
     /// A fixed lease (no renewal).
     pub(crate) ttl: Option<Timed>,
     /// How long to wait for a held lock.
@@ -83,7 +92,7 @@ pub(crate) struct Args {
     pub(crate) min_hold: Option<Timed>,
     /// The `Locker` to use; else the process-wide default.
     pub(crate) locker: Option<Expr>,
-    /// The metrics label; else the template.
+    /// The metrics label; else the template (the templates joined with `+` for a list).
     pub(crate) name: Option<LitStr>,
     /// `read`: a read share of a read-write lock.
     pub(crate) read: Option<Span>,
@@ -104,14 +113,22 @@ impl Parse for Args {
                 "expected a lock name template, as in #[distributed_lock(\"order:{order_id}\")]",
             ));
         }
-        let template: LitStr = input.parse().map_err(|e| {
-            syn::Error::new(
-                e.span(),
-                "the first argument is the lock name template, a string literal such as \"order:{order_id}\"",
-            )
-        })?;
+        let (templates, list) = if input.peek(syn::token::Bracket) {
+            let (templates, brackets) = template_list(input)?;
+            (templates, Some(brackets))
+        } else {
+            let template: LitStr = input.parse().map_err(|e| {
+                syn::Error::new(
+                    e.span(),
+                    "the first argument is the lock name template, a string literal such as \"order:{order_id}\", \
+                     or a list of them for a multi-lock: [\"account:{from}\", \"account:{to}\"]",
+                )
+            })?;
+            (vec![template], None)
+        };
         let mut args = Self {
-            template,
+            templates,
+            list,
             ttl: None,
             wait: None,
             skip: None,
@@ -164,25 +181,30 @@ impl Args {
         } else if look.peek(kw::read) {
             let key: kw::read = input.parse()?;
             no_value(input, "read")?;
+            self.check_multi_kind("read", key.span)?;
             set(&mut self.read, key.span, key.span, "read")?;
             self.check_kind("read", key.span)
         } else if look.peek(kw::fair) {
             let key: kw::fair = input.parse()?;
             no_value(input, "fair")?;
+            self.check_multi_kind("fair", key.span)?;
             set(&mut self.fair, key.span, key.span, "fair")?;
             self.check_kind("fair", key.span)
         } else if look.peek(kw::write) {
             let key: kw::write = input.parse()?;
             no_value(input, "write")?;
+            self.check_multi_kind("write", key.span)?;
             set(&mut self.write, key.span, key.span, "write")?;
             self.check_kind("write", key.span)
         } else if look.peek(kw::permits) {
             let key: kw::permits = input.parse()?;
+            self.check_multi_kind("permits", key.span)?;
             let value = count_value(input, key.span, "permits")?;
             set(&mut self.permits, value, key.span, "permits")?;
             self.check_kind("permits", key.span)
         } else if look.peek(kw::max) {
             let key: kw::max = input.parse()?;
+            self.check_multi_kind("max", key.span)?;
             let value = count_value(input, key.span, "max")?;
             set(&mut self.max, value, key.span, "max")?;
             self.check_kind("max", key.span)
@@ -220,6 +242,46 @@ impl Args {
         } else {
             Err(look.error())
         }
+    }
+
+    /// Refuses the kind option `option` (just parsed, at `span`) after a list of templates: a
+    /// multi-lock takes mutexes only.
+    fn check_multi_kind(&self, option: &str, span: Span) -> syn::Result<()> {
+        if self.list.is_none() {
+            return Ok(());
+        }
+        Err(syn::Error::new(
+            span,
+            format!(
+                "`{option}` does not go with a list of templates: a multi-lock takes mutexes only \
+                 (`Locker::lock_all`); drop `{option}`, or lock one name"
+            ),
+        ))
+    }
+
+    /// Whether the templates were written as a list: a multi-lock.
+    pub(crate) fn is_multi(&self) -> bool {
+        self.list.is_some()
+    }
+
+    /// The first template: the only one, or the list's first.
+    pub(crate) fn first_template(&self) -> &LitStr {
+        &self.templates[0]
+    }
+
+    /// The metrics label: the `name` option, else the template, or for a list the templates
+    /// joined with `+` (`"account:{from}+account:{to}"`): text written in the source, so the
+    /// number of series stays bounded.
+    pub(crate) fn label(&self) -> LitStr {
+        if let Some(name) = &self.name {
+            return name.clone();
+        }
+        let first = self.first_template();
+        if self.templates.len() == 1 {
+            return first.clone();
+        }
+        let joined: Vec<String> = self.templates.iter().map(LitStr::value).collect();
+        LitStr::new(&joined.join("+"), first.span())
     }
 
     /// Refuses the kind option `option` (just parsed, at `span`) when an earlier one asked for
@@ -386,6 +448,78 @@ impl Args {
             (None, None) => None,
         }
     }
+}
+
+/// `["account:{from}", "account:{to}"]`: the templates of a multi-lock, from 1 to
+/// [`MAX_MULTI`] string literals, no two the same; and the span of the brackets.
+fn template_list(input: ParseStream<'_>) -> syn::Result<(Vec<LitStr>, Span)> {
+    let content;
+    let brackets = syn::bracketed!(content in input);
+    let brackets = brackets.span.join();
+    let mut elements: syn::punctuated::Punctuated<Expr, Token![,]> =
+        syn::punctuated::Punctuated::new();
+    while !content.is_empty() {
+        elements.push_value(content.parse()?);
+        if content.is_empty() {
+            break;
+        }
+        let comma = content.parse::<Token![,]>().map_err(|_| {
+            syn::Error::new(
+                content.span(),
+                "expected `,` or `]` after a template; the options go after the list, as in \
+                 #[distributed_lock([\"account:{from}\", \"account:{to}\"], wait = \"2s\")]",
+            )
+        })?;
+        elements.push_punct(comma);
+    }
+    if elements.is_empty() {
+        return Err(syn::Error::new(
+            brackets,
+            "an empty list locks nothing: give the name templates of a multi-lock, as in \
+             [\"account:{from}\", \"account:{to}\"], or a single template",
+        ));
+    }
+    let mut templates: Vec<LitStr> = Vec::with_capacity(elements.len());
+    let mut errors = Vec::new();
+    for (index, element) in elements.iter().enumerate() {
+        if index == MAX_MULTI {
+            errors.push(syn::Error::new(
+                element.span(),
+                format!(
+                    "too many templates: a multi-lock takes at most {MAX_MULTI} names \
+                     (`distlock::MAX_MULTI`), and this list has {}",
+                    elements.len()
+                ),
+            ));
+        }
+        match element {
+            Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(lit),
+                attrs,
+            }) if attrs.is_empty() => {
+                if templates.iter().any(|seen| seen.value() == lit.value()) {
+                    errors.push(syn::Error::new(
+                        lit.span(),
+                        format!(
+                            "the template {:?} is already in the list: it renders the same name; \
+                             drop one",
+                            lit.value()
+                        ),
+                    ));
+                } else {
+                    templates.push(lit.clone());
+                }
+            }
+            other => errors.push(syn::Error::new(
+                other.span(),
+                "each element of the list is a lock name template, a string literal such as \
+                 \"account:{from}\" (not a constant or an expression: templates are checked at \
+                 compile time)",
+            )),
+        }
+    }
+    combine(errors)?;
+    Ok((templates, brackets))
 }
 
 /// `= "30s"`: a duration string.

@@ -32,9 +32,9 @@ pub(crate) fn expand(args: &Args, mut item: ItemFn) -> syn::Result<TokenStream> 
         ));
     }
     let params = Params::of(sig);
-    let template = template::parse(&args.template, &params, &sig.ident, SelfName::SelfValue)?;
+    let templates = templates(args, &params, &sig.ident, SelfName::SelfValue)?;
     let output = Output::of(&sig.output, sig.ident.span());
-    let body = locked_body(args, &template, &output, &item.block.stmts);
+    let body = locked_body(args, &templates, &output, &item.block.stmts);
     let ItemFn {
         attrs, vis, sig, ..
     } = &item;
@@ -44,6 +44,26 @@ pub(crate) fn expand(args: &Args, mut item: ItemFn) -> syn::Result<TokenStream> 
             #body
         }
     })
+}
+
+/// Parses and checks every template against the function's parameters, reporting the
+/// mistakes of all of them at once.
+pub(crate) fn templates(
+    args: &Args,
+    params: &Params,
+    fn_name: &syn::Ident,
+    self_name: SelfName,
+) -> syn::Result<Vec<template::Template>> {
+    let mut templates = Vec::with_capacity(args.templates.len());
+    let mut errors = Vec::new();
+    for lit in &args.templates {
+        match template::parse(lit, params, fn_name, self_name) {
+            Ok(template) => templates.push(template),
+            Err(error) => errors.push(error),
+        }
+    }
+    crate::attr::combine(errors)?;
+    Ok(templates)
 }
 
 /// The function's output type as the expansion needs it.
@@ -92,29 +112,49 @@ impl Visit<'_> for Opaque {
     }
 }
 
-/// The new body: render the name, run the original statements under the lock, turn a lock
-/// failure into the function's output (the error policy or `skip`).
+/// The new body: render the name (or the names of a list), run the original statements under
+/// the lock, turn a lock failure into the function's output (the error policy or `skip`).
 pub(crate) fn locked_body(
     args: &Args,
-    template: &template::Template,
+    templates: &[template::Template],
     output: &Output,
     stmts: &[Stmt],
 ) -> TokenStream {
     let here = Span::mixed_site();
-    let name = format_ident!("__distlock_name", span = here);
     let outcome = format_ident!("__distlock_outcome", span = here);
     let out = format_ident!("__distlock_out", span = here);
     let error = format_ident!("__distlock_error", span = here);
     let ret = format_ident!("__distlock_ret", span = here);
 
-    let render = render(&args.template, template);
+    // The rendered name (or names), its type, and the support function that locks it.
+    let (name, ty_of_name, rendered, run) = if args.is_multi() {
+        let names = args
+            .templates
+            .iter()
+            .zip(templates)
+            .map(|(lit, template)| render(lit, template));
+        (
+            format_ident!("__distlock_names", span = here),
+            quote!(::std::vec::Vec<::std::string::String>),
+            quote!(::std::vec![#(#names),*]),
+            quote!(::distlock::__private::run_all),
+        )
+    } else {
+        let name = render(args.first_template(), &templates[0]);
+        (
+            format_ident!("__distlock_name", span = here),
+            quote!(::std::string::String),
+            name,
+            quote!(::distlock::__private::run),
+        )
+    };
     let locker = match &args.locker {
         Some(expr) => quote_spanned!(expr.span()=>
             ::core::option::Option::Some(::distlock::__private::locker(&(#expr)))
         ),
         None => quote!(::core::option::Option::None),
     };
-    let label = args.name.as_ref().unwrap_or(&args.template);
+    let label = args.label();
     let ttl = duration::option_tokens(args.ttl.as_ref().map(|t| t.duration));
     let wait = duration::option_tokens(args.wait());
     let max_hold = duration::option_tokens(args.max_hold.as_ref().map(|t| t.duration));
@@ -152,8 +192,8 @@ pub(crate) fn locked_body(
         ),
     };
     quote! {
-        let #name: ::std::string::String = #render;
-        let #outcome = ::distlock::__private::run(
+        let #name: #ty_of_name = #rendered;
+        let #outcome = #run(
             #locker,
             #name,
             ::distlock::__private::Spec {

@@ -5,5 +5,5 @@ mod current;
 mod default_locker;
 pub mod support;
 
-pub use current::current_lease;
+pub use current::{current_lease, current_leases};
 pub use default_locker::{default_locker, set_default_locker, take_default_locker};

@@ -5,7 +5,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::{Guard, LockError, LockRequest, Locker, MIN_TTL, TimeoutPhase};
+use lock_core::{
+    Guard, LeaseWatch, LockError, LockRequest, Locker, MIN_TTL, MultiRequest, TimeoutPhase,
+};
 use tokio::time::Instant;
 
 use super::current::CURRENT;
@@ -44,10 +46,11 @@ impl LockKind {
     }
 }
 
-/// The options of one `#[distributed_lock]`, checked at compile time.
+/// The options of one `#[distributed_lock]`, checked at compile time (for a list of templates
+/// the kind is always [`LockKind::Mutex`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Spec {
-    /// The metrics label: the `name` option, else the template.
+    /// The metrics label: the `name` option, else the template (the templates joined with `+`).
     pub label: &'static str,
     /// What is locked: the mutex, a side of a read-write lock, or semaphore permits.
     pub kind: LockKind,
@@ -116,8 +119,126 @@ where
         request = request.max_hold(max_hold);
     }
     match spec.min_hold {
-        None => request.run(|lease| CURRENT.scope(lease, work())).await,
+        None => {
+            request
+                .run(|lease| CURRENT.scope(Arc::from([lease]), work()))
+                .await
+        }
         Some(min_hold) => run_holding(request, min_hold, work).await,
+    }
+}
+
+/// Runs `work` holding every lock of `names` at once (a multi-lock, [`Locker::lock_all`]):
+/// through `locker`, or the default locker when `None`. `names` are the rendered templates in
+/// the order written; the body's [`current_leases`](crate::current_leases) follow that order.
+///
+/// # Errors
+/// Those of [`MultiRequest::run`], and [`LockError::InvalidInput`] when no locker was given and
+/// no default is installed.
+///
+/// # Cancel safety
+/// Cancel safe: dropped, the work is dropped and the locks released in the background.
+pub async fn run_all<T, F, Fut>(
+    locker: Option<Locker>,
+    names: Vec<String>,
+    spec: Spec,
+    work: F,
+) -> Result<T, LockError>
+where
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = T>,
+{
+    debug_assert_eq!(
+        spec.kind,
+        LockKind::Mutex,
+        "a multi-lock takes mutexes only"
+    );
+    let names: Vec<Arc<str>> = names.into_iter().map(Arc::from).collect();
+    let result = locked_all(locker, &names, &spec, work).await;
+    if let (true, Err(error)) = (spec.skip, &result) {
+        report_skipped(&spec, &names.join(", "), error);
+    }
+    result
+}
+
+async fn locked_all<T, F, Fut>(
+    locker: Option<Locker>,
+    names: &[Arc<str>],
+    spec: &Spec,
+    work: F,
+) -> Result<T, LockError>
+where
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = T>,
+{
+    let locker = match locker {
+        Some(locker) => locker,
+        None => default_locker()?,
+    };
+    let mut request = locker.lock_all(names.iter().cloned()).label(spec.label);
+    if let Some(ttl) = spec.ttl {
+        request = request.fixed_ttl(ttl);
+    }
+    if let Some(wait) = spec.wait {
+        request = request.wait(wait);
+    }
+    if let Some(max_hold) = spec.max_hold {
+        request = request.max_hold(max_hold);
+    }
+    match spec.min_hold {
+        None => {
+            request
+                .run(|leases| CURRENT.scope(in_template_order(names, &leases), work()))
+                .await
+        }
+        Some(min_hold) => run_all_holding(request, names, min_hold, work).await,
+    }
+}
+
+/// The leases of a multi-lock (one per distinct name, sorted) rearranged to follow the
+/// templates: one per rendered name, a repeated name's lease at each of its places.
+fn in_template_order(names: &[Arc<str>], leases: &[LeaseWatch]) -> Arc<[LeaseWatch]> {
+    names
+        .iter()
+        .filter_map(|name| leases.iter().find(|lease| lease.name() == &**name).cloned())
+        .collect()
+}
+
+/// [`MultiRequest::run`], except that on a normal finish every lock is kept until `min_hold`
+/// after the grant instead of being released.
+async fn run_all_holding<T, F, Fut>(
+    request: MultiRequest,
+    names: &[Arc<str>],
+    min_hold: Duration,
+    work: F,
+) -> Result<T, LockError>
+where
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = T>,
+{
+    let guard = request.acquire().await?;
+    let keep_until = Instant::now() + min_hold;
+    let lost = guard.lost();
+    let leases: Vec<LeaseWatch> = guard.guards().iter().map(Guard::watch).collect();
+    let work = CURRENT.scope(in_template_order(names, &leases), work());
+    tokio::select! {
+        biased;
+        name = lost => {
+            drop(guard);
+            Err(LockError::Lost { name })
+        }
+        out = work => {
+            // Each lease is shortened to end at the same instant; the first failure is
+            // reported after all of them were handled.
+            let mut result = Ok(());
+            for guard in guard.into_guards() {
+                let kept = keep(guard, keep_until).await;
+                if result.is_ok() {
+                    result = kept;
+                }
+            }
+            result.map(|()| out)
+        }
     }
 }
 
@@ -135,7 +256,7 @@ where
     let guard = request.acquire().await?;
     let keep_until = Instant::now() + min_hold;
     let lost = guard.lost();
-    let work = CURRENT.scope(guard.watch(), work());
+    let work = CURRENT.scope(Arc::from([guard.watch()]), work());
     tokio::select! {
         biased;
         () = lost => {
