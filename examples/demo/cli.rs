@@ -54,8 +54,19 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "MS", default_value_t = 5_000, value_parser = value_parser!(u64).range(1..=60_000))]
     pub(crate) wait_ms: u64,
 
+    /// Take the lock with `locker.fair(..)`: granted in the order the workers asked (a queue in
+    /// Redis), instead of to whoever asks first after a release.
+    #[arg(long, conflicts_with = "compare")]
+    pub(crate) fair: bool,
+
+    /// Run twice, the plain lock and then the fair lock, each for --duration, and print the
+    /// workers' spreads side by side.
+    #[arg(long)]
+    pub(crate) compare: bool,
+
     /// Use this Redis server (>= 7.0) instead of starting a throwaway one. Only the demo's keys
-    /// are touched: demo:ledger, demo:inside, demo:counter and demo:resource.
+    /// are touched: demo:ledger, demo:inside, demo:counter and demo:resource (and distlock's
+    /// keys of the lock demo:ledger: its fencing counter and fair queue).
     #[arg(long, value_name = "URL", visible_alias = "url", env = "REDIS_URL")]
     pub(crate) redis_url: Option<String>,
 }
@@ -90,6 +101,10 @@ pub(crate) struct WorkerArgs {
     /// The wait of one acquisition, in milliseconds.
     #[arg(long, value_parser = value_parser!(u64).range(1..))]
     pub(crate) wait_ms: u64,
+
+    /// Take the fair lock (`locker.fair`) instead of the plain one (`locker.lock`).
+    #[arg(long)]
+    pub(crate) fair: bool,
 }
 
 impl WorkerArgs {
@@ -107,6 +122,9 @@ impl WorkerArgs {
         push("hold-ms", self.hold_ms.to_string());
         push("pause-every", self.pause_every.to_string());
         push("wait-ms", self.wait_ms.to_string());
+        if self.fair {
+            line.push("--fair".to_owned());
+        }
         line
     }
 
@@ -121,6 +139,16 @@ impl RunArgs {
     pub(crate) fn duration(&self) -> Duration {
         Duration::from_secs(self.duration)
     }
+
+    /// The runs to make, one per lock: `[false]` (plain), `[true]` (`--fair`), or both
+    /// (`--compare`); `true` means fair.
+    pub(crate) fn modes(&self) -> Vec<bool> {
+        if self.compare {
+            vec![false, true]
+        } else {
+            vec![self.fair]
+        }
+    }
 }
 
 #[cfg(test)]
@@ -129,22 +157,38 @@ mod tests {
 
     #[test]
     fn worker_command_line_round_trips() {
-        let args = WorkerArgs {
-            index: 3,
-            redis_url: "redis://127.0.0.1:7000/".to_owned(),
-            deadline_unix_ms: 1_700_000_000_000,
-            ttl_ms: 500,
-            hold_ms: 2,
-            pause_every: 25,
-            wait_ms: 5_000,
-        };
-        let mut argv = vec!["demo".to_owned()];
-        argv.extend(args.to_command_line());
-        let parsed = Cli::try_parse_from(argv).expect("the worker command line parses");
-        let Some(Command::Worker(back)) = parsed.command else {
-            panic!("not parsed as a worker: {parsed:?}");
-        };
-        assert_eq!(back.to_command_line(), args.to_command_line());
+        for fair in [false, true] {
+            let args = WorkerArgs {
+                index: 3,
+                redis_url: "redis://127.0.0.1:7000/".to_owned(),
+                deadline_unix_ms: 1_700_000_000_000,
+                ttl_ms: 500,
+                hold_ms: 2,
+                pause_every: 25,
+                wait_ms: 5_000,
+                fair,
+            };
+            let mut argv = vec!["demo".to_owned()];
+            argv.extend(args.to_command_line());
+            let parsed = Cli::try_parse_from(argv).expect("the worker command line parses");
+            let Some(Command::Worker(back)) = parsed.command else {
+                panic!("not parsed as a worker: {parsed:?}");
+            };
+            assert_eq!(back.fair, fair);
+            assert_eq!(back.to_command_line(), args.to_command_line());
+        }
+    }
+
+    #[test]
+    fn modes() {
+        let modes = |argv: &[&str]| Cli::try_parse_from(argv).map(|cli| cli.run.modes());
+        assert_eq!(modes(&["demo"]).expect("parses"), [false]);
+        assert_eq!(modes(&["demo", "--fair"]).expect("parses"), [true]);
+        assert_eq!(
+            modes(&["demo", "--compare"]).expect("parses"),
+            [false, true]
+        );
+        assert!(modes(&["demo", "--fair", "--compare"]).is_err());
     }
 
     #[test]
@@ -157,5 +201,6 @@ mod tests {
         );
         assert_eq!((cli.run.hold_ms, cli.run.pause_every), (2, 25));
         assert!(cli.run.redis_url.is_none());
+        assert!(!cli.run.fair && !cli.run.compare);
     }
 }

@@ -23,6 +23,8 @@
 //! ```text
 //! cargo run --example demo
 //! cargo run --example demo -- --workers 8 --duration 20 --pause-every 10
+//! cargo run --example demo -- --fair       # locker.fair: granted in the order asked
+//! cargo run --example demo -- --compare    # the plain lock, then the fair one, side by side
 //! cargo run --example demo -- --redis-url redis://127.0.0.1:6379/
 //! cargo run --example demo -- --help
 //! ```

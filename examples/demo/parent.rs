@@ -13,7 +13,7 @@ use crate::Error;
 use crate::cli::{RunArgs, WorkerArgs};
 use crate::progress::Progress;
 use crate::protocol::unix_ms_now;
-use crate::report::{self, EndState};
+use crate::report::{self, EndState, Spread};
 use crate::resource::{COUNTER_KEY, DEMO_KEYS, FencedResource, INSIDE_KEY, LOCK_NAME};
 use crate::supervisor::Fleet;
 
@@ -40,7 +40,8 @@ pub(crate) fn main(args: &RunArgs) -> ExitCode {
     }
 }
 
-/// Sets up, runs the workers until they are done, reports, and tears down.
+/// Sets up, runs the workers until they are done (once per lock with `--compare`), reports,
+/// and tears down.
 fn run(args: &RunArgs) -> Result<ExitCode, Error> {
     // One thread for the Ctrl-C watcher; Redis calls run on it through `block_on`.
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -65,10 +66,65 @@ fn run(args: &RunArgs) -> Result<ExitCode, Error> {
         (None, Some(url)) => url.clone(),
         (None, None) => return Err("no Redis server".into()),
     };
-    print_header(args, &url, server.as_ref());
-    let mut conn = runtime.block_on(prepare(&url))?;
+
+    let mut passed = true;
+    let mut spreads = Vec::new();
+    for (n, fair) in args.modes().into_iter().enumerate() {
+        if n > 0 {
+            println!();
+        }
+        print_header(args, fair, &url, server.as_ref());
+        let Some(outcome) = run_once(args, fair, &url, &runtime, &interrupted)? else {
+            return Ok(ExitCode::from(EXIT_INTERRUPTED));
+        };
+        passed &= outcome.passed;
+        spreads.push((fair, outcome.spread));
+        if interrupted.load(Ordering::Relaxed) {
+            break;
+        }
+    }
+    if spreads.len() > 1 {
+        println!();
+        println!("The same run with each lock: grants and waits per worker");
+        println!("{}", report::spreads_table(&spreads));
+    }
+
+    if let Some(server) = server {
+        let pid = server.pid();
+        drop(server);
+        if let Some(pid) = pid {
+            println!("stopped the throwaway redis-server (pid {pid})");
+        }
+    }
+    Ok(ExitCode::from(if interrupted.load(Ordering::Relaxed) {
+        EXIT_INTERRUPTED
+    } else if passed {
+        0
+    } else {
+        EXIT_FAILED
+    }))
+}
+
+/// What one run of the workers ended with.
+struct Outcome {
+    /// Whether every check passed.
+    passed: bool,
+    /// Grants and waits per worker.
+    spread: Spread,
+}
+
+/// Clears the demo's keys, runs the workers (taking the fair lock if `fair`) until they are
+/// done, and reports. `None` when interrupted before the workers started.
+fn run_once(
+    args: &RunArgs,
+    fair: bool,
+    url: &str,
+    runtime: &tokio::runtime::Runtime,
+    interrupted: &AtomicBool,
+) -> Result<Option<Outcome>, Error> {
+    let mut conn = runtime.block_on(prepare(url))?;
     if interrupted.load(Ordering::Relaxed) {
-        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+        return Ok(None);
     }
 
     let started = Instant::now();
@@ -77,12 +133,13 @@ fn run(args: &RunArgs) -> Result<ExitCode, Error> {
     let workers: Vec<WorkerArgs> = (0..args.workers)
         .map(|index| WorkerArgs {
             index,
-            redis_url: url.clone(),
+            redis_url: url.to_owned(),
             deadline_unix_ms,
             ttl_ms: args.ttl_ms,
             hold_ms: args.hold_ms,
             pause_every: args.pause_every,
             wait_ms: args.wait_ms,
+            fair,
         })
         .collect();
     let mut fleet = Fleet::spawn(&workers)?;
@@ -92,11 +149,10 @@ fn run(args: &RunArgs) -> Result<ExitCode, Error> {
         .map(|s| format!("worker {}", s.index))
         .collect();
     let mut progress = Progress::new(&labels, started, args.duration());
-    fleet.supervise(deadline, GRACE, &interrupted, &mut progress);
+    fleet.supervise(deadline, GRACE, interrupted, &mut progress);
     progress.finish();
 
-    let interrupted = interrupted.load(Ordering::Relaxed);
-    let end = if interrupted {
+    let end = if interrupted.load(Ordering::Relaxed) {
         println!("interrupted: the checks that need the final state of Redis are skipped");
         None
     } else {
@@ -105,22 +161,10 @@ fn run(args: &RunArgs) -> Result<ExitCode, Error> {
             .inspect_err(|e| eprintln!("demo: cannot read the final state of Redis: {e}"))
             .ok()
     };
-    let passed = report::print(fleet.slots(), end.as_ref());
-
-    drop(fleet);
-    if let Some(server) = server {
-        let pid = server.pid();
-        drop(server);
-        if let Some(pid) = pid {
-            println!("stopped the throwaway redis-server (pid {pid})");
-        }
-    }
-    Ok(ExitCode::from(if interrupted {
-        EXIT_INTERRUPTED
-    } else if passed {
-        0
-    } else {
-        EXIT_FAILED
+    let passed = report::print(fleet.slots(), end.as_ref(), fair);
+    Ok(Some(Outcome {
+        passed,
+        spread: Spread::of(fleet.slots()),
     }))
 }
 
@@ -138,7 +182,7 @@ fn watch_ctrl_c(runtime: &tokio::runtime::Runtime) -> Arc<AtomicBool> {
 }
 
 /// Prints the Redis server and the parameters of the run.
-fn print_header(args: &RunArgs, url: &str, server: Option<&RedisServer>) {
+fn print_header(args: &RunArgs, fair: bool, url: &str, server: Option<&RedisServer>) {
     let origin = match server.and_then(RedisServer::pid) {
         Some(pid) => format!("a throwaway redis-server, pid {pid}, stopped at the end"),
         None => "given with --redis-url; only the demo's keys are touched".to_owned(),
@@ -154,8 +198,19 @@ fn print_header(args: &RunArgs, url: &str, server: Option<&RedisServer>) {
     };
     println!("distlock demo: worker processes contend for one lock and write to a fenced resource");
     println!("  redis     {} ({origin})", redacted(url));
+    let (kind, order) = if fair {
+        (
+            "fair lock",
+            "granted in the order the workers asked (locker.fair)",
+        )
+    } else {
+        (
+            "lock",
+            "granted to whoever asks first once it is free (locker.lock)",
+        )
+    };
     println!(
-        "  lock      {LOCK_NAME:?}, lease TTL {} ms, each acquisition waits up to {} ms",
+        "  {kind:<9} {LOCK_NAME:?}, {order}; lease TTL {} ms, each acquisition waits up to {} ms",
         args.ttl_ms, args.wait_ms
     );
     println!(

@@ -56,14 +56,80 @@ impl Row {
     }
 }
 
+/// One worker's share of a run: the figures the spread shows.
+#[derive(Debug, Clone)]
+pub(crate) struct Share {
+    /// The worker's number.
+    pub(crate) index: u32,
+    /// Locks it was granted.
+    pub(crate) grants: u64,
+    /// Its median wait for the lock, in microseconds.
+    pub(crate) wait_p50_us: Option<u64>,
+    /// Its 99th-percentile wait, in microseconds.
+    pub(crate) wait_p99_us: Option<u64>,
+}
+
+/// How the grants and waits of a run spread over its workers.
+#[derive(Debug, Clone)]
+pub(crate) struct Spread {
+    /// One share per worker.
+    pub(crate) workers: Vec<Share>,
+    /// The wait percentiles over every worker's waits.
+    pub(crate) all_p50_us: Option<u64>,
+    /// See `all_p50_us`.
+    pub(crate) all_p99_us: Option<u64>,
+}
+
+impl Spread {
+    /// The spread of the workers in `slots`.
+    pub(crate) fn of(slots: &[Slot]) -> Self {
+        let all: Vec<u64> = slots
+            .iter()
+            .flat_map(|s| s.waits_us.iter().copied())
+            .collect();
+        Self {
+            workers: slots
+                .iter()
+                .map(|slot| Share {
+                    index: slot.index,
+                    grants: slot.figures().acquisitions,
+                    wait_p50_us: percentile(&slot.waits_us, 50),
+                    wait_p99_us: percentile(&slot.waits_us, 99),
+                })
+                .collect(),
+            all_p50_us: percentile(&all, 50),
+            all_p99_us: percentile(&all, 99),
+        }
+    }
+
+    /// The fewest and the most grants of one worker.
+    fn min_max(&self) -> Option<(u64, u64)> {
+        let grants = self.workers.iter().map(|w| w.grants);
+        Some((grants.clone().min()?, grants.max()?))
+    }
+
+    /// The most grants of one worker over the fewest, with two decimals: `"1.04"`; `"∞"` when
+    /// a worker got none.
+    pub(crate) fn ratio(&self) -> String {
+        match self.min_max() {
+            None => "-".to_owned(),
+            Some((0, _)) => "∞".to_owned(),
+            Some((min, max)) => {
+                let hundredths = (max * 200 + min) / (2 * min); // max / min × 100, rounded
+                format!("{}.{:02}", hundredths / 100, hundredths % 100)
+            }
+        }
+    }
+}
+
 /// Prints the report for `slots`, with the checks that need Redis's final state when `end` is
-/// known (`None`: interrupted, or the state could not be read). Returns whether every check
-/// passed; a missing `end` fails.
-pub(crate) fn print(slots: &[Slot], end: Option<&EndState>) -> bool {
+/// known (`None`: interrupted, or the state could not be read); `fair` says which lock the
+/// workers took. Returns whether every check passed; a missing `end` fails.
+pub(crate) fn print(slots: &[Slot], end: Option<&EndState>, fair: bool) -> bool {
     println!("{}", workers_table(slots));
     let rows = totals(slots, end);
     println!("{}", totals_table(&rows));
-    print_legend();
+    print_legend(fair);
 
     for slot in slots {
         for problem in slot.problems() {
@@ -149,6 +215,13 @@ fn totals(slots: &[Slot], end: Option<&EndState>) -> Vec<Row> {
     let unknown = |why: &str| format!("unknown ({why})");
 
     let mut rows = vec![Row::info("total acquisitions", sum.acquisitions)];
+    let spread = Spread::of(slots);
+    if let Some((min, max)) = spread.min_max() {
+        rows.push(Row::info(
+            "grants per worker: fewest, most (most / fewest)",
+            format!("{min}, {max} ({})", spread.ratio()),
+        ));
+    }
 
     // Every write the resource accepted was counted by exactly one worker.
     let accepted = sum.fenced_accepted + sum.stale_accepted;
@@ -252,6 +325,59 @@ fn totals(slots: &[Slot], end: Option<&EndState>) -> Vec<Row> {
     rows
 }
 
+/// The spreads of runs with each lock (`true`: fair) side by side: per worker its grants and
+/// wait percentiles under each lock, then every worker's waits, then most / fewest grants.
+pub(crate) fn spreads_table(runs: &[(bool, Spread)]) -> Table {
+    let name = |fair: bool| if fair { "fair" } else { "lock" };
+    let mut header = vec!["worker".to_owned()];
+    for figure in ["grants", "wait p50 ms", "wait p99 ms"] {
+        for (fair, _) in runs {
+            header.push(format!("{figure}\n{}", name(*fair)));
+        }
+    }
+    let mut table = table(header);
+    let workers = runs.iter().map(|(_, s)| s.workers.len()).max().unwrap_or(0);
+    for w in 0..workers {
+        let share = |spread: &Spread| spread.workers.get(w).cloned();
+        let index = runs
+            .iter()
+            .find_map(|(_, s)| share(s))
+            .map_or_else(String::new, |s| s.index.to_string());
+        let mut row = vec![index];
+        row.extend(
+            runs.iter()
+                .map(|(_, s)| share(s).map_or_else(|| "-".to_owned(), |s| s.grants.to_string())),
+        );
+        row.extend(
+            runs.iter()
+                .map(|(_, s)| ms_or_dash(share(s).and_then(|s| s.wait_p50_us))),
+        );
+        row.extend(
+            runs.iter()
+                .map(|(_, s)| ms_or_dash(share(s).and_then(|s| s.wait_p99_us))),
+        );
+        table.add_row(row);
+    }
+    let mut all = vec!["all".to_owned()];
+    all.extend(
+        runs.iter()
+            .map(|(_, s)| s.workers.iter().map(|w| w.grants).sum::<u64>().to_string()),
+    );
+    all.extend(runs.iter().map(|(_, s)| ms_or_dash(s.all_p50_us)));
+    all.extend(runs.iter().map(|(_, s)| ms_or_dash(s.all_p99_us)));
+    table.add_row(all);
+    let mut ratio = vec!["most / fewest".to_owned()];
+    ratio.extend(runs.iter().map(|(_, s)| s.ratio()));
+    ratio.extend(std::iter::repeat_n(String::new(), 2 * runs.len()));
+    table.add_row(ratio);
+    for column in 1..=3 * runs.len() {
+        if let Some(column) = table.column_mut(column) {
+            column.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    table
+}
+
 /// The totals rows as a table.
 fn totals_table(rows: &[Row]) -> Table {
     let mut table = table(["total", "value", "expected", "check"]);
@@ -269,6 +395,18 @@ fn totals_table(rows: &[Row]) -> Table {
     table
 }
 
+/// What the wait percentiles mean with the fair lock (`--fair`), in place of the first entry of
+/// [`LEGEND`].
+const FAIR_WAITS: (&str, &str) = (
+    "wait p50 / p99 (fair lock)",
+    "The lock goes to the head of a queue in Redis, in the order the workers asked, and a \
+     release tells the head alone: the workers take turns, so their grants come out nearly \
+     equal. The price is the wait: a worker that has just released queues behind the others \
+     instead of taking the lock again at once, so a typical acquisition waits for every other \
+     worker's turn, and every handover costs a round trip through Redis pub/sub. Behind a \
+     stalled holder the head waits for the lease to run out, as with the plain lock.",
+);
+
 /// What the less obvious figures mean, wrapped to the terminal.
 const LEGEND: &[(&str, &str)] = &[
     (
@@ -278,7 +416,8 @@ const LEGEND: &[(&str, &str)] = &[
          pub/sub a moment later. A few wait a second or more: behind a stalled holder, whose \
          lease runs out unannounced, and after losing several such races in a row. First-in \
          first-out order holds among the tasks of one process only; between processes the \
-         first to ask wins, which is why the workers' acquisitions differ.",
+         first to ask wins, which is why the workers' acquisitions differ (--fair takes turns \
+         instead; --compare runs both).",
     ),
     (
         "stalls",
@@ -299,11 +438,12 @@ const LEGEND: &[(&str, &str)] = &[
     ),
 ];
 
-/// Prints [`LEGEND`] wrapped to the table width.
-fn print_legend() {
+/// Prints [`LEGEND`] wrapped to the table width, with [`FAIR_WAITS`] first when `fair`.
+fn print_legend(fair: bool) {
     let width = usize::from(width()).max(40);
     println!("What the figures mean:");
-    for (term, meaning) in LEGEND {
+    let waits = if fair { FAIR_WAITS } else { LEGEND[0] };
+    for (term, meaning) in std::iter::once(&waits).chain(&LEGEND[1..]) {
         println!("  {term}:");
         for line in wrap(meaning, width - 4) {
             println!("    {line}");
@@ -342,7 +482,7 @@ fn width() -> u16 {
 
 /// An empty table with the demo's look and `header`, fitted to [`width`]: cells wrap when the
 /// terminal is narrower than the table.
-fn table<const N: usize>(header: [&str; N]) -> Table {
+fn table(header: impl Into<comfy_table::Row>) -> Table {
     let mut table = Table::new();
     table
         .load_preset(presets::UTF8_FULL_CONDENSED)
@@ -355,7 +495,34 @@ fn table<const N: usize>(header: [&str; N]) -> Table {
 
 #[cfg(test)]
 mod tests {
-    use super::wrap;
+    use super::{Share, Spread, wrap};
+
+    fn spread(grants: &[u64]) -> Spread {
+        Spread {
+            workers: grants
+                .iter()
+                .zip(0..)
+                .map(|(&grants, index)| Share {
+                    index,
+                    grants,
+                    wait_p50_us: None,
+                    wait_p99_us: None,
+                })
+                .collect(),
+            all_p50_us: None,
+            all_p99_us: None,
+        }
+    }
+
+    #[test]
+    fn most_over_fewest() {
+        assert_eq!(spread(&[100, 150, 120]).ratio(), "1.50");
+        assert_eq!(spread(&[3, 2]).ratio(), "1.50");
+        assert_eq!(spread(&[3, 3]).ratio(), "1.00");
+        assert_eq!(spread(&[300, 7]).ratio(), "42.86");
+        assert_eq!(spread(&[5, 0]).ratio(), "∞");
+        assert_eq!(spread(&[]).ratio(), "-");
+    }
 
     #[test]
     fn wraps_at_spaces_within_the_width() {

@@ -85,6 +85,10 @@ struct Worker {
     wait: Duration,
     /// Every Nth acquisition stalls (0: never).
     pause_every: u64,
+    /// This worker's number: shifts its stalls against the other workers'.
+    index: u64,
+    /// Whether to take the fair lock (`locker.fair`) rather than the plain one.
+    fair: bool,
     /// When to stop taking the lock.
     deadline: Instant,
     /// What happened so far.
@@ -109,6 +113,8 @@ impl Worker {
             hold: Duration::from_millis(args.hold_ms),
             wait: Duration::from_millis(args.wait_ms),
             pause_every: args.pause_every,
+            index: u64::from(args.index),
+            fair: args.fair,
             deadline: deadline(args.deadline_unix_ms),
             tally: Summary::default(),
             waits_us: Vec::new(),
@@ -143,9 +149,14 @@ impl Worker {
     /// when one is due, simulate a stall.
     async fn round(&mut self, left: Duration) -> Result<(), Error> {
         let asked = Instant::now();
-        let acquired = self
-            .locker
-            .lock(LOCK_NAME)
+        // The fair lock is the same lock (the same Redis key), granted in the order the workers
+        // asked; the plain one goes to whoever asks first once it is free.
+        let request = if self.fair {
+            self.locker.fair(LOCK_NAME)
+        } else {
+            self.locker.lock(LOCK_NAME)
+        };
+        let acquired = request
             .fixed_ttl(self.ttl)
             .wait(self.wait.min(left))
             .acquire()
@@ -179,10 +190,14 @@ impl Worker {
     /// Whether this acquisition simulates a stall: every `pause_every`th one, as long as enough
     /// time is left for another worker to take the lock over and write before the deadline
     /// (the TTL for the lease to run out, plus a TTL for a successor that stalls in turn).
+    ///
+    /// Worker `i` stalls at its acquisitions `N − i`, `2N − i`, ...: shifted, so that workers
+    /// that take turns (the fair lock: every worker's `k`th grant comes in the same round) do
+    /// not all stall in the same round, each waiting for a newer write that none of them makes.
     fn stall_due(&self) -> bool {
         let left = self.deadline.saturating_duration_since(Instant::now());
         self.pause_every > 0
-            && self.tally.acquisitions.is_multiple_of(self.pause_every)
+            && (self.tally.acquisitions + self.index).is_multiple_of(self.pause_every)
             && left >= 2 * self.ttl + STALL_OVERSHOOT
     }
 
