@@ -110,8 +110,10 @@ pub(crate) struct Grant {
     pub(crate) task: usize,
     /// The grant's fencing token: the order of the grants.
     pub(crate) fence: u64,
-    /// When the task had the grant, and the reply to its release (shared clock, ns).
+    /// When the task had the grant, sent its release, and had the release's reply (shared
+    /// clock, ns).
     pub(crate) granted_ns: u64,
+    pub(crate) releasing_ns: u64,
     pub(crate) released_ns: u64,
 }
 
@@ -158,7 +160,8 @@ pub(crate) struct FairnessRun {
     pub(crate) self_handoff: f64,
     /// The longest run of consecutive grants to one process.
     pub(crate) longest_process_run: u64,
-    /// How long holds really lasted (the counter's round trips included).
+    /// How long holds really lasted, from the grant to the release (the counter's round trips
+    /// included).
     pub(crate) hold: Latency,
     /// Server commands per acquisition (the lock's server alone), server CPU; client CPU is
     /// the children's, summed.
@@ -318,7 +321,7 @@ fn analyse(
     let mut holds: Vec<u64> = grants
         .iter()
         .filter(|(_, g)| measured(g))
-        .map(|(_, g)| g.released_ns.saturating_sub(g.granted_ns))
+        .map(|(_, g)| g.releasing_ns.saturating_sub(g.granted_ns))
         .collect();
     let mut gaps = handoffs.gaps;
     let all_tasks: Vec<u64> = per_task.iter().flatten().copied().collect();
@@ -539,6 +542,7 @@ async fn work(
                 tokio::time::sleep_until(granted + hold).await;
             }
         }
+        let releasing_ns = clock::now_ns();
         match guard.release().await {
             Ok(()) => {}
             Err(LockError::NotOwned { .. }) => {
@@ -550,6 +554,7 @@ async fn work(
             task,
             fence,
             granted_ns,
+            releasing_ns,
             released_ns: clock::now_ns(),
         });
     }
@@ -566,6 +571,7 @@ mod tests {
             task,
             fence,
             granted_ns,
+            releasing_ns: released_ns,
             released_ns,
         };
         // Process 0 twice (same task, then another), then process 1, whose grant reply came

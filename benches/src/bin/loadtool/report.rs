@@ -279,6 +279,7 @@ fn fairness(run: &Run) {
         "cmds/acq",
         "lost updates",
         "violations",
+        "hold mean ms",
         "commands per acquisition",
     ]);
     let spread = |x: Option<f64>| x.map_or_else(|| "∞".to_owned(), |x| format!("{x:.2}"));
@@ -296,6 +297,7 @@ fn fairness(run: &Run) {
             format!("{:.2}", r.cost.commands_per_op),
             format!("{} / {}", r.lost_updates, r.total_acquisitions),
             r.exclusion_violations.to_string(),
+            format!("{:.2}", r.hold.mean_us / 1e3),
             breakdown(&r.cost),
         ]);
     }
