@@ -546,7 +546,7 @@ async fn work(
         match guard.release().await {
             Ok(()) => {}
             Err(LockError::NotOwned { .. }) => {
-                out.error("the lease was lost before release".into())
+                out.error("the lease was lost before release".into());
             }
             Err(error) => out.error(error.to_string()),
         }
