@@ -6,10 +6,11 @@ use std::time::Duration;
 use clap::{Parser, ValueEnum};
 use serde::Serialize;
 
+use crate::child::Role;
 use crate::cycles::Timing;
 
 /// distlock's load tool: starts its own redis-server processes on free loopback ports, runs the
-/// scenarios S1–S9 against distlock and, in the same run, against the bare-Redis baselines
+/// scenarios S1–S10 against distlock and, in the same run, against the bare-Redis baselines
 /// (redis-benchmark on the same server; a hand-written redis-rs lock), then prints a table and
 /// writes a JSON record of the run and an SVG chart.
 #[derive(Debug, Parser)]
@@ -24,7 +25,8 @@ pub(crate) struct Cli {
     #[arg(long, value_name = "DIR")]
     pub(crate) out: Option<PathBuf>,
 
-    /// Run only these parts (comma-separated: baseline, s1, s2, s3, s4, s5, s6, s7, s8, s9).
+    /// Run only these parts (comma-separated: baseline, s1, s2, s3, s4, s5, s6, s7, s8, s9,
+    /// s10).
     #[arg(long, value_delimiter = ',', value_name = "PARTS")]
     pub(crate) only: Vec<Part>,
 
@@ -32,8 +34,8 @@ pub(crate) struct Cli {
     #[arg(long, value_enum, default_value_t = Flavor::MultiThread)]
     pub(crate) runtime: Flavor,
 
-    /// Seconds each S1, S2 and S4 client is measured (default 3, or 1 with --quick); S3, S7
-    /// and S8 get a third more.
+    /// Seconds each S1, S2 and S4 client is measured (default 3, or 1 with --quick); S3, S7,
+    /// S8 and S10 get a third more.
     #[arg(long, value_name = "SECONDS")]
     pub(crate) seconds: Option<f64>,
 
@@ -59,13 +61,17 @@ pub(crate) struct Cli {
     #[arg(long)]
     pub(crate) strict: bool,
 
-    /// Internal: run the S5 child against this Redis URL.
-    #[arg(long, hide = true, value_name = "URL")]
-    pub(crate) s5_child: Option<String>,
+    /// Internal: run as a child process of the tool (S5, S9, S10), in this role.
+    #[arg(long, hide = true, value_enum, value_name = "ROLE")]
+    pub(crate) child: Option<Role>,
 
-    /// Internal: the S5 child's parameters (JSON).
+    /// Internal: the child's Redis URL.
+    #[arg(long, hide = true, value_name = "URL")]
+    pub(crate) child_url: Option<String>,
+
+    /// Internal: the child's parameters (JSON).
     #[arg(long, hide = true)]
-    pub(crate) s5_params: Option<String>,
+    pub(crate) child_params: Option<String>,
 }
 
 /// The parts of a run.
@@ -82,6 +88,7 @@ pub(crate) enum Part {
     S7,
     S8,
     S9,
+    S10,
 }
 
 /// The tokio runtime flavour.
@@ -125,11 +132,11 @@ pub(crate) struct Plan {
     /// S1 runs in this many rounds, each with the two redis-benchmark runs of the round-trip
     /// limit followed by every client.
     pub(crate) s1_rounds: u32,
-    /// S3, S7 and S8 (each workload).
+    /// S3, S7, S8 and S10 (each workload).
     pub(crate) contention: Timing,
     pub(crate) s2_tasks: usize,
     pub(crate) s3_workers: usize,
-    /// How long S3's, S7's and S8's tasks hold.
+    /// How long S3's, S7's, S8's and S10's tasks hold.
     #[serde(serialize_with = "crate::stats::secs")]
     pub(crate) s3_hold: Duration,
     pub(crate) bench_requests_single: u64,
@@ -144,6 +151,9 @@ pub(crate) struct Plan {
     pub(crate) s7_writes: f64,
     pub(crate) s8_tasks: usize,
     pub(crate) s8_permits: u32,
+    /// S10: OS processes, each with its own `Locker`, and tasks in each.
+    pub(crate) s10_processes: usize,
+    pub(crate) s10_tasks: usize,
     /// Where the files go (not recorded: a path of this machine).
     #[serde(skip)]
     pub(crate) out: PathBuf,
@@ -192,6 +202,7 @@ impl Plan {
                 Part::S7,
                 Part::S8,
                 Part::S9,
+                Part::S10,
             ]
         } else {
             cli.only.clone()
@@ -219,6 +230,8 @@ impl Plan {
             s7_writes: 0.10,
             s8_tasks: 32,
             s8_permits: 8,
+            s10_processes: 4,
+            s10_tasks: 4,
             out,
         })
     }

@@ -16,7 +16,12 @@
 //! - S7 read-write: 16 tasks on one name, 90 % reads, against the exclusive lock on the same
 //!   workload;
 //! - S8 semaphore: 32 tasks on 8 permits of one name;
-//! - S9 10,000 read leases held with renewal, in a child process, as S5.
+//! - S9 10,000 read leases held with renewal, in a child process, as S5;
+//!
+//! and that of issue 17, on the fair lock:
+//!
+//! - S10 fairness across processes: 4 child processes × 4 tasks on one name, ~1 ms hold, with
+//!   the plain mutex and with the fair lock; per-process counts, handoff gaps, exclusion.
 //!
 //! Prints tables, writes `run.json` and `chart.svg`. `--help` lists the options; see
 //! `benches/README.md` for what each figure means.
@@ -24,8 +29,11 @@
 
 mod benchmark;
 mod chart;
+mod child;
 mod cli;
+mod clock;
 mod cycles;
+mod fairness;
 mod handoff;
 mod info;
 mod kinds;
@@ -66,8 +74,8 @@ const STEP_SLACK: Duration = Duration::from_secs(60);
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Some(url) = &cli.s5_child {
-        return s5_child(&cli, url);
+    if let Some(role) = cli.child {
+        return child::serve(&cli, role);
     }
     match run_all(&cli) {
         Ok(code) => code,
@@ -78,29 +86,8 @@ fn main() -> ExitCode {
     }
 }
 
-/// The S5 child process: see [`renewal`].
-fn s5_child(cli: &Cli, url: &str) -> ExitCode {
-    let result = (|| {
-        let params: renewal::Params =
-            serde_json::from_str(cli.s5_params.as_deref().ok_or("--s5-params is missing")?)
-                .map_err(|e| format!("bad --s5-params: {e}"))?;
-        let runtime = cli.runtime.runtime().map_err(|e| e.to_string())?;
-        let report = runtime.block_on(renewal::child(url, params))?;
-        serde_json::to_string(&report).map_err(|e| e.to_string())
-    })();
-    match result {
-        Ok(line) => {
-            println!("{line}");
-            ExitCode::SUCCESS
-        }
-        Err(error) => {
-            eprintln!("{error}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-/// The servers of a run: the main one (everything but S4), and four more for S4.
+/// The servers of a run: the main one (everything but S4), and four more for S4 (S10 keeps
+/// its counter on the first of them, one more when S4 does not run).
 struct Servers {
     main: RedisServer,
     more: Vec<RedisServer>,
@@ -126,7 +113,11 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
     progress.next();
     let servers = Servers {
         main: RedisServer::start().map_err(|e| format!("starting redis-server: {e}"))?,
-        more: (0..if plan.has(Part::S4) { 4 } else { 0 })
+        more: (0..if plan.has(Part::S4) {
+            4
+        } else {
+            usize::from(plan.has(Part::S10))
+        })
             .map(|_| RedisServer::start())
             .collect::<Result<_, _>>()
             .map_err(|e| format!("starting redis-server: {e}"))?,
@@ -171,6 +162,7 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
         s7: Vec::new(),
         s8: None,
         s9: Vec::new(),
+        s10: Vec::new(),
         targets: Vec::new(),
         failures: Vec::new(),
     };
@@ -400,6 +392,28 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
         }
     }
 
+    if plan.has(Part::S10) {
+        let counter_url = servers
+            .more
+            .first()
+            .map(RedisServer::url)
+            .ok_or("S10: no server for the counter")?;
+        let setup = fairness::Setup {
+            url: &url,
+            counter_url: &counter_url,
+            runtime: plan.runtime.as_arg(),
+            processes: plan.s10_processes,
+            tasks: plan.s10_tasks,
+            hold: plan.s3_hold,
+            timing: plan.contention,
+        };
+        for asked in S10_ASKED {
+            progress.next();
+            run.s10
+                .push(fairness::run(&runtime, &mut probe, setup, asked)?);
+        }
+    }
+
     progress.next();
     run.wall_s = started.elapsed().as_secs_f64();
     run.judge();
@@ -442,6 +456,8 @@ fn slug(label: &str) -> String {
 const S1_CLIENTS: [&str; 5] = [HAND, BACKEND, DISTLOCK_TTL, UNFENCED, DISTLOCK];
 const S2_CLIENTS: [&str; 4] = [HAND, BACKEND, UNFENCED, DISTLOCK];
 const S3_CLIENTS: [&str; 3] = [HAND, UNFENCED, DISTLOCK];
+/// What S10's tasks ask for, in this order.
+const S10_ASKED: [fairness::Asked; 2] = [fairness::Asked::Plain, fairness::Asked::Fair];
 /// What S9's children hold, in this order.
 const S9_HELD: [Held; 2] = [Held::ReadersOfOneName, Held::ReadersOfManyNames];
 
@@ -544,6 +560,19 @@ fn steps(plan: &Plan, bench: bool) -> Vec<(String, Duration)> {
                     kind.describe()
                 ),
                 renewal,
+            ));
+        }
+    }
+    if plan.has(Part::S10) {
+        for asked in S10_ASKED {
+            s.push((
+                format!(
+                    "S10 {} processes × {} tasks, one name: {}",
+                    plan.s10_processes,
+                    plan.s10_tasks,
+                    asked.label()
+                ),
+                contention + secs(0.5),
             ));
         }
     }

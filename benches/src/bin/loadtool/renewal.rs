@@ -3,13 +3,11 @@
 //! S9: the same with 10,000 read leases, all of one read-write lock (the readers' sorted set
 //! then holds all of them) and, for comparison, each of its own name.
 //!
-//! The parent starts this same binary with `--s5-child` (for S9 too); the child takes the
-//! leases, holds them while the `Locker`'s watchdog renews them, reads its CPU time and memory
-//! from `/proc/self`, counts the renewal batches through a counting wrapper around the backend,
-//! releases everything and prints one JSON line.
+//! The parent starts this same binary as a child process ([`crate::child`], role `renewal`);
+//! the child takes the leases, holds them while the `Locker`'s watchdog renews them, reads its
+//! CPU time and memory from `/proc/self`, counts the renewal batches through a counting wrapper
+//! around the backend, releases everything and prints one JSON line.
 
-use std::io::Read as _;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -23,6 +21,7 @@ use lock_redis::RedisLock;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+use crate::child::{Child, Role};
 use crate::info::Probe;
 use crate::procfs::{self, Memory};
 
@@ -142,55 +141,9 @@ impl From<Memory> for MemoryMib {
 
 /// Runs the child for `params` against `url` and reads its report (parent side). Blocking.
 pub(crate) fn run(url: &str, runtime: &str, params: Params) -> Result<RenewalRun, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
-    let mut child = Command::new(exe)
-        .args(["--s5-child", url, "--runtime", runtime])
-        .arg("--s5-params")
-        .arg(serde_json::to_string(&params).map_err(|e| e.to_string())?)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot start the {} child: {e}", params.kind.scenario()))?;
-    let started = std::time::Instant::now();
-    let limit = params.limit();
-    let scenario = params.kind.scenario();
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if started.elapsed() < limit => {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            Ok(None) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "the {scenario} child ran longer than {limit:?}; killed"
-                ));
-            }
-            Err(e) => return Err(format!("waiting for the {scenario} child: {e}")),
-        }
-    }
-    let (mut out, mut err) = (String::new(), String::new());
-    if let Some(mut stdout) = child.stdout.take() {
-        let _ = stdout.read_to_string(&mut out);
-    }
-    if let Some(mut stderr) = child.stderr.take() {
-        let _ = stderr.read_to_string(&mut err);
-    }
-    let status = child.wait().map_err(|e| e.to_string())?;
-    if !status.success() {
-        return Err(format!(
-            "the {scenario} child failed ({status}): {}",
-            err.trim()
-        ));
-    }
-    serde_json::from_str(out.trim()).map_err(|e| {
-        format!(
-            "the {scenario} child's report does not parse ({e}): {}",
-            out.trim()
-        )
-    })
+    let what = format!("the {} child", params.kind.scenario());
+    let child = Child::spawn(Role::Renewal, &what, url, runtime, &params)?;
+    child.report(std::time::Instant::now() + params.limit())
 }
 
 /// The child: takes, holds and releases the locks; returns its report.

@@ -24,6 +24,7 @@ pub(crate) fn print(run: &Run) {
     cycles(run);
     contention(run);
     kinds(run);
+    fairness(run);
     scale(run);
     targets(run);
     if !run.failures.is_empty() {
@@ -255,6 +256,59 @@ fn kinds(run: &Run) {
     );
 }
 
+fn fairness(run: &Run) {
+    if run.s10.is_empty() {
+        return;
+    }
+    println!(
+        "\nS10 fairness across processes: {} processes × {} tasks, one name, {:.0} ms hold",
+        run.plan.s10_processes,
+        run.plan.s10_tasks,
+        run.plan.s3_hold.as_secs_f64() * 1e3
+    );
+    let mut t = table(&[
+        "lock",
+        "acq/s",
+        "acquisitions per process",
+        "max/min",
+        "per task max/min",
+        "gap mean µs",
+        "gap p99 µs",
+        "same process",
+        "longest run",
+        "cmds/acq",
+        "lost updates",
+        "violations",
+        "hold mean ms",
+        "commands per acquisition",
+    ]);
+    let spread = |x: Option<f64>| x.map_or_else(|| "∞".to_owned(), |x| format!("{x:.2}"));
+    for r in &run.s10 {
+        t.add_row(vec![
+            r.client.to_owned(),
+            format!("{:.0}", r.per_second),
+            crate::run::counts(&r.per_process),
+            spread(r.process_max_min),
+            spread(r.task_max_min),
+            format!("{:.0}", r.gap.mean_us),
+            format!("{:.0}", r.gap.p99_us),
+            format!("{:.1} %", r.same_process_handoff * 100.0),
+            r.longest_process_run.to_string(),
+            format!("{:.2}", r.cost.commands_per_op),
+            format!("{} / {}", r.lost_updates, r.total_acquisitions),
+            r.exclusion_violations.to_string(),
+            format!("{:.2}", r.hold.mean_us / 1e3),
+            breakdown(&r.cost),
+        ]);
+    }
+    println!("{t}");
+    println!(
+        "  each process its own Locker and connections; grants ordered by fencing token, gaps \
+         timed on CLOCK_MONOTONIC (one clock for all processes); same process: handoffs won by \
+         the process that released; longest run: most grants in a row to one process"
+    );
+}
+
 fn scale(run: &Run) {
     if run.s5.is_none() && run.s6.is_none() && run.s9.is_empty() {
         return;
@@ -348,7 +402,7 @@ fn targets(run: &Run) {
     if run.targets.is_empty() {
         return;
     }
-    println!("\nTargets (issues 3, 4, 7 and 13)");
+    println!("\nTargets (issues 3, 4, 7, 13 and 17)");
     let mut t = table(&["target", "issues", "goal", "measured", "met"]);
     for target in &run.targets {
         t.add_row(vec![

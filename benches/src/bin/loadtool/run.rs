@@ -5,6 +5,7 @@ use serde::Serialize;
 use crate::benchmark::Baselines;
 use crate::cli::Plan;
 use crate::cycles::CycleRun;
+use crate::fairness::{FAIR, FairnessRun, PLAIN};
 use crate::handoff::HandoffRun;
 use crate::kinds::{EXCLUSIVE, READ_WRITE, SharingRun};
 use crate::procfs::Machine;
@@ -48,6 +49,8 @@ pub(crate) struct Run {
     pub(crate) s8: Option<SharingRun>,
     /// Read leases of one name, then of as many names.
     pub(crate) s9: Vec<RenewalRun>,
+    /// The plain mutex, then the fair lock, each over the same processes and tasks.
+    pub(crate) s10: Vec<FairnessRun>,
     pub(crate) targets: Vec<Target>,
     /// Correctness failures and errors: a run with any is not a valid measurement.
     pub(crate) failures: Vec<String>,
@@ -61,7 +64,7 @@ type S3Target = (
     fn(&HandoffRun) -> (String, bool),
 );
 
-/// One target of issues 3, 4, 7 and 13 and how this run did.
+/// One target of issues 3, 4, 7, 13 and 17 and how this run did.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Target {
     pub(crate) id: &'static str,
@@ -93,6 +96,10 @@ impl Run {
 
     pub(crate) fn handoff(&self, client: &str) -> Option<&HandoffRun> {
         self.s3.iter().find(|r| r.client == client)
+    }
+
+    pub(crate) fn fairness(&self, client: &str) -> Option<&FairnessRun> {
+        self.s10.iter().find(|r| r.client == client)
     }
 
     pub(crate) fn sharing(&self, client: &str) -> Option<&SharingRun> {
@@ -345,6 +352,7 @@ impl Run {
             ),
         });
         self.judge_kinds(&mut t);
+        self.judge_fairness(&mut t);
         self.targets = t;
     }
 
@@ -394,6 +402,33 @@ impl Run {
                 !r.failed(),
             ),
             None => not_run("S8 permits", "13", what, "≤ 8, never more"),
+        });
+    }
+
+    /// The targets of issue 17: the fair lock.
+    fn judge_fairness(&self, t: &mut Vec<Target>) {
+        let what =
+            "S10: acquisitions per process, 4 processes × 4 tasks on one name, most over fewest";
+        let spread = |r: &FairnessRun| {
+            r.process_max_min
+                .map_or_else(|| "∞".to_owned(), |x| format!("{x:.2}"))
+        };
+        t.push(match self.fairness(FAIR) {
+            Some(r) => target(
+                "S10 fair max/min",
+                "17",
+                what,
+                "≤ 1.1",
+                format!(
+                    "{} ({}; plain lock: {})",
+                    spread(r),
+                    counts(&r.per_process),
+                    self.fairness(PLAIN)
+                        .map_or_else(|| "not run".to_owned(), spread)
+                ),
+                r.process_max_min.is_some_and(|x| x <= 1.1),
+            ),
+            None => not_run("S10 fair max/min", "17", what, "≤ 1.1"),
         });
     }
 
@@ -447,6 +482,20 @@ impl Run {
                 ));
             }
         }
+        for r in &self.s10 {
+            if r.failed() {
+                failures.push(format!(
+                    "S10 {}: {} errors (first: {}), {} lost updates, {} exclusion violations, \
+                     {} duplicate fencing tokens",
+                    r.client,
+                    r.errors,
+                    r.first_error.as_deref().unwrap_or("-"),
+                    r.lost_updates,
+                    r.exclusion_violations,
+                    r.duplicate_tokens
+                ));
+            }
+        }
         if let Some(r) = &self.s6
             && (r.errors > 0 || r.lost_updates > 0 || r.exclusion_violations > 0)
         {
@@ -460,6 +509,15 @@ impl Run {
         }
         self.failures.extend(failures);
     }
+}
+
+/// `285 / 64 / 124 / 100`.
+pub(crate) fn counts(counts: &[u64]) -> String {
+    counts
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(" / ")
 }
 
 fn target(
