@@ -1,5 +1,6 @@
 -- distlock fair acquire: the mutex of a name, granted only to the head of its queue of fair
--- waiters, with a fencing token, in one atomic step. clock.lua and fence.lua are put in front.
+-- waiters, with a fencing token, in one atomic step. clock.lua, fence.lua and fair.lua are put
+-- in front.
 --
 -- KEYS[1]  the lock key (the mutex's: a fair holder and a plain one exclude each other)
 -- KEYS[2]  the fencing counter
@@ -19,14 +20,7 @@
 -- expiry or the head's entry lapses, announces} when not: the waiter keeps (or takes) its place,
 -- its entry renewed. announces is 0 when the holder is another client's (it never announces).
 local now = now_ms()
-local lapsed = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now)
-if #lapsed > 0 then
-  for _, token in ipairs(lapsed) do
-    redis.call('ZREM', KEYS[3], token)
-  end
-  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
-end
-local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+local head = drop_lapsed(KEYS[3], KEYS[4], now)
 local busy, announces
 if head == nil or head == ARGV[1] then
   local holder = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2], 'GET')

@@ -1,6 +1,6 @@
 -- distlock fair release: release the lock if it is the token's, or withdraw the token's place in
 -- the queue, and tell the head of the queue alone that its turn may have come (no herd).
--- clock.lua is put in front of it.
+-- clock.lua and fair.lua are put in front of it.
 --
 -- KEYS[1]  the lock key
 -- KEYS[2]  the queue (sorted set by arrival)
@@ -13,15 +13,7 @@
 -- PUBLISH_COMMAND is replaced by PUBLISH or SPUBLISH before the script is loaded.
 -- Returns 1 when the lock was the token's and is released, 0 otherwise (a withdrawn waiter, or a
 -- lease that was no longer ours: nothing of another holder is touched).
-local now = now_ms()
-local lapsed = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)
-if #lapsed > 0 then
-  for _, token in ipairs(lapsed) do
-    redis.call('ZREM', KEYS[2], token)
-  end
-  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
-end
-local was_head = redis.call('ZRANGE', KEYS[2], 0, 0)[1] == ARGV[1]
+local was_head = drop_lapsed(KEYS[2], KEYS[3], now_ms()) == ARGV[1]
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 local ours = 0

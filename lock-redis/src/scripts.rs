@@ -67,6 +67,7 @@ pub(crate) static EXTEND: LazyLock<Lua> = LazyLock::new(|| Lua::new(EXTEND_LUA))
 // sets) in front of each, `lua/semaphore.lua` (pruning) in front of the semaphore's.
 const CLOCK_LUA: &str = include_str!("../lua/clock.lua");
 const SEMAPHORE_LUA: &str = include_str!("../lua/semaphore.lua");
+const FAIR_LUA: &str = include_str!("../lua/fair.lua");
 
 /// The script with the helpers it needs in front, and its announcing command filled in.
 fn assemble(parts: &[&str], publish: &str) -> Lua {
@@ -143,6 +144,7 @@ pub(crate) static FAIR_ACQUIRE: Lazy = LazyLock::new(|| {
         &[
             CLOCK_LUA,
             FENCE_LUA,
+            FAIR_LUA,
             include_str!("../lua/fair_acquire.lua"),
         ],
         "",
@@ -152,10 +154,10 @@ const FAIR_RELEASE_LUA: &str = include_str!("../lua/fair_release.lua");
 /// A fair holder's release or a fair waiter's withdrawal, telling the head with `PUBLISH`;
 /// see `lua/fair_release.lua`.
 pub(crate) static FAIR_RELEASE: Lazy =
-    LazyLock::new(|| assemble(&[CLOCK_LUA, FAIR_RELEASE_LUA], "PUBLISH"));
+    LazyLock::new(|| assemble(&[CLOCK_LUA, FAIR_LUA, FAIR_RELEASE_LUA], "PUBLISH"));
 /// The same with `SPUBLISH` on a Redis Cluster.
 pub(crate) static FAIR_RELEASE_SHARDED: Lazy =
-    LazyLock::new(|| assemble(&[CLOCK_LUA, FAIR_RELEASE_LUA], "SPUBLISH"));
+    LazyLock::new(|| assemble(&[CLOCK_LUA, FAIR_LUA, FAIR_RELEASE_LUA], "SPUBLISH"));
 /// Several mutexes in one slot, all or none; see `lua/multi_acquire.lua`.
 pub(crate) static MULTI_ACQUIRE: Lazy =
     LazyLock::new(|| assemble(&[FENCE_LUA, include_str!("../lua/multi_acquire.lua")], ""));
