@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use lock_core::{Attempt, Lock, LockError, Locker, Token};
+use lock_core::{Attempt, Lock, LockError, Locker, TimeoutPhase, Token};
 use lock_postgres::{PostgresAdvisoryLock, advisory_key};
-use lock_testkit::PostgresServer;
 use lock_testkit::conformance::{self, Backend};
+use lock_testkit::{FaultProxy, PostgresServer};
 
 fn token() -> Token {
     Token::generate().expect("token")
@@ -297,4 +297,67 @@ async fn a_ttl_beyond_the_idle_timeout_range_is_invalid_input() {
         .await
         .expect_err("too long");
     assert!(matches!(err, LockError::InvalidInput { .. }), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_stops_answering_gives_timeouts() {
+    const LIMIT: Duration = Duration::from_secs(1);
+    let server = common::server();
+    let proxy = FaultProxy::start(server.addr()).expect("proxy");
+    let lock = PostgresAdvisoryLock::builder()
+        .url(format!(
+            "postgres://postgres@127.0.0.1:{}/postgres",
+            proxy.addr().port()
+        ))
+        .connect_timeout(LIMIT)
+        .statement_timeout(LIMIT)
+        .build()
+        .expect("build");
+    let ttl = Duration::from_secs(30);
+    let Attempt::Acquired(lease) = lock.try_acquire("job", token(), ttl).await.expect("up") else {
+        panic!("busy");
+    };
+
+    proxy.partition();
+    let started = Instant::now();
+    // The held connection's heartbeat gets no reply: a Command timeout, the lease kept.
+    let err = lock.extend(&lease, ttl).await.expect_err("partitioned");
+    assert!(
+        matches!(
+            err,
+            LockError::Timeout {
+                phase: TimeoutPhase::Command,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    // A new attempt needs a new connection: a Connect timeout.
+    let err = lock
+        .try_acquire("other", token(), ttl)
+        .await
+        .expect_err("partitioned");
+    assert!(
+        matches!(err, LockError::Timeout { .. }) && err.is_retryable(),
+        "{err}"
+    );
+    assert!(
+        started.elapsed() < LIMIT * 10,
+        "took {:?}",
+        started.elapsed()
+    );
+
+    proxy.heal();
+    let mut back = false;
+    for _ in 0..50 {
+        if lock.ping().await.is_ok() {
+            back = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        back,
+        "the lock did not work again after the partition healed"
+    );
 }
