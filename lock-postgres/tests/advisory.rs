@@ -117,18 +117,30 @@ async fn a_holder_that_stops_heartbeating_loses_its_session_and_lock() {
         .statement_timeout(Duration::from_millis(500))
         .build()
         .expect("build");
-    // A released lease's connection goes back to the pool with idle_session_timeout reset:
-    // it must still work after longer than the lease's idle timeout.
+    // A released lease's connection goes back to the pool (the only one there) with
+    // idle_session_timeout reset, so the server does not end it while it idles there.
     let ttl = Duration::from_secs(1);
     let Attempt::Acquired(first) = lock.try_acquire("a", token(), ttl).await.expect("try") else {
         panic!("busy");
     };
     assert!(lock.release(&first).await.expect("release"));
-    tokio::time::sleep(Duration::from_millis(2500)).await;
-    let Attempt::Acquired(stalled) = lock
-        .try_acquire("job", token(), ttl)
+    assert_eq!(
+        lock.pool().status().size,
+        1,
+        "the connection was not pooled"
+    );
+    let pooled = lock.pool().get().await.expect("pooled");
+    let idle: String = pooled
+        .query_one("SHOW idle_session_timeout", &[])
         .await
-        .expect("the pooled connection survived its idle time")
+        .expect("show")
+        .get(0);
+    assert_eq!(
+        idle, "0",
+        "a pooled connection kept the lease's idle timeout"
+    );
+    drop(pooled);
+    let Attempt::Acquired(stalled) = lock.try_acquire("job", token(), ttl).await.expect("try")
     else {
         panic!("busy");
     };
