@@ -39,6 +39,13 @@ pub use lock_postgres::{
     MissingTable, PostgresError, PostgresLock, PostgresLockBuilder, TABLE as POSTGRES_TABLE,
     deadpool_postgres, tokio_postgres,
 };
+// Its opt-in advisory mode: session advisory locks with sqlx's keys.
+#[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+pub use lock_postgres::{
+    DEFAULT_ADVISORY_POOL_SIZE as POSTGRES_ADVISORY_POOL_SIZE, PostgresAdvisoryLock,
+    PostgresAdvisoryLockBuilder, TransactionPooler, advisory_key,
+};
 
 // Redlock: one lock over N independent Redis masters, granted by a quorum (feature `redlock`).
 #[cfg(feature = "redlock")]

@@ -104,6 +104,20 @@ impl PostgresLockBuilder {
     /// [`LockError::InvalidInput`] when neither or both of a URL and a configuration were
     /// given (and no pool), the URL does not parse, a timeout or the pool size is zero.
     pub fn build(self) -> Result<PostgresLock, LockError> {
+        let announcements = self.announcements.unwrap_or(true);
+        let settings = self.resolve(DEFAULT_POOL_SIZE)?;
+        let listen = settings.config.filter(|_| announcements);
+        Ok(PostgresLock::assemble(
+            settings.pool,
+            listen,
+            settings.connect_timeout,
+            settings.statement_timeout,
+        ))
+    }
+
+    /// Checks the settings and makes the pool (of `default_pool_size` connections unless a
+    /// size or a pool was given): what both modes need.
+    pub(crate) fn resolve(self, default_pool_size: usize) -> Result<Resolved, LockError> {
         let connect_timeout = positive(
             "connect timeout",
             self.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT),
@@ -112,7 +126,7 @@ impl PostgresLockBuilder {
             "statement timeout",
             self.statement_timeout.unwrap_or(DEFAULT_STATEMENT_TIMEOUT),
         )?;
-        let pool_size = self.pool_size.unwrap_or(DEFAULT_POOL_SIZE);
+        let pool_size = self.pool_size.unwrap_or(default_pool_size);
         if pool_size == 0 {
             return Err(LockError::invalid("the pool size must not be zero"));
         }
@@ -143,14 +157,21 @@ impl PostgresLockBuilder {
                 ));
             }
         };
-        let listen = config.filter(|_| self.announcements.unwrap_or(true));
-        Ok(PostgresLock::assemble(
+        Ok(Resolved {
             pool,
-            listen,
+            config,
             connect_timeout,
             statement_timeout,
-        ))
+        })
     }
+}
+
+/// The checked settings of a builder.
+pub(crate) struct Resolved {
+    pub(crate) pool: Pool,
+    pub(crate) config: Option<tokio_postgres::Config>,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) statement_timeout: Duration,
 }
 
 impl std::fmt::Debug for PostgresLockBuilder {

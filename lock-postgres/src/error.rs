@@ -59,6 +59,11 @@ impl fmt::Display for PostgresError {
     }
 }
 
+/// `err` with the server's message (and SQLSTATE code).
+pub(crate) fn describe(err: &tokio_postgres::Error) -> String {
+    Describe(err).to_string()
+}
+
 /// A tokio-postgres error with the server's message, which its own `Display` leaves out.
 struct Describe<'a>(&'a tokio_postgres::Error);
 

@@ -1,12 +1,17 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+mod advisory;
 mod config;
 mod error;
 mod listener;
 mod postgres_lock;
 mod sql;
 
+pub use advisory::{
+    DEFAULT_ADVISORY_POOL_SIZE, PostgresAdvisoryLock, PostgresAdvisoryLockBuilder,
+    TransactionPooler, advisory_key,
+};
 pub use config::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE, DEFAULT_STATEMENT_TIMEOUT, PostgresLockBuilder,
 };

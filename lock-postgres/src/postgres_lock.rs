@@ -164,7 +164,7 @@ impl PostgresLock {
 
 /// Throws away a connection whose statement timed out (its state is unknown) and asks the
 /// server, in the background and bounded by `limit`, to cancel what it still runs.
-fn discard(client: Object, limit: Duration) {
+pub(crate) fn discard(client: Object, limit: Duration) {
     let cancel = client.cancel_token();
     drop(Object::take(client));
     drop(tokio::spawn(async move {

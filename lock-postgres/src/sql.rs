@@ -81,3 +81,30 @@ pub(crate) const PING: &str = "SELECT 1";
 
 /// `LISTEN` on the release channel.
 pub(crate) const LISTEN: &str = "LISTEN distlock_released";
+
+/// Advisory mode: try to take the session lock `$1` and, only if taken, set the session's
+/// `idle_session_timeout` to `$2` ms, in one statement. `MATERIALIZED` makes the lock call run
+/// exactly once, before the test of its answer. Returns whether it was taken and the session's
+/// server process.
+pub(crate) const ADVISORY_ACQUIRE: &str = "\
+WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock($1) AS got)
+SELECT got, pg_backend_pid(),
+    CASE WHEN got THEN set_config('idle_session_timeout', $2, false) END
+FROM l";
+
+/// Advisory mode: the heartbeat of a held session, which sets its `idle_session_timeout` to
+/// `$1` ms. Returns the session's server process.
+pub(crate) const ADVISORY_HEARTBEAT: &str =
+    "SELECT pg_backend_pid(), set_config('idle_session_timeout', $1, false)";
+
+/// Advisory mode: release the session lock `$1` and reset `idle_session_timeout` to the value
+/// the session started with (so the connection can go back to the pool). Returns
+/// `pg_advisory_unlock`'s answer and the session's server process.
+pub(crate) const ADVISORY_RELEASE: &str = "\
+WITH u AS MATERIALIZED (SELECT pg_advisory_unlock($1) AS released)
+SELECT u.released, pg_backend_pid(), set_config('idle_session_timeout', s.reset_val, false)
+FROM u CROSS JOIN pg_settings AS s
+WHERE s.name = 'idle_session_timeout'";
+
+/// Advisory mode: the server's version, as a number (140000 for 14.0).
+pub(crate) const ADVISORY_VERSION: &str = "SELECT current_setting('server_version_num')::int4";

@@ -50,3 +50,38 @@ pub async fn held(client: &tokio_postgres::Client) -> i64 {
         .expect("count held leases")
         .get(0)
 }
+
+/// An advisory-mode lock on `server` with short timeouts.
+pub fn advisory(server: &PostgresServer) -> lock_postgres::PostgresAdvisoryLock {
+    lock_postgres::PostgresAdvisoryLock::builder()
+        .url(server.url())
+        .connect_timeout(Duration::from_secs(2))
+        .statement_timeout(Duration::from_secs(2))
+        .build()
+        .expect("build advisory lock")
+}
+
+/// How many advisory locks any session holds right now.
+pub async fn advisory_held(client: &tokio_postgres::Client) -> i64 {
+    client
+        .query_one(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted",
+            &[],
+        )
+        .await
+        .expect("count advisory locks")
+        .get(0)
+}
+
+/// Polls (bounded: 5 s) until no session holds an advisory lock; the count last seen.
+pub async fn until_no_advisory_held(client: &tokio_postgres::Client) -> i64 {
+    let mut held = advisory_held(client).await;
+    for _ in 0..100 {
+        if held == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        held = advisory_held(client).await;
+    }
+    held
+}
