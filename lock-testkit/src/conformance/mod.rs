@@ -1,5 +1,16 @@
-//! One behaviour suite for the lock kinds (read-write, semaphore, fair, multi), run over every backend so backends cannot drift
-//! apart.
+//! One behaviour suite for the exclusive lock and the lock kinds (mutex, read-write, semaphore,
+//! fair, multi), run over every backend so backends cannot drift apart.
+//!
+//! [`mutex`] states the contract of the exclusive lock once: exclusion among tasks of several
+//! lockers, expiry, not-ours answers to a stale release and extend that leave the new holder
+//! intact, fencing tokens, hand-over within one locker, wake-ups across lockers, cancellation,
+//! renewal and loss, bad input. The other modules hold the kinds' rules.
+//!
+//! Where a backend keeps less than the full contract, it says so in one place, its
+//! [`Backend`]'s capabilities ([`Backend::announces_releases`], [`Backend::fencing`], each
+//! documented with the reason), and the checks assert the weaker property it promises instead
+//! of skipping. The defaults claim the full contract, so a backend that differs fails until it
+//! says so.
 //!
 //! Each function takes a [`Backend`] (fresh [`Locker`]s on one shared store, and the times the
 //! checks use) and a name prefix unique to the run, exercises one rule of the kinds that
@@ -21,6 +32,12 @@
 //! let backend = Backend::new(move || Locker::new(Arc::clone(&store)));
 //! conformance::read_write::readers_share(&backend, "t1").await;
 //! conformance::semaphore::k_permits_at_once(&backend, "t2").await;
+//!
+//! // MemoryLock offers no `watch`: its waiters on other lockers poll.
+//! let mut backend = backend;
+//! backend.announces_releases = false;
+//! conformance::mutex::wakeups_across_lockers(&backend, "t3").await;
+//! conformance::mutex::fencing_increases(&backend, "t4").await;
 //! # }
 //! ```
 
