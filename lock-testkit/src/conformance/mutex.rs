@@ -402,13 +402,14 @@ pub async fn hand_over_within_one_locker(backend: &Backend, prefix: &str) {
     }
 }
 
-/// A waiter on another locker, polling only every six patiences, is granted within the
-/// patience of a release: only the backend's release announcement explains it. A backend
+/// A waiter on another locker, polling with a full-jitter backoff of 600 patiences, is granted
+/// within the patience of a release: only the backend's release announcement explains it (a
+/// lucky poll would, about once in 600 runs, which is why the backoff is so slow). A backend
 /// whose [`Backend::announces_releases`] is `false` must still let a waiter polling with the
 /// default backoff in within the patience.
 pub async fn wakeups_across_lockers(backend: &Backend, prefix: &str) {
     let name = name(prefix, "wake-up");
-    let slow = backend.patience * 6;
+    let slow = backend.patience * 600;
     // Renewed: the holder's TTL, which also caps a waiter's sleep, stays near `slow`.
     let holder = backend
         .locker()
