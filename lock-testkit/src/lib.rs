@@ -53,9 +53,10 @@
 //! OS processes and waits for them; [`spawn_test_process`] starts one and hands it back, for a
 //! test that kills it by its PID.
 //!
-//! [`conformance`] is one behaviour suite for the lock kinds (read-write lock, semaphore):
-//! async checks that take fresh `lock_core::Locker`s on any backend and panic when a rule
-//! breaks, so every backend is held to the same rules.
+//! [`conformance`] is one behaviour suite for the exclusive lock's contract and the lock kinds
+//! (read-write lock, semaphore, fair lock, multi-lock): async checks that take fresh
+//! `lock_core::Locker`s on any backend and panic when a rule breaks, so every backend is held
+//! to the same rules; a backend that keeps less says so in its `conformance::Backend`.
 //!
 //! ```no_run
 //! use lock_testkit::{KeepData, RedisServer};

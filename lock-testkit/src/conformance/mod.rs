@@ -1,5 +1,16 @@
-//! One behaviour suite for the lock kinds (read-write, semaphore, fair, multi), run over every backend so backends cannot drift
-//! apart.
+//! One behaviour suite for the exclusive lock and the lock kinds (mutex, read-write, semaphore,
+//! fair, multi), run over every backend so backends cannot drift apart.
+//!
+//! [`mutex`] states the contract of the exclusive lock once: exclusion among tasks of several
+//! lockers, expiry, not-ours answers to a stale release and extend that leave the new holder
+//! intact, fencing tokens, hand-over within one locker, wake-ups across lockers, cancellation,
+//! renewal and loss, bad input. The other modules hold the kinds' rules.
+//!
+//! Where a backend keeps less than the full contract, it says so in one place, its
+//! [`Backend`]'s capabilities ([`Backend::announces_releases`], [`Backend::fencing`], each
+//! documented with the reason), and the checks assert the weaker property it promises instead
+//! of skipping. The defaults claim the full contract, so a backend that differs fails until it
+//! says so.
 //!
 //! Each function takes a [`Backend`] (fresh [`Locker`]s on one shared store, and the times the
 //! checks use) and a name prefix unique to the run, exercises one rule of the kinds that
@@ -21,6 +32,12 @@
 //! let backend = Backend::new(move || Locker::new(Arc::clone(&store)));
 //! conformance::read_write::readers_share(&backend, "t1").await;
 //! conformance::semaphore::k_permits_at_once(&backend, "t2").await;
+//!
+//! // MemoryLock offers no `watch`: its waiters on other lockers poll.
+//! let mut backend = backend;
+//! backend.announces_releases = false;
+//! conformance::mutex::wakeups_across_lockers(&backend, "t3").await;
+//! conformance::mutex::fencing_increases(&backend, "t4").await;
 //! # }
 //! ```
 
@@ -33,6 +50,7 @@ use lock_core::Locker;
 
 pub mod fair;
 pub mod multi;
+pub mod mutex;
 pub mod read_write;
 pub mod semaphore;
 
@@ -53,6 +71,41 @@ pub struct Backend {
     pub settle: Duration,
     /// The generous bound on every wait that must end (liveness, never speed). Default 10 s.
     pub patience: Duration,
+    /// Whether a release on one locker wakes a waiter on another locker through the
+    /// backend's announcement ([`Lock::watch`](lock_core::Lock::watch) answers `Some`).
+    /// Default `true`, the full contract: a backend that cannot announce says so here, and
+    /// [`mutex::wakeups_across_lockers`] then checks only that its waiters still get in by
+    /// polling. `false` for `MemoryLock` (it offers no `watch`: only waiters of the releasing
+    /// locker are woken at once) and for a Redlock over nodes that announce nothing.
+    pub announces_releases: bool,
+    /// What the backend's fencing tokens promise; see [`Fencing`]. Default
+    /// [`Fencing::Strict`], the full contract.
+    pub fencing: Fencing,
+}
+
+/// What a backend's fencing tokens promise about successive grants of one name: the one place
+/// where the suite's fencing checks learn how a backend differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Fencing {
+    /// Every grant of a name carries a larger token than every earlier grant of it, through
+    /// release, expiry and hand-over: one store numbers the grants (`MemoryLock`'s counter,
+    /// `RedisLock`'s `max(clock in µs, counter + 1)`, Postgres' per-name column).
+    Strict,
+    /// A Redlock over nodes whose tokens share one scale (`RedisLock` nodes: wall-clock
+    /// microseconds). Its token is the largest the nodes granted by the time the quorum
+    /// decided, and two quorums share a node, so a grant's token is larger than an earlier
+    /// grant's **whenever no node's tokens run ahead of another node's clock by more than the
+    /// earlier holder held the lock** (lock-redlock's README, "Fencing tokens"). The checks
+    /// hold every grant at least this long before ending it (more than the nodes' clocks
+    /// differ: they share one host here), then assert strict increase.
+    AfterHolding(Duration),
+    /// A Redlock over nodes whose tokens are plain counters (`MemoryLock` nodes): a node whose
+    /// counter ran ahead makes one grant's token larger than the next one's, so grants are
+    /// **not** ordered (lock-redlock's README, "Fencing tokens"; its
+    /// `tests/fencing_memory.rs` shows it). The checks assert only that every grant carries a
+    /// token (non-zero).
+    Unordered,
 }
 
 impl Backend {
@@ -65,6 +118,8 @@ impl Backend {
             short_ttl: Duration::from_millis(500),
             settle: Duration::from_millis(200),
             patience: Duration::from_secs(10),
+            announces_releases: true,
+            fencing: Fencing::Strict,
         }
     }
 
@@ -96,6 +151,8 @@ impl fmt::Debug for Backend {
             .field("short_ttl", &self.short_ttl)
             .field("settle", &self.settle)
             .field("patience", &self.patience)
+            .field("announces_releases", &self.announces_releases)
+            .field("fencing", &self.fencing)
             .finish_non_exhaustive()
     }
 }

@@ -1,0 +1,58 @@
+//! The exclusive lock's behaviour suite (`lock_testkit::conformance::mutex`) over
+//! `PostgresLock` on a fresh server (initdb in a temp dir): every check of the contract, with
+//! release announcements (LISTEN/NOTIFY) and strict per-name fencing tokens.
+//!
+//! One test per check, so a failure names it.
+
+mod common;
+
+use lock_core::Locker;
+use lock_postgres::PostgresLock;
+use lock_testkit::PostgresServer;
+use lock_testkit::conformance::Backend;
+
+/// Lockers on `server`, each with a `PostgresLock` of its own (its own pool and listening
+/// connection, like another process); the lease table is created first.
+async fn postgres(server: &PostgresServer) -> Backend {
+    common::lock(server).await; // migrates
+    let url = server.url();
+    Backend::new(move || {
+        Locker::new(
+            PostgresLock::builder()
+                .url(url.as_str())
+                .build()
+                .expect("valid URL"),
+        )
+    })
+}
+
+macro_rules! over_postgres {
+    ($($check:ident),+ $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $check() {
+                let server = common::server();
+                lock_testkit::conformance::mutex::$check(
+                    &crate::postgres(&server).await,
+                    stringify!($check),
+                )
+                .await;
+            }
+        )+
+    };
+}
+
+over_postgres!(
+    exclusion_among_tasks,
+    expiry_frees_the_name,
+    stale_release_is_not_ours,
+    stale_extend_is_not_ours,
+    fencing_increases,
+    hand_over_within_one_locker,
+    wakeups_across_lockers,
+    cancelled_acquire_leaves_nothing,
+    renewal_outlives_the_lease,
+    fixed_ttl_is_lost,
+    renewal_notices_loss,
+    bad_input_sends_nothing,
+);

@@ -1,0 +1,126 @@
+//! The exclusive lock's behaviour suite (`lock_testkit::conformance::mutex`) over `MemoryLock`
+//! on a paused clock, `RedisLock` on a fresh redis-server, and (with the `cluster` feature)
+//! `RedisLock` on a real Redis Cluster for a subset. Redlock runs it in lock-redlock's
+//! `tests/mutex_conformance.rs`, Postgres in lock-postgres's.
+//!
+//! One test per check and backend, so a failure names both.
+
+use std::sync::Arc;
+
+use lock_core::{Locker, MemoryLock};
+use lock_redis::RedisLock;
+use lock_testkit::RedisServer;
+use lock_testkit::conformance::Backend;
+
+/// Lockers on one shared `MemoryLock` (time is tokio's: the tests pause it). It offers no
+/// `watch`: a release wakes only the releasing locker's own waiters.
+fn memory() -> Backend {
+    let store = Arc::new(MemoryLock::new());
+    let mut backend = Backend::new(move || Locker::new(Arc::clone(&store)));
+    backend.announces_releases = false;
+    backend
+}
+
+/// Lockers on `server`, each with its own `RedisLock` (its own pool and pub/sub connection,
+/// like another process), release announcements on.
+fn redis(server: &RedisServer) -> Backend {
+    let url = server.url();
+    Backend::new(move || {
+        Locker::new(
+            RedisLock::builder()
+                .url(url.as_str())
+                .pubsub_url(url.as_str())
+                .build()
+                .expect("valid URL"),
+        )
+    })
+}
+
+/// For each check, a test over MemoryLock (paused clock), `memory::check`, and one over a
+/// fresh redis-server, `redis::check`.
+macro_rules! over_memory_and_redis {
+    ($($check:ident),+ $(,)?) => {
+        mod memory {
+            $(
+                #[tokio::test(start_paused = true)]
+                async fn $check() {
+                    lock_testkit::conformance::mutex::$check(
+                        &crate::memory(),
+                        stringify!($check),
+                    )
+                    .await;
+                }
+            )+
+        }
+
+        mod redis {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $check() {
+                    let server = lock_testkit::RedisServer::start().expect("start redis-server");
+                    lock_testkit::conformance::mutex::$check(
+                        &crate::redis(&server),
+                        stringify!($check),
+                    )
+                    .await;
+                }
+            )+
+        }
+    };
+}
+
+over_memory_and_redis!(
+    exclusion_among_tasks,
+    expiry_frees_the_name,
+    stale_release_is_not_ours,
+    stale_extend_is_not_ours,
+    fencing_increases,
+    hand_over_within_one_locker,
+    wakeups_across_lockers,
+    cancelled_acquire_leaves_nothing,
+    renewal_outlives_the_lease,
+    fixed_ttl_is_lost,
+    renewal_notices_loss,
+    bad_input_sends_nothing,
+);
+
+#[cfg(feature = "cluster")]
+mod cluster {
+    use std::time::Duration;
+
+    use lock_core::Locker;
+    use lock_redis::RedisLock;
+    use lock_testkit::RedisCluster;
+    use lock_testkit::conformance::{Backend, mutex};
+
+    /// On one cluster (starting one is costly), the whole mutex suite on names without a hash
+    /// tag, so each name's slot comes from the key layout alone.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn mutex_on_a_cluster() {
+        let cluster = RedisCluster::start().expect("cluster");
+        let urls = cluster.urls();
+        let mut backend = Backend::new(move || {
+            Locker::new(
+                RedisLock::builder()
+                    .cluster_urls(urls.clone())
+                    .connect_timeout(Duration::from_secs(3))
+                    .command_timeout(Duration::from_secs(2))
+                    .build()
+                    .expect("cluster URLs"),
+            )
+        });
+        backend.settle = Duration::from_millis(300);
+        backend.patience = Duration::from_secs(20);
+        mutex::exclusion_among_tasks(&backend, "m1").await;
+        mutex::expiry_frees_the_name(&backend, "m2").await;
+        mutex::stale_release_is_not_ours(&backend, "m3").await;
+        mutex::stale_extend_is_not_ours(&backend, "m4").await;
+        mutex::fencing_increases(&backend, "m5").await;
+        mutex::hand_over_within_one_locker(&backend, "m6").await;
+        mutex::wakeups_across_lockers(&backend, "m7").await;
+        mutex::cancelled_acquire_leaves_nothing(&backend, "m8").await;
+        mutex::renewal_outlives_the_lease(&backend, "m9").await;
+        mutex::renewal_notices_loss(&backend, "m10").await;
+        mutex::bad_input_sends_nothing(&backend, "m11").await;
+    }
+}
