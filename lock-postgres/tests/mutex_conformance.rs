@@ -1,6 +1,7 @@
 //! The exclusive lock's behaviour suite (`lock_testkit::conformance::mutex`) over
 //! `PostgresLock` on a fresh server (initdb in a temp dir): every check of the contract, with
-//! release announcements (LISTEN/NOTIFY) and strict per-name fencing tokens.
+//! release announcements (LISTEN/NOTIFY) and strict per-name fencing tokens; and over
+//! `PostgresAdvisoryLock`, which declares no fencing tokens and no announcements.
 //!
 //! One test per check, so a failure names it.
 
@@ -56,3 +57,64 @@ over_postgres!(
     renewal_notices_loss,
     bad_input_sends_nothing,
 );
+
+/// The same contract over `PostgresAdvisoryLock` (session advisory locks), with what that mode
+/// keeps less of declared once: no fencing tokens, no release announcements (waiters poll).
+mod advisory {
+    use lock_core::Locker;
+    use lock_testkit::PostgresServer;
+    use lock_testkit::conformance::{Backend, Fencing};
+
+    fn advisory(server: &PostgresServer) -> Backend {
+        let url = server.url();
+        let mut backend = Backend::new(move || {
+            Locker::new(
+                lock_postgres::PostgresAdvisoryLock::builder()
+                    .url(url.as_str())
+                    .build()
+                    .expect("valid URL"),
+            )
+        });
+        backend.fencing = Fencing::None;
+        backend.announces_releases = false;
+        backend
+    }
+
+    macro_rules! over_advisory {
+        ($($check:ident),+ $(,)?) => {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $check() {
+                    let server = crate::common::server();
+                    lock_testkit::conformance::mutex::$check(
+                        &advisory(&server),
+                        concat!("advisory:", stringify!($check)),
+                    )
+                    .await;
+                }
+            )+
+        };
+    }
+
+    over_advisory!(
+        exclusion_among_tasks,
+        expiry_frees_the_name,
+        stale_release_is_not_ours,
+        stale_extend_is_not_ours,
+        fencing_increases,
+        hand_over_within_one_locker,
+        wakeups_across_lockers,
+        cancelled_acquire_leaves_nothing,
+        renewal_outlives_the_lease,
+        fixed_ttl_is_lost,
+        renewal_notices_loss,
+        bad_input_sends_nothing,
+    );
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn multi_lock_all_or_nothing() {
+        let server = crate::common::server();
+        lock_testkit::conformance::multi::all_or_nothing(&advisory(&server), "advisory:multi")
+            .await;
+    }
+}

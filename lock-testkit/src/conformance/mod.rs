@@ -106,6 +106,11 @@ pub enum Fencing {
     /// `tests/fencing_memory.rs` shows it). The checks assert only that every grant carries a
     /// token (non-zero).
     Unordered,
+    /// The backend issues no fencing tokens: every grant carries 0
+    /// (`PostgresAdvisoryLock`: a session advisory lock has no counter beside it; its README
+    /// says to use the lease-table mode where a store checks tokens). The checks assert that
+    /// every token is 0, so a token that appears is noticed too.
+    None,
 }
 
 impl Backend {
