@@ -9,10 +9,11 @@ use serde::Serialize;
 use crate::child::Role;
 use crate::cycles::Timing;
 
-/// distlock's load tool: starts its own redis-server processes on free loopback ports, runs the
-/// scenarios S1–S10 against distlock and, in the same run, against the bare-Redis baselines
-/// (redis-benchmark on the same server; a hand-written redis-rs lock), then prints a table and
-/// writes a JSON record of the run and an SVG chart.
+/// distlock's load tool: starts its own redis-server processes (and, for P1, P3 and P5, one
+/// PostgreSQL server) on free loopback ports, runs the scenarios S1–S10 (and S1, S3, S5 on
+/// PostgreSQL: P1, P3, P5) against distlock and, in the same run, against the baselines
+/// (redis-benchmark and pgbench on the same server; a hand-written redis-rs lock), then prints
+/// a table and writes a JSON record of the run and an SVG chart.
 #[derive(Debug, Parser)]
 #[command(name = "loadtool", version)]
 pub(crate) struct Cli {
@@ -26,7 +27,7 @@ pub(crate) struct Cli {
     pub(crate) out: Option<PathBuf>,
 
     /// Run only these parts (comma-separated: baseline, s1, s2, s3, s4, s5, s6, s7, s8, s9,
-    /// s10).
+    /// s10; p1, p3, p5 — S1, S3 and S5 on PostgreSQL, with their pgbench baselines).
     #[arg(long, value_delimiter = ',', value_name = "PARTS")]
     pub(crate) only: Vec<Part>,
 
@@ -89,6 +90,17 @@ pub(crate) enum Part {
     S8,
     S9,
     S10,
+    /// S1 on PostgreSQL (both modes), interleaved with pgbench on the bare statements.
+    P1,
+    /// S3 on PostgreSQL (both modes).
+    P3,
+    /// S5 on PostgreSQL's lease table.
+    P5,
+}
+
+impl Part {
+    /// The parts run on a PostgreSQL server.
+    pub(crate) const POSTGRES: [Part; 3] = [Part::P1, Part::P3, Part::P5];
 }
 
 /// The tokio runtime flavour.
@@ -203,6 +215,9 @@ impl Plan {
                 Part::S8,
                 Part::S9,
                 Part::S10,
+                Part::P1,
+                Part::P3,
+                Part::P5,
             ]
         } else {
             cli.only.clone()
@@ -238,5 +253,10 @@ impl Plan {
 
     pub(crate) fn has(&self, part: Part) -> bool {
         self.parts.contains(&part)
+    }
+
+    /// Whether any part runs on PostgreSQL.
+    pub(crate) fn has_postgres(&self) -> bool {
+        Part::POSTGRES.iter().any(|p| self.has(*p))
     }
 }

@@ -1,6 +1,10 @@
 //! What the server saw: `INFO commandstats` (every command it ran, those called from inside Lua
 //! scripts included), `INFO cpu`, and the pub/sub probes of S6. Measured through a separate
 //! probe connection whose own commands are left out of the counts.
+//!
+//! For PostgreSQL (P1, P3, P5) the same figures come from `pg_stat_statements` (every statement
+//! by its normalised text: calls and execution time; the probe's own queries left out) and the
+//! CPU time of the server's processes from `/proc`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -18,7 +22,23 @@ const PROBE_COMMANDS: [&str; 4] = ["info", "pubsub|numsub", "client|list", "conf
 /// questions; counters are summed over all of them.
 pub(crate) struct Probe {
     conns: Vec<MultiplexedConnection>,
+    postgres: Option<PgProbe>,
 }
+
+/// A probe connection to a PostgreSQL server, and the server's postmaster (for its CPU time).
+struct PgProbe {
+    client: tokio_postgres::Client,
+    server_pid: Option<u32>,
+}
+
+/// How much of a statement's normalised text names it in the counts.
+const STATEMENT_LABEL_CHARS: usize = 40;
+
+/// The probe's own queries, left out of the counts (they all name the view).
+const PG_PROBE_QUERY: &str = "\
+SELECT query, calls, total_exec_time FROM pg_stat_statements
+WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+  AND query NOT LIKE '%pg_stat_statements%'";
 
 /// The server's counters and this process's CPU time at one moment.
 #[derive(Debug, Clone)]
@@ -77,7 +97,56 @@ impl Probe {
                 "no server to probe",
             )));
         }
-        Ok(Self { conns })
+        Ok(Self {
+            conns,
+            postgres: None,
+        })
+    }
+
+    /// A probe of the PostgreSQL server at `url` (started with `pg_stat_statements` in
+    /// `shared_preload_libraries`), whose postmaster is `server_pid` (its CPU time and its
+    /// backends' are the server's); creates the extension if it is missing.
+    pub(crate) async fn postgres(
+        url: &str,
+        server_pid: Option<u32>,
+    ) -> Result<Self, tokio_postgres::Error> {
+        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        client
+            .batch_execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+            .await?;
+        Ok(Self {
+            conns: Vec::new(),
+            postgres: Some(PgProbe { client, server_pid }),
+        })
+    }
+
+    /// `server_version` of the PostgreSQL server, if this probes one.
+    pub(crate) async fn postgres_version(&self) -> Result<Option<String>, tokio_postgres::Error> {
+        let Some(pg) = &self.postgres else {
+            return Ok(None);
+        };
+        let row = pg.client.query_one("SHOW server_version", &[]).await?;
+        Ok(Some(row.get(0)))
+    }
+
+    /// The PostgreSQL server's statement counters now, labelled.
+    async fn postgres_snapshot(pg: &PgProbe) -> Result<Snapshot, tokio_postgres::Error> {
+        let mut stats: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+        for row in pg.client.query(PG_PROBE_QUERY, &[]).await? {
+            let (query, calls, ms): (String, i64, f64) = (row.get(0), row.get(1), row.get(2));
+            let entry = stats.entry(statement_label(&query)).or_insert((0, 0));
+            entry.0 += u64::try_from(calls).unwrap_or(0);
+            entry.1 += (ms * 1e3) as u64;
+        }
+        Ok(Snapshot {
+            stats,
+            server_cpu: pg.server_pid.map_or(0.0, procfs::tree_cpu_seconds),
+            client_cpu: procfs::cpu_time(),
+            at: Instant::now(),
+        })
     }
 
     fn first(&mut self) -> &mut MultiplexedConnection {
@@ -86,6 +155,11 @@ impl Probe {
 
     /// The servers' counters now, summed.
     pub(crate) async fn snapshot(&mut self) -> redis::RedisResult<Snapshot> {
+        if let Some(pg) = &self.postgres {
+            return Self::postgres_snapshot(pg)
+                .await
+                .map_err(|e| redis::RedisError::from(std::io::Error::other(e.to_string())));
+        }
         let mut stats: BTreeMap<String, (u64, u64)> = BTreeMap::new();
         let mut server_cpu = 0.0;
         for conn in &mut self.conns {
@@ -194,6 +268,11 @@ impl Delta {
         self.wall_s += other.wall_s;
     }
 
+    /// Calls of every command (every statement), the probe's left out.
+    pub(crate) fn total_calls(&self) -> u64 {
+        self.stats.values().map(|s| s.0).sum()
+    }
+
     /// Calls of `command`.
     pub(crate) fn calls(&self, command: &str) -> u64 {
         self.stats.get(command).map_or(0, |s| s.0)
@@ -203,7 +282,7 @@ impl Delta {
     pub(crate) fn cost(&self, ops: u64) -> Cost {
         let ops_f = ops.max(1) as f64;
         let wall = self.wall_s.max(1e-9);
-        let total: u64 = self.stats.values().map(|s| s.0).sum();
+        let total = self.total_calls();
         Cost {
             commands_per_op: total as f64 / ops_f,
             commands: self
@@ -222,6 +301,12 @@ impl Delta {
             server_cpu_share: self.server_cpu_s / wall,
         }
     }
+}
+
+/// A statement's name in the counts: its normalised text, whitespace collapsed, cut short.
+fn statement_label(query: &str) -> String {
+    let text = query.split_whitespace().collect::<Vec<_>>().join(" ");
+    text.chars().take(STATEMENT_LABEL_CHARS).collect()
 }
 
 /// `cmdstat_<name>:calls=<n>,usec=<µs>,...` lines into a map name → (calls, µs).
@@ -274,6 +359,15 @@ mod tests {
         assert_eq!(calls.get("set"), Some(&(620, 569)));
         assert_eq!(calls.get("script|load"), Some(&(1, 47)));
         assert!((parse_server_cpu(INFO) - 3.75).abs() < 1e-9);
+    }
+
+    #[test]
+    fn labels_statements_by_their_start() {
+        assert_eq!(
+            statement_label("WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock($1) AS got)\n  SELECT"),
+            "WITH l AS MATERIALIZED (SELECT pg_try_ad"
+        );
+        assert_eq!(statement_label("SELECT 1"), "SELECT 1");
     }
 
     #[test]

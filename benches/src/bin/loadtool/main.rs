@@ -23,6 +23,13 @@
 //! - S10 fairness across processes: 4 child processes × 4 tasks on one name, ~1 ms hold, with
 //!   the plain mutex and with the fair lock; per-process counts, handoff gaps, exclusion.
 //!
+//! and those of issue 14, on PostgreSQL (one throwaway server, lock-testkit's, with
+//! `pg_stat_statements`), in both of lock-postgres's modes, the lease table and advisory locks:
+//!
+//! - P1: S1 on each mode, interleaved with `pgbench` running the bare statements;
+//! - P3: S3 on each mode;
+//! - P5: S5 on the lease table.
+//!
 //! Prints tables, writes `run.json` and `chart.svg`. `--help` lists the options; see
 //! `benches/README.md` for what each figure means.
 #![forbid(unsafe_code)]
@@ -37,6 +44,7 @@ mod fairness;
 mod handoff;
 mod info;
 mod kinds;
+mod postgres;
 mod procfs;
 mod progress;
 mod renewal;
@@ -163,6 +171,7 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
         s8: None,
         s9: Vec::new(),
         s10: Vec::new(),
+        postgres: None,
         targets: Vec::new(),
         failures: Vec::new(),
     };
@@ -336,6 +345,7 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
         progress.next();
         let params = renewal::Params {
             kind,
+            backend: renewal::Backend::Redis,
             locks: plan.s5_locks,
             lease_ms: u64::try_from(plan.s5_lease.as_millis()).unwrap_or(u64::MAX),
             periods: plan.s5_periods,
@@ -412,6 +422,10 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
             run.s10
                 .push(fairness::run(&runtime, &mut probe, setup, asked)?);
         }
+    }
+
+    if plan.has_postgres() {
+        run.postgres = Some(postgres::run(&plan, &runtime, &mut progress)?);
     }
 
     progress.next();
@@ -575,6 +589,41 @@ fn steps(plan: &Plan, bench: bool) -> Vec<(String, Duration)> {
                 contention + secs(0.5),
             ));
         }
+    }
+    if plan.has_postgres() {
+        s.push(("starting PostgreSQL".to_owned(), secs(2.0)));
+    }
+    if plan.has(Part::P1) {
+        let rounds = plan.s1_rounds;
+        let bench = (plan.cycles.measure / rounds).as_secs_f64().ceil().max(1.0);
+        for round in 1..=rounds {
+            for script in postgres::Script::ALL {
+                s.push((
+                    format!("P1 round {round}/{rounds}: pgbench {}", script.name()),
+                    secs(bench + 0.1),
+                ));
+            }
+            for client in postgres::CLIENTS {
+                s.push((
+                    format!("P1 round {round}/{rounds}: {client}"),
+                    cycle / rounds,
+                ));
+            }
+        }
+    }
+    if plan.has(Part::P3) {
+        for client in postgres::CLIENTS {
+            s.push((
+                format!("P3 {} workers, one name: {client}", plan.s3_workers),
+                contention,
+            ));
+        }
+    }
+    if plan.has(Part::P5) {
+        s.push((
+            format!("P5 {} renewed locks, lease table (child process)", plan.s5_locks),
+            renewal,
+        ));
     }
     s.push(("writing the report".into(), secs(0.5)));
     s

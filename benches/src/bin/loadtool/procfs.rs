@@ -21,6 +21,39 @@ pub(crate) fn cpu_time() -> Duration {
         })
 }
 
+/// CPU time (user + system) of process `pid` and of its children alive now (a PostgreSQL
+/// server: the postmaster and its backends), in seconds; zero where `/proc` is not available.
+/// A backend that exited takes its time with it, so sum over connections that stay open.
+pub(crate) fn tree_cpu_seconds(pid: u32) -> f64 {
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return 0.0;
+    };
+    let ticks: u64 = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n.parse::<u32>().is_ok()))
+        .filter_map(|e| fs::read_to_string(e.path().join("stat")).ok())
+        .filter_map(|stat| {
+            let (own, parent) = (parse_pid(&stat)?, parse_parent(&stat)?);
+            (own == pid || parent == pid).then(|| parse_cpu_ticks(&stat))?
+        })
+        .sum();
+    ticks as f64 / USER_HZ as f64
+}
+
+/// The pid (field 1) from the text of `/proc/<pid>/stat`.
+fn parse_pid(stat: &str) -> Option<u32> {
+    stat.split_whitespace().next()?.parse().ok()
+}
+
+/// The parent's pid (field 4) from the text of `/proc/<pid>/stat`.
+fn parse_parent(stat: &str) -> Option<u32> {
+    stat[stat.rfind(')')? + 1..]
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
 /// utime + stime from the text of `/proc/<pid>/stat`, in ticks.
 fn parse_cpu_ticks(stat: &str) -> Option<u64> {
     // The command name (field 2) is in parentheses and may contain spaces: split after it.
@@ -119,6 +152,7 @@ mod tests {
     fn parses_stat_with_spaces_in_the_name() {
         let stat = "1234 (load tool (x)) S 1 2 3 4 5 6 7 8 9 10 250 50 0 0 20 0 3 0 100";
         assert_eq!(parse_cpu_ticks(stat), Some(300));
+        assert_eq!((parse_pid(stat), parse_parent(stat)), (Some(1234), Some(1)));
     }
 
     #[test]

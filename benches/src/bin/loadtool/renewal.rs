@@ -7,6 +7,8 @@
 //! the child takes the leases, holds them while the `Locker`'s watchdog renews them, reads its
 //! CPU time and memory from `/proc/self`, counts the renewal batches through a counting wrapper
 //! around the backend, releases everything and prints one JSON line.
+//!
+//! P5 is S5 on `PostgresLock` (the lease table): the same child, with [`Backend::PostgresTable`].
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,6 +19,7 @@ use futures::StreamExt;
 use lock_core::{
     Attempt, Kind, Lease, Lock, LockError, LockRequest, Locker, LockerBuilder, ReleaseWatch, Token,
 };
+use lock_postgres::PostgresLock;
 use lock_redis::RedisLock;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
@@ -70,10 +73,23 @@ impl Held {
     }
 }
 
+/// The backend the child holds its leases on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Backend {
+    /// `RedisLock` (S5, S9).
+    #[default]
+    Redis,
+    /// `PostgresLock`, the lease table (P5).
+    PostgresTable,
+}
+
 /// What the parent asks of the child.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub(crate) struct Params {
     pub(crate) kind: Held,
+    #[serde(default)]
+    pub(crate) backend: Backend,
     pub(crate) locks: usize,
     pub(crate) lease_ms: u64,
     pub(crate) periods: u32,
@@ -94,6 +110,8 @@ impl Params {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct RenewalRun {
     pub(crate) kind: Held,
+    #[serde(default)]
+    pub(crate) backend: Backend,
     /// Leases held (locks or read leases).
     pub(crate) locks: usize,
     pub(crate) lease_s: f64,
@@ -117,6 +135,11 @@ pub(crate) struct RenewalRun {
     pub(crate) round_trips_per_period: f64,
     /// EVALSHA calls the server counted in the window.
     pub(crate) server_evalsha: u64,
+    /// Every command (Redis) or statement (PostgreSQL, `pg_stat_statements`) the server counted
+    /// in the window. On PostgreSQL each extend is a statement of its own, one round trip on
+    /// one of the pool's connections.
+    #[serde(default)]
+    pub(crate) server_statements: u64,
     /// Guards that were no longer held at the end (should be 0).
     pub(crate) lost: usize,
 }
@@ -139,6 +162,16 @@ impl From<Memory> for MemoryMib {
     }
 }
 
+impl RenewalRun {
+    /// The scenario it belongs to: S5, S9, or P5 (S5 on PostgreSQL).
+    pub(crate) fn scenario(&self) -> &'static str {
+        match self.backend {
+            Backend::Redis => self.kind.scenario(),
+            Backend::PostgresTable => "P5",
+        }
+    }
+}
+
 /// Runs the child for `params` against `url` and reads its report (parent side). Blocking.
 pub(crate) fn run(url: &str, runtime: &str, params: Params) -> Result<RenewalRun, String> {
     let what = format!("the {} child", params.kind.scenario());
@@ -150,13 +183,29 @@ pub(crate) fn run(url: &str, runtime: &str, params: Params) -> Result<RenewalRun
 pub(crate) async fn child(url: &str, params: Params) -> Result<RenewalRun, String> {
     let err = |e: LockError| e.to_string();
     let memory_before = procfs::memory();
-    let counting = Arc::new(Counting::new(RedisLock::from_url(url).map_err(err)?));
+    let (counting, mut probe) = match params.backend {
+        Backend::Redis => (
+            Arc::new(Counting::new(
+                Box::new(RedisLock::from_url(url).map_err(err)?) as Box<dyn Lock>
+            )),
+            Probe::connect(&[url.to_owned()])
+                .await
+                .map_err(|e| e.to_string())?,
+        ),
+        Backend::PostgresTable => {
+            let lock = PostgresLock::from_url(url).map_err(err)?;
+            lock.migrate().await.map_err(err)?;
+            (
+                Arc::new(Counting::new(Box::new(lock) as Box<dyn Lock>)),
+                Probe::postgres(url, None)
+                    .await
+                    .map_err(|e| e.to_string())?,
+            )
+        }
+    };
     let locker = LockerBuilder::from_arc(Arc::clone(&counting) as Arc<dyn Lock>)
         .lease(params.lease())
         .build();
-    let mut probe = Probe::connect(&[url.to_owned()])
-        .await
-        .map_err(|e| e.to_string())?;
 
     let started = Instant::now();
     let guards = take_all(&locker, params.kind, params.locks).await?;
@@ -170,6 +219,7 @@ pub(crate) async fn child(url: &str, params: Params) -> Result<RenewalRun, Strin
     let hold = window.elapsed();
     let cpu = procfs::cpu_time().saturating_sub(cpu0);
     let after = probe.snapshot().await.map_err(|e| e.to_string())?;
+    let window_delta = before.until(&after);
     let (batches1, renewals1) = counting.counts();
     let memory_held = procfs::memory();
     let lost = guards.iter().filter(|g| !g.is_held()).count();
@@ -186,6 +236,7 @@ pub(crate) async fn child(url: &str, params: Params) -> Result<RenewalRun, Strin
     let renewals = renewals1 - renewals0;
     Ok(RenewalRun {
         kind: params.kind,
+        backend: params.backend,
         locks: params.locks,
         lease_s,
         periods: params.periods,
@@ -199,7 +250,8 @@ pub(crate) async fn child(url: &str, params: Params) -> Result<RenewalRun, Strin
         renewals,
         renewals_per_round_trip: crate::stats::ratio(renewals as f64, round_trips as f64),
         round_trips_per_period: round_trips as f64 / f64::from(params.periods.max(1)),
-        server_evalsha: before.calls_until(&after, "evalsha"),
+        server_evalsha: window_delta.calls("evalsha"),
+        server_statements: window_delta.total_calls(),
         lost,
     })
 }

@@ -8,6 +8,7 @@ use crate::cycles::CycleRun;
 use crate::fairness::{FAIR, FairnessRun, PLAIN};
 use crate::handoff::HandoffRun;
 use crate::kinds::{EXCLUSIVE, READ_WRITE, SharingRun};
+use crate::postgres::PostgresRun;
 use crate::procfs::Machine;
 use crate::renewal::RenewalRun;
 use crate::stats::ratio;
@@ -51,6 +52,8 @@ pub(crate) struct Run {
     pub(crate) s9: Vec<RenewalRun>,
     /// The plain mutex, then the fair lock, each over the same processes and tasks.
     pub(crate) s10: Vec<FairnessRun>,
+    /// P1, P3 and P5 on PostgreSQL, with their pgbench baselines (issue 14).
+    pub(crate) postgres: Option<PostgresRun>,
     pub(crate) targets: Vec<Target>,
     /// Correctness failures and errors: a run with any is not a valid measurement.
     pub(crate) failures: Vec<String>,
@@ -64,7 +67,7 @@ type S3Target = (
     fn(&HandoffRun) -> (String, bool),
 );
 
-/// One target of issues 3, 4, 7, 13 and 17 and how this run did.
+/// One target of issues 3, 4, 7, 13, 14 and 17 and how this run did.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Target {
     pub(crate) id: &'static str,
@@ -353,6 +356,7 @@ impl Run {
         });
         self.judge_kinds(&mut t);
         self.judge_fairness(&mut t);
+        t.extend(crate::postgres::targets(self.postgres.as_ref()));
         self.targets = t;
     }
 
@@ -435,7 +439,10 @@ impl Run {
     /// Correctness problems, gathered from every part.
     pub(crate) fn check(&mut self) {
         let mut failures = Vec::new();
-        for r in self.s1.iter().chain(&self.s2).chain(&self.s4) {
+        let (p1, p3, p5) = self.postgres.as_ref().map_or((&[][..], &[][..], None), |p| {
+            (&p.p1[..], &p.p3[..], p.p5.as_ref())
+        });
+        for r in self.s1.iter().chain(&self.s2).chain(&self.s4).chain(p1) {
             if r.errors > 0 {
                 failures.push(format!(
                     "{} {}: {} errors (first: {})",
@@ -446,10 +453,10 @@ impl Run {
                 ));
             }
         }
-        for r in &self.s3 {
+        for (scenario, r) in self.s3.iter().map(|r| ("S3", r)).chain(p3.iter().map(|r| ("P3", r))) {
             if r.errors > 0 || r.lost_updates > 0 || r.exclusion_violations > 0 {
                 failures.push(format!(
-                    "S3 {}: {} errors (first: {}), {} lost updates, {} exclusion violations",
+                    "{scenario} {}: {} errors (first: {}), {} lost updates, {} exclusion violations",
                     r.client,
                     r.errors,
                     r.first_error.as_deref().unwrap_or("-"),
@@ -458,11 +465,11 @@ impl Run {
                 ));
             }
         }
-        for r in self.s5.iter().chain(&self.s9) {
+        for r in self.s5.iter().chain(&self.s9).chain(p5) {
             if r.lost > 0 {
                 failures.push(format!(
                     "{}: {} of {} leases ({}) lost while renewing",
-                    r.kind.scenario(),
+                    r.scenario(),
                     r.lost,
                     r.locks,
                     r.kind.describe()
@@ -520,7 +527,7 @@ pub(crate) fn counts(counts: &[u64]) -> String {
         .join(" / ")
 }
 
-fn target(
+pub(crate) fn target(
     id: &'static str,
     issues: &'static str,
     what: &'static str,
@@ -538,7 +545,7 @@ fn target(
     }
 }
 
-fn not_run(
+pub(crate) fn not_run(
     id: &'static str,
     issues: &'static str,
     what: &'static str,
