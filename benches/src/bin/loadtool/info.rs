@@ -3,7 +3,8 @@
 //! probe connection whose own commands are left out of the counts.
 //!
 //! For PostgreSQL (P1, P3, P5) the same figures come from `pg_stat_statements` (every statement
-//! by its normalised text: calls and execution time; the probe's own queries left out) and the
+//! by its normalised text: calls, and planning + execution time with `track_planning` on; the
+//! probe's own queries left out) and the
 //! CPU time of the server's processes from `/proc`.
 
 use std::collections::BTreeMap;
@@ -36,7 +37,7 @@ const STATEMENT_LABEL_CHARS: usize = 40;
 
 /// The probe's own queries, left out of the counts (they all name the view).
 const PG_PROBE_QUERY: &str = "\
-SELECT query, calls, total_exec_time FROM pg_stat_statements
+SELECT query, calls, total_exec_time + total_plan_time FROM pg_stat_statements
 WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
   AND query NOT LIKE '%pg_stat_statements%'";
 
@@ -139,7 +140,8 @@ impl Probe {
             let (query, calls, ms): (String, i64, f64) = (row.get(0), row.get(1), row.get(2));
             let entry = stats.entry(statement_label(&query)).or_insert((0, 0));
             entry.0 += u64::try_from(calls).unwrap_or(0);
-            entry.1 += (ms * 1e3) as u64;
+            let us = Duration::try_from_secs_f64(ms / 1e3).map_or(0, |d| d.as_micros());
+            entry.1 += u64::try_from(us).unwrap_or(u64::MAX);
         }
         Ok(Snapshot {
             stats,
@@ -364,7 +366,9 @@ mod tests {
     #[test]
     fn labels_statements_by_their_start() {
         assert_eq!(
-            statement_label("WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock($1) AS got)\n  SELECT"),
+            statement_label(
+                "WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock($1) AS got)\n  SELECT"
+            ),
             "WITH l AS MATERIALIZED (SELECT pg_try_ad"
         );
         assert_eq!(statement_label("SELECT 1"), "SELECT 1");

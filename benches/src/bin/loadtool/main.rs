@@ -621,7 +621,10 @@ fn steps(plan: &Plan, bench: bool) -> Vec<(String, Duration)> {
     }
     if plan.has(Part::P5) {
         s.push((
-            format!("P5 {} renewed locks, lease table (child process)", plan.s5_locks),
+            format!(
+                "P5 {} renewed locks, lease table (child process)",
+                plan.s5_locks
+            ),
             renewal,
         ));
     }

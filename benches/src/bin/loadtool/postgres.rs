@@ -121,7 +121,8 @@ pub(crate) struct PgBench {
     pub(crate) tps: f64,
     /// pgbench's `latency average`, the mean of the rounds.
     pub(crate) latency_avg_us: f64,
-    /// Statements per transaction (`pg_stat_statements`), server and client CPU.
+    /// Statements per transaction and their planning + execution time (`pg_stat_statements`);
+    /// its CPU figures mean nothing (pgbench's backend has exited when the probe looks).
     pub(crate) cost: Cost,
 }
 
@@ -166,6 +167,7 @@ pub(crate) fn run(
     progress.next();
     let server = PostgresServer::builder()
         .setting("shared_preload_libraries", "pg_stat_statements")
+        .setting("pg_stat_statements.track_planning", "on")
         .start()
         .map_err(|e| format!("starting PostgreSQL: {e}"))?;
     let url = server.url();
@@ -186,7 +188,15 @@ pub(crate) fn run(
     };
     if plan.has(Part::P1) {
         let scripts = Scripts::write()?;
-        let result = p1(plan, runtime, progress, &url, server.port(), &scripts, &mut probe);
+        let result = p1(
+            plan,
+            runtime,
+            progress,
+            &url,
+            server.port(),
+            &scripts,
+            &mut probe,
+        );
         scripts.remove();
         (out.pgbench, out.p1) = result?;
     }
@@ -244,17 +254,18 @@ fn p1(
         warmup: plan.cycles.warmup / plan.s1_rounds,
         measure: plan.cycles.measure / plan.s1_rounds,
     };
-    let bench_secs = timing.measure.as_secs_f64().ceil().max(1.0) as u64;
+    let bench_secs =
+        (timing.measure.as_secs() + u64::from(timing.measure.subsec_nanos() > 0)).max(1);
     let mut benches: Vec<Vec<PgBench>> = Script::ALL.iter().map(|_| Vec::new()).collect();
     let mut windows: Vec<Vec<cycles::Window>> = CLIENTS.iter().map(|_| Vec::new()).collect();
     for _ in 0..plan.s1_rounds {
         for (i, script) in Script::ALL.into_iter().enumerate() {
             progress.next();
-            let before = block(runtime, Duration::ZERO, probe.snapshot())?
-                .map_err(|e| e.to_string())?;
+            let before =
+                block(runtime, Duration::ZERO, probe.snapshot())?.map_err(|e| e.to_string())?;
             let mut run = pgbench(&bench, port, script, scripts, bench_secs)?;
-            let after = block(runtime, Duration::ZERO, probe.snapshot())?
-                .map_err(|e| e.to_string())?;
+            let after =
+                block(runtime, Duration::ZERO, probe.snapshot())?.map_err(|e| e.to_string())?;
             run.cost = before.cost_until(&after, run.transactions);
             benches[i].push(run);
         }
@@ -413,9 +424,13 @@ fn merge(runs: &[PgBench]) -> Option<PgBench> {
     merged.tps = ratio(transactions as f64, seconds);
     merged.latency_avg_us = runs.iter().map(|r| r.latency_avg_us).sum::<f64>() / n;
     merged.cost.commands_per_op = runs.iter().map(|r| r.cost.commands_per_op).sum::<f64>() / n;
-    merged.cost.client_cpu_us_per_op = 0.0;
-    merged.cost.server_cpu_us_per_op =
-        runs.iter().map(|r| r.cost.server_cpu_us_per_op).sum::<f64>() / n;
+    for (name, us) in &mut merged.cost.command_us {
+        *us = runs
+            .iter()
+            .filter_map(|r| r.cost.command_us.get(name))
+            .sum::<f64>()
+            / n;
+    }
     Some(merged)
 }
 
@@ -462,13 +477,20 @@ mod tests {
 
     #[test]
     fn scripts_take_the_statements_from_lock_postgres() {
-        let table = Script::LeaseTable.text().unwrap();
+        let table = Script::LeaseTable
+            .text()
+            .expect("the lease table's statements");
         assert!(table.starts_with("\\set r random(1, 1000000000)\nINSERT INTO distlock_leases"));
         assert!(table.contains("WITH released AS ("));
         assert!(table.contains("pg_notify('distlock_released', released.name)"));
         assert!(!table.contains('$'), "{table}");
         assert_eq!(table.matches(";\n").count(), 2);
-        assert!(Script::Advisory.text().unwrap().contains("pg_advisory_unlock(42)"));
+        assert!(
+            Script::Advisory
+                .text()
+                .expect("the advisory script")
+                .contains("pg_advisory_unlock(42)")
+        );
     }
 
     #[test]

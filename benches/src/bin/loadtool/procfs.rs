@@ -30,7 +30,11 @@ pub(crate) fn tree_cpu_seconds(pid: u32) -> f64 {
     };
     let ticks: u64 = entries
         .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_str().is_some_and(|n| n.parse::<u32>().is_ok()))
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+        })
         .filter_map(|e| fs::read_to_string(e.path().join("stat")).ok())
         .filter_map(|stat| {
             let (own, parent) = (parse_pid(&stat)?, parse_parent(&stat)?);

@@ -186,7 +186,7 @@ pub(crate) async fn child(url: &str, params: Params) -> Result<RenewalRun, Strin
     let (counting, mut probe) = match params.backend {
         Backend::Redis => (
             Arc::new(Counting::new(
-                Box::new(RedisLock::from_url(url).map_err(err)?) as Box<dyn Lock>
+                Box::new(RedisLock::from_url(url).map_err(err)?) as Box<dyn Lock>,
             )),
             Probe::connect(&[url.to_owned()])
                 .await

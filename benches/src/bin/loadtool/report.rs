@@ -3,8 +3,10 @@
 use comfy_table::{CellAlignment, Table, presets};
 
 use crate::cycles::CycleRun;
+use crate::handoff::HandoffRun;
 use crate::info::Cost;
 use crate::kinds::{SharingRun, Workload};
+use crate::renewal::{Backend, RenewalRun};
 use crate::run::Run;
 use crate::stats::ratio;
 
@@ -26,6 +28,7 @@ pub(crate) fn print(run: &Run) {
     kinds(run);
     fairness(run);
     scale(run);
+    postgres(run);
     targets(run);
     if !run.failures.is_empty() {
         println!("\nFAILURES (the figures above are not a valid measurement):");
@@ -113,6 +116,15 @@ fn cycles(run: &Run) {
     println!(
         "\nS1 uncontended (1 task) · S2 parallel (32 tasks, own names) · S4 Redlock (1 task): acquire + release cycles"
     );
+    println!("{}", cycle_table(&rows, "in scripts µs/cycle", script_us));
+    println!(
+        "  in scripts: server time executing EVALSHA (the commands a script calls included), \
+         from INFO commandstats"
+    );
+}
+
+/// The table of S1, S2, S4 and P1: a row a client, with `server_time` in the column `time`.
+fn cycle_table(rows: &[&CycleRun], time: &str, server_time: fn(&Cost) -> f64) -> Table {
     let mut t = table(&[
         "scenario",
         "client",
@@ -120,7 +132,7 @@ fn cycles(run: &Run) {
         "p50 µs",
         "p99 µs",
         "cmds/cycle",
-        "in scripts µs/cycle",
+        time,
         "client CPU µs/cycle",
         "server CPU µs/cycle",
         "commands per cycle",
@@ -133,17 +145,18 @@ fn cycles(run: &Run) {
             format!("{:.0}", r.latency.p50_us),
             format!("{:.0}", r.latency.p99_us),
             format!("{:.2}", r.cost.commands_per_op),
-            format!("{:.1}", script_us(&r.cost)),
+            format!("{:.1}", server_time(&r.cost)),
             format!("{:.1}", r.cost.client_cpu_us_per_op),
             format!("{:.1}", r.cost.server_cpu_us_per_op),
             breakdown(&r.cost),
         ]);
     }
-    println!("{t}");
-    println!(
-        "  in scripts: server time executing EVALSHA (the commands a script calls included), \
-         from INFO commandstats"
-    );
+    t
+}
+
+/// Server µs spent in every command (every statement: planning and executing) per operation.
+fn executing_us(cost: &Cost) -> f64 {
+    cost.command_us.values().sum()
 }
 
 /// Server µs spent executing scripts per operation.
@@ -163,6 +176,11 @@ fn contention(run: &Run) {
         run.plan.s3_workers,
         run.plan.s3_hold.as_secs_f64() * 1e3
     );
+    println!("{}", handoff_table(&run.s3));
+}
+
+/// The table of S3 and P3: a row a client.
+fn handoff_table(rows: &[HandoffRun]) -> Table {
     let mut t = table(&[
         "client",
         "acq/s",
@@ -175,7 +193,7 @@ fn contention(run: &Run) {
         "hold mean ms",
         "commands per acquisition",
     ]);
-    for r in &run.s3 {
+    for r in rows {
         t.add_row(vec![
             r.client.clone(),
             format!("{:.0}", r.per_second),
@@ -189,7 +207,7 @@ fn contention(run: &Run) {
             breakdown(&r.cost),
         ]);
     }
-    println!("{t}");
+    t
 }
 
 fn kinds(run: &Run) {
@@ -316,50 +334,7 @@ fn scale(run: &Run) {
     println!("\nS5 renewal at scale · S6 many waiters · S9 read leases at scale");
     let mut t = table(&["scenario", "figure", "value"]);
     for r in run.s5.iter().chain(&run.s9) {
-        let rows = [
-            (
-                "leases held, renewed",
-                format!(
-                    "{} {} for {:.1} s ({} periods of a {:.1} s lease)",
-                    r.locks,
-                    r.kind.describe(),
-                    r.hold_s,
-                    r.periods,
-                    r.lease_s
-                ),
-            ),
-            ("taking them", format!("{:.2} s", r.acquire_s)),
-            (
-                "RSS before → holding",
-                format!(
-                    "{:.1} → {:.1} MiB (anon {:.1} MiB, peak {:.1} MiB)",
-                    r.memory_before.rss, r.memory_held.rss, r.memory_held.anon, r.memory_held.peak
-                ),
-            ),
-            (
-                "CPU while holding",
-                format!(
-                    "{:.2} % of a core at a {:.1} s lease → {:.2} % at 30 s",
-                    r.cpu_share * 100.0,
-                    r.lease_s,
-                    r.cpu_share_at_30s_lease * 100.0
-                ),
-            ),
-            (
-                "renewal round trips",
-                format!(
-                    "{} ({:.1} per period, {:.0} renewals each); server EVALSHA: {}",
-                    r.renewal_round_trips,
-                    r.round_trips_per_period,
-                    r.renewals_per_round_trip,
-                    r.server_evalsha
-                ),
-            ),
-            ("leases lost", r.lost.to_string()),
-        ];
-        for (figure, value) in rows {
-            t.add_row(vec![r.kind.scenario().to_owned(), figure.to_owned(), value]);
-        }
+        renewal_rows(&mut t, r);
     }
     if let Some(r) = &run.s6 {
         let rows = [
@@ -398,11 +373,136 @@ fn scale(run: &Run) {
     println!("{t}");
 }
 
+/// The rows of one S5, S9 or P5 run.
+fn renewal_rows(t: &mut Table, r: &RenewalRun) {
+    let round_trips = match r.backend {
+        Backend::Redis => format!(
+            "{} ({:.1} per period, {:.0} renewals each); server EVALSHA: {}",
+            r.renewal_round_trips,
+            r.round_trips_per_period,
+            r.renewals_per_round_trip,
+            r.server_evalsha
+        ),
+        Backend::PostgresTable => format!(
+            "{} statements on the server ({:.0} per period; each its own round trip on one of \
+             the pool's connections), from {} extend_many batches of {:.0}",
+            r.server_statements,
+            r.server_statements as f64 / f64::from(r.periods.max(1)),
+            r.renewal_round_trips,
+            r.renewals_per_round_trip
+        ),
+    };
+    let rows = [
+        (
+            "leases held, renewed",
+            format!(
+                "{} {} for {:.1} s ({} periods of a {:.1} s lease)",
+                r.locks,
+                r.kind.describe(),
+                r.hold_s,
+                r.periods,
+                r.lease_s
+            ),
+        ),
+        ("taking them", format!("{:.2} s", r.acquire_s)),
+        (
+            "RSS before → holding",
+            format!(
+                "{:.1} → {:.1} MiB (anon {:.1} MiB, peak {:.1} MiB)",
+                r.memory_before.rss, r.memory_held.rss, r.memory_held.anon, r.memory_held.peak
+            ),
+        ),
+        (
+            "CPU while holding",
+            format!(
+                "{:.2} % of a core at a {:.1} s lease → {:.2} % at 30 s",
+                r.cpu_share * 100.0,
+                r.lease_s,
+                r.cpu_share_at_30s_lease * 100.0
+            ),
+        ),
+        ("renewal round trips", round_trips),
+        ("leases lost", r.lost.to_string()),
+    ];
+    for (figure, value) in rows {
+        t.add_row(vec![r.scenario().to_owned(), figure.to_owned(), value]);
+    }
+}
+
+/// P1, P3 and P5: PostgreSQL, with pgbench on the bare statements as P1's limit.
+fn postgres(run: &Run) {
+    let Some(pg) = &run.postgres else {
+        return;
+    };
+    if !pg.pgbench.is_empty() {
+        println!(
+            "\nP1 baselines: pgbench on the same PostgreSQL {} server, 1 connection, prepared \
+             statements",
+            pg.version
+        );
+        let mut t = table(&[
+            "script",
+            "command",
+            "cycles/s",
+            "latency avg µs",
+            "statements/cycle",
+            "planning + executing µs/cycle",
+        ]);
+        for b in &pg.pgbench {
+            t.add_row(vec![
+                b.script.to_owned(),
+                b.command.clone(),
+                format!("{:.0}", b.tps),
+                format!("{:.0}", b.latency_avg_us),
+                format!("{:.2}", b.cost.commands_per_op),
+                format!("{:.1}", executing_us(&b.cost)),
+            ]);
+        }
+        println!("{t}");
+    }
+    if !pg.p1.is_empty() {
+        println!("\nP1 uncontended on PostgreSQL (1 task): acquire + release cycles");
+        let rows: Vec<&CycleRun> = pg.p1.iter().collect();
+        println!(
+            "{}",
+            cycle_table(&rows, "planning + executing µs/cycle", executing_us)
+        );
+        for client in crate::postgres::CLIENTS {
+            if let Some((p1, bare)) = pg.against_bare(client) {
+                println!(
+                    "  {client}: {:.0} % of its bare statements ({:.0} of {:.0} cycles/s)",
+                    ratio(p1.per_second, bare.tps) * 100.0,
+                    p1.per_second,
+                    bare.tps
+                );
+            }
+        }
+        println!(
+            "  cmds: statements from pg_stat_statements (calls; planning + executing: \
+             total_plan_time + total_exec_time); server CPU: the postmaster and its backends, /proc"
+        );
+    }
+    if !pg.p3.is_empty() {
+        println!(
+            "\nP3 contended on PostgreSQL: {} workers, one name, {:.0} ms hold, distlock's defaults",
+            run.plan.s3_workers,
+            run.plan.s3_hold.as_secs_f64() * 1e3
+        );
+        println!("{}", handoff_table(&pg.p3));
+    }
+    if let Some(r) = &pg.p5 {
+        println!("\nP5 renewal at scale on PostgreSQL's lease table");
+        let mut t = table(&["scenario", "figure", "value"]);
+        renewal_rows(&mut t, r);
+        println!("{t}");
+    }
+}
+
 fn targets(run: &Run) {
     if run.targets.is_empty() {
         return;
     }
-    println!("\nTargets (issues 3, 4, 7, 13 and 17)");
+    println!("\nTargets (issues 3, 4, 7, 13, 14 and 17)");
     let mut t = table(&["target", "issues", "goal", "measured", "met"]);
     for target in &run.targets {
         t.add_row(vec![

@@ -439,9 +439,12 @@ impl Run {
     /// Correctness problems, gathered from every part.
     pub(crate) fn check(&mut self) {
         let mut failures = Vec::new();
-        let (p1, p3, p5) = self.postgres.as_ref().map_or((&[][..], &[][..], None), |p| {
-            (&p.p1[..], &p.p3[..], p.p5.as_ref())
-        });
+        let (p1, p3, p5) = self
+            .postgres
+            .as_ref()
+            .map_or((&[][..], &[][..], None), |p| {
+                (&p.p1[..], &p.p3[..], p.p5.as_ref())
+            });
         for r in self.s1.iter().chain(&self.s2).chain(&self.s4).chain(p1) {
             if r.errors > 0 {
                 failures.push(format!(
@@ -453,7 +456,12 @@ impl Run {
                 ));
             }
         }
-        for (scenario, r) in self.s3.iter().map(|r| ("S3", r)).chain(p3.iter().map(|r| ("P3", r))) {
+        for (scenario, r) in self
+            .s3
+            .iter()
+            .map(|r| ("S3", r))
+            .chain(p3.iter().map(|r| ("P3", r)))
+        {
             if r.errors > 0 || r.lost_updates > 0 || r.exclusion_violations > 0 {
                 failures.push(format!(
                     "{scenario} {}: {} errors (first: {}), {} lost updates, {} exclusion violations",
