@@ -3,17 +3,18 @@
 # are contended, then prints the status codes and the distlock series from /metrics.
 #
 #   bash examples/axum_service/load.sh [--clients 8] [--requests 40] [--keys 3] [--work-ms 25]
-#                                      [--lease-ms 30000] [--url http://127.0.0.1:PORT]
+#                                      [--lease-ms 30000] [--backend redis|postgres]
+#                                      [--url http://127.0.0.1:PORT]
 #
 # With --url it drives the service you started (`cargo run --example axum_service --features
 # axum` listens on http://127.0.0.1:3000). Without it, it builds and starts its own copy of the
-# example, which starts its own throwaway redis-server, on a free loopback port, and stops it by
-# its PID when done (also on Ctrl-C or error). It sends clients × requests POSTs in bounded loops (curl,
-# 10 s timeout each). Set KEEP_METRICS=FILE to keep the full /metrics text.
+# example, which starts its own throwaway redis-server (or PostgreSQL, with --backend postgres),
+# on a free loopback port, and stops it by its PID when done (also on Ctrl-C or error). It sends
+# clients × requests POSTs in bounded loops (curl, 10 s timeout each). Set KEEP_METRICS=FILE to keep the full /metrics text.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-clients=8 requests=40 keys=3 work_ms=25 lease_ms=30000 base=""
+clients=8 requests=40 keys=3 work_ms=25 lease_ms=30000 backend=redis base=""
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --clients) clients=$2; shift 2 ;;
@@ -21,8 +22,9 @@ while [[ $# -gt 0 ]]; do
         --keys) keys=$2; shift 2 ;;
         --work-ms) work_ms=$2; shift 2 ;;
         --lease-ms) lease_ms=$2; shift 2 ;;
+        --backend) backend=$2; shift 2 ;;
         --url) base=$2; shift 2 ;;
-        -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
 done
@@ -45,13 +47,17 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 if [[ -z "$base" ]]; then
-    bash scripts/ensure-redis.sh >/dev/null
-    echo "no --url: building and starting a copy of the service (and its throwaway redis-server)"
+    case "$backend" in
+        redis) bash scripts/ensure-redis.sh >/dev/null ;;
+        postgres) bash scripts/ensure-postgres.sh >/dev/null ;;
+        *) echo "--backend must be redis or postgres" >&2; exit 2 ;;
+    esac
+    echo "no --url: building and starting a copy of the service (and its throwaway $backend server)"
     cargo build --quiet --example axum_service --features axum
     target="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
     : >"$work/stdout" # before the service: the loop below reads it at once
     "$target/debug/examples/axum_service" --listen 127.0.0.1:0 --work-ms "$work_ms" \
-        --lease-ms "$lease_ms" >"$work/stdout" 2>"$work/stderr" &
+        --lease-ms "$lease_ms" --backend "$backend" >"$work/stdout" 2>"$work/stderr" &
     service_pid=$!
     for _ in $(seq 100); do
         base="$(sed -n 's/^listening on \(http:\/\/127\.0\.0\.1:[0-9]*\)$/\1/p' "$work/stdout")"

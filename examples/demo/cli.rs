@@ -3,9 +3,10 @@
 
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, value_parser};
+use clap::{Args, Parser, Subcommand, ValueEnum, value_parser};
 
-/// Worker processes contend for one distlock lock on Redis and update a fenced resource.
+/// Worker processes contend for one distlock lock on Redis or PostgreSQL and update a fenced
+/// resource.
 #[derive(Debug, Parser)]
 #[command(name = "demo", args_conflicts_with_subcommands = true)]
 pub(crate) struct Cli {
@@ -26,9 +27,35 @@ pub(crate) enum Command {
     Worker(WorkerArgs),
 }
 
+/// Where the lock lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Backend {
+    /// `RedisLock` on the same Redis as the counter and the fenced resource.
+    Redis,
+    /// `PostgresLock` (a lease table, releases announced with LISTEN/NOTIFY) on PostgreSQL;
+    /// the counter and the fenced resource stay on Redis.
+    Postgres,
+}
+
+impl Backend {
+    /// The name on the command line: `redis`, `postgres`.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Redis => "redis",
+            Self::Postgres => "postgres",
+        }
+    }
+}
+
 /// The options of a demo run.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct RunArgs {
+    /// Where the lock lives. With `postgres` the demo also starts a throwaway PostgreSQL (unless
+    /// given --postgres-url) and the workers take `PostgresLock`; the counter and the fenced
+    /// resource, the store the lock protects, stay on Redis either way.
+    #[arg(long, value_enum, default_value_t = Backend::Redis)]
+    pub(crate) backend: Backend,
+
     /// How many worker processes contend for the lock (at least 2, so one can take over from
     /// a stalled one).
     #[arg(long, default_value_t = 4, value_parser = value_parser!(u32).range(2..=64))]
@@ -69,6 +96,12 @@ pub(crate) struct RunArgs {
     /// keys of the lock demo:ledger: its fencing counter and fair queue).
     #[arg(long, value_name = "URL", visible_alias = "url", env = "REDIS_URL")]
     pub(crate) redis_url: Option<String>,
+
+    /// With --backend postgres: use this PostgreSQL (>= 12) instead of starting a throwaway one.
+    /// The demo creates the lease table distlock_leases if it is missing and takes only the
+    /// lock demo:ledger (one row).
+    #[arg(long, value_name = "URL")]
+    pub(crate) postgres_url: Option<String>,
 }
 
 /// The parameters of one worker process, passed on its command line by the parent.
@@ -78,9 +111,17 @@ pub(crate) struct WorkerArgs {
     #[arg(long)]
     pub(crate) index: u32,
 
-    /// The Redis server.
+    /// Where the lock lives.
+    #[arg(long, value_enum)]
+    pub(crate) backend: Backend,
+
+    /// The Redis server (the counter and the resource; the lock too with `--backend redis`).
     #[arg(long)]
     pub(crate) redis_url: String,
+
+    /// The PostgreSQL server of the lock, with `--backend postgres`.
+    #[arg(long, required_if_eq("backend", "postgres"))]
+    pub(crate) postgres_url: Option<String>,
 
     /// When to stop, in milliseconds since the Unix epoch (the same instant for every worker).
     #[arg(long)]
@@ -116,7 +157,11 @@ impl WorkerArgs {
             line.push(value);
         };
         push("index", self.index.to_string());
+        push("backend", self.backend.as_str().to_owned());
         push("redis-url", self.redis_url.clone());
+        if let Some(url) = &self.postgres_url {
+            push("postgres-url", url.clone());
+        }
         push("deadline-unix-ms", self.deadline_unix_ms.to_string());
         push("ttl-ms", self.ttl_ms.to_string());
         push("hold-ms", self.hold_ms.to_string());
@@ -135,6 +180,28 @@ impl WorkerArgs {
 }
 
 impl RunArgs {
+    /// The combinations of options clap cannot rule out by itself: the fair lock (`--fair`,
+    /// `--compare`) needs Redis, and `--postgres-url` needs `--backend postgres`.
+    ///
+    /// # Errors
+    /// A message for the user, naming the options that do not go together.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        if self.backend == Backend::Postgres && (self.fair || self.compare) {
+            let option = if self.fair { "--fair" } else { "--compare" };
+            return Err(format!(
+                "{option} takes the fair lock (locker.fair), which needs Redis: it is a queue \
+                 kept in Redis, and PostgresLock answers LockError::Unsupported for it. Drop \
+                 {option} to run the plain lock on PostgreSQL, or use --backend redis."
+            ));
+        }
+        if self.backend == Backend::Redis && self.postgres_url.is_some() {
+            return Err(
+                "--postgres-url is for the lock on PostgreSQL: add --backend postgres".into(),
+            );
+        }
+        Ok(())
+    }
+
     /// How long the workers run.
     pub(crate) fn duration(&self) -> Duration {
         Duration::from_secs(self.duration)
@@ -157,10 +224,20 @@ mod tests {
 
     #[test]
     fn worker_command_line_round_trips() {
-        for fair in [false, true] {
+        for (fair, backend, postgres_url) in [
+            (false, Backend::Redis, None),
+            (true, Backend::Redis, None),
+            (
+                false,
+                Backend::Postgres,
+                Some("postgres://postgres@127.0.0.1:7001/postgres".to_owned()),
+            ),
+        ] {
             let args = WorkerArgs {
                 index: 3,
+                backend,
                 redis_url: "redis://127.0.0.1:7000/".to_owned(),
+                postgres_url,
                 deadline_unix_ms: 1_700_000_000_000,
                 ttl_ms: 500,
                 hold_ms: 2,
@@ -174,7 +251,7 @@ mod tests {
             let Some(Command::Worker(back)) = parsed.command else {
                 panic!("not parsed as a worker: {parsed:?}");
             };
-            assert_eq!(back.fair, fair);
+            assert_eq!((back.fair, back.backend), (fair, backend));
             assert_eq!(back.to_command_line(), args.to_command_line());
         }
     }
@@ -202,5 +279,54 @@ mod tests {
         assert_eq!((cli.run.hold_ms, cli.run.pause_every), (2, 25));
         assert!(cli.run.redis_url.is_none());
         assert!(!cli.run.fair && !cli.run.compare);
+        assert_eq!(cli.run.backend, Backend::Redis);
+        assert!(cli.run.postgres_url.is_none());
+        assert_eq!(cli.run.check(), Ok(()));
+    }
+
+    #[test]
+    fn backends() {
+        let check = |argv: &[&str]| Cli::try_parse_from(argv).map(|cli| cli.run.check());
+        assert_eq!(
+            check(&["demo", "--backend", "redis"]).expect("parses"),
+            Ok(())
+        );
+        assert_eq!(
+            check(&["demo", "--backend", "postgres"]).expect("parses"),
+            Ok(())
+        );
+        assert!(check(&["demo", "--backend", "mysql"]).is_err());
+        let url = "postgres://postgres@127.0.0.1:5999/postgres";
+        assert_eq!(
+            check(&["demo", "--backend", "postgres", "--postgres-url", url]).expect("parses"),
+            Ok(())
+        );
+        // The fair lock is a queue in Redis: PostgresLock does not take it.
+        for fair in ["--fair", "--compare"] {
+            let refused = check(&["demo", "--backend", "postgres", fair]).expect("parses");
+            assert!(refused.is_err_and(|e| e.contains("needs Redis")), "{fair}");
+        }
+        assert!(
+            check(&["demo", "--postgres-url", url])
+                .expect("parses")
+                .is_err()
+        );
+        // A worker on PostgreSQL must be told where it is.
+        let worker = ["demo", "worker", "--index", "0", "--backend", "postgres"];
+        let rest = [
+            "--redis-url",
+            "redis://127.0.0.1:7000/",
+            "--deadline-unix-ms",
+            "1",
+            "--ttl-ms",
+            "500",
+            "--hold-ms",
+            "2",
+            "--pause-every",
+            "0",
+            "--wait-ms",
+            "10",
+        ];
+        assert!(Cli::try_parse_from(worker.iter().chain(&rest)).is_err());
     }
 }

@@ -1,7 +1,8 @@
 //! # distlock demo: worker processes, one lock, a fenced resource
 //!
-//! Several worker **processes** contend for the lock `demo:ledger` on a real Redis server and,
-//! while holding it, update two things:
+//! Several worker **processes** contend for the lock `demo:ledger` on a real Redis server (or,
+//! with `--backend postgres`, on a real PostgreSQL through `PostgresLock`) and, while holding it,
+//! update two things, both kept in Redis:
 //!
 //! - a counter (`demo:counter`), with a deliberately non-atomic read-modify-write (GET, sleep,
 //!   SET): if the lock ever let two holders in at once, increments would be lost;
@@ -15,8 +16,9 @@
 //! locking", 2016).
 //!
 //! The demo starts a throwaway `redis-server` (through `lock-testkit`, so one must be installed)
-//! unless `--redis-url` names one, runs the workers as child processes of this executable, shows
-//! their progress live, and ends with a table. It exits with status 1 if the lock or the fencing
+//! unless `--redis-url` names one, and with `--backend postgres` a throwaway PostgreSQL too
+//! (`initdb` in a temporary directory) unless `--postgres-url` names one; runs the workers as
+//! child processes of this executable, shows their progress live, and ends with a table. It exits with status 1 if the lock or the fencing
 //! failed (an exclusion violation, a lost update, a stale write accepted) or a worker failed, 2
 //! if it could not run at all, and 130 when interrupted.
 //!
@@ -26,6 +28,7 @@
 //! cargo run --example demo -- --fair       # locker.fair: granted in the order asked
 //! cargo run --example demo -- --compare    # the plain lock, then the fair one, side by side
 //! cargo run --example demo -- --redis-url redis://127.0.0.1:6379/
+//! cargo run --example demo -- --backend postgres   # the lock on PostgreSQL (PostgresLock)
 //! cargo run --example demo -- --help
 //! ```
 //!
@@ -47,7 +50,7 @@ mod worker;
 
 use std::process::ExitCode;
 
-use clap::Parser as _;
+use clap::{CommandFactory as _, Parser as _, error::ErrorKind};
 
 /// The error type of the demo's own plumbing.
 pub(crate) type Error = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -56,6 +59,13 @@ fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     match cli.command {
         Some(cli::Command::Worker(args)) => worker::main(&args),
-        None => parent::main(&cli.run),
+        None => {
+            if let Err(message) = cli.run.check() {
+                cli::Cli::command()
+                    .error(ErrorKind::ArgumentConflict, message)
+                    .exit();
+            }
+            parent::main(&cli.run)
+        }
     }
 }

@@ -1,4 +1,5 @@
-//! The parent process: sets up Redis, runs the workers, and reports.
+//! The parent process: sets up Redis (and PostgreSQL with `--backend postgres`), runs the
+//! workers, and reports.
 
 use std::borrow::Cow;
 use std::process::ExitCode;
@@ -7,15 +8,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use distlock::redis::{self, aio::MultiplexedConnection};
-use lock_testkit::RedisServer;
+use lock_postgres::PostgresLock;
+use lock_testkit::{PostgresServer, RedisServer};
 
 use crate::Error;
-use crate::cli::{RunArgs, WorkerArgs};
+use crate::cli::{Backend, RunArgs, WorkerArgs};
 use crate::progress::Progress;
 use crate::protocol::unix_ms_now;
 use crate::report::{self, EndState, Spread};
 use crate::resource::{COUNTER_KEY, DEMO_KEYS, FencedResource, INSIDE_KEY, LOCK_NAME};
 use crate::supervisor::Fleet;
+use crate::worker::POSTGRES_POOL_SIZE;
 
 /// How long after the deadline a worker may still run before it is killed.
 const GRACE: Duration = Duration::from_secs(10);
@@ -23,7 +26,7 @@ const GRACE: Duration = Duration::from_secs(10);
 /// The exit code when a check failed or a worker failed.
 const EXIT_FAILED: u8 = 1;
 
-/// The exit code when the demo could not run (no Redis, no processes).
+/// The exit code when the demo could not run (no Redis or PostgreSQL, no processes).
 const EXIT_UNABLE: u8 = 2;
 
 /// The exit code after Ctrl-C (128 + SIGINT, as shells report it).
@@ -66,6 +69,25 @@ fn run(args: &RunArgs) -> Result<ExitCode, Error> {
         (None, Some(url)) => url.clone(),
         (None, None) => return Err("no Redis server".into()),
     };
+    // With --backend postgres: the lock's server, also stopped by PID when dropped.
+    let pg_server = match (args.backend, &args.postgres_url) {
+        (Backend::Postgres, None) => Some(start_postgres(args.workers)?),
+        _ => None,
+    };
+    let pg_url = match (&pg_server, &args.postgres_url) {
+        (Some(server), _) => Some(server.url()),
+        (None, url) => url.clone(),
+    };
+    if let Some(pg_url) = &pg_url {
+        runtime.block_on(migrate(pg_url))?;
+    }
+    let backend = match &pg_url {
+        Some(pg_url) => LockServer::Postgres {
+            url: pg_url,
+            server: pg_server.as_ref(),
+        },
+        None => LockServer::Redis,
+    };
 
     let mut passed = true;
     let mut spreads = Vec::new();
@@ -73,8 +95,9 @@ fn run(args: &RunArgs) -> Result<ExitCode, Error> {
         if n > 0 {
             println!();
         }
-        print_header(args, fair, &url, server.as_ref());
-        let Some(outcome) = run_once(args, fair, &url, &runtime, &interrupted)? else {
+        print_header(args, fair, &url, server.as_ref(), &backend);
+        let Some(outcome) = run_once(args, fair, &url, pg_url.as_deref(), &runtime, &interrupted)?
+        else {
             return Ok(ExitCode::from(EXIT_INTERRUPTED));
         };
         passed &= outcome.passed;
@@ -89,6 +112,13 @@ fn run(args: &RunArgs) -> Result<ExitCode, Error> {
         println!("{}", report::spreads_table(&spreads));
     }
 
+    if let Some(server) = pg_server {
+        let pid = server.pid();
+        drop(server);
+        if let Some(pid) = pid {
+            println!("stopped the throwaway PostgreSQL (pid {pid})");
+        }
+    }
     if let Some(server) = server {
         let pid = server.pid();
         drop(server);
@@ -113,12 +143,54 @@ struct Outcome {
     spread: Spread,
 }
 
-/// Clears the demo's keys, runs the workers (taking the fair lock if `fair`) until they are
-/// done, and reports. `None` when interrupted before the workers started.
+/// Where the lock lives, for the header.
+enum LockServer<'a> {
+    /// On the Redis server of the counter and the resource.
+    Redis,
+    /// On PostgreSQL.
+    Postgres {
+        /// Its URL.
+        url: &'a str,
+        /// The throwaway server, if the demo started it.
+        server: Option<&'a PostgresServer>,
+    },
+}
+
+/// Starts a throwaway PostgreSQL with room for every worker's connections.
+fn start_postgres(workers: u32) -> Result<PostgresServer, Error> {
+    // Per worker: its pool and the connection that listens for releases; then the parent's and
+    // some slack. Never below PostgreSQL's default of 100.
+    let connections = (usize::try_from(workers)? * (POSTGRES_POOL_SIZE + 1) + 10).max(100);
+    PostgresServer::builder()
+        .setting("max_connections", connections.to_string())
+        .start()
+        .map_err(|e| {
+            format!(
+                "cannot start a throwaway PostgreSQL: {e}\n\
+                 Install PostgreSQL (>= 12) with `bash scripts/ensure-postgres.sh`, or point \
+                 DISTLOCK_PG_BINDIR at the directory holding initdb and postgres, or use a \
+                 running server with --postgres-url."
+            )
+            .into()
+        })
+}
+
+/// Creates the lease table (`PostgresLock::migrate`) if it is missing.
+async fn migrate(url: &str) -> Result<(), Error> {
+    PostgresLock::from_url(url)?
+        .migrate()
+        .await
+        .map_err(|e| format!("cannot create the lease table on {}: {e}", redacted(url)).into())
+}
+
+/// Clears the demo's keys, runs the workers (taking the fair lock if `fair`, on PostgreSQL if
+/// `pg_url` is set) until they are done, and reports. `None` when interrupted before the
+/// workers started.
 fn run_once(
     args: &RunArgs,
     fair: bool,
     url: &str,
+    pg_url: Option<&str>,
     runtime: &tokio::runtime::Runtime,
     interrupted: &AtomicBool,
 ) -> Result<Option<Outcome>, Error> {
@@ -133,7 +205,9 @@ fn run_once(
     let workers: Vec<WorkerArgs> = (0..args.workers)
         .map(|index| WorkerArgs {
             index,
+            backend: args.backend,
             redis_url: url.to_owned(),
+            postgres_url: pg_url.map(str::to_owned),
             deadline_unix_ms,
             ttl_ms: args.ttl_ms,
             hold_ms: args.hold_ms,
@@ -161,7 +235,7 @@ fn run_once(
             .inspect_err(|e| eprintln!("demo: cannot read the final state of Redis: {e}"))
             .ok()
     };
-    let passed = report::print(fleet.slots(), end.as_ref(), fair);
+    let passed = report::print(fleet.slots(), end.as_ref(), fair, args.backend);
     Ok(Some(Outcome {
         passed,
         spread: Spread::of(fleet.slots()),
@@ -181,8 +255,14 @@ fn watch_ctrl_c(runtime: &tokio::runtime::Runtime) -> Arc<AtomicBool> {
     interrupted
 }
 
-/// Prints the Redis server and the parameters of the run.
-fn print_header(args: &RunArgs, fair: bool, url: &str, server: Option<&RedisServer>) {
+/// Prints the servers and the parameters of the run.
+fn print_header(
+    args: &RunArgs,
+    fair: bool,
+    url: &str,
+    server: Option<&RedisServer>,
+    lock_server: &LockServer<'_>,
+) {
     let origin = match server.and_then(RedisServer::pid) {
         Some(pid) => format!("a throwaway redis-server, pid {pid}, stopped at the end"),
         None => "given with --redis-url; only the demo's keys are touched".to_owned(),
@@ -197,7 +277,30 @@ fn print_header(args: &RunArgs, fair: bool, url: &str, server: Option<&RedisServ
         )
     };
     println!("distlock demo: worker processes contend for one lock and write to a fenced resource");
-    println!("  redis     {} ({origin})", redacted(url));
+    match lock_server {
+        LockServer::Redis => {
+            println!("  backend   redis: RedisLock, on the Redis of the counter and the resource");
+            println!("  redis     {} ({origin})", redacted(url));
+        }
+        LockServer::Postgres {
+            url: pg_url,
+            server,
+        } => {
+            let pg_origin = match server.and_then(PostgresServer::pid) {
+                Some(pid) => format!("a throwaway PostgreSQL, pid {pid}, stopped at the end"),
+                None => "given with --postgres-url; only the lock demo:ledger is taken".to_owned(),
+            };
+            println!(
+                "  backend   postgres: PostgresLock (lease table distlock_leases) on {} ({pg_origin})",
+                redacted(pg_url)
+            );
+            println!(
+                "  redis     {} ({origin}): the counter and the fenced resource, the store the \
+                 lock protects",
+                redacted(url)
+            );
+        }
+    }
     let (kind, order) = if fair {
         (
             "fair lock",

@@ -3,6 +3,7 @@
 
 use comfy_table::{CellAlignment, ContentArrangement, Table, modifiers, presets};
 
+use crate::cli::Backend;
 use crate::protocol::Summary;
 use crate::resource::Snapshot;
 use crate::slot::Slot;
@@ -124,12 +125,13 @@ impl Spread {
 
 /// Prints the report for `slots`, with the checks that need Redis's final state when `end` is
 /// known (`None`: interrupted, or the state could not be read); `fair` says which lock the
-/// workers took. Returns whether every check passed; a missing `end` fails.
-pub(crate) fn print(slots: &[Slot], end: Option<&EndState>, fair: bool) -> bool {
+/// workers took, `backend` where it lived. Returns whether every check passed; a missing `end`
+/// fails.
+pub(crate) fn print(slots: &[Slot], end: Option<&EndState>, fair: bool, backend: Backend) -> bool {
     println!("{}", workers_table(slots));
-    let rows = totals(slots, end);
+    let rows = totals(slots, end, backend);
     println!("{}", totals_table(&rows));
-    print_legend(fair);
+    print_legend(fair, backend);
 
     for slot in slots {
         for problem in slot.problems() {
@@ -205,7 +207,7 @@ fn workers_table(slots: &[Slot]) -> Table {
 }
 
 /// The totals and their checks.
-fn totals(slots: &[Slot], end: Option<&EndState>) -> Vec<Row> {
+fn totals(slots: &[Slot], end: Option<&EndState>, backend: Backend) -> Vec<Row> {
     let mut sum = Summary::default();
     for slot in slots {
         sum.add(&slot.figures());
@@ -214,7 +216,16 @@ fn totals(slots: &[Slot], end: Option<&EndState>) -> Vec<Row> {
     let complete = slots.iter().all(|s| s.summary.is_some());
     let unknown = |why: &str| format!("unknown ({why})");
 
-    let mut rows = vec![Row::info("total acquisitions", sum.acquisitions)];
+    let mut rows = vec![
+        Row::info(
+            "lock backend",
+            match backend {
+                Backend::Redis => "redis (RedisLock)",
+                Backend::Postgres => "postgres (PostgresLock); counter and resource on Redis",
+            },
+        ),
+        Row::info("total acquisitions", sum.acquisitions),
+    ];
     let spread = Spread::of(slots);
     if let Some((min, max)) = spread.min_max() {
         rows.push(Row::info(
@@ -407,6 +418,19 @@ const FAIR_WAITS: (&str, &str) = (
      stalled holder the head waits for the lease to run out, as with the plain lock.",
 );
 
+/// What the wait percentiles mean with the lock on PostgreSQL (`--backend postgres`), in place
+/// of the first entry of [`LEGEND`].
+const POSTGRES_WAITS: (&str, &str) = (
+    "wait p50 / p99 (PostgresLock)",
+    "Each acquisition is one statement on the lease table, and a release is announced with \
+     pg_notify to the waiters, which listen on one connection per worker (LISTEN/NOTIFY \
+     instead of Redis pub/sub). As with Redis, the worker that has just released asks again \
+     at once and often wins, so most waits are short; behind a stalled holder, whose lease \
+     runs out unannounced, the others wait until it expires by the server's clock. Between \
+     processes the first to ask wins, which is why the workers' acquisitions differ (the fair \
+     lock, --fair, needs Redis).",
+);
+
 /// What the less obvious figures mean, wrapped to the terminal.
 const LEGEND: &[(&str, &str)] = &[
     (
@@ -438,11 +462,16 @@ const LEGEND: &[(&str, &str)] = &[
     ),
 ];
 
-/// Prints [`LEGEND`] wrapped to the table width, with [`FAIR_WAITS`] first when `fair`.
-fn print_legend(fair: bool) {
+/// Prints [`LEGEND`] wrapped to the table width, with [`FAIR_WAITS`] first when `fair`, or
+/// [`POSTGRES_WAITS`] on PostgreSQL.
+fn print_legend(fair: bool, backend: Backend) {
     let width = usize::from(width()).max(40);
     println!("What the figures mean:");
-    let waits = if fair { FAIR_WAITS } else { LEGEND[0] };
+    let waits = match (fair, backend) {
+        (true, _) => FAIR_WAITS,
+        (false, Backend::Postgres) => POSTGRES_WAITS,
+        (false, Backend::Redis) => LEGEND[0],
+    };
     for (term, meaning) in std::iter::once(&waits).chain(&LEGEND[1..]) {
         println!("  {term}:");
         for line in wrap(meaning, width - 4) {

@@ -7,9 +7,12 @@ use std::time::{Duration, Instant};
 
 use distlock::redis::{self, aio::MultiplexedConnection};
 use distlock::{Guard, LockError, Locker, RedisLock, TimeoutPhase};
+// `distlock::PostgresLock` with the `postgres` feature; the crate itself here, so that the demo
+// builds without features.
+use lock_postgres::PostgresLock;
 
 use crate::Error;
-use crate::cli::WorkerArgs;
+use crate::cli::{Backend, WorkerArgs};
 use crate::protocol::{Event, StallOutcome, Summary, unix_ms_now};
 use crate::resource::{COUNTER_KEY, FencedResource, INSIDE_KEY, LOCK_NAME};
 use crate::stats::percentile;
@@ -28,6 +31,11 @@ const MAX_CONSECUTIVE_ERRORS: u32 = 20;
 
 /// The pause after a failure before the next round.
 const ERROR_PAUSE: Duration = Duration::from_millis(50);
+
+/// Pooled connections of a worker's `PostgresLock`: a worker sends one statement at a time, so
+/// two are plenty, and 64 workers stay within the server's connection limit (each also has one
+/// connection listening for releases).
+pub(crate) const POSTGRES_POOL_SIZE: usize = 2;
 
 /// Runs a worker to its deadline; the process's exit code.
 pub(crate) fn main(args: &WorkerArgs) -> ExitCode {
@@ -100,7 +108,19 @@ struct Worker {
 impl Worker {
     /// Makes the lock and a connection for the rest; fails if Redis cannot be reached.
     async fn connect(args: &WorkerArgs) -> Result<Self, Error> {
-        let locker = Locker::new(RedisLock::from_url(&args.redis_url)?);
+        // The same `Locker` API on either backend; only its construction differs.
+        let locker = match (args.backend, &args.postgres_url) {
+            (Backend::Redis, _) => Locker::new(RedisLock::from_url(&args.redis_url)?),
+            (Backend::Postgres, Some(url)) => Locker::new(
+                PostgresLock::builder()
+                    .url(url)
+                    .pool_size(POSTGRES_POOL_SIZE)
+                    .build()?,
+            ),
+            (Backend::Postgres, None) => {
+                return Err("--backend postgres needs --postgres-url".into());
+            }
+        };
         let conn = redis::Client::open(args.redis_url.as_str())?
             .get_multiplexed_async_connection()
             .await?;
@@ -150,7 +170,8 @@ impl Worker {
     async fn round(&mut self, left: Duration) -> Result<(), Error> {
         let asked = Instant::now();
         // The fair lock is the same lock (the same Redis key), granted in the order the workers
-        // asked; the plain one goes to whoever asks first once it is free.
+        // asked; the plain one goes to whoever asks first once it is free. (Redis only: the
+        // parent refuses --fair with --backend postgres.)
         let request = if self.fair {
             self.locker.fair(LOCK_NAME)
         } else {
