@@ -20,7 +20,9 @@ use tokio_postgres::types::{ToSql, Type};
 use crate::config::PostgresLockBuilder;
 use crate::error::{BACKEND, from_pg, from_pool, timeout, unexpected};
 use crate::postgres_lock::discard;
-use crate::sql::{ADVISORY_ACQUIRE, ADVISORY_HEARTBEAT, ADVISORY_RELEASE, ADVISORY_VERSION};
+use crate::sql::{
+    ADVISORY_ACQUIRE, ADVISORY_HEARTBEAT, ADVISORY_IDLE_DEFAULT, ADVISORY_RELEASE, ADVISORY_VERSION,
+};
 
 /// How many pooled connections a [`PostgresAdvisoryLock`] opens at most by default: 16. Each
 /// held lease keeps one for as long as it is held.
@@ -162,6 +164,7 @@ impl PostgresAdvisoryLockBuilder {
             held: Mutex::new(HashMap::new()),
             connect_timeout: settings.connect_timeout,
             statement_timeout: settings.statement_timeout,
+            idle_default: std::sync::OnceLock::new(),
         })
     }
 }
@@ -199,6 +202,9 @@ pub struct PostgresAdvisoryLock {
     held: Mutex<HashMap<(String, Token), Arc<Held>>>,
     connect_timeout: Duration,
     statement_timeout: Duration,
+    /// The `idle_session_timeout` fresh sessions start with, read on the first acquire: what a
+    /// release sets it back to before the connection returns to the pool.
+    idle_default: std::sync::OnceLock<String>,
 }
 
 /// A connection whose session may hold an advisory lock. Dropped without being marked
@@ -312,6 +318,12 @@ impl PostgresAdvisoryLock {
         self.map().len()
     }
 
+    /// What a release sets `idle_session_timeout` back to: the sessions' starting value
+    /// (read before the first grant), or `0` (no limit, PostgreSQL's default) if it is unknown.
+    fn idle_default_value(&self) -> &str {
+        self.idle_default.get().map_or("0", String::as_str)
+    }
+
     fn map(&self) -> std::sync::MutexGuard<'_, HashMap<(String, Token), Arc<Held>>> {
         self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -378,6 +390,26 @@ impl Lock for PostgresAdvisoryLock {
         let idle = idle_timeout(ttl_ms, self.statement_timeout)?;
         let key = advisory_key(name);
         let mut held = Held::new(self.client().await?, key);
+        if self.idle_default.get().is_none() {
+            // Once per lock, on a session that has set nothing yet.
+            match self.on_held(&held, ADVISORY_IDLE_DEFAULT, &[]).await {
+                Ok(Ok(rows)) => {
+                    let value = rows.first().map(|row| row.try_get::<_, String>(0));
+                    match value {
+                        Some(Ok(value)) => {
+                            let _ = self.idle_default.set(value);
+                        }
+                        Some(Err(e)) => return Err(unexpected(Op::Acquire, e)),
+                        None => return Err(unexpected(Op::Acquire, "no idle_session_timeout")),
+                    }
+                }
+                Ok(Err(err)) => return Err(from_pg(err, Op::Acquire)),
+                Err(timed_out) => {
+                    held.discard(self.connect_timeout);
+                    return Err(timed_out);
+                }
+            }
+        }
         let started = Instant::now();
         let rows = match self
             .on_held(
@@ -495,7 +527,14 @@ impl Lock for PostgresAdvisoryLock {
             return Ok(false);
         };
         match self
-            .on_held(&held, ADVISORY_RELEASE, &[(&held.key, Type::INT8)])
+            .on_held(
+                &held,
+                ADVISORY_RELEASE,
+                &[
+                    (&held.key, Type::INT8),
+                    (&self.idle_default_value(), Type::TEXT),
+                ],
+            )
             .await
         {
             Ok(Ok(rows)) => {
