@@ -10,10 +10,14 @@
 //! owns connecting, credentials, master discovery and the connect timeout.
 //!
 //! A redis-rs connection is driven by a task on the runtime that made it, and dies with that
-//! runtime. One `RedisLock` may outlive the runtime that first used it (every
-//! `#[tokio::test]` has its own), so the shared connection remembers its runtime and is
-//! replaced, before it is used, once that runtime is gone.
+//! runtime. One `RedisLock` may be used from several runtimes, in sequence (every
+//! `#[tokio::test]` has its own) or at once, so it shares one connection **per runtime**: a
+//! runtime's operations never ride on a connection another runtime drives, so a runtime that
+//! shuts down breaks no command of another (a shared connection did, with "broken pipe", when
+//! its runtime ended mid-command). A runtime's connection remembers its runtime and is dropped
+//! once that runtime is gone.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -110,9 +114,12 @@ impl ConnectionLike for Handle {
 pub(crate) struct Connections {
     source: Source,
     connect_timeout: Duration,
-    current: Mutex<Option<Held>>,
+    /// The shared connection of each runtime that uses this lock, by runtime.
+    current: Mutex<Vec<(tokio::runtime::Id, Held)>>,
     /// Serialises refills so a broken connection is replaced once, not by every waiting task.
     refill: tokio::sync::Mutex<()>,
+    /// Numbers the connections, so a discard drops exactly the one that failed.
+    next_generation: AtomicU64,
 }
 
 struct Held {
@@ -152,8 +159,9 @@ impl Connections {
         Self {
             source,
             connect_timeout,
-            current: Mutex::new(None),
+            current: Mutex::new(Vec::new()),
             refill: tokio::sync::Mutex::new(()),
+            next_generation: AtomicU64::new(0),
         }
     }
 
@@ -161,18 +169,21 @@ impl Connections {
         &self.source
     }
 
-    fn shared(&self) -> Option<Conn> {
+    /// The current runtime's shared connection, if it has one. Connections of runtimes that
+    /// are gone are dropped here.
+    fn shared(&self, runtime: tokio::runtime::Id) -> Option<Conn> {
         let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
-        if current.as_ref().is_some_and(|held| held.runtime.is_gone())
-            && let Some(held) = current.take()
-        {
-            tracing::debug!("the runtime of the shared connection is gone; connecting anew");
-            held.pooled.discard();
+        while let Some(at) = current.iter().position(|(_, held)| held.runtime.is_gone()) {
+            tracing::debug!("the runtime of a shared connection is gone; dropping it");
+            current.swap_remove(at).1.pooled.discard();
         }
-        current.as_ref().map(|held| Conn {
-            conn: held.pooled.handle(),
-            generation: held.generation,
-        })
+        current
+            .iter()
+            .find(|(id, _)| *id == runtime)
+            .map(|(_, held)| Conn {
+                conn: held.pooled.handle(),
+                generation: held.generation,
+            })
     }
 
     /// The shared connection, connecting first if there is none.
@@ -181,13 +192,14 @@ impl Connections {
     /// [`LockError::Timeout`] ([`TimeoutPhase::Connect`]) past the connect timeout;
     /// [`LockError::Backend`] when connecting fails (refused, wrong password, no master known).
     pub(crate) async fn get(&self) -> Result<Conn, LockError> {
-        if let Some(conn) = self.shared() {
+        let runtime = tokio::runtime::Handle::current().id();
+        if let Some(conn) = self.shared(runtime) {
             return Ok(conn);
         }
         let started = Instant::now();
         let refilled = tokio::time::timeout(self.connect_timeout, async {
             let _refill = self.refill.lock().await;
-            if let Some(conn) = self.shared() {
+            if let Some(conn) = self.shared(runtime) {
                 return Ok(conn);
             }
             let pooled = self.checkout(started).await?;
@@ -196,13 +208,18 @@ impl Connections {
             if let Err(error) = crate::scripts::preload(&mut handle).await {
                 tracing::debug!(%error, "preloading the lock scripts failed");
             }
-            let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
-            let generation = current.as_ref().map_or(0, |held| held.generation) + 1;
-            *current = Some(Held {
-                pooled,
-                generation,
-                runtime: RuntimeProbe::here(),
-            });
+            let generation = self.next_generation.fetch_add(1, Ordering::Relaxed) + 1;
+            self.current
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push((
+                    runtime,
+                    Held {
+                        pooled,
+                        generation,
+                        runtime: RuntimeProbe::here(),
+                    },
+                ));
             Ok(Conn {
                 conn: handle,
                 generation,
@@ -227,11 +244,12 @@ impl Connections {
     /// pool for good, so the next operation connects anew.
     pub(crate) fn discard(&self, conn: &Conn) {
         let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
-        if current
-            .as_ref()
-            .is_some_and(|held| held.generation == conn.generation)
-            && let Some(held) = current.take()
+        if let Some(at) = current
+            .iter()
+            .position(|(_, held)| held.generation == conn.generation)
         {
+            let (_, held) = current.swap_remove(at);
+            drop(current);
             held.pooled.discard();
         }
     }
