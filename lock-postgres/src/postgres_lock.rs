@@ -17,7 +17,7 @@ use tokio_postgres::{NoTls, Row};
 use crate::config::PostgresLockBuilder;
 use crate::error::{BACKEND, from_pg, from_pool, timeout, unexpected};
 use crate::listener::Listener;
-use crate::sql::{ACQUIRE, CHANNEL, EXTEND, HAND_OVER, MIGRATION, PING, RELEASE};
+use crate::sql::{ACQUIRE, CHANNEL, EXTEND, EXTEND_MANY, HAND_OVER, MIGRATION, PING, RELEASE};
 
 /// A distributed lock on PostgreSQL (≥ 12): one row per lock name in the lease table
 /// [`distlock_leases`](crate::MIGRATION), through a `deadpool-postgres` pool.
@@ -410,6 +410,78 @@ impl Lock for PostgresLock {
             )
             .await?;
         Ok((!rows.is_empty()).then(|| valid_until(started, Duration::from_millis(ttl_ms))))
+    }
+
+    /// Every lease in one `UPDATE … FROM unnest(…)` statement (`sql::EXTEND_MANY`), answering
+    /// for each as [`Lock::extend`] does. A TTL out of range fails that lease alone; a failing
+    /// statement fails every lease of the batch with the same error (the renewal retries them).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: each lease is left unchanged or extended.
+    async fn extend_many(
+        &self,
+        leases: &[(Lease, Duration)],
+    ) -> Vec<Result<Option<Instant>, LockError>> {
+        let checked: Vec<Result<u64, LockError>> =
+            leases.iter().map(|(_, ttl)| check_ttl(*ttl)).collect();
+        let (mut names, mut tokens, mut ttls) = (Vec::new(), Vec::new(), Vec::new());
+        for ((lease, _), ttl_ms) in leases.iter().zip(&checked) {
+            if let Ok(ttl_ms) = ttl_ms {
+                names.push(lease.name().to_owned());
+                tokens.push(lease.token().to_hex().as_str().to_owned());
+                ttls.push(millis(*ttl_ms));
+            }
+        }
+        let started = Instant::now();
+        let answer = if names.is_empty() {
+            Ok(Vec::new())
+        } else {
+            self.query(
+                Op::Extend,
+                EXTEND_MANY,
+                &[
+                    (&names, Type::TEXT_ARRAY),
+                    (&tokens, Type::TEXT_ARRAY),
+                    (&ttls, Type::INT8_ARRAY),
+                ],
+            )
+            .await
+        };
+        // The failure, as its text and whether trying again may succeed (`LockError` is not
+        // `Clone`: each lease gets an error of its own saying the same).
+        let extended: Result<std::collections::HashSet<(String, String)>, (String, bool)> =
+            match answer {
+                Ok(rows) => rows
+                    .iter()
+                    .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+                    .collect::<Result<_, tokio_postgres::Error>>()
+                    .map_err(|e| (e.to_string(), false)),
+                Err(error) => Err((error.to_string(), error.is_retryable())),
+            };
+        leases
+            .iter()
+            .zip(checked)
+            .map(|((lease, _), ttl_ms)| {
+                let ttl_ms = ttl_ms?;
+                match &extended {
+                    Ok(extended) => {
+                        let key = (
+                            lease.name().to_owned(),
+                            lease.token().to_hex().as_str().to_owned(),
+                        );
+                        Ok(extended
+                            .contains(&key)
+                            .then(|| valid_until(started, Duration::from_millis(ttl_ms))))
+                    }
+                    Err((reason, retryable)) => Err(LockError::Backend {
+                        backend: BACKEND,
+                        op: Op::Extend,
+                        retryable: *retryable,
+                        source: format!("extending a batch of leases failed: {reason}").into(),
+                    }),
+                }
+            })
+            .collect()
     }
 
     /// One `UPDATE` (token, expiry, next fencing token) if the lease is still ours.
