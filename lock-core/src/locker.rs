@@ -1078,10 +1078,16 @@ impl LockRequest {
             Lease::new(Arc::clone(&self.name), token, 0, Instant::now()).with_kind(kind),
         );
         labels.count(metric::ACQUIRE_ATTEMPTS_TOTAL);
-        let result = lock
-            .as_ref()
-            .try_acquire_kind(&self.name, kind, token, ttl)
-            .await;
+        // The mutex goes straight to `try_acquire`: through `try_acquire_kind` every attempt
+        // would box a second future (async_trait) only to forward to it.
+        let result = match kind {
+            Kind::Mutex => lock.as_ref().try_acquire(&self.name, token, ttl).await,
+            kind => {
+                lock.as_ref()
+                    .try_acquire_kind(&self.name, kind, token, ttl)
+                    .await
+            }
+        };
         match &result {
             Err(error) if error.may_have_applied() => {
                 labels.count_with(metric::BACKEND_ERRORS_TOTAL, "op", "acquire");

@@ -291,6 +291,27 @@ impl MemoryLock {
         ))
     }
 
+    /// One attempt of any kind, under the store's lock (shared by `try_acquire` and
+    /// `try_acquire_kind`, so neither boxes a future only to call the other).
+    fn attempt(
+        &self,
+        name: &str,
+        kind: Kind,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        let mut held = self.state();
+        Self::sweep(&mut held, Instant::now());
+        match kind {
+            Kind::Mutex => Ok(self.try_mutex(&mut held, name, token, ttl)),
+            Kind::Read { .. } | Kind::Write { .. } => {
+                Ok(self.try_rw(&mut held, name, kind, token, ttl))
+            }
+            Kind::Semaphore { .. } => Self::try_permits(&mut held, name, kind, token, ttl),
+            Kind::Fair { .. } => Ok(self.try_fair(&mut held, name, kind, token, ttl)),
+        }
+    }
+
     /// Drops expired entries of every kind once the maps have doubled since the last sweep, so
     /// names never asked for again do not pile up.
     fn sweep(held: &mut Held, now: Instant) {
@@ -327,7 +348,7 @@ impl Lock for MemoryLock {
         token: Token,
         ttl: Duration,
     ) -> Result<Attempt, LockError> {
-        self.try_acquire_kind(name, Kind::Mutex, token, ttl).await
+        self.attempt(name, Kind::Mutex, token, ttl)
     }
 
     async fn try_acquire_kind(
@@ -337,16 +358,7 @@ impl Lock for MemoryLock {
         token: Token,
         ttl: Duration,
     ) -> Result<Attempt, LockError> {
-        let mut held = self.state();
-        Self::sweep(&mut held, Instant::now());
-        match kind {
-            Kind::Mutex => Ok(self.try_mutex(&mut held, name, token, ttl)),
-            Kind::Read { .. } | Kind::Write { .. } => {
-                Ok(self.try_rw(&mut held, name, kind, token, ttl))
-            }
-            Kind::Semaphore { .. } => Self::try_permits(&mut held, name, kind, token, ttl),
-            Kind::Fair { .. } => Ok(self.try_fair(&mut held, name, kind, token, ttl)),
-        }
+        self.attempt(name, kind, token, ttl)
     }
 
     async fn permits_in_use(&self, name: &str) -> Result<u32, LockError> {

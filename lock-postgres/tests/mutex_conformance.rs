@@ -27,35 +27,13 @@ async fn postgres(server: &PostgresServer) -> Backend {
     })
 }
 
-macro_rules! over_postgres {
-    ($($check:ident),+ $(,)?) => {
-        $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $check() {
-                let server = common::server();
-                lock_testkit::conformance::mutex::$check(
-                    &crate::postgres(&server).await,
-                    stringify!($check),
-                )
-                .await;
-            }
-        )+
-    };
-}
-
-over_postgres!(
-    exclusion_among_tasks,
-    expiry_frees_the_name,
-    stale_release_is_not_ours,
-    stale_extend_is_not_ours,
-    fencing_increases,
-    hand_over_within_one_locker,
-    wakeups_across_lockers,
-    cancelled_acquire_leaves_nothing,
-    renewal_outlives_the_lease,
-    fixed_ttl_is_lost,
-    renewal_notices_loss,
-    bad_input_sends_nothing,
+lock_testkit::mutex_conformance_tests!(
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    {
+        let server = common::server();
+        let backend = crate::postgres(&server).await;
+        (server, backend)
+    }
 );
 
 /// The same contract over `PostgresAdvisoryLock` (session advisory locks), with what that mode
@@ -80,35 +58,13 @@ mod advisory {
         backend
     }
 
-    macro_rules! over_advisory {
-        ($($check:ident),+ $(,)?) => {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $check() {
-                    let server = crate::common::server();
-                    lock_testkit::conformance::mutex::$check(
-                        &advisory(&server),
-                        concat!("advisory:", stringify!($check)),
-                    )
-                    .await;
-                }
-            )+
-        };
-    }
-
-    over_advisory!(
-        exclusion_among_tasks,
-        expiry_frees_the_name,
-        stale_release_is_not_ours,
-        stale_extend_is_not_ours,
-        fencing_increases,
-        hand_over_within_one_locker,
-        wakeups_across_lockers,
-        cancelled_acquire_leaves_nothing,
-        renewal_outlives_the_lease,
-        fixed_ttl_is_lost,
-        renewal_notices_loss,
-        bad_input_sends_nothing,
+    lock_testkit::mutex_conformance_tests!(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        {
+            let server = crate::common::server();
+            let backend = advisory(&server);
+            (server, backend)
+        }
     );
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -36,53 +36,25 @@ fn redis(server: &RedisServer) -> Backend {
     })
 }
 
-/// For each check, a test over MemoryLock (paused clock), `memory::check`, and one over a
-/// fresh redis-server, `redis::check`.
-macro_rules! over_memory_and_redis {
-    ($($check:ident),+ $(,)?) => {
-        mod memory {
-            $(
-                #[tokio::test(start_paused = true)]
-                async fn $check() {
-                    lock_testkit::conformance::mutex::$check(
-                        &crate::memory(),
-                        stringify!($check),
-                    )
-                    .await;
-                }
-            )+
-        }
-
-        mod redis {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $check() {
-                    let server = lock_testkit::RedisServer::start().expect("start redis-server");
-                    lock_testkit::conformance::mutex::$check(
-                        &crate::redis(&server),
-                        stringify!($check),
-                    )
-                    .await;
-                }
-            )+
-        }
-    };
+/// Each check over MemoryLock (paused clock), `memory::check`, and over a fresh redis-server,
+/// `redis::check`.
+mod memory {
+    lock_testkit::mutex_conformance_tests!(
+        #[tokio::test(start_paused = true)]
+        ((), crate::memory())
+    );
 }
 
-over_memory_and_redis!(
-    exclusion_among_tasks,
-    expiry_frees_the_name,
-    stale_release_is_not_ours,
-    stale_extend_is_not_ours,
-    fencing_increases,
-    hand_over_within_one_locker,
-    wakeups_across_lockers,
-    cancelled_acquire_leaves_nothing,
-    renewal_outlives_the_lease,
-    fixed_ttl_is_lost,
-    renewal_notices_loss,
-    bad_input_sends_nothing,
-);
+mod redis {
+    lock_testkit::mutex_conformance_tests!(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        {
+            let server = lock_testkit::RedisServer::start().expect("start redis-server");
+            let backend = crate::redis(&server);
+            (server, backend)
+        }
+    );
+}
 
 #[cfg(feature = "cluster")]
 mod cluster {

@@ -37,49 +37,26 @@ fn over_memory(nodes: &[std::sync::Arc<Scripted>]) -> Backend {
     backend
 }
 
-macro_rules! over_redis_and_memory {
-    ($($check:ident),+ $(,)?) => {
-        mod redis {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $check() {
-                    let nodes = crate::Nodes::start(3);
-                    lock_testkit::conformance::mutex::$check(
-                        &crate::over_redis(&nodes),
-                        stringify!($check),
-                    )
-                    .await;
-                }
-            )+
+/// Each check over three redis-servers, `redis::check`, and over three memory nodes (paused
+/// clock), `memory::check`.
+mod redis {
+    lock_testkit::mutex_conformance_tests!(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        {
+            let nodes = crate::Nodes::start(3);
+            let backend = crate::over_redis(&nodes);
+            (nodes, backend)
         }
-
-        mod memory {
-            $(
-                #[tokio::test(start_paused = true)]
-                async fn $check() {
-                    let nodes = crate::nodes(3);
-                    lock_testkit::conformance::mutex::$check(
-                        &crate::over_memory(&nodes),
-                        stringify!($check),
-                    )
-                    .await;
-                }
-            )+
-        }
-    };
+    );
 }
 
-over_redis_and_memory!(
-    exclusion_among_tasks,
-    expiry_frees_the_name,
-    stale_release_is_not_ours,
-    stale_extend_is_not_ours,
-    fencing_increases,
-    hand_over_within_one_locker,
-    wakeups_across_lockers,
-    cancelled_acquire_leaves_nothing,
-    renewal_outlives_the_lease,
-    fixed_ttl_is_lost,
-    renewal_notices_loss,
-    bad_input_sends_nothing,
-);
+mod memory {
+    lock_testkit::mutex_conformance_tests!(
+        #[tokio::test(start_paused = true)]
+        {
+            let nodes = crate::nodes(3);
+            let backend = crate::over_memory(&nodes);
+            (nodes, backend)
+        }
+    );
+}

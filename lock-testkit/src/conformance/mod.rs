@@ -180,3 +180,49 @@ async fn poll_then_drop<F: Future>(future: F, polls: usize, pause: Duration) -> 
     }
     false
 }
+
+/// Writes one test per check of [`mutex`]: an `async fn` named after the check, under the
+/// test attribute given (`#[tokio::test(...)]`), whose body evaluates `setup` — an expression
+/// giving `(keep, backend)`: `keep` (a server, a set of nodes, `()`) lives until the check has
+/// run — and runs the check over `backend`. Every backend's runner uses this one list, so a
+/// check added here runs everywhere.
+///
+/// ```ignore
+/// mod memory {
+///     lock_testkit::mutex_conformance_tests!(#[tokio::test(start_paused = true)] ((), crate::memory()));
+/// }
+/// ```
+#[macro_export]
+macro_rules! mutex_conformance_tests {
+    (#[$attr:meta] $setup:expr) => {
+        $crate::__conformance_tests!(mutex; #[$attr] $setup;
+            exclusion_among_tasks,
+            expiry_frees_the_name,
+            stale_release_is_not_ours,
+            stale_extend_is_not_ours,
+            fencing_increases,
+            hand_over_within_one_locker,
+            wakeups_across_lockers,
+            cancelled_acquire_leaves_nothing,
+            renewal_outlives_the_lease,
+            fixed_ttl_is_lost,
+            renewal_notices_loss,
+            bad_input_sends_nothing,
+        );
+    };
+}
+
+/// The body of [`mutex_conformance_tests!`]: one test per check of `module`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_tests {
+    ($module:ident; #[$attr:meta] $setup:expr; $($check:ident),+ $(,)?) => {
+        $(
+            #[$attr]
+            async fn $check() {
+                let (_keep, backend) = $setup;
+                $crate::conformance::$module::$check(&backend, stringify!($check)).await;
+            }
+        )+
+    };
+}

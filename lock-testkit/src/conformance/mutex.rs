@@ -211,10 +211,16 @@ pub async fn stale_release_is_not_ours(backend: &Backend, prefix: &str) {
         matches!(released, Err(LockError::NotOwned { .. })),
         "a stale guard's release must be NotOwned: {released:?}"
     );
+    new_holder_intact(backend, &name, new, "release").await;
+}
+
+/// After a stale guard's `what` (release, extend) answered not-ours: the new holder of `name`
+/// still holds it, and its own release finds its lease intact.
+async fn new_holder_intact(backend: &Backend, name: &str, new: Guard, what: &str) {
     assert!(new.is_held(), "the new holder lost its guard");
     assert!(
-        held_elsewhere(backend, &name).await,
-        "a stale release freed the new holder's lock"
+        held_elsewhere(backend, name).await,
+        "a stale {what} freed the new holder's lock"
     );
     new.release()
         .await
@@ -255,14 +261,7 @@ pub async fn stale_extend_is_not_ours(backend: &Backend, prefix: &str) {
         matches!(extended, Err(LockError::NotOwned { .. })),
         "a stale guard's extend must be NotOwned: {extended:?}"
     );
-    assert!(new.is_held(), "the new holder lost its guard");
-    assert!(
-        held_elsewhere(backend, &name).await,
-        "a stale extend freed the new holder's lock"
-    );
-    new.release()
-        .await
-        .expect("the new holder's lease was left intact");
+    new_holder_intact(backend, &name, new, "extend").await;
 }
 
 /// Successive grants of one name, through a release, an expiry, another release, a single try
