@@ -6,33 +6,9 @@
 //! One test per check and backend, so a failure names both. (lock-core cannot run the suite
 //! itself: dev-depending on lock-testkit would give it two copies of its own types.)
 
-use std::sync::Arc;
+mod common;
 
-use lock_core::{Locker, MemoryLock};
-use lock_redis::RedisLock;
-use lock_testkit::RedisServer;
-use lock_testkit::conformance::Backend;
-
-/// Lockers on one shared `MemoryLock` (time is tokio's: the tests pause it).
-fn memory() -> Backend {
-    let store = Arc::new(MemoryLock::new());
-    Backend::new(move || Locker::new(Arc::clone(&store)))
-}
-
-/// Lockers on `server`, each with its own `RedisLock` (its own pool and pub/sub connection,
-/// like another process), release announcements on.
-fn redis(server: &RedisServer) -> Backend {
-    let url = server.url();
-    Backend::new(move || {
-        Locker::new(
-            RedisLock::builder()
-                .url(url.as_str())
-                .pubsub_url(url.as_str())
-                .build()
-                .expect("valid URL"),
-        )
-    })
-}
+use common::{conformance_memory as memory, conformance_redis as redis};
 
 /// For each `module::check`, a test over MemoryLock (paused clock), `memory::module::check`, and
 /// one over a fresh redis-server, `redis::module::check`.
@@ -112,7 +88,7 @@ over_memory_and_redis!(
 /// without the kinds would be a check of nothing.
 #[tokio::test]
 async fn redis_offers_the_kinds() {
-    let server = RedisServer::start().expect("start redis-server");
+    let server = lock_testkit::RedisServer::start().expect("start redis-server");
     let locker = redis(&server).locker();
     let read = locker.read("offered").try_acquire().await;
     assert!(

@@ -5,36 +5,9 @@
 //!
 //! One test per check and backend, so a failure names both.
 
-use std::sync::Arc;
+mod common;
 
-use lock_core::{Locker, MemoryLock};
-use lock_redis::RedisLock;
-use lock_testkit::RedisServer;
-use lock_testkit::conformance::Backend;
-
-/// Lockers on one shared `MemoryLock` (time is tokio's: the tests pause it). It offers no
-/// `watch`: a release wakes only the releasing locker's own waiters.
-fn memory() -> Backend {
-    let store = Arc::new(MemoryLock::new());
-    let mut backend = Backend::new(move || Locker::new(Arc::clone(&store)));
-    backend.announces_releases = false;
-    backend
-}
-
-/// Lockers on `server`, each with its own `RedisLock` (its own pool and pub/sub connection,
-/// like another process), release announcements on.
-fn redis(server: &RedisServer) -> Backend {
-    let url = server.url();
-    Backend::new(move || {
-        Locker::new(
-            RedisLock::builder()
-                .url(url.as_str())
-                .pubsub_url(url.as_str())
-                .build()
-                .expect("valid URL"),
-        )
-    })
-}
+use common::{conformance_memory as memory, conformance_redis as redis};
 
 /// Each check over MemoryLock (paused clock), `memory::check`, and over a fresh redis-server,
 /// `redis::check`.
