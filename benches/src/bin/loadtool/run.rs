@@ -11,6 +11,7 @@ use crate::kinds::{EXCLUSIVE, READ_WRITE, SharingRun};
 use crate::postgres::PostgresRun;
 use crate::procfs::Machine;
 use crate::renewal::RenewalRun;
+use crate::stale::StaleRun;
 use crate::stats::ratio;
 use crate::waiters::WaitersRun;
 
@@ -25,6 +26,18 @@ pub(crate) const UNFENCED: &str = "distlock, no fencing";
 pub(crate) const BACKEND: &str = "distlock backend only";
 /// The hand-written redis-rs lock.
 pub(crate) const HAND: &str = "hand-written";
+/// rslock 0.10's `LockManager`.
+pub(crate) const RSLOCK: &str = "rslock";
+
+/// S4's label of distlock's Redlock over `nodes` servers.
+pub(crate) fn redlock_label(nodes: usize) -> String {
+    format!("Redlock, {nodes} nodes")
+}
+
+/// S4's label of rslock over `nodes` servers.
+pub(crate) fn rslock_label(nodes: usize) -> String {
+    format!("{RSLOCK}, {nodes} nodes")
+}
 
 /// Everything a run measured.
 #[derive(Debug, Clone, Serialize)]
@@ -42,7 +55,10 @@ pub(crate) struct Run {
     pub(crate) s1: Vec<CycleRun>,
     pub(crate) s2: Vec<CycleRun>,
     pub(crate) s3: Vec<HandoffRun>,
+    /// distlock's Redlock and rslock over 3 and 5 servers.
     pub(crate) s4: Vec<CycleRun>,
+    /// S4's counting passes: own leases still on a node, per client and node count.
+    pub(crate) s4_stale: Vec<StaleRun>,
     pub(crate) s5: Option<RenewalRun>,
     pub(crate) s6: Option<WaitersRun>,
     /// The read-write lock, then the exclusive lock on the same workload.
@@ -274,7 +290,7 @@ impl Run {
             }
             None => not_run("S3 commands, no fencing", "3, 7", what, "≤ 6"),
         });
-        let redlock5 = self.s4.iter().find(|r| r.client.contains('5'));
+        let redlock5 = Self::cycle(&self.s4, &redlock_label(5));
         t.push(match (redlock5, s1) {
             (Some(r5), Some(s1)) => {
                 let x = ratio(r5.latency.p50_us, s1.latency.p50_us);
@@ -445,6 +461,14 @@ impl Run {
             .map_or((&[][..], &[][..], None), |p| {
                 (&p.p1[..], &p.p3[..], p.p5.as_ref())
             });
+        for r in self.s4_stale.iter().filter(|r| r.errors > 0) {
+            failures.push(format!(
+                "S4 counting pass {}: {} errors (first: {})",
+                r.client,
+                r.errors,
+                r.first_error.as_deref().unwrap_or("?")
+            ));
+        }
         for r in self.s1.iter().chain(&self.s2).chain(&self.s4).chain(p1) {
             if r.errors > 0 {
                 failures.push(format!(
