@@ -560,7 +560,7 @@ fn targets(run: &Run) {
     if run.targets.is_empty() {
         return;
     }
-    println!("\nTargets (issues 3, 4, 7, 13, 14 and 17)");
+    println!("\nTargets (issues 3, 4, 7, 13, 14, 15 and 17)");
     let mut t = table(&["target", "issues", "goal", "measured", "met"]);
     for target in &run.targets {
         t.add_row(vec![

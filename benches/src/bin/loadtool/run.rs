@@ -370,10 +370,104 @@ impl Run {
                 "1",
             ),
         });
+        self.judge_peers(&mut t);
         self.judge_kinds(&mut t);
         self.judge_fairness(&mut t);
         t.extend(crate::postgres::targets(self.postgres.as_ref()));
         self.targets = t;
+    }
+
+    /// The targets of issue 15: distlock against the simplest alternatives, measured in the
+    /// same run (the hand-written lock, rslock).
+    fn judge_peers(&self, t: &mut Vec<Target>) {
+        let versus = |id: &'static str,
+                      what: &'static str,
+                      rows: &[CycleRun],
+                      ours: &str,
+                      theirs: &str,
+                      (goal, shown): (f64, &'static str)| {
+            match (Self::cycle(rows, ours), Self::cycle(rows, theirs)) {
+                (Some(a), Some(b)) => {
+                    let x = ratio(a.per_second, b.per_second);
+                    target(
+                        id,
+                        "15",
+                        what,
+                        shown,
+                        format!("{x:.2}× ({:.0} vs {:.0}/s)", a.per_second, b.per_second),
+                        x >= goal,
+                    )
+                }
+                _ => not_run(id, "15", what, shown),
+            }
+        };
+        t.push(versus(
+            "S1 fenced vs hand",
+            "S1 cycles/s, distlock (fenced) against the hand-written lock",
+            &self.s1,
+            DISTLOCK,
+            HAND,
+            (0.9, "≥ 0.9×"),
+        ));
+        t.push(versus(
+            "S1 no fencing vs hand",
+            "S1 cycles/s, fencing(false) against the hand-written lock",
+            &self.s1,
+            UNFENCED,
+            HAND,
+            (1.0, "≥ 1.0×"),
+        ));
+        t.push(versus(
+            "S2 fenced vs hand",
+            "S2 cycles/s (32 tasks), distlock (fenced) against the hand-written lock",
+            &self.s2,
+            DISTLOCK,
+            HAND,
+            (0.6, "≥ 0.6×"),
+        ));
+        t.push(versus(
+            "S2 no fencing vs hand",
+            "S2 cycles/s, fencing(false) against the hand-written lock",
+            &self.s2,
+            UNFENCED,
+            HAND,
+            (1.0, "≥ 1.0×"),
+        ));
+        for nodes in [3, 5] {
+            let (ours, theirs) = (redlock_label(nodes), rslock_label(nodes));
+            let id = if nodes == 3 {
+                "S4 Redlock vs rslock, 3 nodes"
+            } else {
+                "S4 Redlock vs rslock, 5 nodes"
+            };
+            t.push(versus(
+                id,
+                "S4 cycles/s, distlock's fenced Redlock against rslock on the same nodes",
+                &self.s4,
+                &ours,
+                &theirs,
+                (1.0, "≥ 1.0×"),
+            ));
+        }
+        let what = "S3 handoff gap from the holder's release call, mean and p99, against the hand-written lock's";
+        t.push(match (self.handoff(DISTLOCK), self.handoff(HAND)) {
+            (Some(d), Some(h)) => target(
+                "S3 gap from the call vs hand",
+                "15",
+                what,
+                "≤ hand-written",
+                format!(
+                    "mean {:.0} vs {:.0} µs, p99 {:.0} vs {:.0} µs",
+                    d.gap_from_call.mean_us,
+                    h.gap_from_call.mean_us,
+                    d.gap_from_call.p99_us,
+                    h.gap_from_call.p99_us
+                ),
+                d.gap_from_call.mean_us <= h.gap_from_call.mean_us
+                    && d.gap_from_call.p99_us <= h.gap_from_call.p99_us,
+            ),
+            _ => not_run("S3 gap from the call vs hand", "15", what, "≤ hand-written"),
+        });
     }
 
     /// The targets of issue 13: the read-write lock and the semaphore.
