@@ -8,6 +8,9 @@
 -- ARGV[1]  the token's value: 'dl:' and 32 hex characters (layout.rs, TOKEN_PREFIX)
 -- ARGV[2]  TTL in milliseconds
 -- ARGV[3]  how long the fencing counter is kept after the last grant, in milliseconds
+-- ARGV[4]  optional: the holder's description (JSON, see layout.rs HOLDER_SUFFIX), stored on a
+--          grant beside the key with the same TTL, under the counter's name with 'holder' for
+--          'fence' (layout.rs derives both by suffix). The key's own value stays the plain token.
 --
 -- Returns {1, fencing token} when granted, {0, holder's PTTL in ms, announces} when held
 -- (PTTL -1: the key never expires; announces 1 when the holder's value starts with 'dl:', a
@@ -37,5 +40,8 @@ if err then
   -- The counter key was overwritten with another type: undo the grant, report, change nothing.
   redis.call('DEL', KEYS[1])
   return err
+end
+if ARGV[4] then
+  redis.call('SET', string.sub(KEYS[2], 1, -6) .. 'holder', ARGV[4], 'PX', ARGV[2])
 end
 return {1, fence}

@@ -11,6 +11,8 @@
 -- ARGV[2]  the next holder's token
 -- ARGV[3]  the next holder's TTL in milliseconds
 -- ARGV[4]  how long the fencing counter is kept, in milliseconds (with KEYS[2])
+-- ARGV[5]  optional (with KEYS[2]): the next holder's description, replacing the releasing
+--          holder's (see acquire.lua)
 --
 -- Returns {1, fencing token (0 without KEYS[2])} when handed over, {0, 0} when the lock was no
 -- longer the releasing lease's (left untouched). A key of another type raises WRONGTYPE.
@@ -26,4 +28,7 @@ if KEYS[2] then
   end
 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+if ARGV[5] and KEYS[2] then
+  redis.call('SET', string.sub(KEYS[2], 1, -6) .. 'holder', ARGV[5], 'PX', ARGV[3])
+end
 return {1, fence}

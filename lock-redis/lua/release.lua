@@ -6,6 +6,7 @@
 -- ARGV[2]  the release channel; it hashes to the lock key's slot. It is not declared in KEYS on
 --          purpose: a declared key that never exists makes Redis Cluster answer TRYAGAIN while
 --          the slot migrates, which would block every release during a resharding.
+-- ARGV[3]  optional: the key describing the holder (same slot, not declared), deleted with it
 --
 -- PUBLISH_COMMAND is replaced before the script is loaded: by PUBLISH, or by SPUBLISH (sharded
 -- pub/sub) on a Redis Cluster. Two scripts rather than an argument saying which: every argument
@@ -20,6 +21,9 @@
 --
 -- Returns 1 when the lock was ours and is deleted, 0 when it was not ours (left untouched).
 if redis.call('GET', KEYS[1]) == ARGV[1] then
+  if ARGV[3] then
+    redis.call('DEL', ARGV[3])
+  end
   if redis.call('DEL', KEYS[1], ARGV[2]) == 2 then
     redis.call('PUBLISH_COMMAND', ARGV[2], '')
   end

@@ -17,8 +17,8 @@ use crate::conn::Conn;
 use crate::error::BACKEND;
 use crate::layout::key_slot;
 use crate::layout::{
-    fair_keys, fence_key, release_channel, reserved, rw_keys, semaphore_keys, token_value,
-    turn_prefix,
+    fair_keys, fence_key, holder_key, release_channel, reserved, rw_keys, semaphore_keys,
+    token_value, turn_prefix,
 };
 use crate::scripts::{
     EXTEND, FAIR_ACQUIRE, MULTI_ACQUIRE, READ_ACQUIRE, READ_EXTEND, SEMAPHORE_ACQUIRE,
@@ -43,9 +43,10 @@ impl RedisLock {
     }
 
     /// Every key the lock of `kind` named `name` may write, all in the cluster slot of
-    /// [`RedisLock::key`]: for a mutex the key, its fencing counter and its waiting mark (a key
+    /// [`RedisLock::key`]: for a mutex the key, its fencing counter, its waiting mark (a key
     /// named like the release channel, left by a busy attempt; see the crate README, "Release
-    /// announcements"); for a read-write lock
+    /// announcements") and its holder's description (with
+    /// [`holder_metadata`](crate::RedisLockBuilder::holder_metadata)); for a read-write lock
     /// its writer, readers and waiting writers and the fencing counter; for a semaphore its
     /// holders and counts; for a fair lock the mutex's key and counter, its queue's two (by
     /// arrival, by lapse) and the waiting mark. (The release channel is [`RedisLock::release_channel`] for every
@@ -66,8 +67,9 @@ impl RedisLock {
                 vec![key, fence, queue, entries, mark]
             }
             _ => {
-                let (fence, mark) = (fence_key(&key), release_channel(&key));
-                vec![key, fence, mark]
+                let (fence, mark, holder) =
+                    (fence_key(&key), release_channel(&key), holder_key(&key));
+                vec![key, fence, mark, holder]
             }
         }
     }

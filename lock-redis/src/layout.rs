@@ -6,8 +6,12 @@ use std::sync::OnceLock;
 /// The end of every fencing counter key. Lock keys may not end with it (see [`reserved`]).
 pub(crate) const FENCE_SUFFIX: &str = ":distlock-fence";
 
-/// The end of every release channel name.
+/// The end of every release channel name (and of the waiting mark, a key of the same name).
 pub(crate) const RELEASED_SUFFIX: &str = ":distlock-released";
+
+/// The end of the key that describes a lock's holder (host, pid, since, note): a JSON string
+/// beside the lock key, written by the grant, expiring with the lease.
+pub(crate) const HOLDER_SUFFIX: &str = ":distlock-holder";
 
 /// The ends of the keys of a read-write lock: its writer (a string), its readers and its
 /// waiting writers (sorted sets scored by expiry).
@@ -27,7 +31,8 @@ pub(crate) const FAIR_ENTRIES_SUFFIX: &str = ":distlock-fair-entries";
 pub(crate) const TURN_SUFFIX: &str = ":distlock-turn:";
 
 /// Every suffix of a derived key; a lock key may end with none of them.
-const SUFFIXES: [&str; 9] = [
+const SUFFIXES: [&str; 10] = [
+    HOLDER_SUFFIX,
     FAIR_QUEUE_SUFFIX,
     FAIR_ENTRIES_SUFFIX,
     FENCE_SUFFIX,
@@ -169,6 +174,11 @@ pub(crate) fn release_channel(key: &str) -> String {
     derived(key, RELEASED_SUFFIX)
 }
 
+/// The key describing the holder of the lock at `key` (see [`HOLDER_SUFFIX`]).
+pub(crate) fn holder_key(key: &str) -> String {
+    derived(key, HOLDER_SUFFIX)
+}
+
 /// The keys of the read-write lock named by `key`: writer, readers, waiting writers.
 pub(crate) fn rw_keys(key: &str) -> [String; 3] {
     [WRITER_SUFFIX, READERS_SUFFIX, WAITING_WRITERS_SUFFIX].map(|suffix| derived(key, suffix))
@@ -214,6 +224,9 @@ mod tests {
             let fence = fence_key(key);
             let mark = format!("{}released", &fence[..fence.len() - "fence".len()]);
             assert_eq!(mark, release_channel(key), "key {key:?}");
+            // ... and the holder's description the same way (lua/acquire.lua, handover.lua).
+            let holder = format!("{}holder", &fence[..fence.len() - "fence".len()]);
+            assert_eq!(holder, holder_key(key), "key {key:?}");
         }
     }
 

@@ -4,6 +4,7 @@
 mod config;
 mod conn;
 mod error;
+mod holder;
 mod kinds;
 mod layout;
 mod redis_lock;

@@ -14,7 +14,8 @@ use tokio::time::Instant;
 use crate::config::{RedisLockBuilder, Settings};
 use crate::conn::{Conn, Connections, Source};
 use crate::error::{BACKEND, breaks_connection, from_redis, timeout};
-use crate::layout::{announces, fence_key, release_channel, token_value, turn_channel};
+use crate::holder::Describe;
+use crate::layout::{announces, fence_key, holder_key, release_channel, token_value, turn_channel};
 use crate::replication::Replication;
 use crate::scripts::{
     ACQUIRE, EXTEND, FAIR_RELEASE, HANDOVER, Lua, RELEASE, RW_RELEASE, SEMAPHORE_RELEASE,
@@ -52,6 +53,8 @@ pub struct RedisLock {
     pub(crate) fence_retention_ms: u64,
     /// Whether grants carry fencing tokens (the acquire script) or not (a plain `SET NX`).
     pub(crate) fencing: bool,
+    /// What each grant writes about its holder, when built with holder metadata.
+    holder: Option<Describe>,
     /// The release scripts of the mutex, the read-write lock and the semaphore: announcing with
     /// `PUBLISH`, or `SPUBLISH` (sharded) on a cluster.
     release: &'static Lua,
@@ -101,6 +104,7 @@ impl RedisLock {
             command_timeout: settings.command_timeout,
             fence_retention_ms: ms(settings.fence_retention),
             fencing: settings.fencing,
+            holder: settings.holder,
             release,
             rw_release,
             semaphore_release,
@@ -338,13 +342,11 @@ impl Lock for RedisLock {
             let fence = fence_key(&key);
             let (ttl_arg, retention_arg) =
                 (ttl_ms.to_string(), self.fence_retention_ms.to_string());
+            let described = self.holder.as_ref().map(|h| h.of(value.as_str()));
+            let mut args = vec![value.as_str(), &ttl_arg, &retention_arg];
+            args.extend(described.as_deref());
             let (answer, conn) = self
-                .run::<Vec<i64>>(
-                    Op::Acquire,
-                    &ACQUIRE,
-                    &[&key, &fence],
-                    &[value.as_str(), &ttl_arg, &retention_arg],
-                )
+                .run::<Vec<i64>>(Op::Acquire, &ACQUIRE, &[&key, &fence], &args)
                 .await?;
             let reply = match answer[..] {
                 [1, fence] => Grant::Granted(u64::try_from(fence).unwrap_or(0)),
@@ -451,9 +453,11 @@ impl Lock for RedisLock {
         let key = self.key(lease.name());
         let started = Instant::now();
         let (value, ttl_arg) = (token_value(lease.token()), ttl_ms.to_string());
-        let (extended, mut conn): (i64, Conn) = self
-            .run(Op::Extend, &EXTEND, &[&key], &[value.as_str(), &ttl_arg])
-            .await?;
+        let holder = self.holder.as_ref().map(|_| holder_key(&key));
+        let mut args = vec![value.as_str(), &ttl_arg];
+        args.extend(holder.as_deref());
+        let (extended, mut conn): (i64, Conn) =
+            self.run(Op::Extend, &EXTEND, &[&key], &args).await?;
         if extended != 1 {
             return Ok(None);
         }
@@ -482,16 +486,16 @@ impl Lock for RedisLock {
         } else {
             String::new()
         };
-        let (keys, args): (&[&str], &[&str]) = if self.fencing {
-            (
-                &[&key, &fence],
-                &[from.as_str(), to_value.as_str(), &ttl_arg, &retention_arg],
-            )
+        let described = self.holder.as_ref().map(|h| h.of(to_value.as_str()));
+        let (keys, args): (&[&str], Vec<&str>) = if self.fencing {
+            let mut args = vec![from.as_str(), to_value.as_str(), &ttl_arg, &retention_arg];
+            args.extend(described.as_deref());
+            (&[&key, &fence], args)
         } else {
-            (&[&key], &[from.as_str(), to_value.as_str(), &ttl_arg])
+            (&[&key], vec![from.as_str(), to_value.as_str(), &ttl_arg])
         };
         let ((handed, fencing_token), mut conn): ((i64, i64), Conn) =
-            self.run(Op::Acquire, &HANDOVER, keys, args).await?;
+            self.run(Op::Acquire, &HANDOVER, keys, &args).await?;
         if handed != 1 {
             return Ok(Handover::NotOwned);
         }
@@ -510,14 +514,11 @@ impl Lock for RedisLock {
         let key = self.key(lease.name());
         let value = token_value(lease.token());
         let channel = release_channel(&key);
-        let (released, _): (i64, Conn) = self
-            .run(
-                Op::Release,
-                self.release,
-                &[&key],
-                &[value.as_str(), &channel],
-            )
-            .await?;
+        let holder = self.holder.as_ref().map(|_| holder_key(&key));
+        let mut args = vec![value.as_str(), &channel];
+        args.extend(holder.as_deref());
+        let (released, _): (i64, Conn) =
+            self.run(Op::Release, self.release, &[&key], &args).await?;
         Ok(released == 1)
     }
 
