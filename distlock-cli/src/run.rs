@@ -6,7 +6,7 @@ use std::process::{ExitCode, ExitStatus};
 use std::time::Duration;
 
 use lock_core::{LockError, Locker, TimeoutPhase};
-use nix::sys::signal::{Signal, kill};
+use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::process::Child;
 use tokio::signal::unix::{SignalKind, signal};
@@ -52,6 +52,9 @@ pub(crate) async fn run(target: &Target, args: RunArgs) -> Result<ExitCode, Fail
         .args(rest)
         .env("DISTLOCK_LOCK_NAME", &args.name)
         .env("DISTLOCK_FENCING_TOKEN", guard.fencing_token().to_string())
+        // Its own process group, so that a lost lease stops everything it started (a
+        // shell's children too), not just its first process.
+        .process_group(0)
         .spawn();
     let mut child = match spawned {
         Ok(child) => child,
@@ -128,18 +131,20 @@ fn listen(kind: SignalKind) -> Result<tokio::signal::unix::Signal, Failure> {
     signal(kind).map_err(|e| Failure::new(FAILURE, format!("cannot listen for signals: {e}")))
 }
 
-/// Sends `sig` to the command, if it still runs.
+/// Sends `sig` to the command's process group, while the command runs (its group id is its
+/// pid, which is not reused before we reap it).
 fn pass_on(child: &Child, sig: Signal) {
     if let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) {
-        let _ = kill(Pid::from_raw(pid), sig);
+        let _ = killpg(Pid::from_raw(pid), sig);
     }
 }
 
-/// SIGTERM, then SIGKILL if the command still runs after `grace`; waits for it to end.
+/// SIGTERM to the command's process group, then SIGKILL if the command still runs after
+/// `grace`; waits for it to end.
 async fn stop(child: &mut Child, grace: Duration) {
     pass_on(child, Signal::SIGTERM);
     if tokio::time::timeout(grace, child.wait()).await.is_err() {
-        let _ = child.start_kill();
+        pass_on(child, Signal::SIGKILL);
         let _ = child.wait().await;
     }
 }

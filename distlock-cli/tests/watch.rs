@@ -1,0 +1,84 @@
+//! `watch` refreshes a bounded number of times, shows held locks and counts the releases
+//! announced between refreshes (single server); on a cluster it shows the held locks.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{distlock, hold, locker, stderr, stdout};
+use lock_testkit::{RedisCluster, RedisServer};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn single_server_counts_releases() {
+    let server = RedisServer::start().expect("redis-server");
+    let urls = vec![server.url()];
+    let locker = locker(&urls);
+    let held = hold(&locker, "held:1").await;
+    let u = urls.clone();
+    let watching = tokio::task::spawn_blocking(move || {
+        distlock(
+            &u,
+            &["--json", "watch", "--interval", "1s", "--iterations", "3"],
+        )
+    });
+    // Releases of one name while the watch runs: each is announced on its channel.
+    let mut cycles = 0;
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_millis(2200) {
+        hold(&locker, "busy:1")
+            .await
+            .release()
+            .await
+            .expect("release");
+        cycles += 1;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let out = watching.await.expect("watch");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let refreshes: Vec<serde_json::Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON document per line"))
+        .collect();
+    assert_eq!(refreshes.len(), 3);
+    for r in &refreshes {
+        assert!(
+            r["locks"]
+                .as_array()
+                .expect("locks")
+                .iter()
+                .any(|l| l["name"] == "held:1")
+        );
+    }
+    let seen: f64 = refreshes
+        .iter()
+        .filter_map(|r| r["releases_per_second"]["busy:1"].as_f64())
+        .sum();
+    assert!(
+        cycles > 5 && seen > 0.0,
+        "releases of busy:1 counted: {seen} ({cycles} cycles)"
+    );
+    drop(held);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_table() {
+    let cluster = RedisCluster::start().expect("cluster");
+    let urls = cluster.urls();
+    let locker = locker(&urls);
+    let _held: Vec<_> = futures::future::join_all((0..5).map(|i| {
+        let locker = &locker;
+        async move { hold(locker, &format!("node:{i}")).await }
+    }))
+    .await;
+    let u = urls.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        distlock(&u, &["watch", "--interval", "100ms", "--iterations", "2"])
+    })
+    .await
+    .expect("watch");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for i in 0..5 {
+        assert_eq!(text.matches(&format!("node:{i} ")).count(), 2, "{text}");
+    }
+}
