@@ -18,10 +18,13 @@ pub(crate) struct Node {
     pub(crate) addr: String,
     pub(crate) conn: MultiplexedConnection,
     /// The hash slots it serves, as inclusive ranges (empty for a single server).
-    pub(crate) slots: Vec<(i64, i64)>,
+    pub(crate) slots: Vec<SlotRange>,
     /// How to connect again (`watch` opens a pub/sub connection).
     pub(crate) info: ConnectionInfo,
 }
+
+/// First and last hash slot of a range a master serves.
+pub(crate) type SlotRange = (i64, i64);
 
 /// The deployment behind the URLs.
 pub(crate) struct Target {
@@ -177,7 +180,7 @@ async fn masters(
         .query_async(&mut seed.conn.clone())
         .await
         .map_err(|e| Failure::backend(&format!("CLUSTER SLOTS on {}", seed.addr), &e))?;
-    let mut addrs: Vec<(String, u16, Vec<(i64, i64)>)> = Vec::new();
+    let mut addrs: Vec<(String, u16, Vec<SlotRange>)> = Vec::new();
     for range in &ranges {
         let Some((start, end, master)) = slot_range(range) else {
             continue;

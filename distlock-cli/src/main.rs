@@ -51,7 +51,10 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             } else if listing.locks.is_empty() {
                 println!("no held locks match {:?}", args.pattern);
             } else {
-                println!("{}", render::lock_table(&listing.locks, None));
+                println!(
+                    "{}",
+                    render::text(&render::lock_table(&listing.locks, None))
+                );
                 if listing.truncated {
                     eprintln!("distlock: the listing stopped at the SCAN step limit");
                 }
@@ -73,7 +76,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
                     if i > 0 {
                         println!();
                     }
-                    println!("{}", render::show_table(lock));
+                    println!("{}", render::text(&render::show_table(lock)));
                 }
             }
             Ok(ExitCode::SUCCESS)

@@ -22,11 +22,20 @@ pub(crate) fn table(header: &[&str]) -> Table {
     table
 }
 
+/// An extra column: its title, and its cell for a lock.
+pub(crate) type Column<'a> = (&'a str, &'a dyn Fn(&LockInfo) -> String);
+
+/// A table as text, without the padding at the ends of its lines.
+pub(crate) fn text(table: &Table) -> String {
+    table
+        .lines()
+        .map(|line| line.trim_end().to_owned())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The `ls` (and `watch`) table; `extra` adds a last column per lock.
-pub(crate) fn lock_table(
-    locks: &[LockInfo],
-    extra: Option<(&str, &dyn Fn(&LockInfo) -> String)>,
-) -> Table {
+pub(crate) fn lock_table(locks: &[LockInfo], extra: Option<Column<'_>>) -> Table {
     let mut header = vec![
         "NAME",
         "KIND",

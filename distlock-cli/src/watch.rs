@@ -57,7 +57,10 @@ pub(crate) async fn watch(
             );
             println!(
                 "{}",
-                render::lock_table(&listing.locks, Some(("RELEASES/S", &rate)))
+                render::text(&render::lock_table(
+                    &listing.locks,
+                    Some(("RELEASES/S", &rate))
+                ))
             );
         }
         done += 1;
