@@ -1,5 +1,7 @@
 //! The command line: global connection options and one struct per subcommand.
 
+#[cfg(feature = "tls")]
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
@@ -43,6 +45,19 @@ pub(crate) struct TargetArgs {
     /// How long one command may wait for its reply.
     #[arg(long, default_value = "2s", value_parser = duration, global = true)]
     pub(crate) command_timeout: Duration,
+    /// TLS (`rediss://`): trust only this CA certificate (PEM file) instead of the system's
+    /// trust store.
+    #[cfg(feature = "tls")]
+    #[arg(long, value_name = "FILE", global = true)]
+    pub(crate) tls_ca: Option<PathBuf>,
+    /// TLS: present this client certificate (PEM file; with --tls-key): mutual TLS.
+    #[cfg(feature = "tls")]
+    #[arg(long, value_name = "FILE", global = true, requires = "tls_key")]
+    pub(crate) tls_cert: Option<PathBuf>,
+    /// TLS: the private key (PEM file) of --tls-cert.
+    #[cfg(feature = "tls")]
+    #[arg(long, value_name = "FILE", global = true, requires = "tls_cert")]
+    pub(crate) tls_key: Option<PathBuf>,
 }
 
 /// The subcommands.

@@ -9,6 +9,7 @@ use redis::{AsyncConnectionConfig, ConnectionAddr, ConnectionInfo, IntoConnectio
 
 use crate::cli::TargetArgs;
 use crate::exit::{BACKEND, Failure, USAGE, one_line};
+use crate::tls::Tls;
 
 /// One master: where it is and a connection to it. Every key of a lock lives on one master
 /// (they share a hash slot), so a lock is read from a single node.
@@ -34,6 +35,8 @@ pub(crate) struct Target {
     pub(crate) cluster: bool,
     pub(crate) prefix: String,
     pub(crate) command_timeout: Duration,
+    /// TLS settings, for every connection.
+    pub(crate) tls: Tls,
     urls: Vec<String>,
     connect_timeout: Duration,
 }
@@ -54,16 +57,17 @@ impl Target {
                 .map_err(|e| Failure::new(USAGE, format!("invalid Redis URL: {}", one_line(&e))))?;
             infos.push(info);
         }
+        let tls = Tls::load(args)?;
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(args.connect_timeout))
             .set_response_timeout(Some(args.command_timeout));
         let mut last = None;
         for info in &infos {
-            match open(info, &config, args.connect_timeout).await {
+            match open(info, &tls, &config, args.connect_timeout).await {
                 Ok(node) => {
                     let cluster = cluster_enabled(&node).await?;
                     let nodes = if cluster {
-                        masters(&node, info, &config, args.connect_timeout).await?
+                        masters(&node, info, &tls, &config, args.connect_timeout).await?
                     } else {
                         vec![node]
                     };
@@ -71,6 +75,7 @@ impl Target {
                         nodes,
                         cluster,
                         prefix: args.prefix.clone(),
+                        tls,
                         command_timeout: args.command_timeout,
                         urls: args.url.clone(),
                         connect_timeout: args.connect_timeout,
@@ -84,7 +89,7 @@ impl Target {
 
     /// A `RedisLock` on the same deployment, with the same prefix and timeouts.
     pub(crate) fn lock(&self) -> Result<RedisLock, Failure> {
-        let builder = RedisLock::builder()
+        let builder = self.tls.apply(RedisLock::builder())
             .prefix(self.prefix.clone())
             .connect_timeout(self.connect_timeout)
             .command_timeout(self.command_timeout);
@@ -127,13 +132,14 @@ impl Target {
 /// Connects to one node, checks it answers (and accepts the credentials) with `PING`.
 async fn open(
     info: &ConnectionInfo,
+    tls: &Tls,
     config: &AsyncConnectionConfig,
     limit: Duration,
 ) -> Result<Node, Failure> {
     let addr = info.addr().to_string();
     let fail =
         |e: &dyn std::fmt::Display| Failure::backend(&format!("cannot connect to {addr}"), e);
-    let client = redis::Client::open(info.clone()).map_err(|e| fail(&e))?;
+    let client = tls.client(info.clone()).map_err(|e| fail(&e))?;
     let connecting = client.get_multiplexed_async_connection_with_config(config);
     let mut conn = match tokio::time::timeout(limit, connecting).await {
         Ok(Ok(conn)) => conn,
@@ -172,6 +178,7 @@ async fn cluster_enabled(node: &Node) -> Result<bool, Failure> {
 async fn masters(
     seed: &Node,
     seed_info: &ConnectionInfo,
+    tls: &Tls,
     config: &AsyncConnectionConfig,
     limit: Duration,
 ) -> Result<Vec<Node>, Failure> {
@@ -221,7 +228,7 @@ async fn masters(
             },
             _ => ConnectionAddr::Tcp(host, port),
         };
-        let mut node = open(&seed_info.clone().set_addr(addr), config, limit).await?;
+        let mut node = open(&seed_info.clone().set_addr(addr), tls, config, limit).await?;
         node.slots = slots;
         nodes.push(node);
     }

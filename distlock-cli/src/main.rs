@@ -8,6 +8,7 @@ mod inspect;
 mod release;
 mod render;
 mod run;
+mod tls;
 mod watch;
 
 use std::process::ExitCode;

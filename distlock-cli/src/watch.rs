@@ -83,7 +83,7 @@ async fn count_releases(target: &Target) -> Result<Option<Counts>, Failure> {
     }
     let counts: Counts = Arc::default();
     for node in &target.nodes {
-        let client = redis::Client::open(node.info.clone())?;
+        let client = target.tls.client(node.info.clone())?;
         let mut pubsub = client
             .get_async_pubsub()
             .await
