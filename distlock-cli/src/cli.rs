@@ -45,6 +45,16 @@ pub(crate) struct TargetArgs {
     /// How long one command may wait for its reply.
     #[arg(long, default_value = "2s", value_parser = duration, global = true)]
     pub(crate) command_timeout: Duration,
+    /// Sentinel: the master's name; the URLs are then the sentinels', and the master they name
+    /// is used (without credentials, as `RedisLockBuilder::sentinel` connects to it).
+    #[cfg(feature = "sentinel")]
+    #[arg(
+        long,
+        env = "DISTLOCK_SENTINEL_MASTER",
+        value_name = "NAME",
+        global = true
+    )]
+    pub(crate) sentinel_master: Option<String>,
     /// TLS (`rediss://`): trust only this CA certificate (PEM file) instead of the system's
     /// trust store.
     #[cfg(feature = "tls")]

@@ -35,6 +35,8 @@ pub(crate) struct Target {
     pub(crate) cluster: bool,
     pub(crate) prefix: String,
     pub(crate) command_timeout: Duration,
+    /// The master's name when the URLs are sentinels'.
+    sentinel_master: Option<String>,
     /// TLS settings, for every connection.
     pub(crate) tls: Tls,
     urls: Vec<String>,
@@ -61,8 +63,33 @@ impl Target {
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(args.connect_timeout))
             .set_response_timeout(Some(args.command_timeout));
+        #[cfg(feature = "sentinel")]
+        let sentinel_master = args.sentinel_master.clone();
+        #[cfg(not(feature = "sentinel"))]
+        let sentinel_master: Option<String> = None;
         let mut last = None;
         for info in &infos {
+            if let Some(master) = &sentinel_master {
+                match sentinel_master_node(info, master, &tls, &config, args.connect_timeout).await
+                {
+                    Ok(node) => {
+                        return Ok(Self {
+                            nodes: vec![node],
+                            cluster: false,
+                            prefix: args.prefix.clone(),
+                            sentinel_master,
+                            tls,
+                            command_timeout: args.command_timeout,
+                            urls: args.url.clone(),
+                            connect_timeout: args.connect_timeout,
+                        });
+                    }
+                    Err(failure) => {
+                        last = Some(failure);
+                        continue;
+                    }
+                }
+            }
             match open(info, &tls, &config, args.connect_timeout).await {
                 Ok(node) => {
                     let cluster = cluster_enabled(&node).await?;
@@ -75,6 +102,7 @@ impl Target {
                         nodes,
                         cluster,
                         prefix: args.prefix.clone(),
+                        sentinel_master: None,
                         tls,
                         command_timeout: args.command_timeout,
                         urls: args.url.clone(),
@@ -89,10 +117,18 @@ impl Target {
 
     /// A `RedisLock` on the same deployment, with the same prefix and timeouts.
     pub(crate) fn lock(&self) -> Result<RedisLock, Failure> {
-        let builder = self.tls.apply(RedisLock::builder())
+        let builder = self
+            .tls
+            .apply(RedisLock::builder())
             .prefix(self.prefix.clone())
             .connect_timeout(self.connect_timeout)
             .command_timeout(self.command_timeout);
+        #[cfg(feature = "sentinel")]
+        if let Some(master) = &self.sentinel_master {
+            return Ok(builder
+                .sentinel(self.urls.iter().cloned(), master.clone())
+                .build()?);
+        }
         #[cfg(feature = "cluster")]
         let builder = if self.cluster {
             builder.cluster_urls(self.urls.iter().cloned())
@@ -163,6 +199,36 @@ async fn open(
     })
 }
 
+/// The master that the sentinel at `sentinel` names `master`, connected to without
+/// credentials (as redis-rs's sentinel client does for `RedisLockBuilder::sentinel`).
+async fn sentinel_master_node(
+    sentinel: &ConnectionInfo,
+    master: &str,
+    tls: &Tls,
+    config: &AsyncConnectionConfig,
+    limit: Duration,
+) -> Result<Node, Failure> {
+    let asked = open(sentinel, tls, config, limit).await?;
+    let addr: Option<(String, u16)> = redis::cmd("SENTINEL")
+        .arg("GET-MASTER-ADDR-BY-NAME")
+        .arg(master)
+        .query_async(&mut asked.conn.clone())
+        .await
+        .map_err(|e| Failure::backend(&format!("asking the sentinel {}", asked.addr), &e))?;
+    let Some((host, port)) = addr else {
+        return Err(Failure::new(
+            BACKEND,
+            format!("the sentinel {} knows no master {master:?}", asked.addr),
+        ));
+    };
+    let addr = node_addr(sentinel.addr(), host, port);
+    let info = format!("redis://{addr}/")
+        .into_connection_info()
+        .map_err(|e| Failure::backend("the master's address", &e))?
+        .set_addr(addr);
+    open(&info, tls, config, limit).await
+}
+
 /// Whether the node runs in cluster mode (`INFO cluster`).
 async fn cluster_enabled(node: &Node) -> Result<bool, Failure> {
     let info: String = redis::cmd("INFO")
@@ -215,24 +281,29 @@ async fn masters(
     }
     let mut nodes = Vec::with_capacity(addrs.len());
     for (host, port, slots) in addrs {
-        let addr = match seed_info.addr() {
-            ConnectionAddr::TcpTls {
-                insecure,
-                tls_params,
-                ..
-            } => ConnectionAddr::TcpTls {
-                host,
-                port,
-                insecure: *insecure,
-                tls_params: tls_params.clone(),
-            },
-            _ => ConnectionAddr::Tcp(host, port),
-        };
+        let addr = node_addr(seed_info.addr(), host, port);
         let mut node = open(&seed_info.clone().set_addr(addr), tls, config, limit).await?;
         node.slots = slots;
         nodes.push(node);
     }
     Ok(nodes)
+}
+
+/// `host:port` reached like `like`: over TLS, with its settings, if `like` is.
+fn node_addr(like: &ConnectionAddr, host: String, port: u16) -> ConnectionAddr {
+    match like {
+        ConnectionAddr::TcpTls {
+            insecure,
+            tls_params,
+            ..
+        } => ConnectionAddr::TcpTls {
+            host,
+            port,
+            insecure: *insecure,
+            tls_params: tls_params.clone(),
+        },
+        _ => ConnectionAddr::Tcp(host, port),
+    }
 }
 
 /// One row of `CLUSTER SLOTS`: first slot, last slot, and the master's `host:port`.

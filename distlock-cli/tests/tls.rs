@@ -12,7 +12,10 @@ use lock_testkit::RedisServer;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn private_ca() {
-    let server = RedisServer::builder().tls(true).start().expect("TLS redis-server");
+    let server = RedisServer::builder()
+        .tls(true)
+        .start()
+        .expect("TLS redis-server");
     let url = server.url();
     assert!(url.starts_with("rediss://"));
     let ca = server.ca_cert_path().expect("CA file");
@@ -36,16 +39,40 @@ async fn private_ca() {
         (
             distlock(&urls, &["--tls-ca", &ca_arg, "--json", "ls"]),
             distlock(&urls, &["ls"]),
-            distlock(&urls, &["--tls-ca", &ca_arg, "release", "tls:job", "--token", &token]),
-            distlock(&urls, &["--tls-ca", &ca_arg, "run", "tls:job", "--wait", "2s", "--", "true"]),
+            distlock(
+                &urls,
+                &["--tls-ca", &ca_arg, "release", "tls:job", "--token", &token],
+            ),
+            distlock(
+                &urls,
+                &[
+                    "--tls-ca", &ca_arg, "run", "tls:job", "--wait", "2s", "--", "true",
+                ],
+            ),
         )
     })
     .await
     .expect("run distlock");
-    assert_eq!(find(&json(&listed), "tls:job", "mutex")["token"], token_of(&guard).as_str());
+    assert_eq!(
+        find(&json(&listed), "tls:job", "mutex")["token"],
+        token_of(&guard).as_str()
+    );
     assert_eq!(untrusted.status.code(), Some(69), "{}", stderr(&untrusted));
-    assert_eq!(stderr(&untrusted).lines().count(), 1, "{}", stderr(&untrusted));
+    assert_eq!(
+        stderr(&untrusted).lines().count(),
+        1,
+        "{}",
+        stderr(&untrusted)
+    );
     assert_eq!(released.status.code(), Some(0), "{}", stderr(&released));
-    assert_eq!(ran.status.code(), Some(0), "the lock was free again: {}", stderr(&ran));
-    assert!(guard.release().await.is_err(), "the guard lost it to the operator");
+    assert_eq!(
+        ran.status.code(),
+        Some(0),
+        "the lock was free again: {}",
+        stderr(&ran)
+    );
+    assert!(
+        guard.release().await.is_err(),
+        "the guard lost it to the operator"
+    );
 }
