@@ -22,7 +22,7 @@ pub(crate) async fn watch(
     args: &WatchArgs,
     json: bool,
 ) -> Result<ExitCode, Failure> {
-    let counts = count_releases(target).await?;
+    let mut releases = Releases::start(target).await?;
     let term = console::Term::stdout();
     let live = !json && term.is_term();
     let mut last = Instant::now();
@@ -33,7 +33,9 @@ pub(crate) async fn watch(
             inspect::list(target, &args.pattern, args.scan.count, args.scan.foreign).await?;
         let elapsed = last.elapsed().as_secs_f64().max(0.001);
         last = Instant::now();
-        let rates = take_rates(counts.as_ref(), &target.prefix, elapsed);
+        let mut listing = listing;
+        releases.follow(&mut listing.locks).await;
+        let rates = take_rates(releases.counts(), &target.prefix, elapsed);
         if json {
             println!(
                 "{}",
@@ -46,7 +48,7 @@ pub(crate) async fn watch(
             if live {
                 let _ = term.clear_screen();
             }
-            let rate = |lock: &inspect::LockInfo| match &counts {
+            let rate = |lock: &inspect::LockInfo| match releases.counts() {
                 Some(_) => format!("{:.1}", rates.get(&lock.name).copied().unwrap_or(0.0)),
                 None => "-".into(),
             };
@@ -75,37 +77,129 @@ pub(crate) async fn watch(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Counts the releases announced on every node (`PSUBSCRIBE *:distlock-released`). `None` on
-/// a cluster: releases are announced there with sharded pub/sub, which has no patterns.
-async fn count_releases(target: &Target) -> Result<Option<Counts>, Failure> {
-    if target.cluster {
-        return Ok(None);
+/// At most this many release channels are followed on a cluster.
+#[cfg(feature = "cluster")]
+const MAX_SHARDED: usize = 1000;
+
+/// Where release announcements are counted.
+enum Releases {
+    /// A single server: `PSUBSCRIBE *:distlock-released` sees every name's releases.
+    Pattern(Counts),
+    /// A cluster: releases are announced with sharded pub/sub, which has no patterns, so the
+    /// channel of each name seen held is subscribed (`SSUBSCRIBE`) from then on.
+    #[cfg(feature = "cluster")]
+    Sharded {
+        conn: redis::cluster_async::ClusterConnection,
+        followed: std::collections::HashSet<String>,
+        counts: Counts,
+    },
+    /// Not counted (a cluster, without the `cluster` feature).
+    #[cfg_attr(feature = "cluster", allow(dead_code))]
+    Off,
+}
+
+impl Releases {
+    /// Starts counting on every node.
+    async fn start(target: &Target) -> Result<Self, Failure> {
+        let counts: Counts = Arc::default();
+        if target.cluster {
+            #[cfg(feature = "cluster")]
+            return Self::sharded(target, counts).await;
+            #[cfg(not(feature = "cluster"))]
+            return Ok(Self::Off);
+        }
+        for node in &target.nodes {
+            let client = target.tls.client(node.info.clone())?;
+            let failed = |e: &redis::RedisError| {
+                Failure::backend(&format!("subscribing on {}", node.addr), e)
+            };
+            let mut pubsub = client.get_async_pubsub().await.map_err(|e| failed(&e))?;
+            pubsub
+                .psubscribe("*:distlock-released")
+                .await
+                .map_err(|e| failed(&e))?;
+            let counts = Arc::clone(&counts);
+            tokio::spawn(async move {
+                let mut messages = pubsub.into_on_message();
+                while let Some(message) = messages.next().await {
+                    count(&counts, message.get_channel_name());
+                }
+            });
+        }
+        Ok(Self::Pattern(counts))
     }
-    let counts: Counts = Arc::default();
-    for node in &target.nodes {
-        let client = target.tls.client(node.info.clone())?;
-        let mut pubsub = client
-            .get_async_pubsub()
+
+    /// A RESP3 cluster connection whose sharded messages are counted.
+    #[cfg(feature = "cluster")]
+    async fn sharded(target: &Target, counts: Counts) -> Result<Self, Failure> {
+        let (push_tx, mut pushes) = tokio::sync::mpsc::unbounded_channel::<redis::PushInfo>();
+        let infos: Vec<redis::ConnectionInfo> =
+            target.nodes.iter().map(|n| n.info.clone()).collect();
+        let conn = redis::cluster::ClusterClientBuilder::new(infos)
+            .use_protocol(redis::ProtocolVersion::RESP3)
+            .push_sender(push_tx)
+            .connection_timeout(target.command_timeout)
+            .response_timeout(target.command_timeout)
+            .build()?
+            .get_async_connection()
             .await
-            .map_err(|e| Failure::backend(&format!("subscribing on {}", node.addr), &e))?;
-        pubsub
-            .psubscribe("*:distlock-released")
-            .await
-            .map_err(|e| Failure::backend(&format!("subscribing on {}", node.addr), &e))?;
-        let counts = Arc::clone(&counts);
+            .map_err(|e| Failure::backend("subscribing on the cluster", &e))?;
+        let c = Arc::clone(&counts);
         tokio::spawn(async move {
-            let mut messages = pubsub.into_on_message();
-            while let Some(message) = messages.next().await {
-                let channel = message.get_channel_name().to_owned();
-                *counts
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .entry(channel)
-                    .or_default() += 1;
+            while let Some(push) = pushes.recv().await {
+                if push.kind == redis::PushKind::SMessage {
+                    if let Some(redis::Value::BulkString(channel)) = push.data.first() {
+                        count(&c, &String::from_utf8_lossy(channel));
+                    }
+                }
             }
         });
+        Ok(Self::Sharded {
+            conn,
+            followed: std::collections::HashSet::new(),
+            counts,
+        })
     }
-    Ok(Some(counts))
+
+    /// On a cluster, subscribes to the release channels of `locks` not yet followed, and
+    /// takes this watch's own subscription out of their waiters (it read them after
+    /// subscribing, or before: then it counted none).
+    async fn follow(&mut self, locks: &mut [inspect::LockInfo]) {
+        #[cfg(feature = "cluster")]
+        if let Self::Sharded { conn, followed, .. } = self {
+            for lock in locks.iter_mut() {
+                let channel = LockKeys::of_key(&lock.key).released;
+                if followed.contains(&channel) {
+                    lock.waiters = lock.waiters.saturating_sub(1);
+                } else if followed.len() < MAX_SHARDED {
+                    // A failed subscription only leaves this name's count at zero.
+                    if conn.ssubscribe(&channel).await.is_ok() {
+                        followed.insert(channel);
+                    }
+                }
+            }
+        }
+        let _ = locks;
+    }
+
+    /// The counts, when releases are counted.
+    fn counts(&self) -> Option<&Counts> {
+        match self {
+            Self::Pattern(counts) => Some(counts),
+            #[cfg(feature = "cluster")]
+            Self::Sharded { counts, .. } => Some(counts),
+            Self::Off => None,
+        }
+    }
+}
+
+/// One more release on `channel`.
+fn count(counts: &Counts, channel: &str) {
+    *counts
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .entry(channel.to_owned())
+        .or_default() += 1;
 }
 
 /// Releases per second per lock name since the last call, and the counts reset.

@@ -61,24 +61,71 @@ async fn single_server_counts_releases() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cluster_table() {
+async fn cluster_table_and_releases() {
     let cluster = RedisCluster::start().expect("cluster");
     let urls = cluster.urls();
     let locker = locker(&urls);
-    let _held: Vec<_> = futures::future::join_all((0..5).map(|i| {
+    let held: Vec<_> = futures::future::join_all((0..5).map(|i| {
         let locker = &locker;
         async move { hold(locker, &format!("node:{i}")).await }
     }))
     .await;
+    let hot = hold(&locker, "hot:1").await;
     let u = urls.clone();
-    let out = tokio::task::spawn_blocking(move || {
-        distlock(&u, &["watch", "--interval", "100ms", "--iterations", "2"])
-    })
-    .await
-    .expect("watch");
+    let watching = tokio::task::spawn_blocking(move || {
+        distlock(&u, &["watch", "--interval", "1s", "--iterations", "3"])
+    });
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    hot.release().await.expect("release");
+    let out = watching.await.expect("watch");
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     for i in 0..5 {
-        assert_eq!(text.matches(&format!("node:{i} ")).count(), 2, "{text}");
+        assert_eq!(text.matches(&format!("node:{i} ")).count(), 3, "{text}");
     }
+    let u = urls.clone();
+    let json_out = tokio::task::spawn_blocking(move || {
+        distlock(
+            &u,
+            &["--json", "watch", "--interval", "1s", "--iterations", "4"],
+        )
+    });
+    let again = hold(&locker, "hot:1").await; // seen held at the first refresh
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    again.release().await.expect("release");
+    // Releases after the first refresh, counted by the later ones (refreshes at about 0, 1, 2
+    // and 3 s).
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_millis(1500) {
+        hold(&locker, "hot:1")
+            .await
+            .release()
+            .await
+            .expect("release");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let out = json_out.await.expect("watch");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let seen: f64 = stdout(&out)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|r| r["releases_per_second"]["hot:1"].as_f64())
+        .sum();
+    assert!(
+        seen > 0.0,
+        "releases of hot:1 counted on the cluster: {}",
+        stdout(&out)
+    );
+    // The watch's own subscriptions are not counted as waiters.
+    let last: serde_json::Value =
+        serde_json::from_str(stdout(&out).lines().last().expect("a refresh")).expect("JSON");
+    for lock in last["locks"].as_array().expect("locks") {
+        if lock["name"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("node:"))
+        {
+            assert_eq!(lock["waiters"], 0, "{lock}");
+        }
+    }
+    drop(held);
 }
