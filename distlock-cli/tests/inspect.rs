@@ -35,6 +35,21 @@ async fn every_kind(urls: Vec<String>) {
         .await
         .expect("permit");
     let _other = hold(&holder, "order:2").await;
+    // A fair lock with a second process queued behind its holder.
+    let fair = holder
+        .fair("turn:1")
+        .lease(Duration::from_secs(30))
+        .acquire()
+        .await
+        .expect("fair lock");
+    let queued = locker(&urls);
+    let queueing = tokio::spawn(async move {
+        let _ = queued
+            .fair("turn:1")
+            .wait(Duration::from_secs(20))
+            .acquire()
+            .await;
+    });
     // Holder metadata as the grant scripts write it: shown when its token is the holder's,
     // ignored when it is stale (another token).
     let described = serde_json::json!({
@@ -73,13 +88,20 @@ async fn every_kind(urls: Vec<String>) {
     );
 
     let urls_c = urls.clone();
-    let (doc, filtered, shown, human, free) = tokio::task::spawn_blocking(move || {
+    let (doc, filtered, shown, human, free, turn) = tokio::task::spawn_blocking(move || {
+        let turn = eventually(Duration::from_secs(10), || {
+            let doc = json(&distlock(&urls_c, &["--json", "show", "turn:1"]));
+            locks(&doc)
+                .iter()
+                .any(|l| l["kind"] == "fair" && l["queued"] == 1)
+        });
         (
             json(&distlock(&urls_c, &["--json", "ls"])),
             json(&distlock(&urls_c, &["--json", "ls", "order:*"])),
             json(&distlock(&urls_c, &["--json", "show", "pool"])),
             stdout(&distlock(&urls_c, &["show", "order:1"])),
             json(&distlock(&urls_c, &["--json", "show", "order:404"])),
+            turn,
         )
     })
     .await
@@ -111,7 +133,12 @@ async fn every_kind(urls: Vec<String>) {
         token_of(&permit).as_str()
     );
 
-    // Exactly the five locks: no row for a fencing counter, channel or holder key.
+    assert!(turn, "the fair lock shows its queued waiter");
+    let fair_row = find(&doc, "turn:1", "fair");
+    assert_eq!(fair_row["token"], token_of(&fair).as_str());
+    assert_eq!(fair_row["fair_queue"].as_array().map(Vec::len), Some(1));
+
+    // Exactly these locks: no row for a fencing counter, channel or holder key.
     let names: Vec<String> = locks(&doc)
         .iter()
         .map(|l| {
@@ -128,7 +155,8 @@ async fn every_kind(urls: Vec<String>) {
             "order:1 mutex",
             "order:2 mutex",
             "pool semaphore",
-            "report read-write"
+            "report read-write",
+            "turn:1 fair"
         ],
         "{doc:#}"
     );
@@ -145,7 +173,8 @@ async fn every_kind(urls: Vec<String>) {
     assert_eq!(free["held"], false);
 
     waiting.abort();
-    drop((order, reader, permit));
+    queueing.abort();
+    drop((order, reader, permit, fair));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
