@@ -36,6 +36,7 @@ pub(crate) struct Target {
     pub(crate) prefix: String,
     pub(crate) command_timeout: Duration,
     /// The master's name when the URLs are sentinels'.
+    #[cfg_attr(not(feature = "sentinel"), allow(dead_code))]
     sentinel_master: Option<String>,
     /// TLS settings, for every connection.
     pub(crate) tls: Tls,

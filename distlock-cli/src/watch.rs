@@ -147,10 +147,10 @@ impl Releases {
         let c = Arc::clone(&counts);
         tokio::spawn(async move {
             while let Some(push) = pushes.recv().await {
-                if push.kind == redis::PushKind::SMessage {
-                    if let Some(redis::Value::BulkString(channel)) = push.data.first() {
-                        count(&c, &String::from_utf8_lossy(channel));
-                    }
+                if push.kind == redis::PushKind::SMessage
+                    && let Some(redis::Value::BulkString(channel)) = push.data.first()
+                {
+                    count(&c, &String::from_utf8_lossy(channel));
                 }
             }
         });
