@@ -98,9 +98,9 @@ pub(crate) enum Command {
     /// A live table of held locks, refreshed every --interval, with announced releases per
     /// second per name. Ctrl-C ends it.
     ///
-    /// RELEASES/S counts the releases announced on each name's channel between refreshes (a
-    /// lower bound of the acquisitions: handovers inside one process and expiries are not
-    /// announced). Fencing tokens are the server's clock in µs, so their differences are time,
+    /// RELEASES/S counts the releases announced on each name's channel between refreshes: the
+    /// lock passing between processes under contention (a release nobody else waits for, a
+    /// handover inside one process and an expiry are not announced). Fencing tokens are the server's clock in µs, so their differences are time,
     /// not a count. On a cluster, only the names seen held since the watch started are counted
     /// (sharded pub/sub has no patterns).
     Watch(WatchArgs),

@@ -1,19 +1,39 @@
 //! `watch` refreshes a bounded number of times, shows held locks and counts the releases
-//! announced between refreshes (single server); on a cluster it shows the held locks.
+//! announced between refreshes, on a single server and on a cluster.
 
 mod common;
 
 use std::time::Duration;
 
 use common::{distlock, hold, locker, stderr, stdout};
+use lock_core::Locker;
+
+/// Two lockers (two processes' worth) taking `name` in turns for `how_long`, each holding it
+/// 30 ms: the one that waits marks that it waits, so the other's releases are announced.
+/// Returns the number of releases.
+async fn contend(urls: &[String], name: &'static str, how_long: Duration) -> usize {
+    let turns = |locker: Locker| async move {
+        let start = std::time::Instant::now();
+        let mut released = 0;
+        while start.elapsed() < how_long {
+            let guard = hold(&locker, name).await;
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            guard.release().await.expect("release");
+            released += 1;
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        released
+    };
+    let (a, b) = tokio::join!(turns(locker(urls)), turns(locker(urls)));
+    a + b
+}
 use lock_testkit::{RedisCluster, RedisServer};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn single_server_counts_releases() {
     let server = RedisServer::start().expect("redis-server");
     let urls = vec![server.url()];
-    let locker = locker(&urls);
-    let held = hold(&locker, "held:1").await;
+    let held = hold(&locker(&urls), "held:1").await;
     let u = urls.clone();
     let watching = tokio::task::spawn_blocking(move || {
         distlock(
@@ -21,18 +41,8 @@ async fn single_server_counts_releases() {
             &["--json", "watch", "--interval", "1s", "--iterations", "3"],
         )
     });
-    // Releases of one name while the watch runs: each is announced on its channel.
-    let mut cycles = 0;
-    let start = std::time::Instant::now();
-    while start.elapsed() < Duration::from_millis(2200) {
-        hold(&locker, "busy:1")
-            .await
-            .release()
-            .await
-            .expect("release");
-        cycles += 1;
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    // Releases of one name while the watch runs, announced to its waiters.
+    let cycles = contend(&urls, "busy:1", Duration::from_millis(2200)).await;
     let out = watching.await.expect("watch");
     assert!(out.status.success(), "{}", stderr(&out));
     let refreshes: Vec<serde_json::Value> = stdout(&out)
@@ -95,15 +105,7 @@ async fn cluster_table_and_releases() {
     again.release().await.expect("release");
     // Releases after the first refresh, counted by the later ones (refreshes at about 0, 1, 2
     // and 3 s).
-    let start = std::time::Instant::now();
-    while start.elapsed() < Duration::from_millis(1500) {
-        hold(&locker, "hot:1")
-            .await
-            .release()
-            .await
-            .expect("release");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    contend(&urls, "hot:1", Duration::from_millis(1500)).await;
     let out = json_out.await.expect("watch");
     assert!(out.status.success(), "{}", stderr(&out));
     let seen: f64 = stdout(&out)
