@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+mod admin;
 mod config;
 mod conn;
 mod error;
@@ -14,6 +15,7 @@ mod subscriber;
 #[cfg(feature = "tls")]
 mod tls;
 
+pub use admin::{DerivedKey, LockKeys};
 pub use config::{
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION, RedisLockBuilder,
 };

@@ -57,7 +57,7 @@ pub struct RedisLock {
     holder: Option<Describe>,
     /// The release scripts of the mutex, the read-write lock and the semaphore: announcing with
     /// `PUBLISH`, or `SPUBLISH` (sharded) on a cluster.
-    release: &'static Lua,
+    pub(crate) release: &'static Lua,
     pub(crate) rw_release: &'static Lua,
     pub(crate) semaphore_release: &'static Lua,
     pub(crate) fair_release: &'static Lua,

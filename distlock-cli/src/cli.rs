@@ -1,0 +1,201 @@
+//! The command line: global connection options and one struct per subcommand.
+
+#[cfg(feature = "tls")]
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::exit;
+
+/// Inspect, release and use distlock locks on Redis.
+#[derive(Debug, Parser)]
+#[command(name = "distlock", version, about, after_help = exit::CODES_HELP)]
+pub(crate) struct Cli {
+    #[command(flatten)]
+    pub(crate) target: TargetArgs,
+    /// Print JSON (one document; `watch`: one line per refresh) instead of tables.
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// Where the locks live.
+#[derive(Debug, Args)]
+pub(crate) struct TargetArgs {
+    /// Redis URL: `redis://[user:password@]host:port/db`. A Redis Cluster is recognised by
+    /// itself; give several nodes' URLs, comma separated, if one may be down.
+    #[arg(
+        long,
+        env = "DISTLOCK_URL",
+        value_delimiter = ',',
+        default_value = "redis://127.0.0.1:6379/",
+        global = true,
+        hide_env_values = true
+    )]
+    pub(crate) url: Vec<String>,
+    /// The key prefix the applications' lockers use (`RedisLockBuilder::prefix`); names are
+    /// shown without it.
+    #[arg(long, env = "DISTLOCK_PREFIX", default_value = "", global = true)]
+    pub(crate) prefix: String,
+    /// How long connecting may take.
+    #[arg(long, default_value = "2s", value_parser = duration, global = true)]
+    pub(crate) connect_timeout: Duration,
+    /// How long one command may wait for its reply.
+    #[arg(long, default_value = "2s", value_parser = duration, global = true)]
+    pub(crate) command_timeout: Duration,
+    /// Sentinel: the master's name; the URLs are then the sentinels', and the master they name
+    /// is used (without credentials, as `RedisLockBuilder::sentinel` connects to it).
+    #[cfg(feature = "sentinel")]
+    #[arg(
+        long,
+        env = "DISTLOCK_SENTINEL_MASTER",
+        value_name = "NAME",
+        global = true
+    )]
+    pub(crate) sentinel_master: Option<String>,
+    /// TLS (`rediss://`): trust only this CA certificate (PEM file) instead of the system's
+    /// trust store.
+    #[cfg(feature = "tls")]
+    #[arg(long, value_name = "FILE", global = true)]
+    pub(crate) tls_ca: Option<PathBuf>,
+    /// TLS: present this client certificate (PEM file; with --tls-key): mutual TLS.
+    #[cfg(feature = "tls")]
+    #[arg(long, value_name = "FILE", global = true, requires = "tls_key")]
+    pub(crate) tls_cert: Option<PathBuf>,
+    /// TLS: the private key (PEM file) of --tls-cert.
+    #[cfg(feature = "tls")]
+    #[arg(long, value_name = "FILE", global = true, requires = "tls_cert")]
+    pub(crate) tls_key: Option<PathBuf>,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// List held locks: name, kind, holder token, remaining TTL, last fencing token, waiters.
+    ///
+    /// Walks the keyspace of every master with SCAN (never KEYS), `--count` keys per step. A
+    /// lock's own keys (`{name}:distlock-fence`, `-released`, `-holder`, ...) are folded into
+    /// its row. WAITERS counts the connections subscribed to the lock's release channel (one
+    /// per waiting process, whatever its number of waiting tasks), plus queued fair waiters.
+    Ls(LsArgs),
+    /// Everything about one lock: holder, TTL, last fencing token issued, waiters, holder
+    /// metadata, readers, permits and the fair queue when they exist.
+    Show(ShowArgs),
+    /// Release a lock only if it is still held with TOKEN (printed by `ls`/`show`), and wake
+    /// its waiters. Exit 1 when the lock is held with another token or not held.
+    Release(ReleaseArgs),
+    /// Run a command while holding a lock, like `consul lock`.
+    ///
+    /// The lease is renewed while the command runs. The command gets DISTLOCK_LOCK_NAME and
+    /// DISTLOCK_FENCING_TOKEN in its environment. If the lease is lost, the command gets
+    /// SIGTERM, then SIGKILL after --grace, and distlock exits with the "lost" code. SIGINT,
+    /// SIGTERM and SIGHUP sent to distlock are passed on to the command. The lock is released when the
+    /// command exits, and distlock exits with its code (128 + N when a signal N ended it).
+    #[command(after_help = exit::CODES_HELP)]
+    Run(RunArgs),
+    /// A live table of held locks, refreshed every --interval, with announced releases per
+    /// second per name. Ctrl-C ends it.
+    ///
+    /// RELEASES/S counts the releases announced on each name's channel between refreshes: the
+    /// lock passing between processes under contention (a release nobody else waits for, a
+    /// handover inside one process and an expiry are not announced). Fencing tokens are the server's clock in µs, so their differences are time,
+    /// not a count. On a cluster, only the names seen held since the watch started are counted
+    /// (sharded pub/sub has no patterns).
+    Watch(WatchArgs),
+}
+
+/// `distlock ls`.
+#[derive(Debug, Args)]
+pub(crate) struct LsArgs {
+    /// Only names matching this glob (`*`, `?`, `[abc]`), without the prefix.
+    #[arg(default_value = "*")]
+    pub(crate) pattern: String,
+    #[command(flatten)]
+    pub(crate) scan: ScanArgs,
+}
+
+/// How the keyspace is walked.
+#[derive(Debug, Args, Clone)]
+pub(crate) struct ScanArgs {
+    /// Keys per SCAN step (SCAN's COUNT hint): larger takes fewer round trips, each longer.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub(crate) count: u32,
+    /// Also list string keys with a TTL whose value is not a distlock token: locks taken by
+    /// redis-py, node-redlock or redsync under the same names (and any other such key).
+    #[arg(long)]
+    pub(crate) foreign: bool,
+}
+
+/// `distlock show`.
+#[derive(Debug, Args)]
+pub(crate) struct ShowArgs {
+    /// The lock name, without the prefix.
+    pub(crate) name: String,
+}
+
+/// `distlock release`.
+#[derive(Debug, Args)]
+pub(crate) struct ReleaseArgs {
+    /// The lock name, without the prefix.
+    pub(crate) name: String,
+    /// The holder's token, exactly as `show` prints it (`dl:` + 32 hex characters).
+    #[arg(long, required_unless_present = "force", conflicts_with = "force")]
+    pub(crate) token: Option<String>,
+    /// Release whoever holds it now: reads the token, asks for confirmation on the terminal,
+    /// then releases only if that token still holds. Refused when stdin is not a terminal.
+    #[arg(long)]
+    pub(crate) force: bool,
+}
+
+/// `distlock run`.
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// The lock name, without the prefix.
+    pub(crate) name: String,
+    /// The lease: renewed every third of it while the command runs; how long the lock
+    /// outlives a crash of distlock itself.
+    #[arg(long, default_value = "30s", value_parser = duration)]
+    pub(crate) ttl: Duration,
+    /// How long to wait for the lock; `0s` tries once. Past it, exit with the "busy" code.
+    #[arg(long, default_value = "10s", value_parser = duration)]
+    pub(crate) wait: Duration,
+    /// After SIGTERM on a lost lease, how long the command has before SIGKILL.
+    #[arg(long, default_value = "5s", value_parser = duration)]
+    pub(crate) grace: Duration,
+    /// The command and its arguments (after `--`).
+    #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true)]
+    pub(crate) command: Vec<String>,
+}
+
+/// `distlock watch`.
+#[derive(Debug, Args)]
+pub(crate) struct WatchArgs {
+    /// Only names matching this glob, without the prefix.
+    #[arg(default_value = "*")]
+    pub(crate) pattern: String,
+    /// Time between refreshes (100ms to 1h).
+    #[arg(long, default_value = "1s", value_parser = interval)]
+    pub(crate) interval: Duration,
+    /// Stop after this many refreshes (default: until Ctrl-C).
+    #[arg(long)]
+    pub(crate) iterations: Option<u64>,
+    #[command(flatten)]
+    pub(crate) scan: ScanArgs,
+}
+
+/// A duration in humantime's notation: `30s`, `1m 30s`, `500ms`.
+fn duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text).map_err(|e| format!("{e} (examples: 30s, 1m 30s, 500ms)"))
+}
+
+/// A refresh interval: at least 100 ms so a watch never floods the server, at most an hour.
+fn interval(text: &str) -> Result<Duration, String> {
+    let d = duration(text)?;
+    if (Duration::from_millis(100)..=Duration::from_secs(3600)).contains(&d) {
+        Ok(d)
+    } else {
+        Err("the interval must be between 100ms and 1h".into())
+    }
+}

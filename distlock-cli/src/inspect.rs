@@ -1,0 +1,443 @@
+//! Reading locks: one pipelined round of plain read commands per lock (GET, PTTL, ZRANGE,
+//! HGETALL, PUBSUB NUMSUB...) on the master that holds it, and the SCAN walk that finds them.
+
+use std::collections::HashSet;
+
+use lock_redis::{LockKeys, TOKEN_PREFIX};
+use redis::Value;
+use serde::{Deserialize, Serialize};
+
+use crate::connect::{Node, Target};
+use crate::exit::{Failure, USAGE};
+
+/// At most this many members of a readers' or holders' set are listed per lock (the count is
+/// always exact).
+const MEMBERS_SHOWN: isize = 50;
+
+/// Locks described per pipelined round trip.
+const BATCH: usize = 200;
+
+/// The SCAN walk of one master stops after this many steps (COUNT keys each), so a listing
+/// always ends; a keyspace that large is reported as cut short.
+const MAX_SCAN_STEPS: u64 = 1_000_000;
+
+/// One held lock of one kind.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct LockInfo {
+    /// The name, without the prefix.
+    pub(crate) name: String,
+    /// The Redis key of the name.
+    pub(crate) key: String,
+    /// `mutex`, `fair`, `read-write`, `semaphore`, or `foreign` (a string key with a TTL that
+    /// another client wrote).
+    pub(crate) kind: &'static str,
+    /// The holder's token: the mutex key's value, or the writer's.
+    pub(crate) token: Option<String>,
+    /// The holding key's remaining TTL in milliseconds.
+    pub(crate) ttl_ms: Option<i64>,
+    /// The last fencing token issued for the name (its counter), if kept.
+    pub(crate) fencing_token: Option<u64>,
+    /// Connections subscribed to the release channel: waiting processes.
+    pub(crate) waiters: u64,
+    /// Fair waiters in the queue, or writers recorded as waiting.
+    pub(crate) queued: u64,
+    /// The read-write lock's readers (count and the first few).
+    pub(crate) readers: Option<Members>,
+    /// The semaphore's permits: max, used, holders.
+    pub(crate) permits: Option<Permits>,
+    /// The fair queue, first in line first.
+    pub(crate) fair_queue: Vec<String>,
+    /// What the holder said about itself, when its description matches its token.
+    pub(crate) holder: Option<Holder>,
+    /// The master it lives on (`host:port`).
+    pub(crate) node: String,
+}
+
+/// Members of a sorted set scored by expiry: readers, semaphore holders.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Members {
+    pub(crate) count: u64,
+    pub(crate) shown: Vec<Member>,
+}
+
+/// One reader or semaphore holder.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Member {
+    pub(crate) token: String,
+    /// Until its share expires, in milliseconds (server clock).
+    pub(crate) ttl_ms: i64,
+    /// Permits it holds (semaphores).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) permits: Option<u64>,
+}
+
+/// A semaphore's counts.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Permits {
+    pub(crate) max: Option<u64>,
+    pub(crate) used: Option<u64>,
+    pub(crate) holders: Members,
+}
+
+/// The holder's description (`{key}:distlock-holder`, written by the grant).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Holder {
+    pub(crate) token: String,
+    #[serde(default)]
+    pub(crate) host: Option<String>,
+    #[serde(default)]
+    pub(crate) pid: Option<u64>,
+    #[serde(default)]
+    pub(crate) label: Option<String>,
+    /// When the lock was granted, Unix milliseconds.
+    #[serde(default)]
+    pub(crate) since_ms: Option<u64>,
+    #[serde(default)]
+    pub(crate) note: Option<String>,
+}
+
+/// Every held lock (of every kind) named `key`, read in one round trip from its master.
+pub(crate) async fn describe(target: &Target, key: &str) -> Result<Vec<LockInfo>, Failure> {
+    let node = target.node_for(key)?;
+    let name = key.strip_prefix(target.prefix.as_str()).unwrap_or(key);
+    let mut found = describe_batch(
+        node,
+        target.cluster,
+        &[(name.to_owned(), key.to_owned())],
+        true,
+    )
+    .await?;
+    Ok(found.pop().unwrap_or_default())
+}
+
+/// The commands that read one lock, in the order [`read_one`] takes their replies.
+fn queue_reads(pipe: &mut redis::Pipeline, keys: &LockKeys, sharded: bool) {
+    pipe.cmd("TYPE").arg(&keys.key);
+    pipe.cmd("GET").arg(&keys.key);
+    pipe.cmd("PTTL").arg(&keys.key);
+    pipe.cmd("GET").arg(&keys.fence);
+    pipe.cmd("GET").arg(&keys.holder);
+    pipe.cmd("PUBSUB")
+        .arg(if sharded { "SHARDNUMSUB" } else { "NUMSUB" })
+        .arg(&keys.released);
+    pipe.cmd("GET").arg(&keys.writer);
+    pipe.cmd("PTTL").arg(&keys.writer);
+    pipe.cmd("ZCARD").arg(&keys.readers);
+    pipe.cmd("ZRANGE")
+        .arg(&keys.readers)
+        .arg(0)
+        .arg(MEMBERS_SHOWN - 1)
+        .arg("WITHSCORES");
+    pipe.cmd("ZCARD").arg(&keys.writers_waiting);
+    pipe.cmd("ZCARD").arg(&keys.permits);
+    pipe.cmd("ZRANGE")
+        .arg(&keys.permits)
+        .arg(0)
+        .arg(MEMBERS_SHOWN - 1)
+        .arg("WITHSCORES");
+    pipe.cmd("HGETALL").arg(&keys.permit_counts);
+    pipe.cmd("ZRANGE")
+        .arg(&keys.fair_queue)
+        .arg(0)
+        .arg(MEMBERS_SHOWN - 1);
+    pipe.cmd("ZCARD").arg(&keys.fair_queue);
+}
+
+/// How many replies [`queue_reads`] asks for.
+const READS: usize = 16;
+
+/// Reads the locks `(name, key)` on `node` in one pipeline, after one `TIME` (the server's
+/// clock, which scores readers' and holders' expiries). `foreign`: keep string keys with a TTL
+/// that hold no distlock token.
+async fn describe_batch(
+    node: &Node,
+    sharded: bool,
+    locks: &[(String, String)],
+    foreign: bool,
+) -> Result<Vec<Vec<LockInfo>>, Failure> {
+    let mut pipe = redis::pipe();
+    pipe.ignore_errors();
+    pipe.cmd("TIME");
+    for (_, key) in locks {
+        queue_reads(&mut pipe, &LockKeys::of_key(key), sharded);
+    }
+    let replies: Vec<Value> = pipe
+        .query_async(&mut node.conn.clone())
+        .await
+        .map_err(|e| Failure::backend(&format!("reading locks on {}", node.addr), &e))?;
+    let now_ms = server_ms(replies.first());
+    Ok(locks
+        .iter()
+        .zip(replies.get(1..).unwrap_or_default().chunks(READS))
+        .map(|((name, key), r)| read_one(name, key, r, now_ms, foreign, &node.addr))
+        .collect())
+}
+
+/// The locks in one lock's replies (see [`queue_reads`]).
+fn read_one(
+    name: &str,
+    key: &str,
+    r: &[Value],
+    now_ms: i64,
+    foreign: bool,
+    node: &str,
+) -> Vec<LockInfo> {
+    let at = |i: usize| r.get(i).unwrap_or(&Value::Nil);
+    let base = LockInfo {
+        name: name.to_owned(),
+        key: key.to_owned(),
+        kind: "mutex",
+        token: None,
+        ttl_ms: None,
+        fencing_token: text(at(3)).and_then(|t| t.parse().ok()),
+        waiters: numsub(at(5)),
+        queued: 0,
+        readers: None,
+        permits: None,
+        fair_queue: Vec::new(),
+        holder: None,
+        node: node.to_owned(),
+    };
+    let holder: Option<Holder> = text(at(4)).and_then(|json| serde_json::from_str(&json).ok());
+    let with_holder = |mut info: LockInfo| {
+        info.holder = holder
+            .clone()
+            .filter(|h| Some(&h.token) == info.token.as_ref());
+        info
+    };
+    let mut found = Vec::new();
+    if text(at(0)).as_deref() == Some("string") {
+        let value = text(at(1)).unwrap_or_default();
+        let ttl = number_signed(at(2));
+        let ours = value.starts_with(TOKEN_PREFIX);
+        if ours || (foreign && ttl > 0) {
+            let fair_queue: Vec<String> = strings(at(14));
+            let queued = number(at(15));
+            found.push(with_holder(LockInfo {
+                kind: if !ours {
+                    "foreign"
+                } else if queued > 0 {
+                    "fair"
+                } else {
+                    "mutex"
+                },
+                token: Some(value),
+                ttl_ms: (ttl >= 0).then_some(ttl),
+                queued,
+                fair_queue,
+                ..base.clone()
+            }));
+        }
+    }
+    let writer = text(at(6));
+    let readers = number(at(8));
+    if writer.is_some() || readers > 0 {
+        let ttl = number_signed(at(7));
+        found.push(with_holder(LockInfo {
+            kind: "read-write",
+            token: writer.clone(),
+            ttl_ms: writer.is_some().then_some(ttl).filter(|t| *t >= 0),
+            queued: number(at(10)),
+            readers: Some(Members {
+                count: readers,
+                shown: members(at(9), now_ms, None),
+            }),
+            ..base.clone()
+        }));
+    }
+    let holders = number(at(11));
+    if holders > 0 {
+        let counts = pairs(at(13));
+        let count = |field: &str| {
+            counts
+                .iter()
+                .find(|(f, _)| f == field)
+                .and_then(|(_, v)| v.parse().ok())
+        };
+        let shown = members(at(12), now_ms, Some(&counts));
+        found.push(LockInfo {
+            kind: "semaphore",
+            permits: Some(Permits {
+                max: count("max"),
+                used: count("used"),
+                holders: Members {
+                    count: holders,
+                    shown,
+                },
+            }),
+            ttl_ms: None,
+            ..base
+        });
+    }
+    found
+}
+
+/// Lists every held lock whose name matches `pattern`, master by master: SCAN with COUNT
+/// `count`, each key folded to the lock it belongs to, each lock read once.
+pub(crate) async fn list(
+    target: &Target,
+    pattern: &str,
+    count: u32,
+    foreign: bool,
+) -> Result<Listing, Failure> {
+    let matcher = glob::Pattern::new(pattern)
+        .map_err(|e| Failure::new(USAGE, format!("bad pattern {pattern:?}: {e}")))?;
+    let mut listing = Listing::default();
+    for node in &target.nodes {
+        let mut seen: HashSet<String> = HashSet::new();
+        let mut cursor: u64 = 0;
+        let mut steps = 0u64;
+        loop {
+            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("COUNT")
+                .arg(count)
+                .query_async(&mut node.conn.clone())
+                .await
+                .map_err(|e| Failure::backend(&format!("SCAN on {}", node.addr), &e))?;
+            listing.keys_scanned += keys.len() as u64;
+            let mut batch = Vec::new();
+            for key in keys {
+                let lock_key = LockKeys::owner_of(&key).map_or(key, |(owner, _)| owner);
+                let Some(name) = lock_key.strip_prefix(target.prefix.as_str()) else {
+                    continue;
+                };
+                if matcher.matches(name) && !seen.contains(&lock_key) {
+                    batch.push((name.to_owned(), lock_key.clone()));
+                    seen.insert(lock_key);
+                }
+            }
+            for chunk in batch.chunks(BATCH) {
+                for found in describe_batch(node, target.cluster, chunk, foreign).await? {
+                    listing.locks.extend(found);
+                }
+            }
+            cursor = next;
+            steps += 1;
+            if cursor == 0 {
+                break;
+            }
+            if steps >= MAX_SCAN_STEPS {
+                listing.truncated = true;
+                break;
+            }
+        }
+    }
+    listing
+        .locks
+        .sort_by(|a, b| (&a.name, a.kind).cmp(&(&b.name, b.kind)));
+    Ok(listing)
+}
+
+/// What `ls` found.
+#[derive(Debug, Default, Serialize)]
+pub(crate) struct Listing {
+    pub(crate) locks: Vec<LockInfo>,
+    /// Keys SCAN returned, over every master.
+    pub(crate) keys_scanned: u64,
+    /// Whether a master's walk stopped at the step limit.
+    pub(crate) truncated: bool,
+}
+
+/// `TIME` as milliseconds.
+fn server_ms(reply: Option<&Value>) -> i64 {
+    match reply {
+        Some(Value::Array(parts)) => {
+            let secs = parts
+                .first()
+                .and_then(text)
+                .and_then(|s| s.parse::<i64>().ok());
+            let micros = parts
+                .get(1)
+                .and_then(text)
+                .and_then(|s| s.parse::<i64>().ok());
+            secs.unwrap_or(0) * 1000 + micros.unwrap_or(0) / 1000
+        }
+        _ => 0,
+    }
+}
+
+/// A reply as text, `None` for nil, errors and arrays.
+fn text(value: &Value) -> Option<String> {
+    match value {
+        Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
+        Value::SimpleString(s) | Value::VerbatimString { text: s, .. } => Some(s.clone()),
+        Value::Int(n) => Some(n.to_string()),
+        Value::Okay => Some("OK".into()),
+        _ => None,
+    }
+}
+
+/// An integer reply, 0 otherwise (a missing set's ZCARD is 0 too).
+fn number_signed(value: &Value) -> i64 {
+    match value {
+        Value::Int(n) => *n,
+        other => text(other).and_then(|t| t.parse().ok()).unwrap_or(0),
+    }
+}
+
+/// A count, 0 when absent or negative.
+fn number(value: &Value) -> u64 {
+    u64::try_from(number_signed(value)).unwrap_or(0)
+}
+
+/// The count in a `PUBSUB NUMSUB`/`SHARDNUMSUB` reply: `[channel, n]` (an array in RESP2, a
+/// map in RESP3).
+fn numsub(value: &Value) -> u64 {
+    match value {
+        Value::Array(parts) => parts.get(1).map_or(0, number),
+        Value::Map(pairs) => pairs.first().map_or(0, |(_, n)| number(n)),
+        _ => 0,
+    }
+}
+
+/// A list reply as strings.
+fn strings(value: &Value) -> Vec<String> {
+    match value {
+        Value::Array(items) | Value::Set(items) => items.iter().filter_map(text).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// A flat `[a, b, a, b]` reply (HGETALL in RESP2, `ZRANGE ... WITHSCORES`) or a map, as pairs.
+fn pairs(value: &Value) -> Vec<(String, String)> {
+    match value {
+        Value::Map(pairs) => pairs
+            .iter()
+            .filter_map(|(k, v)| Some((text(k)?, text(v)?)))
+            .collect(),
+        Value::Array(items) if items.iter().all(|i| matches!(i, Value::Array(_))) => items
+            .iter()
+            .filter_map(|pair| {
+                let [k, v] = strings(pair).try_into().ok()?;
+                Some((k, v))
+            })
+            .collect(),
+        other => strings(other)
+            .chunks(2)
+            .filter_map(|pair| Some((pair.first()?.clone(), pair.get(1)?.clone())))
+            .collect(),
+    }
+}
+
+/// Members of a sorted set scored by expiry (server ms), with their remaining time and, for a
+/// semaphore, the permits each holds (`counts`: the counts hash).
+fn members(value: &Value, now_ms: i64, counts: Option<&[(String, String)]>) -> Vec<Member> {
+    pairs(value)
+        .into_iter()
+        .map(|(token, score)| {
+            // Expiries are whole milliseconds, which Redis prints without a fraction.
+            let expiry = score.parse::<i64>().unwrap_or(0);
+            let permits = counts.and_then(|c| {
+                c.iter()
+                    .find(|(f, _)| *f == token)
+                    .and_then(|(_, n)| n.parse().ok())
+            });
+            Member {
+                ttl_ms: expiry.saturating_sub(now_ms),
+                token,
+                permits,
+            }
+        })
+        .collect()
+}

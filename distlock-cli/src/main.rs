@@ -1,0 +1,97 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+
+mod cli;
+mod connect;
+mod exit;
+mod inspect;
+mod release;
+mod render;
+mod run;
+mod tls;
+mod watch;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command};
+use crate::connect::Target;
+use crate::exit::{FAILURE, Failure};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => return fail(&Failure::new(FAILURE, format!("cannot start: {e}"))),
+    };
+    match runtime.block_on(dispatch(cli)) {
+        Ok(code) => code,
+        Err(failure) => fail(&failure),
+    }
+}
+
+/// One line on stderr, and the failure's code.
+fn fail(failure: &Failure) -> ExitCode {
+    eprintln!("distlock: {}", failure.message);
+    failure.exit_code()
+}
+
+/// Runs the subcommand.
+async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
+    let target = Target::connect(&cli.target).await?;
+    match cli.command {
+        Command::Ls(args) => {
+            let listing =
+                inspect::list(&target, &args.pattern, args.scan.count, args.scan.foreign).await?;
+            if cli.json {
+                print_json(&listing)?;
+            } else if listing.locks.is_empty() {
+                println!("no held locks match {:?}", args.pattern);
+            } else {
+                println!(
+                    "{}",
+                    render::text(&render::lock_table(&listing.locks, None))
+                );
+                if listing.truncated {
+                    eprintln!("distlock: the listing stopped at the SCAN step limit");
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Show(args) => {
+            let locks = inspect::describe(&target, &target.key(&args.name)).await?;
+            if cli.json {
+                print_json(&serde_json::json!({
+                    "name": args.name,
+                    "held": !locks.is_empty(),
+                    "locks": locks,
+                }))?;
+            } else if locks.is_empty() {
+                println!("{:?} is not held", args.name);
+            } else {
+                for (i, lock) in locks.iter().enumerate() {
+                    if i > 0 {
+                        println!();
+                    }
+                    println!("{}", render::text(&render::show_table(lock)));
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Release(args) => release::release(&target, &args, cli.json).await,
+        Command::Run(args) => run::run(&target, args).await,
+        Command::Watch(args) => watch::watch(&target, &args, cli.json).await,
+    }
+}
+
+/// `value` as one JSON document on stdout.
+fn print_json(value: &impl serde::Serialize) -> Result<(), Failure> {
+    let text = serde_json::to_string_pretty(value)
+        .map_err(|e| Failure::new(FAILURE, format!("JSON: {e}")))?;
+    println!("{text}");
+    Ok(())
+}

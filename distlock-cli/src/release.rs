@@ -1,0 +1,82 @@
+//! `distlock release`: compare-and-delete through the library, never a bare `DEL`.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::process::ExitCode;
+
+use crate::cli::ReleaseArgs;
+use crate::connect::Target;
+use crate::exit::{FAILURE, Failure};
+use crate::inspect;
+
+/// Releases `args.name` if it is held with the given token (or, with `--force`, with the token
+/// it has now, after the operator confirms on a terminal).
+pub(crate) async fn release(
+    target: &Target,
+    args: &ReleaseArgs,
+    json: bool,
+) -> Result<ExitCode, Failure> {
+    let lock = target.lock()?;
+    let token = match &args.token {
+        Some(token) => token.clone(),
+        None => confirm_current(target, &args.name).await?,
+    };
+    let released = lock.release_token(&args.name, &token).await?;
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({ "name": args.name, "token": token, "released": released })
+        );
+    } else if released {
+        println!("released {:?} (token {token}); waiters notified", args.name);
+    }
+    if released {
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !json {
+        let now = holder_token(target, &args.name).await?;
+        match now {
+            Some(other) => eprintln!(
+                "distlock: not released: {:?} is held with another token ({other})",
+                args.name
+            ),
+            None => eprintln!("distlock: not released: {:?} is not held", args.name),
+        }
+    }
+    Ok(ExitCode::from(FAILURE))
+}
+
+/// The token of whoever holds the exclusive lock `name` now, if anyone.
+async fn holder_token(target: &Target, name: &str) -> Result<Option<String>, Failure> {
+    let locks = inspect::describe(target, &target.key(name)).await?;
+    Ok(locks
+        .into_iter()
+        .find(|l| matches!(l.kind, "mutex" | "fair" | "foreign"))
+        .and_then(|l| l.token))
+}
+
+/// `--force`: the current holder's token, once the operator typed `yes` on a terminal.
+async fn confirm_current(target: &Target, name: &str) -> Result<String, Failure> {
+    if !std::io::stdin().is_terminal() {
+        return Err(Failure::new(
+            FAILURE,
+            "--force needs a terminal to confirm on; give --token TOKEN (from `distlock show`) instead",
+        ));
+    }
+    let Some(token) = holder_token(target, name).await? else {
+        return Err(Failure::new(FAILURE, format!("{name:?} is not held")));
+    };
+    eprint!(
+        "{name:?} is held with token {token}.\nRelease it? Its holder may still be working. Type yes to release: "
+    );
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| Failure::new(FAILURE, format!("reading the answer: {e}")))?;
+    if answer.trim() == "yes" {
+        Ok(token)
+    } else {
+        Err(Failure::new(FAILURE, "not released"))
+    }
+}

@@ -1,0 +1,224 @@
+//! Human output: tables (comfy-table) sized to the terminal, and the units in them.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use comfy_table::{ContentArrangement, Table, presets};
+
+use crate::inspect::{Holder, LockInfo, Members};
+
+/// A table without borders (like `docker ps`: easy to read, `grep` and `awk`), as wide as the
+/// terminal when there is one.
+pub(crate) fn table(header: &[&str]) -> Table {
+    let mut table = Table::new();
+    table.load_preset(presets::NOTHING);
+    let term = console::Term::stdout();
+    if term.is_term() {
+        let (_, width) = term.size();
+        table
+            .set_width(width)
+            .set_content_arrangement(ContentArrangement::Dynamic);
+    }
+    table.set_header(header.to_vec());
+    table
+}
+
+/// An extra column: its title, and its cell for a lock.
+pub(crate) type Column<'a> = (&'a str, &'a dyn Fn(&LockInfo) -> String);
+
+/// A table as text, without the padding at the ends of its lines.
+pub(crate) fn text(table: &Table) -> String {
+    table
+        .lines()
+        .map(|line| line.trim_end().to_owned())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The `ls` (and `watch`) table; `extra` adds a last column per lock.
+pub(crate) fn lock_table(locks: &[LockInfo], extra: Option<Column<'_>>) -> Table {
+    let mut header = vec![
+        "NAME",
+        "KIND",
+        "HOLDER",
+        "TTL",
+        "FENCING TOKEN",
+        "WAITERS",
+        "HELD BY",
+    ];
+    if let Some((title, _)) = extra {
+        header.push(title);
+    }
+    let mut table = table(&header);
+    for lock in locks {
+        let mut row = vec![
+            lock.name.clone(),
+            lock.kind.to_owned(),
+            holder_cell(lock),
+            lock.ttl_ms.map_or_else(|| "-".into(), ms),
+            lock.fencing_token
+                .map_or_else(|| "-".into(), |t| t.to_string()),
+            waiters(lock),
+            lock.holder.as_ref().map_or_else(|| "-".into(), held_by),
+        ];
+        if let Some((_, cell)) = extra {
+            row.push(cell(lock));
+        }
+        table.add_row(row);
+    }
+    table
+}
+
+/// The holder column: the token, or the readers, or the permits in use.
+fn holder_cell(lock: &LockInfo) -> String {
+    if let Some(permits) = &lock.permits {
+        let used = permits.used.map_or_else(|| "?".into(), |n| n.to_string());
+        let max = permits.max.map_or_else(|| "?".into(), |n| n.to_string());
+        return format!("{used}/{max} permits, {} holders", permits.holders.count);
+    }
+    match (&lock.token, &lock.readers) {
+        (Some(token), _) => token.clone(),
+        (None, Some(readers)) => format!("{} readers", readers.count),
+        (None, None) => "-".into(),
+    }
+}
+
+/// Subscribed waiters, and queued ones where the kind queues.
+fn waiters(lock: &LockInfo) -> String {
+    if lock.queued > 0 {
+        format!("{} (+{} queued)", lock.waiters, lock.queued)
+    } else {
+        lock.waiters.to_string()
+    }
+}
+
+/// `host pid label`, the parts the holder gave.
+fn held_by(holder: &Holder) -> String {
+    let mut parts = Vec::new();
+    if let Some(host) = &holder.host {
+        parts.push(host.clone());
+    }
+    if let Some(pid) = holder.pid {
+        parts.push(format!("pid {pid}"));
+    }
+    if let Some(label) = &holder.label {
+        parts.push(label.clone());
+    }
+    if let Some(since) = holder.since_ms {
+        parts.push(format!("for {}", age(since)));
+    }
+    if parts.is_empty() {
+        "-".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// The `show` table: one field per line.
+pub(crate) fn show_table(lock: &LockInfo) -> Table {
+    let mut t = table(&["FIELD", "VALUE"]);
+    t.add_row(vec!["name".into(), lock.name.clone()]);
+    t.add_row(vec!["key".into(), lock.key.clone()]);
+    t.add_row(vec!["kind".into(), lock.kind.to_owned()]);
+    t.add_row(vec!["node".into(), lock.node.clone()]);
+    if let Some(token) = &lock.token {
+        t.add_row(vec!["token".into(), token.clone()]);
+    }
+    if let Some(ttl) = lock.ttl_ms {
+        t.add_row(vec!["ttl".into(), ms(ttl)]);
+    }
+    t.add_row(vec![
+        "fencing token".into(),
+        lock.fencing_token.map_or_else(
+            || "- (no counter kept)".into(),
+            |f| format!("{f} (last issued)"),
+        ),
+    ]);
+    t.add_row(vec!["waiters".into(), lock.waiters.to_string()]);
+    if let Some(holder) = &lock.holder {
+        for (field, value) in [
+            ("holder host", holder.host.clone()),
+            ("holder pid", holder.pid.map(|p| p.to_string())),
+            ("holder label", holder.label.clone()),
+            (
+                "held since",
+                holder
+                    .since_ms
+                    .map(|s| format!("{} ({} ago)", timestamp(s), age(s))),
+            ),
+            ("holder note", holder.note.clone()),
+        ] {
+            if let Some(value) = value {
+                t.add_row(vec![field.to_owned(), value]);
+            }
+        }
+    }
+    if let Some(readers) = &lock.readers {
+        member_rows(&mut t, "readers", readers);
+        if lock.queued > 0 {
+            t.add_row(vec!["writers waiting".into(), lock.queued.to_string()]);
+        }
+    }
+    if let Some(permits) = &lock.permits {
+        let n = |v: Option<u64>| v.map_or_else(|| "?".into(), |n| n.to_string());
+        t.add_row(vec![
+            "permits".into(),
+            format!("{} of {} in use", n(permits.used), n(permits.max)),
+        ]);
+        member_rows(&mut t, "holders", &permits.holders);
+    }
+    if !lock.fair_queue.is_empty() || lock.kind == "fair" {
+        t.add_row(vec!["fair queue".into(), lock.queued.to_string()]);
+        for (i, token) in lock.fair_queue.iter().enumerate() {
+            t.add_row(vec![format!("  #{}", i + 1), token.clone()]);
+        }
+    }
+    t
+}
+
+/// A count line and one line per listed member.
+fn member_rows(t: &mut Table, what: &str, members: &Members) {
+    t.add_row(vec![what.to_owned(), members.count.to_string()]);
+    for m in &members.shown {
+        let permits = m
+            .permits
+            .map_or_else(String::new, |p| format!(", {p} permits"));
+        t.add_row(vec![
+            format!("  {}", m.token),
+            format!("ttl {}{permits}", ms(m.ttl_ms)),
+        ]);
+    }
+    let shown = members.shown.len() as u64;
+    if members.count > shown {
+        t.add_row(vec![
+            "  ...".into(),
+            format!("{} more", members.count - shown),
+        ]);
+    }
+}
+
+/// Milliseconds, short: `850ms`, `29.5s`, `4m 10s`.
+pub(crate) fn ms(ms: i64) -> String {
+    let Ok(ms) = u64::try_from(ms) else {
+        return "-".into();
+    };
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else if ms < 60_000 {
+        format!("{}.{}s", ms / 1000, ms % 1000 / 100)
+    } else {
+        humantime::format_duration(Duration::from_secs(ms / 1000)).to_string()
+    }
+}
+
+/// How long ago the Unix-millisecond time `since` was, in whole seconds.
+fn age(since: u64) -> String {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    humantime::format_duration(Duration::from_secs(now.saturating_sub(since) / 1000)).to_string()
+}
+
+/// A Unix-millisecond time in RFC 3339 (UTC).
+fn timestamp(ms: u64) -> String {
+    humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
+}

@@ -1,0 +1,163 @@
+//! `distlock run`: a command under a lock, like `consul lock`, through the library's `Locker`
+//! (waiting, renewal and loss detection are the library's).
+
+use std::os::unix::process::ExitStatusExt;
+use std::process::{ExitCode, ExitStatus};
+use std::time::Duration;
+
+use lock_core::{LockError, Locker, TimeoutPhase};
+use lock_redis::RedisLock;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::process::Child;
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::cli::RunArgs;
+use crate::connect::Target;
+use crate::exit::{BUSY, CANNOT_EXECUTE, FAILURE, Failure, LOST, NOT_FOUND};
+
+/// How the command ended.
+enum End {
+    Exited(ExitStatus),
+    Lost,
+}
+
+/// Acquires `args.name`, runs the command while renewing, and answers the exit code.
+pub(crate) async fn run(target: &Target, args: RunArgs) -> Result<ExitCode, Failure> {
+    // The grant describes its holder (host, pid, since, and the command as the note), so
+    // `distlock ls` and `show` on another machine say who runs what.
+    let note = format!("distlock run -- {}", args.command.join(" "));
+    let locker = Locker::new(target.lock_with(RedisLock::builder().holder_note(note))?);
+    let guard = locker
+        .lock(args.name.as_str())
+        .lease(args.ttl)
+        .wait(args.wait)
+        .acquire()
+        .await
+        .map_err(|error| match error {
+            LockError::Busy { .. }
+            | LockError::Timeout {
+                phase: TimeoutPhase::Wait,
+                ..
+            } => Failure::new(
+                BUSY,
+                format!(
+                    "{:?} is busy: not acquired within {}",
+                    args.name,
+                    humantime::format_duration(args.wait)
+                ),
+            ),
+            other => Failure::from(other),
+        })?;
+    let Some((program, rest)) = args.command.split_first() else {
+        return Err(Failure::new(FAILURE, "no command given"));
+    };
+    let spawned = tokio::process::Command::new(program)
+        .args(rest)
+        .env("DISTLOCK_LOCK_NAME", &args.name)
+        .env("DISTLOCK_FENCING_TOKEN", guard.fencing_token().to_string())
+        // Its own process group, so that a lost lease stops everything it started (a
+        // shell's children too), not just its first process.
+        .process_group(0)
+        .spawn();
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(error) => {
+            let _ = guard.release().await;
+            let code = if error.kind() == std::io::ErrorKind::NotFound {
+                NOT_FOUND
+            } else {
+                CANNOT_EXECUTE
+            };
+            return Err(Failure::new(
+                code,
+                format!("cannot run {program:?}: {error}"),
+            ));
+        }
+    };
+    let lost = guard.lost();
+    tokio::pin!(lost);
+    let (mut term, mut int, mut hup) = (
+        listen(SignalKind::terminate())?,
+        listen(SignalKind::interrupt())?,
+        listen(SignalKind::hangup())?,
+    );
+    // Bounded: every turn either ends the loop or passes one signal on to the command.
+    let end = loop {
+        tokio::select! {
+            status = child.wait() => match status {
+                Ok(status) => break End::Exited(status),
+                Err(e) => return Err(Failure::new(FAILURE, format!("waiting for the command: {e}"))),
+            },
+            () = &mut lost => break End::Lost,
+            _ = term.recv() => pass_on(&child, Signal::SIGTERM),
+            _ = int.recv() => pass_on(&child, Signal::SIGINT),
+            _ = hup.recv() => pass_on(&child, Signal::SIGHUP),
+        }
+    };
+    match end {
+        End::Exited(status) => match guard.release().await {
+            Ok(()) => Ok(ExitCode::from(code_of(status))),
+            Err(LockError::NotOwned { .. }) => Err(Failure::new(
+                LOST,
+                format!(
+                    "the lease on {:?} was lost before the command ended (it exited with {})",
+                    args.name,
+                    code_of(status)
+                ),
+            )),
+            Err(error) => {
+                // The command is done; the lock expires at the end of its lease.
+                eprintln!(
+                    "distlock: releasing {:?} failed ({}); it expires within {}",
+                    args.name,
+                    crate::exit::one_line(&error),
+                    humantime::format_duration(args.ttl)
+                );
+                Ok(ExitCode::from(code_of(status)))
+            }
+        },
+        End::Lost => {
+            eprintln!(
+                "distlock: the lease on {:?} was lost; stopping the command (SIGTERM, SIGKILL after {})",
+                args.name,
+                humantime::format_duration(args.grace)
+            );
+            stop(&mut child, args.grace).await;
+            drop(guard);
+            Err(Failure::new(LOST, format!("lost the lock {:?}", args.name)))
+        }
+    }
+}
+
+/// A stream of one signal sent to distlock.
+fn listen(kind: SignalKind) -> Result<tokio::signal::unix::Signal, Failure> {
+    signal(kind).map_err(|e| Failure::new(FAILURE, format!("cannot listen for signals: {e}")))
+}
+
+/// Sends `sig` to the command's process group, while the command runs (its group id is its
+/// pid, which is not reused before we reap it).
+fn pass_on(child: &Child, sig: Signal) {
+    if let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) {
+        let _ = killpg(Pid::from_raw(pid), sig);
+    }
+}
+
+/// SIGTERM to the command's process group, then SIGKILL if the command still runs after
+/// `grace`; waits for it to end.
+async fn stop(child: &mut Child, grace: Duration) {
+    pass_on(child, Signal::SIGTERM);
+    if tokio::time::timeout(grace, child.wait()).await.is_err() {
+        pass_on(child, Signal::SIGKILL);
+        let _ = child.wait().await;
+    }
+}
+
+/// The shell's number for how a command ended: its exit code, or 128 + the signal.
+fn code_of(status: ExitStatus) -> u8 {
+    let code = status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(i32::from(FAILURE));
+    u8::try_from(code & 0xff).unwrap_or(FAILURE)
+}
