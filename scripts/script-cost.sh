@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What one acquire + release cycle costs the Redis server, in instructions, counted by
 # valgrind's callgrind: repeatable whatever else the machine does, unlike timings on a shared
-# VM. Compares distlock's scripts (lock-redis/lua, fenced and fencing(false)) with the
-# hand-written lock of the load tool (SET NX PX + a compare-and-delete script).
+# VM. Compares distlock's scripts (lock-redis/lua: fenced, fencing(false), and fenced with
+# holder_metadata) with the hand-written lock of the load tool (SET NX PX + a
+# compare-and-delete script).
 #
 # Each workload runs N and 2N cycles against a fresh redis-server under callgrind on a free
 # loopback port; the difference divided by N is the cost of one cycle, free of start-up and
@@ -48,6 +49,13 @@ fence, channel = "{lock:cycle}:distlock-fence", "{lock:cycle}:distlock-released"
 if kind == "hand":
     one = cmd("SET", key, token, "NX", "PX", 30000)
     one += cmd("EVALSHA", sha("hand_release"), 1, key, token)
+elif kind == "described":
+    # holder_metadata: the description as lock-redis/src/holder.rs writes it.
+    holder = "{lock:cycle}:distlock-holder"
+    about = ('{"host":"worker-17","pid":48213,"note":"nightly settlement","token":"%s",'
+             '"since_ms":1795523795491}' % token)
+    one = cmd("EVALSHA", sha("acquire"), 2, key, fence, token, 30000, 86400000, about)
+    one += cmd("EVALSHA", sha("release"), 1, key, token, channel, holder)
 else:
     if kind == "fenced":
         one = cmd("EVALSHA", sha("acquire"), 2, key, fence, token, 30000, 86400000)
@@ -90,3 +98,4 @@ echo "Server instructions per acquire + release cycle (callgrind, N=$N):"
 run "hand-written (SET NX PX + CAD)" hand
 run "distlock, fencing(false)" unfenced
 run "distlock (fenced, the default)" fenced
+run "distlock, fenced + holder_metadata" described
