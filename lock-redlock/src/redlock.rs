@@ -7,18 +7,17 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use lock_core::{Attempt, Lease, Lock, LockError, Op, ReleaseWatch, Token, check_ttl, valid_until};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::acquire::AcquireRound;
 use crate::config::{Config, NODE_TIMEOUT_CEILING, RedlockBuilder, default_node_timeout};
-use crate::error::{BACKEND, QuorumNotReached, ValidityExpired, round_lost};
-use crate::node::{Node, bounded};
+use crate::error::{BACKEND, QuorumNotReached, ValidityExpired};
+use crate::node::Node;
 use crate::releasing::Releasing;
-use crate::round::{NodeCall, Verdict, decide};
+use crate::round::{Fanout, Until, Verdict};
 use crate::tally::{Decision, drift, quorum, validity};
 use crate::telemetry;
-use futures::future::BoxFuture;
 
 /// A lock over N independent lock stores — normally N [`RedisLock`]s, one per Redis master —
 /// granted when a quorum (`N/2 + 1`) of them grants it: the Redlock algorithm of the Redis
@@ -162,32 +161,6 @@ impl Redlock {
         }
         Ok((ttl, drift))
     }
-
-    /// One operation on every node (`call(index, node)`, which bounds it), decided by the
-    /// quorum.
-    async fn round<T, F>(
-        &self,
-        op: Op,
-        is_yes: fn(&T) -> bool,
-        call: F,
-    ) -> Result<Verdict, LockError>
-    where
-        T: Send + 'static,
-        F: Fn(usize, Arc<dyn Lock>) -> BoxFuture<'static, Result<T, LockError>>,
-    {
-        let calls: Vec<NodeCall<T>> = self
-            .shared
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, node)| {
-                let fut = call(i, Arc::clone(&node.lock));
-                let call: NodeCall<T> = Box::pin(async move { (i, fut.await) });
-                call
-            })
-            .collect();
-        decide(&self.shared, op, calls, is_yes).await
-    }
 }
 
 /// The bound on one node's answer to [`Redlock::ping`](Lock::ping), beyond the node's own
@@ -257,11 +230,7 @@ impl Lock for Redlock {
             releases: self.shared.releasing.in_flight(name),
             started: Instant::now(),
         };
-        let (reply, answer) = oneshot::channel();
-        tokio::spawn(round.run(reply));
-        answer
-            .await
-            .unwrap_or_else(|_| Err(round_lost(Op::Acquire)))
+        round.run().await
     }
 
     /// Extends `lease` on all N nodes to `ttl` from now; `Some(start + ttl − drift)` iff a
@@ -284,13 +253,14 @@ impl Lock for Redlock {
         let (ttl, drift) = self.plan(ttl)?;
         let started = Instant::now();
         let shared_lease = Arc::new(lease.clone());
-        let timeout = self.node_timeout(ttl);
-        let verdict = self
-            .round(Op::Extend, Option::is_some, move |_, lock| {
-                let lease = Arc::clone(&shared_lease);
-                Box::pin(async move { bounded(timeout, lock.as_ref().extend(&lease, ttl)).await })
-            })
-            .await?;
+        let calls = self.shared.nodes.iter().enumerate().map(|(i, node)| {
+            let (lock, lease) = (Arc::clone(&node.lock), Arc::clone(&shared_lease));
+            async move { (i, lock.as_ref().extend(&lease, ttl).await) }
+        });
+        let deadline = started + self.node_timeout(ttl);
+        let verdict = Fanout::new(&self.shared, Op::Extend, Option::is_some, calls, deadline)
+            .decide(Until::Quorum)
+            .await;
         let (outcome, result) = match verdict.decision {
             Decision::Quorum => {
                 let elapsed = verdict.decided_at.saturating_duration_since(started);
@@ -341,40 +311,35 @@ impl Lock for Redlock {
     /// and an acquire of the name made after the drop still waits for it on each node.
     async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
         let shared_lease = Arc::new(lease.clone());
-        let timeout = self.shared.release_timeout();
         // Acquire attempts of this lease still in flight: release those nodes after them.
         let pending = self.shared.pending_acquires(lease.token());
-        // Registered before anything is sent: an acquire of the name made after this call
-        // began (even one made after cancelling it) waits on each node until the release has
-        // finished there. Unregistered when the round ends.
-        let track = Arc::new(
-            self.shared
-                .releasing
-                .track(lease.name(), vec![true; self.node_count()]),
-        );
-        let verdict = self
-            .round(
-                Op::Release,
-                |released: &bool| *released,
-                move |i, lock| {
-                    let lease = Arc::clone(&shared_lease);
-                    let pending = pending.clone();
-                    let track = Arc::clone(&track);
-                    Box::pin(async move {
-                        if let Some(mut pending) = pending {
-                            // Bounded by the acquire's own node timeout; the bound here is a
-                            // backstop. An error means the round ended: nothing is pending.
-                            let finished =
-                                pending.wait_for(|p| !p.get(i).copied().unwrap_or(false));
-                            drop(tokio::time::timeout(2 * timeout, finished).await);
-                        }
-                        let released = bounded(timeout, lock.as_ref().release(&lease)).await;
-                        track.done(i);
-                        released
-                    })
-                },
-            )
-            .await?;
+        let calls = self.shared.nodes.iter().enumerate().map(|(i, node)| {
+            let (lock, lease) = (Arc::clone(&node.lock), Arc::clone(&shared_lease));
+            let pending = pending.clone();
+            async move {
+                if let Some(mut pending) = pending {
+                    // Bounded by the acquire's own node timeout, and by the round's deadline.
+                    // An error means the acquire round ended: nothing is pending.
+                    drop(
+                        pending
+                            .wait_for(|p| !p.get(i).copied().unwrap_or(false))
+                            .await,
+                    );
+                }
+                (i, lock.as_ref().release(&lease).await)
+            }
+        });
+        let deadline = Instant::now() + self.shared.release_timeout();
+        let verdict = Fanout::new(
+            &self.shared,
+            Op::Release,
+            |released| *released,
+            calls,
+            deadline,
+        )
+        .releasing(lease.name())
+        .decide(Until::All)
+        .await;
         let (outcome, result) = match verdict.decision {
             Decision::Quorum => ("released", Ok(true)),
             Decision::NoQuorum if verdict.tally.refusals_block() => ("not_owned", Ok(false)),
@@ -396,15 +361,14 @@ impl Lock for Redlock {
     /// # Cancel safety
     /// Cancel safe: it changes nothing.
     async fn ping(&self) -> Result<(), LockError> {
-        let verdict = self
-            .round(
-                Op::Connect,
-                |()| true,
-                |_, lock| {
-                    Box::pin(async move { bounded(PING_TIMEOUT, lock.as_ref().ping()).await })
-                },
-            )
-            .await?;
+        let calls = self.shared.nodes.iter().enumerate().map(|(i, node)| {
+            let lock = Arc::clone(&node.lock);
+            async move { (i, lock.as_ref().ping().await) }
+        });
+        let deadline = Instant::now() + PING_TIMEOUT;
+        let verdict = Fanout::new(&self.shared, Op::Connect, |()| true, calls, deadline)
+            .decide(Until::Quorum)
+            .await;
         match verdict.decision {
             Decision::Quorum => Ok(()),
             Decision::NoQuorum => Err(no_quorum(Op::Connect, verdict)),
