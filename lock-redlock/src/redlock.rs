@@ -34,16 +34,16 @@ use crate::telemetry;
 ///   after the decision are seen through in the background (released if the acquire failed).
 /// - **Extend** needs a quorum of all N to extend, within the new validity.
 /// - **Release** goes to all N and reports `true` iff a quorum released a key holding our token.
-///   It answers at the quorum; an acquire of the same name by this `Redlock` then waits, on
-///   each node, for the release to finish there (within that attempt's node timeout), so it
-///   never finds our previous key on a node that is up.
+///   It returns once every node has answered (or its timeout passed), so the next acquire of
+///   the name never finds our previous key on a node that is up.
 /// - **Fencing token**: the largest token among the nodes that granted; see the crate docs for
 ///   exactly what it guarantees.
 /// - **Wake-ups**: [`Lock::watch`] merges the nodes' release announcements, so waiters in other
 ///   processes wake on a release.
 ///
-/// Every round runs in a task of its own (spawned on the current tokio runtime), so an answer
-/// returned early, or a caller that gives up, never strands a key on a slow node.
+/// Every round runs in the caller's task, with one deadline for all its nodes; what is still
+/// out when an answer is returned early, or when the caller gives up, is handed to a task of
+/// its own (spawned on the current tokio runtime), so it never strands a key on a slow node.
 ///
 /// [`RedisLock`]: https://docs.rs/lock-redis
 #[derive(Clone)]
@@ -207,9 +207,9 @@ impl Lock for Redlock {
     /// acquire of `name` waits for these releases as for any other.
     ///
     /// # Cancel safety
-    /// Cancel safe in effect: the round runs in its own task; dropped, it releases whatever it
-    /// acquired once the attempts finish. (The `Locker` also releases the token, as for any
-    /// backend.)
+    /// Cancel safe in effect: dropped, the round goes on in a task of its own and releases
+    /// whatever it acquired once the attempts finish. (The `Locker` also releases the token, as
+    /// for any backend.)
     async fn try_acquire(
         &self,
         name: &str,
@@ -248,7 +248,8 @@ impl Lock for Redlock {
     /// no longer ours) when the refusals alone rule out a quorum.
     ///
     /// # Cancel safety
-    /// Cancel safe: the round runs in its own task; dropped, the lease is unchanged or extended.
+    /// Cancel safe: dropped, the lease is unchanged or extended (the nodes' calls still out
+    /// are seen through in the background).
     async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
         let (ttl, drift) = self.plan(ttl)?;
         let started = Instant::now();
@@ -287,28 +288,31 @@ impl Lock for Redlock {
     /// Releases `lease` on all N nodes (compare-and-delete with its token on each, whether or
     /// not the node granted it). Returns `true` iff a quorum released a key holding the
     /// token, `false` iff the refusals alone rule that out (the lease had expired on too many
-    /// nodes — it was no longer safely ours). Answers as soon as that is decided; the other
-    /// nodes are released in the background, each bounded by the node timeout (default
-    /// [`NODE_TIMEOUT_CEILING`], 500 ms). On a node whose acquire attempt for this lease is
-    /// still in flight (the lease was granted without it), the release waits for that attempt
-    /// to finish, so it lands after it: each node gets exactly one release.
+    /// nodes — it was no longer safely ours).
     ///
-    /// The release is registered under the lease's name until every node has answered it (or
-    /// its timeout has passed): the next [`try_acquire`](Lock::try_acquire) of the name by this
-    /// `Redlock` — by any task, through any `Locker` over it — sends its attempt to a node only
-    /// once the release has finished there. So back-to-back cycles on healthy nodes are
-    /// granted by every node, not by the ones the release happened to reach first; a node
-    /// that is down answers at once and delays nothing; a hung node delays only the attempt
-    /// sent to it, within that attempt's node timeout. Processes with their own `Redlock`
-    /// are not ordered after it.
+    /// **Waits for every node**: it returns once all N have answered, or once the release
+    /// timeout (the configured node timeout, else [`NODE_TIMEOUT_CEILING`], 500 ms) has passed
+    /// since the call — never later; a node that has not answered by then counts as timed out.
+    /// So when it returns, no node that is up still holds the lease, and the next acquire of
+    /// the name is granted by every node that is up. A node that is down answers at once; a
+    /// hung node costs the release its timeout.
+    ///
+    /// On a node whose acquire attempt for this lease is still in flight (the lease was
+    /// granted without it), the release waits for that attempt to finish, so it lands after
+    /// it: each node gets exactly one release. A node's release still out at the timeout (or
+    /// when the future is dropped) is seen through in the background, for at most one more
+    /// timeout, and registered under the lease's name until then: the next
+    /// [`try_acquire`](Lock::try_acquire) of the name by this `Redlock` — by any task, through
+    /// any `Locker` over it — sends its attempt to that node only once the release has
+    /// finished there. Processes with their own `Redlock` are not ordered after it.
     ///
     /// # Errors
     /// A [`LockError::QuorumNotReached`] (source: [`QuorumNotReached`]) when failing
     /// nodes left it undecided; the keys on those nodes expire at the end of their TTL.
     ///
     /// # Cancel safety
-    /// Cancel safe: the round runs in its own task and releases on every node even if dropped,
-    /// and an acquire of the name made after the drop still waits for it on each node.
+    /// Cancel safe: dropped, the round still releases on every node in the background, and an
+    /// acquire of the name made after the drop waits for it on each node.
     async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
         let shared_lease = Arc::new(lease.clone());
         // Acquire attempts of this lease still in flight: release those nodes after them.
