@@ -9,6 +9,7 @@ use lock_core::{Lock, LockError, MAX_TTL};
 
 use crate::Redlock;
 use crate::node::Node;
+use crate::telemetry::NodeKeys;
 
 /// The default drift factor: the drift allowance is 1 % of the TTL (plus
 /// [`DEFAULT_DRIFT_CONSTANT`]), as on the Redis distributed-locks page.
@@ -202,7 +203,8 @@ impl RedlockBuilder {
                     "Redlock node {label:?} is a node added before: nodes must be independent"
                 )));
             }
-            nodes.push(Node { lock, label });
+            let keys = NodeKeys::new(&label);
+            nodes.push(Node { lock, label, keys });
         }
         Ok(Redlock::assemble(
             nodes,

@@ -7,10 +7,14 @@ use std::time::Duration;
 use lock_core::{Lock, LockError, TimeoutPhase};
 use tokio::time::Instant;
 
+use crate::telemetry::NodeKeys;
+
 /// One independent lock store and its label (for the `node` metric label and logs).
 pub(crate) struct Node {
     pub(crate) lock: Arc<dyn Lock>,
     pub(crate) label: Arc<str>,
+    /// Its answer counters' keys.
+    pub(crate) keys: NodeKeys,
 }
 
 /// Runs one node operation for at most `timeout`. Past it the operation is dropped (the node's
