@@ -115,7 +115,7 @@ impl AcquireRound {
             round: self,
             attempts,
             deadline,
-            cleanup: FuturesUnordered::new(),
+            releases: None,
             states: vec![NodeState::Pending; n],
             release_sent: vec![false; n],
             tally: Tally::new(n),
@@ -139,13 +139,17 @@ impl AcquireRound {
     }
 }
 
+/// One node's cleanup release: its index and result.
+type CleanupRelease = BoxFuture<'static, (usize, Result<bool, LockError>)>;
+
 /// A round in progress: the attempts (bounded together by `deadline`) and the cleanup
 /// releases (each bounded by the release timeout; boxed, as they are the exception).
 struct Running<A> {
     round: AcquireRound,
     attempts: FuturesUnordered<A>,
     deadline: Pin<Box<Sleep>>,
-    cleanup: FuturesUnordered<BoxFuture<'static, (usize, Result<bool, LockError>)>>,
+    /// Created with the first (most rounds release nothing).
+    releases: Option<FuturesUnordered<CleanupRelease>>,
     states: Vec<NodeState>,
     release_sent: Vec<bool>,
     tally: Tally,
@@ -172,7 +176,9 @@ where
 {
     async fn next_event(&mut self) -> Event {
         poll_fn(|cx| {
-            if let Poll::Ready(Some((node, result))) = self.cleanup.poll_next_unpin(cx) {
+            if let Some(releases) = self.releases.as_mut()
+                && let Poll::Ready(Some((node, result))) = releases.poll_next_unpin(cx)
+            {
                 return Poll::Ready(Event::Released(node, result));
             }
             if !self.attempts.is_empty() {
@@ -183,7 +189,7 @@ where
                     return Poll::Ready(Event::Deadline);
                 }
             }
-            if self.attempts.is_empty() && self.cleanup.is_empty() {
+            if self.idle() {
                 return Poll::Ready(Event::Idle);
             }
             Poll::Pending
@@ -232,7 +238,11 @@ where
 
     /// Whether nothing is left to run.
     fn idle(&self) -> bool {
-        self.attempts.is_empty() && self.cleanup.is_empty()
+        self.attempts.is_empty()
+            && self
+                .releases
+                .as_ref()
+                .is_none_or(FuturesUnordered::is_empty)
     }
 
     /// Every attempt has finished: a release of the lease no longer waits for any.
@@ -328,7 +338,9 @@ where
                 for (other, state) in self.states.iter().enumerate() {
                     if state.may_hold_ours() && !self.release_sent[other] {
                         self.release_sent[other] = true;
-                        self.cleanup.push(self.round.release_on(other));
+                        self.releases
+                            .get_or_insert_with(FuturesUnordered::new)
+                            .push(self.round.release_on(other));
                     }
                 }
                 if let (Some(cleanup), Some(node)) = (cleanup, node)
@@ -568,7 +580,7 @@ impl AcquireRound {
     }
 
     /// One node's cleanup release, bounded by the release timeout.
-    fn release_on(&self, node: usize) -> BoxFuture<'static, (usize, Result<bool, LockError>)> {
+    fn release_on(&self, node: usize) -> CleanupRelease {
         let lock = Arc::clone(&self.shared.nodes[node].lock);
         let lease = Lease::new(Arc::clone(&self.name), self.token, 0, self.started);
         let timeout = self.shared.release_timeout();

@@ -341,7 +341,7 @@ impl Lock for Redlock {
             calls,
             deadline,
         )
-        .releasing(lease.name())
+        .releasing(shared_lease)
         .decide(Until::All)
         .await;
         let (outcome, result) = match verdict.decision {

@@ -14,7 +14,7 @@ use std::task::Poll;
 
 use futures::FutureExt as _;
 use futures::stream::{FuturesUnordered, StreamExt as _};
-use lock_core::{LockError, Op, TimeoutPhase};
+use lock_core::{Lease, LockError, Op, TimeoutPhase};
 use tokio::time::{Instant, Sleep, sleep_until};
 
 use crate::redlock::Shared;
@@ -59,7 +59,7 @@ where
     running: Vec<bool>,
     /// The name a release round is releasing: if it is dropped with calls left, they are
     /// registered under it until finished, so the next acquire of the name waits for them.
-    releasing: Option<Arc<str>>,
+    releasing: Option<Arc<Lease>>,
 }
 
 impl<T, F> Fanout<T, F>
@@ -90,9 +90,9 @@ where
         }
     }
 
-    /// Marks a release round of `name` (see the `releasing` field).
-    pub(crate) fn releasing(mut self, name: &str) -> Self {
-        self.releasing = Some(Arc::from(name));
+    /// Marks a release round of `lease` (see the `releasing` field).
+    pub(crate) fn releasing(mut self, lease: Arc<Lease>) -> Self {
+        self.releasing = Some(lease);
         self
     }
 
@@ -194,10 +194,11 @@ where
         };
         // Registered before this returns, so an acquire of the name made after the drop
         // waits for the rest on each node.
-        let track = self
-            .releasing
-            .as_deref()
-            .map(|name| self.shared.releasing.track(name, self.running.clone()));
+        let track = self.releasing.as_deref().map(|lease| {
+            self.shared
+                .releasing
+                .track(lease.name(), self.running.clone())
+        });
         // One more timeout past the deadline: a call that waited (for its lease's acquire)
         // still gets a whole timeout of its own.
         let deadline = self.deadline.deadline();
