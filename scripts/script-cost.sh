@@ -19,7 +19,7 @@ for tool in valgrind redis-server redis-cli python3; do
 done
 
 sed 's/PUBLISH_COMMAND/PUBLISH/' lock-redis/lua/release.lua >"$work/release.lua"
-cp lock-redis/lua/acquire.lua "$work/acquire.lua"
+cat lock-redis/lua/fence.lua lock-redis/lua/acquire.lua >"$work/acquire.lua" # as scripts.rs assembles it
 cat >"$work/hand_release.lua" <<'EOF'
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0

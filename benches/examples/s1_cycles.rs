@@ -2,8 +2,9 @@
 //! the workload `scripts/client-cost.sh` counts instructions of under callgrind.
 //!
 //! `cargo run --release -p distlock-bench --example s1_cycles -- <redis-url> <client> <cycles>`
-//! with `client` one of `hand` (the hand-written lock), `unfenced` (`Locker` over a
-//! `RedisLock` built with `fencing(false)`) and `fenced` (the defaults).
+//! with `client` one of `hand` (the hand-written lock), `rslock` (rslock 0.10's `LockManager`
+//! over the one server: `lock` + `Lock::release`), `unfenced` (`Locker` over a `RedisLock`
+//! built with `fencing(false)`) and `fenced` (the defaults).
 
 use std::time::Duration;
 
@@ -11,7 +12,7 @@ use distlock_bench::HandLock;
 use lock_core::Locker;
 use lock_redis::RedisLock;
 
-const USAGE: &str = "usage: s1_cycles <redis-url> <hand|unfenced|fenced> <cycles>";
+const USAGE: &str = "usage: s1_cycles <redis-url> <hand|rslock|unfenced|fenced> <cycles>";
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -32,6 +33,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         .await?
                         .ok_or("the lock was busy")?;
                     hand.release("s1:hand", &token).await?;
+                }
+            }
+            "rslock" => {
+                let manager = rslock::LockManager::new(vec![url.as_str()]);
+                for _ in 0..cycles {
+                    let lock = manager.lock("s1:rslock", Duration::from_secs(30)).await?;
+                    lock.release().await;
                 }
             }
             "unfenced" | "fenced" => {

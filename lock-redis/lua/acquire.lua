@@ -18,7 +18,18 @@
 -- for a non-string key: one command on both paths.
 local holder = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2], 'GET')
 if holder then
-  return {0, redis.call('PTTL', KEYS[1]), string.sub(holder, 1, 3) == 'dl:' and 1 or 0}
+  local pttl = redis.call('PTTL', KEYS[1])
+  if string.sub(holder, 1, 3) ~= 'dl:' then
+    return {0, pttl, 0}
+  end
+  -- A distlock holder: mark that a waiter waits, so that its release announces itself
+  -- (release.lua). The mark is the key named like the release channel: the fencing counter's
+  -- name with 'released' for 'fence' (layout.rs derives both by suffix). It lasts the holder's
+  -- remaining TTL and a second: a waiter tries again by then, and marks again if still busy.
+  if pttl > 0 then
+    redis.call('SET', string.sub(KEYS[2], 1, -6) .. 'released', '1', 'PX', pttl + 1000)
+  end
+  return {0, pttl, 1}
 end
 
 local fence, err = issue_fence(KEYS[2], ARGV[3])

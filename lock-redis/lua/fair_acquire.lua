@@ -38,6 +38,11 @@ if head == nil or head == ARGV[1] then
   end
   busy = redis.call('PTTL', KEYS[1])
   announces = string.sub(holder, 1, 3) == 'dl:' and 1 or 0
+  if announces == 1 and busy > 0 then
+    -- A plain holder's release (release.lua) announces only a marked wait: mark it, as
+    -- acquire.lua does (the mark is named like the release channel).
+    redis.call('SET', string.sub(KEYS[2], 1, -6) .. 'released', '1', 'PX', busy + 1000)
+  end
 else
   busy = tonumber(redis.call('ZSCORE', KEYS[4], head)) - now
   announces = 1

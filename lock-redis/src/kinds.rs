@@ -43,10 +43,12 @@ impl RedisLock {
     }
 
     /// Every key the lock of `kind` named `name` may write, all in the cluster slot of
-    /// [`RedisLock::key`]: for a mutex the key and its fencing counter; for a read-write lock
+    /// [`RedisLock::key`]: for a mutex the key, its fencing counter and its waiting mark (a key
+    /// named like the release channel, left by a busy attempt; see the crate README, "Release
+    /// announcements"); for a read-write lock
     /// its writer, readers and waiting writers and the fencing counter; for a semaphore its
-    /// holders and counts; for a fair lock the mutex's two and its queue's two (by arrival, by
-    /// lapse). (The release channel is [`RedisLock::release_channel`] for every
+    /// holders and counts; for a fair lock the mutex's key and counter, its queue's two (by
+    /// arrival, by lapse) and the waiting mark. (The release channel is [`RedisLock::release_channel`] for every
     /// kind.) For operators and tests: `distlock`'s own code never needs the list.
     #[must_use]
     pub fn keys_of(&self, name: &str, kind: Kind) -> Vec<String> {
@@ -60,12 +62,12 @@ impl RedisLock {
             Kind::Semaphore { .. } => semaphore_keys(&key).to_vec(),
             Kind::Fair { .. } => {
                 let [queue, entries] = fair_keys(&key);
-                let fence = fence_key(&key);
-                vec![key, fence, queue, entries]
+                let (fence, mark) = (fence_key(&key), release_channel(&key));
+                vec![key, fence, queue, entries, mark]
             }
             _ => {
-                let fence = fence_key(&key);
-                vec![key, fence]
+                let (fence, mark) = (fence_key(&key), release_channel(&key));
+                vec![key, fence, mark]
             }
         }
     }
@@ -326,11 +328,20 @@ impl RedisLock {
                 }
                 Ok(MultiAttempt::Acquired(leases))
             }
-            [0, index, busy_ms, announces] => Ok(MultiAttempt::Busy {
-                index: usize::try_from(index).unwrap_or(0),
-                holder_ttl: u64::try_from(busy_ms).ok().map(Duration::from_millis),
-                announces: announces == 1,
-            }),
+            [0, index, busy_ms, announces] => {
+                let index = usize::try_from(index).unwrap_or(0);
+                let holder_ttl = u64::try_from(busy_ms).ok().map(Duration::from_millis);
+                if announces == 1
+                    && let (Some(key), Some(holder_ttl)) = (keys.get(index), holder_ttl)
+                {
+                    self.mark_waiting(key, holder_ttl).await;
+                }
+                Ok(MultiAttempt::Busy {
+                    index,
+                    holder_ttl,
+                    announces: announces == 1,
+                })
+            }
             _ => Err(LockError::Backend {
                 backend: BACKEND,
                 op: Op::Acquire,

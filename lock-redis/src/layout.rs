@@ -208,6 +208,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_waiting_mark_is_the_fence_key_with_released_for_fence() {
+        // lua/acquire.lua finds the waiting mark (named like the release channel) this way.
+        for key in ["order:42", "{tag}order", "a}b", "", "{}x"] {
+            let fence = fence_key(key);
+            let mark = format!("{}released", &fence[..fence.len() - "fence".len()]);
+            assert_eq!(mark, release_channel(key), "key {key:?}");
+        }
+    }
+
+    #[test]
     fn slots_match_the_cluster_spec_examples() {
         // Values from the Redis Cluster specification and CLUSTER KEYSLOT.
         assert_eq!(key_slot("123456789"), 12_739);

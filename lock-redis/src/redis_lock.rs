@@ -231,6 +231,26 @@ impl RedisLock {
         }
     }
 
+    /// Marks that a distlock waiter waits for the lock at `key`, for `holder_ttl` and a second
+    /// more, so that the holder's release announces itself (`lua/release.lua` announces only
+    /// when it deletes such a mark). The fenced acquire script marks by itself; this is for the
+    /// busy answers that come from elsewhere (a plain `SET NX`, the multi-lock script).
+    ///
+    /// Best effort: a mark that fails to land leaves the waiter polling (its retries are
+    /// bounded by the holder's TTL and the backoff), so the failure is logged, not returned.
+    pub(crate) async fn mark_waiting(&self, key: &str, holder_ttl: Duration) {
+        let mark = release_channel(key);
+        let mut set = redis::Cmd::with_capacity(5, mark.len() + 32);
+        set.arg("SET")
+            .arg(&mark)
+            .arg("1")
+            .arg("PX")
+            .arg(ms(holder_ttl).saturating_add(1000));
+        if let Err(error) = self.send::<()>(Op::Acquire, &set, key).await {
+            tracing::debug!(%error, "marking a waiter failed; its release may go unannounced");
+        }
+    }
+
     /// Waits for replicas to confirm the grant of `lease`, if this lock asks for it; a grant
     /// they do not confirm is released rather than held where a failover would lose it.
     pub(crate) async fn confirm_grant(
@@ -360,10 +380,18 @@ impl Lock for RedisLock {
             // nil: ours, with no fencing token. A holder's token: busy, for how long unknown.
             let reply = match holder {
                 None => Grant::Granted(0),
-                Some(holder) => Grant::Busy {
-                    holder_ttl: None,
-                    announces: announces(&holder),
-                },
+                Some(holder) => {
+                    let announces = announces(&holder);
+                    if announces {
+                        // The holder's TTL is unknown here; a waiter polls within this request's
+                        // TTL, and marks again on each busy answer.
+                        self.mark_waiting(&key, Duration::from_millis(ttl_ms)).await;
+                    }
+                    Grant::Busy {
+                        holder_ttl: None,
+                        announces,
+                    }
+                }
             };
             (reply, conn)
         };
@@ -537,5 +565,25 @@ impl fmt::Debug for RedisLock {
             .field("fencing", &self.fencing)
             .field("topology", &self.topology())
             .finish_non_exhaustive()
+    }
+}
+#[cfg(test)]
+mod future_sizes {
+    use super::*;
+
+    /// Every lock operation's future holds these; the backend's boxed future is allocated and
+    /// filled on every call, so a large one costs each call a copy and a slow allocation. They
+    /// were ~7 KB while connecting was inline (see `Connections::get`).
+    #[test]
+    fn command_futures_stay_small() {
+        const LIMIT: usize = 2048;
+        let lock = RedisLock::from_url("redis://127.0.0.1:1/").expect("url");
+        let run = lock.run::<i64>(Op::Release, &RELEASE, &["k"], &["a", "b"]);
+        assert!(size_of_val(&run) < LIMIT, "run: {}", size_of_val(&run));
+        let get = redis::cmd("GET");
+        let send = lock.send::<i64>(Op::Acquire, &get, "k");
+        assert!(size_of_val(&send) < LIMIT, "send: {}", size_of_val(&send));
+        let mark = lock.mark_waiting("k", Duration::from_secs(1));
+        assert!(size_of_val(&mark) < LIMIT, "mark: {}", size_of_val(&mark));
     }
 }

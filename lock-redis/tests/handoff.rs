@@ -60,18 +60,23 @@ async fn handoffs_are_one_script_and_fencing_tokens_keep_increasing() {
     );
     assert_eq!(get(&mut conn, "turns").await, None, "released at the end");
     let publishes = command_calls(&conn, "publish").await;
+    let deletes = command_calls(&conn, "del").await;
     let times = command_calls(&conn, "time").await;
     assert_eq!(
         times, 20,
         "one fencing token per grant, handed over or acquired"
     );
     assert!(
-        publishes < 20,
-        "handoffs announce nothing: {publishes} announcements for 20 grants"
+        deletes < 20,
+        "handoffs delete nothing: {deletes} deletions for 20 grants"
     );
     assert!(
-        publishes >= 2,
-        "but every ninth release in a row is plain: {publishes}"
+        deletes >= 2,
+        "but every ninth release in a row is plain: {deletes}"
+    );
+    assert_eq!(
+        publishes, 0,
+        "nobody waits in another process, so no release is announced"
     );
 }
 

@@ -24,6 +24,13 @@ async fn a_release_is_announced_through_the_redlock() {
         .fixed_ttl(Duration::from_secs(30))
         .await
         .expect("granted");
+    // A release is announced to those who wait: a busy attempt marks the wait on each node.
+    let busy = Locker::new(watcher)
+        .lock("job")
+        .try_acquire()
+        .await
+        .expect("ok");
+    assert!(busy.is_none(), "held by the other client");
     guard.release().await.expect("ok");
     tokio::time::timeout(Duration::from_secs(5), watch.signal().changed_since(seen))
         .await

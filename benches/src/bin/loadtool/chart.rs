@@ -1,17 +1,24 @@
-//! The chart of a run: distlock against the baselines, as an SVG (plotters), six panels.
+//! The chart of a run: distlock against the baselines, as an SVG (plotters), ten panels.
 
 use std::path::Path;
 
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::run::{BACKEND, DISTLOCK, DISTLOCK_TTL, HAND, Run, UNFENCED};
+use crate::handoff::HandoffRun;
+use crate::run::{
+    BACKEND, DISTLOCK, DISTLOCK_TTL, HAND, RSLOCK, Run, UNFENCED, redlock_label, rslock_label,
+};
+use crate::stats::Latency;
 
 const WIDTH: u32 = 1200;
-const HEIGHT: u32 = 1020;
+const HEIGHT: u32 = 1660;
+/// Rows of two panels.
+const ROWS: usize = 5;
 
 const REDIS: RGBColor = RGBColor(120, 120, 120);
 const HAND_COLOR: RGBColor = RGBColor(230, 126, 34);
+const RSLOCK_COLOR: RGBColor = RGBColor(39, 160, 90);
 const BACKEND_COLOR: RGBColor = RGBColor(120, 170, 220);
 const DISTLOCK_COLOR: RGBColor = RGBColor(31, 90, 180);
 const REDLOCK_COLOR: RGBColor = RGBColor(142, 68, 173);
@@ -58,7 +65,7 @@ fn draw(run: &Run, root: &Area<'_>) -> Result<(), String> {
     .map_err(|e| e.to_string())?;
     head.draw(&Text::new(
         format!(
-            "loopback · redis {} · {} × {} · {} tokio runtime · {} run · grey: redis-benchmark, orange: hand-written redis-rs lock, blue: distlock",
+            "loopback · redis {} · {} × {} · {} tokio runtime · {} run · grey: redis-benchmark, orange: hand-written redis-rs lock, green: rslock 0.10, blue: distlock, purple: distlock's Redlock",
             run.redis_version,
             run.machine.cpus,
             run.machine.cpu_model,
@@ -75,7 +82,7 @@ fn draw(run: &Run, root: &Area<'_>) -> Result<(), String> {
         ("sans-serif", 12).into_font().color(&RGBColor(90, 90, 90)),
     ))
     .map_err(|e| e.to_string())?;
-    let areas = body.split_evenly((3, 2));
+    let areas = body.split_evenly((ROWS, 2));
     for (area, panel) in areas.iter().zip(panels(run)) {
         draw_panel(area, &panel).map_err(|e| e.to_string())?;
     }
@@ -90,56 +97,81 @@ fn panels(run: &Run) -> Vec<Panel> {
     let b = &run.baselines;
     let s1 = |client: &str| Run::cycle(&run.s1, client);
     let s2 = |client: &str| Run::cycle(&run.s2, client);
-    let redlock = |n: char| run.s4.iter().find(|r| r.client.contains(n));
+    let s4 = |label: String| Run::cycle(&run.s4, &label);
     let s3 = |client: &str| run.handoff(client);
     let group = |label: &str, color, values| Group {
         label: label.to_owned(),
         color,
         values,
     };
+    let rate = |r: Option<&crate::cycles::CycleRun>| vec![r.map(|r| r.per_second)];
+    let cpu = |r: Option<&crate::cycles::CycleRun>| {
+        r.map_or(vec![None, None], |r| {
+            vec![
+                Some(r.cost.client_cpu_us_per_op),
+                Some(r.cost.server_cpu_us_per_op),
+            ]
+        })
+    };
+    // S1's clients, in the order of the run, with a value of each.
+    let s1_groups = |values: &dyn Fn(Option<&crate::cycles::CycleRun>) -> Vec<Option<f64>>| {
+        vec![
+            group("hand-written", HAND_COLOR, values(s1(HAND))),
+            group("rslock", RSLOCK_COLOR, values(s1(RSLOCK))),
+            group("backend only", BACKEND_COLOR, values(s1(BACKEND))),
+            group("fixed ttl", DISTLOCK_COLOR, values(s1(DISTLOCK_TTL))),
+            group("no fencing", DISTLOCK_COLOR, values(s1(UNFENCED))),
+            group("distlock", DISTLOCK_COLOR, values(s1(DISTLOCK))),
+        ]
+    };
+    let s4_groups = |values: &dyn Fn(Option<&crate::cycles::CycleRun>) -> Vec<Option<f64>>| {
+        [3, 5]
+            .into_iter()
+            .flat_map(|n| {
+                [
+                    group(
+                        &format!("rslock ×{n}"),
+                        RSLOCK_COLOR,
+                        values(s4(rslock_label(n))),
+                    ),
+                    group(
+                        &format!("Redlock ×{n}"),
+                        REDLOCK_COLOR,
+                        values(s4(redlock_label(n))),
+                    ),
+                ]
+            })
+            .collect()
+    };
+    let s3_groups = |values: &dyn Fn(&HandoffRun) -> Vec<f64>, series: usize| {
+        [
+            ("hand-written (1 ms poll)", HAND, HAND_COLOR),
+            ("rslock (retry loop)", RSLOCK, RSLOCK_COLOR),
+            ("no fencing", UNFENCED, DISTLOCK_COLOR),
+            ("distlock", DISTLOCK, DISTLOCK_COLOR),
+        ]
+        .into_iter()
+        .map(|(label, client, color)| {
+            let v = s3(client).map_or(vec![None; series], |r| {
+                values(r).into_iter().map(Some).collect()
+            });
+            group(label, color, v)
+        })
+        .collect()
+    };
+    let with_first = |first: Group, mut rest: Vec<Group>| {
+        rest.insert(0, first);
+        rest
+    };
     vec![
         Panel {
             title: "S1 uncontended: acquire + release cycles/s".into(),
             unit: "cycles/s",
             series: vec!["cycles/s"],
-            groups: vec![
+            groups: with_first(
                 group("RTT limit", REDIS, vec![b.round_trip_limit_per_s]),
-                group(
-                    "hand-written",
-                    HAND_COLOR,
-                    vec![s1(HAND).map(|r| r.per_second)],
-                ),
-                group(
-                    "backend only",
-                    BACKEND_COLOR,
-                    vec![s1(BACKEND).map(|r| r.per_second)],
-                ),
-                group(
-                    "fixed ttl",
-                    DISTLOCK_COLOR,
-                    vec![s1(DISTLOCK_TTL).map(|r| r.per_second)],
-                ),
-                group(
-                    "no fencing",
-                    DISTLOCK_COLOR,
-                    vec![s1(UNFENCED).map(|r| r.per_second)],
-                ),
-                group(
-                    "distlock",
-                    DISTLOCK_COLOR,
-                    vec![s1(DISTLOCK).map(|r| r.per_second)],
-                ),
-                group(
-                    "Redlock ×3",
-                    REDLOCK_COLOR,
-                    vec![redlock('3').map(|r| r.per_second)],
-                ),
-                group(
-                    "Redlock ×5",
-                    REDLOCK_COLOR,
-                    vec![redlock('5').map(|r| r.per_second)],
-                ),
-            ],
+                s1_groups(&rate),
+            ),
             target: b
                 .round_trip_limit_per_s
                 .map(|l| (0.9 * l, "90 % of the RTT limit".to_owned())),
@@ -149,22 +181,19 @@ fn panels(run: &Run) -> Vec<Panel> {
             title: "S1 latency per cycle, µs".into(),
             unit: "µs",
             series: vec!["p50", "p99"],
-            groups: vec![
+            groups: with_first(
                 group("RTT limit", REDIS, vec![b.round_trip_limit_p50_us, None]),
-                group("hand-written", HAND_COLOR, latency(s1(HAND))),
-                group("backend only", BACKEND_COLOR, latency(s1(BACKEND))),
-                group("fixed ttl", DISTLOCK_COLOR, latency(s1(DISTLOCK_TTL))),
-                group("no fencing", DISTLOCK_COLOR, latency(s1(UNFENCED))),
-                group("distlock", DISTLOCK_COLOR, latency(s1(DISTLOCK))),
-                group("Redlock ×3", REDLOCK_COLOR, latency(redlock('3'))),
-                group("Redlock ×5", REDLOCK_COLOR, latency(redlock('5'))),
-            ],
-            target: s1(DISTLOCK).map(|r| {
-                (
-                    1.25 * r.latency.p50_us,
-                    "1.25× distlock p50 (Redlock ×5 target)".to_owned(),
-                )
-            }),
+                s1_groups(&latency),
+            ),
+            target: None,
+            decimals: 0,
+        },
+        Panel {
+            title: "S1 CPU per cycle, µs (client: the whole process)".into(),
+            unit: "µs",
+            series: vec!["client", "server"],
+            groups: s1_groups(&cpu),
+            target: None,
             decimals: 0,
         },
         Panel {
@@ -173,26 +202,11 @@ fn panels(run: &Run) -> Vec<Panel> {
             series: vec!["cycles/s"],
             groups: vec![
                 group("pipelined ceiling", REDIS, vec![b.pipelined_ceiling_per_s]),
-                group(
-                    "hand-written",
-                    HAND_COLOR,
-                    vec![s2(HAND).map(|r| r.per_second)],
-                ),
-                group(
-                    "backend only",
-                    BACKEND_COLOR,
-                    vec![s2(BACKEND).map(|r| r.per_second)],
-                ),
-                group(
-                    "no fencing",
-                    DISTLOCK_COLOR,
-                    vec![s2(UNFENCED).map(|r| r.per_second)],
-                ),
-                group(
-                    "distlock",
-                    DISTLOCK_COLOR,
-                    vec![s2(DISTLOCK).map(|r| r.per_second)],
-                ),
+                group("hand-written", HAND_COLOR, rate(s2(HAND))),
+                group("rslock", RSLOCK_COLOR, rate(s2(RSLOCK))),
+                group("backend only", BACKEND_COLOR, rate(s2(BACKEND))),
+                group("no fencing", DISTLOCK_COLOR, rate(s2(UNFENCED))),
+                group("distlock", DISTLOCK_COLOR, rate(s2(DISTLOCK))),
             ],
             target: b
                 .pipelined_ceiling_per_s
@@ -200,28 +214,42 @@ fn panels(run: &Run) -> Vec<Panel> {
             decimals: 0,
         },
         Panel {
+            title: "S4 Redlock over 3 and 5 servers: cycles/s".into(),
+            unit: "cycles/s",
+            series: vec!["cycles/s"],
+            groups: s4_groups(&rate),
+            target: None,
+            decimals: 0,
+        },
+        Panel {
+            title: "S4 Redlock latency per cycle, µs".into(),
+            unit: "µs",
+            series: vec!["p50", "p99"],
+            groups: s4_groups(&latency),
+            target: s1(DISTLOCK).map(|r| {
+                (
+                    1.25 * r.latency.p50_us,
+                    "1.25× S1 distlock p50 (Redlock ×5 target)".to_owned(),
+                )
+            }),
+            decimals: 0,
+        },
+        Panel {
             title: format!(
-                "S3 handoff gap, µs ({} workers, 1 ms hold)",
+                "S3 handoff gap from the release call, µs ({} workers, 1 ms hold)",
                 run.plan.s3_workers
             ),
             unit: "µs",
             series: vec!["mean", "p99"],
-            groups: vec![
-                group(
-                    "hand-written (1 ms poll)",
-                    HAND_COLOR,
-                    s3(HAND).map_or(vec![None, None], |r| {
-                        vec![Some(r.gap.mean_us), Some(r.gap.p99_us)]
-                    }),
-                ),
-                group(
-                    "distlock",
-                    DISTLOCK_COLOR,
-                    s3(DISTLOCK).map_or(vec![None, None], |r| {
-                        vec![Some(r.gap.mean_us), Some(r.gap.p99_us)]
-                    }),
-                ),
-            ],
+            groups: s3_groups(&|r| mean_p99(&r.gap_from_call), 2),
+            target: None,
+            decimals: 0,
+        },
+        Panel {
+            title: "S3 handoff gap from the release reply, µs".into(),
+            unit: "µs",
+            series: vec!["mean", "p99"],
+            groups: s3_groups(&|r| mean_p99(&r.gap), 2),
             target: Some((250.0, "p99 target 250 µs (mean: 120)".to_owned())),
             decimals: 0,
         },
@@ -229,23 +257,7 @@ fn panels(run: &Run) -> Vec<Panel> {
             title: "S3 server commands per acquisition".into(),
             unit: "commands",
             series: vec!["commands"],
-            groups: vec![
-                group(
-                    "hand-written (1 ms poll)",
-                    HAND_COLOR,
-                    vec![s3(HAND).map(|r| r.cost.commands_per_op)],
-                ),
-                group(
-                    "no fencing",
-                    DISTLOCK_COLOR,
-                    vec![s3(UNFENCED).map(|r| r.cost.commands_per_op)],
-                ),
-                group(
-                    "distlock",
-                    DISTLOCK_COLOR,
-                    vec![s3(DISTLOCK).map(|r| r.cost.commands_per_op)],
-                ),
-            ],
+            groups: s3_groups(&|r| vec![r.cost.commands_per_op], 1),
             target: Some((6.0, "target 6".to_owned())),
             decimals: 1,
         },
@@ -253,22 +265,15 @@ fn panels(run: &Run) -> Vec<Panel> {
             title: "S3 self-handoff: grants won by the releaser, %".into(),
             unit: "%",
             series: vec!["self-handoff"],
-            groups: vec![
-                group(
-                    "hand-written (1 ms poll)",
-                    HAND_COLOR,
-                    vec![s3(HAND).map(|r| r.self_handoff * 100.0)],
-                ),
-                group(
-                    "distlock",
-                    DISTLOCK_COLOR,
-                    vec![s3(DISTLOCK).map(|r| r.self_handoff * 100.0)],
-                ),
-            ],
+            groups: s3_groups(&|r| vec![r.self_handoff * 100.0], 1),
             target: Some((20.0, "target 20 %".to_owned())),
             decimals: 1,
         },
     ]
+}
+
+fn mean_p99(l: &Latency) -> Vec<f64> {
+    vec![l.mean_us, l.p99_us]
 }
 
 fn latency(run: Option<&crate::cycles::CycleRun>) -> Vec<Option<f64>> {

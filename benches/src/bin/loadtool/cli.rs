@@ -12,7 +12,8 @@ use crate::cycles::Timing;
 /// distlock's load tool: starts its own redis-server processes (and, for P1, P3 and P5, one
 /// PostgreSQL server) on free loopback ports, runs the scenarios S1–S10 (and S1, S3, S5 on
 /// PostgreSQL: P1, P3, P5) against distlock and, in the same run, against the baselines
-/// (redis-benchmark and pgbench on the same server; a hand-written redis-rs lock), then prints
+/// (redis-benchmark and pgbench on the same server; a hand-written redis-rs lock; rslock 0.10),
+/// then prints
 /// a table and writes a JSON record of the run and an SVG chart.
 #[derive(Debug, Parser)]
 #[command(name = "loadtool", version)]
@@ -52,6 +53,11 @@ pub(crate) struct Cli {
     /// Lease periods S5 and S9 hold their leases for (default 3, or 2 with --quick).
     #[arg(long)]
     pub(crate) s5_periods: Option<u32>,
+
+    /// Cycles of each of S4's counting passes (own leases still on a node), per client and
+    /// node count (default 4,000, or 1,000 with --quick); reported per 20,000 cycles.
+    #[arg(long, value_name = "CYCLES")]
+    pub(crate) s4_count_cycles: Option<u64>,
 
     /// Waiters in S6.
     #[arg(long, default_value_t = 1_000)]
@@ -153,6 +159,8 @@ pub(crate) struct Plan {
     pub(crate) s3_hold: Duration,
     pub(crate) bench_requests_single: u64,
     pub(crate) bench_requests_pipelined: u64,
+    /// Cycles of each of S4's counting passes (own leases still on a node).
+    pub(crate) s4_count_cycles: u64,
     pub(crate) s5_locks: usize,
     #[serde(serialize_with = "crate::stats::secs")]
     pub(crate) s5_lease: Duration,
@@ -186,6 +194,12 @@ impl Plan {
         }
         if !(1..=100_000).contains(&cli.s5_locks) || !(1..=100_000).contains(&cli.s6_waiters) {
             return Err("--s5-locks and --s6-waiters must be between 1 and 100,000".into());
+        }
+        let s4_count_cycles = cli
+            .s4_count_cycles
+            .unwrap_or(if quick { 1_000 } else { 4_000 });
+        if !(1..=1_000_000).contains(&s4_count_cycles) {
+            return Err("--s4-count-cycles must be between 1 and 1,000,000".into());
         }
         let s5_periods = cli.s5_periods.unwrap_or(if quick { 2 } else { 3 });
         if !(1..=20).contains(&s5_periods) {
@@ -237,6 +251,7 @@ impl Plan {
             s3_hold: Duration::from_millis(1),
             bench_requests_single: if quick { 5_000 } else { 20_000 },
             bench_requests_pipelined: if quick { 100_000 } else { 300_000 },
+            s4_count_cycles,
             s5_locks: cli.s5_locks,
             s5_lease: Duration::from_secs_f64(s5_lease),
             s5_periods,

@@ -43,11 +43,13 @@ pub(crate) enum Client {
     Backend(Arc<dyn Lock>),
     /// The hand-written baseline.
     Hand(HandLock),
+    /// rslock's `LockManager` (one server, or a Redlock's nodes).
+    Rslock(rslock::LockManager),
 }
 
 impl Client {
     /// One acquire + release of the free lock `name`.
-    async fn cycle(&self, name: &Arc<str>) -> Result<(), String> {
+    pub(crate) async fn cycle(&self, name: &Arc<str>) -> Result<(), String> {
         match self {
             Self::Locker(locker, ttl) => {
                 let mut request = locker.lock(Arc::clone(name));
@@ -84,6 +86,7 @@ impl Client {
                     .await
                     .map_err(|e| e.to_string())?;
             }
+            Self::Rslock(manager) => crate::rslock::cycle(manager, name, TTL).await?,
         }
         Ok(())
     }

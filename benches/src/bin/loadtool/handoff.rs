@@ -1,6 +1,6 @@
 //! S3: workers contend for one name, each holding it ~1 ms, waiting for it with the client's
 //! own mechanism (distlock: its defaults — the local line and release wake-ups; the
-//! hand-written lock: a fixed 1 ms poll). Measures the handoff gap, who wins the next grant,
+//! hand-written lock: a fixed 1 ms poll; rslock: its retry loop, `LockManager::acquire`). Measures the handoff gap, who wins the next grant,
 //! the server commands each acquisition costs, and whether a non-atomic counter updated
 //! under the lock ends exact.
 
@@ -32,11 +32,15 @@ pub(crate) enum Contender {
     Locker(Locker),
     /// The hand-written lock: `SET NX PX` every 1 ms until it is ours (same 10 s wait).
     Hand(HandLock),
+    /// rslock: `LockManager::acquire`, its retry loop (settings: [`crate::rslock`]), given
+    /// the same 10 s wait.
+    Rslock(rslock::LockManager),
 }
 
 enum Held {
     Guard(Guard),
     Hand(String),
+    Rslock(rslock::LockGuard),
 }
 
 impl Contender {
@@ -54,6 +58,14 @@ impl Contender {
                 .map_err(|e| e.to_string())?
                 .map(Held::Hand)
                 .ok_or_else(|| "timed out waiting".to_owned()),
+            // rslock's acquire loops until it wins; a timeout here is an error of the run.
+            Self::Rslock(manager) => {
+                tokio::time::timeout(DEFAULT_WAIT, manager.acquire(&**name, TTL))
+                    .await
+                    .map_err(|_| "timed out waiting".to_owned())?
+                    .map(Held::Rslock)
+                    .map_err(|e| e.to_string())
+            }
         }
     }
 
@@ -67,7 +79,12 @@ impl Contender {
             (Self::Hand(hand), Held::Hand(token)) => {
                 hand.release(name, &token).await.map_err(|e| e.to_string())
             }
-            (Self::Locker(_), Held::Hand(_)) => Err("mismatched lock".to_owned()),
+            // rslock's release is best effort and says nothing.
+            (_, Held::Rslock(guard)) => {
+                guard.release().await;
+                Ok(true)
+            }
+            (_, Held::Hand(_)) => Err("mismatched lock".to_owned()),
         }
     }
 }
@@ -85,6 +102,9 @@ pub(crate) struct HandoffRun {
     pub(crate) per_second: f64,
     /// From the moment the holder had the release's reply to the next grant.
     pub(crate) gap: Latency,
+    /// From the moment the holder called release (before its round trip) to the next grant:
+    /// what the next user waits once the holder is done.
+    pub(crate) gap_from_call: Latency,
     /// Grants won by the worker that released just before.
     pub(crate) self_handoff: f64,
     /// How long holds really lasted.
@@ -112,6 +132,9 @@ pub(crate) struct HandoffRun {
 struct Grant {
     worker: usize,
     granted: Instant,
+    /// When the holder called release.
+    release_called: Instant,
+    /// When the release returned.
     released: Instant,
     held: Duration,
     measured: bool,
@@ -177,7 +200,7 @@ pub(crate) async fn run(
         .filter(|g| g.measured)
         .map(|g| nanos(g.held))
         .collect();
-    let mut gaps = handoffs.gaps;
+    let (mut gaps, mut gaps_from_call) = (handoffs.gaps, handoffs.gaps_from_call);
     Ok(HandoffRun {
         client: label.to_owned(),
         workers,
@@ -186,6 +209,7 @@ pub(crate) async fn run(
         seconds,
         per_second: acquisitions as f64 / seconds,
         gap: Latency::from_nanos(&mut gaps),
+        gap_from_call: Latency::from_nanos(&mut gaps_from_call),
         self_handoff: crate::stats::ratio(handoffs.own as f64, handoffs.total as f64),
         hold: Latency::from_nanos(&mut holds),
         cost: measured.delta.cost(acquisitions),
@@ -202,6 +226,7 @@ pub(crate) async fn run(
 
 struct Handoffs {
     gaps: Vec<u64>,
+    gaps_from_call: Vec<u64>,
     own: u64,
     total: u64,
     reordered: u64,
@@ -212,6 +237,7 @@ struct Handoffs {
 fn handoffs(sorted: &[Grant]) -> Handoffs {
     let mut out = Handoffs {
         gaps: Vec::with_capacity(sorted.len()),
+        gaps_from_call: Vec::with_capacity(sorted.len()),
         own: 0,
         total: 0,
         reordered: 0,
@@ -225,6 +251,11 @@ fn handoffs(sorted: &[Grant]) -> Handoffs {
         if prev.worker == next.worker {
             out.own += 1;
         }
+        // A grant stamped before the previous release call can only be a race in taking the
+        // timestamps (the lock is exclusive): a zero gap.
+        out.gaps_from_call.push(nanos(
+            next.granted.saturating_duration_since(prev.release_called),
+        ));
         match next.granted.checked_duration_since(prev.released) {
             Some(gap) => out.gaps.push(nanos(gap)),
             None => {
@@ -273,7 +304,8 @@ async fn work(
         tokio::time::sleep(hold).await;
         shared.counter.store(value + 1, Ordering::Release);
         shared.inside.store(false, Ordering::Release);
-        let held_for = granted.elapsed();
+        let release_called = Instant::now();
+        let held_for = release_called - granted;
         if let Err(error) = contender.release(name, held).await {
             out.errors += 1;
             out.first_error.get_or_insert(error);
@@ -281,6 +313,7 @@ async fn work(
         out.grants.push(Grant {
             worker,
             granted,
+            release_called,
             released: Instant::now(),
             held: held_for,
             measured,
@@ -300,6 +333,7 @@ mod tests {
         let grant = |worker, granted, released, measured| Grant {
             worker,
             granted: us(granted),
+            release_called: us(released - 40),
             released: us(released),
             held: Duration::ZERO,
             measured,
@@ -312,6 +346,7 @@ mod tests {
         ];
         let h = handoffs(&grants);
         assert_eq!(h.gaps, vec![100_000, 50_000, 0]);
+        assert_eq!(h.gaps_from_call, vec![140_000, 90_000, 30_000]);
         assert_eq!((h.own, h.total, h.reordered), (1, 3, 1));
     }
 }

@@ -2,12 +2,14 @@
 //!
 //! Starts its own redis-server processes (lock-testkit, free loopback ports, killed by PID at
 //! the end), measures the bare-Redis baselines with `redis-benchmark` on the same server, then
-//! runs the scenarios of issue 7 against distlock and a hand-written redis-rs lock:
+//! runs the scenarios of issue 7 against distlock, a hand-written redis-rs lock and (S1–S4,
+//! issue 15) rslock 0.10:
 //!
 //! - S1 uncontended: one task, one name, acquire + release in a loop;
 //! - S2 parallel: 32 tasks, each its own name;
 //! - S3 contended: 8 workers on one name, ~1 ms hold, each client's own way of waiting;
-//! - S4 Redlock over 3 and 5 servers, S1's loop;
+//! - S4 Redlock over 3 and 5 servers, S1's loop, and passes counting own leases still on a
+//!   node after release;
 //! - S5 10,000 locks held with renewal, in a child process (memory, CPU, round trips);
 //! - S6 1,000 waiters on one name (subscriptions, round trips per handoff);
 //!
@@ -49,7 +51,9 @@ mod procfs;
 mod progress;
 mod renewal;
 mod report;
+mod rslock;
 mod run;
+mod stale;
 mod stats;
 mod waiters;
 mod window;
@@ -75,7 +79,10 @@ use crate::info::Probe;
 use crate::kinds::Workload;
 use crate::progress::Progress;
 use crate::renewal::Held;
-use crate::run::{BACKEND, DISTLOCK, DISTLOCK_TTL, HAND, Run, UNFENCED};
+use crate::run::{
+    BACKEND, DISTLOCK, DISTLOCK_TTL, HAND, RSLOCK, Run, UNFENCED, redlock_label, rslock_label,
+};
+use crate::stale::BusyCounter;
 
 /// Slack on top of a step's planned time before it is abandoned as hung.
 const STEP_SLACK: Duration = Duration::from_secs(60);
@@ -165,6 +172,7 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
         s2: Vec::new(),
         s3: Vec::new(),
         s4: Vec::new(),
+        s4_stale: Vec::new(),
         s5: None,
         s6: None,
         s7: Vec::new(),
@@ -289,6 +297,7 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
                     HAND => {
                         Contender::Hand(HandLock::connect(&url).await.map_err(|e| e.to_string())?)
                     }
+                    RSLOCK => Contender::Rslock(crate::rslock::manager(&servers.urls(1))?),
                     _ => Contender::Locker(Locker::new(redis_lock(&url, label != UNFENCED)?)),
                 })
             })??;
@@ -311,33 +320,85 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
 
     if plan.has(Part::S4) {
         for nodes in [3, 5] {
-            progress.next();
-            let mut builder = Redlock::builder();
-            for node_url in servers.urls(nodes) {
-                let node = RedisLock::from_url(&node_url).map_err(|e| e.to_string())?;
-                builder = builder.node_arc(Arc::new(node));
-            }
-            let redlock = builder.build().map_err(|e| e.to_string())?;
-            let label = format!("Redlock, {nodes} nodes");
-            let mut all = block(
-                &runtime,
-                Duration::ZERO,
-                Probe::connect(&servers.urls(nodes)),
-            )?
-            .map_err(|e| e.to_string())?;
-            run.s4.push(block(
-                &runtime,
-                plan.cycles.warmup + plan.cycles.measure,
-                cycles::run(
-                    "S4",
-                    &label,
-                    Client::Locker(Locker::new(redlock), None),
-                    &format!("s4:{nodes}"),
-                    1,
-                    plan.cycles,
-                    &mut all,
+            let urls = servers.urls(nodes);
+            let mut all = block(&runtime, Duration::ZERO, Probe::connect(&urls))?
+                .map_err(|e| e.to_string())?;
+            let node_locks = || {
+                urls.iter()
+                    .map(|url| match RedisLock::from_url(url) {
+                        Ok(node) => Ok(Arc::new(node) as Arc<dyn Lock>),
+                        Err(e) => Err(e.to_string()),
+                    })
+                    .collect::<Result<Vec<_>, String>>()
+            };
+            let redlock = |nodes: Vec<Arc<dyn Lock>>| {
+                nodes
+                    .into_iter()
+                    .fold(Redlock::builder(), |builder, node| builder.node_arc(node))
+                    .build()
+                    .map_err(|e| e.to_string())
+            };
+            let timed = [
+                (
+                    redlock_label(nodes),
+                    Client::Locker(Locker::new(redlock(node_locks()?)?), None),
                 ),
-            )??);
+                (
+                    rslock_label(nodes),
+                    Client::Rslock(crate::rslock::manager(&urls)?),
+                ),
+            ];
+            for (label, client) in &timed {
+                progress.next();
+                run.s4.push(block(
+                    &runtime,
+                    plan.cycles.warmup + plan.cycles.measure,
+                    cycles::run(
+                        "S4",
+                        label,
+                        client.clone(),
+                        &format!("s4:{}", slug(label)),
+                        1,
+                        plan.cycles,
+                        &mut all,
+                    ),
+                )??);
+            }
+            // The counting passes: distlock's Redlock over nodes that count their busy
+            // answers, then rslock (it does not expose them: the key check only).
+            let counters: Vec<Arc<BusyCounter>> = node_locks()?
+                .into_iter()
+                .map(|node| Arc::new(BusyCounter::new(node)))
+                .collect();
+            let counted = redlock(
+                counters
+                    .iter()
+                    .map(|c| Arc::clone(c) as Arc<dyn Lock>)
+                    .collect(),
+            )?;
+            let passes = [
+                (
+                    redlock_label(nodes),
+                    Client::Locker(Locker::new(counted), None),
+                    Some(&counters[..]),
+                ),
+                (rslock_label(nodes), timed[1].1.clone(), None),
+            ];
+            for (label, client, busy) in passes {
+                progress.next();
+                run.s4_stale.push(block(
+                    &runtime,
+                    count_time(plan.s4_count_cycles),
+                    stale::run(
+                        &label,
+                        &client,
+                        busy,
+                        &urls,
+                        &format!("s4-count:{}", slug(&label)),
+                        plan.s4_count_cycles,
+                    ),
+                )??);
+            }
         }
     }
 
@@ -467,9 +528,9 @@ fn slug(label: &str) -> String {
 
 /// The steps of a run with their planned times, for the progress bar, in the order they run.
 /// Who runs S1, S2 and S3, in this order.
-const S1_CLIENTS: [&str; 5] = [HAND, BACKEND, DISTLOCK_TTL, UNFENCED, DISTLOCK];
-const S2_CLIENTS: [&str; 4] = [HAND, BACKEND, UNFENCED, DISTLOCK];
-const S3_CLIENTS: [&str; 3] = [HAND, UNFENCED, DISTLOCK];
+const S1_CLIENTS: [&str; 6] = [HAND, RSLOCK, BACKEND, DISTLOCK_TTL, UNFENCED, DISTLOCK];
+const S2_CLIENTS: [&str; 5] = [HAND, RSLOCK, BACKEND, UNFENCED, DISTLOCK];
+const S3_CLIENTS: [&str; 4] = [HAND, RSLOCK, UNFENCED, DISTLOCK];
 /// What S10's tasks ask for, in this order.
 const S10_ASKED: [fairness::Asked; 2] = [fairness::Asked::Plain, fairness::Asked::Fair];
 /// What S9's children hold, in this order.
@@ -532,7 +593,15 @@ fn steps(plan: &Plan, bench: bool) -> Vec<(String, Duration)> {
     }
     if plan.has(Part::S4) {
         for nodes in [3, 5] {
-            s.push((format!("S4 Redlock over {nodes} servers"), cycle));
+            for label in [redlock_label(nodes), rslock_label(nodes)] {
+                s.push((format!("S4 {label}"), cycle));
+            }
+            for label in [redlock_label(nodes), rslock_label(nodes)] {
+                s.push((
+                    format!("S4 {label}: counting own leases left after release"),
+                    count_time(plan.s4_count_cycles),
+                ));
+            }
         }
     }
     let renewal = plan.s5_lease * plan.s5_periods + secs(3.0);
@@ -635,11 +704,18 @@ fn steps(plan: &Plan, bench: bool) -> Vec<(String, Duration)> {
 async fn client(label: &str, url: &str) -> Result<Client, String> {
     Ok(match label {
         HAND => Client::Hand(HandLock::connect(url).await.map_err(|e| e.to_string())?),
+        RSLOCK => Client::Rslock(crate::rslock::manager(&[url.to_owned()])?),
         BACKEND => Client::Backend(Arc::new(redis_lock(url, true)?) as Arc<dyn Lock>),
         DISTLOCK_TTL => Client::Locker(Locker::new(redis_lock(url, true)?), Some(cycles::TTL)),
         UNFENCED => Client::Locker(Locker::new(redis_lock(url, false)?), None),
         _ => Client::Locker(Locker::new(redis_lock(url, true)?), None),
     })
+}
+
+/// The planned time of one of S4's counting passes: both passes of `cycles` cycles at ~2,000
+/// Redlock cycles/s (the key pass adds a round trip to each).
+fn count_time(cycles: u64) -> Duration {
+    Duration::from_secs_f64(cycles as f64 / 2_000.0 * 2.5)
 }
 
 /// A `RedisLock` with the defaults, with or without fencing tokens.

@@ -11,6 +11,7 @@ use crate::kinds::{EXCLUSIVE, READ_WRITE, SharingRun};
 use crate::postgres::PostgresRun;
 use crate::procfs::Machine;
 use crate::renewal::RenewalRun;
+use crate::stale::StaleRun;
 use crate::stats::ratio;
 use crate::waiters::WaitersRun;
 
@@ -25,6 +26,18 @@ pub(crate) const UNFENCED: &str = "distlock, no fencing";
 pub(crate) const BACKEND: &str = "distlock backend only";
 /// The hand-written redis-rs lock.
 pub(crate) const HAND: &str = "hand-written";
+/// rslock 0.10's `LockManager`.
+pub(crate) const RSLOCK: &str = "rslock";
+
+/// S4's label of distlock's Redlock over `nodes` servers.
+pub(crate) fn redlock_label(nodes: usize) -> String {
+    format!("Redlock, {nodes} nodes")
+}
+
+/// S4's label of rslock over `nodes` servers.
+pub(crate) fn rslock_label(nodes: usize) -> String {
+    format!("{RSLOCK}, {nodes} nodes")
+}
 
 /// Everything a run measured.
 #[derive(Debug, Clone, Serialize)]
@@ -42,7 +55,10 @@ pub(crate) struct Run {
     pub(crate) s1: Vec<CycleRun>,
     pub(crate) s2: Vec<CycleRun>,
     pub(crate) s3: Vec<HandoffRun>,
+    /// distlock's Redlock and rslock over 3 and 5 servers.
     pub(crate) s4: Vec<CycleRun>,
+    /// S4's counting passes: own leases still on a node, per client and node count.
+    pub(crate) s4_stale: Vec<StaleRun>,
     pub(crate) s5: Option<RenewalRun>,
     pub(crate) s6: Option<WaitersRun>,
     /// The read-write lock, then the exclusive lock on the same workload.
@@ -274,7 +290,7 @@ impl Run {
             }
             None => not_run("S3 commands, no fencing", "3, 7", what, "≤ 6"),
         });
-        let redlock5 = self.s4.iter().find(|r| r.client.contains('5'));
+        let redlock5 = Self::cycle(&self.s4, &redlock_label(5));
         t.push(match (redlock5, s1) {
             (Some(r5), Some(s1)) => {
                 let x = ratio(r5.latency.p50_us, s1.latency.p50_us);
@@ -354,10 +370,104 @@ impl Run {
                 "1",
             ),
         });
+        self.judge_peers(&mut t);
         self.judge_kinds(&mut t);
         self.judge_fairness(&mut t);
         t.extend(crate::postgres::targets(self.postgres.as_ref()));
         self.targets = t;
+    }
+
+    /// The targets of issue 15: distlock against the simplest alternatives, measured in the
+    /// same run (the hand-written lock, rslock).
+    fn judge_peers(&self, t: &mut Vec<Target>) {
+        let versus = |id: &'static str,
+                      what: &'static str,
+                      rows: &[CycleRun],
+                      ours: &str,
+                      theirs: &str,
+                      (goal, shown): (f64, &'static str)| {
+            match (Self::cycle(rows, ours), Self::cycle(rows, theirs)) {
+                (Some(a), Some(b)) => {
+                    let x = ratio(a.per_second, b.per_second);
+                    target(
+                        id,
+                        "15",
+                        what,
+                        shown,
+                        format!("{x:.2}× ({:.0} vs {:.0}/s)", a.per_second, b.per_second),
+                        x >= goal,
+                    )
+                }
+                _ => not_run(id, "15", what, shown),
+            }
+        };
+        t.push(versus(
+            "S1 fenced vs hand",
+            "S1 cycles/s, distlock (fenced) against the hand-written lock",
+            &self.s1,
+            DISTLOCK,
+            HAND,
+            (0.9, "≥ 0.9×"),
+        ));
+        t.push(versus(
+            "S1 no fencing vs hand",
+            "S1 cycles/s, fencing(false) against the hand-written lock",
+            &self.s1,
+            UNFENCED,
+            HAND,
+            (1.0, "≥ 1.0×"),
+        ));
+        t.push(versus(
+            "S2 fenced vs hand",
+            "S2 cycles/s (32 tasks), distlock (fenced) against the hand-written lock",
+            &self.s2,
+            DISTLOCK,
+            HAND,
+            (0.6, "≥ 0.6×"),
+        ));
+        t.push(versus(
+            "S2 no fencing vs hand",
+            "S2 cycles/s, fencing(false) against the hand-written lock",
+            &self.s2,
+            UNFENCED,
+            HAND,
+            (1.0, "≥ 1.0×"),
+        ));
+        for nodes in [3, 5] {
+            let (ours, theirs) = (redlock_label(nodes), rslock_label(nodes));
+            let id = if nodes == 3 {
+                "S4 Redlock vs rslock, 3 nodes"
+            } else {
+                "S4 Redlock vs rslock, 5 nodes"
+            };
+            t.push(versus(
+                id,
+                "S4 cycles/s, distlock's fenced Redlock against rslock on the same nodes",
+                &self.s4,
+                &ours,
+                &theirs,
+                (1.0, "≥ 1.0×"),
+            ));
+        }
+        let what = "S3 handoff gap from the holder's release call, mean and p99, against the hand-written lock's";
+        t.push(match (self.handoff(DISTLOCK), self.handoff(HAND)) {
+            (Some(d), Some(h)) => target(
+                "S3 gap from the call vs hand",
+                "15",
+                what,
+                "≤ hand-written",
+                format!(
+                    "mean {:.0} vs {:.0} µs, p99 {:.0} vs {:.0} µs",
+                    d.gap_from_call.mean_us,
+                    h.gap_from_call.mean_us,
+                    d.gap_from_call.p99_us,
+                    h.gap_from_call.p99_us
+                ),
+                d.gap_from_call.mean_us <= h.gap_from_call.mean_us
+                    && d.gap_from_call.p99_us <= h.gap_from_call.p99_us,
+            ),
+            _ => not_run("S3 gap from the call vs hand", "15", what, "≤ hand-written"),
+        });
     }
 
     /// The targets of issue 13: the read-write lock and the semaphore.
@@ -445,6 +555,14 @@ impl Run {
             .map_or((&[][..], &[][..], None), |p| {
                 (&p.p1[..], &p.p3[..], p.p5.as_ref())
             });
+        for r in self.s4_stale.iter().filter(|r| r.errors > 0) {
+            failures.push(format!(
+                "S4 counting pass {}: {} errors (first: {})",
+                r.client,
+                r.errors,
+                r.first_error.as_deref().unwrap_or("?")
+            ));
+        }
         for r in self.s1.iter().chain(&self.s2).chain(&self.s4).chain(p1) {
             if r.errors > 0 {
                 failures.push(format!(
