@@ -370,7 +370,7 @@ where
         let reply = result
             .as_ref()
             .map(|&ours| if ours { Reply::Yes } else { Reply::No });
-        telemetry::node_answer(label, Op::Release, reply);
+        label.answered(Op::Release, reply);
         if let Err(error) = result {
             tracing::debug!(
                 node = %label.label,
@@ -444,7 +444,7 @@ impl AcquireRound {
         let label = &self.shared.nodes[node];
         match result {
             Ok(Attempt::Acquired(lease)) => {
-                telemetry::node_answer(label, Op::Acquire, Ok(Reply::Yes));
+                label.answered(Op::Acquire, Ok(Reply::Yes));
                 tally.yes += 1;
                 evidence.fence = evidence.fence.max(lease.fencing_token());
                 NodeState::Granted
@@ -453,14 +453,14 @@ impl AcquireRound {
                 holder_ttl,
                 announces,
             }) => {
-                telemetry::node_answer(label, Op::Acquire, Ok(Reply::No));
+                label.answered(Op::Acquire, Ok(Reply::No));
                 tally.no += 1;
                 evidence.holder_ttls.push(holder_ttl);
                 evidence.silent_holders += usize::from(!announces);
                 NodeState::Busy
             }
             Err(error) => {
-                telemetry::node_answer(label, Op::Acquire, Err(&error));
+                label.answered(Op::Acquire, Err(&error));
                 tracing::debug!(node = %label.label, name = %self.name, %error, "redlock node acquire failed");
                 tally.failed += 1;
                 if !error.is_retryable() {

@@ -9,7 +9,6 @@ use lock_core::{Lock, LockError, MAX_TTL};
 
 use crate::Redlock;
 use crate::node::Node;
-use crate::telemetry::NodeKeys;
 
 /// The default drift factor: the drift allowance is 1 % of the TTL (plus
 /// [`DEFAULT_DRIFT_CONSTANT`]), as on the Redis distributed-locks page.
@@ -203,8 +202,7 @@ impl RedlockBuilder {
                     "Redlock node {label:?} is a node added before: nodes must be independent"
                 )));
             }
-            let keys = NodeKeys::new(&label);
-            nodes.push(Node { lock, label, keys });
+            nodes.push(Node::new(lock, label));
         }
         Ok(Redlock::assemble(
             nodes,

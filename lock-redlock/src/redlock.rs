@@ -34,8 +34,9 @@ use crate::telemetry;
 ///   after the decision are seen through in the background (released if the acquire failed).
 /// - **Extend** needs a quorum of all N to extend, within the new validity.
 /// - **Release** goes to all N and reports `true` iff a quorum released a key holding our token.
-///   It returns once every node has answered (or its timeout passed), so the next acquire of
-///   the name never finds our previous key on a node that is up.
+///   It returns once every node that is not lagging has answered (or its timeout passed), so
+///   the next acquire of the name never finds our previous key on a healthy node; a hung or
+///   down node costs one release its timeout, not every release.
 /// - **Fencing token**: the largest token among the nodes that granted; see the crate docs for
 ///   exactly what it guarantees.
 /// - **Wake-ups**: [`Lock::watch`] merges the nodes' release announcements, so waiters in other
@@ -290,12 +291,17 @@ impl Lock for Redlock {
     /// token, `false` iff the refusals alone rule that out (the lease had expired on too many
     /// nodes — it was no longer safely ours).
     ///
-    /// **Waits for every node**: it returns once all N have answered, or once the release
-    /// timeout (the configured node timeout, else [`NODE_TIMEOUT_CEILING`], 500 ms) has passed
-    /// since the call — never later; a node that has not answered by then counts as timed out.
-    /// So when it returns, no node that is up still holds the lease, and the next acquire of
-    /// the name is granted by every node that is up. A node that is down answers at once; a
-    /// hung node costs the release its timeout.
+    /// **Waits for every node that is not lagging**: it returns once the outcome is decided
+    /// and every node whose last call (in any round: acquire, extend, release, ping) answered
+    /// has answered this one too, or once the release timeout (the configured node timeout,
+    /// else [`NODE_TIMEOUT_CEILING`], 500 ms) has passed since the call — never later; a node
+    /// that has not answered by then counts as timed out. So when it returns, no healthy node
+    /// still holds the lease, and the next acquire of the name is granted by every healthy
+    /// node. A node whose last call timed out or failed is *lagging*: its release is still
+    /// sent, but not waited for (it is seen through in the background, as below). So a node
+    /// that hangs or goes down costs the first release after that its timeout (or the time to
+    /// its error), and the releases after it nothing; once one of its calls answers again, it
+    /// is waited for again.
     ///
     /// On a node whose acquire attempt for this lease is still in flight (the lease was
     /// granted without it), the release waits for that attempt to finish, so it lands after

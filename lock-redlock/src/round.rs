@@ -2,10 +2,12 @@
 //! caller's task against one deadline for the whole round (every node's call starts together,
 //! so one timer bounds each of them as a timer per node would).
 //!
-//! Extend and ping answer at the quorum; release waits for every node (or the deadline). Node
-//! calls still running when the round is dropped — answered early, or cancelled — are handed
-//! to a task of their own and seen through to the same deadline, so a cancelled release still
-//! releases, and an acquire of the name made after it still waits for it on each node.
+//! Extend and ping answer at the quorum; release waits for every node that is not lagging (its
+//! last call failed), or the deadline. Node calls still running when the round is dropped —
+//! answered early, not waited for, or cancelled — are handed to a task of their own and seen
+//! through to the same deadline, so a cancelled release still releases, and an acquire of the
+//! name made after it still waits for it on each node. Every outcome, late ones too, updates
+//! the node's lagging flag, so a node that answers again is waited for again.
 
 use std::future::{Future, poll_fn};
 use std::pin::Pin;
@@ -20,7 +22,7 @@ use tokio::time::{Instant, Sleep, sleep_until};
 use crate::redlock::Shared;
 use crate::releasing::ReleaseTrack;
 use crate::tally::{Decision, Tally};
-use crate::telemetry::{self, Reply};
+use crate::telemetry::Reply;
 
 /// What a round decided.
 #[derive(Debug)]
@@ -36,8 +38,10 @@ pub(crate) struct Verdict {
 pub(crate) enum Until {
     /// Until the quorum has decided; the other nodes are seen through in the background.
     Quorum,
-    /// Until every node has answered or the deadline has passed (a node that has not answered
-    /// by then counts as timed out).
+    /// Until the quorum has decided and every node that was not lagging when the round
+    /// started has answered, or the deadline has passed (a node that has not answered by then
+    /// counts as timed out). Lagging nodes are seen through in the background: one hung or
+    /// down node costs one round the deadline, not every round.
     All,
 }
 
@@ -57,6 +61,8 @@ where
     counted: Vec<bool>,
     /// Which nodes' calls are still in `work`.
     running: Vec<bool>,
+    /// Which nodes `Until::All` waits for: those not lagging when the round started.
+    waits_for: Vec<bool>,
     /// The name a release round is releasing: if it is dropped with calls left, they are
     /// registered under it until finished, so the next acquire of the name waits for them.
     releasing: Option<Arc<Lease>>,
@@ -86,6 +92,7 @@ where
             deadline: Box::pin(sleep_until(deadline)),
             counted: vec![false; n],
             running: vec![true; n],
+            waits_for: shared.nodes.iter().map(|node| !node.lagging()).collect(),
             releasing: None,
         }
     }
@@ -108,7 +115,7 @@ where
         let mut first_error = None;
         loop {
             if let Some(decision) = tally.decide()
-                && (until == Until::Quorum || tally.pending() == 0)
+                && (until == Until::Quorum || self.all_waited_for())
             {
                 self.count_ready();
                 return Verdict {
@@ -158,13 +165,24 @@ where
         }
     }
 
+    /// Whether every node `Until::All` waits for has been counted.
+    fn all_waited_for(&self) -> bool {
+        self.counted
+            .iter()
+            .zip(&self.waits_for)
+            .all(|(&counted, &waits)| counted || !waits)
+    }
+
     /// Counts the answers already in after the decision (on healthy nodes, normally all of
     /// them), so that a round with nothing left out spawns nothing when dropped.
     fn count_ready(&mut self) {
         let (mut tally, mut first_error) = (Tally::new(self.counted.len()), None);
         while let Some(Some((node, result))) = self.work.next().now_or_never() {
             self.running[node] = false;
-            if !std::mem::replace(&mut self.counted[node], true) {
+            if std::mem::replace(&mut self.counted[node], true) {
+                // Counted as timed out at the deadline: its outcome still says if it lags.
+                self.shared.nodes[node].finished(result.is_ok());
+            } else {
                 count(
                     &self.shared,
                     self.op,
@@ -240,7 +258,11 @@ where
                 if let Some(track) = &self.track {
                     track.done(node);
                 }
-                if !std::mem::replace(&mut self.counted[node], true) {
+                if std::mem::replace(&mut self.counted[node], true) {
+                    // Counted as timed out at the deadline; its late outcome still says whether
+                    // the node lags (else a node back from a hang would stay lagging).
+                    self.shared.nodes[node].finished(result.is_ok());
+                } else {
                     count(
                         &self.shared,
                         self.op,
@@ -259,7 +281,7 @@ where
     }
 }
 
-/// Counts one node's answer in the tally and the node metrics.
+/// Counts one node's answer in the tally, the node metrics and its lagging flag.
 fn count<T>(
     shared: &Shared,
     op: Op,
@@ -272,15 +294,15 @@ fn count<T>(
     let label = &shared.nodes[node];
     match result {
         Ok(value) if is_yes(&value) => {
-            telemetry::node_answer(label, op, Ok(Reply::Yes));
+            label.answered(op, Ok(Reply::Yes));
             tally.yes += 1;
         }
         Ok(_) => {
-            telemetry::node_answer(label, op, Ok(Reply::No));
+            label.answered(op, Ok(Reply::No));
             tally.no += 1;
         }
         Err(error) => {
-            telemetry::node_answer(label, op, Err(&error));
+            label.answered(op, Err(&error));
             tracing::debug!(node = %label.label, %op, %error, "redlock node operation failed");
             tally.failed += 1;
             if !error.is_retryable() {
