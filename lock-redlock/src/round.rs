@@ -145,23 +145,15 @@ where
                 continue;
             }
             // The deadline (or, defensively, no call left): the rest timed out.
-            for node in 0..self.counted.len() {
-                if !std::mem::replace(&mut self.counted[node], true) {
-                    let error = LockError::Timeout {
-                        phase: TimeoutPhase::Command,
-                        elapsed: self.started.elapsed(),
-                    };
-                    count(
-                        &self.shared,
-                        self.op,
-                        self.is_yes,
-                        node,
-                        Err(error),
-                        &mut tally,
-                        &mut first_error,
-                    );
-                }
-            }
+            count_timeouts(
+                &self.shared,
+                self.op,
+                self.is_yes,
+                &mut self.counted,
+                self.started,
+                &mut tally,
+                &mut first_error,
+            );
         }
     }
 
@@ -226,6 +218,7 @@ where
             is_yes: self.is_yes,
             work: std::mem::take(&mut self.work),
             counted: std::mem::take(&mut self.counted),
+            started: self.started,
             deadline: deadline + deadline.saturating_duration_since(self.started),
             track,
         };
@@ -240,6 +233,7 @@ struct Rest<T, F> {
     is_yes: fn(&T) -> bool,
     work: FuturesUnordered<F>,
     counted: Vec<bool>,
+    started: Instant,
     deadline: Instant,
     track: Option<ReleaseTrack>,
 }
@@ -276,8 +270,39 @@ where
             }
         };
         // Past the deadline the rest are abandoned (dropping the track ends the wait of any
-        // acquire on them); their keys expire with their TTL.
+        // acquire on them); their keys expire with their TTL. Counted as timed out (a lagging
+        // node's releases, not waited for by their round, would otherwise go uncounted).
         drop(tokio::time::timeout_at(self.deadline, all).await);
+        count_timeouts(
+            &self.shared,
+            self.op,
+            self.is_yes,
+            &mut self.counted,
+            self.started,
+            &mut tally,
+            &mut first_error,
+        );
+    }
+}
+
+/// Counts every node not counted yet as timed out (`started`: when the round began).
+fn count_timeouts<T>(
+    shared: &Shared,
+    op: Op,
+    is_yes: fn(&T) -> bool,
+    counted: &mut [bool],
+    started: Instant,
+    tally: &mut Tally,
+    first_error: &mut Option<LockError>,
+) {
+    for (node, counted) in counted.iter_mut().enumerate() {
+        if !std::mem::replace(counted, true) {
+            let error = LockError::Timeout {
+                phase: TimeoutPhase::Command,
+                elapsed: started.elapsed(),
+            };
+            count(shared, op, is_yes, node, Err(error), tally, first_error);
+        }
     }
 }
 
