@@ -51,14 +51,9 @@ where
     T: Send + 'static,
     F: Future<Output = (usize, Result<T, LockError>)> + Send + 'static,
 {
-    shared: Arc<Shared>,
-    op: Op,
-    is_yes: fn(&T) -> bool,
+    counter: Counter<T>,
     work: FuturesUnordered<F>,
-    started: Instant,
     deadline: Pin<Box<Sleep>>,
-    /// Which nodes' answers (or timeouts) have been counted.
-    counted: Vec<bool>,
     /// Which nodes' calls are still in `work`.
     running: Vec<bool>,
     /// Which nodes `Until::All` waits for: those not lagging when the round started.
@@ -84,13 +79,9 @@ where
     ) -> Self {
         let n = shared.nodes.len();
         Self {
-            shared: Arc::clone(shared),
-            op,
-            is_yes,
+            counter: Counter::new(shared, op, is_yes),
             work: calls.into_iter().collect(),
-            started: Instant::now(),
             deadline: Box::pin(sleep_until(deadline)),
-            counted: vec![false; n],
             running: vec![true; n],
             waits_for: shared.nodes.iter().map(|node| !node.lagging()).collect(),
             releasing: None,
@@ -111,19 +102,18 @@ where
     /// # Cancel safety
     /// Cancel safe: dropped, the calls still running are seen through in the background.
     pub(crate) async fn decide(&mut self, until: Until) -> Verdict {
-        let mut tally = Tally::new(self.counted.len());
-        let mut first_error = None;
         loop {
-            if let Some(decision) = tally.decide()
+            if let Some(decision) = self.counter.tally.decide()
                 && (until == Until::Quorum || self.all_waited_for())
             {
-                self.count_ready();
-                return Verdict {
+                let verdict = Verdict {
                     decision,
-                    tally,
-                    first_error,
+                    tally: self.counter.tally,
+                    first_error: self.counter.first_error.take(),
                     decided_at: Instant::now(),
                 };
+                self.count_ready();
+                return verdict;
             }
             let next = poll_fn(|cx| match self.work.poll_next_unpin(cx) {
                 Poll::Ready(next) => Poll::Ready(next),
@@ -132,34 +122,18 @@ where
             .await;
             if let Some((node, result)) = next {
                 self.running[node] = false;
-                self.counted[node] = true;
-                count(
-                    &self.shared,
-                    self.op,
-                    self.is_yes,
-                    node,
-                    result,
-                    &mut tally,
-                    &mut first_error,
-                );
+                self.counter.outcome(node, result);
                 continue;
             }
             // The deadline (or, defensively, no call left): the rest timed out.
-            count_timeouts(
-                &self.shared,
-                self.op,
-                self.is_yes,
-                &mut self.counted,
-                self.started,
-                &mut tally,
-                &mut first_error,
-            );
+            self.counter.timeouts();
         }
     }
 
     /// Whether every node `Until::All` waits for has been counted.
     fn all_waited_for(&self) -> bool {
-        self.counted
+        self.counter
+            .counted
             .iter()
             .zip(&self.waits_for)
             .all(|(&counted, &waits)| counted || !waits)
@@ -168,23 +142,9 @@ where
     /// Counts the answers already in after the decision (on healthy nodes, normally all of
     /// them), so that a round with nothing left out spawns nothing when dropped.
     fn count_ready(&mut self) {
-        let (mut tally, mut first_error) = (Tally::new(self.counted.len()), None);
         while let Some(Some((node, result))) = self.work.next().now_or_never() {
             self.running[node] = false;
-            if std::mem::replace(&mut self.counted[node], true) {
-                // Counted as timed out at the deadline: its outcome still says if it lags.
-                self.shared.nodes[node].finished(result.is_ok());
-            } else {
-                count(
-                    &self.shared,
-                    self.op,
-                    self.is_yes,
-                    node,
-                    result,
-                    &mut tally,
-                    &mut first_error,
-                );
-            }
+            self.counter.outcome(node, result);
         }
     }
 }
@@ -205,7 +165,8 @@ where
         // Registered before this returns, so an acquire of the name made after the drop
         // waits for the rest on each node.
         let track = self.releasing.as_deref().map(|lease| {
-            self.shared
+            self.counter
+                .shared
                 .releasing
                 .track(lease.name(), self.running.clone())
         });
@@ -213,13 +174,9 @@ where
         // still gets a whole timeout of its own.
         let deadline = self.deadline.deadline();
         let rest = Rest {
-            shared: Arc::clone(&self.shared),
-            op: self.op,
-            is_yes: self.is_yes,
+            counter: self.counter.detach(),
             work: std::mem::take(&mut self.work),
-            counted: std::mem::take(&mut self.counted),
-            started: self.started,
-            deadline: deadline + deadline.saturating_duration_since(self.started),
+            deadline: deadline + deadline.saturating_duration_since(self.counter.started),
             track,
         };
         runtime.spawn(rest.finish());
@@ -228,12 +185,8 @@ where
 
 /// The calls of a dropped round, seen through in a task of their own.
 struct Rest<T, F> {
-    shared: Arc<Shared>,
-    op: Op,
-    is_yes: fn(&T) -> bool,
+    counter: Counter<T>,
     work: FuturesUnordered<F>,
-    counted: Vec<bool>,
-    started: Instant,
     deadline: Instant,
     track: Option<ReleaseTrack>,
 }
@@ -244,96 +197,102 @@ where
     F: Future<Output = (usize, Result<T, LockError>)> + Send + 'static,
 {
     async fn finish(mut self) {
-        // Only to call `count`: the round's verdict is given.
-        let mut tally = Tally::new(self.shared.nodes.len());
-        let mut first_error = None;
         let all = async {
             while let Some((node, result)) = self.work.next().await {
                 if let Some(track) = &self.track {
                     track.done(node);
                 }
-                if std::mem::replace(&mut self.counted[node], true) {
-                    // Counted as timed out at the deadline; its late outcome still says whether
-                    // the node lags (else a node back from a hang would stay lagging).
-                    self.shared.nodes[node].finished(result.is_ok());
-                } else {
-                    count(
-                        &self.shared,
-                        self.op,
-                        self.is_yes,
-                        node,
-                        result,
-                        &mut tally,
-                        &mut first_error,
-                    );
-                }
+                self.counter.outcome(node, result);
             }
         };
         // Past the deadline the rest are abandoned (dropping the track ends the wait of any
         // acquire on them); their keys expire with their TTL. Counted as timed out (a lagging
         // node's releases, not waited for by their round, would otherwise go uncounted).
         drop(tokio::time::timeout_at(self.deadline, all).await);
-        count_timeouts(
-            &self.shared,
-            self.op,
-            self.is_yes,
-            &mut self.counted,
-            self.started,
-            &mut tally,
-            &mut first_error,
-        );
+        self.counter.timeouts();
     }
 }
 
-/// Counts every node not counted yet as timed out (`started`: when the round began).
-fn count_timeouts<T>(
-    shared: &Shared,
+/// Counts a round's node outcomes: in its tally, the node metrics and the nodes' lagging flags.
+struct Counter<T> {
+    shared: Arc<Shared>,
     op: Op,
+    /// Tells a yes from a no.
     is_yes: fn(&T) -> bool,
-    counted: &mut [bool],
+    /// When the round began.
     started: Instant,
-    tally: &mut Tally,
-    first_error: &mut Option<LockError>,
-) {
-    for (node, counted) in counted.iter_mut().enumerate() {
-        if !std::mem::replace(counted, true) {
-            let error = LockError::Timeout {
-                phase: TimeoutPhase::Command,
-                elapsed: started.elapsed(),
-            };
-            count(shared, op, is_yes, node, Err(error), tally, first_error);
-        }
-    }
+    /// Which nodes' outcomes (or timeouts) have been counted.
+    counted: Vec<bool>,
+    tally: Tally,
+    first_error: Option<LockError>,
 }
 
-/// Counts one node's answer in the tally, the node metrics and its lagging flag.
-fn count<T>(
-    shared: &Shared,
-    op: Op,
-    is_yes: fn(&T) -> bool,
-    node: usize,
-    result: Result<T, LockError>,
-    tally: &mut Tally,
-    first_error: &mut Option<LockError>,
-) {
-    let label = &shared.nodes[node];
-    match result {
-        Ok(value) if is_yes(&value) => {
-            label.answered(op, Ok(Reply::Yes));
-            tally.yes += 1;
+impl<T> Counter<T> {
+    fn new(shared: &Arc<Shared>, op: Op, is_yes: fn(&T) -> bool) -> Self {
+        let n = shared.nodes.len();
+        Self {
+            shared: Arc::clone(shared),
+            op,
+            is_yes,
+            started: Instant::now(),
+            counted: vec![false; n],
+            tally: Tally::new(n),
+            first_error: None,
         }
-        Ok(_) => {
-            label.answered(op, Ok(Reply::No));
-            tally.no += 1;
+    }
+
+    /// Takes over the counting for the round's calls seen through in the background.
+    fn detach(&mut self) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+            counted: std::mem::take(&mut self.counted),
+            first_error: self.first_error.take(),
+            ..*self
         }
-        Err(error) => {
-            label.answered(op, Err(&error));
-            tracing::debug!(node = %label.label, %op, %error, "redlock node operation failed");
-            tally.failed += 1;
-            if !error.is_retryable() {
-                tally.fatal += 1;
+    }
+
+    /// Counts `node`'s outcome in the tally, the node metrics and its lagging flag. One
+    /// already counted (as timed out at the deadline) is not
+    /// counted again, but still says whether the node lags: else a node back from a hang
+    /// would stay lagging.
+    fn outcome(&mut self, node: usize, result: Result<T, LockError>) {
+        let label = &self.shared.nodes[node];
+        if std::mem::replace(&mut self.counted[node], true) {
+            label.finished(result.is_ok());
+            return;
+        }
+        let (op, tally) = (self.op, &mut self.tally);
+        match result {
+            Ok(value) if (self.is_yes)(&value) => {
+                label.answered(op, Ok(Reply::Yes));
+                tally.yes += 1;
             }
-            first_error.get_or_insert(error);
+            Ok(_) => {
+                label.answered(op, Ok(Reply::No));
+                tally.no += 1;
+            }
+            Err(error) => {
+                label.answered(op, Err(&error));
+                tracing::debug!(node = %label.label, %op, %error, "redlock node operation failed");
+                tally.failed += 1;
+                if !error.is_retryable() {
+                    tally.fatal += 1;
+                }
+                self.first_error.get_or_insert(error);
+            }
+        }
+    }
+
+    /// Counts every node not counted yet as timed out.
+    fn timeouts(&mut self) {
+        for node in 0..self.counted.len() {
+            if !self.counted[node] {
+                let error = LockError::Timeout {
+                    phase: TimeoutPhase::Command,
+                    elapsed: self.started.elapsed(),
+                };
+                self.outcome(node, Err(error));
+            }
         }
     }
 }
