@@ -1,24 +1,29 @@
-//! One acquire round: the same name and token sent to all N nodes at once, decided by the
-//! quorum, and cleaned up after, in a task of its own so that neither an early answer nor a
-//! cancelled caller leaves a key behind.
+//! One acquire round: the same name and token sent to all N nodes at once, driven in the
+//! caller's task (one deadline for all attempts) until the quorum decides. Whatever is still
+//! out then — late attempts, cleanup releases — and the whole round if the caller gives up,
+//! is seen through in a task of its own, so that neither an early answer nor a cancelled
+//! caller leaves a key behind; a round whose nodes all answered spawns nothing.
 
+use std::future::{Future, poll_fn};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
+use futures::future::{BoxFuture, FutureExt as _};
 use futures::stream::{FuturesUnordered, StreamExt as _};
-use lock_core::{Attempt, Lease, LockError, Op, Token, valid_until};
-use tokio::sync::{oneshot, watch};
-use tokio::time::Instant;
+use lock_core::{Attempt, Lease, LockError, Op, TimeoutPhase, Token, valid_until};
+use tokio::sync::watch;
+use tokio::time::{Instant, Sleep, sleep_until};
 
-use crate::error::{QuorumNotReached, ValidityExpired};
+use crate::error::{QuorumNotReached, ValidityExpired, round_lost};
 use crate::node::{bounded, may_have_applied};
 use crate::redlock::Shared;
 use crate::releasing::{Pending, ReleaseTrack, pending_on, settled};
 use crate::tally::{Decision, Tally, holder_ttl, validity};
 use crate::telemetry::{self, Reply};
 
-/// The answer a round sends back to the caller of `try_acquire`.
+/// The answer of a round to the caller of `try_acquire`.
 pub(crate) type Answer = Result<Attempt, LockError>;
 
 /// One acquire of `name` with `token` over all nodes.
@@ -36,14 +41,6 @@ pub(crate) struct AcquireRound {
     pub(crate) releases: Vec<Pending>,
     /// Taken before any request was sent; validity is counted from here.
     pub(crate) started: Instant,
-}
-
-/// A finished node operation.
-enum Step {
-    /// A node's attempt: its result, and whether it was sent (an attempt that timed out
-    /// waiting for an earlier release there never reached the node).
-    Acquire(usize, Result<Attempt, LockError>, bool),
-    Release(usize, Result<bool, LockError>),
 }
 
 /// What a node said to the acquire.
@@ -102,116 +99,322 @@ struct Evidence {
 }
 
 impl AcquireRound {
-    /// Runs the round to the end: sends the answer through `reply` as soon as it is decided,
-    /// then sees every node's attempt (each bounded by the node timeout) through, releasing
-    /// whatever must be released.
-    pub(crate) async fn run(self, reply: oneshot::Sender<Answer>) {
+    /// Runs the round in the caller's task until the answer is decided, and returns it. The
+    /// nodes still attempting then (or cleaning up) are seen through in a task of their own,
+    /// each attempt bounded by the node timeout; so is the whole round if the caller gives up
+    /// first.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropped, the round goes on in the background and releases every node that
+    /// may hold our token.
+    pub(crate) async fn run(self) -> Answer {
         let n = self.shared.nodes.len();
-        let mut work: FuturesUnordered<BoxFuture<'static, Step>> =
-            (0..n).map(|node| self.acquire_on(node)).collect();
-        let mut states = vec![NodeState::Pending; n];
-        let mut release_sent = vec![false; n];
-        let mut tally = Tally::new(n);
-        let mut evidence = Evidence::default();
-        let mut reply = Some(reply);
-        let mut phase = Phase::Deciding;
-        while let Some(step) = work.next().await {
-            let (node, result, sent) = match step {
-                Step::Acquire(node, result, sent) => (node, result, sent),
-                Step::Release(node, result) => {
-                    self.released(node, &result);
-                    if let Phase::Cleaning {
-                        cleanup: Some(cleanup),
-                    } = &phase
-                    {
-                        cleanup.done(node);
-                    }
-                    continue;
-                }
-            };
-            states[node] = self.record(node, result, sent, &mut tally, &mut evidence);
+        let attempts = (0..n).map(|node| self.acquire_on(node)).collect();
+        let deadline = Box::pin(sleep_until(self.started + self.node_timeout));
+        let mut guard = Detach(Some(Running {
+            round: self,
+            attempts,
+            deadline,
+            releases: None,
+            states: vec![NodeState::Pending; n],
+            release_sent: vec![false; n],
+            tally: Tally::new(n),
+            evidence: Evidence::default(),
+            phase: Phase::Deciding,
+            answered: false,
+        }));
+        let Some(running) = guard.0.as_mut() else {
+            unreachable!("set above")
+        };
+        let answer = running.answer().await;
+        // The answers already in (on healthy nodes, normally all of them): counted here, so
+        // that a round with nothing left out spawns nothing.
+        while let Some(event) = running.next_event().now_or_never() {
+            if matches!(event, Event::Idle) {
+                break;
+            }
+            drop(running.on(event));
+        }
+        answer
+    }
+}
 
-            if reply.as_ref().is_some_and(oneshot::Sender::is_closed) {
-                // The caller gave up before the answer.
-                reply = None;
-                telemetry::quorum_outcome(Op::Acquire, "cancelled");
-                self.clean(&mut phase, &states);
-            }
-            if matches!(phase, Phase::Deciding) && tally.quorum_impossible() {
-                // Failed, whatever the rest say: release what we got now, even if the answer
-                // (busy or error) waits for more nodes.
-                self.clean(&mut phase, &states);
-            }
-            if let Some(decision) = reply.as_ref().and_then(|_| tally.decide()) {
-                let (answer, outcome) = self.conclude(decision, &tally, &mut evidence);
-                let granted = matches!(answer, Ok(Attempt::Acquired(_)));
-                // Tell a release which nodes are still pending, before the caller can make one.
-                let in_flight = (granted && tally.pending() > 0).then(|| {
-                    let pending = states.iter().map(|s| *s == NodeState::Pending).collect();
-                    self.shared.track(self.token, pending)
-                });
-                if !granted {
-                    // Before the caller can try again.
-                    self.clean(&mut phase, &states);
-                }
-                let delivered = reply.take().is_some_and(|r| r.send(answer).is_ok());
-                telemetry::quorum_outcome(
-                    Op::Acquire,
-                    if delivered { outcome } else { "cancelled" },
-                );
-                tracing::debug!(
-                    name = %self.name,
-                    granted = tally.yes,
-                    refused = tally.no,
-                    failed = tally.failed,
-                    pending = tally.pending(),
-                    outcome,
-                    elapsed = ?self.started.elapsed(),
-                    "redlock acquire decided"
-                );
-                if granted && delivered {
-                    phase = Phase::Holding { in_flight };
-                } else {
-                    if in_flight.is_some() {
-                        self.shared.untrack(&self.token);
-                    }
-                    self.clean(&mut phase, &states);
-                }
-            }
+/// One node's cleanup release: its index and result.
+type CleanupRelease = BoxFuture<'static, (usize, Result<bool, LockError>)>;
 
-            match &phase {
-                Phase::Deciding => {}
-                Phase::Cleaning { cleanup } => {
-                    // Every node that may hold our token, once its attempt has finished.
-                    for (other, state) in states.iter().enumerate() {
-                        if state.may_hold_ours() && !release_sent[other] {
-                            release_sent[other] = true;
-                            work.push(self.release_on(other));
-                        }
-                    }
-                    if let Some(cleanup) = cleanup
-                        && !states[node].may_hold_ours()
-                    {
-                        // Its attempt is over and left nothing of ours: nothing to wait for.
-                        cleanup.done(node);
-                    }
+/// A round in progress: the attempts (bounded together by `deadline`) and the cleanup
+/// releases (each bounded by the release timeout; boxed, as they are the exception).
+struct Running<A> {
+    round: AcquireRound,
+    attempts: FuturesUnordered<A>,
+    deadline: Pin<Box<Sleep>>,
+    /// Created with the first (most rounds release nothing).
+    releases: Option<FuturesUnordered<CleanupRelease>>,
+    states: Vec<NodeState>,
+    release_sent: Vec<bool>,
+    tally: Tally,
+    evidence: Evidence,
+    phase: Phase,
+    /// The answer has been given (or the caller is gone).
+    answered: bool,
+}
+
+/// What happened next in a round.
+enum Event {
+    /// A node's attempt, and whether it was sent.
+    Attempt(usize, Result<Attempt, LockError>, bool),
+    Released(usize, Result<bool, LockError>),
+    /// The node timeout passed with attempts still out.
+    Deadline,
+    /// Nothing is left to run.
+    Idle,
+}
+
+impl<A> Running<A>
+where
+    A: Future<Output = (usize, Result<Attempt, LockError>, bool)> + Send + 'static,
+{
+    async fn next_event(&mut self) -> Event {
+        poll_fn(|cx| {
+            if let Some(releases) = self.releases.as_mut()
+                && let Poll::Ready(Some((node, result))) = releases.poll_next_unpin(cx)
+            {
+                return Poll::Ready(Event::Released(node, result));
+            }
+            if !self.attempts.is_empty() {
+                if let Poll::Ready(Some((node, result, sent))) = self.attempts.poll_next_unpin(cx) {
+                    return Poll::Ready(Event::Attempt(node, result, sent));
                 }
-                Phase::Holding { in_flight } => {
-                    if let Some(in_flight) = in_flight {
-                        in_flight.send_modify(|pending| pending[node] = false);
-                    }
+                if self.deadline.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(Event::Deadline);
                 }
+            }
+            if self.idle() {
+                return Poll::Ready(Event::Idle);
+            }
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// Drives the round until the answer is decided.
+    async fn answer(&mut self) -> Answer {
+        loop {
+            let event = self.next_event().await;
+            if matches!(event, Event::Idle) {
+                // Every node answered, so the tally was decided: defensive only.
+                return Err(round_lost(Op::Acquire));
+            }
+            if let Some(answer) = self.on(event) {
+                return answer;
             }
         }
-        if let Phase::Holding {
-            in_flight: Some(in_flight),
-        } = phase
+    }
+
+    /// Sees the rest of the round through, after the answer (or without one: cancelled).
+    async fn finish(mut self) {
+        loop {
+            let event = self.next_event().await;
+            if matches!(event, Event::Idle) {
+                break;
+            }
+            drop(self.on(event));
+        }
+        self.end();
+    }
+
+    /// Counts one event; the answer if it decides the round.
+    fn on(&mut self, event: Event) -> Option<Answer> {
+        match event {
+            Event::Attempt(node, result, sent) => self.attempted(node, result, sent),
+            Event::Released(node, result) => {
+                self.released(node, &result);
+                None
+            }
+            Event::Deadline => self.timed_out(),
+            Event::Idle => None,
+        }
+    }
+
+    /// Whether nothing is left to run.
+    fn idle(&self) -> bool {
+        self.attempts.is_empty()
+            && self
+                .releases
+                .as_ref()
+                .is_none_or(FuturesUnordered::is_empty)
+    }
+
+    /// Every attempt has finished: a release of the lease no longer waits for any.
+    fn end(&mut self) {
+        if let Phase::Holding { in_flight } = &mut self.phase
+            && let Some(in_flight) = in_flight.take()
         {
-            self.shared.untrack(&self.token);
+            self.round.shared.untrack(&self.round.token);
             drop(in_flight); // wakes any release still waiting
         }
     }
 
+    /// The attempts still out at the deadline timed out (a request may still be applied).
+    fn timed_out(&mut self) -> Option<Answer> {
+        self.attempts.clear();
+        let elapsed = self.round.started.elapsed();
+        let mut answer = None;
+        for node in 0..self.states.len() {
+            if self.states[node] == NodeState::Pending {
+                let error = LockError::Timeout {
+                    phase: TimeoutPhase::Command,
+                    elapsed,
+                };
+                if let Some(decided) = self.attempted(node, Err(error), true) {
+                    answer = Some(decided);
+                }
+            }
+        }
+        answer
+    }
+
+    /// Counts one node's attempt; the answer if it decides the round.
+    fn attempted(
+        &mut self,
+        node: usize,
+        result: Result<Attempt, LockError>,
+        sent: bool,
+    ) -> Option<Answer> {
+        let (tally, evidence) = (&mut self.tally, &mut self.evidence);
+        self.states[node] = self.round.record(node, result, sent, tally, evidence);
+        if matches!(self.phase, Phase::Deciding) && self.tally.quorum_impossible() {
+            // Failed, whatever the rest say: release what we got now, even if the answer
+            // (busy or error) waits for more nodes.
+            self.round.clean(&mut self.phase, &self.states);
+        }
+        let mut answer = None;
+        if !self.answered
+            && let Some(decision) = self.tally.decide()
+        {
+            let (decided, outcome) = self
+                .round
+                .conclude(decision, &self.tally, &mut self.evidence);
+            let granted = matches!(decided, Ok(Attempt::Acquired(_)));
+            if granted {
+                // Tell a release which nodes are still pending, before the caller can make one.
+                let in_flight = (self.tally.pending() > 0).then(|| {
+                    let pending = self
+                        .states
+                        .iter()
+                        .map(|s| *s == NodeState::Pending)
+                        .collect();
+                    self.round.shared.track(self.round.token, pending)
+                });
+                self.phase = Phase::Holding { in_flight };
+            } else {
+                // Before the caller can try again.
+                self.round.clean(&mut self.phase, &self.states);
+            }
+            self.answered = true;
+            telemetry::quorum_outcome(Op::Acquire, outcome);
+            tracing::debug!(
+                name = %self.round.name,
+                granted = self.tally.yes,
+                refused = self.tally.no,
+                failed = self.tally.failed,
+                pending = self.tally.pending(),
+                outcome,
+                elapsed = ?self.round.started.elapsed(),
+                "redlock acquire decided"
+            );
+            answer = Some(decided);
+        }
+        self.sweep(Some(node));
+        answer
+    }
+
+    /// What the phase does once `node`'s attempt (if any) has finished: in the cleaning phase,
+    /// release every node that may hold our token; while holding, tell a release that waits.
+    fn sweep(&mut self, node: Option<usize>) {
+        match &self.phase {
+            Phase::Deciding => {}
+            Phase::Cleaning { cleanup } => {
+                for (other, state) in self.states.iter().enumerate() {
+                    if state.may_hold_ours() && !self.release_sent[other] {
+                        self.release_sent[other] = true;
+                        self.releases
+                            .get_or_insert_with(FuturesUnordered::new)
+                            .push(self.round.release_on(other));
+                    }
+                }
+                if let (Some(cleanup), Some(node)) = (cleanup, node)
+                    && !self.states[node].may_hold_ours()
+                {
+                    // Its attempt is over and left nothing of ours: nothing to wait for.
+                    cleanup.done(node);
+                }
+            }
+            Phase::Holding { in_flight } => {
+                if let (Some(in_flight), Some(node)) = (in_flight, node) {
+                    in_flight.send_modify(|pending| pending[node] = false);
+                }
+            }
+        }
+    }
+
+    /// Counts a cleanup release.
+    fn released(&self, node: usize, result: &Result<bool, LockError>) {
+        if let Phase::Cleaning {
+            cleanup: Some(cleanup),
+        } = &self.phase
+        {
+            cleanup.done(node);
+        }
+        let label = &self.round.shared.nodes[node];
+        let reply = result
+            .as_ref()
+            .map(|&ours| if ours { Reply::Yes } else { Reply::No });
+        label.answered(Op::Release, reply);
+        if let Err(error) = result {
+            tracing::debug!(
+                node = %label.label,
+                name = %self.round.name,
+                %error,
+                "redlock cleanup release failed; the key expires with its TTL"
+            );
+        }
+    }
+}
+
+/// Hands a round dropped before its end (answered with nodes still out, or cancelled) to a
+/// task of its own.
+struct Detach<A>(Option<Running<A>>)
+where
+    A: Future<Output = (usize, Result<Attempt, LockError>, bool)> + Send + 'static;
+
+impl<A> Drop for Detach<A>
+where
+    A: Future<Output = (usize, Result<Attempt, LockError>, bool)> + Send + 'static,
+{
+    fn drop(&mut self) {
+        let Some(mut running) = self.0.take() else {
+            return;
+        };
+        if !running.answered {
+            // The caller gave up before the answer: release whatever we got.
+            running.answered = true;
+            telemetry::quorum_outcome(Op::Acquire, "cancelled");
+            running.round.clean(&mut running.phase, &running.states);
+            running.sweep(None);
+        }
+        if running.idle() {
+            running.end();
+            return;
+        }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(running.finish());
+        }
+        // Else the runtime is gone (shutting down): the keys expire with their TTL.
+    }
+}
+
+impl AcquireRound {
     /// Enters the cleaning phase unless already in it, registering its releases under the
     /// name: pending on every node still attempting (it may yet grant) or holding our token.
     fn clean(&self, phase: &mut Phase, states: &[NodeState]) {
@@ -241,7 +444,7 @@ impl AcquireRound {
         let label = &self.shared.nodes[node];
         match result {
             Ok(Attempt::Acquired(lease)) => {
-                telemetry::node_answer(label, Op::Acquire, Ok(Reply::Yes));
+                label.answered(Op::Acquire, Ok(Reply::Yes));
                 tally.yes += 1;
                 evidence.fence = evidence.fence.max(lease.fencing_token());
                 NodeState::Granted
@@ -250,14 +453,14 @@ impl AcquireRound {
                 holder_ttl,
                 announces,
             }) => {
-                telemetry::node_answer(label, Op::Acquire, Ok(Reply::No));
+                label.answered(Op::Acquire, Ok(Reply::No));
                 tally.no += 1;
                 evidence.holder_ttls.push(holder_ttl);
                 evidence.silent_holders += usize::from(!announces);
                 NodeState::Busy
             }
             Err(error) => {
-                telemetry::node_answer(label, Op::Acquire, Err(&error));
+                label.answered(Op::Acquire, Err(&error));
                 tracing::debug!(node = %label.label, name = %self.name, %error, "redlock node acquire failed");
                 tally.failed += 1;
                 if !error.is_retryable() {
@@ -339,14 +542,16 @@ impl AcquireRound {
         }
     }
 
-    fn acquire_on(&self, node: usize) -> BoxFuture<'static, Step> {
+    /// One node's attempt: its result, and whether it was sent. Bounded by the round's
+    /// deadline, not here; a wait for our earlier release there ends at that deadline too,
+    /// and an attempt that never got past it was never sent.
+    fn acquire_on(
+        &self,
+        node: usize,
+    ) -> impl Future<Output = (usize, Result<Attempt, LockError>, bool)> + Send + 'static {
         let lock = Arc::clone(&self.shared.nodes[node].lock);
-        let (name, token, ttl, timeout) = (
-            Arc::clone(&self.name),
-            self.token,
-            self.ttl,
-            self.node_timeout,
-        );
+        let (name, token, ttl) = (Arc::clone(&self.name), self.token, self.ttl);
+        let (started, deadline) = (self.started, self.started + self.node_timeout);
         // Only the releases still in flight on this node delay it.
         let releases: Vec<Pending> = self
             .releases
@@ -354,45 +559,31 @@ impl AcquireRound {
             .filter(|release| pending_on(release, node))
             .cloned()
             .collect();
-        Box::pin(async move {
-            let mut sent = false;
-            // One bound for both: waiting for our earlier release on a hung node is the
-            // attempt's own time, and the quorum is decided by the other nodes meanwhile.
-            let result = bounded(timeout, async {
-                if !releases.is_empty() {
-                    settled(releases, node).await;
-                }
-                sent = true;
-                lock.as_ref().try_acquire(&name, token, ttl).await
-            })
-            .await;
-            Step::Acquire(node, result, sent)
-        })
+        async move {
+            if !releases.is_empty()
+                && tokio::time::timeout_at(deadline, settled(releases, node))
+                    .await
+                    .is_err()
+            {
+                let error = LockError::Timeout {
+                    phase: TimeoutPhase::Command,
+                    elapsed: started.elapsed(),
+                };
+                return (node, Err(error), false);
+            }
+            (
+                node,
+                lock.as_ref().try_acquire(&name, token, ttl).await,
+                true,
+            )
+        }
     }
 
-    fn release_on(&self, node: usize) -> BoxFuture<'static, Step> {
+    /// One node's cleanup release, bounded by the release timeout.
+    fn release_on(&self, node: usize) -> CleanupRelease {
         let lock = Arc::clone(&self.shared.nodes[node].lock);
         let lease = Lease::new(Arc::clone(&self.name), self.token, 0, self.started);
         let timeout = self.shared.release_timeout();
-        Box::pin(async move {
-            Step::Release(node, bounded(timeout, lock.as_ref().release(&lease)).await)
-        })
-    }
-
-    /// Counts a cleanup release.
-    fn released(&self, node: usize, result: &Result<bool, LockError>) {
-        let label = &self.shared.nodes[node];
-        let reply = result
-            .as_ref()
-            .map(|&ours| if ours { Reply::Yes } else { Reply::No });
-        telemetry::node_answer(label, Op::Release, reply);
-        if let Err(error) = result {
-            tracing::debug!(
-                node = %label.label,
-                name = %self.name,
-                %error,
-                "redlock cleanup release failed; the key expires with its TTL"
-            );
-        }
+        Box::pin(async move { (node, bounded(timeout, lock.as_ref().release(&lease)).await) })
     }
 }

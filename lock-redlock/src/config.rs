@@ -202,7 +202,7 @@ impl RedlockBuilder {
                     "Redlock node {label:?} is a node added before: nodes must be independent"
                 )));
             }
-            nodes.push(Node { lock, label });
+            nodes.push(Node::new(lock, label));
         }
         Ok(Redlock::assemble(
             nodes,

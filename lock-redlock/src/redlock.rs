@@ -7,18 +7,17 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use lock_core::{Attempt, Lease, Lock, LockError, Op, ReleaseWatch, Token, check_ttl, valid_until};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::acquire::AcquireRound;
 use crate::config::{Config, NODE_TIMEOUT_CEILING, RedlockBuilder, default_node_timeout};
-use crate::error::{BACKEND, QuorumNotReached, ValidityExpired, round_lost};
-use crate::node::{Node, bounded};
+use crate::error::{BACKEND, QuorumNotReached, ValidityExpired};
+use crate::node::Node;
 use crate::releasing::Releasing;
-use crate::round::{NodeCall, Verdict, decide};
+use crate::round::{Fanout, Until, Verdict};
 use crate::tally::{Decision, drift, quorum, validity};
 use crate::telemetry;
-use futures::future::BoxFuture;
 
 /// A lock over N independent lock stores — normally N [`RedisLock`]s, one per Redis master —
 /// granted when a quorum (`N/2 + 1`) of them grants it: the Redlock algorithm of the Redis
@@ -35,16 +34,17 @@ use futures::future::BoxFuture;
 ///   after the decision are seen through in the background (released if the acquire failed).
 /// - **Extend** needs a quorum of all N to extend, within the new validity.
 /// - **Release** goes to all N and reports `true` iff a quorum released a key holding our token.
-///   It answers at the quorum; an acquire of the same name by this `Redlock` then waits, on
-///   each node, for the release to finish there (within that attempt's node timeout), so it
-///   never finds our previous key on a node that is up.
+///   It returns once every node that is not lagging has answered (or its timeout passed), so
+///   the next acquire of the name never finds our previous key on a healthy node; a hung or
+///   down node costs one release its timeout, not every release.
 /// - **Fencing token**: the largest token among the nodes that granted; see the crate docs for
 ///   exactly what it guarantees.
 /// - **Wake-ups**: [`Lock::watch`] merges the nodes' release announcements, so waiters in other
 ///   processes wake on a release.
 ///
-/// Every round runs in a task of its own (spawned on the current tokio runtime), so an answer
-/// returned early, or a caller that gives up, never strands a key on a slow node.
+/// Every round runs in the caller's task, with one deadline for all its nodes; what is still
+/// out when an answer is returned early, or when the caller gives up, is handed to a task of
+/// its own (spawned on the current tokio runtime), so it never strands a key on a slow node.
 ///
 /// [`RedisLock`]: https://docs.rs/lock-redis
 #[derive(Clone)]
@@ -162,32 +162,6 @@ impl Redlock {
         }
         Ok((ttl, drift))
     }
-
-    /// One operation on every node (`call(index, node)`, which bounds it), decided by the
-    /// quorum.
-    async fn round<T, F>(
-        &self,
-        op: Op,
-        is_yes: fn(&T) -> bool,
-        call: F,
-    ) -> Result<Verdict, LockError>
-    where
-        T: Send + 'static,
-        F: Fn(usize, Arc<dyn Lock>) -> BoxFuture<'static, Result<T, LockError>>,
-    {
-        let calls: Vec<NodeCall<T>> = self
-            .shared
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, node)| {
-                let fut = call(i, Arc::clone(&node.lock));
-                let call: NodeCall<T> = Box::pin(async move { (i, fut.await) });
-                call
-            })
-            .collect();
-        decide(&self.shared, op, calls, is_yes).await
-    }
 }
 
 /// The bound on one node's answer to [`Redlock::ping`](Lock::ping), beyond the node's own
@@ -234,9 +208,9 @@ impl Lock for Redlock {
     /// acquire of `name` waits for these releases as for any other.
     ///
     /// # Cancel safety
-    /// Cancel safe in effect: the round runs in its own task; dropped, it releases whatever it
-    /// acquired once the attempts finish. (The `Locker` also releases the token, as for any
-    /// backend.)
+    /// Cancel safe in effect: dropped, the round goes on in a task of its own and releases
+    /// whatever it acquired once the attempts finish. (The `Locker` also releases the token, as
+    /// for any backend.)
     async fn try_acquire(
         &self,
         name: &str,
@@ -257,11 +231,7 @@ impl Lock for Redlock {
             releases: self.shared.releasing.in_flight(name),
             started: Instant::now(),
         };
-        let (reply, answer) = oneshot::channel();
-        tokio::spawn(round.run(reply));
-        answer
-            .await
-            .unwrap_or_else(|_| Err(round_lost(Op::Acquire)))
+        round.run().await
     }
 
     /// Extends `lease` on all N nodes to `ttl` from now; `Some(start + ttl − drift)` iff a
@@ -279,18 +249,20 @@ impl Lock for Redlock {
     /// no longer ours) when the refusals alone rule out a quorum.
     ///
     /// # Cancel safety
-    /// Cancel safe: the round runs in its own task; dropped, the lease is unchanged or extended.
+    /// Cancel safe: dropped, the lease is unchanged or extended (the nodes' calls still out
+    /// are seen through in the background).
     async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
         let (ttl, drift) = self.plan(ttl)?;
         let started = Instant::now();
         let shared_lease = Arc::new(lease.clone());
-        let timeout = self.node_timeout(ttl);
-        let verdict = self
-            .round(Op::Extend, Option::is_some, move |_, lock| {
-                let lease = Arc::clone(&shared_lease);
-                Box::pin(async move { bounded(timeout, lock.as_ref().extend(&lease, ttl)).await })
-            })
-            .await?;
+        let calls = self.shared.nodes.iter().enumerate().map(|(i, node)| {
+            let (lock, lease) = (Arc::clone(&node.lock), Arc::clone(&shared_lease));
+            async move { (i, lock.as_ref().extend(&lease, ttl).await) }
+        });
+        let deadline = started + self.node_timeout(ttl);
+        let verdict = Fanout::new(&self.shared, Op::Extend, Option::is_some, calls, deadline)
+            .decide(Until::Quorum)
+            .await;
         let (outcome, result) = match verdict.decision {
             Decision::Quorum => {
                 let elapsed = verdict.decided_at.saturating_duration_since(started);
@@ -317,64 +289,67 @@ impl Lock for Redlock {
     /// Releases `lease` on all N nodes (compare-and-delete with its token on each, whether or
     /// not the node granted it). Returns `true` iff a quorum released a key holding the
     /// token, `false` iff the refusals alone rule that out (the lease had expired on too many
-    /// nodes — it was no longer safely ours). Answers as soon as that is decided; the other
-    /// nodes are released in the background, each bounded by the node timeout (default
-    /// [`NODE_TIMEOUT_CEILING`], 500 ms). On a node whose acquire attempt for this lease is
-    /// still in flight (the lease was granted without it), the release waits for that attempt
-    /// to finish, so it lands after it: each node gets exactly one release.
+    /// nodes — it was no longer safely ours).
     ///
-    /// The release is registered under the lease's name until every node has answered it (or
-    /// its timeout has passed): the next [`try_acquire`](Lock::try_acquire) of the name by this
-    /// `Redlock` — by any task, through any `Locker` over it — sends its attempt to a node only
-    /// once the release has finished there. So back-to-back cycles on healthy nodes are
-    /// granted by every node, not by the ones the release happened to reach first; a node
-    /// that is down answers at once and delays nothing; a hung node delays only the attempt
-    /// sent to it, within that attempt's node timeout. Processes with their own `Redlock`
-    /// are not ordered after it.
+    /// **Waits for every node that is not lagging**: it returns once the outcome is decided
+    /// and every node whose last call (in any round: acquire, extend, release, ping) answered
+    /// has answered this one too, or once the release timeout (the configured node timeout,
+    /// else [`NODE_TIMEOUT_CEILING`], 500 ms) has passed since the call — never later; a node
+    /// that has not answered by then counts as timed out. So when it returns, no healthy node
+    /// still holds the lease, and the next acquire of the name is granted by every healthy
+    /// node. A node whose last call timed out or failed is *lagging*: its release is still
+    /// sent, but not waited for (it is seen through in the background, as below). So a node
+    /// that hangs or goes down costs the first release after that its timeout (or the time to
+    /// its error), and the releases after it nothing; once one of its calls answers again, it
+    /// is waited for again.
+    ///
+    /// On a node whose acquire attempt for this lease is still in flight (the lease was
+    /// granted without it), the release waits for that attempt to finish, so it lands after
+    /// it: each node gets exactly one release. A node's release still out at the timeout (or
+    /// when the future is dropped) is seen through in the background, for at most one more
+    /// timeout, and registered under the lease's name until then: the next
+    /// [`try_acquire`](Lock::try_acquire) of the name by this `Redlock` — by any task, through
+    /// any `Locker` over it — sends its attempt to that node only once the release has
+    /// finished there. Processes with their own `Redlock` are not ordered after it.
     ///
     /// # Errors
     /// A [`LockError::QuorumNotReached`] (source: [`QuorumNotReached`]) when failing
     /// nodes left it undecided; the keys on those nodes expire at the end of their TTL.
     ///
     /// # Cancel safety
-    /// Cancel safe: the round runs in its own task and releases on every node even if dropped,
-    /// and an acquire of the name made after the drop still waits for it on each node.
+    /// Cancel safe: dropped, the round still releases on every node in the background, and an
+    /// acquire of the name made after the drop waits for it on each node.
     async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
         let shared_lease = Arc::new(lease.clone());
-        let timeout = self.shared.release_timeout();
         // Acquire attempts of this lease still in flight: release those nodes after them.
         let pending = self.shared.pending_acquires(lease.token());
-        // Registered before anything is sent: an acquire of the name made after this call
-        // began (even one made after cancelling it) waits on each node until the release has
-        // finished there. Unregistered when the round ends.
-        let track = Arc::new(
-            self.shared
-                .releasing
-                .track(lease.name(), vec![true; self.node_count()]),
-        );
-        let verdict = self
-            .round(
-                Op::Release,
-                |released: &bool| *released,
-                move |i, lock| {
-                    let lease = Arc::clone(&shared_lease);
-                    let pending = pending.clone();
-                    let track = Arc::clone(&track);
-                    Box::pin(async move {
-                        if let Some(mut pending) = pending {
-                            // Bounded by the acquire's own node timeout; the bound here is a
-                            // backstop. An error means the round ended: nothing is pending.
-                            let finished =
-                                pending.wait_for(|p| !p.get(i).copied().unwrap_or(false));
-                            drop(tokio::time::timeout(2 * timeout, finished).await);
-                        }
-                        let released = bounded(timeout, lock.as_ref().release(&lease)).await;
-                        track.done(i);
-                        released
-                    })
-                },
-            )
-            .await?;
+        let calls = self.shared.nodes.iter().enumerate().map(|(i, node)| {
+            let (lock, lease) = (Arc::clone(&node.lock), Arc::clone(&shared_lease));
+            let pending = pending.clone();
+            async move {
+                if let Some(mut pending) = pending {
+                    // Bounded by the acquire's own node timeout, and by the round's deadline.
+                    // An error means the acquire round ended: nothing is pending.
+                    drop(
+                        pending
+                            .wait_for(|p| !p.get(i).copied().unwrap_or(false))
+                            .await,
+                    );
+                }
+                (i, lock.as_ref().release(&lease).await)
+            }
+        });
+        let deadline = Instant::now() + self.shared.release_timeout();
+        let verdict = Fanout::new(
+            &self.shared,
+            Op::Release,
+            |released| *released,
+            calls,
+            deadline,
+        )
+        .releasing(shared_lease)
+        .decide(Until::All)
+        .await;
         let (outcome, result) = match verdict.decision {
             Decision::Quorum => ("released", Ok(true)),
             Decision::NoQuorum if verdict.tally.refusals_block() => ("not_owned", Ok(false)),
@@ -396,15 +371,14 @@ impl Lock for Redlock {
     /// # Cancel safety
     /// Cancel safe: it changes nothing.
     async fn ping(&self) -> Result<(), LockError> {
-        let verdict = self
-            .round(
-                Op::Connect,
-                |()| true,
-                |_, lock| {
-                    Box::pin(async move { bounded(PING_TIMEOUT, lock.as_ref().ping()).await })
-                },
-            )
-            .await?;
+        let calls = self.shared.nodes.iter().enumerate().map(|(i, node)| {
+            let lock = Arc::clone(&node.lock);
+            async move { (i, lock.as_ref().ping().await) }
+        });
+        let deadline = Instant::now() + PING_TIMEOUT;
+        let verdict = Fanout::new(&self.shared, Op::Connect, |()| true, calls, deadline)
+            .decide(Until::Quorum)
+            .await;
         match verdict.decision {
             Decision::Quorum => Ok(()),
             Decision::NoQuorum => Err(no_quorum(Op::Connect, verdict)),

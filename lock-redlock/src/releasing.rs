@@ -1,13 +1,15 @@
 //! Releases still in flight, per lock name, so that the next acquire of the name sends its
 //! attempt to a node only once that node has answered the release (or given up on it).
 //!
-//! A release round answers as soon as a quorum has decided, which leaves the last nodes'
-//! compare-and-deletes in flight. An acquire of the same name sent to such a node at once can
-//! reach it first and find our previous key there: the node refuses, and the new lease rests on
-//! fewer nodes than are up. Ordering the two per node costs nothing on healthy nodes (the
-//! release answers within a round trip), and nothing on a hung node either: the acquire's
-//! attempt there is bounded by the node timeout, as it would be anyway, and the quorum is
-//! decided by the other nodes.
+//! A `release` returns once every node that is not lagging answered, but some releases still
+//! run after that: a release future dropped early, a lagging node's release (not waited for),
+//! a node's release still out at the release timeout (one that waited for its lease's late
+//! acquire there), and the cleanup of a failed acquire. An acquire
+//! of the same name sent to such a node at once could reach it first and find our previous key
+//! there: the node refuses, and the new lease rests on fewer nodes than are up. Ordering the two
+//! per node costs nothing on healthy nodes (the release answers within a round trip), and
+//! nothing on a hung node either: the acquire's attempt there is bounded by the node timeout,
+//! as it would be anyway, and the quorum is decided by the other nodes.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,23 +1,30 @@
-//! Extend and release rounds: one operation sent to all N nodes at once, decided by the quorum;
-//! the nodes that answer after the decision are seen through in the background.
+//! Extend, release and ping rounds: one operation sent to all N nodes at once and driven in the
+//! caller's task against one deadline for the whole round (every node's call starts together,
+//! so one timer bounds each of them as a timer per node would).
+//!
+//! Extend and ping answer at the quorum; release waits for every node that is not lagging (its
+//! last call failed), or the deadline. Node calls still running when the round is dropped —
+//! answered early, not waited for, or cancelled — are handed to a task of their own and seen
+//! through to the same deadline, so a cancelled release still releases, and an acquire of the
+//! name made after it still waits for it on each node. Every outcome, late ones too, updates
+//! the node's lagging flag, so a node that answers again is waited for again.
 
+use std::future::{Future, poll_fn};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 
-use futures::future::BoxFuture;
+use futures::FutureExt as _;
 use futures::stream::{FuturesUnordered, StreamExt as _};
-use lock_core::{LockError, Op};
-use tokio::sync::oneshot;
-use tokio::time::Instant;
+use lock_core::{Lease, LockError, Op, TimeoutPhase};
+use tokio::time::{Instant, Sleep, sleep_until};
 
-use crate::error::round_lost;
 use crate::redlock::Shared;
+use crate::releasing::ReleaseTrack;
 use crate::tally::{Decision, Tally};
-use crate::telemetry::{self, Reply};
+use crate::telemetry::Reply;
 
-/// One node's bounded operation, tagged with the node's index.
-pub(crate) type NodeCall<T> = BoxFuture<'static, (usize, Result<T, LockError>)>;
-
-/// What a round decided, and when.
+/// What a round decided.
 #[derive(Debug)]
 pub(crate) struct Verdict {
     pub(crate) decision: Decision,
@@ -26,65 +33,265 @@ pub(crate) struct Verdict {
     pub(crate) decided_at: Instant,
 }
 
-/// Runs `calls` (one per node) in a task of its own and returns the verdict as soon as the
-/// quorum decides it; the task sees the remaining calls through, counting their answers.
-/// `is_yes` tells a yes from a no.
-///
-/// # Cancel safety
-/// Cancel safe: dropped, the round still runs every call to its end in the background.
-pub(crate) async fn decide<T: Send + 'static>(
-    shared: &Arc<Shared>,
-    op: Op,
-    calls: Vec<NodeCall<T>>,
-    is_yes: fn(&T) -> bool,
-) -> Result<Verdict, LockError> {
-    let (reply, answer) = oneshot::channel();
-    tokio::spawn(run(Arc::clone(shared), op, calls, is_yes, reply));
-    answer.await.map_err(|_| round_lost(op))
+/// How long [`Fanout::decide`] waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Until {
+    /// Until the quorum has decided; the other nodes are seen through in the background.
+    Quorum,
+    /// Until the quorum has decided and every node that was not lagging when the round
+    /// started has answered, or the deadline has passed (a node that has not answered by then
+    /// counts as timed out). Lagging nodes are seen through in the background: one hung or
+    /// down node costs one round the deadline, not every round.
+    All,
 }
 
-async fn run<T>(
+/// One round's node calls (each yields its node's index and result) and its deadline.
+pub(crate) struct Fanout<T, F>
+where
+    T: Send + 'static,
+    F: Future<Output = (usize, Result<T, LockError>)> + Send + 'static,
+{
+    counter: Counter<T>,
+    work: FuturesUnordered<F>,
+    deadline: Pin<Box<Sleep>>,
+    /// Which nodes' calls are still in `work`.
+    running: Vec<bool>,
+    /// Which nodes `Until::All` waits for: those not lagging when the round started.
+    waits_for: Vec<bool>,
+    /// The name a release round is releasing: if it is dropped with calls left, they are
+    /// registered under it until finished, so the next acquire of the name waits for them.
+    releasing: Option<Arc<Lease>>,
+}
+
+impl<T, F> Fanout<T, F>
+where
+    T: Send + 'static,
+    F: Future<Output = (usize, Result<T, LockError>)> + Send + 'static,
+{
+    /// Starts nothing yet: the calls run when the round is driven. `deadline` bounds the
+    /// wait for every call; `is_yes` tells a yes from a no.
+    pub(crate) fn new(
+        shared: &Arc<Shared>,
+        op: Op,
+        is_yes: fn(&T) -> bool,
+        calls: impl IntoIterator<Item = F>,
+        deadline: Instant,
+    ) -> Self {
+        let n = shared.nodes.len();
+        Self {
+            counter: Counter::new(shared, op, is_yes),
+            work: calls.into_iter().collect(),
+            deadline: Box::pin(sleep_until(deadline)),
+            running: vec![true; n],
+            waits_for: shared.nodes.iter().map(|node| !node.lagging()).collect(),
+            releasing: None,
+        }
+    }
+
+    /// Marks a release round of `lease` (see the `releasing` field).
+    pub(crate) fn releasing(mut self, lease: Arc<Lease>) -> Self {
+        self.releasing = Some(lease);
+        self
+    }
+
+    /// Drives the calls until `until` is met and returns the verdict. A node that has not
+    /// answered by the deadline counts as timed out; its call is seen through in the
+    /// background once the round is dropped (for at most one more timeout), so that a request
+    /// that had to wait (a release behind its lease's acquire) is still sent.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropped, the calls still running are seen through in the background.
+    pub(crate) async fn decide(&mut self, until: Until) -> Verdict {
+        loop {
+            if let Some(decision) = self.counter.tally.decide()
+                && (until == Until::Quorum || self.all_waited_for())
+            {
+                let verdict = Verdict {
+                    decision,
+                    tally: self.counter.tally,
+                    first_error: self.counter.first_error.take(),
+                    decided_at: Instant::now(),
+                };
+                self.count_ready();
+                return verdict;
+            }
+            let next = poll_fn(|cx| match self.work.poll_next_unpin(cx) {
+                Poll::Ready(next) => Poll::Ready(next),
+                Poll::Pending => self.deadline.as_mut().poll(cx).map(|()| None),
+            })
+            .await;
+            if let Some((node, result)) = next {
+                self.running[node] = false;
+                self.counter.outcome(node, result);
+                continue;
+            }
+            // The deadline (or, defensively, no call left): the rest timed out.
+            self.counter.timeouts();
+        }
+    }
+
+    /// Whether every node `Until::All` waits for has been counted.
+    fn all_waited_for(&self) -> bool {
+        self.counter
+            .counted
+            .iter()
+            .zip(&self.waits_for)
+            .all(|(&counted, &waits)| counted || !waits)
+    }
+
+    /// Counts the answers already in after the decision (on healthy nodes, normally all of
+    /// them), so that a round with nothing left out spawns nothing when dropped.
+    fn count_ready(&mut self) {
+        while let Some(Some((node, result))) = self.work.next().now_or_never() {
+            self.running[node] = false;
+            self.counter.outcome(node, result);
+        }
+    }
+}
+
+impl<T, F> Drop for Fanout<T, F>
+where
+    T: Send + 'static,
+    F: Future<Output = (usize, Result<T, LockError>)> + Send + 'static,
+{
+    fn drop(&mut self) {
+        if self.work.is_empty() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            // No runtime left to run them on (shutting down): the keys expire with their TTL.
+            return;
+        };
+        // Registered before this returns, so an acquire of the name made after the drop
+        // waits for the rest on each node.
+        let track = self.releasing.as_deref().map(|lease| {
+            self.counter
+                .shared
+                .releasing
+                .track(lease.name(), self.running.clone())
+        });
+        // One more timeout past the deadline: a call that waited (for its lease's acquire)
+        // still gets a whole timeout of its own.
+        let deadline = self.deadline.deadline();
+        let rest = Rest {
+            counter: self.counter.detach(),
+            work: std::mem::take(&mut self.work),
+            deadline: deadline + deadline.saturating_duration_since(self.counter.started),
+            track,
+        };
+        runtime.spawn(rest.finish());
+    }
+}
+
+/// The calls of a dropped round, seen through in a task of their own.
+struct Rest<T, F> {
+    counter: Counter<T>,
+    work: FuturesUnordered<F>,
+    deadline: Instant,
+    track: Option<ReleaseTrack>,
+}
+
+impl<T, F> Rest<T, F>
+where
+    T: Send + 'static,
+    F: Future<Output = (usize, Result<T, LockError>)> + Send + 'static,
+{
+    async fn finish(mut self) {
+        let all = async {
+            while let Some((node, result)) = self.work.next().await {
+                if let Some(track) = &self.track {
+                    track.done(node);
+                }
+                self.counter.outcome(node, result);
+            }
+        };
+        // Past the deadline the rest are abandoned (dropping the track ends the wait of any
+        // acquire on them); their keys expire with their TTL. Counted as timed out (a lagging
+        // node's releases, not waited for by their round, would otherwise go uncounted).
+        drop(tokio::time::timeout_at(self.deadline, all).await);
+        self.counter.timeouts();
+    }
+}
+
+/// Counts a round's node outcomes: in its tally, the node metrics and the nodes' lagging flags.
+struct Counter<T> {
     shared: Arc<Shared>,
     op: Op,
-    calls: Vec<NodeCall<T>>,
+    /// Tells a yes from a no.
     is_yes: fn(&T) -> bool,
-    reply: oneshot::Sender<Verdict>,
-) {
-    let mut work: FuturesUnordered<NodeCall<T>> = calls.into_iter().collect();
-    let mut tally = Tally::new(shared.nodes.len());
-    let mut first_error = None;
-    let mut reply = Some(reply);
-    while let Some((node, result)) = work.next().await {
-        let label = &shared.nodes[node];
+    /// When the round began.
+    started: Instant,
+    /// Which nodes' outcomes (or timeouts) have been counted.
+    counted: Vec<bool>,
+    tally: Tally,
+    first_error: Option<LockError>,
+}
+
+impl<T> Counter<T> {
+    fn new(shared: &Arc<Shared>, op: Op, is_yes: fn(&T) -> bool) -> Self {
+        let n = shared.nodes.len();
+        Self {
+            shared: Arc::clone(shared),
+            op,
+            is_yes,
+            started: Instant::now(),
+            counted: vec![false; n],
+            tally: Tally::new(n),
+            first_error: None,
+        }
+    }
+
+    /// Takes over the counting for the round's calls seen through in the background.
+    fn detach(&mut self) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+            counted: std::mem::take(&mut self.counted),
+            first_error: self.first_error.take(),
+            ..*self
+        }
+    }
+
+    /// Counts `node`'s outcome in the tally, the node metrics and its lagging flag. One
+    /// already counted (as timed out at the deadline) is not
+    /// counted again, but still says whether the node lags: else a node back from a hang
+    /// would stay lagging.
+    fn outcome(&mut self, node: usize, result: Result<T, LockError>) {
+        let label = &self.shared.nodes[node];
+        if std::mem::replace(&mut self.counted[node], true) {
+            label.finished(result.is_ok());
+            return;
+        }
+        let (op, tally) = (self.op, &mut self.tally);
         match result {
-            Ok(value) if is_yes(&value) => {
-                telemetry::node_answer(label, op, Ok(Reply::Yes));
+            Ok(value) if (self.is_yes)(&value) => {
+                label.answered(op, Ok(Reply::Yes));
                 tally.yes += 1;
             }
             Ok(_) => {
-                telemetry::node_answer(label, op, Ok(Reply::No));
+                label.answered(op, Ok(Reply::No));
                 tally.no += 1;
             }
             Err(error) => {
-                telemetry::node_answer(label, op, Err(&error));
+                label.answered(op, Err(&error));
                 tracing::debug!(node = %label.label, %op, %error, "redlock node operation failed");
                 tally.failed += 1;
                 if !error.is_retryable() {
                     tally.fatal += 1;
                 }
-                first_error.get_or_insert(error);
+                self.first_error.get_or_insert(error);
             }
         }
-        if let Some(decision) = reply.as_ref().and_then(|_| tally.decide()) {
-            let verdict = Verdict {
-                decision,
-                tally,
-                first_error: first_error.take(),
-                decided_at: Instant::now(),
-            };
-            // The caller may be gone (cancelled); the calls run to their end all the same.
-            if let Some(reply) = reply.take() {
-                drop(reply.send(verdict));
+    }
+
+    /// Counts every node not counted yet as timed out.
+    fn timeouts(&mut self) {
+        for node in 0..self.counted.len() {
+            if !self.counted[node] {
+                let error = LockError::Timeout {
+                    phase: TimeoutPhase::Command,
+                    elapsed: self.started.elapsed(),
+                };
+                self.outcome(node, Err(error));
             }
         }
     }

@@ -1,7 +1,9 @@
 //! Counters through the `metrics` facade: what each node answered, and what each quorum decided.
 
+use std::sync::Arc;
+
 use lock_core::{LockError, Op};
-use metrics::{Unit, counter, describe_counter};
+use metrics::{Key, Label, Level, Metadata, Unit, counter, describe_counter};
 
 use crate::node::Node;
 
@@ -16,6 +18,51 @@ pub const METRIC_NODE_TIMEOUTS: &str = "distlock_redlock_node_timeouts_total";
 pub const METRIC_NODE_ERRORS: &str = "distlock_redlock_node_errors_total";
 /// Per operation and outcome: what the quorum decided.
 pub const METRIC_QUORUM: &str = "distlock_redlock_quorum_total";
+
+static METADATA: Metadata<'static> =
+    Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
+
+/// The node counters, in the order of [`NodeKeys`]' rows.
+const NODE_METRICS: [&str; 4] = [
+    METRIC_NODE_GRANTS,
+    METRIC_NODE_REFUSALS,
+    METRIC_NODE_TIMEOUTS,
+    METRIC_NODE_ERRORS,
+];
+
+/// The `op` labels, in the order of [`NodeKeys`]' columns (see [`column`]).
+const OP_LABELS: [&str; 5] = ["acquire", "extend", "release", "connect", "other"];
+
+/// One node's counter keys, built once with the node: counting an answer then only looks its
+/// key up and registers it with the recorder installed at that moment (so a recorder installed
+/// after the `Redlock` was built still sees every answer), instead of building the key and its
+/// labels anew for every answer.
+pub(crate) struct NodeKeys([[Key; OP_LABELS.len()]; NODE_METRICS.len()]);
+
+impl NodeKeys {
+    pub(crate) fn new(label: &Arc<str>) -> Self {
+        Self(NODE_METRICS.map(|name| {
+            OP_LABELS.map(|op| {
+                let labels = vec![
+                    Label::new("node", label.to_string()),
+                    Label::from_static_parts("op", op),
+                ];
+                Key::from_parts(name, labels)
+            })
+        }))
+    }
+}
+
+/// The column of `op` in [`OP_LABELS`].
+fn column(op: Op) -> usize {
+    match op {
+        Op::Acquire => 0,
+        Op::Extend => 1,
+        Op::Release => 2,
+        Op::Connect => 3,
+        _ => 4,
+    }
+}
 
 /// Registers the descriptions and units of Redlock's counters with the installed recorder.
 /// Optional; call it once after installing the recorder (exporters show them as `# HELP`).
@@ -58,13 +105,7 @@ pub fn describe_metrics() {
 
 /// The `op` label.
 pub(crate) fn op_label(op: Op) -> &'static str {
-    match op {
-        Op::Acquire => "acquire",
-        Op::Extend => "extend",
-        Op::Release => "release",
-        Op::Connect => "connect",
-        _ => "other",
-    }
+    OP_LABELS[column(op)]
 }
 
 /// What one node answered.
@@ -76,13 +117,14 @@ pub(crate) enum Reply {
 
 /// Counts one node's answer to `op`.
 pub(crate) fn node_answer(node: &Node, op: Op, answer: Result<Reply, &LockError>) {
-    let name = match answer {
-        Ok(Reply::Yes) => METRIC_NODE_GRANTS,
-        Ok(Reply::No) => METRIC_NODE_REFUSALS,
-        Err(LockError::Timeout { .. }) => METRIC_NODE_TIMEOUTS,
-        Err(_) => METRIC_NODE_ERRORS,
+    let row = match answer {
+        Ok(Reply::Yes) => 0,
+        Ok(Reply::No) => 1,
+        Err(LockError::Timeout { .. }) => 2,
+        Err(_) => 3,
     };
-    counter!(name, "node" => node.label.clone(), "op" => op_label(op)).increment(1);
+    let key = &node.keys.0[row][column(op)];
+    metrics::with_recorder(|r| r.register_counter(key, &METADATA)).increment(1);
 }
 
 /// Counts one round's outcome.

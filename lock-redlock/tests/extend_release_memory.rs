@@ -134,7 +134,7 @@ async fn release_is_true_iff_a_quorum_released() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn release_does_not_wait_for_a_hung_minority() {
+async fn release_waits_for_a_hung_minority_only_until_the_release_timeout() {
     let nodes = nodes(5);
     let redlock = redlock(&nodes);
     let lease = acquire(&redlock).await;
@@ -143,10 +143,9 @@ async fn release_does_not_wait_for_a_hung_minority() {
     nodes[4].set(Behavior::DelayBefore(Duration::from_secs(3600)));
     let started = Instant::now();
     assert!(redlock.release(&lease).await.expect("ok"));
-    assert_eq!(since(started), Duration::ZERO);
-    // The hung nodes' releases are cut off at the release timeout (500 ms by default); their
-    // keys expire with the TTL.
-    sleep(lock_redlock::NODE_TIMEOUT_CEILING + MS).await;
+    // The hung nodes' releases are cut off at the release timeout (500 ms by default), and
+    // the release returns then; their keys expire with the TTL.
+    assert_eq!(since(started), lock_redlock::NODE_TIMEOUT_CEILING);
     assert_eq!(held(&nodes), vec![0, 0, 0, 1, 1]);
 }
 

@@ -80,8 +80,8 @@ async fn scenario(nodes: &[Arc<Scripted>], redlock: &Redlock) {
     );
 }
 
-#[test]
-fn counters_after_a_scripted_scenario() {
+/// The counters after `run` over three nodes that start normal.
+fn counted<F: Future<Output = ()>>(run: impl FnOnce(Vec<Arc<Scripted>>, Redlock) -> F) -> Counters {
     let recorder = DebuggingRecorder::new();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -93,9 +93,15 @@ fn counters_after_a_scripted_scenario() {
             lock_redlock::describe_metrics();
             let nodes = scripted(&[Behavior::Normal; 3]);
             let redlock = common::memory::redlock(&nodes);
-            scenario(&nodes, &redlock).await;
+            run(nodes, redlock).await;
         });
     });
+    counters(&recorder)
+}
+
+#[test]
+fn counters_after_a_scripted_scenario() {
+    let counters = counted(|nodes, redlock| async move { scenario(&nodes, &redlock).await });
     let expected: Counters = [
         // node 0: granted x and y, refused z; released x and y.
         ("distlock_redlock_node_grants_total{node=0,op=acquire}", 2),
@@ -131,7 +137,27 @@ fn counters_after_a_scripted_scenario() {
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
     .collect();
-    assert_eq!(counters(&recorder), expected);
+    assert_eq!(counters, expected);
+}
+
+#[test]
+fn a_lagging_nodes_releases_not_waited_for_still_count_as_timeouts() {
+    let counters = counted(|nodes, redlock| async move {
+        nodes[2].set(Behavior::DelayBefore(Duration::from_secs(3600)));
+        for _ in 0..3 {
+            let Some(Attempt::Acquired(lease)) = acquire(&redlock, "a", TTL).await else {
+                panic!("granted")
+            };
+            assert!(redlock.release(&lease).await.expect("ok"));
+        }
+        settle().await;
+    });
+    // The first release waited for node 2 until its timeout; the other two did not wait
+    // (it was lagging), and their calls were abandoned in the background.
+    assert_eq!(
+        counters.get("distlock_redlock_node_timeouts_total{node=2,op=release}"),
+        Some(&3)
+    );
 }
 
 #[test]

@@ -27,6 +27,9 @@ pub enum Behavior {
     SlowAcquire(Duration),
     /// Answers with a backend error without applying anything.
     Fail { retryable: bool },
+    /// Sleeps, then answers with a retryable backend error without applying anything (a node
+    /// that is down: the connection attempt takes a while to be refused).
+    FailAfter(Duration),
     /// Refuses the input.
     Invalid,
 }
@@ -102,14 +105,22 @@ impl Scripted {
                 sleep(d).await;
                 answer
             }
-            Behavior::Fail { retryable } => Err(LockError::Backend {
-                backend: "scripted",
-                op,
-                retryable,
-                source: "scripted failure".into(),
-            }),
+            Behavior::Fail { retryable } => Err(failure(op, retryable)),
+            Behavior::FailAfter(d) => {
+                sleep(d).await;
+                Err(failure(op, true))
+            }
             Behavior::Invalid => Err(LockError::invalid("scripted: bad name")),
         }
+    }
+}
+
+fn failure(op: Op, retryable: bool) -> LockError {
+    LockError::Backend {
+        backend: "scripted",
+        op,
+        retryable,
+        source: "scripted failure".into(),
     }
 }
 
