@@ -29,8 +29,10 @@ if holder then
   -- (release.lua). The mark is the key named like the release channel: the fencing counter's
   -- name with 'released' for 'fence' (layout.rs derives both by suffix). It lasts the holder's
   -- remaining TTL and a second: a waiter tries again by then, and marks again if still busy.
+  -- pcall: while the slot migrates, Redis Cluster refuses a key of it that is not on this node;
+  -- the release then announces itself regardless (release.lua).
   if pttl > 0 then
-    redis.call('SET', string.sub(KEYS[2], 1, -6) .. 'released', '1', 'PX', pttl + 1000)
+    redis.pcall('SET', string.sub(KEYS[2], 1, -6) .. 'released', '1', 'PX', pttl + 1000)
   end
   return {0, pttl, 1}
 end
@@ -42,6 +44,7 @@ if err then
   return err
 end
 if ARGV[4] then
-  redis.call('SET', string.sub(KEYS[2], 1, -6) .. 'holder', ARGV[4], 'PX', ARGV[2])
+  -- Best effort (pcall), like the mark: a description refused mid-migration is left out.
+  redis.pcall('SET', string.sub(KEYS[2], 1, -6) .. 'holder', ARGV[4], 'PX', ARGV[2])
 end
 return {1, fence}

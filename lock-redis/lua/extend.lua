@@ -10,7 +10,8 @@
 -- Returns 1 when the lock was ours and now expires ARGV[2] ms from now, 0 when it was not ours.
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   if ARGV[3] then
-    redis.call('PEXPIRE', ARGV[3], ARGV[2])
+    -- Best effort (pcall): see acquire.lua.
+    redis.pcall('PEXPIRE', ARGV[3], ARGV[2])
   end
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end

@@ -41,7 +41,7 @@ if head == nil or head == ARGV[1] then
   if announces == 1 and busy > 0 then
     -- A plain holder's release (release.lua) announces only a marked wait: mark it, as
     -- acquire.lua does (the mark is named like the release channel).
-    redis.call('SET', string.sub(KEYS[2], 1, -6) .. 'released', '1', 'PX', busy + 1000)
+    redis.pcall('SET', string.sub(KEYS[2], 1, -6) .. 'released', '1', 'PX', busy + 1000)
   end
 else
   busy = tonumber(redis.call('ZSCORE', KEYS[4], head)) - now

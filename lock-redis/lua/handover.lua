@@ -29,6 +29,7 @@ if KEYS[2] then
 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 if ARGV[5] and KEYS[2] then
-  redis.call('SET', string.sub(KEYS[2], 1, -6) .. 'holder', ARGV[5], 'PX', ARGV[3])
+  -- Best effort (pcall): see acquire.lua.
+  redis.pcall('SET', string.sub(KEYS[2], 1, -6) .. 'holder', ARGV[5], 'PX', ARGV[3])
 end
 return {1, fence}

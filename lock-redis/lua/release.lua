@@ -20,11 +20,19 @@
 -- mark is not declared in KEYS: it hashes to the lock key's slot.
 --
 -- Returns 1 when the lock was ours and is deleted, 0 when it was not ours (left untouched).
+--
+-- The mark and the holder's description are touched with pcall: while the slot migrates, a key
+-- of it that is not on this node makes Redis Cluster refuse the access ("non local key"). The
+-- lock is then deleted alone and the release announced, as if someone waited.
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   if ARGV[3] then
-    redis.call('DEL', ARGV[3])
+    redis.pcall('DEL', ARGV[3])
   end
-  if redis.call('DEL', KEYS[1], ARGV[2]) == 2 then
+  local deleted = redis.pcall('DEL', KEYS[1], ARGV[2])
+  if type(deleted) == 'table' then
+    redis.call('DEL', KEYS[1])
+    redis.call('PUBLISH_COMMAND', ARGV[2], '')
+  elseif deleted == 2 then
     redis.call('PUBLISH_COMMAND', ARGV[2], '')
   end
   return 1
