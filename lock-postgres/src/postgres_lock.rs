@@ -1,6 +1,9 @@
 //! `PostgresLock`: the [`Lock`] backend on a PostgreSQL lease table.
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -209,23 +212,60 @@ struct Limits {
     statements: Statements,
 }
 
-/// Runs a grant in a task of its own and waits for its answer. The task outlives a caller
-/// that is dropped or times out: when the statement grants a lease that nobody will receive,
-/// the task releases it once the grant has answered, so the release can never overtake the
-/// grant (as a release sent at once on another connection could: the server may run it first,
-/// find nothing, and then run the grant).
+/// Runs a grant and waits for its answer. The grant's work outlives a caller that is dropped
+/// or times out: it runs in the caller's task while the caller waits (no task spawned on the
+/// way of every acquire), and what is left of it when the caller stops waiting (a dropped
+/// caller, or a late answer after a timeout) goes on in a task of its own ([`Detached`]). When
+/// the statement grants a lease that nobody will receive, that work releases it once the grant
+/// has answered, so the release can never overtake the grant (as a release sent at once on
+/// another connection could: the server may run it first, find nothing, and then run the
+/// grant).
 async fn run_grant(pool: Pool, limits: Limits, grant: Grant) -> Result<Vec<Row>, LockError> {
     let op = grant.op;
-    let (answer, answered) = oneshot::channel();
-    drop(tokio::spawn(grant_task(pool, limits, grant, answer)));
-    answered.await.unwrap_or_else(|_| {
+    let (answer, mut answered) = oneshot::channel();
+    let mut work = Detached(Some(Box::pin(grant_task(pool, limits, grant, answer))));
+    let got = tokio::select! {
+        biased;
+        got = &mut answered => got,
+        () = &mut work => (&mut answered).await,
+    };
+    drop(work); // unfinished (after a timeout): it goes on in a task of its own
+    got.unwrap_or_else(|_| {
         Err(LockError::Backend {
             backend: BACKEND,
             op,
             retryable: true,
-            source: "the statement's task ended without an answer".into(),
+            source: "the statement's work ended without an answer".into(),
         })
     })
+}
+
+/// Work that the caller drives while it waits, and that is spawned on the current runtime to
+/// finish on its own if it is dropped unfinished. Outside a runtime (one shutting down) it is
+/// dropped: a lease it may have granted then ends at its TTL.
+struct Detached(Option<Pin<Box<dyn Future<Output = ()> + Send>>>);
+
+impl Future for Detached {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let Some(work) = self.0.as_mut() else {
+            return Poll::Ready(());
+        };
+        ready!(work.as_mut().poll(cx));
+        self.0 = None;
+        Poll::Ready(())
+    }
+}
+
+impl Drop for Detached {
+    fn drop(&mut self) {
+        if let Some(work) = self.0.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            drop(runtime.spawn(work));
+        }
+    }
 }
 
 type Answer = oneshot::Sender<Result<Vec<Row>, LockError>>;
