@@ -103,7 +103,10 @@ async fn prepared_statements_behind_a_transaction_pooler_give_the_typed_error() 
         else {
             panic!("free name, yet busy");
         };
-        assert!(lock.release(&lease).await.expect("release"), "round {round}");
+        assert!(
+            lock.release(&lease).await.expect("release"),
+            "round {round}"
+        );
     }
     let Attempt::Acquired(lease) = lock
         .try_acquire("job", token(), Duration::from_secs(30))
