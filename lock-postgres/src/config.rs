@@ -104,12 +104,12 @@ impl PostgresLockBuilder {
     /// Whether each statement is prepared once per pooled connection (default: yes) or sent
     /// unnamed on every call.
     ///
-    /// Prepared statements spare the server parsing and planning each call (about 2.5 times
-    /// the acquire + release cycles per second of unnamed ones), but they live on the server
-    /// connection. **Behind PgBouncer before 1.21 in transaction mode, or any pooler without
-    /// protocol-level prepared statements, turn them off**: such a pooler runs a statement on
-    /// whichever server connection is free, where the prepared statement does not exist, and
-    /// the operation fails with a non-retryable [`LockError::Backend`] whose source is
+    /// Prepared statements spare the server parsing and planning each call (about 3 times
+    /// the acquire + release cycles per second of unnamed ones in the load tool's P1), but
+    /// they live on the server connection. **Behind PgBouncer before 1.21 in transaction
+    /// mode, or any pooler without protocol-level prepared statements, turn them off**: such a
+    /// pooler runs a statement on whichever server connection is free, where the prepared
+    /// statement does not exist, and the operation fails with a non-retryable [`LockError::Backend`] whose source is
     /// [`PreparedStatementsUnsupported`](crate::PreparedStatementsUnsupported). PgBouncer
     /// ≥ 1.21 with `max_prepared_statements` > 0, session mode, or a direct connection keep
     /// them.
