@@ -154,7 +154,7 @@ async fn unprepared_statements_run_on_any_server_connection() {
     else {
         panic!("free name, yet busy");
     };
-    let (_pinner, pinned) = pin_idle_server_connection(&bouncer).await;
+    let (_pinner, _) = pin_idle_server_connection(&bouncer).await;
     assert!(
         lock.release(&lease)
             .await
@@ -162,7 +162,6 @@ async fn unprepared_statements_run_on_any_server_connection() {
     );
     let admin = common::client(&server.url()).await;
     assert_eq!(common::held(&admin).await, 0);
-    assert!(pinned > 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
