@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Makes sure PostgreSQL's server binaries (initdb, postgres) are on this machine, installing them
-# from the distribution's packages when they are missing. Starts nothing: the tests start their
+# Makes sure PostgreSQL's server binaries (initdb, postgres) and PgBouncer (for lock-postgres's
+# pooler tests) are on this machine, installing them from the distribution's packages when they
+# are missing. Starts nothing: the tests start their
 # own throwaway servers (initdb in a temporary directory, a free loopback port) through
 # lock-testkit and stop them by PID; a PostgreSQL already running here is never used.
 # As root, lock-testkit runs initdb and postgres as the unprivileged user `postgres`, which the
@@ -56,4 +57,32 @@ version=$("$bindir/postgres" --version | sed -n 's/.* \([0-9][0-9]*\)[.0-9]*.*/\
 if [ -z "$version" ] || [ "$version" -lt 12 ]; then
   echo "error: PostgreSQL ${version:-of unknown version} found in $bindir; distlock needs >= 12" >&2
   exit 1
+fi
+
+find_pgbouncer() {
+  if [ -n "${DISTLOCK_PGBOUNCER:-}" ] && [ -x "$DISTLOCK_PGBOUNCER" ]; then return 0; fi
+  command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ] || [ -x /usr/bin/pgbouncer ]
+}
+
+if ! find_pgbouncer; then
+  echo "pgbouncer not found; installing it from the distribution's packages" >&2
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  if command -v apt-get >/dev/null 2>&1; then
+    # The package may start its own pgbouncer on 6432; the tests start theirs on free ports.
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq pgbouncer >/dev/null \
+      || { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq pgbouncer >/dev/null; }
+  elif command -v dnf >/dev/null 2>&1; then
+    $sudo dnf install -y -q pgbouncer
+  elif command -v apk >/dev/null 2>&1; then
+    $sudo apk add --quiet pgbouncer
+  elif command -v pacman >/dev/null 2>&1; then
+    $sudo pacman -S --noconfirm --needed pgbouncer
+  elif command -v brew >/dev/null 2>&1; then
+    brew install pgbouncer
+  else
+    echo "error: no known package manager; install pgbouncer and rerun" >&2
+    exit 1
+  fi
+  find_pgbouncer || { echo "error: pgbouncer still not found after installing" >&2; exit 1; }
 fi

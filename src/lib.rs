@@ -36,8 +36,8 @@ pub use lock_postgres::{
     CHANNEL as POSTGRES_CHANNEL, DEFAULT_CONNECT_TIMEOUT as POSTGRES_CONNECT_TIMEOUT,
     DEFAULT_POOL_SIZE as POSTGRES_POOL_SIZE,
     DEFAULT_STATEMENT_TIMEOUT as POSTGRES_STATEMENT_TIMEOUT, MIGRATION as POSTGRES_MIGRATION,
-    MissingTable, PostgresError, PostgresLock, PostgresLockBuilder, TABLE as POSTGRES_TABLE,
-    deadpool_postgres, tokio_postgres,
+    MissingTable, PostgresError, PostgresLock, PostgresLockBuilder, PreparedStatementsUnsupported,
+    TABLE as POSTGRES_TABLE, deadpool_postgres, tokio_postgres,
 };
 // Its opt-in advisory mode: session advisory locks with sqlx's keys.
 #[cfg(feature = "postgres")]

@@ -7,6 +7,7 @@ mod error;
 mod listener;
 mod postgres_lock;
 mod sql;
+mod statements;
 
 pub use advisory::{
     DEFAULT_ADVISORY_POOL_SIZE, PostgresAdvisoryLock, PostgresAdvisoryLockBuilder,
@@ -19,6 +20,7 @@ pub use error::{MissingTable, PostgresError};
 pub use lock_core::LockError;
 pub use postgres_lock::PostgresLock;
 pub use sql::{CHANNEL, MIGRATION, TABLE};
+pub use statements::PreparedStatementsUnsupported;
 
 /// The pool crate `PostgresLock` is built on, re-exported so its version always matches.
 pub use deadpool_postgres;

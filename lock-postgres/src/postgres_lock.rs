@@ -1,6 +1,9 @@
 //! `PostgresLock`: the [`Lock`] backend on a PostgreSQL lease table.
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -18,14 +21,17 @@ use crate::config::PostgresLockBuilder;
 use crate::error::{BACKEND, from_pg, from_pool, timeout, unexpected};
 use crate::listener::Listener;
 use crate::sql::{ACQUIRE, CHANNEL, EXTEND, EXTEND_MANY, HAND_OVER, MIGRATION, PING, RELEASE};
+use crate::statements::{Statements, from_statement, lost_prepared, run};
 
 /// A distributed lock on PostgreSQL (≥ 12): one row per lock name in the lease table
 /// [`distlock_leases`](crate::MIGRATION), through a `deadpool-postgres` pool.
 ///
-/// Acquire, extend, release and hand-over are each one statement, sent as an unnamed
-/// statement with typed parameters in one round trip (no prepared statement or other session
-/// state, so a PgBouncer in transaction mode in between is fine). Expiry is decided by the
-/// server's clock alone. Releases are announced with `pg_notify` in the same statement, and
+/// Acquire, extend, release and hand-over are each one statement with typed parameters, in
+/// one round trip. By default each is prepared once per pooled connection, so the server
+/// parses and plans it once; behind a pooler that cannot keep prepared statements (PgBouncer
+/// before 1.21 in transaction mode), turn that off with
+/// [`PostgresLockBuilder::prepared_statements`]: each is then sent unnamed, and no session
+/// state is held. Expiry is decided by the server's clock alone. Releases are announced with `pg_notify` in the same statement, and
 /// waiters listen on one connection per `PostgresLock` and tokio runtime.
 ///
 /// Fencing tokens are `max(server time in µs, last token of the name + 1)`, computed in the
@@ -42,6 +48,7 @@ pub struct PostgresLock {
     listener: Option<Listener>,
     connect_timeout: Duration,
     statement_timeout: Duration,
+    statements: Statements,
 }
 
 impl PostgresLock {
@@ -63,6 +70,7 @@ impl PostgresLock {
         listen: Option<tokio_postgres::Config>,
         connect_timeout: Duration,
         statement_timeout: Duration,
+        statements: Statements,
     ) -> Self {
         Self {
             pool,
@@ -70,7 +78,15 @@ impl PostgresLock {
                 .map(|config| Listener::new(config, connect_timeout + statement_timeout)),
             connect_timeout,
             statement_timeout,
+            statements,
         }
+    }
+
+    /// Whether the lock prepares its statements (see
+    /// [`PostgresLockBuilder::prepared_statements`]).
+    #[must_use]
+    pub fn prepared_statements(&self) -> bool {
+        self.statements == Statements::Prepared
     }
 
     /// How long getting a connection may take (see [`PostgresLockBuilder::connect_timeout`]).
@@ -132,12 +148,14 @@ impl PostgresLock {
         let limits = Limits {
             connect: self.connect_timeout,
             statement: self.statement_timeout,
+            statements: self.statements,
         };
         run_grant(self.pool.clone(), limits, grant).await
     }
 
-    /// Runs one statement (unnamed, typed parameters: one round trip) within the statement
-    /// timeout, dropping the connection when it timed out or broke.
+    /// Runs one statement (typed parameters, prepared or not: one round trip) within the
+    /// statement timeout, dropping the connection when it timed out, broke, or lost its
+    /// prepared statements.
     async fn query(
         &self,
         op: Op,
@@ -146,13 +164,14 @@ impl PostgresLock {
     ) -> Result<Vec<Row>, LockError> {
         let client = self.client().await?;
         let started = Instant::now();
-        match tokio::time::timeout(self.statement_timeout, client.query_typed(sql, params)).await {
+        let statement = run(&client, self.statements, sql, params);
+        match tokio::time::timeout(self.statement_timeout, statement).await {
             Ok(Ok(rows)) => Ok(rows),
             Ok(Err(err)) => {
-                if err.is_closed() {
+                if err.is_closed() || lost_prepared(self.statements, &err) {
                     drop(Object::take(client));
                 }
-                Err(from_pg(err, op))
+                Err(from_statement(self.statements, err, op))
             }
             Err(_) => {
                 discard(client, self.connect_timeout);
@@ -190,25 +209,63 @@ struct Grant {
 struct Limits {
     connect: Duration,
     statement: Duration,
+    statements: Statements,
 }
 
-/// Runs a grant in a task of its own and waits for its answer. The task outlives a caller
-/// that is dropped or times out: when the statement grants a lease that nobody will receive,
-/// the task releases it once the grant has answered, so the release can never overtake the
-/// grant (as a release sent at once on another connection could: the server may run it first,
-/// find nothing, and then run the grant).
+/// Runs a grant and waits for its answer. The grant's work outlives a caller that is dropped
+/// or times out: it runs in the caller's task while the caller waits (no task spawned on the
+/// way of every acquire), and what is left of it when the caller stops waiting (a dropped
+/// caller, or a late answer after a timeout) goes on in a task of its own ([`Detached`]). When
+/// the statement grants a lease that nobody will receive, that work releases it once the grant
+/// has answered, so the release can never overtake the grant (as a release sent at once on
+/// another connection could: the server may run it first, find nothing, and then run the
+/// grant).
 async fn run_grant(pool: Pool, limits: Limits, grant: Grant) -> Result<Vec<Row>, LockError> {
     let op = grant.op;
-    let (answer, answered) = oneshot::channel();
-    drop(tokio::spawn(grant_task(pool, limits, grant, answer)));
-    answered.await.unwrap_or_else(|_| {
+    let (answer, mut answered) = oneshot::channel();
+    let mut work = Detached(Some(Box::pin(grant_task(pool, limits, grant, answer))));
+    let got = tokio::select! {
+        biased;
+        got = &mut answered => got,
+        () = &mut work => (&mut answered).await,
+    };
+    drop(work); // unfinished (after a timeout): it goes on in a task of its own
+    got.unwrap_or_else(|_| {
         Err(LockError::Backend {
             backend: BACKEND,
             op,
             retryable: true,
-            source: "the statement's task ended without an answer".into(),
+            source: "the statement's work ended without an answer".into(),
         })
     })
+}
+
+/// Work that the caller drives while it waits, and that is spawned on the current runtime to
+/// finish on its own if it is dropped unfinished. Outside a runtime (one shutting down) it is
+/// dropped: a lease it may have granted then ends at its TTL.
+struct Detached(Option<Pin<Box<dyn Future<Output = ()> + Send>>>);
+
+impl Future for Detached {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let Some(work) = self.0.as_mut() else {
+            return Poll::Ready(());
+        };
+        ready!(work.as_mut().poll(cx));
+        self.0 = None;
+        Poll::Ready(())
+    }
+}
+
+impl Drop for Detached {
+    fn drop(&mut self) {
+        if let Some(work) = self.0.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            drop(runtime.spawn(work));
+        }
+    }
 }
 
 type Answer = oneshot::Sender<Result<Vec<Row>, LockError>>;
@@ -235,14 +292,14 @@ async fn grant_task(pool: Pool, limits: Limits, grant: Grant, answer: Answer) {
         .iter()
         .map(|(value, ty)| (&**value as &(dyn ToSql + Sync), ty.clone()))
         .collect();
-    let mut query = Box::pin(client.query_typed(grant.sql, &params));
+    let mut query = Box::pin(run(&client, limits.statements, grant.sql, &params));
     let rows = match tokio::time::timeout(limits.statement, &mut query).await {
         Ok(Ok(rows)) => rows,
         Ok(Err(err)) => {
-            let closed = err.is_closed();
-            let _ = answer.send(Err(from_pg(err, grant.op)));
+            let unusable = err.is_closed() || lost_prepared(limits.statements, &err);
+            let _ = answer.send(Err(from_statement(limits.statements, err, grant.op)));
             drop(query);
-            if closed {
+            if unusable {
                 drop(Object::take(client));
             }
             return;
@@ -296,7 +353,9 @@ async fn release_orphan(pool: &Pool, limits: Limits, grant: &Grant) {
     };
     let released = tokio::time::timeout(
         limits.statement,
-        client.query_typed(
+        run(
+            &client,
+            limits.statements,
             RELEASE,
             &[
                 (&grant.name, Type::TEXT),
@@ -564,6 +623,7 @@ impl fmt::Debug for PostgresLock {
             .field("connect_timeout", &self.connect_timeout)
             .field("statement_timeout", &self.statement_timeout)
             .field("announcements", &self.listener.is_some())
+            .field("prepared_statements", &self.prepared_statements())
             .finish_non_exhaustive()
     }
 }

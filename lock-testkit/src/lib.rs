@@ -44,6 +44,8 @@
 //! user `postgres` (`DISTLOCK_PG_USER` names another); the binaries are found
 //! through `DISTLOCK_PG_BINDIR`, `pg_config --bindir` or
 //! `/usr/lib/postgresql/*/bin` (`scripts/ensure-postgres.sh` installs them).
+//! [`PgBouncer`] puts a PgBouncer (transaction mode by default) on a free loopback port in
+//! front of one, stopped by its PID too.
 //!
 //! [`FaultProxy`] sits between clients and one server and injects network
 //! faults while a test runs: latency, stalls, full partitions, refused and
@@ -96,6 +98,7 @@ mod client;
 mod cluster;
 pub mod conformance;
 mod launch;
+mod pgbouncer;
 mod poll;
 mod port;
 mod postgres;
@@ -111,6 +114,7 @@ mod tls;
 
 pub use binary::{redis_server_binary, try_redis_server_binary};
 pub use cluster::{CLUSTER_SLOTS, ClusterNode, RedisCluster, RedisClusterBuilder, SlotMigration};
+pub use pgbouncer::{PgBouncer, PgBouncerBuilder, PoolMode, pgbouncer_binary};
 pub use port::free_port;
 pub use postgres::{PostgresServer, PostgresServerBuilder, postgres_bin_dir};
 pub use processes::{run_test_in_processes, spawn_test_process};

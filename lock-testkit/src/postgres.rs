@@ -499,7 +499,7 @@ pub fn postgres_bin_dir() -> io::Result<PathBuf> {
 }
 
 /// As root, the uid and gid of the unprivileged user to run the server as.
-fn run_as() -> io::Result<Option<(u32, u32)>> {
+pub(crate) fn run_as() -> io::Result<Option<(u32, u32)>> {
     if !nix::unistd::geteuid().is_root() {
         return Ok(None);
     }

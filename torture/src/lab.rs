@@ -3,7 +3,9 @@
 use std::io;
 use std::time::Duration;
 
-use lock_testkit::{FaultProxy, KeepData, RedisCluster, RedisServer};
+use distlock::PostgresLock;
+use distlock::tokio_postgres::{self, NoTls};
+use lock_testkit::{FaultProxy, KeepData, PostgresServer, RedisCluster, RedisServer};
 
 use crate::scenario::Topology;
 use crate::schedule::Net;
@@ -22,6 +24,8 @@ pub(crate) struct Lab {
     proxies: Vec<Vec<FaultProxy>>,
     /// The Redis Cluster, reached directly.
     cluster: Option<RedisCluster>,
+    /// The PostgreSQL server (reached through `proxies`, as node 0).
+    postgres: Option<PostgresServer>,
     /// The cluster node killed by the last `kill_lock_master`.
     killed: Option<usize>,
     /// The protected resource's server, which no fault touches.
@@ -32,8 +36,13 @@ impl Lab {
     /// Starts the servers of `topology` and a proxy per worker and server.
     pub(crate) fn start(topology: Topology, workers: u32) -> io::Result<Lab> {
         let resource = RedisServer::start()?;
+        let postgres = match topology {
+            Topology::Postgres => Some(start_postgres()?),
+            _ => None,
+        };
         let (servers, cluster) = match topology {
             Topology::Single => (vec![RedisServer::start()?], None),
+            Topology::Postgres => (Vec::new(), None),
             Topology::Redlock(n) => (
                 (0..n)
                     .map(|_| RedisServer::start())
@@ -51,11 +60,16 @@ impl Lab {
                 ),
             ),
         };
+        let addrs: Vec<_> = servers
+            .iter()
+            .map(RedisServer::addr)
+            .chain(postgres.iter().map(PostgresServer::addr))
+            .collect();
         let proxies = (0..workers)
             .map(|_| {
-                servers
+                addrs
                     .iter()
-                    .map(|s| FaultProxy::start(s.addr()))
+                    .map(|addr| FaultProxy::start(*addr))
                     .collect::<io::Result<Vec<_>>>()
             })
             .collect::<io::Result<Vec<_>>>()?;
@@ -63,6 +77,7 @@ impl Lab {
             servers,
             proxies,
             cluster,
+            postgres,
             killed: None,
             resource,
         })
@@ -78,6 +93,15 @@ impl Lab {
         if let Some(cluster) = &self.cluster {
             return Backend::Cluster {
                 urls: cluster.urls(),
+            };
+        }
+        if self.postgres.is_some() {
+            let port = self.proxies[worker as usize]
+                .first()
+                .map(|proxy| proxy.addr().port())
+                .unwrap_or_default();
+            return Backend::Postgres {
+                url: format!("postgres://postgres@127.0.0.1:{port}/postgres"),
             };
         }
         let urls: Vec<String> = self.proxies[worker as usize]
@@ -110,7 +134,47 @@ impl Lab {
 
     /// How many lock servers there are (not counting a cluster's).
     pub(crate) fn node_count(&self) -> usize {
-        self.servers.len()
+        self.servers.len() + usize::from(self.postgres.is_some())
+    }
+
+    /// Shuts PostgreSQL down: fast (`SIGINT`) or immediate (`SIGQUIT`).
+    pub(crate) fn stop_postgres(&mut self, fast: bool) -> io::Result<()> {
+        let server = self.postgres_mut()?;
+        if fast {
+            server.stop_fast();
+        } else {
+            server.stop();
+        }
+        Ok(())
+    }
+
+    /// Starts PostgreSQL again with its data.
+    pub(crate) fn start_postgres(&mut self) -> io::Result<()> {
+        self.postgres_mut()?.start_again()
+    }
+
+    /// `pg_terminate_backend` on every session of the workers (application name `distlock`).
+    pub(crate) fn terminate_backends(&mut self) -> io::Result<()> {
+        let url = self.postgres_mut()?.url();
+        on_postgres(&url, |client| async move {
+            client
+                .query_one(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+                     WHERE application_name = 'distlock' AND pid <> pg_backend_pid()",
+                    &[],
+                )
+                .await
+                .map(drop)
+        })
+    }
+
+    fn postgres_mut(&mut self) -> io::Result<&mut PostgresServer> {
+        self.postgres.as_mut().ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a PostgreSQL step in a scenario without PostgreSQL",
+            )
+        })
     }
 
     /// `SIGKILL`s server `n`.
@@ -176,4 +240,45 @@ impl Lab {
             )
         })
     }
+}
+
+/// A PostgreSQL server with the lease table created.
+fn start_postgres() -> io::Result<PostgresServer> {
+    let server = PostgresServer::start()?;
+    let lock = PostgresLock::from_url(&server.url()).map_err(io::Error::other)?;
+    runtime()?
+        .block_on(lock.migrate())
+        .map_err(io::Error::other)?;
+    Ok(server)
+}
+
+/// Runs `work` on a client of its own (application name `torture`) connected to `url`.
+fn on_postgres<F, Fut>(url: &str, work: F) -> io::Result<()>
+where
+    F: FnOnce(tokio_postgres::Client) -> Fut,
+    Fut: std::future::Future<Output = Result<(), tokio_postgres::Error>>,
+{
+    let mut config: tokio_postgres::Config = url.parse().map_err(io::Error::other)?;
+    config
+        .application_name("torture")
+        .connect_timeout(Duration::from_secs(5));
+    runtime()?.block_on(async move {
+        let (client, connection) = config.connect(NoTls).await.map_err(io::Error::other)?;
+        let driver = tokio::spawn(connection);
+        let done = tokio::time::timeout(Duration::from_secs(5), work(client)).await;
+        driver.abort();
+        match done {
+            Ok(result) => result.map_err(io::Error::other),
+            Err(_) => Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "PostgreSQL did not answer",
+            )),
+        }
+    })
+}
+
+fn runtime() -> io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
 }

@@ -18,7 +18,7 @@ use distlock_torture::{Options, report, run, scenario};
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
-    /// A scenario name, or `all`.
+    /// A scenario name, `all`, or `postgres` (the scenarios on PostgreSQL).
     #[arg(long, default_value = "all")]
     scenario: String,
     /// How long each scenario runs (e.g. `60s`, `5m`); default: its short CI form.
@@ -75,12 +75,17 @@ fn main() -> ExitCode {
     }
     let scenarios = if cli.scenario == "all" {
         scenario::all()
+    } else if cli.scenario == "postgres" {
+        scenario::all()
+            .into_iter()
+            .filter(|s| s.topology == scenario::Topology::Postgres)
+            .collect()
     } else if let Some(s) = scenario::by_name(&cli.scenario) {
         vec![s]
     } else {
         let names: Vec<&str> = scenario::all().iter().map(|s| s.name).collect();
         eprintln!(
-            "unknown scenario {:?}; one of: all, {}",
+            "unknown scenario {:?}; one of: all, postgres, {}",
             cli.scenario,
             names.join(", ")
         );

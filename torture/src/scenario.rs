@@ -15,6 +15,8 @@ pub enum Topology {
     Redlock(usize),
     /// A Redis Cluster of 3 masters with one replica each; `RedisLock` in cluster mode.
     Cluster,
+    /// One PostgreSQL; `PostgresLock` on its lease table.
+    Postgres,
 }
 
 /// How many times something may happen.
@@ -224,6 +226,11 @@ pub fn all() -> Vec<Scenario> {
         redlock_restart_empty(),
         redlock_delayed_restart(),
         cluster_failover(),
+        pg_restart(true),
+        pg_restart(false),
+        pg_holder_pause(),
+        pg_terminate_backends(),
+        pg_worker_partition(),
     ]
 }
 
@@ -483,6 +490,84 @@ pub fn cluster_failover() -> Scenario {
             ),
         )
     }
+}
+
+fn postgres(mut scenario: Scenario) -> Scenario {
+    scenario.topology = Topology::Postgres;
+    scenario
+}
+
+/// PostgreSQL shut down (fast or immediate) and started again with its data while workers hold
+/// and wait for the lock.
+pub fn pg_restart(fast: bool) -> Scenario {
+    let (name, fault) = if fast {
+        (
+            "pg-restart-fast",
+            "PostgreSQL stopped (fast shutdown), started again 300 ms later",
+        )
+    } else {
+        (
+            "pg-restart-immediate",
+            "PostgreSQL stopped (immediate shutdown, like a crash), started again 300 ms later",
+        )
+    };
+    Scenario {
+        hold: (ms(300), ms(900)),
+        short: Duration::from_secs(10),
+        ..postgres(base(
+            name,
+            fault,
+            vec![
+                Step::StopPostgres { fast },
+                Step::Sleep(ms(300)),
+                Step::StartPostgres,
+                Step::Sleep(ms(2_000)),
+            ],
+            Expected::exclusion(
+                TTL,
+                "a committed lease row survives the restart (synchronous_commit = on), so the \
+                 name stays held until its expiry on the server's clock; a holder that cannot \
+                 renew meanwhile stops at its own valid_until, which is never later",
+            ),
+        ))
+    }
+}
+
+/// Kleppmann's GC pause on the lease table.
+pub fn pg_holder_pause() -> Scenario {
+    let mut scenario = holder_pause();
+    scenario.name = "pg-holder-pause";
+    postgres(scenario)
+}
+
+/// Every session of the workers killed by the server while one of them holds the lock.
+pub fn pg_terminate_backends() -> Scenario {
+    Scenario {
+        hold: (ms(200), ms(600)),
+        short: Duration::from_secs(10),
+        ..postgres(base(
+            "pg-terminate-backend",
+            "pg_terminate_backend on every worker session while one holds",
+            vec![
+                Step::AwaitGrant,
+                Step::TerminateBackends,
+                Step::Sleep(ms(1_500)),
+            ],
+            Expected::exclusion(
+                TTL,
+                "the lease table holds no session state: a killed connection is replaced from \
+                 the pool, and the lease row, not the session, is the lock",
+            ),
+        ))
+    }
+}
+
+/// The holder cut off from PostgreSQL for longer than its lease.
+pub fn pg_worker_partition() -> Scenario {
+    let mut scenario = worker_partition();
+    scenario.name = "pg-partition";
+    scenario.fault = "the holder partitioned from PostgreSQL for 2 s (lease 1 s)";
+    postgres(scenario)
 }
 
 impl Scenario {

@@ -58,6 +58,17 @@ pub enum Step {
     AwaitFailover,
     /// Redis Cluster: starts the killed master again; it rejoins as a replica.
     RestartKilledMaster,
+    /// PostgreSQL: shuts the server down by its PID, fast (`SIGINT`: a checkpoint, then exit)
+    /// or immediate (`SIGQUIT`: like a crash; the next start runs crash recovery).
+    StopPostgres {
+        /// Fast rather than immediate.
+        fast: bool,
+    },
+    /// PostgreSQL: starts the server again with its data, on its port.
+    StartPostgres,
+    /// PostgreSQL: `pg_terminate_backend` on every session of the workers (the holder's
+    /// included); the server and the lease table stay.
+    TerminateBackends,
 }
 
 /// What a step means for the recovery measurement.
@@ -79,11 +90,15 @@ impl Step {
             | Step::Kill(_)
             | Step::Pause(_)
             | Step::KillLockMaster
+            | Step::StopPostgres { .. }
             | Step::Net(_, Net::Latency(_) | Net::Partition) => Effect::Fault,
             Step::ResumeHolder
             | Step::RestartEmpty(_)
             | Step::Resume(_)
             | Step::AwaitFailover
+            | Step::StartPostgres
+            // Over as soon as it is done: the time to the next grant counts from there.
+            | Step::TerminateBackends
             | Step::Net(_, Net::Heal) => Effect::Heal,
             Step::Sleep(_)
             | Step::AwaitGrant
@@ -120,6 +135,10 @@ impl fmt::Display for Step {
             Step::KillLockMaster => f.write_str("SIGKILL the lock's master"),
             Step::AwaitFailover => f.write_str("replica took over"),
             Step::RestartKilledMaster => f.write_str("restart the old master"),
+            Step::StopPostgres { fast: true } => f.write_str("stop PostgreSQL (fast)"),
+            Step::StopPostgres { fast: false } => f.write_str("stop PostgreSQL (immediate)"),
+            Step::StartPostgres => f.write_str("start PostgreSQL again"),
+            Step::TerminateBackends => f.write_str("pg_terminate_backend the workers' sessions"),
         }
     }
 }

@@ -342,6 +342,9 @@ impl Run<'_> {
                 self.lab.await_failover(slot)?;
             }
             Step::RestartKilledMaster => self.lab.restart_killed_master()?,
+            Step::StopPostgres { fast } => self.lab.stop_postgres(*fast)?,
+            Step::StartPostgres => self.lab.start_postgres()?,
+            Step::TerminateBackends => self.lab.terminate_backends()?,
         }
         Ok(())
     }

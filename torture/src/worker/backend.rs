@@ -1,6 +1,6 @@
 //! Builds the worker's `Locker` through distlock's public API, as a user would.
 
-use distlock::{LockError, Locker, RedisLock, Redlock};
+use distlock::{LockError, Locker, PostgresLock, RedisLock, Redlock};
 
 use super::config::{Backend, WorkerConfig};
 
@@ -33,6 +33,13 @@ pub(crate) fn locker(config: &WorkerConfig) -> Result<Locker, LockError> {
             RedisLock::builder()
                 .cluster_urls(urls.iter().map(String::as_str))
                 .command_timeout(timeout)
+                .connect_timeout(timeout)
+                .build()?,
+        ),
+        Backend::Postgres { url } => Locker::builder(
+            PostgresLock::builder()
+                .url(url.as_str())
+                .statement_timeout(timeout)
                 .connect_timeout(timeout)
                 .build()?,
         ),

@@ -25,6 +25,11 @@ pub enum Backend {
         /// Seed URLs of the cluster's nodes.
         urls: Vec<String>,
     },
+    /// `PostgresLock` (the lease table) on one PostgreSQL.
+    Postgres {
+        /// The server's URL (the worker's proxy in front of it).
+        url: String,
+    },
 }
 
 /// Everything a worker needs to run.

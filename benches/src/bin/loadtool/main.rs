@@ -672,7 +672,7 @@ fn steps(plan: &Plan, bench: bool) -> Vec<(String, Duration)> {
                     secs(bench + 0.1),
                 ));
             }
-            for client in postgres::CLIENTS {
+            for client in postgres::P1_CLIENTS {
                 s.push((
                     format!("P1 round {round}/{rounds}: {client}"),
                     cycle / rounds,

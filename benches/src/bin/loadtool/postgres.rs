@@ -34,8 +34,13 @@ use crate::{block, slug};
 pub(crate) const TABLE: &str = "distlock postgres (table)";
 /// distlock on session advisory locks, through its `Locker`.
 pub(crate) const ADVISORY: &str = "distlock postgres (advisory)";
-/// Who runs P1 and P3, in this order.
+/// distlock on the lease table with `prepared_statements(false)` (what a transaction-mode
+/// PgBouncer before 1.21 needs): every statement unnamed, parsed and planned on each call.
+pub(crate) const TABLE_UNPREPARED: &str = "distlock postgres (table, unprepared)";
+/// Who runs P3, in this order.
 pub(crate) const CLIENTS: [&str; 2] = [TABLE, ADVISORY];
+/// Who runs P1, in this order: P3's clients and the lease table without prepared statements.
+pub(crate) const P1_CLIENTS: [&str; 3] = [TABLE, TABLE_UNPREPARED, ADVISORY];
 
 /// lock-postgres's statements, as they are compiled into it.
 const SQL_RS: &str = include_str!("../../../../lock-postgres/src/sql.rs");
@@ -140,9 +145,13 @@ pub(crate) struct PostgresRun {
 impl PostgresRun {
     /// The pgbench run `client` is judged against, and its P1 run.
     pub(crate) fn against_bare(&self, client: &str) -> Option<(&CycleRun, &PgBench)> {
+        let script = match client {
+            ADVISORY => Script::Advisory,
+            _ => Script::LeaseTable,
+        };
         Some((
             self.p1.iter().find(|r| r.client == client)?,
-            self.pgbench.iter().find(|b| b.client == client)?,
+            self.pgbench.iter().find(|b| b.script == script.name())?,
         ))
     }
 }
@@ -246,7 +255,7 @@ fn p1(
     probe: &mut Probe,
 ) -> Result<(Vec<PgBench>, Vec<CycleRun>), String> {
     let bench = pgbench_binary()?;
-    let made: Vec<Client> = CLIENTS
+    let made: Vec<Client> = P1_CLIENTS
         .iter()
         .map(|label| Ok(Client::Locker(locker(label, url)?, None)))
         .collect::<Result<_, String>>()?;
@@ -257,7 +266,7 @@ fn p1(
     let bench_secs =
         (timing.measure.as_secs() + u64::from(timing.measure.subsec_nanos() > 0)).max(1);
     let mut benches: Vec<Vec<PgBench>> = Script::ALL.iter().map(|_| Vec::new()).collect();
-    let mut windows: Vec<Vec<cycles::Window>> = CLIENTS.iter().map(|_| Vec::new()).collect();
+    let mut windows: Vec<Vec<cycles::Window>> = P1_CLIENTS.iter().map(|_| Vec::new()).collect();
     for _ in 0..plan.s1_rounds {
         for (i, script) in Script::ALL.into_iter().enumerate() {
             progress.next();
@@ -269,7 +278,7 @@ fn p1(
             run.cost = before.cost_until(&after, run.transactions);
             benches[i].push(run);
         }
-        for (i, (label, client)) in CLIENTS.iter().zip(&made).enumerate() {
+        for (i, (label, client)) in P1_CLIENTS.iter().zip(&made).enumerate() {
             progress.next();
             windows[i].push(block(
                 runtime,
@@ -286,7 +295,7 @@ fn p1(
         }
     }
     let benches = benches.iter().filter_map(|runs| merge(runs)).collect();
-    let runs = CLIENTS
+    let runs = P1_CLIENTS
         .iter()
         .zip(windows)
         .map(|(label, w)| CycleRun::from_windows("P1", label, 1, w))
@@ -300,6 +309,13 @@ fn locker(label: &str, url: &str) -> Result<Locker, String> {
         ADVISORY => Locker::new(
             PostgresAdvisoryLock::builder()
                 .url(url)
+                .build()
+                .map_err(|e| e.to_string())?,
+        ),
+        TABLE_UNPREPARED => Locker::new(
+            PostgresLock::builder()
+                .url(url)
+                .prepared_statements(false)
                 .build()
                 .map_err(|e| e.to_string())?,
         ),

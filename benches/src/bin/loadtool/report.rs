@@ -525,7 +525,7 @@ fn postgres(run: &Run) {
             "{}",
             cycle_table(&rows, "planning + executing µs/cycle", executing_us)
         );
-        for client in crate::postgres::CLIENTS {
+        for client in crate::postgres::P1_CLIENTS {
             if let Some((p1, bare)) = pg.against_bare(client) {
                 println!(
                     "  {client}: {:.0} % of its bare statements ({:.0} of {:.0} cycles/s)",
