@@ -349,7 +349,10 @@ impl PostgresAdvisoryLock {
         }
     }
 
-    /// Runs one statement on `held`'s connection within the statement timeout.
+    /// Runs one statement on `held`'s connection within the statement timeout, prepared once
+    /// per pooled connection: this mode holds a session for each lease and refuses transaction
+    /// poolers, so the session keeps its prepared statements (parsing and planning each call
+    /// cost 27.5 µs of a 29 µs server share per cycle; load tool P1).
     async fn on_held(
         &self,
         held: &Held,
@@ -359,7 +362,12 @@ impl PostgresAdvisoryLock {
         let started = Instant::now();
         tokio::time::timeout(
             self.statement_timeout,
-            held.client().query_typed(sql, params),
+            crate::statements::run(
+                held.client(),
+                crate::statements::Statements::Prepared,
+                sql,
+                params,
+            ),
         )
         .await
         .map_err(|_| timeout(TimeoutPhase::Command, started.elapsed()))
