@@ -41,6 +41,7 @@ mod chart;
 mod child;
 mod cli;
 mod clock;
+mod counted;
 mod cycles;
 mod fairness;
 mod handoff;
@@ -73,6 +74,7 @@ use tokio::runtime::Runtime;
 
 use crate::benchmark::Baselines;
 use crate::cli::{Cli, Part, Plan};
+use crate::counted::Counted;
 use crate::cycles::Client;
 use crate::handoff::Contender;
 use crate::info::Probe;
@@ -82,7 +84,6 @@ use crate::renewal::Held;
 use crate::run::{
     BACKEND, DISTLOCK, DISTLOCK_TTL, HAND, RSLOCK, Run, UNFENCED, redlock_label, rslock_label,
 };
-use crate::stale::BusyCounter;
 
 /// Slack on top of a step's planned time before it is abandoned as hung.
 const STEP_SLACK: Duration = Duration::from_secs(60);
@@ -366,9 +367,9 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
             }
             // The counting passes: distlock's Redlock over nodes that count their busy
             // answers, then rslock (it does not expose them: the key check only).
-            let counters: Vec<Arc<BusyCounter>> = node_locks()?
+            let counters: Vec<Arc<Counted>> = node_locks()?
                 .into_iter()
-                .map(|node| Arc::new(BusyCounter::new(node)))
+                .map(|node| Arc::new(Counted::new(node)))
                 .collect();
             let counted = redlock(
                 counters

@@ -11,20 +11,17 @@
 //! P5 is S5 on `PostgresLock` (the lease table): the same child, with [`Backend::PostgresTable`].
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use futures::StreamExt;
-use lock_core::{
-    Attempt, Kind, Lease, Lock, LockError, LockRequest, Locker, LockerBuilder, ReleaseWatch, Token,
-};
+use lock_core::{Lock, LockError, LockRequest, Locker, LockerBuilder};
 use lock_postgres::PostgresLock;
 use lock_redis::RedisLock;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use crate::child::{Child, Role};
+use crate::counted::Counted;
 use crate::info::Probe;
 use crate::procfs::{self, Memory};
 
@@ -185,9 +182,9 @@ pub(crate) async fn child(url: &str, params: Params) -> Result<RenewalRun, Strin
     let memory_before = procfs::memory();
     let (counting, mut probe) = match params.backend {
         Backend::Redis => (
-            Arc::new(Counting::new(
-                Box::new(RedisLock::from_url(url).map_err(err)?) as Box<dyn Lock>,
-            )),
+            Arc::new(Counted::new(Arc::new(
+                RedisLock::from_url(url).map_err(err)?,
+            ))),
             Probe::connect(&[url.to_owned()])
                 .await
                 .map_err(|e| e.to_string())?,
@@ -196,7 +193,7 @@ pub(crate) async fn child(url: &str, params: Params) -> Result<RenewalRun, Strin
             let lock = PostgresLock::from_url(url).map_err(err)?;
             lock.migrate().await.map_err(err)?;
             (
-                Arc::new(Counting::new(Box::new(lock) as Box<dyn Lock>)),
+                Arc::new(Counted::new(Arc::new(lock))),
                 Probe::postgres(url, None)
                     .await
                     .map_err(|e| e.to_string())?,
@@ -211,7 +208,7 @@ pub(crate) async fn child(url: &str, params: Params) -> Result<RenewalRun, Strin
     let guards = take_all(&locker, params.kind, params.locks).await?;
     let acquire_s = started.elapsed().as_secs_f64();
 
-    let (batches0, renewals0) = counting.counts();
+    let (batches0, renewals0) = counting.renewals();
     let before = probe.snapshot().await.map_err(|e| e.to_string())?;
     let cpu0 = procfs::cpu_time();
     let window = Instant::now();
@@ -220,7 +217,7 @@ pub(crate) async fn child(url: &str, params: Params) -> Result<RenewalRun, Strin
     let cpu = procfs::cpu_time().saturating_sub(cpu0);
     let after = probe.snapshot().await.map_err(|e| e.to_string())?;
     let window_delta = before.until(&after);
-    let (batches1, renewals1) = counting.counts();
+    let (batches1, renewals1) = counting.renewals();
     let memory_held = procfs::memory();
     let lost = guards.iter().filter(|g| !g.is_held()).count();
 
@@ -276,80 +273,4 @@ async fn take_all(locker: &Locker, kind: Held, n: usize) -> Result<Vec<lock_core
         }
     }
     Ok(guards)
-}
-
-/// A `Lock` that forwards everything to `inner` and counts the renewal batches.
-struct Counting<L> {
-    inner: L,
-    batches: AtomicU64,
-    renewals: AtomicU64,
-}
-
-impl<L> Counting<L> {
-    fn new(inner: L) -> Self {
-        Self {
-            inner,
-            batches: AtomicU64::new(0),
-            renewals: AtomicU64::new(0),
-        }
-    }
-
-    fn counts(&self) -> (u64, u64) {
-        (
-            self.batches.load(Ordering::Acquire),
-            self.renewals.load(Ordering::Acquire),
-        )
-    }
-}
-
-#[async_trait]
-impl<L: Lock> Lock for Counting<L> {
-    fn backend(&self) -> &'static str {
-        self.inner.backend()
-    }
-
-    async fn try_acquire(
-        &self,
-        name: &str,
-        token: Token,
-        ttl: Duration,
-    ) -> Result<Attempt, LockError> {
-        self.inner.try_acquire(name, token, ttl).await
-    }
-
-    async fn try_acquire_kind(
-        &self,
-        name: &str,
-        kind: Kind,
-        token: Token,
-        ttl: Duration,
-    ) -> Result<Attempt, LockError> {
-        self.inner.try_acquire_kind(name, kind, token, ttl).await
-    }
-
-    async fn extend(
-        &self,
-        lease: &Lease,
-        ttl: Duration,
-    ) -> Result<Option<tokio::time::Instant>, LockError> {
-        self.inner.extend(lease, ttl).await
-    }
-
-    async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
-        self.inner.release(lease).await
-    }
-
-    async fn extend_many(
-        &self,
-        leases: &[(Lease, Duration)],
-    ) -> Vec<Result<Option<tokio::time::Instant>, LockError>> {
-        self.batches.fetch_add(1, Ordering::AcqRel);
-        self.renewals
-            .fetch_add(leases.len() as u64, Ordering::AcqRel);
-        self.inner.extend_many(leases).await
-    }
-
-    async fn watch(&self, name: &str) -> Result<Option<ReleaseWatch>, LockError> {
-        self.inner.watch(name).await
-    }
 }

@@ -13,17 +13,13 @@
 //!   trip, so this pass runs apart from the busy-answer pass.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use futures::future::join_all;
-use lock_core::{
-    Attempt, Handover, Kind, Lease, Lock, LockError, MultiAttempt, ReleaseWatch, Token,
-};
 use redis::aio::MultiplexedConnection;
 use serde::Serialize;
 
+use crate::counted::Counted;
 use crate::cycles::Client;
 
 /// The figures are reported per this many cycles (the unit).
@@ -57,12 +53,12 @@ pub(crate) struct StaleRun {
 }
 
 /// The counting passes of `client` on the nodes at `urls` (`busy` counts the nodes' answers
-/// when the client was built over [`BusyCounter`]s; `client` is used for both passes),
+/// when the client was built over [`Counted`](crate::counted::Counted)s; `client` is used for both passes),
 /// `cycles` cycles each, on the name `name`.
 pub(crate) async fn run(
     label: &str,
     client: &Client,
-    busy: Option<&[Arc<BusyCounter>]>,
+    busy: Option<&[Arc<Counted>]>,
     urls: &[String],
     name: &str,
     cycles: u64,
@@ -175,140 +171,4 @@ async fn left_on(probes: &[MultiplexedConnection], name: &str) -> Result<u64, St
     answers
         .into_iter()
         .try_fold(0, |sum, n| Ok(sum + n.map_err(|e| e.to_string())?))
-}
-
-/// A Redlock node that forwards everything to `inner` and counts its busy answers to
-/// acquisitions. The lock key of a `RedisLock` with no prefix is the name itself, which is
-/// what [`left_on`] checks.
-pub(crate) struct BusyCounter {
-    inner: Arc<dyn Lock>,
-    busy: AtomicU64,
-}
-
-impl BusyCounter {
-    pub(crate) fn new(inner: Arc<dyn Lock>) -> Self {
-        Self {
-            inner,
-            busy: AtomicU64::new(0),
-        }
-    }
-
-    fn busy(&self) -> u64 {
-        self.busy.load(Ordering::Acquire)
-    }
-
-    fn count(&self, attempt: Result<Attempt, LockError>) -> Result<Attempt, LockError> {
-        if let Ok(Attempt::Busy { .. }) = &attempt {
-            self.busy.fetch_add(1, Ordering::AcqRel);
-        }
-        attempt
-    }
-}
-
-// Every method forwards, so a Redlock over these nodes behaves as over the plain ones.
-#[async_trait]
-impl Lock for BusyCounter {
-    fn backend(&self) -> &'static str {
-        self.inner.backend()
-    }
-
-    async fn try_acquire(
-        &self,
-        name: &str,
-        token: Token,
-        ttl: Duration,
-    ) -> Result<Attempt, LockError> {
-        self.count(self.inner.try_acquire(name, token, ttl).await)
-    }
-
-    async fn try_acquire_kind(
-        &self,
-        name: &str,
-        kind: Kind,
-        token: Token,
-        ttl: Duration,
-    ) -> Result<Attempt, LockError> {
-        self.count(self.inner.try_acquire_kind(name, kind, token, ttl).await)
-    }
-
-    async fn permits_in_use(&self, name: &str) -> Result<u32, LockError> {
-        self.inner.permits_in_use(name).await
-    }
-
-    async fn try_acquire_all(
-        &self,
-        names: &[Arc<str>],
-        token: Token,
-        ttl: Duration,
-    ) -> Result<MultiAttempt, LockError> {
-        self.inner.try_acquire_all(names, token, ttl).await
-    }
-
-    async fn extend(
-        &self,
-        lease: &Lease,
-        ttl: Duration,
-    ) -> Result<Option<tokio::time::Instant>, LockError> {
-        self.inner.extend(lease, ttl).await
-    }
-
-    async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
-        self.inner.release(lease).await
-    }
-
-    async fn hand_over(
-        &self,
-        lease: &Lease,
-        to: Token,
-        ttl: Duration,
-    ) -> Result<Handover, LockError> {
-        self.inner.hand_over(lease, to, ttl).await
-    }
-
-    async fn extend_many(
-        &self,
-        leases: &[(Lease, Duration)],
-    ) -> Vec<Result<Option<tokio::time::Instant>, LockError>> {
-        self.inner.extend_many(leases).await
-    }
-
-    async fn watch(&self, name: &str) -> Result<Option<ReleaseWatch>, LockError> {
-        self.inner.watch(name).await
-    }
-
-    async fn watch_turn(
-        &self,
-        name: &str,
-        token: &Token,
-    ) -> Result<Option<ReleaseWatch>, LockError> {
-        self.inner.watch_turn(name, token).await
-    }
-
-    async fn ping(&self) -> Result<(), LockError> {
-        self.inner.ping().await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use lock_core::MemoryLock;
-
-    #[tokio::test]
-    async fn counts_the_busy_answers_a_node_gives() {
-        let node = BusyCounter::new(Arc::new(MemoryLock::new()));
-        let ttl = Duration::from_secs(30);
-        let token = || Token::generate().expect("randomness");
-        let first = node.try_acquire("n", token(), ttl).await.expect("answer");
-        assert!(matches!(first, Attempt::Acquired(_)));
-        assert_eq!(node.busy(), 0);
-        let again = node.try_acquire("n", token(), ttl).await.expect("answer");
-        assert!(matches!(again, Attempt::Busy { .. }));
-        let other_kind = node
-            .try_acquire_kind("n", Kind::Mutex, token(), ttl)
-            .await
-            .expect("answer");
-        assert!(matches!(other_kind, Attempt::Busy { .. }));
-        assert_eq!(node.busy(), 2);
-    }
 }
