@@ -17,7 +17,7 @@ mod common;
 
 use std::time::Duration;
 
-use lock_core::{Attempt, Lock, LockError, Locker, Token};
+use lock_core::{Attempt, Lease, Lock, LockError, Locker, Token};
 use lock_postgres::{
     PostgresAdvisoryLock, PostgresLock, PreparedStatementsUnsupported, TransactionPooler,
 };
@@ -87,6 +87,39 @@ async fn pin_idle_server_connection(bouncer: &PgBouncer) -> (tokio_postgres::Cli
     (pinner, pid)
 }
 
+/// A lease of the free `name` (30 s).
+async fn acquired(lock: &impl Lock, name: &str) -> Lease {
+    match lock
+        .try_acquire(name, token(), Duration::from_secs(30))
+        .await
+        .expect("acquire")
+    {
+        Attempt::Acquired(lease) => lease,
+        Attempt::Busy { .. } => panic!("{name} is free, yet busy"),
+    }
+}
+
+/// The release of `lease`, which must fail within 10 s (no hang) with a non-retryable backend
+/// error (trying again cannot help); the error's message and its source.
+async fn refused_release(
+    lock: &impl Lock,
+    lease: &Lease,
+) -> (String, Box<dyn std::error::Error + Send + Sync>) {
+    let err = tokio::time::timeout(Duration::from_secs(10), lock.release(lease))
+        .await
+        .expect("an answer, not a hang")
+        .expect_err("the release lands on another server connection");
+    let text = err.to_string();
+    match err {
+        LockError::Backend {
+            retryable: false,
+            source,
+            ..
+        } => (text, source),
+        other => panic!("not a non-retryable backend error: {other}"),
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prepared_statements_behind_a_transaction_pooler_give_the_typed_error() {
     let server = common::server();
@@ -96,39 +129,17 @@ async fn prepared_statements_behind_a_transaction_pooler_give_the_typed_error() 
     assert!(lock.prepared_statements(), "on by default");
     // One cycle prepares the acquire and the release on the one server connection there is.
     for round in 0..2 {
-        let Attempt::Acquired(lease) = lock
-            .try_acquire("warm-up", token(), Duration::from_secs(30))
-            .await
-            .expect("prepared and run on one server connection")
-        else {
-            panic!("free name, yet busy");
-        };
+        let lease = acquired(&lock, "warm-up").await;
         assert!(
             lock.release(&lease).await.expect("release"),
             "round {round}"
         );
     }
-    let Attempt::Acquired(lease) = lock
-        .try_acquire("job", token(), Duration::from_secs(30))
-        .await
-        .expect("acquire")
-    else {
-        panic!("free name, yet busy");
-    };
+    let lease = acquired(&lock, "job").await;
     let (_pinner, _) = pin_idle_server_connection(&bouncer).await;
 
     // The release goes to the other server connection, where its statement was never prepared.
-    let err = tokio::time::timeout(Duration::from_secs(10), lock.release(&lease))
-        .await
-        .expect("an answer, not a hang")
-        .expect_err("the statement is not prepared on that server connection");
-    let LockError::Backend {
-        retryable, source, ..
-    } = &err
-    else {
-        panic!("not a backend error: {err}");
-    };
-    assert!(!retryable, "trying again cannot help: {err}");
+    let (err, source) = refused_release(&lock, &lease).await;
     assert!(
         source
             .downcast_ref::<PreparedStatementsUnsupported>()
@@ -136,7 +147,7 @@ async fn prepared_statements_behind_a_transaction_pooler_give_the_typed_error() 
         "{err}"
     );
     assert!(
-        err.to_string().contains("prepared_statements(false)"),
+        err.contains("prepared_statements(false)"),
         "the message names the way out: {err}"
     );
 }
@@ -147,13 +158,7 @@ async fn unprepared_statements_run_on_any_server_connection() {
     common::lock(&server).await;
     let bouncer = bouncer(&server);
     let lock = through(&bouncer, &server, false);
-    let Attempt::Acquired(lease) = lock
-        .try_acquire("job", token(), Duration::from_secs(30))
-        .await
-        .expect("acquire")
-    else {
-        panic!("free name, yet busy");
-    };
+    let lease = acquired(&lock, "job").await;
     let (_pinner, _) = pin_idle_server_connection(&bouncer).await;
     assert!(
         lock.release(&lease)
@@ -173,25 +178,9 @@ async fn the_advisory_mode_is_caught_behind_a_transaction_pooler() {
         .statement_timeout(Duration::from_secs(2))
         .build()
         .expect("build");
-    let Attempt::Acquired(lease) = lock
-        .try_acquire("job", token(), Duration::from_secs(30))
-        .await
-        .expect("acquire")
-    else {
-        panic!("free name, yet busy");
-    };
+    let lease = acquired(&lock, "job").await;
     let (_pinner, acquired_on) = pin_idle_server_connection(&bouncer).await;
-    let err = tokio::time::timeout(Duration::from_secs(10), lock.release(&lease))
-        .await
-        .expect("an answer, not a hang")
-        .expect_err("the release ran on another server session");
-    let LockError::Backend {
-        retryable, source, ..
-    } = &err
-    else {
-        panic!("not a backend error: {err}");
-    };
-    assert!(!retryable, "{err}");
+    let (err, source) = refused_release(&lock, &lease).await;
     let pooler = source
         .downcast_ref::<TransactionPooler>()
         .unwrap_or_else(|| panic!("not TransactionPooler: {err}"));
