@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+pub mod backend;
 mod backoff;
 mod cleanup;
 mod error;
@@ -29,12 +30,16 @@ pub use error::{BoxError, LockError, Op, TimeoutPhase};
 pub use guard::{Guard, LeaseWatch};
 pub use kind::{FAIR_ENTRY_TTL, Kind, MAX_PERMITS, fair_entry_ttl};
 pub use lease::{Lease, valid_until};
-pub use lock::{Attempt, Handover, Lock, MultiAttempt, acquire_in_order};
+// The implementer-facing items live in `backend`; these root paths stay for one release so that
+// code written against them keeps compiling.
+#[doc(hidden)]
+pub use backend::{
+    Attempt, Handover, Lock, MultiAttempt, ReleaseSignal, ReleaseWatch, acquire_in_order,
+};
 pub use locker::{
     DEFAULT_LEASE, DEFAULT_RETRY_ERRORS_FOR, DEFAULT_WAIT, LockRequest, Locker, LockerBuilder,
 };
 pub use memory::MemoryLock;
 pub use multi::{MAX_MULTI, MultiGuard, MultiRequest};
-pub use signal::{ReleaseSignal, ReleaseWatch};
 pub use token::{ParseTokenError, Token, TokenHex};
 pub use validate::{MAX_NAME_LEN, MAX_TTL, MIN_TTL, check_name, check_ttl};

@@ -1,0 +1,10 @@
+//! What a backend implements and uses: the [`Lock`] trait, the answers its operations give,
+//! and the release signals it feeds.
+//!
+//! Users of a lock need none of this: they hold a [`Locker`](crate::Locker) over a backend and
+//! its guards. A crate that adds a store (as lock-redis, lock-redlock and lock-postgres do)
+//! implements [`Lock`] with these types and inherits the `Locker`'s policy: waiting, wake-ups,
+//! renewal, metrics, tracing, the macro.
+
+pub use crate::lock::{Attempt, Handover, Lock, MultiAttempt, acquire_in_order};
+pub use crate::signal::{ReleaseSignal, ReleaseWatch};
