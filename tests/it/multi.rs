@@ -2,16 +2,15 @@
 //! every rendered name at once (`Locker::lock_all`), all or nothing, in one global order, so
 //! calls over the same names in any order never deadlock.
 
-mod macro_common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use distlock::{LockError, Locker, MemoryLock, distributed_lock, metric};
-use macro_common::{Backend, SOON, in_task};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use tokio::time::{Instant, sleep, timeout};
+
+use crate::common::{Backend, SOON, in_task};
 
 /// Whether another task gets `name` on one try (and gives it back at once).
 async fn free_elsewhere(locker: &Locker, name: String) -> bool {

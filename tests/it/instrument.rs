@@ -1,12 +1,11 @@
 //! `#[distributed_lock]` together with `#[tracing::instrument]`, in either order: the lock is
 //! taken inside the function's span.
 
-mod macro_common;
-
 use std::sync::Arc;
 
 use distlock::{LockError, Locker, distributed_lock};
-use macro_common::{Backend, each_backend};
+
+use crate::common::{Backend, each_backend};
 
 #[tracing::instrument(skip(locker))]
 #[distributed_lock("traced:{id}", locker = locker)]

@@ -1,14 +1,13 @@
 //! `max_hold = ".."`: renewal stops that long after the grant, so work that runs on past it
 //! loses the lease and is cancelled.
 
-mod macro_common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
 use distlock::{LockError, distributed_lock};
-use macro_common::Backend;
 use tokio::time::sleep;
+
+use crate::common::Backend;
 
 #[distributed_lock("capped:{id}", locker = backend.locker, max_hold = "1s")]
 async fn runs_too_long(backend: &Backend, id: u32) -> Result<(), LockError> {

@@ -1,14 +1,13 @@
 //! The lock is released on every way out of the body: return, early return, `?`, panic, and
 //! cancellation of the caller's future.
 
-mod macro_common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
 use distlock::{LockError, Locker, distributed_lock};
-use macro_common::{AppError, Backend, SOON, each_backend};
 use tokio::sync::oneshot;
+
+use crate::common::{AppError, Backend, SOON, each_backend};
 
 #[distributed_lock("exit:{how}", locker = locker)]
 async fn exits(locker: &Locker, how: &str) -> Result<u32, AppError> {

@@ -1,12 +1,11 @@
 //! `locker = expr`: a `Locker`, a reference, an `Arc` or a `Box` of one, from a parameter, a
 //! field of one (an axum-like `State`), or `self`.
 
-mod macro_common;
-
 use std::sync::Arc;
 
 use distlock::{LockError, Locker, distributed_lock};
-use macro_common::{Backend, each_backend};
+
+use crate::common::{Backend, each_backend};
 
 #[derive(Clone)]
 struct AppState {

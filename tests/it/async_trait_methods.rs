@@ -1,13 +1,12 @@
 //! `#[distributed_lock]` on methods of an `#[async_trait]` impl: the attribute recognises the
 //! body `#[async_trait]` generates and locks the method's own body inside it.
 
-mod macro_common;
-
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use distlock::{LockError, Locker, distributed_lock};
-use macro_common::{AppError, Backend, each_backend};
+
+use crate::common::{AppError, Backend, each_backend};
 
 #[async_trait]
 trait Payments {

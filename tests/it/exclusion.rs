@@ -1,14 +1,13 @@
 //! Mutual exclusion through the attribute: many concurrent calls on one name update a counter
 //! non-atomically (read, await, write); no update is lost.
 
-mod macro_common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use distlock::{LockError, Locker, distributed_lock};
-use macro_common::{Backend, each_backend};
+
+use crate::common::{Backend, each_backend};
 
 #[distributed_lock("counter:{name}", locker = locker, wait = "1m")]
 async fn increment(locker: &Locker, name: &str, counter: &AtomicU64) -> Result<(), LockError> {

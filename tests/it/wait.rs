@@ -1,13 +1,12 @@
 //! `wait = ".."`: how long a call waits for a held lock before the error policy returns
 //! `LockError::Timeout { phase: Wait }`.
 
-mod macro_common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
 use distlock::{LockError, Locker, TimeoutPhase, distributed_lock};
-use macro_common::{Backend, each_backend};
+
+use crate::common::{Backend, each_backend};
 
 #[distributed_lock("account:{id}", locker = locker, wait = "100ms")]
 async fn short_wait(locker: &Locker, id: u32) -> Result<u32, LockError> {

@@ -2,16 +2,15 @@
 //! back as `LockError::Lost` through the function's error type; the body can watch the lease
 //! through `distlock::current_lease()`.
 
-mod macro_common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use distlock::{LockError, Locker, distributed_lock};
-use macro_common::{AppError, Backend};
 use tokio::sync::oneshot;
 use tokio::time::sleep;
+
+use crate::common::{AppError, Backend};
 
 #[distributed_lock("ledger:{id}", locker = backend.locker)]
 async fn long_work(

@@ -1,13 +1,12 @@
 //! The function keeps its signature: visibility, attributes, generics, where-clauses,
 //! `impl Trait` parameters, `mut` parameters, by-value `self` and borrowed output.
 
-mod macro_common;
-
 use std::fmt::Display;
 use std::sync::Arc;
 
 use distlock::{LockError, Locker, distributed_lock};
-use macro_common::{Backend, each_backend};
+
+use crate::common::{Backend, each_backend};
 
 mod inner {
     use super::*;

@@ -1,15 +1,14 @@
 //! `skip`: when the lock stays busy the body does not run (ShedLock's semantics) and the
 //! function returns `()` or `None`; without `wait` it tries once.
 
-mod macro_common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use distlock::{Locker, distributed_lock};
-use macro_common::{Backend, each_backend};
 use tokio::time::sleep;
+
+use crate::common::{Backend, each_backend};
 
 #[distributed_lock("job:{name}", locker = locker, skip)]
 async fn tick(locker: &Locker, name: &str, runs: &AtomicU32) {

@@ -1,11 +1,10 @@
 //! `name = ".."`: the metrics label; by default the template, never the rendered name (whose
 //! number of values would be unbounded).
 
-mod macro_common;
-
 use distlock::{LockError, Locker, distributed_lock, metric};
-use macro_common::Backend;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+
+use crate::common::Backend;
 
 #[distributed_lock("order:{id}", locker = locker)]
 async fn default_label(locker: &Locker, id: u32) -> Result<(), LockError> {

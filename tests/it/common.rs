@@ -1,7 +1,6 @@
-//! Helpers for the `#[distributed_lock]` behaviour tests: every scenario runs against a
-//! `MemoryLock` and against a real redis-server started for the test (stopped by PID on drop).
-
-#![allow(dead_code, unreachable_pub)]
+//! The one place of shared setup for the `#[distributed_lock]` behaviour tests: every scenario
+//! runs against a `MemoryLock` and against a real redis-server started for the test (stopped
+//! by PID on drop).
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -14,27 +13,27 @@ use lock_testkit::RedisServer;
 use tokio::time::Instant;
 
 /// A generous bound for things that must happen "soon": only a broken lock reaches it.
-pub const SOON: Duration = Duration::from_secs(10);
+pub(crate) const SOON: Duration = Duration::from_secs(10);
 
 /// One backend under test.
-pub struct Backend {
-    pub locker: Locker,
+pub(crate) struct Backend {
+    pub(crate) locker: Locker,
     memory: Option<Arc<Stealable>>,
     server: Option<RedisServer>,
 }
 
 impl Backend {
     /// A locker over an in-process `MemoryLock`.
-    pub fn memory() -> Self {
+    pub(crate) fn memory() -> Self {
         Self::memory_with(|builder| builder)
     }
 
     /// A locker over `RedisLock` on a fresh redis-server.
-    pub fn redis() -> Self {
+    pub(crate) fn redis() -> Self {
         Self::redis_with(|builder| builder)
     }
 
-    pub fn memory_with(
+    pub(crate) fn memory_with(
         configure: impl FnOnce(distlock::LockerBuilder) -> distlock::LockerBuilder,
     ) -> Self {
         let lock = Arc::new(Stealable::default());
@@ -46,7 +45,7 @@ impl Backend {
         }
     }
 
-    pub fn redis_with(
+    pub(crate) fn redis_with(
         configure: impl FnOnce(distlock::LockerBuilder) -> distlock::LockerBuilder,
     ) -> Self {
         let server = RedisServer::start().expect("start redis-server");
@@ -64,13 +63,13 @@ impl Backend {
         }
     }
 
-    pub fn is_redis(&self) -> bool {
+    pub(crate) fn is_redis(&self) -> bool {
         self.server.is_some()
     }
 
     /// Takes the lock `name` away from its holder: the key is deleted (Redis) or every extend
     /// of it answers "not ours" (memory), so the next renewal finds the lease lost.
-    pub fn steal(&self, name: &str) {
+    pub(crate) fn steal(&self, name: &str) {
         if let Some(server) = &self.server {
             server.command(&["DEL", name]).expect("DEL");
         }
@@ -80,7 +79,7 @@ impl Backend {
     }
 
     /// The key's remaining TTL as Redis reports it (`None` without Redis or without the key).
-    pub fn redis_pttl(&self, name: &str) -> Option<Duration> {
+    pub(crate) fn redis_pttl(&self, name: &str) -> Option<Duration> {
         let server = self.server.as_ref()?;
         let pttl: i64 = server
             .command(&["PTTL", name])
@@ -91,7 +90,7 @@ impl Backend {
     }
 
     /// Whether another task can take `name` within `wait`.
-    pub async fn free_within(&self, name: &str, wait: Duration) -> bool {
+    pub(crate) async fn free_within(&self, name: &str, wait: Duration) -> bool {
         let locker = self.locker.clone();
         let name = name.to_owned();
         tokio::spawn(async move {
@@ -109,12 +108,12 @@ impl Backend {
     }
 
     /// Whether `name` is free right now (one try, from another task).
-    pub async fn is_free(&self, name: &str) -> bool {
+    pub(crate) async fn is_free(&self, name: &str) -> bool {
         self.free_within(name, Duration::ZERO).await
     }
 
     /// Holds `name` from another task until the returned sender is dropped or sent to.
-    pub async fn hold_elsewhere(&self, name: &str) -> tokio::sync::oneshot::Sender<()> {
+    pub(crate) async fn hold_elsewhere(&self, name: &str) -> tokio::sync::oneshot::Sender<()> {
         let (release, released) = tokio::sync::oneshot::channel::<()>();
         let (held, is_held) = tokio::sync::oneshot::channel();
         let locker = self.locker.clone();
@@ -132,7 +131,7 @@ impl Backend {
 
 /// Runs `scenario` against both backends, each inside a tokio task (reentrancy is per task,
 /// and a test's body is not a task).
-pub async fn each_backend<F, Fut>(scenario: F)
+pub(crate) async fn each_backend<F, Fut>(scenario: F)
 where
     F: Fn(Arc<Backend>) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
@@ -143,14 +142,14 @@ where
 }
 
 /// Runs `body` as a tokio task and waits for it, propagating a panic.
-pub async fn in_task<Fut: Future<Output = ()> + Send + 'static>(body: Fut) {
+pub(crate) async fn in_task<Fut: Future<Output = ()> + Send + 'static>(body: Fut) {
     if let Err(error) = tokio::spawn(body).await {
         std::panic::resume_unwind(error.into_panic());
     }
 }
 
 /// Time left on the current locked function's lease, as this process sees it.
-pub fn lease_left() -> Duration {
+pub(crate) fn lease_left() -> Duration {
     distlock::current_lease()
         .expect("inside a locked fn")
         .valid_until()
@@ -159,7 +158,7 @@ pub fn lease_left() -> Duration {
 
 /// `MemoryLock` with a switch per name that makes extends answer "not ours".
 #[derive(Default)]
-pub struct Stealable {
+pub(crate) struct Stealable {
     inner: MemoryLock,
     stolen: Mutex<HashSet<String>>,
 }
@@ -209,9 +208,9 @@ impl Lock for Stealable {
 
 /// An application error type, as a service would have.
 #[derive(Debug)]
-pub enum AppError {
+pub(crate) enum AppError {
     Lock(LockError),
-    Invalid(String),
+    Invalid(#[expect(dead_code, reason = "read only through `Debug`, in failure messages")] String),
 }
 
 impl From<LockError> for AppError {

@@ -9,8 +9,7 @@ use distlock::{Kind, LockError, Locker, MemoryLock, TimeoutPhase, distributed_lo
 use tokio::sync::{Barrier, oneshot};
 use tokio::time::{sleep, timeout};
 
-/// A generous bound for things that must happen "soon": only a broken lock reaches it.
-const SOON: Duration = Duration::from_secs(10);
+use crate::common::SOON;
 
 /// The kind of the lease the locked body sees, written out (`Debug`).
 fn current() -> String {

@@ -1,12 +1,11 @@
 //! Nested calls on the same name in one task re-enter instead of waiting for themselves: the
 //! body runs in the caller's task, where the lock is held. Other tasks still wait.
 
-mod macro_common;
-
 use std::sync::Arc;
 
 use distlock::{LockError, Locker, distributed_lock};
-use macro_common::{Backend, each_backend};
+
+use crate::common::{Backend, each_backend};
 
 #[distributed_lock("account:{id}", locker = locker)]
 async fn transfer(locker: &Locker, id: u32) -> Result<(u64, u64, bool), LockError> {

@@ -1,15 +1,14 @@
 //! `ttl = ".."`: a fixed lease, never renewed; work that outlives it is cancelled with
 //! `LockError::Lost`, returned through the function's error type.
 
-mod macro_common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use distlock::{LockError, Locker, distributed_lock};
-use macro_common::{AppError, Backend, each_backend, lease_left};
 use tokio::time::sleep;
+
+use crate::common::{AppError, Backend, each_backend, lease_left};
 
 #[distributed_lock("report:{id}", locker = backend.locker, ttl = "5s")]
 async fn fixed(backend: &Backend, id: u32) -> Result<(Duration, Option<Duration>), LockError> {

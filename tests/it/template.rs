@@ -1,13 +1,12 @@
 //! The name template: parameters, field paths, `self`, tuple indices, destructured
 //! parameters and escaped braces, rendered with `Display`.
 
-mod macro_common;
-
 use std::fmt;
 use std::sync::Arc;
 
 use distlock::{LockError, Locker, distributed_lock};
-use macro_common::{Backend, each_backend};
+
+use crate::common::{Backend, each_backend};
 
 struct Customer {
     id: CustomerId,

@@ -2,6 +2,9 @@
 //! functions run from two `#[tokio::test]`s — two runtimes, in whatever order the harness runs
 //! them. Each lease outlives several lease lengths, so it must be renewed on its own runtime,
 //! not by a watchdog left on the first runtime (gone when its test ended).
+//!
+//! The default stays installed for the rest of this binary's process: `default_locker`, which
+//! needs none installed, runs in a process of its own.
 
 use std::sync::Once;
 use std::time::Duration;

@@ -1,14 +1,13 @@
 //! `renew`: without `ttl` the lease is renewed while the body runs (`renew = true` says so
 //! explicitly); `renew = false` with a `ttl` makes it a fixed lease.
 
-mod macro_common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
 use distlock::{LockError, distributed_lock};
-use macro_common::{Backend, lease_left};
 use tokio::time::sleep;
+
+use crate::common::{Backend, lease_left};
 
 /// Longer than three leases of the locker below: only renewal keeps the lock that long.
 const WORK: Duration = Duration::from_millis(3500);

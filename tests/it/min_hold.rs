@@ -2,14 +2,13 @@
 //! the body returns sooner (ShedLock's lockAtLeastFor), so a job scheduled on several machines
 //! whose timers fire a little apart runs once.
 
-mod macro_common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
 use distlock::{Locker, distributed_lock};
-use macro_common::{Backend, SOON, each_backend};
 use tokio::time::sleep;
+
+use crate::common::{Backend, SOON, each_backend};
 
 #[distributed_lock("nightly:{day}", locker = locker, skip, ttl = "1m", min_hold = "30s")]
 async fn nightly(locker: &Locker, day: u32) -> Option<u32> {
