@@ -1,10 +1,9 @@
 //! `ls` over 10,000 held locks (and their fencing counters, and unrelated keys) finds every
 //! one of them, walking the keyspace with SCAN in bounded steps.
 
-mod common;
-
-use common::{distlock, json, locks, redis_conn};
 use lock_testkit::RedisServer;
+
+use crate::common::{distlock, json, locks, redis_conn};
 
 #[test]
 fn ten_thousand_locks() {

@@ -1,12 +1,11 @@
 //! `run` passes the lock name and the fencing token to the command, exits with the command's
 //! code, releases the lock after it, and exits with the "busy" code when the lock stays held.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{distlock, hold, locker, query, stderr};
 use lock_testkit::{RedisCluster, RedisServer};
+
+use crate::common::{self, distlock, hold, locker, query, stderr};
 
 const BUSY: i32 = 75;
 

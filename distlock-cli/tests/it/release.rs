@@ -1,14 +1,13 @@
 //! `release --token`: a wrong token changes nothing; the holder's token releases and wakes a
 //! waiter at once; `--force` without a terminal is refused. On a single server and a cluster.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{distlock, hold, locker, query, stderr, token_of};
 use lock_core::{Backoff, Locker};
 use lock_redis::RedisLock;
 use lock_testkit::{RedisCluster, RedisServer};
+
+use crate::common::{distlock, hold, locker, query, stderr, token_of};
 
 async fn release_by_token(urls: Vec<String>) {
     let holder = locker(&urls);

@@ -1,12 +1,11 @@
 //! A bad URL, a server that is down and a wrong password: one clear line on stderr, a
 //! non-zero exit, never a panic — for every subcommand.
 
-mod common;
-
 use std::net::TcpListener;
 
-use common::{distlock, stderr};
 use lock_testkit::RedisServer;
+
+use crate::common::{distlock, stderr};
 
 fn one_clear_line(urls: &[String], what: &str, expected_code: i32) {
     for args in [

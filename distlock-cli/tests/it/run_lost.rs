@@ -1,13 +1,12 @@
 //! `run` with its lease stolen mid-run: the command is stopped (TERM) within the lease + 1 s,
 //! never reaches the write it would have made later, and distlock exits with the "lost" code.
 
-mod common;
-
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{eventually, query};
 use lock_testkit::{RedisCluster, RedisServer};
+
+use crate::common::{eventually, query};
 
 const LOST: i32 = 124;
 

@@ -1,14 +1,13 @@
 //! Through Sentinel (`--sentinel-master`): `ls`, `show`, `release` and `run` find the master
 //! the sentinels name.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{distlock, find, json, stderr, token_of};
 use lock_core::Locker;
 use lock_redis::RedisLock;
 use lock_testkit::RedisSentinelSet;
+
+use crate::common::{distlock, find, json, stderr, token_of};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn through_the_sentinels() {

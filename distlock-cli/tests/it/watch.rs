@@ -1,12 +1,11 @@
 //! `watch` refreshes a bounded number of times, shows held locks and counts the releases
 //! announced between refreshes, on a single server and on a cluster.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{distlock, hold, locker, stderr, stdout};
 use lock_core::Locker;
+
+use crate::common::{distlock, hold, locker, stderr, stdout};
 
 /// Two lockers (two processes' worth) taking `name` in turns for `how_long`, each holding it
 /// 30 ms: the one that waits marks that it waits, so the other's releases are announced.

@@ -2,12 +2,13 @@
 //! waiters, holder metadata, readers, permits — and never list a lock's own derived keys as
 //! locks; on a single server and on a cluster.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{distlock, eventually, find, hold, json, locker, locks, query, stdout, token_of};
 use lock_testkit::{RedisCluster, RedisServer};
+
+use crate::common::{
+    distlock, eventually, find, hold, json, locker, locks, query, stdout, token_of,
+};
 
 async fn every_kind(urls: Vec<String>) {
     let holder = locker(&urls);

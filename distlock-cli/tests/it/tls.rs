@@ -1,14 +1,13 @@
 //! Over TLS (`rediss://` with a private CA): `ls`, `release` and `run` work with `--tls-ca`;
 //! without it the server's certificate does not verify: one line, a non-zero exit.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{distlock, find, json, stderr, token_of};
 use lock_core::Locker;
 use lock_redis::RedisLock;
 use lock_testkit::RedisServer;
+
+use crate::common::{distlock, find, json, stderr, token_of};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn private_ca() {

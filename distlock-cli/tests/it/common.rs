@@ -1,6 +1,5 @@
-//! Running the `distlock` binary against test servers, and taking locks through the library.
-
-#![allow(dead_code, unreachable_pub)] // each test file uses a part
+//! The one place of shared setup: running the `distlock` binary against test servers, and
+//! taking locks through the library.
 
 use std::process::{Command, Output};
 use std::time::Duration;
@@ -9,7 +8,7 @@ use lock_core::{Guard, Locker};
 use lock_redis::RedisLock;
 
 /// `distlock --url URL ARGS...`, run to its end, with no terminal on stdin.
-pub fn distlock(urls: &[String], args: &[&str]) -> Output {
+pub(crate) fn distlock(urls: &[String], args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_distlock"))
         .arg("--url")
         .arg(urls.join(","))
@@ -22,17 +21,17 @@ pub fn distlock(urls: &[String], args: &[&str]) -> Output {
 }
 
 /// stdout as text.
-pub fn stdout(output: &Output) -> String {
+pub(crate) fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 /// stderr as text.
-pub fn stderr(output: &Output) -> String {
+pub(crate) fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// stdout parsed as one JSON document; fails the test with stderr otherwise.
-pub fn json(output: &Output) -> serde_json::Value {
+pub(crate) fn json(output: &Output) -> serde_json::Value {
     assert!(
         output.status.success(),
         "distlock failed: {:?} {}",
@@ -43,7 +42,7 @@ pub fn json(output: &Output) -> serde_json::Value {
 }
 
 /// A locker on a single server (`urls` of one) or a cluster (several).
-pub fn locker(urls: &[String]) -> Locker {
+pub(crate) fn locker(urls: &[String]) -> Locker {
     let builder = RedisLock::builder()
         .connect_timeout(Duration::from_secs(3))
         .command_timeout(Duration::from_secs(2));
@@ -56,7 +55,7 @@ pub fn locker(urls: &[String]) -> Locker {
 }
 
 /// Holds `name` with a renewed 30 s lease.
-pub async fn hold(locker: &Locker, name: &str) -> Guard {
+pub(crate) async fn hold(locker: &Locker, name: &str) -> Guard {
     locker
         .lock(name)
         .lease(Duration::from_secs(30))
@@ -67,12 +66,12 @@ pub async fn hold(locker: &Locker, name: &str) -> Guard {
 }
 
 /// The locks of a `ls --json` / `show --json` document.
-pub fn locks(doc: &serde_json::Value) -> Vec<serde_json::Value> {
+pub(crate) fn locks(doc: &serde_json::Value) -> Vec<serde_json::Value> {
     doc["locks"].as_array().cloned().unwrap_or_default()
 }
 
 /// The lock of `kind` named `name` in a document.
-pub fn find(doc: &serde_json::Value, name: &str, kind: &str) -> serde_json::Value {
+pub(crate) fn find(doc: &serde_json::Value, name: &str, kind: &str) -> serde_json::Value {
     locks(doc)
         .into_iter()
         .find(|l| l["name"] == name && l["kind"] == kind)
@@ -80,7 +79,7 @@ pub fn find(doc: &serde_json::Value, name: &str, kind: &str) -> serde_json::Valu
 }
 
 /// A plain command on a server (single or the node owning the key) by URL, synchronously.
-pub fn redis_conn(url: &str) -> redis::Connection {
+pub(crate) fn redis_conn(url: &str) -> redis::Connection {
     redis::Client::open(url)
         .expect("url")
         .get_connection_with_timeout(Duration::from_secs(3))
@@ -88,7 +87,7 @@ pub fn redis_conn(url: &str) -> redis::Connection {
 }
 
 /// Sends one command to a single server (`urls` of one) or a cluster (routed by key).
-pub fn query<T: redis::FromRedisValue>(urls: &[String], cmd: &redis::Cmd) -> T {
+pub(crate) fn query<T: redis::FromRedisValue>(urls: &[String], cmd: &redis::Cmd) -> T {
     if urls.len() > 1 {
         let mut conn = redis::cluster::ClusterClient::new(urls.to_vec())
             .expect("urls")
@@ -101,12 +100,12 @@ pub fn query<T: redis::FromRedisValue>(urls: &[String], cmd: &redis::Cmd) -> T {
 }
 
 /// The token value distlock stored for a guard's lease.
-pub fn token_of(guard: &Guard) -> String {
+pub(crate) fn token_of(guard: &Guard) -> String {
     lock_redis::token_value(guard.lease().token()).to_string()
 }
 
 /// Polls `check` every 50 ms for at most `limit`; whether it came true.
-pub fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
+pub(crate) fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
     let start = std::time::Instant::now();
     while start.elapsed() < limit {
         if check() {

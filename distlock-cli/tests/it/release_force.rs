@@ -2,14 +2,13 @@
 //! leaves the lock alone after any other answer. (`script`, from util-linux's bsdutils, gives
 //! the command a pseudo-terminal; without a terminal `--force` is refused, see release.rs.)
 
-mod common;
-
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{query, redis_conn};
 use lock_testkit::RedisServer;
+
+use crate::common::{query, redis_conn};
 
 /// Runs `distlock release NAME --force` on a pseudo-terminal and types `answer` once the
 /// question is asked; the exit code and what the terminal showed.
