@@ -1,8 +1,8 @@
 //! Torture scenario on a Redis Cluster (`RedisLock` in cluster mode), short form.
 
-mod common;
-
 use distlock_torture::scenario;
+
+use crate::common;
 
 #[test]
 fn a_cluster_failover_never_lets_a_stale_write_in() {

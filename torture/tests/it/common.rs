@@ -1,11 +1,12 @@
-//! Runs a scenario's short form from a test, one at a time.
+//! The one place of shared setup: runs a scenario's short form from a test, one at a time.
 
 use std::sync::{Mutex, PoisonError};
 
 use distlock_torture::{Options, Outcome, Scenario, report, run};
 
-/// Scenarios share two cores with the rest of the test suite: one at a time per test binary,
-/// so that their timing verdicts measure distlock rather than the machine's contention.
+/// Scenarios share two cores with the rest of the test suite: one at a time in this test binary
+/// (every backend's), so that their timing verdicts measure distlock rather than the machine's
+/// contention.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// Runs the short form of `scenario` with the worker processes started from the `torture`

@@ -1,8 +1,8 @@
 //! Torture scenarios on one PostgreSQL (`PostgresLock`, the lease table), short form.
 
-mod common;
-
 use distlock_torture::scenario;
+
+use crate::common;
 
 #[test]
 fn postgres_restarted_fast_keeps_exclusion() {

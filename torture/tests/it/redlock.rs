@@ -1,8 +1,8 @@
 //! Torture scenarios on five independent Redis nodes (`Redlock`), short form.
 
-mod common;
-
 use distlock_torture::scenario;
+
+use crate::common;
 
 #[test]
 fn a_killed_minority_does_not_break_exclusion() {

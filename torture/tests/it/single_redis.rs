@@ -1,8 +1,8 @@
 //! Torture scenarios on one Redis (`RedisLock`), short form.
 
-mod common;
-
 use distlock_torture::scenario;
+
+use crate::common;
 
 #[test]
 fn a_paused_holder_resumes_into_a_fenced_rejection() {
