@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use crate::metric::{self, Labels};
 use crate::{Kind, Lease, Token};
 
-pub(crate) struct Held {
+pub(crate) struct HeldLease {
     name: Arc<str>,
     token: Token,
     fencing_token: u64,
@@ -33,7 +33,7 @@ pub(crate) struct Held {
     pub(crate) labels: Labels,
 }
 
-impl Held {
+impl HeldLease {
     pub(crate) fn new(
         lease: &Lease,
         labels: Labels,
