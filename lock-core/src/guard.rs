@@ -59,10 +59,11 @@ impl Guard {
         waiters: Arc<Waiters>,
         owner: Option<(Arc<Owners>, tokio::task::Id)>,
     ) -> Self {
-        held.labels.gauge(metric::HELD, 1.0);
+        held.labels().gauge(metric::HELD, 1.0);
         let permits = held.kind().permits();
         if permits > 0 {
-            held.labels.gauge(metric::PERMITS_HELD, f64::from(permits));
+            held.labels()
+                .gauge(metric::PERMITS_HELD, f64::from(permits));
         }
         Self {
             lock,
@@ -192,7 +193,7 @@ impl Guard {
     /// (with the old `valid_until`, which is the safe side).
     pub async fn extend(&mut self, ttl: Duration) -> Result<(), LockError> {
         check_ttl(ttl)?;
-        let _op = self.held.ops.lock().await;
+        let _op = self.held.op().await;
         match self.lock.as_ref().extend(&self.held.lease(), ttl).await {
             Ok(Some(valid_until)) => {
                 self.held.set_valid_until(valid_until);
@@ -204,7 +205,7 @@ impl Guard {
             }
             Err(error) => {
                 self.held
-                    .labels
+                    .labels()
                     .count_with(metric::BACKEND_ERRORS_TOTAL, "op", "extend");
                 Err(error)
             }
@@ -233,7 +234,7 @@ impl Guard {
         }
         self.armed = false;
         self.finish();
-        let _op = self.held.ops.lock().await;
+        let _op = self.held.op().await;
         let lease = self.held.lease();
         let in_flight = ReleaseOnDrop::new(Arc::clone(&self.lock), lease.clone());
         let waiters = self.outer.as_ref().map(|outer| &outer.waiters);
@@ -242,13 +243,13 @@ impl Guard {
         match result {
             Ok(released) => {
                 if !released {
-                    self.held.labels.count(metric::RELEASE_NOT_OWNED_TOTAL);
+                    self.held.labels().count(metric::RELEASE_NOT_OWNED_TOTAL);
                 }
                 self.owned_or_error(released)
             }
             Err(error) => {
                 self.held
-                    .labels
+                    .labels()
                     .count_with(metric::BACKEND_ERRORS_TOTAL, "op", "release");
                 Err(error)
             }
@@ -289,16 +290,16 @@ impl Guard {
         {
             owners.leave(*task, &Arc::from(self.held.name()), self.held.kind());
         }
-        self.held.labels.gauge(metric::HELD, -1.0);
+        self.held.labels().gauge(metric::HELD, -1.0);
         let permits = self.held.kind().permits();
         if permits > 0 {
             self.held
-                .labels
+                .labels()
                 .gauge(metric::PERMITS_HELD, -f64::from(permits));
         }
         self.held
-            .labels
-            .record(metric::HELD_SECONDS, self.held.acquired_at.elapsed());
+            .labels()
+            .record(metric::HELD_SECONDS, self.held.held_for());
     }
 }
 
@@ -313,7 +314,7 @@ impl Drop for Guard {
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => drop(runtime.spawn(async move {
                 // After any renewal in flight, never before it.
-                let _op = held.ops.lock().await;
+                let _op = held.op().await;
                 let lease = held.lease();
                 match end_lease(&lock, waiters.as_ref(), &lease).await {
                     Ok(released) => {

@@ -78,7 +78,7 @@ impl Renewer {
     ///
     /// Must be called within a tokio runtime (the watchdog is spawned there on first use).
     pub(crate) fn track(&self, held: Arc<HeldLease>) {
-        let due = Instant::now() + period(&held);
+        let due = Instant::now() + held.renew_period();
         let shared = self.watchdog();
         let wake = {
             let mut inbox = shared.lock();
@@ -196,10 +196,6 @@ impl Schedule {
     }
 }
 
-fn period(held: &HeldLease) -> Duration {
-    held.renew_ttl / 3
-}
-
 /// The state of one watchdog task. Dropped with the task — also when its runtime shuts down
 /// mid-renewal — it hands every lease it still renews back to the inbox, for the watchdog of
 /// another runtime to adopt.
@@ -283,10 +279,7 @@ async fn renew(lock: &dyn Lock, due: Vec<Arc<HeldLease>>) -> Vec<(Arc<HeldLease>
         if !held.is_renewing() {
             continue;
         }
-        let ttl = match held.hold_until {
-            Some(cap) => held.renew_ttl.min(cap.saturating_duration_since(now)),
-            None => held.renew_ttl,
-        };
+        let ttl = held.renew_ttl_at(now);
         if ttl < crate::MIN_TTL {
             // The cap on hold time is reached: let the lease run out; `lost()` fires then.
             held.stop_renewing();
@@ -306,20 +299,20 @@ async fn renew(lock: &dyn Lock, due: Vec<Arc<HeldLease>>) -> Vec<(Arc<HeldLease>
     for ((held, op, _), answer) in batch.into_iter().zip(answers) {
         match answer {
             Ok(Some(valid_until)) => {
-                held.labels
+                held.labels()
                     .count_with(metric::RENEWALS_TOTAL, "outcome", "ok");
                 held.set_valid_until(valid_until);
-                again.push((Arc::clone(&held), now + period(&held)));
+                again.push((Arc::clone(&held), now + held.renew_period()));
             }
             Ok(None) => {
-                held.labels
+                held.labels()
                     .count_with(metric::RENEWALS_TOTAL, "outcome", "not_owned");
                 held.mark_lost();
             }
             Err(error) => {
-                held.labels
+                held.labels()
                     .count_with(metric::RENEWALS_TOTAL, "outcome", "error");
-                held.labels
+                held.labels()
                     .count_with(metric::BACKEND_ERRORS_TOTAL, "op", "extend");
                 retry_or_lose(&held, &error, now, &mut again);
             }

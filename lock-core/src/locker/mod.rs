@@ -4,7 +4,7 @@
 //! The rooms, from the top down (each imports only those below it):
 //! - here, the `Locker`'s entry points: the requests it starts, and its direct operations;
 //! - `builder`: [`LockerBuilder`];
-//! - `request`: [`LockRequest`](crate::LockRequest), one name; `multi`: [`MultiRequest`](crate::MultiRequest) and [`MultiGuard`];
+//! - `request`: [`LockRequest`], one name; `multi`: [`MultiRequest`] and [`MultiGuard`];
 //! - `line`: the wait for one name, in this process's line for it;
 //! - `grant`: the `Locker` type and its shared state; one attempt, one grant, one nested guard;
 //! - `options`: the options both request types hold; `pace`: a wait's deadline, error budget
@@ -30,7 +30,7 @@ use crate::backend::Lock;
 use crate::{Kind, Lease, LockError};
 
 impl Locker {
-    /// A locker over `lock` with the defaults: [`DEFAULT_LEASE`](crate::DEFAULT_LEASE), [`DEFAULT_WAIT`](crate::DEFAULT_WAIT),
+    /// A locker over `lock` with the defaults: [`DEFAULT_LEASE`], [`DEFAULT_WAIT`],
     /// [`Backoff::default`](crate::Backoff::default), no cap on hold time.
     pub fn new<L: Lock + 'static>(lock: L) -> Self {
         Self::builder(lock).build()
@@ -61,7 +61,7 @@ impl Locker {
     ///
     /// **Writer preference** (on by default): once a writer waits for the name, readers
     /// arriving after it queue behind it, so a stream of overlapping readers cannot starve
-    /// writers. Turn it off with [`LockRequest::writer_preference`](crate::LockRequest::writer_preference)`(false)` on both sides.
+    /// writers. Turn it off with [`LockRequest::writer_preference`]`(false)` on both sides.
     ///
     /// The guard's [`fencing_token`](crate::Guard::fencing_token) is the token of the last write
     /// granted before this read: a store can check that no newer write happened since.
@@ -119,7 +119,7 @@ impl Locker {
     }
 
     /// Starts a request for one permit of the counting semaphore `name`, which has `max`
-    /// permits; [`LockRequest::permits`](crate::LockRequest::permits) takes several at once (all or none). Each grant is a
+    /// permits; [`LockRequest::permits`] takes several at once (all or none). Each grant is a
     /// lease with its own token and expiry, renewed like a lock's, so a holder that crashes
     /// returns its permits at the end of its lease. A waiter for `k` permits is granted them
     /// when `k` are free.
@@ -127,7 +127,7 @@ impl Locker {
     /// Every holder of one name must give the same `max`: a request with another count while
     /// permits are held fails with [`LockError::PermitsMismatch`] (a semaphore nobody holds
     /// takes the count of its next holder). Permits are not reentrant: a task that asks again
-    /// takes more permits. [`LockRequest::available`](crate::LockRequest::available) tells how many are free.
+    /// takes more permits. [`LockRequest::available`] tells how many are free.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
@@ -145,7 +145,7 @@ impl Locker {
 
     /// Starts a request for the mutexes `names`, all or nothing: one guard over every name,
     /// each with its own lease and fencing token, renewed together; losing any one lease is
-    /// losing the guard. Repeated names count once. See [`MultiRequest::acquire`](crate::MultiRequest::acquire) for how it
+    /// losing the guard. Repeated names count once. See [`MultiRequest::acquire`] for how it
     /// waits and why overlapping multi-locks never deadlock.
     ///
     /// ```

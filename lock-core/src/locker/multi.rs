@@ -19,9 +19,9 @@ use crate::{Guard, LeaseWatch, LockError, TimeoutPhase};
 pub const MAX_MULTI: usize = 64;
 
 /// A request for several mutexes at once, made by [`Locker::lock_all`](crate::Locker::lock_all):
-/// the same options as a [`LockRequest`](crate::LockRequest) (lease, fixed TTL, wait, label, hold cap), then
-/// [`acquire`](MultiRequest::acquire) (or `.await` it), [`try_acquire`](MultiRequest::try_acquire)
-/// or [`run`](MultiRequest::run).
+/// the same options as a [`LockRequest`](crate::LockRequest) (lease, fixed TTL, wait, label, hold
+/// cap), then [`acquire`](MultiRequest::acquire) (or `.await` it),
+/// [`try_acquire`](MultiRequest::try_acquire) or [`run`](MultiRequest::run).
 #[must_use = "a lock request does nothing until it is awaited"]
 pub struct MultiRequest {
     locker: Locker,
@@ -49,25 +49,29 @@ impl MultiRequest {
         &self.names
     }
 
-    /// A renewed lease of this length for every name; see [`LockRequest::lease`](crate::LockRequest::lease).
+    /// A renewed lease of this length for every name; see
+    /// [`LockRequest::lease`](crate::LockRequest::lease).
     pub fn lease(mut self, lease: Duration) -> Self {
         self.options.set_lease(lease);
         self
     }
 
-    /// A fixed TTL for every name, not renewed; see [`LockRequest::fixed_ttl`](crate::LockRequest::fixed_ttl).
+    /// A fixed TTL for every name, not renewed; see
+    /// [`LockRequest::fixed_ttl`](crate::LockRequest::fixed_ttl).
     pub fn fixed_ttl(mut self, ttl: Duration) -> Self {
         self.options.set_fixed_ttl(ttl);
         self
     }
 
-    /// How long to wait for all the names to be free at once; see [`LockRequest::wait`](crate::LockRequest::wait).
+    /// How long to wait for all the names to be free at once; see
+    /// [`LockRequest::wait`](crate::LockRequest::wait).
     pub fn wait(mut self, wait: Duration) -> Self {
         self.options.set_wait(wait);
         self
     }
 
-    /// Waits without a deadline; see [`LockRequest::wait_forever`](crate::LockRequest::wait_forever).
+    /// Waits without a deadline; see
+    /// [`LockRequest::wait_forever`](crate::LockRequest::wait_forever).
     pub fn wait_forever(mut self) -> Self {
         self.options.set_wait_forever();
         self
@@ -80,13 +84,15 @@ impl MultiRequest {
         self
     }
 
-    /// The `lock` label of this request's metrics; see [`LockRequest::label`](crate::LockRequest::label).
+    /// The `lock` label of this request's metrics; see
+    /// [`LockRequest::label`](crate::LockRequest::label).
     pub fn label(mut self, label: impl Into<SharedString>) -> Self {
         self.options.set_label(label.into());
         self
     }
 
-    /// Stop renewing this long after the grant; see [`LockRequest::max_hold`](crate::LockRequest::max_hold).
+    /// Stop renewing this long after the grant; see
+    /// [`LockRequest::max_hold`](crate::LockRequest::max_hold).
     pub fn max_hold(mut self, max_hold: Duration) -> Self {
         self.options.set_max_hold(max_hold);
         self

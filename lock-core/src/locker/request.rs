@@ -102,11 +102,11 @@ impl LockRequest {
         Ok(max.saturating_sub(in_use))
     }
 
-    /// A renewed lease of this length (default: the locker's, [`LockerBuilder::lease`](crate::LockerBuilder::lease)): the
-    /// watchdog extends it to `lease` from now every third of it while the guard lives, so the
-    /// lock outlives any work, and a crashed holder's lock is free at most `lease` after the
-    /// crash. The choice for work of unknown length. Between [`MIN_TTL`](crate::MIN_TTL) and
-    /// [`MAX_TTL`](crate::MAX_TTL).
+    /// A renewed lease of this length (default: the locker's,
+    /// [`LockerBuilder::lease`](crate::LockerBuilder::lease)): the watchdog extends it to `lease`
+    /// from now every third of it while the guard lives, so the lock outlives any work, and a
+    /// crashed holder's lock is free at most `lease` after the crash. The choice for work of
+    /// unknown length. Between [`MIN_TTL`](crate::MIN_TTL) and [`MAX_TTL`](crate::MAX_TTL).
     pub fn lease(mut self, lease: Duration) -> Self {
         self.options.set_lease(lease);
         self
@@ -150,10 +150,11 @@ impl LockRequest {
     }
 
     /// How long [`acquire`](LockRequest::acquire) retries a backend that keeps failing with
-    /// retryable errors (Redis down or restarting, a dropped connection) before it returns the
-    /// last error, however long the wait (default: the locker's,
-    /// [`DEFAULT_RETRY_ERRORS_FOR`](crate::DEFAULT_RETRY_ERRORS_FOR)). The clock restarts whenever the backend answers. Each
-    /// retried failure is logged at `warn` (at most once a second per locker).
+    /// retryable errors (Redis down or restarting, a dropped connection) before it returns the last
+    /// error, however long the wait (default: the locker's,
+    /// [`DEFAULT_RETRY_ERRORS_FOR`](crate::DEFAULT_RETRY_ERRORS_FOR)). The clock restarts whenever
+    /// the backend answers. Each retried failure is logged at `warn` (at most once a second per
+    /// locker).
     pub fn retry_errors_for(mut self, budget: Duration) -> Self {
         self.options.set_retry_errors_for(budget);
         self
@@ -203,16 +204,18 @@ impl LockRequest {
 
     /// Acquires the lock, waiting for it while another holder has it, until the wait runs out.
     ///
-    /// Waiters of one process for one name queue first-in first-out and only the first
-    /// contends. It is woken by the release: at once when the holder is in this process, by
-    /// the backend's release announcement otherwise (Redis pub/sub; see [`Lock::watch`](crate::backend::Lock::watch)), and in
-    /// any case when the holder's TTL runs out, so a lost announcement costs latency, never
-    /// liveness. A backend that announces nothing is polled with the locker's [`Backoff`](crate::Backoff)
-    /// (exponential, full jitter), never longer than the holder's remaining TTL.
+    /// Waiters of one process for one name queue first-in first-out and only the first contends. It
+    /// is woken by the release: at once when the holder is in this process, by the backend's
+    /// release announcement otherwise (Redis pub/sub; see
+    /// [`Lock::watch`](crate::backend::Lock::watch)), and in any case when the holder's TTL runs
+    /// out, so a lost announcement costs latency, never liveness. A backend that announces nothing
+    /// is polled with the locker's [`Backoff`](crate::Backoff) (exponential, full jitter), never
+    /// longer than the holder's remaining TTL.
     ///
     /// A holder that never announces its release (another client on the same name: redis-py,
-    /// node-redlock, redsync) is polled with the [`Backoff`](crate::Backoff), so a release there is noticed
-    /// within the backoff's ceiling (100 ms by default); see [`Attempt::Busy`](crate::backend::Attempt::Busy).
+    /// node-redlock, redsync) is polled with the [`Backoff`](crate::Backoff), so a release there is
+    /// noticed within the backoff's ceiling (100 ms by default); see
+    /// [`Attempt::Busy`](crate::backend::Attempt::Busy).
     ///
     /// **Reentrancy**: if the current tokio task already holds this name through this locker,
     /// the answer is at once a *nested* guard on the same lease (the request's TTL is ignored);
@@ -222,11 +225,11 @@ impl LockRequest {
     /// again for a name it holds waits for itself (until its wait runs out).
     ///
     /// # Errors
-    /// [`LockError::Timeout`] with [`TimeoutPhase::Wait`](crate::TimeoutPhase::Wait) when the lock was still held at the
-    /// deadline; [`LockError::InvalidInput`] for a bad name or TTL (nothing sent).
-    /// Backend errors that [`LockError::is_retryable`] (Redis restarting, a dropped connection)
-    /// are retried for [`retry_errors_for`](LockRequest::retry_errors_for) in a row (or until
-    /// the deadline, if sooner), then the last one is returned; others
+    /// [`LockError::Timeout`] with [`TimeoutPhase::Wait`](crate::TimeoutPhase::Wait) when the lock
+    /// was still held at the deadline; [`LockError::InvalidInput`] for a bad name or TTL (nothing
+    /// sent). Backend errors that [`LockError::is_retryable`] (Redis restarting, a dropped
+    /// connection) are retried for [`retry_errors_for`](LockRequest::retry_errors_for) in a row (or
+    /// until the deadline, if sooner), then the last one is returned; others
     /// ([`LockError::WrongType`], a wrong password) are returned at once.
     ///
     /// # Cancel safety
