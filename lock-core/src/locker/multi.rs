@@ -7,34 +7,40 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use metrics::SharedString;
-use tokio::time::Instant;
-use tracing::Instrument;
 
-use crate::cleanup::ReleaseOnDrop;
-use crate::metric::{self, Labels, Via};
-use crate::{Guard, Lease, LeaseWatch, LockError, LockRequest, MultiAttempt, TimeoutPhase, Token};
+use super::grant::Locker;
+use super::options::Options;
+use super::pace::{changed, instrumented};
+use crate::backend::{MultiAttempt, ReleaseWatch};
+use crate::metric::{Labels, Via};
+use crate::{Guard, LeaseWatch, LockError, TimeoutPhase};
 
 /// The most names one multi-lock may take.
 pub const MAX_MULTI: usize = 64;
 
 /// A request for several mutexes at once, made by [`Locker::lock_all`](crate::Locker::lock_all):
-/// the same options as a [`LockRequest`] (lease, fixed TTL, wait, label, hold cap), then
-/// [`acquire`](MultiRequest::acquire) (or `.await` it), [`try_acquire`](MultiRequest::try_acquire)
-/// or [`run`](MultiRequest::run).
+/// the same options as a [`LockRequest`](crate::LockRequest) (lease, fixed TTL, wait, label, hold
+/// cap), then [`acquire`](MultiRequest::acquire) (or `.await` it),
+/// [`try_acquire`](MultiRequest::try_acquire) or [`run`](MultiRequest::run).
 #[must_use = "a lock request does nothing until it is awaited"]
 pub struct MultiRequest {
-    /// The options, as a request for the first name (each grant is made as a request for its
-    /// own name with these options).
-    template: LockRequest,
+    locker: Locker,
     /// The names, sorted and without repeats: one global order for every multi-lock.
     names: Vec<Arc<str>>,
+    /// The options of every name's lease.
+    options: Options,
 }
 
 impl MultiRequest {
-    pub(crate) fn new(template: LockRequest, mut names: Vec<Arc<str>>) -> Self {
+    /// A request for `names`, with `locker`'s default options.
+    pub(super) fn new(locker: &Locker, mut names: Vec<Arc<str>>) -> Self {
         names.sort();
         names.dedup();
-        Self { template, names }
+        Self {
+            locker: locker.clone(),
+            names,
+            options: locker.defaults(),
+        }
     }
 
     /// The names this request takes, sorted, without repeats.
@@ -43,46 +49,52 @@ impl MultiRequest {
         &self.names
     }
 
-    /// A renewed lease of this length for every name; see [`LockRequest::lease`].
+    /// A renewed lease of this length for every name; see
+    /// [`LockRequest::lease`](crate::LockRequest::lease).
     pub fn lease(mut self, lease: Duration) -> Self {
-        self.template = self.template.lease(lease);
+        self.options.set_lease(lease);
         self
     }
 
-    /// A fixed TTL for every name, not renewed; see [`LockRequest::fixed_ttl`].
+    /// A fixed TTL for every name, not renewed; see
+    /// [`LockRequest::fixed_ttl`](crate::LockRequest::fixed_ttl).
     pub fn fixed_ttl(mut self, ttl: Duration) -> Self {
-        self.template = self.template.fixed_ttl(ttl);
+        self.options.set_fixed_ttl(ttl);
         self
     }
 
-    /// How long to wait for all the names to be free at once; see [`LockRequest::wait`].
+    /// How long to wait for all the names to be free at once; see
+    /// [`LockRequest::wait`](crate::LockRequest::wait).
     pub fn wait(mut self, wait: Duration) -> Self {
-        self.template = self.template.wait(wait);
+        self.options.set_wait(wait);
         self
     }
 
-    /// Waits without a deadline; see [`LockRequest::wait_forever`].
+    /// Waits without a deadline; see
+    /// [`LockRequest::wait_forever`](crate::LockRequest::wait_forever).
     pub fn wait_forever(mut self) -> Self {
-        self.template = self.template.wait_forever();
+        self.options.set_wait_forever();
         self
     }
 
     /// How long a failing backend is retried while waiting; see
-    /// [`LockRequest::retry_errors_for`].
+    /// [`LockRequest::retry_errors_for`](crate::LockRequest::retry_errors_for).
     pub fn retry_errors_for(mut self, budget: Duration) -> Self {
-        self.template = self.template.retry_errors_for(budget);
+        self.options.set_retry_errors_for(budget);
         self
     }
 
-    /// The `lock` label of this request's metrics; see [`LockRequest::label`].
+    /// The `lock` label of this request's metrics; see
+    /// [`LockRequest::label`](crate::LockRequest::label).
     pub fn label(mut self, label: impl Into<SharedString>) -> Self {
-        self.template = self.template.label(label);
+        self.options.set_label(label.into());
         self
     }
 
-    /// Stop renewing this long after the grant; see [`LockRequest::max_hold`].
+    /// Stop renewing this long after the grant; see
+    /// [`LockRequest::max_hold`](crate::LockRequest::max_hold).
     pub fn max_hold(mut self, max_hold: Duration) -> Self {
-        self.template = self.template.max_hold(max_hold);
+        self.options.set_max_hold(max_hold);
         self
     }
 
@@ -90,7 +102,7 @@ impl MultiRequest {
     /// taken). Names the current task holds already are nested, as for a single lock.
     ///
     /// # Errors
-    /// As [`LockRequest::try_acquire`].
+    /// As [`LockRequest::try_acquire`](crate::LockRequest::try_acquire).
     ///
     /// # Cancel safety
     /// Cancel safe: dropped after the request was sent, whatever it may have acquired is
@@ -126,7 +138,7 @@ impl MultiRequest {
     ///
     /// # Errors
     /// [`LockError::InvalidInput`] for no names, more than [`MAX_MULTI`], or a bad name or TTL
-    /// (nothing sent); otherwise as [`LockRequest::acquire`].
+    /// (nothing sent); otherwise as [`LockRequest::acquire`](crate::LockRequest::acquire).
     ///
     /// # Cancel safety
     /// Cancel safe: dropped at any await point, whatever it may have acquired is released in
@@ -140,23 +152,11 @@ impl MultiRequest {
             attempts = tracing::field::Empty,
             outcome = tracing::field::Empty
         );
-        async {
+        instrumented(span, &labels, async {
             let mut attempts = 0;
             let result = self.wait_for_all(&labels, &mut attempts).await;
-            let outcome = match &result {
-                Ok(_) => "acquired",
-                Err(error) => {
-                    let reason = crate::locker::failure_reason(error);
-                    labels.count_with(metric::NOT_ACQUIRED_TOTAL, "reason", reason);
-                    reason
-                }
-            };
-            tracing::Span::current()
-                .record("attempts", attempts)
-                .record("outcome", outcome);
-            result
-        }
-        .instrument(span)
+            (result, attempts)
+        })
         .await
     }
 
@@ -178,7 +178,7 @@ impl MultiRequest {
     {
         let guard = self.acquire().await?;
         let lost = guard.lost();
-        let work = work(guard.guards.iter().map(Guard::watch).collect());
+        let work = work(guard.guards.iter().map(Guard::lease_watch).collect());
         tokio::select! {
             biased;
             name = lost => {
@@ -190,11 +190,11 @@ impl MultiRequest {
     }
 
     fn labels(&self) -> Labels {
-        let backend = self.template.locker().backend();
+        let backend = self.locker.backend();
         Labels::new(
             backend,
             "multi",
-            self.template.label_value(),
+            self.options.label(),
             Labels::unlabelled_set(backend, "multi"),
         )
     }
@@ -209,9 +209,23 @@ impl MultiRequest {
         }
         let mut ttl = Duration::ZERO;
         for name in &self.names {
-            ttl = self.template.for_name(Arc::clone(name)).check()?;
+            ttl = self.options.check(name)?;
         }
         Ok(ttl)
+    }
+
+    /// Names this task holds already are nested, as for a single lock: their nested guards,
+    /// and the names left to take.
+    fn nested(&self, labels: &Labels) -> Result<(Vec<Guard>, Vec<Arc<str>>), LockError> {
+        let mut guards = Vec::with_capacity(self.names.len());
+        let mut wanted = Vec::with_capacity(self.names.len());
+        for name in &self.names {
+            match self.locker.nested(name, crate::Kind::Mutex, labels)? {
+                Some(nested) => guards.push(nested),
+                None => wanted.push(Arc::clone(name)),
+            }
+        }
+        Ok((guards, wanted))
     }
 
     async fn wait_for_all(
@@ -220,33 +234,28 @@ impl MultiRequest {
         attempts: &mut u32,
     ) -> Result<MultiGuard, LockError> {
         let ttl = self.check()?;
-        let locker = self.template.locker();
-        // Names this task holds already are nested, as for a single lock; the rest are taken.
-        let mut guards = Vec::with_capacity(self.names.len());
-        let mut wanted = Vec::with_capacity(self.names.len());
-        for name in &self.names {
-            match self.template.for_name(Arc::clone(name)).nested(labels)? {
-                Some(nested) => guards.push(nested),
-                None => wanted.push(Arc::clone(name)),
-            }
-        }
-        let started = Instant::now();
-        let deadline = self
-            .template
-            .wait_value()
-            .and_then(|wait| started.checked_add(wait));
-        let mut failing_since = None;
+        let locker = &self.locker;
+        let (mut guards, wanted) = self.nested(labels)?;
+        let mut pace = locker.pace(&self.options);
         // The subscription to the releases of the name found busy last, and its index.
-        let mut watch: Option<(usize, crate::ReleaseWatch)> = None;
+        let mut watch: Option<(usize, ReleaseWatch)> = None;
         while !wanted.is_empty() {
             let seen = watch.as_ref().map(|(_, w)| w.signal().generation());
             *attempts = attempts.saturating_add(1);
-            let (busy, holder_ttl, announces, mut failure) =
-                match self.attempt(&wanted, ttl, labels).await {
+            let (busy, holder_ttl, announces, failure) =
+                match locker.attempt_all(&wanted, ttl, labels).await {
                     Ok(MultiAttempt::Acquired(leases)) => {
                         for lease in leases {
-                            let request = self.template.for_name(Arc::clone(lease.shared_name()));
-                            guards.push(request.grant(lease, labels, started, Via::Attempt));
+                            let name = Arc::clone(lease.shared_name());
+                            let (started, options) = (pace.started(), &self.options);
+                            guards.push(locker.grant(
+                                &name,
+                                lease,
+                                labels,
+                                started,
+                                Via::Attempt,
+                                options,
+                            ));
                         }
                         break;
                     }
@@ -255,23 +264,13 @@ impl MultiRequest {
                         holder_ttl,
                         announces,
                     }) => {
-                        failing_since = None;
+                        pace.answered();
                         (Some(index), holder_ttl, announces, None)
                     }
                     Err(error) if error.is_retryable() => (None, None, false, Some(error)),
                     Err(error) => return Err(error),
                 };
-            if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
-                return Err(failure.unwrap_or_else(|| LockError::Timeout {
-                    phase: TimeoutPhase::Wait,
-                    elapsed: started.elapsed(),
-                }));
-            }
-            if let Some(error) = failure.take() {
-                let budget = self.template.retry_errors_value();
-                failure =
-                    Some(locker.retry_or_return(&wanted[0], error, &mut failing_since, budget)?);
-            }
+            let failure = pace.after_miss(&wanted[0], failure)?;
             // Listen for the busy name's releases (then try again at once: it may have been
             // released between the answer and the subscription).
             if let Some(index) = busy
@@ -283,52 +282,13 @@ impl MultiRequest {
                     continue;
                 }
             }
-            let left = deadline.map_or(Duration::MAX, |deadline| {
-                deadline.saturating_duration_since(Instant::now())
-            });
-            let delay = match (&watch, holder_ttl, &failure) {
-                (Some(_), Some(holder_ttl), None) if announces => {
-                    holder_ttl.max(crate::MIN_TTL).min(left)
-                }
-                _ => locker.backoff().delay(*attempts, holder_ttl, left),
-            };
-            tokio::select! {
-                () = crate::locker::changed(watch.as_ref().map(|(_, w)| w), seen) => {}
-                () = tokio::time::sleep(delay) => {}
-            }
+            let announced = watch.is_some() && announces && failure.is_none();
+            let woken = changed(watch.as_ref().map(|(_, w)| w), seen);
+            pace.before_next(*attempts, holder_ttl, announced, woken)
+                .await;
         }
         guards.sort_by(|a, b| a.name().cmp(b.name()));
         Ok(MultiGuard { guards })
-    }
-
-    /// One attempt at every name with one fresh token. Until the backend has answered, a
-    /// release of that token on every name is armed, so a cancelled or failed attempt leaves
-    /// nothing behind.
-    async fn attempt(
-        &self,
-        names: &[Arc<str>],
-        ttl: Duration,
-        labels: &Labels,
-    ) -> Result<MultiAttempt, LockError> {
-        let lock = self.template.locker().backend_lock();
-        let token = Token::generate()?;
-        let pending: Vec<ReleaseOnDrop> = names
-            .iter()
-            .map(|name| {
-                let lease = Lease::new(Arc::clone(name), token, 0, Instant::now());
-                ReleaseOnDrop::new(Arc::clone(lock), lease)
-            })
-            .collect();
-        labels.count(metric::ACQUIRE_ATTEMPTS_TOTAL);
-        let result = lock.as_ref().try_acquire_all(names, token, ttl).await;
-        match &result {
-            Err(error) if error.may_have_applied() => {
-                labels.count_with(metric::BACKEND_ERRORS_TOTAL, "op", "acquire");
-                drop(pending);
-            }
-            _ => pending.into_iter().for_each(ReleaseOnDrop::disarm),
-        }
-        result
     }
 }
 
@@ -336,7 +296,7 @@ impl fmt::Debug for MultiRequest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MultiRequest")
             .field("names", &self.names)
-            .field("options", &self.template)
+            .field("options", &self.options)
             .finish()
     }
 }
