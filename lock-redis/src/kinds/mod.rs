@@ -13,9 +13,12 @@ pub(crate) mod semaphore;
 
 use std::time::Duration;
 
-use lock_core::{Attempt, Kind, LockError, Op};
+use lock_core::backend::Attempt;
+use lock_core::{Kind, LockError, Op};
 
+use crate::conn::Conn;
 use crate::error::BACKEND;
+use crate::executor::Executor;
 use crate::holder::Describe;
 use crate::scripts::Releases;
 use crate::topology::Topology;
@@ -103,6 +106,26 @@ fn unexpected(what: String) -> LockError {
         retryable: false,
         source: what.into(),
     }
+}
+
+/// Waits for replicas to confirm a grant made on `conn`, if the lock asks for it; a grant they
+/// do not confirm is given back with `release` rather than held where a failover would lose it.
+async fn confirm_grant<F, R>(
+    exec: &Executor,
+    conn: &mut Conn,
+    key: &str,
+    release: F,
+) -> Result<(), LockError>
+where
+    F: FnOnce() -> R,
+    R: Future<Output = Result<bool, LockError>>,
+{
+    let Err(error) = exec.confirm(conn, key, Op::Acquire).await else {
+        return Ok(());
+    };
+    // Boxed: the give-back is rare, and inline it would grow every acquire's future.
+    gave_back(Box::pin(release()).await);
+    Err(error)
 }
 
 /// Logs a failed give-back of a grant that the replicas did not confirm: that grant is released

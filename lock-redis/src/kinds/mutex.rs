@@ -8,7 +8,7 @@ use lock_core::backend::{Attempt, Handover};
 use lock_core::{Lease, LockError, Op, Token, valid_until};
 use tokio::time::Instant;
 
-use super::{Grants, gave_back, unexpected};
+use super::{Grants, confirm_grant, unexpected};
 use crate::conn::Conn;
 use crate::executor::Executor;
 use crate::layout::{Keys, announces, token_value};
@@ -92,7 +92,10 @@ pub(crate) async fn try_acquire(
         Grant::Granted(fencing_token) => {
             let valid = valid_until(started, Duration::from_millis(ttl_ms));
             let lease = Lease::new(name, token, fencing_token, valid);
-            confirm_grant(exec, grants, keys, &mut conn, &lease).await?;
+            confirm_grant(exec, &mut conn, keys.key(), || {
+                release(exec, grants, keys, &lease)
+            })
+            .await?;
             Ok(Attempt::Acquired(lease))
         }
         Grant::Busy {
@@ -103,23 +106,6 @@ pub(crate) async fn try_acquire(
             announces,
         }),
     }
-}
-
-/// Waits for replicas to confirm the grant of `lease`, if the lock asks for it; a grant they
-/// do not confirm is released rather than held where a failover would lose it.
-async fn confirm_grant(
-    exec: &Executor,
-    grants: &Grants,
-    keys: &Keys,
-    conn: &mut Conn,
-    lease: &Lease,
-) -> Result<(), LockError> {
-    let Err(error) = exec.confirm(conn, keys.key(), Op::Acquire).await else {
-        return Ok(());
-    };
-    // Boxed: the give-back is rare, and inline it would grow every acquire's future.
-    gave_back(Box::pin(release(exec, grants, keys, lease)).await);
-    Err(error)
 }
 
 /// Extends the mutex (or fair) `lease` to `ttl_ms` from now if its key still holds its token:
@@ -180,7 +166,10 @@ pub(crate) async fn hand_over(
     let fencing_token = u64::try_from(fencing_token).unwrap_or(0);
     let valid = valid_until(started, Duration::from_millis(ttl_ms));
     let next = Lease::new(lease.name(), to, fencing_token, valid);
-    confirm_grant(exec, grants, keys, &mut conn, &next).await?;
+    confirm_grant(exec, &mut conn, keys.key(), || {
+        release(exec, grants, keys, &next)
+    })
+    .await?;
     Ok(Handover::Handed(next))
 }
 

@@ -8,7 +8,7 @@ use lock_core::backend::Attempt;
 use lock_core::{Kind, Lease, LockError, Op, Token, valid_until};
 use tokio::time::Instant;
 
-use super::{Grants, Reply, flag, gave_back, read_reply};
+use super::{Grants, Reply, confirm_grant, flag, read_reply};
 use crate::conn::Conn;
 use crate::executor::Executor;
 use crate::layout::{Keys, token_value};
@@ -67,10 +67,10 @@ pub(crate) async fn try_acquire(
         Reply::Granted(fencing_token) => {
             let valid = valid_until(started, Duration::from_millis(ttl_ms));
             let lease = Lease::new(name, token, fencing_token, valid).with_kind(kind);
-            if let Err(error) = exec.confirm(&mut conn, keys.key(), Op::Acquire).await {
-                gave_back(Box::pin(release(exec, grants, keys, &lease)).await);
-                return Err(error);
-            }
+            confirm_grant(exec, &mut conn, keys.key(), || {
+                release(exec, grants, keys, &lease)
+            })
+            .await?;
             Ok(Attempt::Acquired(lease))
         }
         Reply::Busy(busy) => Ok(busy),
