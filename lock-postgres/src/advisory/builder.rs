@@ -35,7 +35,8 @@ pub struct PostgresAdvisoryLockBuilder {
 
 impl PostgresAdvisoryLockBuilder {
     /// Lock on the database at `url` (see [`PostgresLockBuilder::url`]). It must reach
-    /// PostgreSQL directly or through a session-mode pool (see [`TransactionPooler`]).
+    /// PostgreSQL directly or through a session-mode pool (see
+    /// [`TransactionPooler`](crate::TransactionPooler)).
     pub fn url(mut self, url: impl Into<String>) -> Self {
         self.inner = self.inner.url(url);
         self
