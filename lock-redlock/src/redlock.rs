@@ -247,9 +247,9 @@ impl Lock for Redlock {
     /// and every node whose last call (in any round: acquire, extend, release, ping) answered
     /// has answered this one too, or once the release timeout (the configured node timeout,
     /// else [`NODE_TIMEOUT_CEILING`](crate::NODE_TIMEOUT_CEILING), 500 ms) has passed since
-    /// the call — never later; a node that has not answered by then counts as timed out. So when it returns, no healthy node
-    /// still holds the lease, and the next acquire of the name is granted by every healthy
-    /// node. A node whose last call timed out or failed is *lagging*: its release is still
+    /// the call — never later; a node that has not answered by then counts as timed out. So
+    /// when it returns, no healthy node still holds the lease, and the next acquire of the name
+    /// is granted by every healthy node. A node whose last call timed out or failed is *lagging*: its release is still
     /// sent, but not waited for (it is seen through in the background, as below). So a node
     /// that hangs or goes down costs the first release after that its timeout (or the time to
     /// its error), and the releases after it nothing; once one of its calls answers again, it

@@ -10,7 +10,7 @@ const SQLX_INFO: &[u8] = b"SQLx (Rust) Postgres advisory lock";
 /// `PgAdvisoryLock::new(name)` computes it (its `PgAdvisoryLockKey::BigInt`): HKDF-SHA256
 /// (RFC 5869) over the name's UTF-8 bytes, no salt, with the info string
 /// `"SQLx (Rust) Postgres advisory lock"`, expanded to 8 bytes read as a little-endian `i64`.
-/// So a [`PostgresAdvisoryLock`](crate::PostgresAdvisoryLock) guard and a sqlx `PgAdvisoryLock` on the same name exclude
+/// So a [`PostgresAdvisoryLock`] guard and a sqlx `PgAdvisoryLock` on the same name exclude
 /// each other. Negative keys are normal.
 ///
 /// ```
@@ -20,6 +20,8 @@ const SQLX_INFO: &[u8] = b"SQLx (Rust) Postgres advisory lock";
 ///     -5560419505042474287,
 /// );
 /// ```
+///
+/// [`PostgresAdvisoryLock`]: crate::PostgresAdvisoryLock
 #[must_use]
 pub fn advisory_key(name: &str) -> i64 {
     let hkdf = Hkdf::<Sha256>::new(None, name.as_bytes());

@@ -7,11 +7,13 @@ use lock_core::{LockError, Op};
 
 use crate::error::BACKEND;
 
-/// The source of the [`LockError::Backend`] (not retryable) that a [`PostgresAdvisoryLock`](crate::PostgresAdvisoryLock)
+/// The source of the [`LockError::Backend`] (not retryable) that a [`PostgresAdvisoryLock`]
 /// returns when a held lease's statements ran on another server session than its acquire: a
 /// connection pooler in transaction mode (PgBouncer `pool_mode = transaction`) sits between
 /// the lock and PostgreSQL. Session advisory locks cannot work there; the lease is dropped.
 /// Point the advisory mode at PostgreSQL directly or at a session-mode pool.
+///
+/// [`PostgresAdvisoryLock`]: crate::PostgresAdvisoryLock
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TransactionPooler {
     /// The server process (`pg_backend_pid()`) that took the lock.
