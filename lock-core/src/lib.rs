@@ -5,6 +5,7 @@
 pub mod backend;
 mod backoff;
 mod cleanup;
+mod detached;
 mod error;
 mod guard;
 mod handoff;

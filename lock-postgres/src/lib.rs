@@ -4,7 +4,9 @@
 mod advisory;
 mod config;
 mod error;
+mod grant;
 mod listener;
+mod pool;
 mod postgres_lock;
 mod sql;
 mod statements;

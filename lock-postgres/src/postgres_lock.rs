@@ -1,25 +1,21 @@
 //! `PostgresLock`: the [`Lock`] backend on a PostgreSQL lease table.
 
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use deadpool_postgres::{Object, Pool};
-use lock_core::{
-    Attempt, Handover, Lease, Lock, LockError, Op, ReleaseWatch, TimeoutPhase, Token, check_name,
-    check_ttl, valid_until,
-};
-use tokio::sync::oneshot;
+use lock_core::backend::{Attempt, Handover, Lock, ReleaseWatch};
+use lock_core::{Lease, LockError, Op, TimeoutPhase, Token, check_name, check_ttl, valid_until};
 use tokio::time::Instant;
+use tokio_postgres::Row;
 use tokio_postgres::types::{ToSql, Type};
-use tokio_postgres::{NoTls, Row};
 
 use crate::config::PostgresLockBuilder;
-use crate::error::{BACKEND, from_pg, from_pool, timeout, unexpected};
+use crate::error::{BACKEND, from_pg, timeout, unexpected};
+use crate::grant::{Grant, Limits, run_grant};
 use crate::listener::Listener;
+use crate::pool::{client, discard};
 use crate::sql::{ACQUIRE, CHANNEL, EXTEND, EXTEND_MANY, HAND_OVER, MIGRATION, PING, RELEASE};
 use crate::statements::{Statements, from_statement, lost_prepared, run};
 
@@ -119,7 +115,7 @@ impl PostgresLock {
     /// # Cancel safety
     /// Cancel safe: the table is created or not (it is one statement).
     pub async fn migrate(&self) -> Result<(), LockError> {
-        let client = self.client().await?;
+        let client = client(&self.pool, self.connect_timeout).await?;
         let started = Instant::now();
         let done =
             tokio::time::timeout(self.statement_timeout, client.batch_execute(MIGRATION)).await;
@@ -130,16 +126,6 @@ impl PostgresLock {
                 discard(client, self.connect_timeout);
                 Err(timeout(TimeoutPhase::Command, started.elapsed()))
             }
-        }
-    }
-
-    /// A pooled connection, within the connect timeout.
-    async fn client(&self) -> Result<Object, LockError> {
-        let started = Instant::now();
-        match tokio::time::timeout(self.connect_timeout, self.pool.get()).await {
-            Ok(Ok(client)) => Ok(client),
-            Ok(Err(err)) => Err(from_pool(err, started.elapsed())),
-            Err(_) => Err(timeout(TimeoutPhase::Connect, started.elapsed())),
         }
     }
 
@@ -162,7 +148,7 @@ impl PostgresLock {
         sql: &str,
         params: &[(&(dyn ToSql + Sync), Type)],
     ) -> Result<Vec<Row>, LockError> {
-        let client = self.client().await?;
+        let client = client(&self.pool, self.connect_timeout).await?;
         let started = Instant::now();
         let statement = run(&client, self.statements, sql, params);
         match tokio::time::timeout(self.statement_timeout, statement).await {
@@ -178,208 +164,6 @@ impl PostgresLock {
                 Err(timeout(TimeoutPhase::Command, started.elapsed()))
             }
         }
-    }
-}
-
-/// Throws away a connection whose statement timed out (its state is unknown) and asks the
-/// server, in the background and bounded by `limit`, to cancel what it still runs.
-pub(crate) fn discard(client: Object, limit: Duration) {
-    let cancel = client.cancel_token();
-    drop(Object::take(client));
-    drop(tokio::spawn(async move {
-        let _ = tokio::time::timeout(limit, cancel.cancel_query(NoTls)).await;
-    }));
-}
-
-/// A statement that may grant a lease (acquire, hand-over), with what it needs to run on its
-/// own: owned parameters, and how to tell from its rows whether it granted.
-struct Grant {
-    op: Op,
-    sql: &'static str,
-    params: Vec<(Box<dyn ToSql + Send + Sync>, Type)>,
-    /// Whether the rows say the lease was granted.
-    granted: fn(&[Row]) -> bool,
-    /// The name and token of the lease it grants, to release it if nobody takes it.
-    name: String,
-    token: String,
-}
-
-/// Limits a grant task works within.
-#[derive(Clone, Copy)]
-struct Limits {
-    connect: Duration,
-    statement: Duration,
-    statements: Statements,
-}
-
-/// Runs a grant and waits for its answer. The grant's work outlives a caller that is dropped
-/// or times out: it runs in the caller's task while the caller waits (no task spawned on the
-/// way of every acquire), and what is left of it when the caller stops waiting (a dropped
-/// caller, or a late answer after a timeout) goes on in a task of its own ([`Detached`]). When
-/// the statement grants a lease that nobody will receive, that work releases it once the grant
-/// has answered, so the release can never overtake the grant (as a release sent at once on
-/// another connection could: the server may run it first, find nothing, and then run the
-/// grant).
-async fn run_grant(pool: Pool, limits: Limits, grant: Grant) -> Result<Vec<Row>, LockError> {
-    let op = grant.op;
-    let (answer, mut answered) = oneshot::channel();
-    let mut work = Detached(Some(Box::pin(grant_task(pool, limits, grant, answer))));
-    let got = tokio::select! {
-        biased;
-        got = &mut answered => got,
-        () = &mut work => (&mut answered).await,
-    };
-    drop(work); // unfinished (after a timeout): it goes on in a task of its own
-    got.unwrap_or_else(|_| {
-        Err(LockError::Backend {
-            backend: BACKEND,
-            op,
-            retryable: true,
-            source: "the statement's work ended without an answer".into(),
-        })
-    })
-}
-
-/// Work that the caller drives while it waits, and that is spawned on the current runtime to
-/// finish on its own if it is dropped unfinished. Outside a runtime (one shutting down) it is
-/// dropped: a lease it may have granted then ends at its TTL.
-struct Detached(Option<Pin<Box<dyn Future<Output = ()> + Send>>>);
-
-impl Future for Detached {
-    type Output = ();
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let Some(work) = self.0.as_mut() else {
-            return Poll::Ready(());
-        };
-        ready!(work.as_mut().poll(cx));
-        self.0 = None;
-        Poll::Ready(())
-    }
-}
-
-impl Drop for Detached {
-    fn drop(&mut self) {
-        if let Some(work) = self.0.take()
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
-            drop(runtime.spawn(work));
-        }
-    }
-}
-
-type Answer = oneshot::Sender<Result<Vec<Row>, LockError>>;
-
-async fn grant_task(pool: Pool, limits: Limits, grant: Grant, answer: Answer) {
-    let started = Instant::now();
-    let client = match tokio::time::timeout(limits.connect, pool.get()).await {
-        Ok(Ok(client)) => client,
-        Ok(Err(err)) => {
-            let _ = answer.send(Err(from_pool(err, started.elapsed())));
-            return;
-        }
-        Err(_) => {
-            let _ = answer.send(Err(timeout(TimeoutPhase::Connect, started.elapsed())));
-            return;
-        }
-    };
-    if answer.is_closed() {
-        return; // the caller is gone before anything was sent
-    }
-    let started = Instant::now();
-    let params: Vec<(&(dyn ToSql + Sync), Type)> = grant
-        .params
-        .iter()
-        .map(|(value, ty)| (&**value as &(dyn ToSql + Sync), ty.clone()))
-        .collect();
-    let mut query = Box::pin(run(&client, limits.statements, grant.sql, &params));
-    let rows = match tokio::time::timeout(limits.statement, &mut query).await {
-        Ok(Ok(rows)) => rows,
-        Ok(Err(err)) => {
-            let unusable = err.is_closed() || lost_prepared(limits.statements, &err);
-            let _ = answer.send(Err(from_statement(limits.statements, err, grant.op)));
-            drop(query);
-            if unusable {
-                drop(Object::take(client));
-            }
-            return;
-        }
-        Err(_) => {
-            let _ = answer.send(Err(timeout(TimeoutPhase::Command, started.elapsed())));
-            // The statement may still grant: ask the server to cancel it, and wait (bounded)
-            // for its answer so a late grant is released here.
-            let cancel = client.cancel_token();
-            drop(tokio::spawn(async move {
-                let _ = tokio::time::timeout(limits.connect, cancel.cancel_query(NoTls)).await;
-            }));
-            let late = tokio::time::timeout(limits.connect + limits.statement, &mut query).await;
-            drop(query);
-            match late {
-                Ok(Ok(rows)) => {
-                    drop(client); // answered: back to the pool, in a known state
-                    if (grant.granted)(&rows) {
-                        release_orphan(&pool, limits, &grant).await;
-                    }
-                }
-                Ok(Err(_)) => {}
-                Err(_) => {
-                    // Still no answer: give the connection up; the lease, if granted, ends at
-                    // its TTL.
-                    drop(Object::take(client));
-                }
-            }
-            return;
-        }
-    };
-    // Back to the pool before the caller hears of it, so its next operation finds it there.
-    drop(query);
-    drop(client);
-    if let Err(Ok(rows)) = answer.send(Ok(rows))
-        && (grant.granted)(&rows)
-    {
-        release_orphan(&pool, limits, &grant).await;
-    }
-}
-
-/// Releases a lease granted to a caller that is gone. The grant has been answered, so it is
-/// committed: any connection will do.
-async fn release_orphan(pool: &Pool, limits: Limits, grant: &Grant) {
-    let Ok(Ok(client)) = tokio::time::timeout(limits.connect, pool.get()).await else {
-        tracing::warn!(
-            name = grant.name,
-            "no connection to release the grant of a cancelled acquire; it ends at its TTL"
-        );
-        return;
-    };
-    let released = tokio::time::timeout(
-        limits.statement,
-        run(
-            &client,
-            limits.statements,
-            RELEASE,
-            &[
-                (&grant.name, Type::TEXT),
-                (&grant.token, Type::TEXT),
-                (&CHANNEL, Type::TEXT),
-            ],
-        ),
-    )
-    .await;
-    match released {
-        Ok(Ok(rows)) => tracing::debug!(
-            name = grant.name,
-            released = !rows.is_empty(),
-            "released the grant of a cancelled or timed-out acquire"
-        ),
-        Ok(Err(error)) => tracing::warn!(
-            name = grant.name,
-            %error,
-            "releasing the grant of a cancelled acquire failed; it ends at its TTL"
-        ),
-        Err(_) => tracing::warn!(
-            name = grant.name,
-            "releasing the grant of a cancelled acquire timed out; it ends at its TTL"
-        ),
     }
 }
 

@@ -12,14 +12,15 @@ use std::time::Duration;
 
 use futures::future::{BoxFuture, FutureExt as _};
 use futures::stream::{FuturesUnordered, StreamExt as _};
-use lock_core::{Attempt, Lease, LockError, Op, TimeoutPhase, Token, valid_until};
+use lock_core::backend::{Attempt, Detach, Detached};
+use lock_core::{Lease, LockError, Op, TimeoutPhase, Token, valid_until};
 use tokio::sync::watch;
 use tokio::time::{Instant, Sleep, sleep_until};
 
 use crate::error::{QuorumNotReached, ValidityExpired, round_lost};
 use crate::node::{bounded, may_have_applied};
-use crate::redlock::Shared;
 use crate::releasing::{Pending, ReleaseTrack, pending_on, settled};
+use crate::shared::Shared;
 use crate::tally::{Decision, Tally, holder_ttl, validity};
 use crate::telemetry::{self, Reply};
 
@@ -111,7 +112,7 @@ impl AcquireRound {
         let n = self.shared.nodes.len();
         let attempts = (0..n).map(|node| self.acquire_on(node)).collect();
         let deadline = Box::pin(sleep_until(self.started + self.node_timeout));
-        let mut guard = Detach(Some(Running {
+        let mut round = Detached::new(Running {
             round: self,
             attempts,
             deadline,
@@ -122,10 +123,8 @@ impl AcquireRound {
             evidence: Evidence::default(),
             phase: Phase::Deciding,
             answered: false,
-        }));
-        let Some(running) = guard.0.as_mut() else {
-            unreachable!("set above")
-        };
+        });
+        let running = round.work_mut();
         let answer = running.answer().await;
         // The answers already in (on healthy nodes, normally all of them): counted here, so
         // that a round with nothing left out spawns nothing.
@@ -382,35 +381,27 @@ where
     }
 }
 
-/// Hands a round dropped before its end (answered with nodes still out, or cancelled) to a
-/// task of its own.
-struct Detach<A>(Option<Running<A>>)
-where
-    A: Future<Output = (usize, Result<Attempt, LockError>, bool)> + Send + 'static;
-
-impl<A> Drop for Detach<A>
+/// A round dropped before its end (answered with nodes still out, or cancelled) is seen
+/// through in a task of its own.
+impl<A> Detach for Running<A>
 where
     A: Future<Output = (usize, Result<Attempt, LockError>, bool)> + Send + 'static,
 {
-    fn drop(&mut self) {
-        let Some(mut running) = self.0.take() else {
-            return;
-        };
-        if !running.answered {
-            // The caller gave up before the answer: release whatever we got.
-            running.answered = true;
+    fn detach(mut self) -> Option<impl Future<Output = ()> + Send + 'static> {
+        if !self.answered {
+            // The caller gave up before the answer: release whatever we got. Done here, in the
+            // drop, so that the caller's next attempt at the name waits for these releases.
+            self.answered = true;
             telemetry::quorum_outcome(Op::Acquire, "cancelled");
-            running.round.clean(&mut running.phase, &running.states);
-            running.sweep(None);
+            self.round.clean(&mut self.phase, &self.states);
+            self.sweep(None);
         }
-        if running.idle() {
-            running.end();
-            return;
+        if self.idle() {
+            self.end();
+            return None;
         }
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(running.finish());
-        }
-        // Else the runtime is gone (shutting down): the keys expire with their TTL.
+        // Without a runtime (shutting down) it is not run: the keys expire with their TTL.
+        Some(self.finish())
     }
 }
 

@@ -8,6 +8,7 @@ mod node;
 mod redlock;
 mod releasing;
 mod round;
+mod shared;
 mod tally;
 mod telemetry;
 mod watch;

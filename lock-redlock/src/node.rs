@@ -15,7 +15,7 @@ pub(crate) struct Node {
     pub(crate) lock: Arc<dyn Lock>,
     pub(crate) label: Arc<str>,
     /// Its answer counters' keys.
-    pub(crate) keys: NodeKeys,
+    keys: NodeKeys,
     /// Its last call in any round failed (timed out or errored): a release does not wait for
     /// it, so a hung or down node costs one release its timeout, not every release.
     lagging: AtomicBool,
@@ -34,7 +34,7 @@ impl Node {
 
     /// Records one call's outcome in the node metrics, and whether the node now lags.
     pub(crate) fn answered(&self, op: Op, answer: Result<Reply, &LockError>) {
-        telemetry::node_answer(self, op, answer);
+        telemetry::node_answer(&self.keys, op, answer);
         self.finished(answer.is_ok());
     }
 

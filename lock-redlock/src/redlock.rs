@@ -1,21 +1,20 @@
 //! `Redlock`: the [`Lock`] over N independent nodes.
 
-use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use lock_core::{Attempt, Lease, Lock, LockError, Op, ReleaseWatch, Token, check_ttl, valid_until};
-use tokio::sync::watch;
+use lock_core::backend::{Attempt, Lock, ReleaseWatch};
+use lock_core::{Lease, LockError, Op, Token, check_ttl, valid_until};
 use tokio::time::Instant;
 
 use crate::acquire::AcquireRound;
-use crate::config::{Config, NODE_TIMEOUT_CEILING, RedlockBuilder, default_node_timeout};
+use crate::config::{Config, RedlockBuilder, default_node_timeout};
 use crate::error::{BACKEND, QuorumNotReached, ValidityExpired};
 use crate::node::Node;
-use crate::releasing::Releasing;
 use crate::round::{Fanout, Until, Verdict};
+use crate::shared::Shared;
 use crate::tally::{Decision, drift, quorum, validity};
 use crate::telemetry;
 
@@ -52,48 +51,6 @@ pub struct Redlock {
     shared: Arc<Shared>,
 }
 
-/// What every round of one `Redlock` shares.
-pub(crate) struct Shared {
-    pub(crate) nodes: Vec<Node>,
-    pub(crate) config: Config,
-    /// Leases granted while some nodes had not answered the acquire: per token, which nodes
-    /// are still pending. A release waits for a node's attempt to finish before releasing the
-    /// lease there, so each node gets one release, after its acquire.
-    in_flight: Mutex<HashMap<Token, watch::Receiver<Vec<bool>>>>,
-    /// Releases answered before every node finished them, per name: an acquire of the name
-    /// sends its attempt to a node only once the node has finished them.
-    pub(crate) releasing: Arc<Releasing>,
-}
-
-impl Shared {
-    fn in_flight(&self) -> MutexGuard<'_, HashMap<Token, watch::Receiver<Vec<bool>>>> {
-        self.in_flight
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Registers a granted lease whose acquire is still pending on the nodes marked `true`; the
-    /// round clears a node's mark when its attempt finishes and drops the sender at its end.
-    pub(crate) fn track(&self, token: Token, pending: Vec<bool>) -> watch::Sender<Vec<bool>> {
-        let (sender, receiver) = watch::channel(pending);
-        self.in_flight().insert(token, receiver);
-        sender
-    }
-
-    pub(crate) fn untrack(&self, token: &Token) {
-        self.in_flight().remove(token);
-    }
-
-    fn pending_acquires(&self, token: &Token) -> Option<watch::Receiver<Vec<bool>>> {
-        self.in_flight().get(token).cloned()
-    }
-
-    /// The bound of each node's release.
-    pub(crate) fn release_timeout(&self) -> Duration {
-        self.config.node_timeout.unwrap_or(NODE_TIMEOUT_CEILING)
-    }
-}
-
 impl Redlock {
     /// Starts configuring a Redlock; see [`RedlockBuilder`].
     pub fn builder() -> RedlockBuilder {
@@ -102,12 +59,7 @@ impl Redlock {
 
     pub(crate) fn assemble(nodes: Vec<Node>, config: Config) -> Self {
         Self {
-            shared: Arc::new(Shared {
-                nodes,
-                config,
-                in_flight: Mutex::new(HashMap::new()),
-                releasing: Arc::default(),
-            }),
+            shared: Arc::new(Shared::new(nodes, config)),
         }
     }
 
@@ -294,10 +246,10 @@ impl Lock for Redlock {
     /// **Waits for every node that is not lagging**: it returns once the outcome is decided
     /// and every node whose last call (in any round: acquire, extend, release, ping) answered
     /// has answered this one too, or once the release timeout (the configured node timeout,
-    /// else [`NODE_TIMEOUT_CEILING`], 500 ms) has passed since the call — never later; a node
-    /// that has not answered by then counts as timed out. So when it returns, no healthy node
-    /// still holds the lease, and the next acquire of the name is granted by every healthy
-    /// node. A node whose last call timed out or failed is *lagging*: its release is still
+    /// else [`NODE_TIMEOUT_CEILING`](crate::NODE_TIMEOUT_CEILING), 500 ms) has passed since
+    /// the call — never later; a node that has not answered by then counts as timed out. So
+    /// when it returns, no healthy node still holds the lease, and the next acquire of the name
+    /// is granted by every healthy node. A node whose last call timed out or failed is *lagging*: its release is still
     /// sent, but not waited for (it is seen through in the background, as below). So a node
     /// that hangs or goes down costs the first release after that its timeout (or the time to
     /// its error), and the releases after it nothing; once one of its calls answers again, it

@@ -16,11 +16,12 @@ use std::task::Poll;
 
 use futures::FutureExt as _;
 use futures::stream::{FuturesUnordered, StreamExt as _};
+use lock_core::backend::{Detach, Detached};
 use lock_core::{Lease, LockError, Op, TimeoutPhase};
 use tokio::time::{Instant, Sleep, sleep_until};
 
-use crate::redlock::Shared;
 use crate::releasing::ReleaseTrack;
+use crate::shared::Shared;
 use crate::tally::{Decision, Tally};
 use crate::telemetry::Reply;
 
@@ -45,12 +46,18 @@ pub(crate) enum Until {
     All,
 }
 
-/// One round's node calls (each yields its node's index and result) and its deadline.
+/// One round's node calls, driven by the caller until [`decide`](Fanout::decide) answers, and
+/// seen through in the background once dropped (see [`Calls::detach`](Detach::detach)).
 pub(crate) struct Fanout<T, F>
 where
     T: Send + 'static,
     F: Future<Output = (usize, Result<T, LockError>)> + Send + 'static,
 {
+    calls: Detached<Calls<T, F>>,
+}
+
+/// One round's node calls (each yields its node's index and result) and its deadline.
+struct Calls<T, F> {
     counter: Counter<T>,
     work: FuturesUnordered<F>,
     deadline: Pin<Box<Sleep>>,
@@ -78,19 +85,22 @@ where
         deadline: Instant,
     ) -> Self {
         let n = shared.nodes.len();
-        Self {
+        let calls = Calls {
             counter: Counter::new(shared, op, is_yes),
             work: calls.into_iter().collect(),
             deadline: Box::pin(sleep_until(deadline)),
             running: vec![true; n],
             waits_for: shared.nodes.iter().map(|node| !node.lagging()).collect(),
             releasing: None,
+        };
+        Self {
+            calls: Detached::new(calls),
         }
     }
 
-    /// Marks a release round of `lease` (see the `releasing` field).
+    /// Marks a release round of `lease` (see [`Calls`]' `releasing` field).
     pub(crate) fn releasing(mut self, lease: Arc<Lease>) -> Self {
-        self.releasing = Some(lease);
+        self.calls.work_mut().releasing = Some(lease);
         self
     }
 
@@ -102,6 +112,17 @@ where
     /// # Cancel safety
     /// Cancel safe: dropped, the calls still running are seen through in the background.
     pub(crate) async fn decide(&mut self, until: Until) -> Verdict {
+        self.calls.work_mut().decide(until).await
+    }
+}
+
+impl<T, F> Calls<T, F>
+where
+    T: Send + 'static,
+    F: Future<Output = (usize, Result<T, LockError>)> + Send + 'static,
+{
+    /// See [`Fanout::decide`].
+    async fn decide(&mut self, until: Until) -> Verdict {
         loop {
             if let Some(decision) = self.counter.tally.decide()
                 && (until == Until::Quorum || self.all_waited_for())
@@ -149,21 +170,19 @@ where
     }
 }
 
-impl<T, F> Drop for Fanout<T, F>
+impl<T, F> Detach for Calls<T, F>
 where
     T: Send + 'static,
     F: Future<Output = (usize, Result<T, LockError>)> + Send + 'static,
 {
-    fn drop(&mut self) {
+    fn detach(self) -> Option<impl Future<Output = ()> + Send + 'static> {
         if self.work.is_empty() {
-            return;
+            return None;
         }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            // No runtime left to run them on (shutting down): the keys expire with their TTL.
-            return;
-        };
-        // Registered before this returns, so an acquire of the name made after the drop
-        // waits for the rest on each node.
+        // Registered before the drop returns, so an acquire of the name made after the drop
+        // waits for the rest on each node. (Without a runtime to run the rest on, shutting
+        // down, the rest is dropped unrun, which unregisters it: the keys expire with their
+        // TTL.)
         let track = self.releasing.as_deref().map(|lease| {
             self.counter
                 .shared
@@ -174,12 +193,12 @@ where
         // still gets a whole timeout of its own.
         let deadline = self.deadline.deadline();
         let rest = Rest {
-            counter: self.counter.detach(),
-            work: std::mem::take(&mut self.work),
             deadline: deadline + deadline.saturating_duration_since(self.counter.started),
+            counter: self.counter,
+            work: self.work,
             track,
         };
-        runtime.spawn(rest.finish());
+        Some(rest.finish())
     }
 }
 
@@ -238,16 +257,6 @@ impl<T> Counter<T> {
             counted: vec![false; n],
             tally: Tally::new(n),
             first_error: None,
-        }
-    }
-
-    /// Takes over the counting for the round's calls seen through in the background.
-    fn detach(&mut self) -> Self {
-        Self {
-            shared: Arc::clone(&self.shared),
-            counted: std::mem::take(&mut self.counted),
-            first_error: self.first_error.take(),
-            ..*self
         }
     }
 

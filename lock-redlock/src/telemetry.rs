@@ -5,8 +5,6 @@ use std::sync::Arc;
 use lock_core::{LockError, Op};
 use metrics::{Key, Label, Level, Metadata, Unit, counter, describe_counter};
 
-use crate::node::Node;
-
 /// Per node and operation: the node said yes (granted, extended, released).
 pub const METRIC_NODE_GRANTS: &str = "distlock_redlock_node_grants_total";
 /// Per node and operation: the node said no (busy; or the key was not ours on extend/release).
@@ -115,15 +113,15 @@ pub(crate) enum Reply {
     No,
 }
 
-/// Counts one node's answer to `op`.
-pub(crate) fn node_answer(node: &Node, op: Op, answer: Result<Reply, &LockError>) {
+/// Counts one node's answer to `op`, under that node's `keys`.
+pub(crate) fn node_answer(keys: &NodeKeys, op: Op, answer: Result<Reply, &LockError>) {
     let row = match answer {
         Ok(Reply::Yes) => 0,
         Ok(Reply::No) => 1,
         Err(LockError::Timeout { .. }) => 2,
         Err(_) => 3,
     };
-    let key = &node.keys.0[row][column(op)];
+    let key = &keys.0[row][column(op)];
     metrics::with_recorder(|r| r.register_counter(key, &METADATA)).increment(1);
 }
 

@@ -8,7 +8,7 @@ use lock_core::{LockError, ReleaseSignal, ReleaseWatch};
 use tokio::task::JoinHandle;
 
 use crate::node::bounded;
-use crate::redlock::Shared;
+use crate::shared::Shared;
 
 /// Subscribes to the releases of `name` on every node (each bounded by `timeout`).
 ///

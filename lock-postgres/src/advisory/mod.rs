@@ -1,173 +1,39 @@
 //! `PostgresAdvisoryLock`: the [`Lock`] backend on PostgreSQL session advisory locks.
 
+mod builder;
+mod key;
+mod pooler;
+mod session;
+
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use deadpool_postgres::{Object, Pool};
-use hkdf::Hkdf;
-use lock_core::{
-    Attempt, Lease, Lock, LockError, Op, TimeoutPhase, Token, check_name, check_ttl, valid_until,
-};
-use sha2::Sha256;
+use lock_core::backend::{Attempt, Lock};
+use lock_core::{Lease, LockError, Op, TimeoutPhase, Token, check_name, check_ttl, valid_until};
 use tokio::time::Instant;
 use tokio_postgres::Row;
 use tokio_postgres::types::{ToSql, Type};
 
-use crate::config::PostgresLockBuilder;
-use crate::error::{BACKEND, from_pg, from_pool, timeout, unexpected};
-use crate::postgres_lock::discard;
+pub use builder::{DEFAULT_ADVISORY_POOL_SIZE, PostgresAdvisoryLockBuilder};
+pub use key::advisory_key;
+pub use pooler::TransactionPooler;
+
+use crate::error::{BACKEND, from_pg, timeout, unexpected};
+use crate::pool::{client, discard};
 use crate::sql::{
     ADVISORY_ACQUIRE, ADVISORY_HEARTBEAT, ADVISORY_IDLE_DEFAULT, ADVISORY_RELEASE, ADVISORY_VERSION,
 };
-
-/// How many pooled connections a [`PostgresAdvisoryLock`] opens at most by default: 16. Each
-/// held lease keeps one for as long as it is held.
-pub const DEFAULT_ADVISORY_POOL_SIZE: usize = 16;
+use crate::statements::{Statements, run};
+use pooler::pooler;
+use session::{Held, idle_timeout, session_gone};
 
 /// The oldest PostgreSQL the advisory mode runs on: 14, the first with `idle_session_timeout`
 /// (as `server_version_num`).
 const MIN_SERVER_VERSION: i32 = 140_000;
-
-/// The HKDF "info" string sqlx ties its keys to.
-const SQLX_INFO: &[u8] = b"SQLx (Rust) Postgres advisory lock";
-
-/// The advisory-lock key of the lock name `name`, exactly as sqlx's
-/// `PgAdvisoryLock::new(name)` computes it (its `PgAdvisoryLockKey::BigInt`): HKDF-SHA256
-/// (RFC 5869) over the name's UTF-8 bytes, no salt, with the info string
-/// `"SQLx (Rust) Postgres advisory lock"`, expanded to 8 bytes read as a little-endian `i64`.
-/// So a [`PostgresAdvisoryLock`] guard and a sqlx `PgAdvisoryLock` on the same name exclude
-/// each other. Negative keys are normal.
-///
-/// ```
-/// // The example of sqlx's own documentation.
-/// assert_eq!(
-///     lock_postgres::advisory_key("my first Postgres advisory lock!"),
-///     -5560419505042474287,
-/// );
-/// ```
-#[must_use]
-pub fn advisory_key(name: &str) -> i64 {
-    let hkdf = Hkdf::<Sha256>::new(None, name.as_bytes());
-    let mut key = [0u8; 8];
-    hkdf.expand(SQLX_INFO, &mut key)
-        .expect("8 bytes is a valid HKDF-SHA256 output length");
-    i64::from_le_bytes(key)
-}
-
-/// The source of the [`LockError::Backend`] (not retryable) that a [`PostgresAdvisoryLock`]
-/// returns when a held lease's statements ran on another server session than its acquire: a
-/// connection pooler in transaction mode (PgBouncer `pool_mode = transaction`) sits between
-/// the lock and PostgreSQL. Session advisory locks cannot work there; the lease is dropped.
-/// Point the advisory mode at PostgreSQL directly or at a session-mode pool.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TransactionPooler {
-    /// The server process (`pg_backend_pid()`) that took the lock.
-    pub acquired_on: i32,
-    /// The server process the later statement ran on.
-    pub now_on: i32,
-}
-
-impl fmt::Display for TransactionPooler {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "the advisory lock was taken by server process {} but its connection now runs on \
-             process {}: a pooler in transaction mode is in between, where session advisory \
-             locks do not work; connect the advisory mode to PostgreSQL directly or through a \
-             session-mode pool",
-            self.acquired_on, self.now_on
-        )
-    }
-}
-
-impl std::error::Error for TransactionPooler {}
-
-/// Configures a [`PostgresAdvisoryLock`]; from [`PostgresAdvisoryLock::builder`]. The
-/// connection settings are those of [`PostgresLockBuilder`].
-///
-/// ```
-/// use std::time::Duration;
-/// use lock_postgres::PostgresAdvisoryLock;
-///
-/// let lock = PostgresAdvisoryLock::builder()
-///     .url("postgres://locker:secret@db.internal:5432/app")
-///     .statement_timeout(Duration::from_millis(500))
-///     .pool_size(32)
-///     .build()?;
-/// # drop(lock);
-/// # Ok::<(), lock_postgres::LockError>(())
-/// ```
-#[derive(Debug, Default)]
-#[must_use = "a builder does nothing until `build` is called"]
-pub struct PostgresAdvisoryLockBuilder {
-    inner: PostgresLockBuilder,
-}
-
-impl PostgresAdvisoryLockBuilder {
-    /// Lock on the database at `url` (see [`PostgresLockBuilder::url`]). It must reach
-    /// PostgreSQL directly or through a session-mode pool (see [`TransactionPooler`]).
-    pub fn url(mut self, url: impl Into<String>) -> Self {
-        self.inner = self.inner.url(url);
-        self
-    }
-
-    /// Lock on the database this client configuration names.
-    pub fn config(mut self, config: tokio_postgres::Config) -> Self {
-        self.inner = self.inner.config(config);
-        self
-    }
-
-    /// Lock through this pool of yours. Each held lease keeps one of its connections, and
-    /// gives it back only after a successful release.
-    pub fn pool(mut self, pool: Pool) -> Self {
-        self.inner = self.inner.pool(pool);
-        self
-    }
-
-    /// How long getting a connection may take, connecting and authenticating included
-    /// (default [`DEFAULT_CONNECT_TIMEOUT`](crate::DEFAULT_CONNECT_TIMEOUT)). Past it an
-    /// operation fails with a `Connect` timeout, as it does when every pooled connection holds
-    /// a lease.
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.inner = self.inner.connect_timeout(timeout);
-        self
-    }
-
-    /// How long one statement may wait for its reply (default
-    /// [`DEFAULT_STATEMENT_TIMEOUT`](crate::DEFAULT_STATEMENT_TIMEOUT)), enforced by the
-    /// client. A held session's `idle_session_timeout` is its lease's TTL plus this.
-    pub fn statement_timeout(mut self, timeout: Duration) -> Self {
-        self.inner = self.inner.statement_timeout(timeout);
-        self
-    }
-
-    /// How many pooled connections the lock opens at most (default
-    /// [`DEFAULT_ADVISORY_POOL_SIZE`]): held leases plus attempts in flight. Ignored with a
-    /// [`pool`](Self::pool) of yours.
-    pub fn pool_size(mut self, size: usize) -> Self {
-        self.inner = self.inner.pool_size(size);
-        self
-    }
-
-    /// The lock. Makes no connection yet: the first operation connects.
-    ///
-    /// # Errors
-    /// [`LockError::InvalidInput`] as [`PostgresLockBuilder::build`] says.
-    pub fn build(self) -> Result<PostgresAdvisoryLock, LockError> {
-        let settings = self.inner.resolve(DEFAULT_ADVISORY_POOL_SIZE)?;
-        Ok(PostgresAdvisoryLock {
-            pool: settings.pool,
-            held: Mutex::new(HashMap::new()),
-            connect_timeout: settings.connect_timeout,
-            statement_timeout: settings.statement_timeout,
-            idle_default: std::sync::OnceLock::new(),
-        })
-    }
-}
 
 /// A distributed lock on PostgreSQL (≥ 14) session advisory locks: `pg_try_advisory_lock` on
 /// a pooled connection that is kept for as long as the lease is held. No table and no
@@ -207,91 +73,6 @@ pub struct PostgresAdvisoryLock {
     idle_default: std::sync::OnceLock<String>,
 }
 
-/// A connection whose session may hold an advisory lock. Dropped without being marked
-/// `clean`, it is closed, not given back to the pool, so the server releases whatever its
-/// session holds: the guard behind the cancel safety of every operation.
-struct Held {
-    client: Option<Object>,
-    key: i64,
-    /// `pg_backend_pid()` of the session that took the lock.
-    pid: i32,
-    clean: AtomicBool,
-}
-
-impl Held {
-    fn new(client: Object, key: i64) -> Self {
-        Self {
-            client: Some(client),
-            key,
-            pid: 0,
-            clean: AtomicBool::new(false),
-        }
-    }
-
-    fn client(&self) -> &Object {
-        self.client
-            .as_ref()
-            .expect("the client is only taken on drop or discard")
-    }
-
-    /// Gives the connection back to the pool when dropped: its session holds no lock.
-    fn mark_clean(&self) {
-        self.clean.store(true, Ordering::Release);
-    }
-
-    /// Closes the connection after a statement timed out, asking the server to cancel it.
-    fn discard(mut self, limit: Duration) {
-        if let Some(client) = self.client.take() {
-            discard(client, limit);
-        }
-    }
-}
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        if let Some(client) = self.client.take()
-            && !*self.clean.get_mut()
-        {
-            // Detached from the pool and dropped: the connection closes, the session ends.
-            drop(Object::take(client));
-        }
-    }
-}
-
-/// Whether a failed statement means the session is gone (closed, terminated, shut down).
-fn session_gone(err: &tokio_postgres::Error, client: &Object) -> bool {
-    err.is_closed()
-        || client.is_closed()
-        || err
-            .code()
-            .is_some_and(|code| code.code().starts_with("57P"))
-}
-
-/// `idle_session_timeout` for a lease of `ttl_ms`: the TTL plus the statement timeout, in ms.
-fn idle_timeout(ttl_ms: u64, statement: Duration) -> Result<String, LockError> {
-    let ms = u128::from(ttl_ms) + statement.as_millis();
-    if ms > i32::MAX as u128 {
-        return Err(LockError::invalid(format!(
-            "a TTL of {ttl_ms} ms is too long for the advisory mode: its idle_session_timeout \
-             (TTL + statement timeout) must stay within {} ms (about 24.8 days)",
-            i32::MAX
-        )));
-    }
-    Ok(ms.to_string())
-}
-
-fn pooler(acquired_on: i32, now_on: i32) -> LockError {
-    LockError::Backend {
-        backend: BACKEND,
-        op: Op::Extend,
-        retryable: false,
-        source: Box::new(TransactionPooler {
-            acquired_on,
-            now_on,
-        }),
-    }
-}
-
 impl PostgresAdvisoryLock {
     /// Starts configuring a lock; see [`PostgresAdvisoryLockBuilder`].
     pub fn builder() -> PostgresAdvisoryLockBuilder {
@@ -304,6 +85,16 @@ impl PostgresAdvisoryLock {
     /// [`LockError::InvalidInput`] when the URL does not parse.
     pub fn from_url(url: &str) -> Result<Self, LockError> {
         Self::builder().url(url).build()
+    }
+
+    fn assemble(pool: Pool, connect_timeout: Duration, statement_timeout: Duration) -> Self {
+        Self {
+            pool,
+            held: Mutex::new(HashMap::new()),
+            connect_timeout,
+            statement_timeout,
+            idle_default: std::sync::OnceLock::new(),
+        }
     }
 
     /// The pool the lock takes its connections from.
@@ -339,16 +130,6 @@ impl PostgresAdvisoryLock {
             .remove(&(lease.name().to_owned(), *lease.token()))
     }
 
-    /// A pooled connection, within the connect timeout.
-    async fn client(&self) -> Result<Object, LockError> {
-        let started = Instant::now();
-        match tokio::time::timeout(self.connect_timeout, self.pool.get()).await {
-            Ok(Ok(client)) => Ok(client),
-            Ok(Err(err)) => Err(from_pool(err, started.elapsed())),
-            Err(_) => Err(timeout(TimeoutPhase::Connect, started.elapsed())),
-        }
-    }
-
     /// Runs one statement on `held`'s connection within the statement timeout, prepared once
     /// per pooled connection: this mode holds a session for each lease and refuses transaction
     /// poolers, so the session keeps its prepared statements (parsing and planning each call
@@ -362,12 +143,7 @@ impl PostgresAdvisoryLock {
         let started = Instant::now();
         tokio::time::timeout(
             self.statement_timeout,
-            crate::statements::run(
-                held.client(),
-                crate::statements::Statements::Prepared,
-                sql,
-                params,
-            ),
+            run(held.client(), Statements::Prepared, sql, params),
         )
         .await
         .map_err(|_| timeout(TimeoutPhase::Command, started.elapsed()))
@@ -397,7 +173,7 @@ impl Lock for PostgresAdvisoryLock {
         let ttl_ms = check_ttl(ttl)?;
         let idle = idle_timeout(ttl_ms, self.statement_timeout)?;
         let key = advisory_key(name);
-        let mut held = Held::new(self.client().await?, key);
+        let mut held = Held::new(client(&self.pool, self.connect_timeout).await?, key);
         if self.idle_default.get().is_none() {
             // Once per lock, on a session that has set nothing yet.
             match self.on_held(&held, ADVISORY_IDLE_DEFAULT, &[]).await {
@@ -583,7 +359,7 @@ impl Lock for PostgresAdvisoryLock {
     /// # Errors
     /// As [`Lock::ping`]; a non-retryable [`LockError::Backend`] for a server older than 14.
     async fn ping(&self) -> Result<(), LockError> {
-        let client = self.client().await?;
+        let client = client(&self.pool, self.connect_timeout).await?;
         let started = Instant::now();
         let rows = match tokio::time::timeout(
             self.statement_timeout,
@@ -630,33 +406,5 @@ impl fmt::Debug for PostgresAdvisoryLock {
             .field("statement_timeout", &self.statement_timeout)
             .field("held_leases", &self.held_leases())
             .finish_non_exhaustive()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn keys_are_sqlx_keys() {
-        // sqlx's documented example (`PgAdvisoryLock::new`'s doc test).
-        assert_eq!(
-            advisory_key("my first Postgres advisory lock!"),
-            -5_560_419_505_042_474_287
-        );
-        // tests/advisory_interop.rs compares many more names with sqlx itself.
-        assert_ne!(advisory_key("order:42"), advisory_key("order:43"));
-    }
-
-    #[test]
-    fn an_idle_timeout_is_the_ttl_plus_the_statement_timeout() {
-        assert_eq!(
-            idle_timeout(10_000, Duration::from_millis(500)).expect("fits"),
-            "10500"
-        );
-        assert!(matches!(
-            idle_timeout(u64::from(u32::MAX), Duration::from_secs(1)),
-            Err(LockError::InvalidInput { .. })
-        ));
     }
 }

@@ -1,0 +1,65 @@
+//! What every round of one `Redlock` shares: its nodes and settings, and the acquires and
+//! releases still in flight on them. The rounds (acquire, extend, release, ping, watch) use
+//! it; it uses none of them.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use lock_core::Token;
+use tokio::sync::watch;
+
+use crate::config::{Config, NODE_TIMEOUT_CEILING};
+use crate::node::Node;
+use crate::releasing::Releasing;
+
+/// What every round of one `Redlock` shares.
+pub(crate) struct Shared {
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) config: Config,
+    /// Leases granted while some nodes had not answered the acquire: per token, which nodes
+    /// are still pending. A release waits for a node's attempt to finish before releasing the
+    /// lease there, so each node gets one release, after its acquire.
+    in_flight: Mutex<HashMap<Token, watch::Receiver<Vec<bool>>>>,
+    /// Releases answered before every node finished them, per name: an acquire of the name
+    /// sends its attempt to a node only once the node has finished them.
+    pub(crate) releasing: Arc<Releasing>,
+}
+
+impl Shared {
+    pub(crate) fn new(nodes: Vec<Node>, config: Config) -> Self {
+        Self {
+            nodes,
+            config,
+            in_flight: Mutex::new(HashMap::new()),
+            releasing: Arc::default(),
+        }
+    }
+
+    fn in_flight(&self) -> MutexGuard<'_, HashMap<Token, watch::Receiver<Vec<bool>>>> {
+        self.in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Registers a granted lease whose acquire is still pending on the nodes marked `true`; the
+    /// round clears a node's mark when its attempt finishes and drops the sender at its end.
+    pub(crate) fn track(&self, token: Token, pending: Vec<bool>) -> watch::Sender<Vec<bool>> {
+        let (sender, receiver) = watch::channel(pending);
+        self.in_flight().insert(token, receiver);
+        sender
+    }
+
+    pub(crate) fn untrack(&self, token: &Token) {
+        self.in_flight().remove(token);
+    }
+
+    pub(crate) fn pending_acquires(&self, token: &Token) -> Option<watch::Receiver<Vec<bool>>> {
+        self.in_flight().get(token).cloned()
+    }
+
+    /// The bound of each node's release.
+    pub(crate) fn release_timeout(&self) -> Duration {
+        self.config.node_timeout.unwrap_or(NODE_TIMEOUT_CEILING)
+    }
+}
