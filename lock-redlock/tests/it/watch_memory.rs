@@ -1,11 +1,9 @@
 //! Release announcements through a Redlock: one signal fed by every node that can announce,
 //! offered only when enough nodes subscribed that no quorum release can be missed.
 
-mod common;
-
 use std::time::Duration;
 
-use common::memory::{Behavior, nodes, redlock};
+use crate::common::memory::{Behavior, nodes, redlock};
 use lock_core::Lock;
 use tokio::time::{sleep, timeout};
 

@@ -1,11 +1,9 @@
 //! A waiter in another client wakes on the holder's release through the nodes' release
 //! announcements (Redis pub/sub, merged by the Redlock), not at its next backoff.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::servers::Nodes;
+use crate::common::servers::Nodes;
 use lock_core::{Backoff, Lock, Locker};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,11 +1,11 @@
 //! The quorum and validity rules of an acquire, over in-process nodes on tokio's paused clock:
 //! every duration asserted here is exact, not wall-clock.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
-use common::memory::{
+use crate::common::memory::{
     Behavior, MS, held, hold_directly, nodes, quorum_error, redlock, scripted, settle, since,
 };
 use lock_core::{Attempt, Lock, LockError, MAX_TTL, Op, Token};

@@ -2,18 +2,17 @@
 //! made by all five. A release that answered at the quorum and finished the last nodes in the
 //! background let the next acquire find the client's own previous key there, so the grant
 //! rested on four nodes (or three) instead of five. The node answers are counted through the
-//! `distlock_redlock_node_*` counters of a `DebuggingRecorder` (the process's global recorder:
-//! this file holds one test, so nothing else records into it).
-
-mod common;
+//! `distlock_redlock_node_*` counters of a `DebuggingRecorder`: the process's global recorder,
+//! which the other tests of this binary record into too, so only the series of this test's
+//! own nodes (labelled [`NODE_LABEL`]`0`..`4`, a label no other test uses) are counted.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use common::servers::Nodes;
+use crate::common::servers::{Nodes, redis_lock};
 use lock_core::{Attempt, Lock, Token};
 use lock_redlock::{
-    METRIC_NODE_ERRORS, METRIC_NODE_GRANTS, METRIC_NODE_REFUSALS, METRIC_NODE_TIMEOUTS,
+    METRIC_NODE_ERRORS, METRIC_NODE_GRANTS, METRIC_NODE_REFUSALS, METRIC_NODE_TIMEOUTS, Redlock,
 };
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 
@@ -21,9 +20,11 @@ use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 const CYCLES: u64 = 3_000;
 const NODES: usize = 5;
 const NAME: &str = "b2b-all";
+/// The `node` label of this test's nodes, followed by their index.
+const NODE_LABEL: &str = "b2b-all-node-";
 
-/// Adds to `sums`, per counter name, the sum over the nodes of its `op="acquire"` series
-/// since the last snapshot (a snapshot takes the counters' values and resets them).
+/// Adds to `sums`, per counter name, the sum over this test's nodes of its `op="acquire"`
+/// series since the last snapshot (a snapshot takes the counters' values and resets them).
 fn add_acquire_answers(snapshotter: &Snapshotter, sums: &mut BTreeMap<&'static str, u64>) {
     for (key, _, _, value) in snapshotter.snapshot().into_vec() {
         let DebugValue::Counter(n) = value else {
@@ -33,6 +34,9 @@ fn add_acquire_answers(snapshotter: &Snapshotter, sums: &mut BTreeMap<&'static s
         if !key
             .labels()
             .any(|l| l.key() == "op" && l.value() == "acquire")
+            || !key
+                .labels()
+                .any(|l| l.key() == "node" && l.value().starts_with(NODE_LABEL))
         {
             continue;
         }
@@ -64,7 +68,16 @@ async fn back_to_back_cycles_on_five_healthy_nodes_are_granted_by_all_five() {
     let nodes = Nodes::start(NODES);
     // A node timeout below the tests' client timeout (1 s), and far above a loaded machine's
     // stalls: the nodes are healthy, so every node answers every attempt.
-    let redlock = nodes.redlock_with(|b| b.node_timeout(Duration::from_millis(900)));
+    let redlock = nodes
+        .urls()
+        .iter()
+        .enumerate()
+        .fold(Redlock::builder(), |b, (i, url)| {
+            b.named_node(format!("{NODE_LABEL}{i}"), redis_lock(url))
+        })
+        .node_timeout(Duration::from_millis(900))
+        .build()
+        .expect("valid Redlock");
     let ttl = Duration::from_secs(30);
 
     // 1 warm-up cycle (connections made, scripts loaded), then CYCLES measured ones.

@@ -1,10 +1,8 @@
 //! Extend and release need a quorum of all N nodes. In-process nodes, tokio's paused clock.
 
-mod common;
-
 use std::time::Duration;
 
-use common::memory::{Behavior, MS, held, nodes, quorum_error, redlock, settle, since};
+use crate::common::memory::{Behavior, MS, held, nodes, quorum_error, redlock, settle, since};
 use lock_core::{Attempt, Lock, LockError, Locker, Op, Token};
 use tokio::time::{Instant, sleep};
 

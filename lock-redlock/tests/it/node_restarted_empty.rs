@@ -2,11 +2,9 @@
 //! that keeps Redlock safe: a crashed node stays down for longer than the longest TTL before it
 //! rejoins (or runs with `appendfsync always`). See "Operating it" in the crate docs.
 
-mod common;
-
 use std::time::Duration;
 
-use common::servers::{Nodes, token_hex};
+use crate::common::servers::{Nodes, token_hex};
 use lock_core::Locker;
 use lock_testkit::KeepData;
 

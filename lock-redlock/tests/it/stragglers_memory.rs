@@ -1,11 +1,11 @@
 //! Nodes that answer after the outcome was decided, and callers that give up: nothing is left
 //! behind. In-process nodes, tokio's paused clock.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
-use common::memory::{Behavior, MS, held, redlock, scripted, settle, since};
+use crate::common::memory::{Behavior, MS, held, redlock, scripted, settle, since};
 use lock_core::{Attempt, Lock, Locker, Token};
 use tokio::time::{Instant, sleep, timeout};
 

@@ -1,13 +1,13 @@
 //! The Locker drives a Redlock like any backend: waiting for a held lock (its full-jitter
 //! backoff is what desynchronises competing clients), a typed timeout, one holder at a time.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::memory::{Behavior, held, nodes, redlock, scripted, settle};
+use crate::common::memory::{Behavior, held, nodes, redlock, scripted, settle};
 use lock_core::{LockError, Locker, TimeoutPhase};
 use tokio::time::{Instant, sleep};
 

@@ -1,12 +1,10 @@
 //! Three of five nodes down or hung: no lock, a quorum error fast, nothing left on the live
 //! nodes.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::memory::quorum_error;
-use common::servers::{FAST, Nodes, Paused};
+use crate::common::memory::quorum_error;
+use crate::common::servers::{FAST, Nodes, Paused};
 use lock_core::{Lock, LockError, Locker, Op, Token};
 
 #[tokio::test]

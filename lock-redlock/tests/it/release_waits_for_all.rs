@@ -2,11 +2,9 @@
 //! holds the name any more, so the next acquire of one client never finds its own previous
 //! lease on a node, whatever `Redlock` (or process) makes it. Five real nodes.
 
-mod common;
-
 use std::time::Duration;
 
-use common::servers::Nodes;
+use crate::common::servers::Nodes;
 use lock_core::{Attempt, Lock, Token};
 
 const CYCLES: usize = 1_000;

@@ -1,12 +1,10 @@
 //! TTL edge cases on real servers: a TTL too short for any validity is refused before any I/O;
 //! a barely long enough one never panics nor yields an expired lease; the longest works.
 
-mod common;
-
 use std::time::Duration;
 
-use common::memory::quorum_error;
-use common::servers::Nodes;
+use crate::common::memory::quorum_error;
+use crate::common::servers::Nodes;
 use lock_core::{Attempt, Lock, LockError, MAX_TTL, Token};
 use lock_redlock::ValidityExpired;
 use tokio::time::Instant;

@@ -2,13 +2,13 @@
 //! thread only (`metrics::with_local_recorder`), on a current-thread runtime with a paused
 //! clock so every round, background parts included, runs on this thread.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::memory::{Behavior, Scripted, hold_directly, scripted, settle};
+use crate::common::memory::{Behavior, Scripted, hold_directly, scripted, settle};
 use lock_core::{Attempt, Lock, Token};
 use lock_redlock::Redlock;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};

@@ -2,11 +2,9 @@
 //! node, the TTL applied everywhere, the fencing token the largest of the nodes', and nothing
 //! left once released.
 
-mod common;
-
 use std::time::Duration;
 
-use common::servers::{Nodes, token_hex};
+use crate::common::servers::{Nodes, token_hex};
 use lock_core::Locker;
 
 const TTL: Duration = Duration::from_secs(10);

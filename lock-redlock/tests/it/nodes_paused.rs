@@ -2,11 +2,9 @@
 //! waiting for the hung ones beyond the per-node timeout; once resumed, the hung nodes keep
 //! nothing of ours.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::servers::{FAST, Nodes, Paused, token_hex};
+use crate::common::servers::{FAST, Nodes, Paused, token_hex};
 use lock_core::Locker;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,11 +2,11 @@
 //! token among the grants, which orders successive grants only when the nodes' tokens are
 //! comparable across nodes (RedisLock's clock-based tokens are; plain counters are not).
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
-use common::memory::{Behavior, hold_directly, nodes, redlock, settle};
+use crate::common::memory::{Behavior, hold_directly, nodes, redlock, settle};
 use lock_core::{Attempt, Lease, Lock, Token};
 
 const TTL: Duration = Duration::from_secs(60);

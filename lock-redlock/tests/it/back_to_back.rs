@@ -2,11 +2,9 @@
 //! nodes: the release races the acquires still in flight on the slower nodes, and must still
 //! find our keys on a quorum (`true`), and leave nothing behind.
 
-mod common;
-
 use std::time::Duration;
 
-use common::servers::Nodes;
+use crate::common::servers::Nodes;
 use lock_core::{Attempt, Lock, Token};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

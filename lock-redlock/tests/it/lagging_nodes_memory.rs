@@ -3,12 +3,10 @@
 //! waited for again once a call of it answers. In-process nodes, tokio's paused clock, so the
 //! elapsed times asserted are exact.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::memory::{Behavior, MS, Scripted, held, redlock, scripted, settle, since};
+use crate::common::memory::{Behavior, MS, Scripted, held, redlock, scripted, settle, since};
 use lock_core::{Attempt, Lease, Lock, Token};
 use lock_redlock::{NODE_TIMEOUT_CEILING, Redlock};
 use tokio::time::{Instant, sleep};

@@ -3,11 +3,9 @@
 //! one clock), it strictly increases across successive grants whatever quorum grants them:
 //! through release, expiry, a node restarted empty, and a node down.
 
-mod common;
-
 use std::time::Duration;
 
-use common::servers::Nodes;
+use crate::common::servers::Nodes;
 use lock_core::{Guard, Locker};
 use lock_testkit::KeepData;
 

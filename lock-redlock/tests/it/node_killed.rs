@@ -1,10 +1,8 @@
 //! One node killed: the lock is still granted, extended and released by the others.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::servers::{FAST, Nodes, token_hex};
+use crate::common::servers::{FAST, Nodes, token_hex};
 use lock_core::Locker;
 
 #[tokio::test]

@@ -1,12 +1,10 @@
 //! Extend with a minority of nodes gone: still extended on the rest; with a majority gone, a
 //! quorum error and the lease's validity left where it was.
 
-mod common;
-
 use std::time::Duration;
 
-use common::memory::quorum_error;
-use common::servers::Nodes;
+use crate::common::memory::quorum_error;
+use crate::common::servers::Nodes;
 use lock_core::{Locker, Op};
 
 #[tokio::test]

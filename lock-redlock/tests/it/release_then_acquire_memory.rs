@@ -4,11 +4,9 @@
 //! of the name by the same `Redlock` reaches each node only after it, so it does not find our
 //! previous key there. In-process nodes, tokio's paused clock.
 
-mod common;
-
 use std::time::Duration;
 
-use common::memory::{Behavior, MS, held, redlock, scripted, settle, since};
+use crate::common::memory::{Behavior, MS, held, redlock, scripted, settle, since};
 use lock_core::{Attempt, Lease, Lock, Token};
 use tokio::time::{Instant, sleep, timeout};
 
