@@ -4,9 +4,10 @@
 
 use std::time::Duration;
 
-use crate::common::server;
 use lock_core::{Backoff, LockError, Locker};
 use lock_redis::RedisLock;
+
+use crate::common::server;
 
 /// The ACL rule documented in the crate README, for the key prefix `locks:`.
 const RULE: &[&str] = &[

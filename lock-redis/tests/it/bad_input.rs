@@ -1,12 +1,12 @@
 //! Bad input gets `LockError::InvalidInput` before anything is sent, and nothing is written.
 
-use crate::common;
-
 use std::time::Duration;
 
-use crate::common::{locker_on, raw, server};
-use lock_core::{Lease, Lock, LockError, MAX_NAME_LEN, MAX_TTL, Token};
+use lock_core::backend::Lock;
+use lock_core::{Lease, LockError, MAX_NAME_LEN, MAX_TTL, Token};
 use lock_redis::RedisLock;
+
+use crate::common::{self, locker_on, raw, server};
 
 fn invalid<T: std::fmt::Debug>(r: Result<T, LockError>, case: &str) {
     match r {

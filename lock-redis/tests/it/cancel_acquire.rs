@@ -1,13 +1,12 @@
 //! An acquire future dropped at any await point leaves no lock behind once cleanup has run,
 //! and cleanup never releases another holder's lock.
 
-use crate::common;
-
 use std::task::Poll;
 use std::time::Duration;
 
-use crate::common::{locker_on, raw, server, token_of, wait_until_gone};
 use futures::poll;
+
+use crate::common::{self, locker_on, raw, server, token_of, wait_until_gone};
 
 /// Polls a fresh acquire `polls` times, giving the I/O a little time between polls, then drops
 /// it. Returns whether it had completed (then its guard was dropped too, which also releases).

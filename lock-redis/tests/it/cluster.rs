@@ -6,9 +6,11 @@
 
 use std::time::{Duration, Instant};
 
-use lock_core::{Backoff, Locker};
+use lock_core::Locker;
 use lock_redis::{RedisLock, ReplicaPolicy, key_slot};
 use lock_testkit::RedisCluster;
+
+use crate::common::slow_polling;
 
 fn cluster_lock(cluster: &RedisCluster) -> RedisLock {
     RedisLock::builder()
@@ -17,16 +19,6 @@ fn cluster_lock(cluster: &RedisCluster) -> RedisLock {
         .command_timeout(Duration::from_secs(2))
         .build()
         .expect("cluster URLs")
-}
-
-/// A locker whose polling alone would take 10 s per try: faster grants came from wake-ups.
-fn slow_polling(cluster: &RedisCluster) -> Locker {
-    Locker::builder(cluster_lock(cluster))
-        .backoff(Backoff::new(
-            Duration::from_secs(10),
-            Duration::from_secs(10),
-        ))
-        .build()
 }
 
 async fn cluster_conn(cluster: &RedisCluster) -> redis::cluster_async::ClusterConnection {
@@ -139,7 +131,10 @@ async fn tasks_exclude_each_other_on_a_cluster() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn releases_wake_waiters_over_sharded_pubsub() {
     let cluster = RedisCluster::start().expect("cluster");
-    let (holder_side, waiter_side) = (slow_polling(&cluster), slow_polling(&cluster));
+    let (holder_side, waiter_side) = (
+        slow_polling(cluster_lock(&cluster)),
+        slow_polling(cluster_lock(&cluster)),
+    );
     let channel = cluster_lock(&cluster).release_channel("hot");
     let holder = holder_side.lock("hot").await.expect("free");
     let waiters: Vec<_> = (0..20)

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use lock_core::{Guard, Locker};
+use lock_core::{Backoff, Guard, Locker};
 use lock_redis::RedisLock;
 use lock_testkit::RedisServer;
 use redis::aio::MultiplexedConnection;
@@ -26,6 +26,23 @@ pub fn lock_on(server: &RedisServer) -> RedisLock {
 
 pub fn locker_on(server: &RedisServer) -> Locker {
     Locker::new(lock_on(server))
+}
+
+/// A locker on `lock` whose polling alone would take 10 s per try: a prompt grant came from a
+/// wake-up (a release announcement), not from polling.
+pub fn slow_polling(lock: RedisLock) -> Locker {
+    Locker::builder(lock)
+        .backoff(Backoff::new(
+            Duration::from_secs(10),
+            Duration::from_secs(10),
+        ))
+        .build()
+}
+
+/// [`slow_polling`] over a `RedisLock` of its own on `server` (its own connections and
+/// subscriber, default timeouts): a locker standing in for one process.
+pub fn slow_polling_on(server: &RedisServer) -> Locker {
+    slow_polling(RedisLock::from_url(&server.url()).expect("url"))
 }
 
 /// A plain connection for inspecting and tampering with the server, independent of the lock.
@@ -51,6 +68,34 @@ pub async fn pttl(conn: &mut MultiplexedConnection, key: &str) -> i64 {
         .query_async(conn)
         .await
         .expect("PTTL")
+}
+
+/// Whether `key` exists.
+pub async fn exists(conn: &mut MultiplexedConnection, key: &str) -> bool {
+    redis::cmd("EXISTS")
+        .arg(key)
+        .query_async::<i64>(conn)
+        .await
+        .expect("EXISTS")
+        == 1
+}
+
+/// The number of members of the sorted set `key` (a fair queue, a semaphore's holders).
+pub async fn zcard(conn: &mut MultiplexedConnection, key: &str) -> i64 {
+    redis::cmd("ZCARD")
+        .arg(key)
+        .query_async(conn)
+        .await
+        .expect("ZCARD")
+}
+
+/// `INCR key`: the count after this one.
+pub async fn incr(conn: &mut MultiplexedConnection, key: &str) -> i64 {
+    redis::cmd("INCR")
+        .arg(key)
+        .query_async(conn)
+        .await
+        .expect("INCR")
 }
 
 /// The token a guard stored, as Redis holds it.

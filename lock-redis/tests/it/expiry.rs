@@ -2,8 +2,9 @@
 
 use std::time::Duration;
 
-use crate::common::{locker_on, pttl, raw, server};
 use lock_core::LockError;
+
+use crate::common::{locker_on, pttl, raw, server};
 
 #[tokio::test]
 async fn expiry_frees_the_lock() {

@@ -4,31 +4,12 @@
 
 use std::time::Duration;
 
-use crate::common::{locker_on, raw, server};
 use futures::StreamExt;
-use lock_core::{Backoff, Kind, Locker};
+use lock_core::Kind;
 use lock_redis::RedisLock;
-use lock_testkit::RedisServer;
 use tokio::time::{sleep, timeout};
 
-/// A locker standing in for one process: its own `RedisLock` (connections, subscriber), and a
-/// backoff so slow that any prompt grant came from an announcement.
-fn process(server: &RedisServer) -> Locker {
-    Locker::builder(RedisLock::from_url(&server.url()).expect("url"))
-        .backoff(Backoff::new(
-            Duration::from_secs(10),
-            Duration::from_secs(10),
-        ))
-        .build()
-}
-
-async fn zcard(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> i64 {
-    redis::cmd("ZCARD")
-        .arg(key)
-        .query_async(conn)
-        .await
-        .expect("ZCARD")
-}
+use crate::common::{locker_on, raw, server, slow_polling_on, zcard};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn processes_get_the_lock_in_the_order_they_asked() {
@@ -37,7 +18,7 @@ async fn processes_get_the_lock_in_the_order_they_asked() {
     let (order_tx, mut order_rx) = tokio::sync::mpsc::unbounded_channel();
     let mut waiters = Vec::new();
     for id in 0..4 {
-        let (locker, order) = (process(&server), order_tx.clone());
+        let (locker, order) = (slow_polling_on(&server), order_tx.clone());
         waiters.push(tokio::spawn(async move {
             let guard = locker
                 .fair("job")
@@ -84,7 +65,7 @@ async fn a_release_tells_the_head_alone() {
         .expect("PSUBSCRIBE");
     let waiters: Vec<_> = (0..3)
         .map(|_| {
-            let locker = process(&server);
+            let locker = slow_polling_on(&server);
             tokio::spawn(async move {
                 let guard = locker
                     .fair("job")
@@ -191,7 +172,7 @@ async fn a_waiter_that_gives_up_withdraws_its_entry_at_once() {
     let queue = keys[2].clone();
     let mut conn = raw(&server).await;
     let holder = locker_on(&server).fair("job").await.expect("free");
-    let quitter = process(&server);
+    let quitter = slow_polling_on(&server);
     let gives_up = tokio::spawn(async move {
         quitter
             .fair("job")
@@ -200,7 +181,7 @@ async fn a_waiter_that_gives_up_withdraws_its_entry_at_once() {
             .map(drop)
     });
     let cancelled = {
-        let locker = process(&server);
+        let locker = slow_polling_on(&server);
         tokio::spawn(async move {
             locker
                 .fair("job")
@@ -225,7 +206,7 @@ async fn a_waiter_that_gives_up_withdraws_its_entry_at_once() {
     assert_eq!(left, 0, "the timed-out and the cancelled waiter withdrew");
     // With the queue empty, the next waiter is the head at once.
     holder.release().await.expect("ours");
-    let next = process(&server)
+    let next = slow_polling_on(&server)
         .fair("job")
         .wait(Duration::ZERO)
         .await
@@ -265,7 +246,8 @@ async fn the_fair_lock_is_the_mutex_of_its_name() {
 
 #[tokio::test]
 async fn only_the_head_of_the_queue_is_granted() {
-    use lock_core::{Attempt, Lock, Token};
+    use lock_core::Token;
+    use lock_core::backend::{Attempt, Lock};
     let server = server();
     let lock = RedisLock::from_url(&server.url()).expect("url");
     let fair = Kind::Fair { queued: true };

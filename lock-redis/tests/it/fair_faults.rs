@@ -5,12 +5,13 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::common::{locker_on, raw, server};
-use lock_core::{Backoff, FAIR_ENTRY_TTL, Kind, Locker};
+use lock_core::{FAIR_ENTRY_TTL, Kind, Locker};
 use lock_redis::RedisLock;
 use lock_testkit::{FaultProxy, RedisServer};
 use redis::aio::MultiplexedConnection;
 use tokio::time::{Instant, sleep};
+
+use crate::common::{locker_on, raw, server, slow_polling_on};
 
 const NAME: &str = "job";
 const URL_VAR: &str = "DISTLOCK_TEST_WAITER_URL";
@@ -58,17 +59,6 @@ async fn until_queued(
     }
 }
 
-/// A locker standing in for one process, with a backoff so slow that a prompt grant came from
-/// an announcement or from the fair waiter's own entry-renewing retries.
-fn process(server: &RedisServer) -> Locker {
-    Locker::builder(RedisLock::from_url(&server.url()).expect("url"))
-        .backoff(Backoff::new(
-            Duration::from_secs(10),
-            Duration::from_secs(10),
-        ))
-        .build()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sigkilled_waiter_holds_the_queue_back_only_until_its_entry_lapses() {
     let server = server();
@@ -100,7 +90,7 @@ async fn a_sigkilled_waiter_holds_the_queue_back_only_until_its_entry_lapses() {
 
     // A waiter of another process, behind it.
     let next = tokio::spawn({
-        let locker = process(&server);
+        let locker = slow_polling_on(&server);
         async move {
             let asked = Instant::now();
             let guard = locker

@@ -19,11 +19,13 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::common::{raw, server};
 use async_trait::async_trait;
-use lock_core::{Attempt, Handover, Kind, Lease, Lock, LockError, Locker, ReleaseWatch, Token};
+use lock_core::backend::{Attempt, Handover, Lock, ReleaseWatch};
+use lock_core::{Kind, Lease, LockError, Locker, Token};
 use lock_redis::RedisLock;
 use redis::aio::MultiplexedConnection;
+
+use crate::common::{incr, raw, server};
 
 const PROCESSES: usize = 3;
 const TASKS: usize = 2;
@@ -261,14 +263,6 @@ impl Lock for Recording {
     async fn ping(&self) -> Result<(), LockError> {
         self.inner.ping().await
     }
-}
-
-async fn incr(conn: &mut MultiplexedConnection, key: &str) -> i64 {
-    redis::cmd("INCR")
-        .arg(key)
-        .query_async(conn)
-        .await
-        .expect("INCR")
 }
 
 /// The body of one worker process; does nothing unless started by the test above.

@@ -1,13 +1,12 @@
 //! Fencing tokens strictly increase per name across release, expiry, the counter being lost,
 //! and a Redis restart with and without persistence.
 
-use crate::common;
-
 use std::time::Duration;
 
-use crate::common::{locker_on, raw, server};
 use lock_core::Locker;
 use lock_testkit::KeepData;
+
+use crate::common::{self, locker_on, raw, server};
 
 async fn grant(locker: &Locker) -> u64 {
     let guard = locker

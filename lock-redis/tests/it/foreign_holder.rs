@@ -8,13 +8,13 @@
 //! The test binary re-runs itself: the parent starts a copy that runs only the ignored
 //! `redis_py_style_holder` test, with the server's URL in the environment.
 
-use crate::common;
-
 use std::time::Duration;
 
-use crate::common::{raw, server};
-use lock_core::{Attempt, Lock, Locker, Token};
+use lock_core::backend::{Attempt, Lock};
+use lock_core::{Locker, Token};
 use lock_redis::RedisLock;
+
+use crate::common::{self, raw, server};
 
 const URL_VAR: &str = "DISTLOCK_TEST_FOREIGN_URL";
 const NAME: &str = "resource";

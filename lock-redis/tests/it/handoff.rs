@@ -5,9 +5,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::{command_calls, get, lock_on, raw, server};
 use lock_core::Locker;
 use lock_redis::RedisLock;
+
+use crate::common::{command_calls, get, lock_on, raw, server};
 
 const LONG: Duration = Duration::from_secs(30);
 

@@ -2,13 +2,12 @@
 //! (`{key}:distlock-holder`, JSON), written by the grant, renewed, handed over and deleted with
 //! the lease; the lock key itself keeps the plain token.
 
-use crate::common;
-
 use std::time::Duration;
 
-use crate::common::{get, pttl, raw, server, token_of};
 use lock_core::{LockError, Locker};
 use lock_redis::RedisLock;
+
+use crate::common::{self, get, pttl, raw, server, token_of};
 
 const HOLDER: &str = "{order:42}:distlock-holder";
 

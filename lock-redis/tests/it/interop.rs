@@ -5,10 +5,11 @@
 
 use std::time::Duration;
 
-use crate::common::{get, raw, server};
 use lock_core::Locker;
 use lock_redis::RedisLock;
 use redis::aio::MultiplexedConnection;
+
+use crate::common::{get, raw, server};
 
 /// A lock taken the way redis-py, node-redlock and redsync take one; `true` if it was free.
 async fn foreign_set(conn: &mut MultiplexedConnection, key: &str, token: &str) -> bool {

@@ -3,18 +3,10 @@
 
 use std::time::Duration;
 
-use crate::common::{lock_on, locker_on, pttl, raw, server, token_of};
 use lock_core::{Kind, LockError};
 use redis::aio::MultiplexedConnection;
 
-async fn exists(conn: &mut MultiplexedConnection, key: &str) -> bool {
-    redis::cmd("EXISTS")
-        .arg(key)
-        .query_async::<i64>(conn)
-        .await
-        .expect("EXISTS")
-        == 1
-}
+use crate::common::{exists, lock_on, locker_on, pttl, raw, server, token_of};
 
 async fn zscore(conn: &mut MultiplexedConnection, key: &str, member: &str) -> Option<f64> {
     redis::cmd("ZSCORE")

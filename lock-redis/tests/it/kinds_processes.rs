@@ -7,14 +7,13 @@
 //! updated by small scripts in one atomic step with the check they make, so the parent judges
 //! what every process saw.
 
-use crate::common;
-
 use std::time::{Duration, Instant};
 
-use crate::common::{raw, server};
 use lock_core::{Backoff, Kind, LockError, Locker};
 use lock_redis::RedisLock;
 use redis::aio::MultiplexedConnection;
+
+use crate::common::{self, exists, incr, raw, server, zcard};
 
 const URL_VAR: &str = "DISTLOCK_KINDS_URL";
 /// `1` or `0`: the writer preference of the reader stream's readers.
@@ -111,14 +110,6 @@ async fn get_i64(conn: &mut MultiplexedConnection, key: &str) -> i64 {
         .await
         .expect("GET")
         .unwrap_or(0)
-}
-
-async fn incr(conn: &mut MultiplexedConnection, key: &str) {
-    redis::cmd("INCR")
-        .arg(key)
-        .query_async::<i64>(conn)
-        .await
-        .expect("INCR");
 }
 
 /// The server's clock in milliseconds (the clock the scripts score expiries with).
@@ -800,23 +791,6 @@ async fn poll_then_drop<F: std::future::Future>(future: F, polls: usize) {
         }
         tokio::time::sleep(Duration::from_micros(200)).await;
     }
-}
-
-async fn zcard(conn: &mut MultiplexedConnection, key: &str) -> i64 {
-    redis::cmd("ZCARD")
-        .arg(key)
-        .query_async(conn)
-        .await
-        .expect("ZCARD")
-}
-
-async fn exists(conn: &mut MultiplexedConnection, key: &str) -> bool {
-    redis::cmd("EXISTS")
-        .arg(key)
-        .query_async::<i64>(conn)
-        .await
-        .expect("EXISTS")
-        == 1
 }
 
 /// Read, write and semaphore acquires dropped at any point (from never polled to granted)

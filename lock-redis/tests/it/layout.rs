@@ -4,9 +4,10 @@
 
 use std::time::Duration;
 
-use crate::common::{get, locker_on, pttl, raw, server, token_of};
 use lock_redis::{RedisLock, key_slot};
 use lock_testkit::RedisServer;
+
+use crate::common::{get, locker_on, pttl, raw, server, token_of};
 
 #[tokio::test]
 async fn the_key_holds_the_plain_token_with_a_ttl() {

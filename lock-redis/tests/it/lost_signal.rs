@@ -1,15 +1,14 @@
 //! Redis unreachable for longer than the lease's validity: `lost()` fires and `run` cancels the
 //! work with `LockError::Lost`.
 
-use crate::common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::common::server;
 use lock_core::{LockError, Locker};
 use lock_redis::RedisLock;
+
+use crate::common::{self, server};
 
 #[tokio::test]
 async fn run_is_cancelled_when_redis_is_gone_past_the_lease() {

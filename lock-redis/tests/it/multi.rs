@@ -6,8 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
-use crate::common::{get, locker_on, raw, server, token_of};
 use lock_core::Locker;
+
+use crate::common::{get, locker_on, raw, server, token_of};
 
 #[tokio::test]
 async fn one_server_takes_every_name_in_one_step_or_none() {

@@ -3,8 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::{locker_on, server};
 use lock_core::{LockError, TimeoutPhase};
+
+use crate::common::{locker_on, server};
 
 /// The tests' lock uses 500 ms connect and command timeouts; allow generous slack for a busy CI
 /// machine, while still proving the call does not hang.

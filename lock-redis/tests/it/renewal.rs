@@ -1,13 +1,12 @@
 //! A renewed lease outlives many TTLs on a real Redis while another process waits for it, and
 //! renewal stops before the release: nothing extends the key after it.
 
-use crate::common;
-
 use std::time::Duration;
 
-use crate::common::{pttl, raw, server};
 use lock_core::Locker;
 use lock_redis::RedisLock;
+
+use crate::common::{self, pttl, raw, server};
 
 const LEASE: Duration = Duration::from_millis(300);
 const URL_VAR: &str = "DISTLOCK_TEST_RENEWAL_URL";

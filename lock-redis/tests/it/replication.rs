@@ -1,15 +1,14 @@
 //! The replication-safety option: grants and renewals wait for replicas (`WAIT`); when they do
 //! not confirm, `ReplicaPolicy::Fail` gives the lock back and `Warn` goes on.
 
-use crate::common;
-
 use std::error::Error as _;
 use std::time::Duration;
 
-use crate::common::{raw, server};
 use lock_core::Locker;
 use lock_redis::{NotReplicated, RedisLock, ReplicaPolicy};
 use lock_testkit::RedisServer;
+
+use crate::common::{self, raw, server};
 
 /// A replica of `primary`, attached and in sync (bounded wait).
 fn replica_of(primary: &RedisServer) -> RedisServer {

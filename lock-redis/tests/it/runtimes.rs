@@ -12,10 +12,11 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::Duration;
 
-use crate::common::{get, raw, server, token_of};
 use lock_core::{Backoff, Locker};
 use lock_redis::RedisLock;
 use lock_testkit::RedisServer;
+
+use crate::common::{get, raw, server, token_of};
 
 const LEASE: Duration = Duration::from_millis(600);
 const HOLD: Duration = Duration::from_millis(2_000);

@@ -1,11 +1,9 @@
 //! Scripts flushed from the server (SCRIPT FLUSH, as after a restart or failover) are loaded
 //! again transparently: every operation still succeeds.
 
-use crate::common;
-
 use std::time::Duration;
 
-use crate::common::{locker_on, raw, server};
+use crate::common::{self, locker_on, raw, server};
 
 #[tokio::test]
 async fn operations_survive_script_flush() {

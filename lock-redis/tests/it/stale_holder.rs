@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
-use crate::common::{get, locker_on, pttl, raw, server, token_of};
 use lock_core::LockError;
+
+use crate::common::{get, locker_on, pttl, raw, server, token_of};
 
 #[tokio::test]
 async fn a_stale_holder_cannot_touch_the_new_holder() {

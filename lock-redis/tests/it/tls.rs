@@ -6,9 +6,11 @@
 
 use std::time::{Duration, Instant};
 
-use lock_core::{Backoff, LockError, Locker, Op, TimeoutPhase};
+use lock_core::{LockError, Locker, Op, TimeoutPhase};
 use lock_redis::RedisLock;
 use lock_testkit::{RedisServer, TestCertificates};
+
+use crate::common::slow_polling;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
 /// Slack over the connect timeout for scheduling on a busy machine.
@@ -37,16 +39,6 @@ fn lock_trusting(url: &str, ca: &str) -> RedisLock {
         .command_timeout(CONNECT_TIMEOUT)
         .build()
         .expect("valid TLS settings")
-}
-
-/// Polling alone would take 10 s per try: a faster grant came from a release announcement.
-fn slow_polling(lock: RedisLock) -> Locker {
-    Locker::builder(lock)
-        .backoff(Backoff::new(
-            Duration::from_secs(10),
-            Duration::from_secs(10),
-        ))
-        .build()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,11 +4,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::{command_calls, get, raw, server};
-use lock_core::{Attempt, Lock, LockError, Locker, Token};
+use lock_core::backend::{Attempt, Lock};
+use lock_core::{LockError, Locker, Token};
 use lock_redis::RedisLock;
 use redis::AsyncCommands as _;
 use tokio::time::Instant;
+
+use crate::common::{command_calls, get, raw, server};
 
 fn unfenced(server: &lock_testkit::RedisServer) -> RedisLock {
     RedisLock::builder()

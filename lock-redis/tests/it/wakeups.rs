@@ -1,29 +1,17 @@
 //! Waiters are woken by release announcements (pub/sub), share one subscription per name,
 //! and still get in when an announcement never comes.
 
-use crate::common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::{raw, server};
-use lock_core::{Backoff, Locker};
 use lock_redis::RedisLock;
 
-/// A locker whose polling alone would take 10 s per try: faster grants came from wake-ups.
-fn slow_polling(url: &str) -> Locker {
-    Locker::builder(RedisLock::from_url(url).expect("url"))
-        .backoff(Backoff::new(
-            Duration::from_secs(10),
-            Duration::from_secs(10),
-        ))
-        .build()
-}
+use crate::common::{self, raw, server, slow_polling_on};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_in_another_client_wakes_the_waiter() {
     let server = server();
-    let (holder_side, waiter_side) = (slow_polling(&server.url()), slow_polling(&server.url()));
+    let (holder_side, waiter_side) = (slow_polling_on(&server), slow_polling_on(&server));
     let holder = holder_side.lock("a").await.expect("free"); // renewed: its TTL stays ~30 s
     let waiter = tokio::spawn(async move {
         waiter_side
@@ -47,8 +35,8 @@ async fn a_release_in_another_client_wakes_the_waiter() {
 async fn a_thousand_waiters_share_one_subscription_and_all_get_in() {
     const WAITERS: usize = 1_000;
     let server = server();
-    let holder_side = slow_polling(&server.url());
-    let waiter_side = slow_polling(&server.url());
+    let holder_side = slow_polling_on(&server);
+    let waiter_side = slow_polling_on(&server);
     let mut conn = raw(&server).await;
     let channel = RedisLock::from_url(&server.url())
         .expect("url")
@@ -143,7 +131,7 @@ async fn a_waiter_gets_in_at_the_holders_ttl_without_an_announcement() {
         .await
         .expect("SET");
     let started = std::time::Instant::now();
-    let guard = slow_polling(&server.url())
+    let guard = slow_polling_on(&server)
         .lock("a")
         .wait(Duration::from_secs(8))
         .await
@@ -158,7 +146,7 @@ async fn a_waiter_gets_in_at_the_holders_ttl_without_an_announcement() {
 #[tokio::test]
 async fn a_task_reenters_on_redis() {
     let server = server();
-    let locker = Arc::new(slow_polling(&server.url()));
+    let locker = Arc::new(slow_polling_on(&server));
     tokio::spawn(async move {
         let outer = locker.lock("a").await.expect("free");
         let inner = locker.lock("a").wait(Duration::ZERO).await.expect("nested");

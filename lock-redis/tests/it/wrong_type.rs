@@ -1,8 +1,10 @@
 //! A key of the wrong type under the lock name gives a typed error and is never overwritten.
 
-use crate::common::{lock_on, raw, server};
-use lock_core::{Lease, Lock, LockError, Locker, Token};
+use lock_core::backend::Lock;
+use lock_core::{Lease, LockError, Locker, Token};
 use tokio::time::Instant;
+
+use crate::common::{lock_on, raw, server};
 
 #[tokio::test]
 async fn a_hash_under_the_name_is_reported_and_kept() {

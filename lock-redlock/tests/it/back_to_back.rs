@@ -4,8 +4,10 @@
 
 use std::time::Duration;
 
+use lock_core::Token;
+use lock_core::backend::{Attempt, Lock};
+
 use crate::common::servers::Nodes;
-use lock_core::{Attempt, Lock, Token};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_fresh_lease_releases_as_ours() {

@@ -9,12 +9,14 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::common::servers::{Nodes, redis_lock};
-use lock_core::{Attempt, Lock, Token};
+use lock_core::Token;
+use lock_core::backend::{Attempt, Lock};
 use lock_redlock::{
     METRIC_NODE_ERRORS, METRIC_NODE_GRANTS, METRIC_NODE_REFUSALS, METRIC_NODE_TIMEOUTS, Redlock,
 };
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
+
+use crate::common::servers::{Nodes, redis_lock};
 
 /// Back-to-back cycles measured (after one warm-up cycle).
 const CYCLES: u64 = 3_000;

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::{Lock, LockError, MemoryLock};
+use lock_core::backend::Lock;
+use lock_core::{LockError, MemoryLock};
 use lock_redlock::{
     NODE_TIMEOUT_CEILING, NODE_TIMEOUT_FLOOR, Redlock, default_node_timeout, quorum,
 };

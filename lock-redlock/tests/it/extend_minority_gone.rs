@@ -3,9 +3,10 @@
 
 use std::time::Duration;
 
+use lock_core::{Locker, Op};
+
 use crate::common::memory::quorum_error;
 use crate::common::servers::Nodes;
-use lock_core::{Locker, Op};
 
 #[tokio::test]
 async fn extend_with_two_of_five_gone_then_three() {

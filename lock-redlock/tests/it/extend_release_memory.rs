@@ -2,9 +2,11 @@
 
 use std::time::Duration;
 
-use crate::common::memory::{Behavior, MS, held, nodes, quorum_error, redlock, settle, since};
-use lock_core::{Attempt, Lock, LockError, Locker, Op, Token};
+use lock_core::backend::{Attempt, Lock};
+use lock_core::{LockError, Locker, Op, Token};
 use tokio::time::{Instant, sleep};
+
+use crate::common::memory::{Behavior, MS, held, nodes, quorum_error, redlock, settle, since};
 
 const TTL: Duration = Duration::from_secs(60);
 

@@ -5,9 +5,10 @@
 
 use std::time::Duration;
 
-use crate::common::servers::Nodes;
 use lock_core::{Guard, Locker};
 use lock_testkit::KeepData;
+
+use crate::common::servers::Nodes;
 
 async fn grant(locker: &Locker, ttl: Duration) -> Guard {
     locker

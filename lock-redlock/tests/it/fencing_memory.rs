@@ -2,12 +2,13 @@
 //! token among the grants, which orders successive grants only when the nodes' tokens are
 //! comparable across nodes (RedisLock's clock-based tokens are; plain counters are not).
 
-use crate::common;
-
 use std::time::Duration;
 
+use lock_core::backend::{Attempt, Lock};
+use lock_core::{Lease, Token};
+
+use crate::common;
 use crate::common::memory::{Behavior, hold_directly, nodes, redlock, settle};
-use lock_core::{Attempt, Lease, Lock, Token};
 
 const TTL: Duration = Duration::from_secs(60);
 

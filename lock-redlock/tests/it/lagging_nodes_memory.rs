@@ -6,10 +6,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::memory::{Behavior, MS, Scripted, held, redlock, scripted, settle, since};
-use lock_core::{Attempt, Lease, Lock, Token};
+use lock_core::backend::{Attempt, Lock};
+use lock_core::{Lease, Token};
 use lock_redlock::{NODE_TIMEOUT_CEILING, Redlock};
 use tokio::time::{Instant, sleep};
+
+use crate::common::memory::{Behavior, MS, Scripted, held, redlock, scripted, settle, since};
 
 const TTL: Duration = Duration::from_secs(60);
 const HUNG: Behavior = Behavior::DelayBefore(Duration::from_secs(3600));

@@ -4,8 +4,9 @@
 
 use std::time::Duration;
 
-use crate::common::servers::{Nodes, token_hex};
 use lock_core::Locker;
+
+use crate::common::servers::{Nodes, token_hex};
 
 const TTL: Duration = Duration::from_secs(10);
 

@@ -1,15 +1,15 @@
 //! The Locker drives a Redlock like any backend: waiting for a held lock (its full-jitter
 //! backoff is what desynchronises competing clients), a typed timeout, one holder at a time.
 
-use crate::common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use crate::common::memory::{Behavior, held, nodes, redlock, scripted, settle};
 use lock_core::{LockError, Locker, TimeoutPhase};
 use tokio::time::{Instant, sleep};
+
+use crate::common;
+use crate::common::memory::{Behavior, held, nodes, redlock, scripted, settle};
 
 #[tokio::test(start_paused = true)]
 async fn waits_for_a_held_lock_and_times_out_typed() {

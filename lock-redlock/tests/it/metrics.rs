@@ -2,16 +2,17 @@
 //! thread only (`metrics::with_local_recorder`), on a current-thread runtime with a paused
 //! clock so every round, background parts included, runs on this thread.
 
-use crate::common;
-
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::memory::{Behavior, Scripted, hold_directly, scripted, settle};
-use lock_core::{Attempt, Lock, Token};
+use lock_core::Token;
+use lock_core::backend::{Attempt, Lock};
 use lock_redlock::Redlock;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+
+use crate::common;
+use crate::common::memory::{Behavior, Scripted, hold_directly, scripted, settle};
 
 const TTL: Duration = Duration::from_secs(60);
 

@@ -2,8 +2,9 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::servers::{FAST, Nodes, token_hex};
 use lock_core::Locker;
+
+use crate::common::servers::{FAST, Nodes, token_hex};
 
 #[tokio::test]
 async fn one_node_of_three_killed_the_lock_carries_on() {

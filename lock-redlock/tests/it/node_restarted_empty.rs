@@ -4,9 +4,10 @@
 
 use std::time::Duration;
 
-use crate::common::servers::{Nodes, token_hex};
 use lock_core::Locker;
 use lock_testkit::KeepData;
+
+use crate::common::servers::{Nodes, token_hex};
 
 /// Waits (bounded) until `n` nodes hold the guard's token.
 async fn wait_held(nodes: &Nodes, of: &[usize], key: &str, token: &str, n: usize) {

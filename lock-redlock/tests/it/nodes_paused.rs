@@ -4,8 +4,9 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::servers::{FAST, Nodes, Paused, token_hex};
 use lock_core::Locker;
+
+use crate::common::servers::{FAST, Nodes, Paused, token_hex};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_of_five_paused_still_granted() {

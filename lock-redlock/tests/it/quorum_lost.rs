@@ -3,9 +3,11 @@
 
 use std::time::{Duration, Instant};
 
+use lock_core::backend::Lock;
+use lock_core::{LockError, Locker, Op, Token};
+
 use crate::common::memory::quorum_error;
 use crate::common::servers::{FAST, Nodes, Paused};
-use lock_core::{Lock, LockError, Locker, Op, Token};
 
 #[tokio::test]
 async fn three_of_five_down_is_a_quorum_error_and_leaves_nothing() {

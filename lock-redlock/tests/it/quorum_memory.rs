@@ -1,16 +1,17 @@
 //! The quorum and validity rules of an acquire, over in-process nodes on tokio's paused clock:
 //! every duration asserted here is exact, not wall-clock.
 
-use crate::common;
-
 use std::time::Duration;
 
 use crate::common::memory::{
     Behavior, MS, held, hold_directly, nodes, quorum_error, redlock, scripted, settle, since,
 };
-use lock_core::{Attempt, Lock, LockError, MAX_TTL, Op, Token};
+use lock_core::backend::{Attempt, Lock};
+use lock_core::{LockError, MAX_TTL, Op, Token};
 use lock_redlock::ValidityExpired;
 use tokio::time::Instant;
+
+use crate::common;
 
 const TTL: Duration = Duration::from_secs(60);
 

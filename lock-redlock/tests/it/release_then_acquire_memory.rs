@@ -6,9 +6,11 @@
 
 use std::time::Duration;
 
-use crate::common::memory::{Behavior, MS, held, redlock, scripted, settle, since};
-use lock_core::{Attempt, Lease, Lock, Token};
+use lock_core::backend::{Attempt, Lock};
+use lock_core::{Lease, Token};
 use tokio::time::{Instant, sleep, timeout};
+
+use crate::common::memory::{Behavior, MS, held, redlock, scripted, settle, since};
 
 const TTL: Duration = Duration::from_secs(60);
 

@@ -4,8 +4,10 @@
 
 use std::time::Duration;
 
+use lock_core::Token;
+use lock_core::backend::{Attempt, Lock};
+
 use crate::common::servers::Nodes;
-use lock_core::{Attempt, Lock, Token};
 
 const CYCLES: usize = 1_000;
 const NAME: &str = "release-all";

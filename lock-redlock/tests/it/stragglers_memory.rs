@@ -1,13 +1,14 @@
 //! Nodes that answer after the outcome was decided, and callers that give up: nothing is left
 //! behind. In-process nodes, tokio's paused clock.
 
-use crate::common;
-
 use std::time::Duration;
 
-use crate::common::memory::{Behavior, MS, held, redlock, scripted, settle, since};
-use lock_core::{Attempt, Lock, Locker, Token};
+use lock_core::backend::{Attempt, Lock};
+use lock_core::{Locker, Token};
 use tokio::time::{Instant, sleep, timeout};
+
+use crate::common;
+use crate::common::memory::{Behavior, MS, held, redlock, scripted, settle, since};
 
 const TTL: Duration = Duration::from_secs(60);
 

@@ -3,11 +3,13 @@
 
 use std::time::Duration;
 
-use crate::common::memory::quorum_error;
-use crate::common::servers::Nodes;
-use lock_core::{Attempt, Lock, LockError, MAX_TTL, Token};
+use lock_core::backend::{Attempt, Lock};
+use lock_core::{LockError, MAX_TTL, Token};
 use lock_redlock::ValidityExpired;
 use tokio::time::Instant;
+
+use crate::common::memory::quorum_error;
+use crate::common::servers::Nodes;
 
 fn token() -> Token {
     Token::generate().expect("rng")

@@ -3,8 +3,10 @@
 
 use std::time::{Duration, Instant};
 
+use lock_core::backend::Lock;
+use lock_core::{Backoff, Locker};
+
 use crate::common::servers::Nodes;
-use lock_core::{Backoff, Lock, Locker};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_is_announced_through_the_redlock() {

@@ -3,9 +3,10 @@
 
 use std::time::Duration;
 
-use crate::common::memory::{Behavior, nodes, redlock};
-use lock_core::Lock;
+use lock_core::backend::Lock;
 use tokio::time::{sleep, timeout};
+
+use crate::common::memory::{Behavior, nodes, redlock};
 
 #[tokio::test(start_paused = true)]
 async fn any_node_announcement_bumps_the_combined_signal() {

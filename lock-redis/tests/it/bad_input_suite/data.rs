@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use lock_core::{Lease, Lock, Locker, Token};
+use lock_core::backend::Lock;
+use lock_core::{Lease, Locker, Token};
 use lock_redis::RedisLock;
 
 use super::harness::{Answer, Case, Env, Expect, lock_at, row};

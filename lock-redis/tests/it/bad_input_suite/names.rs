@@ -6,7 +6,8 @@
 
 use std::time::Duration;
 
-use lock_core::{Lease, Lock, MAX_NAME_LEN, MAX_TTL, TimeoutPhase, Token};
+use lock_core::backend::Lock;
+use lock_core::{Lease, MAX_NAME_LEN, MAX_TTL, TimeoutPhase, Token};
 
 use super::harness::{Answer, Case, Expect, row};
 use super::ops::{extend_then_release, hold, must, owned, release, try_once};

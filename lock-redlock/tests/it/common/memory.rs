@@ -6,9 +6,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use lock_core::{
-    Attempt, Lease, Lock, LockError, MemoryLock, Op, ReleaseSignal, ReleaseWatch, Token,
-};
+use lock_core::backend::{Attempt, Lock, ReleaseSignal, ReleaseWatch};
+use lock_core::{Lease, LockError, MemoryLock, Op, Token};
 use lock_redlock::Redlock;
 use tokio::time::{Instant, sleep};
 
