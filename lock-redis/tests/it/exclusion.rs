@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use lock_core::Locker;
 use lock_redis::RedisLock;
-use lock_testkit::exclusion::{self, Pause};
+use lock_testkit::exclusion::{self, Counter, Pause};
 
 use crate::common::{locker_on, raw, server};
 
@@ -27,7 +27,7 @@ async fn tasks_on_one_name_exclude_each_other() {
     exclusion::tasks_exclude_each_other(
         &lockers,
         "counter-lock",
-        &server.url(),
+        Counter::at(&server.url()).await,
         TASKS,
         TASK_ROUNDS,
         Duration::from_secs(30),
@@ -52,7 +52,7 @@ async fn processes_on_one_name_exclude_each_other() {
         PROCESSES,
         PROCESS_ROUNDS,
         Duration::from_secs(60),
-        &server.url(),
+        Counter::at(&server.url()).await,
     )
     .await;
     // Sanity that the parent's own locker agrees the lock is free.
@@ -77,7 +77,7 @@ async fn worker_process() {
     exclusion::count_under_lock(
         &locker,
         "shared",
-        &url,
+        Counter::at(&url).await,
         PROCESS_ROUNDS,
         Duration::from_secs(30),
         Pause::Sleep(Duration::from_micros(200)),

@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use lock_core::Locker;
-use lock_testkit::exclusion::{self, Pause};
+use lock_testkit::exclusion::{self, Counter, Pause};
 
 use crate::common::servers::{Nodes, redlock_over};
 
@@ -27,7 +27,7 @@ async fn tasks_on_one_name_exclude_each_other() {
     exclusion::tasks_exclude_each_other(
         &lockers,
         "counter-lock",
-        &nodes.url(0),
+        Counter::at(&nodes.url(0)).await,
         TASKS,
         TASK_ROUNDS,
         Duration::from_secs(60),
@@ -49,7 +49,7 @@ async fn processes_on_one_name_exclude_each_other() {
         PROCESSES,
         PROCESS_ROUNDS,
         Duration::from_secs(90),
-        &nodes.url(0),
+        Counter::at(&nodes.url(0)).await,
     )
     .await;
     assert!(nodes.wait_gone(&[0, 1, 2], "shared").await);
@@ -67,7 +67,7 @@ async fn worker_process() {
     exclusion::count_under_lock(
         &locker,
         "shared",
-        &urls[0],
+        Counter::at(&urls[0]).await,
         PROCESS_ROUNDS,
         Duration::from_secs(60),
         Pause::Sleep(Duration::from_micros(200)),
