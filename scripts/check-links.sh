@@ -39,11 +39,15 @@ RUSTC_BOOTSTRAP=1 RUSTDOCFLAGS="--cfg docsrs -D warnings" \
 #   `WithSubscriber`, which rustdoc copies into every type's "Blanket Implementations"; it is
 #   broken on docs.rs too, and not ours to fix.
 # - `*.rs.html#12-34`: line ranges in the source pages, which rustdoc's JavaScript resolves.
+# Where cargo put them: `CARGO_TARGET_DIR`, a `build.target-dir` setting or ./target.
+target_dir="$(cargo metadata --format-version 1 --no-deps \
+    | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
+
 echo "== lychee --offline: the API docs and the Markdown files"
 "$lychee" --offline --no-progress --include-fragments \
     --exclude '/dispatcher#setting-the-default-subscriber$' \
     --exclude '\.rs\.html#[0-9]+(-[0-9]+)?$' \
-    target/doc/distlock \
+    "$target_dir/doc/distlock" \
     README.md CHANGELOG.md examples/README.md benches/README.md torture/README.md \
     lock-core/README.md lock-redis/README.md lock-redlock/README.md \
     lock-macros/README.md lock-macros/REFERENCE.md

@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# Everything CI checks: formatting, lints, then every unit, integration and doc test. The
-# integration tests start their own redis-server processes (single servers, a cluster-enabled
-# node) and PostgreSQL servers (initdb in a temporary directory) on free loopback ports through
-# lock-testkit and stop them by PID.
+# Everything CI checks: formatting, lints, docs and their links, then every unit, integration
+# and doc test. The integration tests start their own redis-server processes (single servers, a
+# cluster-enabled node, sentinels) and PostgreSQL servers (initdb in a temporary directory) on
+# free loopback ports through lock-testkit and stop them by PID.
+#
+# Unit and integration tests run under cargo-nextest (installed if missing): one process per
+# test, as many at once as the machine has cores, so one slow test (a cluster forming, a lease
+# running out) no longer holds back the rest of its binary. Doc tests run under `cargo test
+# --doc`, which nextest does not run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The examples read REDIS_URL; the tests start their own servers and must not meet someone's.
@@ -11,14 +16,18 @@ unset REDIS_URL
 bash scripts/ensure-redis.sh
 bash scripts/ensure-postgres.sh
 
+if ! cargo nextest --version >/dev/null 2>&1; then
+    echo "installing cargo-nextest (crates.io)"
+    cargo install --locked --quiet cargo-nextest
+fi
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 
+# `--all-targets` covers the criterion benches and the examples too: they build, CI does not
+# run them.
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
-
-echo "== cargo check --benches (the criterion benches build; CI does not run them)"
-cargo check --benches --workspace --all-features
 
 echo "== cargo doc"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps --quiet
@@ -27,5 +36,8 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps --quie
 # Markdown files: no broken local link or #fragment.
 bash scripts/check-links.sh
 
-echo "== cargo test (unit, integration and doc tests)"
-cargo test --workspace --all-features
+echo "== cargo nextest (unit and integration tests)"
+cargo nextest run --workspace --all-features --no-fail-fast
+
+echo "== cargo test --doc (doc tests)"
+cargo test --workspace --all-features --doc

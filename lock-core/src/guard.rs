@@ -9,9 +9,10 @@ use tokio::time::Instant;
 
 use crate::cleanup::ReleaseOnDrop;
 use crate::handoff::end_lease;
-use crate::held::Held;
+use crate::held::HeldLease;
 use crate::metric;
 use crate::owners::Owners;
+use crate::renewal::Renewer;
 use crate::waiters::Waiters;
 use crate::{Lease, Lock, LockError, check_ttl};
 
@@ -25,15 +26,15 @@ use crate::{Lease, Lock, LockError, check_ttl};
 ///
 /// A guard taken without a fixed TTL is *renewed*: the locker's watchdog extends its lease
 /// every third of the lease while the guard lives, and stops before the release is sent. The
-/// guard keeps its `Locker` alive, so dropping every other handle to the locker does not stop
-/// the renewal. A
+/// guard keeps its `Locker`'s watchdog alive, so dropping every handle to the locker does not
+/// stop the renewal. A
 /// guard with a fixed TTL is not renewed. Either way the lease can end early — the backend lost
 /// it, renewal failed for longer than the lease — and [`Guard::lost`] resolves then. Hand
 /// [`Guard::fencing_token`] to the resource you protect so it can reject a stale holder.
 #[must_use = "dropping a Guard releases the lock at once (in the background)"]
 pub struct Guard {
     lock: Arc<dyn Lock>,
-    held: Arc<Held>,
+    held: Arc<HeldLease>,
     /// Whether dropping the guard must release the lease (false after `release` and `leak`, and
     /// for nested guards, which never release).
     armed: bool,
@@ -45,23 +46,24 @@ pub struct Guard {
 struct Outer {
     waiters: Arc<Waiters>,
     owner: Option<(Arc<Owners>, tokio::task::Id)>,
-    /// The locker that granted the lease, kept alive with the guard: its watchdog renews the
-    /// lease, and would stop if the last `Locker` handle were dropped first.
-    _locker: crate::Locker,
+    /// The watchdog of the locker that granted the lease, kept alive with the guard: it renews
+    /// the lease, and would stop if the last `Locker` handle were dropped first.
+    _renewer: Arc<Renewer>,
 }
 
 impl Guard {
     pub(crate) fn new(
-        locker: crate::Locker,
+        renewer: Arc<Renewer>,
         lock: Arc<dyn Lock>,
-        held: Arc<Held>,
+        held: Arc<HeldLease>,
         waiters: Arc<Waiters>,
         owner: Option<(Arc<Owners>, tokio::task::Id)>,
     ) -> Self {
-        held.labels.gauge(metric::HELD, 1.0);
+        held.labels().gauge(metric::HELD, 1.0);
         let permits = held.kind().permits();
         if permits > 0 {
-            held.labels.gauge(metric::PERMITS_HELD, f64::from(permits));
+            held.labels()
+                .gauge(metric::PERMITS_HELD, f64::from(permits));
         }
         Self {
             lock,
@@ -70,13 +72,13 @@ impl Guard {
             outer: Some(Outer {
                 waiters,
                 owner,
-                _locker: locker,
+                _renewer: renewer,
             }),
         }
     }
 
     /// A guard on a lease the current task already holds (reentrancy): it releases nothing.
-    pub(crate) fn nested(lock: Arc<dyn Lock>, held: Arc<Held>) -> Self {
+    pub(crate) fn nested(lock: Arc<dyn Lock>, held: Arc<HeldLease>) -> Self {
         Self {
             lock,
             held,
@@ -86,7 +88,7 @@ impl Guard {
     }
 
     /// The shared state of the lease (for the waiting line, which follows its renewals).
-    pub(crate) fn held(&self) -> &Arc<Held> {
+    pub(crate) fn held(&self) -> &Arc<HeldLease> {
         &self.held
     }
 
@@ -161,10 +163,20 @@ impl Guard {
     /// A cheap, cloneable view of this lease for code that must not own the guard (the work
     /// passed to [`LockRequest::run`](crate::LockRequest::run)).
     #[must_use]
-    pub fn watch(&self) -> LeaseWatch {
+    pub fn lease_watch(&self) -> LeaseWatch {
         LeaseWatch {
             held: Arc::clone(&self.held),
         }
+    }
+
+    /// The old name of [`lease_watch`](Guard::lease_watch): a view of this lease.
+    #[deprecated(
+        since = "0.1.0",
+        note = "renamed `lease_watch`: `watch` also names the subscription to releases (`Lock::watch`)"
+    )]
+    #[must_use]
+    pub fn watch(&self) -> LeaseWatch {
+        self.lease_watch()
     }
 
     /// Extends the lease so it expires `ttl` from now, if it is still ours.
@@ -181,7 +193,7 @@ impl Guard {
     /// (with the old `valid_until`, which is the safe side).
     pub async fn extend(&mut self, ttl: Duration) -> Result<(), LockError> {
         check_ttl(ttl)?;
-        let _op = self.held.ops.lock().await;
+        let _op = self.held.op().await;
         match self.lock.as_ref().extend(&self.held.lease(), ttl).await {
             Ok(Some(valid_until)) => {
                 self.held.set_valid_until(valid_until);
@@ -193,7 +205,7 @@ impl Guard {
             }
             Err(error) => {
                 self.held
-                    .labels
+                    .labels()
                     .count_with(metric::BACKEND_ERRORS_TOTAL, "op", "extend");
                 Err(error)
             }
@@ -222,7 +234,7 @@ impl Guard {
         }
         self.armed = false;
         self.finish();
-        let _op = self.held.ops.lock().await;
+        let _op = self.held.op().await;
         let lease = self.held.lease();
         let in_flight = ReleaseOnDrop::new(Arc::clone(&self.lock), lease.clone());
         let waiters = self.outer.as_ref().map(|outer| &outer.waiters);
@@ -231,13 +243,13 @@ impl Guard {
         match result {
             Ok(released) => {
                 if !released {
-                    self.held.labels.count(metric::RELEASE_NOT_OWNED_TOTAL);
+                    self.held.labels().count(metric::RELEASE_NOT_OWNED_TOTAL);
                 }
                 self.owned_or_error(released)
             }
             Err(error) => {
                 self.held
-                    .labels
+                    .labels()
                     .count_with(metric::BACKEND_ERRORS_TOTAL, "op", "release");
                 Err(error)
             }
@@ -278,16 +290,16 @@ impl Guard {
         {
             owners.leave(*task, &Arc::from(self.held.name()), self.held.kind());
         }
-        self.held.labels.gauge(metric::HELD, -1.0);
+        self.held.labels().gauge(metric::HELD, -1.0);
         let permits = self.held.kind().permits();
         if permits > 0 {
             self.held
-                .labels
+                .labels()
                 .gauge(metric::PERMITS_HELD, -f64::from(permits));
         }
         self.held
-            .labels
-            .record(metric::HELD_SECONDS, self.held.acquired_at.elapsed());
+            .labels()
+            .record(metric::HELD_SECONDS, self.held.held_for());
     }
 }
 
@@ -302,7 +314,7 @@ impl Drop for Guard {
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => drop(runtime.spawn(async move {
                 // After any renewal in flight, never before it.
-                let _op = held.ops.lock().await;
+                let _op = held.op().await;
                 let lease = held.lease();
                 match end_lease(&lock, waiters.as_ref(), &lease).await {
                     Ok(released) => {
@@ -339,7 +351,7 @@ impl fmt::Debug for Guard {
 /// was lost. Handed to the work of [`LockRequest::run`](crate::LockRequest::run).
 #[derive(Clone)]
 pub struct LeaseWatch {
-    held: Arc<Held>,
+    held: Arc<HeldLease>,
 }
 
 impl LeaseWatch {

@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use crate::metric::{self, Labels};
 use crate::{Kind, Lease, Token};
 
-pub(crate) struct Held {
+pub(crate) struct HeldLease {
     name: Arc<str>,
     token: Token,
     fencing_token: u64,
@@ -24,16 +24,16 @@ pub(crate) struct Held {
     changed: Notify,
     /// Serialises extends and the release of this lease: a release waits for a renewal in
     /// flight, so no renewal ever reaches the backend after the release (Redisson #7272).
-    pub(crate) ops: Arc<tokio::sync::Mutex<()>>,
+    ops: Arc<tokio::sync::Mutex<()>>,
     /// The TTL each renewal asks for.
-    pub(crate) renew_ttl: Duration,
+    renew_ttl: Duration,
     /// Renewal stops extending past this instant (the cap on total hold time).
-    pub(crate) hold_until: Option<Instant>,
-    pub(crate) acquired_at: Instant,
-    pub(crate) labels: Labels,
+    hold_until: Option<Instant>,
+    acquired_at: Instant,
+    labels: Labels,
 }
 
-impl Held {
+impl HeldLease {
     pub(crate) fn new(
         lease: &Lease,
         labels: Labels,
@@ -58,11 +58,40 @@ impl Held {
         }
     }
 
+    /// Waits for the op lock (for an extend or the release).
+    pub(crate) async fn op(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.ops.lock().await
+    }
+
     /// Takes the op lock if it is free, without waiting (for the renewer).
     pub(crate) fn ops_owned(
         self: Arc<Self>,
     ) -> Result<tokio::sync::OwnedMutexGuard<()>, tokio::sync::TryLockError> {
         Arc::clone(&self.ops).try_lock_owned()
+    }
+
+    /// The labels of the metric series of this lease.
+    pub(crate) fn labels(&self) -> &Labels {
+        &self.labels
+    }
+
+    /// How long ago the lease was granted.
+    pub(crate) fn held_for(&self) -> Duration {
+        self.acquired_at.elapsed()
+    }
+
+    /// How often the renewer extends the lease: every third of its renewed length.
+    pub(crate) fn renew_period(&self) -> Duration {
+        self.renew_ttl / 3
+    }
+
+    /// The TTL a renewal at `now` asks for: the renewed length, cut short by the cap on hold
+    /// time.
+    pub(crate) fn renew_ttl_at(&self, now: Instant) -> Duration {
+        match self.hold_until {
+            Some(cap) => self.renew_ttl.min(cap.saturating_duration_since(now)),
+            None => self.renew_ttl,
+        }
     }
 
     pub(crate) fn name(&self) -> &str {

@@ -15,7 +15,6 @@ mod lock;
 mod locker;
 mod memory;
 pub mod metric;
-mod multi;
 mod owners;
 mod renewal;
 #[cfg(feature = "axum")]
@@ -38,8 +37,8 @@ pub use backend::{
 };
 pub use locker::{
     DEFAULT_LEASE, DEFAULT_RETRY_ERRORS_FOR, DEFAULT_WAIT, LockRequest, Locker, LockerBuilder,
+    MAX_MULTI, MultiGuard, MultiRequest,
 };
 pub use memory::MemoryLock;
-pub use multi::{MAX_MULTI, MultiGuard, MultiRequest};
 pub use token::{ParseTokenError, Token, TokenHex};
 pub use validate::{MAX_NAME_LEN, MAX_TTL, MIN_TTL, check_name, check_ttl};

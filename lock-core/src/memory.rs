@@ -39,12 +39,13 @@ use crate::{
 /// ```
 #[derive(Debug, Default)]
 pub struct MemoryLock {
-    held: Mutex<Held>,
+    store: Mutex<Store>,
     fence: AtomicU64,
 }
 
+/// Everything the store holds, under one mutex.
 #[derive(Debug, Default)]
-struct Held {
+struct Store {
     locks: HashMap<String, Entry>,
     rw: HashMap<String, ReadWrite>,
     semaphores: HashMap<String, Semaphore>,
@@ -129,9 +130,9 @@ impl MemoryLock {
         mutexes + rw + permits
     }
 
-    fn state(&self) -> MutexGuard<'_, Held> {
+    fn state(&self) -> MutexGuard<'_, Store> {
         // No code panics while holding the mutex, but never turn poison into a panic here.
-        self.held
+        self.store
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -141,16 +142,16 @@ impl MemoryLock {
     }
 
     /// The live entry for `name`, dropping it if it has expired.
-    fn live<'a>(held: &'a mut Held, name: &str, now: Instant) -> Option<&'a mut Entry> {
-        if held.locks.get(name).is_some_and(|e| e.expires <= now) {
-            held.locks.remove(name);
+    fn live<'a>(store: &'a mut Store, name: &str, now: Instant) -> Option<&'a mut Entry> {
+        if store.locks.get(name).is_some_and(|e| e.expires <= now) {
+            store.locks.remove(name);
         }
-        held.locks.get_mut(name)
+        store.locks.get_mut(name)
     }
 
-    fn try_mutex(&self, held: &mut Held, name: &str, token: Token, ttl: Duration) -> Attempt {
+    fn try_mutex(&self, store: &mut Store, name: &str, token: Token, ttl: Duration) -> Attempt {
         let now = Instant::now();
-        if let Some(entry) = Self::live(held, name, now) {
+        if let Some(entry) = Self::live(store, name, now) {
             return Attempt::Busy {
                 holder_ttl: Some(entry.expires - now),
                 // Every holder here is a distlock holder: a backend that wraps this one and
@@ -159,14 +160,16 @@ impl MemoryLock {
             };
         }
         let expires = valid_until(now, ttl);
-        held.locks.insert(name.to_owned(), Entry { token, expires });
+        store
+            .locks
+            .insert(name.to_owned(), Entry { token, expires });
         Attempt::Acquired(Lease::new(name, token, self.next_fence(), expires))
     }
 
     /// A reader's share or the write lock, by `kind`, with writer preference as it says.
     fn try_rw(
         &self,
-        held: &mut Held,
+        store: &mut Store,
         name: &str,
         kind: Kind,
         token: Token,
@@ -178,7 +181,7 @@ impl MemoryLock {
             _ => unreachable!("called for read-write kinds only"),
         };
         let now = Instant::now();
-        let rw = held.rw.entry(name.to_owned()).or_default();
+        let rw = store.rw.entry(name.to_owned()).or_default();
         rw.prune(now);
         // Until when the holders that keep this request out may stay.
         let busy_until = match rw.writer {
@@ -213,15 +216,15 @@ impl MemoryLock {
     /// The mutex of `name`, for the head of its queue of fair waiters only.
     fn try_fair(
         &self,
-        held: &mut Held,
+        store: &mut Store,
         name: &str,
         kind: Kind,
         token: Token,
         ttl: Duration,
     ) -> Attempt {
         let now = Instant::now();
-        let holder = Self::live(held, name, now).map(|entry| entry.expires);
-        let queue = held.fair.entry(name.to_owned()).or_default();
+        let holder = Self::live(store, name, now).map(|entry| entry.expires);
+        let queue = store.fair.entry(name.to_owned()).or_default();
         queue.retain(|(_, lapses)| *lapses > now);
         let place = queue.iter().position(|(waiter, _)| *waiter == token);
         let first = place.map_or(queue.is_empty(), |place| place == 0);
@@ -230,10 +233,12 @@ impl MemoryLock {
                 queue.remove(0);
             }
             if queue.is_empty() {
-                held.fair.remove(name);
+                store.fair.remove(name);
             }
             let expires = valid_until(now, ttl);
-            held.locks.insert(name.to_owned(), Entry { token, expires });
+            store
+                .locks
+                .insert(name.to_owned(), Entry { token, expires });
             return Attempt::Acquired(
                 Lease::new(name, token, self.next_fence(), expires).with_kind(kind),
             );
@@ -247,7 +252,7 @@ impl MemoryLock {
                 None => queue.push((token, lapses)),
             }
         } else if queue.is_empty() {
-            held.fair.remove(name);
+            store.fair.remove(name);
         }
         Attempt::Busy {
             holder_ttl: busy_until.map(|until| until - now),
@@ -256,7 +261,7 @@ impl MemoryLock {
     }
 
     fn try_permits(
-        held: &mut Held,
+        store: &mut Store,
         name: &str,
         kind: Kind,
         token: Token,
@@ -266,7 +271,7 @@ impl MemoryLock {
             unreachable!("called for semaphores only");
         };
         let now = Instant::now();
-        let semaphore = held.semaphores.entry(name.to_owned()).or_default();
+        let semaphore = store.semaphores.entry(name.to_owned()).or_default();
         semaphore.prune(now);
         if semaphore.holders.is_empty() {
             semaphore.max = max;
@@ -300,39 +305,40 @@ impl MemoryLock {
         token: Token,
         ttl: Duration,
     ) -> Result<Attempt, LockError> {
-        let mut held = self.state();
-        Self::sweep(&mut held, Instant::now());
+        let mut store = self.state();
+        Self::sweep(&mut store, Instant::now());
         match kind {
-            Kind::Mutex => Ok(self.try_mutex(&mut held, name, token, ttl)),
+            Kind::Mutex => Ok(self.try_mutex(&mut store, name, token, ttl)),
             Kind::Read { .. } | Kind::Write { .. } => {
-                Ok(self.try_rw(&mut held, name, kind, token, ttl))
+                Ok(self.try_rw(&mut store, name, kind, token, ttl))
             }
-            Kind::Semaphore { .. } => Self::try_permits(&mut held, name, kind, token, ttl),
-            Kind::Fair { .. } => Ok(self.try_fair(&mut held, name, kind, token, ttl)),
+            Kind::Semaphore { .. } => Self::try_permits(&mut store, name, kind, token, ttl),
+            Kind::Fair { .. } => Ok(self.try_fair(&mut store, name, kind, token, ttl)),
         }
     }
 
     /// Drops expired entries of every kind once the maps have doubled since the last sweep, so
     /// names never asked for again do not pile up.
-    fn sweep(held: &mut Held, now: Instant) {
-        let size = held.locks.len() + held.rw.len() + held.semaphores.len() + held.fair.len();
-        if size < held.swept_at.saturating_mul(2).max(1024) {
+    fn sweep(store: &mut Store, now: Instant) {
+        let size = store.locks.len() + store.rw.len() + store.semaphores.len() + store.fair.len();
+        if size < store.swept_at.saturating_mul(2).max(1024) {
             return;
         }
-        held.locks.retain(|_, e| e.expires > now);
-        held.rw.retain(|_, rw| {
+        store.locks.retain(|_, e| e.expires > now);
+        store.rw.retain(|_, rw| {
             rw.prune(now);
             !rw.is_empty()
         });
-        held.semaphores.retain(|_, s| {
+        store.semaphores.retain(|_, s| {
             s.prune(now);
             !s.holders.is_empty()
         });
-        held.fair.retain(|_, queue| {
+        store.fair.retain(|_, queue| {
             queue.retain(|(_, lapses)| *lapses > now);
             !queue.is_empty()
         });
-        held.swept_at = held.locks.len() + held.rw.len() + held.semaphores.len() + held.fair.len();
+        store.swept_at =
+            store.locks.len() + store.rw.len() + store.semaphores.len() + store.fair.len();
     }
 }
 
@@ -363,8 +369,8 @@ impl Lock for MemoryLock {
 
     async fn permits_in_use(&self, name: &str) -> Result<u32, LockError> {
         let now = Instant::now();
-        let mut held = self.state();
-        Ok(held.semaphores.get_mut(name).map_or(0, |semaphore| {
+        let mut store = self.state();
+        Ok(store.semaphores.get_mut(name).map_or(0, |semaphore| {
             semaphore.prune(now);
             semaphore.in_use()
         }))
@@ -373,29 +379,29 @@ impl Lock for MemoryLock {
     async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
         let now = Instant::now();
         let expires = valid_until(now, ttl);
-        let mut held = self.state();
+        let mut store = self.state();
         let name = lease.name();
         let token = lease.token();
         let extended = match lease.kind() {
-            Kind::Read { .. } => held
+            Kind::Read { .. } => store
                 .rw
                 .get_mut(name)
                 .and_then(|rw| rw.readers.get_mut(token))
                 .filter(|at| **at > now)
                 .map(|at| *at = expires),
-            Kind::Write { .. } => held
+            Kind::Write { .. } => store
                 .rw
                 .get_mut(name)
                 .and_then(|rw| rw.writer.as_mut())
                 .filter(|w| w.token == *token && w.expires > now)
                 .map(|w| w.expires = expires),
-            Kind::Semaphore { .. } => held
+            Kind::Semaphore { .. } => store
                 .semaphores
                 .get_mut(name)
                 .and_then(|s| s.holders.get_mut(token))
                 .filter(|(_, at)| *at > now)
                 .map(|(_, at)| *at = expires),
-            _ => Self::live(&mut held, name, now)
+            _ => Self::live(&mut store, name, now)
                 .filter(|e| e.token == *token)
                 .map(|e| e.expires = expires),
         };
@@ -412,8 +418,8 @@ impl Lock for MemoryLock {
             return Ok(Handover::Unsupported);
         }
         let now = Instant::now();
-        let mut held = self.state();
-        Ok(match Self::live(&mut held, lease.name(), now) {
+        let mut store = self.state();
+        Ok(match Self::live(&mut store, lease.name(), now) {
             Some(entry) if entry.token == *lease.token() => {
                 entry.token = to;
                 entry.expires = valid_until(now, ttl);
@@ -426,12 +432,12 @@ impl Lock for MemoryLock {
 
     async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
         let now = Instant::now();
-        let mut held = self.state();
+        let mut store = self.state();
         let name = lease.name();
         let token = lease.token();
         Ok(match lease.kind() {
             Kind::Read { .. } | Kind::Write { .. } => {
-                let Some(rw) = held.rw.get_mut(name) else {
+                let Some(rw) = store.rw.get_mut(name) else {
                     return Ok(false);
                 };
                 rw.prune(now);
@@ -442,34 +448,34 @@ impl Lock for MemoryLock {
                     _ => rw.writer.take_if(|w| w.token == *token).is_some(),
                 };
                 if rw.is_empty() {
-                    held.rw.remove(name);
+                    store.rw.remove(name);
                 }
                 ours
             }
             Kind::Semaphore { .. } => {
-                let Some(semaphore) = held.semaphores.get_mut(name) else {
+                let Some(semaphore) = store.semaphores.get_mut(name) else {
                     return Ok(false);
                 };
                 semaphore.prune(now);
                 let ours = semaphore.holders.remove(token).is_some();
                 if semaphore.holders.is_empty() {
-                    held.semaphores.remove(name);
+                    store.semaphores.remove(name);
                 }
                 ours
             }
             kind => {
                 if let Kind::Fair { .. } = kind
-                    && let Some(queue) = held.fair.get_mut(name)
+                    && let Some(queue) = store.fair.get_mut(name)
                 {
                     // A fair request that gave up withdraws its entry here.
                     queue.retain(|(waiter, lapses)| waiter != token && *lapses > now);
                     if queue.is_empty() {
-                        held.fair.remove(name);
+                        store.fair.remove(name);
                     }
                 }
-                let ours = Self::live(&mut held, name, now).is_some_and(|e| e.token == *token);
+                let ours = Self::live(&mut store, name, now).is_some_and(|e| e.token == *token);
                 if ours {
-                    held.locks.remove(name);
+                    store.locks.remove(name);
                 }
                 ours
             }

@@ -13,11 +13,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use tokio::task::Id;
 
-use crate::held::Held;
+use crate::held::HeldLease;
 use crate::kind::{Class, Kind};
 
 /// Which lease each (task, name) pair holds.
-type ByTask = HashMap<(Id, Arc<str>, Class), Weak<Held>>;
+type ByTask = HashMap<(Id, Arc<str>, Class), Weak<HeldLease>>;
 
 /// The family a kind's reentrancy is recorded under; `None` for kinds that are not reentrant.
 pub(crate) fn family(kind: Kind) -> Option<Class> {
@@ -41,7 +41,7 @@ impl Owners {
 
     /// The lease the current task holds on `name` in the family of `kind`, if any and still
     /// held.
-    pub(crate) fn current(&self, name: &Arc<str>, kind: Kind) -> Option<Arc<Held>> {
+    pub(crate) fn current(&self, name: &Arc<str>, kind: Kind) -> Option<Arc<HeldLease>> {
         let family = family(kind)?;
         let task = tokio::task::try_id()?;
         let held = self
@@ -53,7 +53,7 @@ impl Owners {
 
     /// Records that the current task holds `held` (outside a task, or for a kind that is not
     /// reentrant: nothing to record).
-    pub(crate) fn enter(&self, name: &Arc<str>, held: &Arc<Held>) -> Option<Id> {
+    pub(crate) fn enter(&self, name: &Arc<str>, held: &Arc<HeldLease>) -> Option<Id> {
         let family = family(held.kind())?;
         let task = tokio::task::try_id()?;
         self.map()

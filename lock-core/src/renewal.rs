@@ -20,7 +20,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::held::Held;
+use crate::held::HeldLease;
 use crate::metric;
 use crate::{Lease, Lock, LockError};
 
@@ -59,7 +59,7 @@ struct Shared {
 struct Inbox {
     /// New leases with the instant each is first due (a third of its TTL after it was granted),
     /// and, once the task is gone with its runtime, every lease it still renewed.
-    new: Vec<(Instant, Arc<Held>)>,
+    new: Vec<(Instant, Arc<HeldLease>)>,
     /// When the task's timer fires next; `None` while it waits without one.
     armed: Option<Instant>,
     /// The `Locker` is gone: the task ends.
@@ -77,8 +77,8 @@ impl Renewer {
     /// Starts renewing `held` a third of its TTL from now, on the current runtime's watchdog.
     ///
     /// Must be called within a tokio runtime (the watchdog is spawned there on first use).
-    pub(crate) fn watch(&self, held: Arc<Held>) {
-        let due = Instant::now() + period(&held);
+    pub(crate) fn track(&self, held: Arc<HeldLease>) {
+        let due = Instant::now() + held.renew_period();
         let shared = self.watchdog();
         let wake = {
             let mut inbox = shared.lock();
@@ -167,12 +167,12 @@ impl Ord for Due {
 #[derive(Default)]
 struct Schedule {
     heap: BinaryHeap<Reverse<Due>>,
-    leases: std::collections::HashMap<u64, Arc<Held>>,
+    leases: std::collections::HashMap<u64, Arc<HeldLease>>,
     next_seq: u64,
 }
 
 impl Schedule {
-    fn push(&mut self, at: Instant, held: Arc<Held>) {
+    fn push(&mut self, at: Instant, held: Arc<HeldLease>) {
         self.next_seq += 1;
         self.heap.push(Reverse(Due {
             at,
@@ -182,7 +182,7 @@ impl Schedule {
     }
 
     /// Every lease due by `by` that still renews (released and leaked ones are dropped here).
-    fn take_due(&mut self, by: Instant) -> Vec<Arc<Held>> {
+    fn take_due(&mut self, by: Instant) -> Vec<Arc<HeldLease>> {
         let mut due = Vec::new();
         while due.len() < MAX_BATCH && self.heap.peek().is_some_and(|Reverse(d)| d.at <= by) {
             if let Some(Reverse(d)) = self.heap.pop()
@@ -196,10 +196,6 @@ impl Schedule {
     }
 }
 
-fn period(held: &Held) -> Duration {
-    held.renew_ttl / 3
-}
-
 /// The state of one watchdog task. Dropped with the task — also when its runtime shuts down
 /// mid-renewal — it hands every lease it still renews back to the inbox, for the watchdog of
 /// another runtime to adopt.
@@ -207,7 +203,7 @@ struct Watchdog {
     shared: Arc<Shared>,
     schedule: Schedule,
     /// The batch being extended right now.
-    in_flight: Vec<Arc<Held>>,
+    in_flight: Vec<Arc<HeldLease>>,
 }
 
 impl Drop for Watchdog {
@@ -268,7 +264,7 @@ async fn sleep_until_some(at: Option<Instant>) {
 }
 
 /// Extends every lease in `due` in one batch; returns the ones to renew again, with when.
-async fn renew(lock: &dyn Lock, due: Vec<Arc<Held>>) -> Vec<(Arc<Held>, Instant)> {
+async fn renew(lock: &dyn Lock, due: Vec<Arc<HeldLease>>) -> Vec<(Arc<HeldLease>, Instant)> {
     // Hold each lease's op lock for the whole round trip: a release waits for it, so it can
     // never overtake a renewal. A lease whose lock is taken (its guard is extending or
     // releasing it right now) is looked at again shortly.
@@ -283,10 +279,7 @@ async fn renew(lock: &dyn Lock, due: Vec<Arc<Held>>) -> Vec<(Arc<Held>, Instant)
         if !held.is_renewing() {
             continue;
         }
-        let ttl = match held.hold_until {
-            Some(cap) => held.renew_ttl.min(cap.saturating_duration_since(now)),
-            None => held.renew_ttl,
-        };
+        let ttl = held.renew_ttl_at(now);
         if ttl < crate::MIN_TTL {
             // The cap on hold time is reached: let the lease run out; `lost()` fires then.
             held.stop_renewing();
@@ -306,20 +299,20 @@ async fn renew(lock: &dyn Lock, due: Vec<Arc<Held>>) -> Vec<(Arc<Held>, Instant)
     for ((held, op, _), answer) in batch.into_iter().zip(answers) {
         match answer {
             Ok(Some(valid_until)) => {
-                held.labels
+                held.labels()
                     .count_with(metric::RENEWALS_TOTAL, "outcome", "ok");
                 held.set_valid_until(valid_until);
-                again.push((Arc::clone(&held), now + period(&held)));
+                again.push((Arc::clone(&held), now + held.renew_period()));
             }
             Ok(None) => {
-                held.labels
+                held.labels()
                     .count_with(metric::RENEWALS_TOTAL, "outcome", "not_owned");
                 held.mark_lost();
             }
             Err(error) => {
-                held.labels
+                held.labels()
                     .count_with(metric::RENEWALS_TOTAL, "outcome", "error");
-                held.labels
+                held.labels()
                     .count_with(metric::BACKEND_ERRORS_TOTAL, "op", "extend");
                 retry_or_lose(&held, &error, now, &mut again);
             }
@@ -331,10 +324,10 @@ async fn renew(lock: &dyn Lock, due: Vec<Arc<Held>>) -> Vec<(Arc<Held>, Instant)
 
 /// A transient failure is retried while the lease is still valid; otherwise the lease is lost.
 fn retry_or_lose(
-    held: &Arc<Held>,
+    held: &Arc<HeldLease>,
     error: &LockError,
     now: Instant,
-    again: &mut Vec<(Arc<Held>, Instant)>,
+    again: &mut Vec<(Arc<HeldLease>, Instant)>,
 ) {
     let left = held.valid_until().saturating_duration_since(now);
     if error.is_retryable() && !left.is_zero() {

@@ -22,7 +22,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::cleanup::ReleaseOnDrop;
-use crate::held::Held;
+use crate::held::HeldLease;
 use crate::kind::Class;
 use crate::{Lease, Lock, ReleaseSignal, ReleaseWatch};
 
@@ -73,7 +73,7 @@ enum LocalHolder {
     /// A guard's lease: valid until its current `valid_until`, which renewal moves on. (A
     /// copy of the instant at the grant would make the next head try, in vain, as soon as the
     /// first lease would have ended.)
-    Guard(Arc<Held>),
+    Guard(Arc<HeldLease>),
 }
 
 impl LocalHolder {
@@ -282,7 +282,7 @@ impl Ticket {
     /// This waiter got the name, held by `held`. An exclusive grant (mutex, write) makes the
     /// waiters it excludes wait for its release (or the end of its lease, however often renewal
     /// moves it) instead of trying; a shared one (read, permits) changes nothing.
-    pub(crate) fn granted(&self, held: &Arc<Held>) {
+    pub(crate) fn granted(&self, held: &Arc<HeldLease>) {
         if !held.kind().is_exclusive() {
             return;
         }

@@ -1,14 +1,17 @@
-//! Building a [`RedisLock`].
+//! Building a [`RedisLock`]: its constructors, its builder, and the assembly of its parts.
+//! The lock's own file never names its configuration, so the two import one way.
 
 use std::time::Duration;
 
 use deadpool_redis::{Manager, Pool, Runtime};
 use lock_core::LockError;
 
-use crate::RedisLock;
-use crate::conn::Source;
+use crate::conn::{Connections, Source};
+use crate::executor::{Executor, ms};
+use crate::kinds::Grants;
+use crate::redis_lock::RedisLock;
 use crate::replication::{ReplicaPolicy, Replication};
-use crate::subscriber::Origin;
+use crate::subscriber::{Origin, Subscriber};
 
 /// How long getting a connection may take, connecting included, by default: 2 s.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -18,6 +21,30 @@ pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// How long a name's fencing counter is kept after its last grant by default: 24 h.
 pub const DEFAULT_FENCE_RETENTION: Duration = Duration::from_secs(24 * 3600);
+
+impl RedisLock {
+    /// Starts configuring a lock; see [`RedisLockBuilder`].
+    pub fn builder() -> RedisLockBuilder {
+        RedisLockBuilder::default()
+    }
+
+    /// A lock on the Redis at `url`, with default settings. Connects on first use.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidInput`] when the URL does not parse.
+    pub fn from_url(url: &str) -> Result<Self, LockError> {
+        Self::builder().url(url).build()
+    }
+
+    /// A lock over an existing pool of one Redis server, with default settings. Waiters poll
+    /// with backoff, since a pool cannot open the separate pub/sub connection release
+    /// announcements need; give the builder a [`pubsub_url`](RedisLockBuilder::pubsub_url) to
+    /// have them.
+    #[must_use]
+    pub fn from_pool(pool: deadpool_redis::Pool) -> Self {
+        assemble(Source::Single(pool), Settings::default())
+    }
+}
 
 /// Configures a [`RedisLock`]: where Redis is (a URL or your own `deadpool_redis::Pool`), the key
 /// prefix, timeouts and the fencing counter's retention.
@@ -361,7 +388,7 @@ impl RedisLockBuilder {
             }));
         }
         let source = chosen.remove(0);
-        Ok(RedisLock::assemble(
+        Ok(assemble(
             source,
             Settings {
                 prefix: self.prefix,
@@ -389,19 +416,39 @@ impl std::fmt::Debug for RedisLockBuilder {
 }
 
 /// What a `RedisLock` is assembled from, past its pool.
-pub(crate) struct Settings {
-    pub(crate) prefix: String,
-    pub(crate) connect_timeout: Duration,
-    pub(crate) command_timeout: Duration,
-    pub(crate) fence_retention: Duration,
+struct Settings {
+    prefix: String,
+    connect_timeout: Duration,
+    command_timeout: Duration,
+    fence_retention: Duration,
     /// Whether grants carry fencing tokens.
-    pub(crate) fencing: bool,
+    fencing: bool,
     /// What grants say about their holder, if they describe it.
-    pub(crate) holder: Option<crate::holder::Describe>,
+    holder: Option<crate::holder::Describe>,
     /// Where the release subscriber connects, if announcements are on.
-    pub(crate) pubsub: Option<Origin>,
+    pubsub: Option<Origin>,
     /// Replicas that must confirm each grant and renewal.
-    pub(crate) replication: Option<Replication>,
+    replication: Option<Replication>,
+}
+
+/// The lock over connections from `source`, with `settings`.
+fn assemble(source: Source, settings: Settings) -> RedisLock {
+    let pubsub_limit = settings.connect_timeout + settings.command_timeout;
+    let exec = Executor::new(
+        Connections::new(source, settings.connect_timeout),
+        settings.command_timeout,
+        settings.replication,
+    );
+    let grants = Grants::new(
+        settings.fencing,
+        ms(settings.fence_retention),
+        settings.holder,
+        exec.topology(),
+    );
+    let subscriber = settings
+        .pubsub
+        .map(|origin| Subscriber::new(origin, pubsub_limit));
+    RedisLock::new(exec, grants, subscriber, settings.prefix)
 }
 
 impl Default for Settings {

@@ -27,6 +27,7 @@ use redis::{Cmd, Pipeline, RedisFuture, Value};
 use tokio::time::Instant;
 
 use crate::error::{BACKEND, timeout};
+use crate::topology::Topology;
 
 /// Where connections come from.
 pub(crate) enum Source {
@@ -165,8 +166,15 @@ impl Connections {
         }
     }
 
-    pub(crate) fn source(&self) -> &Source {
-        &self.source
+    /// Which kind of deployment the connections go to.
+    pub(crate) fn topology(&self) -> Topology {
+        match &self.source {
+            Source::Single(_) => Topology::Single,
+            #[cfg(feature = "cluster")]
+            Source::Cluster(_) => Topology::Cluster,
+            #[cfg(feature = "sentinel")]
+            Source::Sentinel(_) => Topology::Sentinel,
+        }
     }
 
     /// The current runtime's shared connection, if it has one. Connections of runtimes that

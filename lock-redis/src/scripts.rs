@@ -1,9 +1,11 @@
 //! The Lua scripts, kept as `.lua` files and sent with EVALSHA. A script the server no longer
 //! has (NOSCRIPT, after `SCRIPT FLUSH`, a restart or a failover) is loaded again and the call
-//! repeated once (`RedisLock::run`), so a flushed script costs one extra round trip, never an
+//! repeated once (`Executor::run`), so a flushed script costs one extra round trip, never an
 //! error.
 
 use std::sync::LazyLock;
+
+use crate::topology::Topology;
 
 /// A script: its source and the SHA1 that EVALSHA names it by.
 #[derive(Debug)]
@@ -172,6 +174,38 @@ pub(crate) static SEMAPHORE_IN_USE: Lazy = LazyLock::new(|| {
         "",
     )
 });
+
+/// The release scripts of one lock: announcing with `SPUBLISH` (sharded pub/sub, answered by
+/// the slot's own node) on a Redis Cluster, `PUBLISH` elsewhere.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Releases {
+    pub(crate) mutex: &'static Lua,
+    pub(crate) read_write: &'static Lua,
+    pub(crate) semaphore: &'static Lua,
+    pub(crate) fair: &'static Lua,
+}
+
+impl Releases {
+    /// The release scripts for a lock on `topology`.
+    pub(crate) fn on(topology: Topology) -> Self {
+        #[cfg(feature = "cluster")]
+        if topology == Topology::Cluster {
+            return Self {
+                mutex: &RELEASE_SHARDED,
+                read_write: &RW_RELEASE_SHARDED,
+                semaphore: &SEMAPHORE_RELEASE_SHARDED,
+                fair: &FAIR_RELEASE_SHARDED,
+            };
+        }
+        let _ = topology;
+        Self {
+            mutex: &RELEASE,
+            read_write: &RW_RELEASE,
+            semaphore: &SEMAPHORE_RELEASE,
+            fair: &FAIR_RELEASE,
+        }
+    }
+}
 
 /// Loads every script on a new connection (`SCRIPT LOAD`, which a cluster connection sends to
 /// every master), all in one pipeline. Otherwise the first burst of concurrent calls (a renewal

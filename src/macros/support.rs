@@ -219,7 +219,7 @@ where
     let guard = request.acquire().await?;
     let keep_until = Instant::now() + min_hold;
     let lost = guard.lost();
-    let leases: Vec<LeaseWatch> = guard.guards().iter().map(Guard::watch).collect();
+    let leases: Vec<LeaseWatch> = guard.guards().iter().map(Guard::lease_watch).collect();
     let work = CURRENT.scope(in_template_order(names, &leases), work());
     tokio::select! {
         biased;
@@ -256,7 +256,7 @@ where
     let guard = request.acquire().await?;
     let keep_until = Instant::now() + min_hold;
     let lost = guard.lost();
-    let work = CURRENT.scope(Arc::from([guard.watch()]), work());
+    let work = CURRENT.scope(Arc::from([guard.lease_watch()]), work());
     tokio::select! {
         biased;
         () = lost => {

@@ -118,7 +118,7 @@ fn turn_prefix(lock: &RedisLock, name: &str) -> String {
 async fn a_dead_waiter_blocks_the_queue_only_until_its_entry_lapses() {
     let server = server();
     let lock = RedisLock::from_url(&server.url()).expect("url");
-    let keys = lock.keys_of("job", Kind::Fair { queued: true });
+    let keys = lock.lock_keys("job").of_kind(Kind::Fair { queued: true });
     let (queue, entries) = (&keys[2], &keys[3]);
     let mut conn = raw(&server).await;
     // A waiter of a process that died: first in the queue, its entry lapsing in 1 s.
@@ -168,7 +168,7 @@ async fn a_dead_waiter_blocks_the_queue_only_until_its_entry_lapses() {
 async fn a_waiter_that_gives_up_withdraws_its_entry_at_once() {
     let server = server();
     let lock = RedisLock::from_url(&server.url()).expect("url");
-    let keys = lock.keys_of("job", Kind::Fair { queued: true });
+    let keys = lock.lock_keys("job").of_kind(Kind::Fair { queued: true });
     let queue = keys[2].clone();
     let mut conn = raw(&server).await;
     let holder = locker_on(&server).fair("job").await.expect("free");

@@ -23,7 +23,8 @@ const LONG_LEASE: Duration = Duration::from_secs(60);
 fn queue_keys(server: &RedisServer) -> (String, String) {
     let keys = RedisLock::from_url(&server.url())
         .expect("url")
-        .keys_of(NAME, Kind::Fair { queued: true });
+        .lock_keys(NAME)
+        .of_kind(Kind::Fair { queued: true });
     (keys[2].clone(), keys[3].clone())
 }
 

@@ -177,7 +177,8 @@ async fn processes_are_granted_in_the_order_they_queued_and_get_even_shares() {
     );
     let keys = RedisLock::from_url(&server.url())
         .expect("url")
-        .keys_of(NAME, Kind::Fair { queued: true });
+        .lock_keys(NAME)
+        .of_kind(Kind::Fair { queued: true });
     let left: i64 = redis::cmd("EXISTS")
         .arg(&keys[2..4])
         .query_async(&mut conn)

@@ -42,7 +42,7 @@ async fn readers_are_members_scored_by_their_own_expiry() {
     let read = Kind::Read {
         writer_preference: true,
     };
-    let keys = lock.keys_of("doc:7", read);
+    let keys = lock.lock_keys("doc:7").of_kind(read);
     let (writer, readers, waiting) = (&keys[0], &keys[1], &keys[2]);
     assert!(writer.ends_with(":distlock-writer"), "{keys:?}");
 
@@ -89,12 +89,9 @@ async fn the_writer_is_a_string_key_and_a_waiting_writer_is_recorded_until_it_gi
     let server = server();
     let (locker, lock) = (locker_on(&server), lock_on(&server));
     let mut conn = raw(&server).await;
-    let keys = lock.keys_of(
-        "doc:8",
-        Kind::Write {
-            writer_preference: true,
-        },
-    );
+    let keys = lock.lock_keys("doc:8").of_kind(Kind::Write {
+        writer_preference: true,
+    });
     let (writer, waiting) = (keys[0].clone(), keys[2].clone());
 
     let reader = locker.read("doc:8").await.expect("free");
@@ -183,7 +180,9 @@ async fn permits_are_members_with_their_count_and_vanish_with_the_last_holder() 
     let server = server();
     let (locker, lock) = (locker_on(&server), lock_on(&server));
     let mut conn = raw(&server).await;
-    let keys = lock.keys_of("pdf", Kind::Semaphore { permits: 1, max: 4 });
+    let keys = lock
+        .lock_keys("pdf")
+        .of_kind(Kind::Semaphore { permits: 1, max: 4 });
     let (holders, counts) = (&keys[0], &keys[1]);
     let three = locker
         .semaphore("pdf", 4)
@@ -288,14 +287,14 @@ async fn keys_of_the_wrong_type_are_a_typed_error() {
     let server = server();
     let (locker, lock) = (locker_on(&server), lock_on(&server));
     let mut conn = raw(&server).await;
-    let readers = lock.keys_of(
-        "bad",
-        Kind::Read {
-            writer_preference: true,
-        },
-    )[1]
-    .clone();
-    let permits = lock.keys_of("bad", Kind::Semaphore { permits: 1, max: 1 })[0].clone();
+    let readers = lock.lock_keys("bad").of_kind(Kind::Read {
+        writer_preference: true,
+    })[1]
+        .clone();
+    let permits = lock
+        .lock_keys("bad")
+        .of_kind(Kind::Semaphore { permits: 1, max: 1 })[0]
+        .clone();
     for key in [&readers, &permits] {
         let () = redis::cmd("SET")
             .arg(key)

@@ -408,13 +408,12 @@ async fn reader_stream() {
 async fn a_killed_readers_share_frees_the_writer_at_its_expiry() {
     let server = server();
     let mut conn = raw(&server).await;
-    let readers_key = lock_at(&server.url()).keys_of(
-        "hang",
-        Kind::Read {
+    let readers_key = lock_at(&server.url())
+        .lock_keys("hang")
+        .of_kind(Kind::Read {
             writer_preference: true,
-        },
-    )[1]
-    .clone();
+        })[1]
+        .clone();
     let mut reader =
         lock_testkit::spawn_test_process(&child_test!(hanging_reader), &[(URL_VAR, server.url())])
             .expect("start the reader process");
@@ -479,13 +478,12 @@ async fn hanging_reader() {
 async fn renewing_one_reader_leaves_the_others_expiry_untouched() {
     let server = server();
     let mut conn = raw(&server).await;
-    let readers_key = lock_at(&server.url()).keys_of(
-        "renew",
-        Kind::Read {
+    let readers_key = lock_at(&server.url())
+        .lock_keys("renew")
+        .of_kind(Kind::Read {
             writer_preference: true,
-        },
-    )[1]
-    .clone();
+        })[1]
+        .clone();
     let other = tokio::spawn(lock_testkit::run_test_in_processes(
         &child_test!(fixed_reader),
         &[(URL_VAR, server.url())],
@@ -806,12 +804,9 @@ async fn dropped_acquires_leave_nothing_in_redis() {
     let lease = Duration::from_secs(30);
     let wait = Duration::from_secs(30);
 
-    let rw = lock.keys_of(
-        "dropped",
-        Kind::Write {
-            writer_preference: true,
-        },
-    );
+    let rw = lock.lock_keys("dropped").of_kind(Kind::Write {
+        writer_preference: true,
+    });
     let (writer_key, readers_key, waiting_key) = (&rw[0], &rw[1], &rw[2]);
     let holder = holders.read("dropped").await.expect("free");
     for polls in 0..30 {
@@ -846,7 +841,9 @@ async fn dropped_acquires_leave_nothing_in_redis() {
         .await
         .expect("ours");
 
-    let sem = lock.keys_of("dropped-permits", Kind::Semaphore { permits: 1, max: 3 });
+    let sem = lock
+        .lock_keys("dropped-permits")
+        .of_kind(Kind::Semaphore { permits: 1, max: 3 });
     let holder = holders
         .semaphore("dropped-permits", 3)
         .permits(2)

@@ -1,0 +1,62 @@
+//! A bad URL, a server that is down and a wrong password: one clear line on stderr, a
+//! non-zero exit, never a panic — for every subcommand.
+
+use std::net::TcpListener;
+
+use lock_testkit::RedisServer;
+
+use crate::common::{distlock, stderr};
+
+fn one_clear_line(urls: &[String], what: &str, expected_code: i32) {
+    for args in [
+        &["ls"][..],
+        &["show", "a"],
+        &["release", "a", "--token", "dl:0"],
+        &["run", "a", "--", "true"],
+        &["watch", "--iterations", "1"],
+    ] {
+        let out = distlock(urls, args);
+        let err = stderr(&out);
+        assert_eq!(
+            out.status.code(),
+            Some(expected_code),
+            "{what} {args:?}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{what} {args:?}: {err}");
+        assert!(err.starts_with("distlock: "), "{what} {args:?}: {err}");
+        assert!(!err.contains("panicked"), "{what} {args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{what} {args:?}");
+    }
+}
+
+#[test]
+fn bad_url() {
+    one_clear_line(&["http://127.0.0.1:1/".into()], "bad URL", 2);
+}
+
+#[test]
+fn server_down() {
+    // A port nobody listens on: bound, then freed.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .expect("port")
+        .local_addr()
+        .expect("addr")
+        .port();
+    one_clear_line(&[format!("redis://127.0.0.1:{port}/")], "down", 69);
+}
+
+#[test]
+fn wrong_password() {
+    let server = RedisServer::builder()
+        .password("s3cret")
+        .start()
+        .expect("redis-server");
+    let url = format!("redis://:wrong@127.0.0.1:{}/", server.port());
+    one_clear_line(&[url], "wrong password", 69);
+    let out = distlock(&[server.url()], &["ls"]);
+    assert!(
+        out.status.success(),
+        "the right password works: {}",
+        stderr(&out)
+    );
+}

@@ -1,0 +1,17 @@
+//! The `distlock` command's integration tests in one binary (one to compile and link, not one
+//! per file): each module runs the built command (`CARGO_BIN_EXE_distlock`, through `common`)
+//! against redis-servers, clusters and sentinel sets started for the test and stopped by PID,
+//! and takes locks through the library to give it something to see.
+
+mod common;
+
+mod bad_target;
+mod inspect;
+mod ls_many;
+mod release;
+mod release_force;
+mod run_env;
+mod run_lost;
+mod sentinel;
+mod tls;
+mod watch;

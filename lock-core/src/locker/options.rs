@@ -1,0 +1,155 @@
+//! The options a request holds, the same for a single name and a multi-lock: how the lease ends,
+//! how long to wait, how long to retry a failing backend, the metrics label and the cap on hold
+//! time. Both request types hold one `Options` and forward their builder methods to it, so a
+//! multi-lock needs no request for a name of its own to carry them.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use metrics::SharedString;
+use tokio::time::Instant;
+
+use crate::{LockError, check_name, check_ttl};
+
+/// The lease of a renewed lock (one whose request names no fixed TTL): 30 s, renewed every
+/// 10 s while its guard lives.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+
+/// How long [`LockRequest::acquire`](crate::LockRequest::acquire) waits for a held lock when the
+/// request names no wait: 10 s.
+pub const DEFAULT_WAIT: Duration = Duration::from_secs(10);
+
+/// How long [`LockRequest::acquire`](crate::LockRequest::acquire) keeps retrying a backend that
+/// fails (Redis down, a dropped connection) before it returns the error, when neither the locker
+/// nor the request sets it: 5 s. "The lock is busy" is waited for as long as the request's wait;
+/// "the store is unreachable" only this long, however long the wait.
+pub const DEFAULT_RETRY_ERRORS_FOR: Duration = Duration::from_secs(5);
+
+/// The options of one request; a locker keeps the ones its requests start with.
+#[derive(Clone)]
+pub(super) struct Options {
+    expiry: Expiry,
+    /// `None`: wait without a deadline.
+    wait: Option<Duration>,
+    retry_errors_for: Duration,
+    label: Option<SharedString>,
+    max_hold: Option<Duration>,
+}
+
+/// How a granted lease ends.
+#[derive(Debug, Clone, Copy)]
+enum Expiry {
+    /// Renewed to this length every third of it while the guard lives.
+    Renewed(Duration),
+    /// Expires this long after the grant; never renewed.
+    Fixed(Duration),
+}
+
+impl Options {
+    /// A locker's defaults: [`DEFAULT_LEASE`], [`DEFAULT_WAIT`], [`DEFAULT_RETRY_ERRORS_FOR`],
+    /// no label, no cap on hold time.
+    pub(super) fn defaults() -> Self {
+        Self {
+            expiry: Expiry::Renewed(DEFAULT_LEASE),
+            wait: Some(DEFAULT_WAIT),
+            retry_errors_for: DEFAULT_RETRY_ERRORS_FOR,
+            label: None,
+            max_hold: None,
+        }
+    }
+
+    /// A renewed lease of this length.
+    pub(super) fn set_lease(&mut self, lease: Duration) {
+        self.expiry = Expiry::Renewed(lease);
+    }
+
+    /// A fixed TTL, not renewed.
+    pub(super) fn set_fixed_ttl(&mut self, ttl: Duration) {
+        self.expiry = Expiry::Fixed(ttl);
+    }
+
+    /// Wait at most this long; a wait the clock cannot hold is a wait without a deadline.
+    pub(super) fn set_wait(&mut self, wait: Duration) {
+        self.wait = Instant::now().checked_add(wait).map(|_| wait);
+    }
+
+    /// Wait without a deadline.
+    pub(super) fn set_wait_forever(&mut self) {
+        self.wait = None;
+    }
+
+    pub(super) fn set_retry_errors_for(&mut self, budget: Duration) {
+        self.retry_errors_for = budget;
+    }
+
+    pub(super) fn set_label(&mut self, label: SharedString) {
+        self.label = Some(label);
+    }
+
+    pub(super) fn set_max_hold(&mut self, max_hold: Duration) {
+        self.max_hold = Some(max_hold);
+    }
+
+    /// The TTL each attempt asks for: the renewed lease's length or the fixed TTL.
+    pub(super) fn ttl(&self) -> Duration {
+        match self.expiry {
+            Expiry::Renewed(ttl) | Expiry::Fixed(ttl) => ttl,
+        }
+    }
+
+    /// The length the watchdog renews a granted lease to; `None` for a fixed TTL.
+    pub(super) fn renewal(&self) -> Option<Duration> {
+        match self.expiry {
+            Expiry::Renewed(lease) => Some(lease),
+            Expiry::Fixed(_) => None,
+        }
+    }
+
+    /// How long to wait for a held lock; `None` without a deadline.
+    pub(super) fn wait(&self) -> Option<Duration> {
+        self.wait
+    }
+
+    /// How long a failing backend is retried while waiting.
+    pub(super) fn retry_errors_for(&self) -> Duration {
+        self.retry_errors_for
+    }
+
+    /// The request's own metrics label, if it set one.
+    pub(super) fn label(&self) -> Option<SharedString> {
+        self.label.clone()
+    }
+
+    /// Stop renewing this long after the grant; `None`: never.
+    pub(super) fn max_hold(&self) -> Option<Duration> {
+        self.max_hold
+    }
+
+    /// Checks `name` and the TTL: the TTL each attempt at `name` asks for.
+    pub(super) fn check(&self, name: &Arc<str>) -> Result<Duration, LockError> {
+        check_name(name)?;
+        let ttl = self.ttl();
+        check_ttl(ttl)?;
+        Ok(ttl)
+    }
+}
+
+impl Options {
+    /// Adds the options to a request's `Debug` output, as fields of its own.
+    pub(super) fn debug_fields(&self, out: &mut fmt::DebugStruct<'_, '_>) {
+        out.field("expiry", &self.expiry)
+            .field("wait", &self.wait)
+            .field("retry_errors_for", &self.retry_errors_for)
+            .field("label", &self.label)
+            .field("max_hold", &self.max_hold);
+    }
+}
+
+impl fmt::Debug for Options {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut out = f.debug_struct("Options");
+        self.debug_fields(&mut out);
+        out.finish()
+    }
+}

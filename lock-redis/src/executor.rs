@@ -1,0 +1,209 @@
+//! The executor: how every operation of every kind reaches Redis. One command or script per
+//! call, bounded by the command timeout; a failure that leaves the connection unusable replaces
+//! it; replicas confirm a write when the lock asks for it. The kinds (`kinds/`) decide which
+//! script runs on which keys; this module only runs it.
+
+use std::time::Duration;
+
+use lock_core::{LockError, Op, TimeoutPhase};
+use redis::{ErrorKind, FromRedisValue, ServerErrorKind};
+use tokio::time::Instant;
+
+use crate::conn::{Conn, Connections};
+use crate::error::{breaks_connection, from_redis, timeout};
+use crate::layout::Keys;
+use crate::replication::Replication;
+use crate::scripts::Lua;
+use crate::topology::Topology;
+
+/// Runs commands and scripts for one `RedisLock`: its connections, its command timeout and the
+/// replicas that must confirm its writes.
+pub(crate) struct Executor {
+    conns: Connections,
+    command_timeout: Duration,
+    /// Replicas that must confirm each grant and renewal, if any.
+    replication: Option<Replication>,
+}
+
+impl Executor {
+    pub(crate) fn new(
+        conns: Connections,
+        command_timeout: Duration,
+        replication: Option<Replication>,
+    ) -> Self {
+        Self {
+            conns,
+            command_timeout,
+            replication,
+        }
+    }
+
+    /// How long one command may wait for its reply.
+    pub(crate) fn command_timeout(&self) -> Duration {
+        self.command_timeout
+    }
+
+    /// Which kind of deployment the commands go to.
+    pub(crate) fn topology(&self) -> Topology {
+        self.conns.topology()
+    }
+
+    /// Runs one script (EVALSHA, loading it on NOSCRIPT) with a bounded wait for its reply,
+    /// replacing the connection if the failure shows it broken. `keys[0]` is the lock key.
+    /// Returns the connection it used, for a `WAIT` on the same one.
+    pub(crate) async fn run<T: FromRedisValue>(
+        &self,
+        op: Op,
+        script: &Lua,
+        keys: &[&str],
+        args: &[&str],
+    ) -> Result<(T, Conn), LockError> {
+        // EVALSHA written straight into one command buffer: redis-rs's `ScriptInvocation`
+        // would first copy every key and argument into a vector of its own (an allocation
+        // each, on every lock operation).
+        let size = keys.iter().chain(args).map(|a| a.len()).sum::<usize>() + 64;
+        let mut call = redis::Cmd::with_capacity(3 + keys.len() + args.len(), size);
+        call.arg("EVALSHA")
+            .arg(script.sha1())
+            .arg(keys.len())
+            .arg(keys)
+            .arg(args);
+        let mut conn = self.conns.get().await?;
+        let started = Instant::now();
+        let first = tokio::time::timeout(self.command_timeout, async {
+            match call.query_async(&mut conn.conn).await {
+                Err(err) if err.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                    // Flushed, or a restarted or failed-over server: load it, call again once.
+                    redis::cmd("SCRIPT")
+                        .arg("LOAD")
+                        .arg(script.source())
+                        .exec_async(&mut conn.conn)
+                        .await?;
+                    call.query_async(&mut conn.conn).await
+                }
+                answer => answer,
+            }
+        })
+        .await;
+        self.settle(first, conn, op, keys[0], started)
+    }
+
+    /// Sends one plain command, bounded by the command timeout like [`Self::run`].
+    pub(crate) async fn send<T: FromRedisValue>(
+        &self,
+        op: Op,
+        cmd: &redis::Cmd,
+        key: &str,
+    ) -> Result<(T, Conn), LockError> {
+        let mut conn = self.conns.get().await?;
+        let started = Instant::now();
+        let reply =
+            tokio::time::timeout(self.command_timeout, cmd.query_async(&mut conn.conn)).await;
+        self.settle(reply, conn, op, key, started)
+    }
+
+    /// Connects if there is no connection, then sends one `PING`, both bounded by their
+    /// timeouts.
+    pub(crate) async fn ping(&self) -> Result<(), LockError> {
+        let ping = redis::cmd("PING");
+        self.send::<()>(Op::Connect, &ping, "").await.map(drop)
+    }
+
+    /// Maps a bounded reply, replacing the connection when the failure leaves it unusable.
+    fn settle<T>(
+        &self,
+        reply: Result<redis::RedisResult<T>, tokio::time::error::Elapsed>,
+        conn: Conn,
+        op: Op,
+        key: &str,
+        started: Instant,
+    ) -> Result<(T, Conn), LockError> {
+        match reply {
+            Ok(Ok(value)) => Ok((value, conn)),
+            Ok(Err(err)) => {
+                if breaks_connection(&err) {
+                    self.conns.discard(&conn);
+                }
+                Err(from_redis(err, op, key, started.elapsed()))
+            }
+            Err(_) => {
+                // The reply may still come; the connection is in an unknown state.
+                self.conns.discard(&conn);
+                Err(timeout(TimeoutPhase::Command, started.elapsed()))
+            }
+        }
+    }
+
+    /// Marks that a distlock waiter waits for the lock at `keys`, for `holder_ttl` and a second
+    /// more, so that the holder's release announces itself (`lua/release.lua` announces only
+    /// when it deletes such a mark). The fenced acquire script marks by itself; this is for the
+    /// busy answers that come from elsewhere (a plain `SET NX`, the multi-lock script).
+    ///
+    /// Best effort: a mark that fails to land leaves the waiter polling (its retries are
+    /// bounded by the holder's TTL and the backoff), so the failure is logged, not returned.
+    pub(crate) async fn mark_waiting(&self, keys: &Keys, holder_ttl: Duration) {
+        let mark = keys.released();
+        let mut set = redis::Cmd::with_capacity(5, mark.len() + 32);
+        set.arg("SET")
+            .arg(&mark)
+            .arg("1")
+            .arg("PX")
+            .arg(ms(holder_ttl).saturating_add(1000));
+        if let Err(error) = self.send::<()>(Op::Acquire, &set, keys.key()).await {
+            tracing::debug!(%error, "marking a waiter failed; its release may go unannounced");
+        }
+    }
+
+    /// Waits for replicas to confirm a write made on `conn`, if this lock asks for it.
+    pub(crate) async fn confirm(
+        &self,
+        conn: &mut Conn,
+        key: &str,
+        op: Op,
+    ) -> Result<(), LockError> {
+        match &self.replication {
+            Some(replication) => {
+                replication
+                    .confirm(&mut conn.conn, key, self.command_timeout, op)
+                    .await
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+/// `d` in whole milliseconds, saturating.
+pub(crate) fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod future_sizes {
+    use super::*;
+    use crate::conn::Source;
+    use crate::scripts::RELEASE;
+
+    /// Every lock operation's future holds these; the backend's boxed future is allocated and
+    /// filled on every call, so a large one costs each call a copy and a slow allocation. They
+    /// were ~7 KB while connecting was inline (see `Connections::get`).
+    #[test]
+    fn command_futures_stay_small() {
+        const LIMIT: usize = 2048;
+        let pool = deadpool_redis::Config::from_url("redis://127.0.0.1:1/")
+            .create_pool(Some(deadpool_redis::Runtime::Tokio1))
+            .expect("pool");
+        let exec = Executor::new(
+            Connections::new(Source::Single(pool), Duration::from_secs(1)),
+            Duration::from_secs(1),
+            None,
+        );
+        let run = exec.run::<i64>(Op::Release, &RELEASE, &["k"], &["a", "b"]);
+        assert!(size_of_val(&run) < LIMIT, "run: {}", size_of_val(&run));
+        let get = redis::cmd("GET");
+        let send = exec.send::<i64>(Op::Acquire, &get, "k");
+        assert!(size_of_val(&send) < LIMIT, "send: {}", size_of_val(&send));
+        let keys = Keys::from_key("k");
+        let mark = exec.mark_waiting(&keys, Duration::from_secs(1));
+        assert!(size_of_val(&mark) < LIMIT, "mark: {}", size_of_val(&mark));
+    }
+}

@@ -1,0 +1,36 @@
+//! The one place of shared setup: runs a scenario's short form from a test, one at a time.
+
+use std::sync::{Mutex, PoisonError};
+
+use distlock_torture::{Options, Outcome, Scenario, report, run};
+
+/// Scenarios share two cores with the rest of the test suite: one at a time in this test binary
+/// (every backend's), so that their timing verdicts measure distlock rather than the machine's
+/// contention.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// Runs the short form of `scenario` with the worker processes started from the `torture`
+/// binary, and prints its report.
+pub(crate) fn run_short(scenario: &Scenario) -> Outcome {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
+    let options = Options::short(env!("CARGO_BIN_EXE_torture"));
+    let outcome = run(scenario, &options).expect("the run takes place");
+    eprintln!(
+        "== {} ({} cycles, {:.1} s)\n{}",
+        scenario.name,
+        outcome.cycles,
+        outcome.wall.as_secs_f64(),
+        report::scenario_table(&outcome)
+    );
+    outcome
+}
+
+/// Asserts that the scenario's written verdict held.
+pub(crate) fn assert_verdict(outcome: &Outcome) {
+    assert!(
+        outcome.passed(),
+        "{}: the verdict was violated:\n  {}",
+        outcome.scenario.name,
+        outcome.violations.join("\n  ")
+    );
+}

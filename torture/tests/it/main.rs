@@ -1,0 +1,9 @@
+//! The torture scenarios' short forms in one binary (one to compile and link, not one per
+//! backend): one module per backend, each scenario run one at a time through `common`.
+
+mod common;
+
+mod cluster;
+mod postgres;
+mod redlock;
+mod single_redis;

@@ -1,0 +1,43 @@
+//! Torture scenarios on one PostgreSQL (`PostgresLock`, the lease table), short form.
+
+use distlock_torture::scenario;
+
+use crate::common;
+
+#[test]
+fn postgres_restarted_fast_keeps_exclusion() {
+    let outcome = common::run_short(&scenario::pg_restart(true));
+    common::assert_verdict(&outcome);
+    assert_eq!(outcome.report.overlaps.len(), 0);
+}
+
+#[test]
+fn postgres_restarted_immediately_keeps_exclusion() {
+    let outcome = common::run_short(&scenario::pg_restart(false));
+    common::assert_verdict(&outcome);
+    assert_eq!(outcome.report.overlaps.len(), 0);
+}
+
+#[test]
+fn a_paused_holder_resumes_into_a_fenced_rejection_on_postgres() {
+    let outcome = common::run_short(&scenario::pg_holder_pause());
+    common::assert_verdict(&outcome);
+    assert!(
+        outcome.report.stale_rejected >= 1,
+        "the resumed holder's write was rejected"
+    );
+}
+
+#[test]
+fn terminated_backends_do_not_break_the_lease_table() {
+    let outcome = common::run_short(&scenario::pg_terminate_backends());
+    common::assert_verdict(&outcome);
+    assert_eq!(outcome.report.overlaps.len(), 0);
+}
+
+#[test]
+fn a_holder_cut_off_from_postgres_is_replaced_safely() {
+    let outcome = common::run_short(&scenario::pg_worker_partition());
+    common::assert_verdict(&outcome);
+    assert_eq!(outcome.report.overlaps.len(), 0);
+}
