@@ -59,6 +59,8 @@
 //! (read-write lock, semaphore, fair lock, multi-lock): async checks that take fresh
 //! `lock_core::Locker`s on any backend and panic when a rule breaks, so every backend is held
 //! to the same rules; a backend that keeps less says so in its `conformance::Backend`.
+//! [`exclusion`] is the counter-under-the-lock check the Redis-based backends share: many
+//! tasks or OS processes update one counter under one name, and it must end exact.
 //!
 //! ```no_run
 //! use lock_testkit::{KeepData, RedisServer};
@@ -97,6 +99,7 @@ mod binary;
 mod client;
 mod cluster;
 pub mod conformance;
+pub mod exclusion;
 mod launch;
 mod pgbouncer;
 mod poll;

@@ -1,0 +1,54 @@
+//! lock-redis's integration tests, one binary (matklad's layout): one module per behaviour,
+//! the shared setup in `common`. Every test starts its own redis-server (or cluster, Sentinel
+//! set, TLS server) through lock-testkit on a free loopback port and stops it by its PID.
+//!
+//! One binary instead of one per file: each test file used to compile and link on its own,
+//! which made most of the test run's time.
+
+/// The libtest name of the test fn `$test` in the calling module (`module::test`, the crate
+/// left out): what a parent test hands `lock_testkit::run_test_in_processes` (which runs it
+/// with `--exact`) to re-run it in child processes. Naming the fn rather than writing a
+/// string makes a renamed or moved child test a compile error, not a child that runs nothing.
+macro_rules! child_test {
+    ($test:ident) => {{
+        let _: fn() = $test;
+        let module = module_path!()
+            .split_once("::")
+            .map_or("", |(_crate, module)| module);
+        format!("{module}::{}", stringify!($test))
+    }};
+}
+
+mod common;
+
+mod acl;
+mod bad_input;
+mod bad_input_suite;
+mod cancel_acquire;
+mod cluster;
+mod exclusion;
+mod expiry;
+mod fair;
+mod fair_faults;
+mod fair_processes;
+mod fencing;
+mod foreign_holder;
+mod handoff;
+mod holder_metadata;
+mod interop;
+mod kinds_layout;
+mod kinds_processes;
+mod layout;
+mod lost_signal;
+mod multi;
+mod redis_down;
+mod renewal;
+mod replication;
+mod runtimes;
+mod script_flush;
+mod sentinel;
+mod stale_holder;
+mod tls;
+mod unfenced;
+mod wakeups;
+mod wrong_type;

@@ -1,0 +1,46 @@
+//! lock-redlock's integration tests, one binary (matklad's layout): one module per behaviour,
+//! the shared setup in `common` (`common::servers`: real redis-server nodes through
+//! lock-testkit; `common::memory`: scripted in-memory nodes on a paused clock).
+//!
+//! One binary instead of one per file: each test file used to compile and link on its own,
+//! which made most of the test run's time.
+
+/// The libtest name of the test fn `$test` in the calling module (`module::test`, the crate
+/// left out): what a parent test hands `lock_testkit::run_test_in_processes` (which runs it
+/// with `--exact`) to re-run it in child processes. Naming the fn rather than writing a
+/// string makes a renamed or moved child test a compile error, not a child that runs nothing.
+macro_rules! child_test {
+    ($test:ident) => {{
+        let _: fn() = $test;
+        let module = module_path!()
+            .split_once("::")
+            .map_or("", |(_crate, module)| module);
+        format!("{module}::{}", stringify!($test))
+    }};
+}
+
+mod common;
+
+mod back_to_back;
+mod back_to_back_all_nodes;
+mod builder;
+mod exclusion;
+mod extend_minority_gone;
+mod extend_release_memory;
+mod fencing;
+mod fencing_memory;
+mod lagging_nodes_memory;
+mod lifecycle;
+mod locker_memory;
+mod metrics;
+mod node_killed;
+mod node_restarted_empty;
+mod nodes_paused;
+mod quorum_lost;
+mod quorum_memory;
+mod release_then_acquire_memory;
+mod release_waits_for_all;
+mod stragglers_memory;
+mod ttl_edges;
+mod wakeups;
+mod watch_memory;
