@@ -4,7 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use distlock_bench::HandLock;
-use lock_core::{Attempt, DEFAULT_LEASE, Lock, Locker, Token};
+use lock_core::backend::{Attempt, Lock};
+use lock_core::{DEFAULT_LEASE, Locker, Token};
 use serde::Serialize;
 use tokio::time::Instant;
 

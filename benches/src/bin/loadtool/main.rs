@@ -68,7 +68,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::Parser;
 use distlock_bench::HandLock;
-use lock_core::{Lock, Locker};
+use lock_core::Locker;
+use lock_core::backend::Lock;
 use lock_redis::RedisLock;
 use lock_redlock::Redlock;
 use lock_testkit::RedisServer;

@@ -14,7 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use lock_core::{Lock, LockError, LockRequest, Locker, LockerBuilder};
+use lock_core::backend::Lock;
+use lock_core::{LockError, LockRequest, Locker, LockerBuilder};
 use lock_postgres::PostgresLock;
 use lock_redis::RedisLock;
 use serde::{Deserialize, Serialize};
