@@ -9,13 +9,34 @@
 struct ReadmeDoctests;
 
 pub use lock_core::{
-    Attempt, Backoff, BoxError, DEFAULT_LEASE, DEFAULT_RETRY_ERRORS_FOR, DEFAULT_WAIT,
-    FAIR_ENTRY_TTL, Guard, Handover, Kind, Lease, LeaseWatch, Lock, LockError, LockRequest, Locker,
-    LockerBuilder, MAX_MULTI, MAX_NAME_LEN, MAX_PERMITS, MAX_TTL, MIN_TTL, MemoryLock,
-    MultiAttempt, MultiGuard, MultiRequest, Op, ParseTokenError, ReleaseSignal, ReleaseWatch,
-    TimeoutPhase, Token, TokenHex, acquire_in_order, check_name, check_ttl, fair_entry_ttl, metric,
+    Backoff, BoxError, DEFAULT_LEASE, DEFAULT_RETRY_ERRORS_FOR, DEFAULT_WAIT, FAIR_ENTRY_TTL,
+    Guard, Kind, Lease, LeaseWatch, LockError, LockRequest, Locker, LockerBuilder, MAX_MULTI,
+    MAX_NAME_LEN, MAX_PERMITS, MAX_TTL, MIN_TTL, MemoryLock, MultiGuard, MultiRequest, Op,
+    ParseTokenError, TimeoutPhase, Token, TokenHex, check_name, check_ttl, fair_entry_ttl, metric,
     valid_until,
 };
+
+// What a backend implements and uses (the `Lock` trait, attempts, release signals): users of a
+// lock need none of it, so it has a module of its own.
+pub use lock_core::backend;
+// Their crate-root paths from before, for one release.
+#[doc(hidden)]
+pub use lock_core::backend::{
+    Attempt, Handover, Lock, MultiAttempt, ReleaseSignal, ReleaseWatch, acquire_in_order,
+};
+
+// One module per backend, as in sqlx: its settings and helpers under their own names
+// (`distlock::postgres::DEFAULT_POOL_SIZE`). The types are also here at the root, the ones a
+// service names when it builds a locker or matches an error.
+#[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+pub mod postgres;
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub mod redis;
+#[cfg(feature = "redlock")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redlock")))]
+pub mod redlock;
 
 // The Redis backend: one server, and with features `cluster` / `sentinel` / `tls` those
 // topologies (feature `redis`, on by default). Plain comments, not doc comments: a doc comment
@@ -23,39 +44,46 @@ pub use lock_core::{
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use lock_redis::{
-    DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION, NotReplicated,
-    RedisLock, RedisLockBuilder, ReplicaPolicy, TOKEN_PREFIX, TokenValue, deadpool_redis, key_slot,
-    redis, token_value,
+    NotReplicated, RedisLock, RedisLockBuilder, ReplicaPolicy, TokenValue, deadpool_redis,
 };
 
-// The PostgreSQL backend: a lease table, releases announced with LISTEN/NOTIFY (feature
-// `postgres`).
+// The PostgreSQL backend: a lease table, releases announced with LISTEN/NOTIFY, and its opt-in
+// advisory mode, session advisory locks with sqlx's keys (feature `postgres`).
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use lock_postgres::{
-    CHANNEL as POSTGRES_CHANNEL, DEFAULT_CONNECT_TIMEOUT as POSTGRES_CONNECT_TIMEOUT,
-    DEFAULT_POOL_SIZE as POSTGRES_POOL_SIZE,
-    DEFAULT_STATEMENT_TIMEOUT as POSTGRES_STATEMENT_TIMEOUT, MIGRATION as POSTGRES_MIGRATION,
-    MissingTable, PostgresError, PostgresLock, PostgresLockBuilder, PreparedStatementsUnsupported,
-    TABLE as POSTGRES_TABLE, deadpool_postgres, tokio_postgres,
-};
-// Its opt-in advisory mode: session advisory locks with sqlx's keys.
-#[cfg(feature = "postgres")]
-#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
-pub use lock_postgres::{
-    DEFAULT_ADVISORY_POOL_SIZE as POSTGRES_ADVISORY_POOL_SIZE, PostgresAdvisoryLock,
-    PostgresAdvisoryLockBuilder, TransactionPooler, advisory_key,
+    MissingTable, PostgresAdvisoryLock, PostgresAdvisoryLockBuilder, PostgresError, PostgresLock,
+    PostgresLockBuilder, PreparedStatementsUnsupported, TransactionPooler, deadpool_postgres,
+    tokio_postgres,
 };
 
 // Redlock: one lock over N independent Redis masters, granted by a quorum (feature `redlock`).
 #[cfg(feature = "redlock")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redlock")))]
-pub use lock_redlock::{
+pub use lock_redlock::{QuorumNotReached, Redlock, RedlockBuilder, ValidityExpired};
+
+// The backends' settings and helpers at their old crate-root paths, deprecated (the Redis ones
+// too: an unprefixed `DEFAULT_CONNECT_TIMEOUT` at the root read as every backend's).
+mod deprecated;
+#[cfg(feature = "redis")]
+#[allow(deprecated)]
+pub use deprecated::{
+    DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION, TOKEN_PREFIX,
+    key_slot, token_value,
+};
+#[cfg(feature = "redlock")]
+#[allow(deprecated)]
+pub use deprecated::{
     DEFAULT_DRIFT_CONSTANT, DEFAULT_DRIFT_FACTOR, METRIC_NODE_ERRORS, METRIC_NODE_GRANTS,
     METRIC_NODE_REFUSALS, METRIC_NODE_TIMEOUTS, METRIC_QUORUM, NODE_TIMEOUT_CEILING,
-    NODE_TIMEOUT_FLOOR, NODE_TIMEOUT_PERCENT, PING_TIMEOUT as REDLOCK_PING_TIMEOUT,
-    QuorumNotReached, Redlock, RedlockBuilder, ValidityExpired, default_node_timeout,
-    describe_metrics as describe_redlock_metrics, quorum,
+    NODE_TIMEOUT_FLOOR, NODE_TIMEOUT_PERCENT, REDLOCK_PING_TIMEOUT, default_node_timeout,
+    describe_redlock_metrics, quorum,
+};
+#[cfg(feature = "postgres")]
+#[allow(deprecated)]
+pub use deprecated::{
+    POSTGRES_ADVISORY_POOL_SIZE, POSTGRES_CHANNEL, POSTGRES_CONNECT_TIMEOUT, POSTGRES_MIGRATION,
+    POSTGRES_POOL_SIZE, POSTGRES_STATEMENT_TIMEOUT, POSTGRES_TABLE, advisory_key,
 };
 
 // `#[distributed_lock]` on async functions, the process-wide default locker it uses and the

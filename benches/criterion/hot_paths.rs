@@ -8,7 +8,8 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use lock_core::{Attempt, Lock, Locker, MemoryLock, Token};
+use lock_core::backend::{Attempt, Lock};
+use lock_core::{Locker, MemoryLock, Token};
 use lock_redis::{RedisLock, key_slot};
 
 /// Names of the three shapes that take different paths through the key layout.

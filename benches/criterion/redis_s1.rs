@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use distlock_bench::HandLock;
-use lock_core::{Attempt, DEFAULT_LEASE, Lock, Locker, Token};
+use lock_core::backend::{Attempt, Lock};
+use lock_core::{DEFAULT_LEASE, Locker, Token};
 use lock_redis::RedisLock;
 use lock_testkit::RedisServer;
 

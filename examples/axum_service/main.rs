@@ -40,7 +40,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
-use distlock::{Lock, Locker, RedisLock};
+use distlock::backend::Lock;
+use distlock::{Locker, RedisLock};
 // `distlock::PostgresLock` with the `postgres` feature; the crate itself here, so that the
 // example runs on PostgreSQL without that feature.
 use lock_postgres::PostgresLock;

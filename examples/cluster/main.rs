@@ -12,7 +12,8 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use distlock::{Locker, RedisLock, ReplicaPolicy, key_slot};
+use distlock::redis::key_slot;
+use distlock::{Locker, RedisLock, ReplicaPolicy};
 use lock_testkit::RedisCluster;
 
 type Error = Box<dyn std::error::Error>;

@@ -1,6 +1,8 @@
 //! The demo's Redis keys and the fenced resource the lock protects.
 
-use distlock::redis::{self, AsyncCommands as _, RedisResult, Script, aio::MultiplexedConnection};
+use distlock::redis::client::{
+    self as redis, AsyncCommands as _, RedisResult, Script, aio::MultiplexedConnection,
+};
 
 /// The lock the workers contend for (also its Redis key: the demo's `RedisLock` has no prefix).
 pub(crate) const LOCK_NAME: &str = "demo:ledger";

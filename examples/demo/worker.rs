@@ -5,7 +5,7 @@ use std::io::{self, Write as _};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use distlock::redis::{self, aio::MultiplexedConnection};
+use distlock::redis::client::{self as redis, aio::MultiplexedConnection};
 use distlock::{Guard, LockError, Locker, RedisLock, TimeoutPhase};
 // `distlock::PostgresLock` with the `postgres` feature; the crate itself here, so that the demo
 // builds without features.

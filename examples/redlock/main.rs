@@ -189,7 +189,7 @@ fn section(n: usize, what: &str, nodes: &Nodes) {
 /// Takes the lock once and shows which nodes hold it.
 async fn show_one_grant(locker: &Locker, nodes: &Nodes) -> Result<(), Error> {
     let guard = locker.lock(LOCK).fixed_ttl(TTL).wait(TTL).await?;
-    let token = distlock::token_value(guard.lease().token())
+    let token = distlock::redis::token_value(guard.lease().token())
         .as_str()
         .to_owned();
     // The quorum answered; give the other live nodes a moment to answer too.

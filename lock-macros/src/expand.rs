@@ -5,39 +5,25 @@ use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::visit::Visit;
-use syn::{Block, ItemFn, LitStr, ReturnType, Stmt, Type};
+use syn::visit_mut::VisitMut;
+use syn::{ItemFn, LitStr, ReturnType, Signature, Stmt, Type};
 
 use crate::attr::{Args, LockKind};
 use crate::duration;
 use crate::params::Params;
+use crate::shape::Desugared;
 use crate::template::{self, SelfName};
 
-/// Expands `#[distributed_lock(args)] item`.
-pub(crate) fn expand(args: &Args, mut item: ItemFn) -> syn::Result<TokenStream> {
+/// The body of an `async fn` under the lock.
+pub(crate) fn async_fn(args: &Args, item: &ItemFn) -> syn::Result<TokenStream> {
     let sig = &item.sig;
-    if let Some(constness) = sig.constness {
-        return Err(syn::Error::new(
-            constness.span,
-            "`#[distributed_lock]` cannot go on a `const fn`: taking a lock is I/O at run time",
-        ));
-    }
-    if sig.asyncness.is_none() {
-        let fn_token = sig.fn_token.span;
-        if let Some(expanded) = crate::async_trait::expand(args, &mut item)? {
-            return Ok(expanded);
-        }
-        return Err(syn::Error::new(
-            fn_token,
-            "`#[distributed_lock]` needs an `async fn`: taking the lock waits for the backend",
-        ));
-    }
     let params = Params::of(sig);
     let templates = templates(args, &params, &sig.ident, SelfName::SelfValue)?;
     let output = Output::of(&sig.output, sig.ident.span());
     let body = locked_body(args, &templates, &output, &item.block.stmts);
     let ItemFn {
         attrs, vis, sig, ..
-    } = &item;
+    } = item;
     Ok(quote! {
         #(#attrs)*
         #vis #sig {
@@ -46,9 +32,45 @@ pub(crate) fn expand(args: &Args, mut item: ItemFn) -> syn::Result<TokenStream> 
     })
 }
 
+/// The user's body of a method `#[async_trait]` desugared, under the lock, in place: the rest
+/// of the method stays as `#[async_trait]` wrote it.
+pub(crate) fn async_trait(
+    args: &Args,
+    sig: &Signature,
+    desugared: Desugared<'_>,
+) -> syn::Result<()> {
+    let mut params = Params::of(sig);
+    params.names = desugared.names;
+    let templates = templates(args, &params, &sig.ident, SelfName::AsyncTrait)?;
+    let output = Output::of_type(desugared.ret);
+    let mut args = args.clone();
+    if let Some(locker) = &mut args.locker {
+        RenameSelf.visit_expr_mut(locker);
+    }
+    let locked = locked_body(&args, &templates, &output, &desugared.body.stmts);
+    *desugared.body = syn::parse2(quote!({ #locked }))?;
+    Ok(())
+}
+
+/// `self` → `__self` in the `locker = ..` expression, as `#[async_trait]` renamed it in the body.
+struct RenameSelf;
+
+impl VisitMut for RenameSelf {
+    fn visit_expr_path_mut(&mut self, path: &mut syn::ExprPath) {
+        if path.qself.is_none() && path.path.is_ident("self") {
+            let span = path.path.segments[0].ident.span();
+            path.path = format_ident!("__self", span = span).into();
+        }
+    }
+
+    fn visit_expr_closure_mut(&mut self, _: &mut syn::ExprClosure) {}
+
+    fn visit_macro_mut(&mut self, _: &mut syn::Macro) {}
+}
+
 /// Parses and checks every template against the function's parameters, reporting the
 /// mistakes of all of them at once.
-pub(crate) fn templates(
+fn templates(
     args: &Args,
     params: &Params,
     fn_name: &syn::Ident,
@@ -67,7 +89,7 @@ pub(crate) fn templates(
 }
 
 /// The function's output type as the expansion needs it.
-pub(crate) struct Output {
+struct Output {
     /// The type, `()` when none was written.
     ty: TokenStream,
     /// Where type errors about it point: the return type, else the function's name.
@@ -77,7 +99,7 @@ pub(crate) struct Output {
 }
 
 impl Output {
-    pub(crate) fn of(output: &ReturnType, name_span: Span) -> Self {
+    fn of(output: &ReturnType, name_span: Span) -> Self {
         match output {
             ReturnType::Default => Self {
                 ty: quote_spanned!(name_span=> ()),
@@ -88,7 +110,7 @@ impl Output {
         }
     }
 
-    pub(crate) fn of_type(ty: &Type) -> Self {
+    fn of_type(ty: &Type) -> Self {
         let mut opaque = Opaque(false);
         opaque.visit_type(ty);
         Self {
@@ -114,7 +136,7 @@ impl Visit<'_> for Opaque {
 
 /// The new body: render the name (or the names of a list), run the original statements under
 /// the lock, turn a lock failure into the function's output (the error policy or `skip`).
-pub(crate) fn locked_body(
+fn locked_body(
     args: &Args,
     templates: &[template::Template],
     output: &Output,
@@ -247,9 +269,4 @@ fn render(lit: &LitStr, template: &template::Template) -> TokenStream {
 /// (`format!` is not needed, and would warn about a format string without arguments).
 pub(crate) fn literal_name(template: &template::Template) -> String {
     template.format.replace("{{", "{").replace("}}", "}")
-}
-
-/// A block from statements (for the async-trait rewrite).
-pub(crate) fn block_of(tokens: TokenStream) -> syn::Result<Block> {
-    syn::parse2(quote!({ #tokens }))
 }

@@ -4,14 +4,17 @@
 //! `distlock::distributed_lock`; the reference is the documentation of [`distributed_lock`].
 #![forbid(unsafe_code)]
 
-mod async_trait;
 mod attr;
 mod duration;
 mod expand;
 mod params;
+mod shape;
 mod template;
 
 use proc_macro::TokenStream;
+use quote::ToTokens;
+
+use crate::shape::Shape;
 
 #[doc = include_str!("../REFERENCE.md")]
 #[proc_macro_attribute]
@@ -24,7 +27,7 @@ pub fn distributed_lock(args: TokenStream, item: TokenStream) -> TokenStream {
                 format!("`#[distributed_lock]` goes on an `async fn` with a body: {error}"),
             )
         })?;
-        expand::expand(&args, function)
+        expand(&args, function)
     });
     match result {
         Ok(expanded) => expanded.into(),
@@ -32,6 +35,17 @@ pub fn distributed_lock(args: TokenStream, item: TokenStream) -> TokenStream {
         Err(error) => {
             let error = error.to_compile_error();
             quote::quote!(#error #item2).into()
+        }
+    }
+}
+/// Recognises the function's shape and hands it to the expansion that fits: the dispatch lives
+/// here so that `expand` only generates code and never calls back up.
+fn expand(args: &attr::Args, mut item: syn::ItemFn) -> syn::Result<proc_macro2::TokenStream> {
+    match shape::of(&item.sig, &mut item.block)? {
+        Shape::AsyncFn => expand::async_fn(args, &item),
+        Shape::AsyncTrait(desugared) => {
+            expand::async_trait(args, &item.sig, desugared)?;
+            Ok(item.to_token_stream())
         }
     }
 }

@@ -7,7 +7,7 @@
 //! parent sends (S10's start of the window). Its stderr is kept for the parent's errors.
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::process::{ChildStdin, Command, ExitCode, Stdio};
+use std::process::{ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -15,8 +15,6 @@ use std::time::{Duration, Instant};
 use clap::ValueEnum;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-
-use crate::cli::Cli;
 
 /// What a child process does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -185,41 +183,6 @@ impl Drop for Child {
             let _ = self.process.wait();
         }
     }
-}
-
-/// The child's side: runs `role` with the parameters of the command line and prints its report
-/// as the last line on stdout.
-pub(crate) fn serve(cli: &Cli, role: Role) -> ExitCode {
-    let result = (|| {
-        let url = cli.child_url.as_deref().ok_or("--child-url is missing")?;
-        let params = cli
-            .child_params
-            .as_deref()
-            .ok_or("--child-params is missing")?;
-        let runtime = cli.runtime.runtime().map_err(|e| e.to_string())?;
-        match role {
-            Role::Renewal => report(runtime.block_on(crate::renewal::child(url, parse(params)?))),
-            Role::Fairness => report(runtime.block_on(crate::fairness::child(url, parse(params)?))),
-        }
-    })();
-    match result {
-        Ok(line) => {
-            say(&line);
-            ExitCode::SUCCESS
-        }
-        Err(error) => {
-            eprintln!("{error}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-fn parse<P: DeserializeOwned>(params: &str) -> Result<P, String> {
-    serde_json::from_str(params).map_err(|e| format!("bad --child-params: {e}"))
-}
-
-fn report<R: Serialize>(result: Result<R, String>) -> Result<String, String> {
-    serde_json::to_string(&result?).map_err(|e| e.to_string())
 }
 
 /// In a child: one line to the parent, on stdout.

@@ -7,7 +7,7 @@ use clap::{Parser, ValueEnum};
 use serde::Serialize;
 
 use crate::child::Role;
-use crate::cycles::Timing;
+use crate::window::Timing;
 
 /// distlock's load tool: starts its own redis-server processes (and, for P1, P3 and P5, one
 /// PostgreSQL server) on free loopback ports, runs the scenarios S1–S10 (and S1, S3, S5 on

@@ -7,9 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use lock_core::{
-    Attempt, Handover, Kind, Lease, Lock, LockError, MultiAttempt, ReleaseWatch, Token,
-};
+use lock_core::backend::{Attempt, Handover, Lock, MultiAttempt, ReleaseWatch};
+use lock_core::{Kind, Lease, LockError, Token};
 
 /// A `Lock` that forwards everything to `inner`, counting busy answers to acquisitions and
 /// the renewal batches (`extend_many` calls) and the leases in them.

@@ -4,13 +4,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use distlock_bench::HandLock;
-use lock_core::{Attempt, DEFAULT_LEASE, Lock, Locker, Token};
+use lock_core::backend::{Attempt, Lock};
+use lock_core::{DEFAULT_LEASE, Locker, Token};
 use serde::Serialize;
 use tokio::time::Instant;
 
 use crate::info::{Cost, Delta, Probe};
 use crate::stats::{Latency, nanos};
-use crate::window::Phase;
+use crate::window::{Phase, Timing};
 
 /// The TTL of the hand-written lock and of bare backend calls: the `Locker`'s default lease,
 /// so every client asks the server for the same thing.
@@ -21,15 +22,6 @@ const MAX_CYCLES_PER_TASK: u64 = 50_000_000;
 
 /// How long the tasks may take to notice the end of a run and finish their cycle.
 const FINISH_WITHIN: Duration = Duration::from_secs(10);
-
-/// How long a measured run warms up, then measures.
-#[derive(Debug, Clone, Copy, Serialize)]
-pub(crate) struct Timing {
-    #[serde(serialize_with = "crate::stats::secs")]
-    pub(crate) warmup: Duration,
-    #[serde(serialize_with = "crate::stats::secs")]
-    pub(crate) measure: Duration,
-}
 
 /// Who takes the locks.
 #[derive(Clone)]

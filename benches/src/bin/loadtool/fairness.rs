@@ -28,9 +28,9 @@ use tokio::time::Instant;
 
 use crate::child::{self, Child, Role};
 use crate::clock;
-use crate::cycles::Timing;
 use crate::info::{Cost, Probe};
 use crate::stats::{Latency, nanos, ratio};
+use crate::window::Timing;
 
 /// No task takes the lock more often than this, whatever the clock says.
 const MAX_ACQUISITIONS_PER_TASK: u64 = 10_000_000;
@@ -106,7 +106,7 @@ struct Window {
 
 /// One grant, as the task that had it saw it.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
-pub(crate) struct Grant {
+pub(crate) struct FencedGrant {
     pub(crate) task: usize,
     /// The grant's fencing token: the order of the grants.
     pub(crate) fence: u64,
@@ -122,7 +122,7 @@ pub(crate) struct Grant {
 pub(crate) struct ChildReport {
     pub(crate) process: usize,
     /// Every grant of the run, warm-up and the last ones after the window included.
-    pub(crate) grants: Vec<Grant>,
+    pub(crate) grants: Vec<FencedGrant>,
     /// Times a holder found another inside.
     pub(crate) violations: u64,
     pub(crate) errors: u64,
@@ -292,8 +292,8 @@ fn analyse(
     reports: &[ChildReport],
     counter: u64,
 ) -> FairnessRun {
-    let measured = |g: &Grant| (window.start_ns..window.end_ns).contains(&g.granted_ns);
-    let mut grants: Vec<(usize, Grant)> = Vec::new();
+    let measured = |g: &FencedGrant| (window.start_ns..window.end_ns).contains(&g.granted_ns);
+    let mut grants: Vec<(usize, FencedGrant)> = Vec::new();
     let mut per_process = vec![0; reports.len()];
     let mut per_task = vec![vec![0; setup.tasks]; reports.len()];
     let (mut errors, mut first_error, mut violations) = (0, None, 0);
@@ -374,7 +374,7 @@ struct Handoffs {
 
 /// Each measured grant after the first, in fencing-token order (`sorted`: process and grant),
 /// is a handoff from the grant before it: its gap, and whether the same process (or task) won.
-fn handoffs(sorted: &[(usize, Grant)], measured: impl Fn(&Grant) -> bool) -> Handoffs {
+fn handoffs(sorted: &[(usize, FencedGrant)], measured: impl Fn(&FencedGrant) -> bool) -> Handoffs {
     let mut out = Handoffs::default();
     let mut run = 0;
     for pair in sorted.windows(2) {
@@ -472,7 +472,7 @@ pub(crate) async fn child(url: &str, params: Params) -> Result<ChildReport, Stri
 
 #[derive(Default)]
 struct TaskResult {
-    grants: Vec<Grant>,
+    grants: Vec<FencedGrant>,
     violations: u64,
     errors: u64,
     first_error: Option<String>,
@@ -550,7 +550,7 @@ async fn work(
             }
             Err(error) => out.error(error.to_string()),
         }
-        out.grants.push(Grant {
+        out.grants.push(FencedGrant {
             task,
             fence,
             granted_ns,
@@ -567,7 +567,7 @@ mod tests {
 
     #[test]
     fn handoffs_follow_the_fencing_tokens() {
-        let grant = |task, fence, granted_ns, released_ns| Grant {
+        let grant = |task, fence, granted_ns, released_ns| FencedGrant {
             task,
             fence,
             granted_ns,

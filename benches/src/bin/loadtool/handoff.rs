@@ -13,9 +13,10 @@ use lock_core::{DEFAULT_WAIT, Guard, LockError, Locker};
 use serde::Serialize;
 use tokio::time::Instant;
 
-use crate::cycles::{TTL, Timing};
+use crate::cycles::TTL;
 use crate::info::{Cost, Probe};
 use crate::stats::{Latency, nanos};
+use crate::window::Timing;
 use crate::window::{self, Phase};
 
 /// No worker takes the lock more often than this, whatever the clock says.
@@ -37,54 +38,54 @@ pub(crate) enum Contender {
     Rslock(rslock::LockManager),
 }
 
-enum Held {
+enum ContenderGuard {
     Guard(Guard),
     Hand(String),
     Rslock(rslock::LockGuard),
 }
 
 impl Contender {
-    async fn acquire(&self, name: &Arc<str>) -> Result<Held, String> {
+    async fn acquire(&self, name: &Arc<str>) -> Result<ContenderGuard, String> {
         match self {
             Self::Locker(locker) => locker
                 .lock(Arc::clone(name))
                 .acquire()
                 .await
-                .map(Held::Guard)
+                .map(ContenderGuard::Guard)
                 .map_err(|e| e.to_string()),
             Self::Hand(hand) => hand
                 .acquire(name, TTL, Instant::now() + DEFAULT_WAIT)
                 .await
                 .map_err(|e| e.to_string())?
-                .map(Held::Hand)
+                .map(ContenderGuard::Hand)
                 .ok_or_else(|| "timed out waiting".to_owned()),
             // rslock's acquire loops until it wins; a timeout here is an error of the run.
             Self::Rslock(manager) => {
                 tokio::time::timeout(DEFAULT_WAIT, manager.acquire(&**name, TTL))
                     .await
                     .map_err(|_| "timed out waiting".to_owned())?
-                    .map(Held::Rslock)
+                    .map(ContenderGuard::Rslock)
                     .map_err(|e| e.to_string())
             }
         }
     }
 
-    async fn release(&self, name: &str, held: Held) -> Result<bool, String> {
+    async fn release(&self, name: &str, held: ContenderGuard) -> Result<bool, String> {
         match (self, held) {
-            (_, Held::Guard(guard)) => match guard.release().await {
+            (_, ContenderGuard::Guard(guard)) => match guard.release().await {
                 Ok(()) => Ok(true),
                 Err(LockError::NotOwned { .. }) => Ok(false),
                 Err(e) => Err(e.to_string()),
             },
-            (Self::Hand(hand), Held::Hand(token)) => {
+            (Self::Hand(hand), ContenderGuard::Hand(token)) => {
                 hand.release(name, &token).await.map_err(|e| e.to_string())
             }
             // rslock's release is best effort and says nothing.
-            (_, Held::Rslock(guard)) => {
+            (_, ContenderGuard::Rslock(guard)) => {
                 guard.release().await;
                 Ok(true)
             }
-            (_, Held::Hand(_)) => Err("mismatched lock".to_owned()),
+            (_, ContenderGuard::Hand(_)) => Err("mismatched lock".to_owned()),
         }
     }
 }
@@ -129,7 +130,7 @@ pub(crate) struct HandoffRun {
 
 /// One grant as a worker saw it.
 #[derive(Debug, Clone, Copy)]
-struct Grant {
+struct WorkerGrant {
     worker: usize,
     granted: Instant,
     /// When the holder called release.
@@ -149,7 +150,7 @@ struct Shared {
 }
 
 struct WorkerResult {
-    grants: Vec<Grant>,
+    grants: Vec<WorkerGrant>,
     errors: u64,
     first_error: Option<String>,
 }
@@ -234,7 +235,7 @@ struct Handoffs {
 
 /// Each measured grant after the first is a handoff from the grant before it (the lock is
 /// exclusive, so grants are totally ordered): its gap, and whether the same worker won.
-fn handoffs(sorted: &[Grant]) -> Handoffs {
+fn handoffs(sorted: &[WorkerGrant]) -> Handoffs {
     let mut out = Handoffs {
         gaps: Vec::with_capacity(sorted.len()),
         gaps_from_call: Vec::with_capacity(sorted.len()),
@@ -310,7 +311,7 @@ async fn work(
             out.errors += 1;
             out.first_error.get_or_insert(error);
         }
-        out.grants.push(Grant {
+        out.grants.push(WorkerGrant {
             worker,
             granted,
             release_called,
@@ -330,7 +331,7 @@ mod tests {
     fn handoffs_pair_each_grant_with_the_previous_release() {
         let t = Instant::now();
         let us = |n| t + Duration::from_micros(n);
-        let grant = |worker, granted, released, measured| Grant {
+        let grant = |worker, granted, released, measured| WorkerGrant {
             worker,
             granted: us(granted),
             release_called: us(released - 40),

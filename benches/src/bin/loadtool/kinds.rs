@@ -20,9 +20,9 @@ use lock_core::{LockRequest, Locker};
 use serde::Serialize;
 use tokio::time::Instant;
 
-use crate::cycles::Timing;
 use crate::info::{Cost, Probe};
 use crate::stats::{Latency, nanos};
+use crate::window::Timing;
 use crate::window::{self, Phase};
 
 /// The read-write lock (`locker.read` / `locker.write`), S7.

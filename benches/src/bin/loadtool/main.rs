@@ -54,23 +54,25 @@ mod renewal;
 mod report;
 mod rslock;
 mod run;
+mod serve;
 mod stale;
 mod stats;
+mod step;
+mod target;
 mod waiters;
 mod window;
 
-use std::future::Future;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::Parser;
 use distlock_bench::HandLock;
-use lock_core::{Lock, Locker};
+use lock_core::Locker;
+use lock_core::backend::Lock;
 use lock_redis::RedisLock;
 use lock_redlock::Redlock;
 use lock_testkit::RedisServer;
-use tokio::runtime::Runtime;
 
 use crate::benchmark::Baselines;
 use crate::cli::{Cli, Part, Plan};
@@ -80,18 +82,16 @@ use crate::handoff::Contender;
 use crate::info::Probe;
 use crate::kinds::Workload;
 use crate::progress::Progress;
-use crate::renewal::Held;
+use crate::renewal::HeldLeases;
 use crate::run::{
     BACKEND, DISTLOCK, DISTLOCK_TTL, HAND, RSLOCK, Run, UNFENCED, redlock_label, rslock_label,
 };
-
-/// Slack on top of a step's planned time before it is abandoned as hung.
-const STEP_SLACK: Duration = Duration::from_secs(60);
+use crate::step::{STEP_SLACK, block, slug};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Some(role) = cli.child {
-        return child::serve(&cli, role);
+        return serve::serve(&cli, role);
     }
     match run_all(&cli) {
         Ok(code) => code,
@@ -218,7 +218,7 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
         })??;
         let mut windows: Vec<Vec<cycles::Window>> = clients.iter().map(|_| Vec::new()).collect();
         let mut limit_runs: Vec<Vec<benchmark::Bench>> = Vec::new();
-        let round_timing = cycles::Timing {
+        let round_timing = window::Timing {
             warmup: plan.cycles.warmup / plan.s1_rounds,
             measure: plan.cycles.measure / plan.s1_rounds,
         };
@@ -415,7 +415,7 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
         renewal::run(&url, plan.runtime.as_arg(), params)
     };
     if plan.has(Part::S5) {
-        run.s5 = Some(renewal(&mut progress, Held::Locks)?);
+        run.s5 = Some(renewal(&mut progress, HeldLeases::Locks)?);
     }
 
     if plan.has(Part::S6) {
@@ -518,15 +518,6 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
     })
 }
 
-/// A label as part of a key name: `distlock, fixed ttl` → `distlock-fixed-ttl`.
-fn slug(label: &str) -> String {
-    label
-        .chars()
-        .filter(|c| *c != ',')
-        .map(|c| if c == ' ' { '-' } else { c })
-        .collect()
-}
-
 /// The steps of a run with their planned times, for the progress bar, in the order they run.
 /// Who runs S1, S2 and S3, in this order.
 const S1_CLIENTS: [&str; 6] = [HAND, RSLOCK, BACKEND, DISTLOCK_TTL, UNFENCED, DISTLOCK];
@@ -535,7 +526,7 @@ const S3_CLIENTS: [&str; 4] = [HAND, RSLOCK, UNFENCED, DISTLOCK];
 /// What S10's tasks ask for, in this order.
 const S10_ASKED: [fairness::Asked; 2] = [fairness::Asked::Plain, fairness::Asked::Fair];
 /// What S9's children hold, in this order.
-const S9_HELD: [Held; 2] = [Held::ReadersOfOneName, Held::ReadersOfManyNames];
+const S9_HELD: [HeldLeases; 2] = [HeldLeases::ReadersOfOneName, HeldLeases::ReadersOfManyNames];
 
 /// S7's workloads, in the order they run: the read-write lock, then the same choices on the
 /// exclusive lock.
@@ -726,12 +717,4 @@ fn redis_lock(url: &str, fencing: bool) -> Result<RedisLock, String> {
         .fencing(fencing)
         .build()
         .map_err(|e| e.to_string())
-}
-
-/// Runs `future` on `runtime`, abandoning it past `planned` plus [`STEP_SLACK`].
-fn block<F: Future>(runtime: &Runtime, planned: Duration, future: F) -> Result<F::Output, String> {
-    let limit = planned + STEP_SLACK;
-    runtime
-        .block_on(async { tokio::time::timeout(limit, future).await })
-        .map_err(|_| format!("a step took longer than {limit:?}; abandoned"))
 }

@@ -21,14 +21,15 @@ use serde::Serialize;
 use tokio::runtime::Runtime;
 
 use crate::cli::{Part, Plan};
-use crate::cycles::{self, Client, CycleRun, Timing};
+use crate::cycles::{self, Client, CycleRun};
 use crate::handoff::{self, Contender, HandoffRun};
 use crate::info::{Cost, Probe};
 use crate::progress::Progress;
-use crate::renewal::{self, Backend, Held, RenewalRun};
-use crate::run::{Target, not_run, target};
+use crate::renewal::{self, Backend, HeldLeases, RenewalRun};
 use crate::stats::ratio;
-use crate::{block, slug};
+use crate::step::{block, slug};
+use crate::target::{Target, not_run, target};
+use crate::window::Timing;
 
 /// distlock on the lease table, through its `Locker`.
 pub(crate) const TABLE: &str = "distlock postgres (table)";
@@ -231,7 +232,7 @@ pub(crate) fn run(
     if plan.has(Part::P5) {
         progress.next();
         let params = renewal::Params {
-            kind: Held::Locks,
+            kind: HeldLeases::Locks,
             backend: Backend::PostgresTable,
             locks: plan.s5_locks,
             lease_ms: u64::try_from(plan.s5_lease.as_millis()).unwrap_or(u64::MAX),

@@ -14,7 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use lock_core::{Lock, LockError, LockRequest, Locker, LockerBuilder};
+use lock_core::backend::Lock;
+use lock_core::{LockError, LockRequest, Locker, LockerBuilder};
 use lock_postgres::PostgresLock;
 use lock_redis::RedisLock;
 use serde::{Deserialize, Serialize};
@@ -34,7 +35,7 @@ pub(crate) const TARGET_LEASE: Duration = Duration::from_secs(30);
 /// What the leases held are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub(crate) enum Held {
+pub(crate) enum HeldLeases {
     /// Exclusive locks (`locker.lock`), each of its own name: S5.
     Locks,
     /// Read leases (`locker.read`), all of one name: S9.
@@ -43,7 +44,7 @@ pub(crate) enum Held {
     ReadersOfManyNames,
 }
 
-impl Held {
+impl HeldLeases {
     /// The scenario it belongs to.
     pub(crate) fn scenario(self) -> &'static str {
         match self {
@@ -84,7 +85,7 @@ pub(crate) enum Backend {
 /// What the parent asks of the child.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub(crate) struct Params {
-    pub(crate) kind: Held,
+    pub(crate) kind: HeldLeases,
     #[serde(default)]
     pub(crate) backend: Backend,
     pub(crate) locks: usize,
@@ -106,7 +107,7 @@ impl Params {
 /// What the child reports.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct RenewalRun {
-    pub(crate) kind: Held,
+    pub(crate) kind: HeldLeases,
     #[serde(default)]
     pub(crate) backend: Backend,
     /// Leases held (locks or read leases).
@@ -255,7 +256,11 @@ pub(crate) async fn child(url: &str, params: Params) -> Result<RenewalRun, Strin
 
 /// Takes `n` leases of `kind`. Outside a tokio task (the child's `block_on`), so one name's
 /// read leases are each a lease of its own, not nested guards on the first.
-async fn take_all(locker: &Locker, kind: Held, n: usize) -> Result<Vec<lock_core::Guard>, String> {
+async fn take_all(
+    locker: &Locker,
+    kind: HeldLeases,
+    n: usize,
+) -> Result<Vec<lock_core::Guard>, String> {
     let results: Vec<_> = futures::stream::iter(0..n)
         .map(|i| {
             let request = kind.request(locker, i);

@@ -13,6 +13,7 @@ use crate::procfs::Machine;
 use crate::renewal::RenewalRun;
 use crate::stale::StaleRun;
 use crate::stats::ratio;
+use crate::target::{Target, not_run, target};
 use crate::waiters::WaitersRun;
 
 /// distlock through its `Locker`, as users call it.
@@ -82,19 +83,6 @@ type S3Target = (
     &'static str,
     fn(&HandoffRun) -> (String, bool),
 );
-
-/// One target of issues 3, 4, 7, 13, 14 and 17 and how this run did.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct Target {
-    pub(crate) id: &'static str,
-    /// The issues that state it.
-    pub(crate) issues: &'static str,
-    pub(crate) what: &'static str,
-    pub(crate) goal: &'static str,
-    pub(crate) measured: String,
-    /// `None` when the parts it needs were not run.
-    pub(crate) met: Option<bool>,
-}
 
 /// `git describe --always --dirty` of the workspace the tool was built from, if git can tell.
 pub(crate) fn commit() -> Option<String> {
@@ -651,38 +639,4 @@ pub(crate) fn counts(counts: &[u64]) -> String {
         .map(u64::to_string)
         .collect::<Vec<_>>()
         .join(" / ")
-}
-
-pub(crate) fn target(
-    id: &'static str,
-    issues: &'static str,
-    what: &'static str,
-    goal: &'static str,
-    measured: String,
-    met: bool,
-) -> Target {
-    Target {
-        id,
-        issues,
-        what,
-        goal,
-        measured,
-        met: Some(met),
-    }
-}
-
-pub(crate) fn not_run(
-    id: &'static str,
-    issues: &'static str,
-    what: &'static str,
-    goal: &'static str,
-) -> Target {
-    Target {
-        id,
-        issues,
-        what,
-        goal,
-        measured: "not run".to_owned(),
-        met: None,
-    }
 }

@@ -4,7 +4,7 @@
 //!
 //! Each pass runs on its own, after S4's timed windows, so that counting never slows them:
 //!
-//! - **busy answers** (distlock's Redlock): every node is wrapped in a [`Lock`](lock_core::Lock) that counts
+//! - **busy answers** (distlock's Redlock): every node is wrapped in a [`Lock`](lock_core::backend::Lock) that counts
 //!   its busy answers to `try_acquire` — what the Redlock itself was told. rslock does not
 //!   expose its nodes' answers, so it has no such count.
 //! - **keys left after release** (every client): after each release returns, `EXISTS` on

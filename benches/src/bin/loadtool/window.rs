@@ -7,14 +7,23 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
+use serde::Serialize;
 use tokio::time::Instant;
 
-use crate::cycles::Timing;
 use crate::info::{Delta, Probe};
 
 const WARMUP: u8 = 0;
 const MEASURE: u8 = 1;
 const STOP: u8 = 2;
+
+/// How long a measured run warms up, then measures.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub(crate) struct Timing {
+    #[serde(serialize_with = "crate::stats::secs")]
+    pub(crate) warmup: Duration,
+    #[serde(serialize_with = "crate::stats::secs")]
+    pub(crate) measure: Duration,
+}
 
 /// Where a run is: warming up, measuring, or stopping. Shared by the tasks of one run.
 #[derive(Debug)]
