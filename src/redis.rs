@@ -9,8 +9,9 @@
 // Plain comments, not doc comments: a doc comment on a `pub use` is prepended to every
 // re-exported item's own documentation.
 pub use lock_redis::{
-    DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION, NotReplicated,
-    RedisLock, RedisLockBuilder, ReplicaPolicy, TOKEN_PREFIX, TokenValue, key_slot, token_value,
+    DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION, DerivedKey,
+    LockKeys, NotReplicated, RedisLock, RedisLockBuilder, ReplicaPolicy, TOKEN_PREFIX, TokenValue,
+    Topology, key_slot, token_value,
 };
 
 // The redis crate (redis-rs) the backend is built on, one version with deadpool-redis: use it
