@@ -1,12 +1,10 @@
 //! Task-scoped reentrancy: the task that holds a name gets a nested guard when it asks again;
 //! other tasks wait; the outermost guard releases.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Probe, slow_polling_locker};
+use crate::common::{Probe, slow_polling_locker};
 use lock_core::{LockError, Locker};
 
 const SHORT: Duration = Duration::from_millis(50);

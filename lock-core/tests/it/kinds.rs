@@ -1,12 +1,10 @@
 //! The Locker's policy for the lock kinds, on a paused clock: input checks, reentrancy rules,
 //! the waiting writer's record kept alive and withdrawn, one line per kind, and the metrics.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::probe_locker;
+use crate::common::probe_locker;
 use lock_core::{Kind, LockError, Locker, MemoryLock};
 
 fn memory() -> Locker {

@@ -3,13 +3,11 @@
 //! `MAX_LOCAL_HANDOFFS + 1`-th release is a plain one (so other processes get a turn); a
 //! handover nobody takes is released; exclusion holds throughout.
 
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use common::{Probe, slow_polling_locker};
+use crate::common::{Probe, slow_polling_locker};
 use lock_core::{Guard, LockError, Locker, MemoryLock};
 use tokio::task::JoinHandle;
 use tokio::time::sleep;

@@ -1,12 +1,10 @@
 //! The watchdog: renewed leases outlive many TTLs, stop renewing before release, and report
 //! loss. Tokio's paused clock makes every duration here exact.
 
-mod common;
-
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use common::probe_locker;
+use crate::common::probe_locker;
 use futures::FutureExt;
 use tokio::time::{Instant, sleep};
 

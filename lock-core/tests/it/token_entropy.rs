@@ -104,7 +104,7 @@ fn tokens_never_repeat_even_across_threads() {
 fn the_source_is_the_operating_systems_csprng() {
     // `Token::generate` must draw from getrandom (the OS CSPRNG: getrandom(2) on Linux), never
     // from the fast userspace generator lock-core uses for backoff jitter.
-    let source = include_str!("../src/token.rs");
+    let source = include_str!("../../src/token.rs");
     let generate = source
         .split("pub fn generate()")
         .nth(1)
@@ -112,7 +112,7 @@ fn the_source_is_the_operating_systems_csprng() {
         .expect("Token::generate is in src/token.rs");
     assert!(generate.contains("getrandom::fill"), "{generate}");
     assert!(!generate.contains("fastrand"), "{generate}");
-    let manifest = include_str!("../Cargo.toml");
+    let manifest = include_str!("../../Cargo.toml");
     assert!(
         manifest.contains("getrandom"),
         "lock-core depends on getrandom"

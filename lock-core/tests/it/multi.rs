@@ -1,13 +1,11 @@
 //! The multi-lock over MemoryLock: all or nothing, no deadlock between overlapping sets, one
 //! lease per name renewed together, and losing any one is losing the guard.
 
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
-use common::probe_locker;
+use crate::common::probe_locker;
 use lock_core::{LockError, Locker, MAX_MULTI, MemoryLock};
 
 #[tokio::test(start_paused = true)]

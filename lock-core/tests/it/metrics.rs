@@ -1,11 +1,9 @@
 //! The Locker records the series of the design guide, labelled with the backend and the
 //! request's template label — never the rendered name.
 
-mod common;
-
 use std::time::Duration;
 
-use common::probe_locker;
+use crate::common::probe_locker;
 use lock_core::{Locker, metric};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use metrics_util::{CompositeKey, MetricKind};

@@ -1,12 +1,10 @@
 //! `LockRequest::run`: work under the lock, cancelled when the lease is lost, always released.
 
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use common::probe_locker;
+use crate::common::probe_locker;
 use lock_core::LockError;
 use tokio::time::sleep;
 

@@ -2,41 +2,75 @@
 //! the head at once, a single try never jumps the line, and remote releases arrive through one
 //! shared subscription per name.
 
-mod common;
-
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{Probe, slow_polling_locker};
-use lock_core::{LockError, TimeoutPhase};
+use crate::common::{Probe, probe_locker, slow_polling_locker};
+use lock_core::{Guard, LockError, Locker, TimeoutPhase};
+use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep};
 
 const MS: Duration = Duration::from_millis(1);
 const LONG: Duration = Duration::from_secs(60);
+/// Every test contends for this one name.
+const NAME: &str = "a";
+
+/// A probe whose releases are announced to watchers (as Redis pub/sub would) or not, and a
+/// locker over it whose waiters would poll only every 10 s.
+fn slow_line(announces: bool) -> (Arc<Probe>, Locker) {
+    let probe = Arc::new(Probe::default());
+    probe.announces.store(announces, Ordering::SeqCst);
+    let locker = slow_polling_locker(&probe);
+    (probe, locker)
+}
+
+/// `NAME` with a fixed `LONG` TTL: nothing expires or renews while a test runs.
+async fn hold(locker: &Locker) -> Guard {
+    locker.lock(NAME).fixed_ttl(LONG).await.expect("free")
+}
+
+/// Waits up to `LONG` for `NAME`, with a fixed `LONG` TTL.
+async fn wait_for(locker: &Locker) -> Result<Guard, LockError> {
+    locker.lock(NAME).fixed_ttl(LONG).wait(LONG).await
+}
+
+/// Runs `task` on a task of its own with a clone of `locker`.
+fn spawn_on<T, F>(locker: &Locker, task: impl FnOnce(Locker) -> F) -> JoinHandle<T>
+where
+    F: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    tokio::spawn(task(locker.clone()))
+}
+
+/// A waiter that reports the fencing token it was granted, or why it was not.
+fn token_waiter(locker: &Locker) -> JoinHandle<Result<u64, LockError>> {
+    spawn_on(locker, |locker| async move {
+        wait_for(&locker).await.map(|g| g.fencing_token())
+    })
+}
+
+/// A waiter that takes its turn: waits, calls `granted`, holds the lock 1 ms, releases it.
+fn turn(locker: &Locker, granted: impl FnOnce() + Send + 'static) -> JoinHandle<()> {
+    spawn_on(locker, |locker| async move {
+        let guard = wait_for(&locker).await.expect("acquired");
+        granted();
+        sleep(MS).await;
+        guard.release().await.expect("ok");
+    })
+}
 
 #[tokio::test(start_paused = true)]
 async fn waiters_are_served_in_arrival_order() {
-    let probe = Arc::new(Probe::default());
     // Announced releases: the head waits for the holder's release instead of polling.
-    probe.announces.store(true, Ordering::SeqCst);
-    let locker = slow_polling_locker(&probe);
-    let holder = locker.lock("a").fixed_ttl(LONG).await.expect("free");
+    let (probe, locker) = slow_line(true);
+    let holder = hold(&locker).await;
     let order = Arc::new(Mutex::new(Vec::new()));
     let mut tasks = Vec::new();
     for id in 0..5 {
-        let (locker, order) = (locker.clone(), Arc::clone(&order));
-        tasks.push(tokio::spawn(async move {
-            let guard = locker
-                .lock("a")
-                .fixed_ttl(LONG)
-                .wait(LONG)
-                .await
-                .expect("acquired");
-            order.lock().expect("lock").push(id);
-            sleep(MS).await;
-            guard.release().await.expect("ok");
-        }));
+        let order = Arc::clone(&order);
+        tasks.push(turn(&locker, move || order.lock().expect("lock").push(id)));
         sleep(MS).await; // fix the arrival order
     }
     let attempts_before = probe.count(&probe.attempts);
@@ -60,20 +94,14 @@ async fn waiters_are_served_in_arrival_order() {
 
 #[tokio::test(start_paused = true)]
 async fn a_local_release_wakes_the_head_at_once() {
-    let probe = Arc::new(Probe::default());
-    let locker = slow_polling_locker(&probe);
-    let holder = locker.lock("a").fixed_ttl(LONG).await.expect("free");
+    let (_, locker) = slow_line(false);
+    let holder = hold(&locker).await;
     let releaser = tokio::spawn(async move {
         sleep(Duration::from_millis(100)).await;
         holder.release().await.expect("ok");
     });
     let started = Instant::now();
-    let guard = locker
-        .lock("a")
-        .fixed_ttl(LONG)
-        .wait(LONG)
-        .await
-        .expect("acquired");
+    let guard = wait_for(&locker).await.expect("acquired");
     assert_eq!(
         started.elapsed(),
         Duration::from_millis(100),
@@ -85,27 +113,18 @@ async fn a_local_release_wakes_the_head_at_once() {
 
 #[tokio::test(start_paused = true)]
 async fn a_releaser_that_asks_again_goes_to_the_back() {
-    let probe = Arc::new(Probe::default());
-    let locker = slow_polling_locker(&probe);
-    let first = locker.lock("a").fixed_ttl(LONG).await.expect("free");
-    let waiter = {
-        let locker = locker.clone();
-        tokio::spawn(async move {
-            let guard = locker
-                .lock("a")
-                .fixed_ttl(LONG)
-                .wait(LONG)
-                .await
-                .expect("acquired");
-            sleep(Duration::from_secs(1)).await; // hold it
-            guard.fencing_token()
-        })
-    };
+    let (_, locker) = slow_line(false);
+    let first = hold(&locker).await;
+    let waiter = spawn_on(&locker, |locker| async move {
+        let guard = wait_for(&locker).await.expect("acquired");
+        sleep(Duration::from_secs(1)).await; // hold it
+        guard.fencing_token()
+    });
     sleep(MS).await;
     first.release().await.expect("ok");
     // At once, the old holder asks again: the waiter was first in line.
     let again = locker
-        .lock("a")
+        .lock(NAME)
         .fixed_ttl(LONG)
         .wait(Duration::from_millis(5))
         .await;
@@ -124,23 +143,12 @@ async fn a_releaser_that_asks_again_goes_to_the_back() {
 
 #[tokio::test(start_paused = true)]
 async fn a_single_try_does_not_jump_the_line() {
-    let probe = Arc::new(Probe::default());
-    let locker = slow_polling_locker(&probe);
-    let holder = locker.lock("a").fixed_ttl(LONG).await.expect("free");
-    let waiter = {
-        let locker = locker.clone();
-        tokio::spawn(async move {
-            locker
-                .lock("a")
-                .fixed_ttl(LONG)
-                .wait(LONG)
-                .await
-                .map(|g| g.fencing_token())
-        })
-    };
+    let (probe, locker) = slow_line(false);
+    let holder = hold(&locker).await;
+    let waiter = token_waiter(&locker);
     sleep(MS).await;
     let attempts = probe.count(&probe.attempts);
-    assert!(locker.lock("a").try_acquire().await.expect("ok").is_none());
+    assert!(locker.lock(NAME).try_acquire().await.expect("ok").is_none());
     assert_eq!(
         probe.count(&probe.attempts),
         attempts,
@@ -152,35 +160,20 @@ async fn a_single_try_does_not_jump_the_line() {
 
 #[tokio::test(start_paused = true)]
 async fn a_waiter_that_gives_up_lets_the_next_in() {
-    let probe = Arc::new(Probe::default());
-    let locker = slow_polling_locker(&probe);
-    let holder = locker.lock("a").fixed_ttl(LONG).await.expect("free");
-    let impatient = {
-        let locker = locker.clone();
-        tokio::spawn(async move {
-            locker
-                .lock("a")
-                .wait(Duration::from_millis(50))
-                .await
-                .map(drop)
-        })
-    };
+    let (_, locker) = slow_line(false);
+    let holder = hold(&locker).await;
+    let impatient = spawn_on(&locker, |locker| async move {
+        locker
+            .lock(NAME)
+            .wait(Duration::from_millis(50))
+            .await
+            .map(drop)
+    });
     sleep(MS).await;
-    let patient = {
-        let locker = locker.clone();
-        tokio::spawn(async move {
-            locker
-                .lock("a")
-                .fixed_ttl(LONG)
-                .wait(LONG)
-                .await
-                .map(|g| g.fencing_token())
-        })
-    };
-    let cancelled = {
-        let locker = locker.clone();
-        tokio::spawn(async move { locker.lock("a").wait(LONG).await.map(drop) })
-    };
+    let patient = token_waiter(&locker);
+    let cancelled = spawn_on(&locker, |locker| async move {
+        locker.lock(NAME).wait(LONG).await.map(drop)
+    });
     sleep(Duration::from_millis(100)).await;
     assert!(matches!(
         impatient.await.expect("no panic"),
@@ -198,25 +191,10 @@ async fn a_waiter_that_gives_up_lets_the_next_in() {
 async fn remote_releases_wake_waiters_through_one_shared_subscription() {
     // Two lockers over one backend stand for two processes: only the backend's announcement
     // can tell the second that the first released.
-    let probe = Arc::new(Probe::default());
-    probe.announces.store(true, Ordering::SeqCst);
-    let process_a = slow_polling_locker(&probe);
+    let (probe, process_a) = slow_line(true);
     let process_b = slow_polling_locker(&probe);
-    let holder = process_a.lock("a").fixed_ttl(LONG).await.expect("free");
-    let mut waiters = Vec::new();
-    for _ in 0..50 {
-        let locker = process_b.clone();
-        waiters.push(tokio::spawn(async move {
-            let guard = locker
-                .lock("a")
-                .fixed_ttl(LONG)
-                .wait(LONG)
-                .await
-                .expect("acquired");
-            sleep(MS).await;
-            guard.release().await.expect("ok");
-        }));
-    }
+    let holder = hold(&process_a).await;
+    let waiters: Vec<_> = (0..50).map(|_| turn(&process_b, || ())).collect();
     sleep(Duration::from_millis(100)).await;
     assert_eq!(
         probe.count(&probe.watch_calls),
@@ -244,22 +222,16 @@ async fn remote_releases_wake_waiters_through_one_shared_subscription() {
 async fn a_lost_announcement_costs_latency_not_liveness() {
     // The backend announces nothing, yet a remote holder's lock expiring lets the waiter in,
     // at the holder's TTL and not at the next 10 s poll.
-    let probe = Arc::new(Probe::default());
-    let process_a = slow_polling_locker(&probe);
+    let (probe, process_a) = slow_line(false);
     let process_b = slow_polling_locker(&probe);
     let _crashed = process_a
-        .lock("a")
+        .lock(NAME)
         .fixed_ttl(Duration::from_millis(300))
         .await
         .expect("free")
         .leak();
     let started = Instant::now();
-    let _guard = process_b
-        .lock("a")
-        .fixed_ttl(LONG)
-        .wait(LONG)
-        .await
-        .expect("acquired after the TTL");
+    let _guard = wait_for(&process_b).await.expect("acquired after the TTL");
     let waited = started.elapsed();
     assert!(
         waited >= Duration::from_millis(300) && waited <= Duration::from_millis(301),
@@ -273,23 +245,19 @@ async fn a_lost_announcement_costs_latency_not_liveness() {
 /// have ended: one busy attempt per renewed hold.)
 #[tokio::test(start_paused = true)]
 async fn a_renewed_local_holder_costs_the_line_no_attempt() {
-    let (probe, locker) = common::probe_locker(Duration::from_millis(300));
+    let (probe, locker) = probe_locker(Duration::from_millis(300));
     probe.announces.store(true, Ordering::SeqCst);
-    let first = locker.lock("a").await.expect("free");
+    let first = locker.lock(NAME).await.expect("free");
     let (got_it, granted) = tokio::sync::oneshot::channel();
-    let holder = tokio::spawn({
-        let locker = locker.clone();
-        async move {
-            let guard = locker.lock("a").wait(LONG).await.expect("acquired");
-            got_it.send(()).expect("test waits");
-            sleep(Duration::from_secs(3)).await; // ten leases, each renewed
-            guard.release().await.expect("ours");
-        }
+    let holder = spawn_on(&locker, |locker| async move {
+        let guard = locker.lock(NAME).wait(LONG).await.expect("acquired");
+        got_it.send(()).expect("test waits");
+        sleep(Duration::from_secs(3)).await; // ten leases, each renewed
+        guard.release().await.expect("ours");
     });
     sleep(MS).await;
-    let next = tokio::spawn({
-        let locker = locker.clone();
-        async move { locker.lock("a").wait(LONG).await }
+    let next = spawn_on(&locker, |locker| async move {
+        locker.lock(NAME).wait(LONG).await
     });
     sleep(MS).await;
     first.release().await.expect("ours");
