@@ -2,7 +2,7 @@
 //! killed session is a lost lease, a stalled holder loses its session, cancelled acquires
 //! leave nothing, faults give typed errors in bounded time.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,7 +1,7 @@
 //! The advisory mode and sqlx's `PgAdvisoryLock` on the same names: the same keys, and each
 //! excludes the other.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! A dropped acquire leaves no lease behind: the locker releases the token of an attempt that
 //! may have reached the server, in the background.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

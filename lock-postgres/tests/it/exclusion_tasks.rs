@@ -1,7 +1,7 @@
 //! Tasks behind four lockers (four `PostgresLock`s, as four processes would have) take turns:
 //! a read-modify-write counter that yields between its read and its write stays exact.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

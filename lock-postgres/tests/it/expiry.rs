@@ -1,7 +1,7 @@
 //! A holder that crashed (never released) loses its lease at its TTL, by the server's clock,
 //! and the next grant's fencing token is greater.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! The watchdog's batch: `extend_many` extends every lease still ours in one statement and
 //! answers "not ours" for the others, each lease on its own.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! Fencing tokens keep increasing across a server restart (an immediate shutdown, as in a
 //! crash), through the same `PostgresLock`, which reconnects by itself.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

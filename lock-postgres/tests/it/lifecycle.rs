@@ -1,6 +1,6 @@
 //! Acquire, busy, extend, release and hand-over, one statement each, on a real server.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! Before the migration, lock operations fail with an error that says to run it.
 
-mod common;
+use crate::common;
 
 use std::error::Error as _;
 use std::time::Duration;

@@ -13,7 +13,7 @@
 //! of the pooler opens a transaction, which pins the server connection the lock used last (the
 //! only idle one) until it commits.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -68,8 +68,8 @@ lock_testkit::mutex_conformance_tests!(
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     {
         let server = common::server();
-        let bouncer = crate::bouncer(&server);
-        let backend = crate::unprepared(&bouncer, &server).await;
+        let bouncer = bouncer(&server);
+        let backend = unprepared(&bouncer, &server).await;
         ((bouncer, server), backend)
     }
 );

@@ -1,7 +1,7 @@
 //! PostgreSQL down: every operation fails with a retryable, typed error within its timeouts,
 //! and the lock works again once the server is back.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -2,7 +2,7 @@
 //! with a `Command` timeout, a new connection with a `Connect` timeout, each within its limit;
 //! once healed, the lock works again.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

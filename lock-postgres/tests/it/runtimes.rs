@@ -2,7 +2,7 @@
 //! has its own): the pooled connections and the release listener of a runtime that shut down
 //! are replaced, and wake-ups keep working on the next runtime.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! (The slow-server case: PostgreSQL has no cheap way to freeze the whole server, so the
 //! statement is made slow where it would be in production, waiting on a row lock.)
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! gets in as soon as the holder releases: woken by NOTIFY on the listening connection, since
 //! its own wait (15 s) ends long before the holder's TTL and its polling would take 20 s.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! A wrong password is refused with an error that says retrying will not help.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
