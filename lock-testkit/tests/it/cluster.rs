@@ -1,18 +1,13 @@
 //! Integration tests of [`RedisCluster`] against the real `redis-server`.
 
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
+use crate::common::refuses;
 use lock_testkit::{CLUSTER_SLOTS, RedisCluster, Role};
 
 fn start() -> RedisCluster {
     RedisCluster::start().expect("start cluster")
-}
-
-fn refuses(port: u16) -> bool {
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-    TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err()
 }
 
 /// `SET key value` on `url`, then `WAIT 1 5000` on the same connection

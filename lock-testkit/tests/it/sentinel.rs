@@ -1,9 +1,10 @@
 //! Integration tests of [`RedisSentinelSet`] against the real `redis-server`.
 
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use crate::common::refuses;
 use lock_testkit::{RedisSentinelSet, RedisServer};
 
 fn start() -> RedisSentinelSet {
@@ -11,11 +12,6 @@ fn start() -> RedisSentinelSet {
     let set = RedisSentinelSet::start().expect("start sentinel set");
     eprintln!("sentinel set formed in {:.1?}", began.elapsed());
     set
-}
-
-fn refuses(port: u16) -> bool {
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-    TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err()
 }
 
 /// What one sentinel says the primary is.

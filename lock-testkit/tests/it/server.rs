@@ -1,20 +1,15 @@
 //! Integration tests of `lock-testkit` against the real `redis-server` binary.
 
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
+use crate::common::refuses;
 use lock_testkit::{KeepData, RedisServer, free_port, redis_server_binary};
 
 const SHORT: Duration = Duration::from_millis(200);
 
 fn start() -> RedisServer {
     RedisServer::start().expect("start redis-server")
-}
-
-fn refuses(port: u16) -> bool {
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-    TcpStream::connect_timeout(&addr, SHORT).is_err()
 }
 
 #[test]

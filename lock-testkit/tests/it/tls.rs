@@ -1,7 +1,5 @@
 //! TLS servers: they answer over TLS with the kit's CA, and only over TLS.
 
-#![cfg(feature = "tls")]
-
 use std::time::Duration;
 
 use lock_testkit::{KeepData, RedisServer};
