@@ -2,62 +2,23 @@
 //! killed session is a lost lease, a stalled holder loses its session, cancelled acquires
 //! leave nothing, faults give typed errors in bounded time.
 
-use crate::common;
+use crate::common::{self, token};
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use lock_core::{Attempt, Lock, LockError, Locker, TimeoutPhase, Token};
+use lock_core::{Attempt, Lock, LockError, Locker, TimeoutPhase};
 use lock_postgres::{PostgresAdvisoryLock, advisory_key};
 use lock_testkit::conformance::{self, Backend};
 use lock_testkit::{FaultProxy, PostgresServer};
 
-fn token() -> Token {
-    Token::generate().expect("token")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_counter_updated_under_the_lock_stays_exact() {
-    const LOCKERS: usize = 4;
-    const TASKS_PER_LOCKER: usize = 3;
-    const ROUNDS: u64 = 10;
     let server = common::server();
-    let counter = Arc::new(AtomicU64::new(0));
-    let inside = Arc::new(AtomicU64::new(0));
-    let mut tasks = Vec::new();
-    for _ in 0..LOCKERS {
-        let locker = Locker::new(common::advisory(&server));
-        for _ in 0..TASKS_PER_LOCKER {
-            let (locker, counter, inside) =
-                (locker.clone(), Arc::clone(&counter), Arc::clone(&inside));
-            tasks.push(tokio::spawn(async move {
-                for _ in 0..ROUNDS {
-                    let guard = locker
-                        .lock("counter")
-                        .wait(Duration::from_secs(60))
-                        .await
-                        .expect("acquired");
-                    assert_eq!(guard.fencing_token(), 0);
-                    assert_eq!(
-                        inside.fetch_add(1, Ordering::SeqCst),
-                        0,
-                        "two holders at once"
-                    );
-                    let seen = counter.load(Ordering::SeqCst);
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                    counter.store(seen + 1, Ordering::SeqCst);
-                    inside.fetch_sub(1, Ordering::SeqCst);
-                    guard.release().await.expect("still ours");
-                }
-            }));
-        }
-    }
-    for task in tasks {
-        task.await.expect("no panic");
-    }
-    let total = u64::try_from(LOCKERS * TASKS_PER_LOCKER).expect("small") * ROUNDS;
-    assert_eq!(counter.load(Ordering::SeqCst), total);
+    let lockers = (0..4)
+        .map(|_| Locker::new(common::advisory(&server)))
+        .collect();
+    // The advisory mode does not fence.
+    common::counter_stays_exact(lockers, 10, |guard| assert_eq!(guard.fencing_token(), 0)).await;
     let client = common::client(&server.url()).await;
     assert_eq!(
         common::advisory_held(&client).await,

@@ -1,19 +1,15 @@
 //! The advisory mode and sqlx's `PgAdvisoryLock` on the same names: the same keys, and each
 //! excludes the other.
 
-use crate::common;
+use crate::common::{self, token};
 
 use std::time::Duration;
 
-use lock_core::{Attempt, Lock, Token};
+use lock_core::{Attempt, Lock};
 use lock_postgres::advisory_key;
 use sqlx::Connection;
 use sqlx::Either;
 use sqlx::postgres::{PgAdvisoryLock, PgConnection};
-
-fn token() -> Token {
-    Token::generate().expect("token")
-}
 
 #[test]
 fn names_map_to_the_keys_sqlx_computes() {

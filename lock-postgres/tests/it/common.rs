@@ -2,11 +2,19 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use lock_core::{Guard, Locker, Token};
 use lock_postgres::PostgresLock;
 use lock_testkit::PostgresServer;
 use tokio_postgres::NoTls;
+
+/// A fresh random token.
+pub fn token() -> Token {
+    Token::generate().expect("token")
+}
 
 pub fn server() -> PostgresServer {
     PostgresServer::start().expect("start postgres")
@@ -84,4 +92,47 @@ pub async fn until_no_advisory_held(client: &tokio_postgres::Client) -> i64 {
         held = advisory_held(client).await;
     }
     held
+}
+
+/// Tasks behind `lockers` (three tasks each, as each process would have) take `rounds` turns
+/// each at a read-modify-write counter that yields between its read and its write: no two
+/// hold "counter" at once, and the counter stays exact. `check` looks at every guard while it
+/// is held.
+pub async fn counter_stays_exact(lockers: Vec<Locker>, rounds: u64, check: fn(&Guard)) {
+    const TASKS_PER_LOCKER: usize = 3;
+    let counter = Arc::new(AtomicU64::new(0));
+    let inside = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    let lockers_count = lockers.len();
+    for locker in lockers {
+        for _ in 0..TASKS_PER_LOCKER {
+            let (locker, counter, inside) =
+                (locker.clone(), Arc::clone(&counter), Arc::clone(&inside));
+            tasks.push(tokio::spawn(async move {
+                for _ in 0..rounds {
+                    let guard = locker
+                        .lock("counter")
+                        .wait(Duration::from_secs(60))
+                        .await
+                        .expect("acquired");
+                    check(&guard);
+                    assert_eq!(
+                        inside.fetch_add(1, Ordering::SeqCst),
+                        0,
+                        "two holders at once"
+                    );
+                    let seen = counter.load(Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    counter.store(seen + 1, Ordering::SeqCst);
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    guard.release().await.expect("still ours");
+                }
+            }));
+        }
+    }
+    for task in tasks {
+        task.await.expect("no panic");
+    }
+    let total = u64::try_from(lockers_count * TASKS_PER_LOCKER).expect("small") * rounds;
+    assert_eq!(counter.load(Ordering::SeqCst), total);
 }

@@ -1,17 +1,13 @@
 //! A holder that crashed (never released) loses its lease at its TTL, by the server's clock,
 //! and the next grant's fencing token is greater.
 
-use crate::common;
+use crate::common::{self, token};
 
 use std::time::Duration;
 
-use lock_core::{Attempt, Lock, Token};
+use lock_core::{Attempt, Lock};
 
 const SHORT: Duration = Duration::from_millis(400);
-
-fn token() -> Token {
-    Token::generate().expect("token")
-}
 
 #[tokio::test]
 async fn a_crashed_holders_lease_frees_at_its_ttl() {

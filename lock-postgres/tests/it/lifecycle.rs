@@ -1,16 +1,12 @@
 //! Acquire, busy, extend, release and hand-over, one statement each, on a real server.
 
-use crate::common;
+use crate::common::{self, token};
 
 use std::time::Duration;
 
-use lock_core::{Attempt, Handover, Lock, LockError, Token};
+use lock_core::{Attempt, Handover, Lock, LockError};
 
 const TTL: Duration = Duration::from_secs(10);
-
-fn token() -> Token {
-    Token::generate().expect("token")
-}
 
 #[tokio::test]
 async fn acquire_busy_extend_hand_over_release() {

@@ -13,20 +13,16 @@
 //! of the pooler opens a transaction, which pins the server connection the lock used last (the
 //! only idle one) until it commits.
 
-use crate::common;
+use crate::common::{self, token};
 
 use std::time::Duration;
 
-use lock_core::{Attempt, Lease, Lock, LockError, Locker, Token};
+use lock_core::{Attempt, Lease, Lock, LockError, Locker};
 use lock_postgres::{
     PostgresAdvisoryLock, PostgresLock, PreparedStatementsUnsupported, TransactionPooler,
 };
 use lock_testkit::conformance::Backend;
 use lock_testkit::{PgBouncer, PostgresServer};
-
-fn token() -> Token {
-    Token::generate().expect("token")
-}
 
 fn bouncer(server: &PostgresServer) -> PgBouncer {
     PgBouncer::start(server).expect("start pgbouncer")

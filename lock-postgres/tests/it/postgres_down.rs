@@ -1,18 +1,14 @@
 //! PostgreSQL down: every operation fails with a retryable, typed error within its timeouts,
 //! and the lock works again once the server is back.
 
-use crate::common;
+use crate::common::{self, token};
 
 use std::time::{Duration, Instant};
 
-use lock_core::{Attempt, Lease, Lock, LockError, Locker, Token};
+use lock_core::{Attempt, Lease, Lock, LockError, Locker};
 use lock_postgres::PostgresLock;
 
 const TTL: Duration = Duration::from_secs(10);
-
-fn token() -> Token {
-    Token::generate().expect("token")
-}
 
 #[tokio::test]
 async fn a_stopped_server_gives_retryable_errors_in_bounded_time() {

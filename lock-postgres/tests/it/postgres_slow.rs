@@ -2,11 +2,11 @@
 //! with a `Command` timeout, a new connection with a `Connect` timeout, each within its limit;
 //! once healed, the lock works again.
 
-use crate::common;
+use crate::common::{self, token};
 
 use std::time::{Duration, Instant};
 
-use lock_core::{Attempt, Lock, LockError, TimeoutPhase, Token};
+use lock_core::{Attempt, Lock, LockError, TimeoutPhase};
 use lock_postgres::PostgresLock;
 use lock_testkit::FaultProxy;
 
@@ -22,10 +22,6 @@ fn through(proxy: &FaultProxy) -> PostgresLock {
         .statement_timeout(LIMIT)
         .build()
         .expect("build")
-}
-
-fn token() -> Token {
-    Token::generate().expect("token")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

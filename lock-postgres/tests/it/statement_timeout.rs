@@ -3,16 +3,12 @@
 //! (The slow-server case: PostgreSQL has no cheap way to freeze the whole server, so the
 //! statement is made slow where it would be in production, waiting on a row lock.)
 
-use crate::common;
+use crate::common::{self, token};
 
 use std::time::Duration;
 
-use lock_core::{Attempt, Lock, LockError, TimeoutPhase, Token};
+use lock_core::{Attempt, Lock, LockError, TimeoutPhase};
 use lock_postgres::PostgresLock;
-
-fn token() -> Token {
-    Token::generate().expect("token")
-}
 
 #[tokio::test]
 async fn a_blocked_statement_times_out() {
