@@ -8,10 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use lock_core::{
-    Attempt, Handover, Kind, Lease, Lock, LockError, Locker, MemoryLock, Op, ReleaseSignal,
-    ReleaseWatch, Token,
-};
+use lock_core::backend::{Attempt, Handover, Lock, ReleaseSignal, ReleaseWatch};
+use lock_core::{Kind, Lease, LockError, Locker, MemoryLock, Op, Token};
 use tokio::time::{Instant, sleep};
 
 #[derive(Default)]

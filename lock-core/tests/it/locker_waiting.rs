@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use lock_core::backend::{Attempt, Lock};
 use lock_core::{
-    Attempt, Backoff, Lease, Lock, LockError, Locker, MAX_NAME_LEN, MAX_TTL, MemoryLock, Op,
-    TimeoutPhase, Token,
+    Backoff, Lease, LockError, Locker, MAX_NAME_LEN, MAX_TTL, MemoryLock, Op, TimeoutPhase, Token,
 };
 use tokio::time::{Instant, advance, sleep};
 

@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use lock_core::{Attempt, Lease, Lock, MemoryLock, Token};
+use lock_core::backend::{Attempt, Lock};
+use lock_core::{Lease, MemoryLock, Token};
 use tokio::time::advance;
 
 const TTL: Duration = Duration::from_millis(100);

@@ -6,7 +6,8 @@ use crate::common::{self, token};
 
 use std::time::{Duration, Instant};
 
-use lock_core::{Attempt, Lock, LockError, Locker, TimeoutPhase};
+use lock_core::backend::{Attempt, Lock};
+use lock_core::{LockError, Locker, TimeoutPhase};
 use lock_postgres::{PostgresAdvisoryLock, advisory_key};
 use lock_testkit::conformance::{self, Backend};
 use lock_testkit::{FaultProxy, PostgresServer};

@@ -5,7 +5,7 @@ use crate::common::{self, token};
 
 use std::time::Duration;
 
-use lock_core::{Attempt, Lock};
+use lock_core::backend::{Attempt, Lock};
 use lock_postgres::advisory_key;
 use sqlx::Connection;
 use sqlx::Either;

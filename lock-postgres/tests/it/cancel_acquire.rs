@@ -5,7 +5,8 @@ use crate::common;
 
 use std::time::Duration;
 
-use lock_core::{Attempt, Lock, Locker, Token};
+use lock_core::backend::{Attempt, Lock};
+use lock_core::{Locker, Token};
 
 /// Polls (bounded) until no lease is held.
 async fn until_none_held(client: &tokio_postgres::Client) -> i64 {

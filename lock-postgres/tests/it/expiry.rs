@@ -5,7 +5,7 @@ use crate::common::{self, token};
 
 use std::time::Duration;
 
-use lock_core::{Attempt, Lock};
+use lock_core::backend::{Attempt, Lock};
 
 const SHORT: Duration = Duration::from_millis(400);
 

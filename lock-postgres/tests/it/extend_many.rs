@@ -5,7 +5,8 @@ use crate::common;
 
 use std::time::Duration;
 
-use lock_core::{Attempt, Lock, Token};
+use lock_core::Token;
+use lock_core::backend::{Attempt, Lock};
 
 #[tokio::test]
 async fn one_statement_extends_the_leases_still_ours_and_no_other() {

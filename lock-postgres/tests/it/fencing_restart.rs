@@ -5,7 +5,8 @@ use crate::common;
 
 use std::time::Duration;
 
-use lock_core::{Attempt, Lease, Lock, Token};
+use lock_core::backend::{Attempt, Lock};
+use lock_core::{Lease, Token};
 use lock_postgres::PostgresLock;
 use lock_testkit::PostgresServer;
 

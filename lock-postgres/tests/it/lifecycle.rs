@@ -4,7 +4,8 @@ use crate::common::{self, token};
 
 use std::time::Duration;
 
-use lock_core::{Attempt, Handover, Lock, LockError};
+use lock_core::LockError;
+use lock_core::backend::{Attempt, Handover, Lock};
 
 const TTL: Duration = Duration::from_secs(10);
 

@@ -5,7 +5,8 @@ use crate::common;
 use std::error::Error as _;
 use std::time::Duration;
 
-use lock_core::{Attempt, Lock, LockError, Token};
+use lock_core::backend::{Attempt, Lock};
+use lock_core::{LockError, Token};
 use lock_postgres::MissingTable;
 
 #[tokio::test]

@@ -17,7 +17,8 @@ use crate::common::{self, token};
 
 use std::time::Duration;
 
-use lock_core::{Attempt, Lease, Lock, LockError, Locker};
+use lock_core::backend::{Attempt, Lock};
+use lock_core::{Lease, LockError, Locker};
 use lock_postgres::{
     PostgresAdvisoryLock, PostgresLock, PreparedStatementsUnsupported, TransactionPooler,
 };

@@ -5,7 +5,8 @@ use crate::common::{self, token};
 
 use std::time::{Duration, Instant};
 
-use lock_core::{Attempt, Lease, Lock, LockError, Locker};
+use lock_core::backend::{Attempt, Lock};
+use lock_core::{Lease, LockError, Locker};
 use lock_postgres::PostgresLock;
 
 const TTL: Duration = Duration::from_secs(10);

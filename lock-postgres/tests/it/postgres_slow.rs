@@ -6,7 +6,8 @@ use crate::common::{self, token};
 
 use std::time::{Duration, Instant};
 
-use lock_core::{Attempt, Lock, LockError, TimeoutPhase};
+use lock_core::backend::{Attempt, Lock};
+use lock_core::{LockError, TimeoutPhase};
 use lock_postgres::PostgresLock;
 use lock_testkit::FaultProxy;
 

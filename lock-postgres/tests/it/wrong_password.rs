@@ -4,7 +4,8 @@ use crate::common;
 
 use std::time::Duration;
 
-use lock_core::{Lock, LockError, Token};
+use lock_core::backend::Lock;
+use lock_core::{LockError, Token};
 use lock_postgres::PostgresLock;
 use lock_testkit::PostgresServer;
 
