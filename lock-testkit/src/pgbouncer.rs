@@ -2,33 +2,33 @@
 //! port, with its configuration, user list and log in a temporary directory.
 
 use std::env;
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use nix::sys::signal::Signal;
-use tempfile::TempDir;
 
 use crate::PostgresServer;
-use crate::launch::{Launch, START_ATTEMPTS, until_ready};
+use crate::launch::{self, Launch, Process, Server, Timing};
 use crate::port::try_free_port;
 use crate::postgres::run_as;
-use crate::signal;
+use crate::probe;
 
 /// Environment variable naming the `pgbouncer` binary.
 const BINARY_ENV: &str = "DISTLOCK_PGBOUNCER";
-/// How long a spawned PgBouncer may take to accept connections.
-const READY_TIMEOUT: Duration = Duration::from_secs(20);
-/// How long a stopped PgBouncer may take to exit before it is killed outright.
-const STOP_TIMEOUT: Duration = Duration::from_secs(10);
-const POLL_INTERVAL: Duration = Duration::from_millis(20);
-const MAX_POLLS: u32 = 2_000;
-const LOG_TAIL_LINES: usize = 40;
+const TIMING: Timing = Timing {
+    ready: Duration::from_secs(20),
+    stop: Duration::from_secs(10),
+    poll: Duration::from_millis(20),
+    max_polls: 2_000,
+};
+/// PgBouncer's own log (its `logfile`).
 const LOG_FILE: &str = "pgbouncer.log";
+/// Where its stdout and stderr go.
+const OUTPUT_FILE: &str = "stdout.log";
 const CONFIG_FILE: &str = "pgbouncer.ini";
 const USERS_FILE: &str = "userlist.txt";
 /// The user the testkit's PostgreSQL trusts, and the database its URL names.
@@ -115,26 +115,16 @@ impl PgBouncerBuilder {
         }
         fs::write(dir.path().join(USERS_FILE), format!("\"{USER}\" \"\"\n"))?;
         let mut bouncer = PgBouncer {
-            child: None,
+            // A safe shutdown.
+            process: Process::new("pgbouncer", LOG_FILE, TIMING, Some(Signal::SIGINT), dir),
             port: 0,
             binary,
             run_as,
-            dir,
+            config: self,
+            upstream: upstream.port(),
         };
-        let started = until_ready(START_ATTEMPTS, Duration::ZERO, |_| {
-            bouncer.port = try_free_port()?;
-            fs::write(
-                bouncer.dir.path().join(CONFIG_FILE),
-                self.config(bouncer.dir.path(), bouncer.port, upstream.port()),
-            )?;
-            Ok((bouncer.launch()?, format!("port {} -> ", bouncer.port)))
-        })?;
-        match started {
-            Ok(()) => Ok(bouncer),
-            Err(exits) => Err(bouncer.failure(&format!(
-                "pgbouncer exited before becoming ready on {START_ATTEMPTS} fresh ports:{exits}"
-            ))),
-        }
+        launch::start_on_fresh_ports(&mut bouncer)?;
+        Ok(bouncer)
     }
 
     fn config(&self, dir: &Path, port: u16, upstream: u16) -> String {
@@ -160,11 +150,15 @@ impl PgBouncerBuilder {
 /// directory. Signalled only by its own PID; dropping it stops it and deletes the directory.
 #[derive(Debug)]
 pub struct PgBouncer {
-    child: Option<Child>,
+    /// The `pgbouncer` process, in the temporary directory.
+    process: Process,
     port: u16,
     binary: PathBuf,
     run_as: Option<(u32, u32)>,
-    dir: TempDir,
+    /// What its configuration file says, rewritten for each port it tries.
+    config: PgBouncerBuilder,
+    /// The port of the PostgreSQL server it pools connections to.
+    upstream: u16,
 }
 
 impl PgBouncer {
@@ -200,49 +194,47 @@ impl PgBouncer {
 
     /// The PID of the `pgbouncer` process, or `None` once stopped or exited.
     pub fn pid(&mut self) -> Option<u32> {
-        let child = self.child.as_mut()?;
-        signal::is_alive(child).then(|| child.id())
+        self.process.pid()
     }
 
     /// Stops PgBouncer by its PID (`SIGINT`, a safe shutdown) and reaps it; `SIGKILL` if it
     /// has not exited within 10 s. Does nothing if it is already stopped.
     pub fn stop(&mut self) {
-        let Some(mut child) = self.child.take() else {
-            return;
-        };
-        if signal::signal_child(&mut child, Signal::SIGINT).is_ok() {
-            let started = Instant::now();
-            for _ in 0..MAX_POLLS {
-                if !matches!(child.try_wait(), Ok(None)) || started.elapsed() > STOP_TIMEOUT {
-                    break;
-                }
-                thread::sleep(POLL_INTERVAL);
-            }
-        }
-        signal::kill_and_reap(&mut child);
+        self.process.stop();
     }
 
     /// The last ~40 lines of PgBouncer's log.
     pub fn log_tail(&self) -> String {
-        let path = self.dir.path().join(LOG_FILE);
-        match fs::read(&path) {
-            Ok(bytes) => {
-                let text = String::from_utf8_lossy(&bytes);
-                let lines: Vec<&str> = text.lines().collect();
-                lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join("\n")
-            }
-            Err(err) => format!("(no log at {}: {err})", path.display()),
-        }
+        self.process.log_tail()
+    }
+}
+
+impl Server for PgBouncer {
+    fn process(&self) -> &Process {
+        &self.process
     }
 
+    fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// A fresh port, and the configuration file that names it.
+    fn take_ports(&mut self) -> io::Result<()> {
+        self.port = try_free_port()?;
+        let dir = self.process.dir();
+        fs::write(
+            dir.join(CONFIG_FILE),
+            self.config.config(dir, self.port, self.upstream),
+        )
+    }
+
+    /// Spawns `pgbouncer` on its configuration file; it is ready when its port accepts TCP
+    /// connections.
     fn launch(&mut self) -> io::Result<Launch> {
-        let out = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.dir.path().join("stdout.log"))?;
+        let out = self.process.append(OUTPUT_FILE)?;
         let mut cmd = Command::new(&self.binary);
-        cmd.arg(self.dir.path().join(CONFIG_FILE))
-            .current_dir(self.dir.path())
+        cmd.arg(self.process.dir().join(CONFIG_FILE))
+            .current_dir(self.process.dir())
             .stdin(Stdio::null())
             .stdout(Stdio::from(out.try_clone()?))
             .stderr(Stdio::from(out));
@@ -252,31 +244,16 @@ impl PgBouncer {
         let child = cmd
             .spawn()
             .map_err(|e| io::Error::new(e.kind(), format!("spawning pgbouncer: {e}")))?;
-        let child = self.child.insert(child);
-        let started = Instant::now();
-        for _ in 0..MAX_POLLS {
-            if let Some(status) = child.try_wait()? {
-                self.child = None;
-                return Ok(Launch::Exited(status));
-            }
-            if started.elapsed() > READY_TIMEOUT {
-                break;
-            }
-            let addr = std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, self.port));
-            if std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-                return Ok(Launch::Ready);
-            }
-            thread::sleep(POLL_INTERVAL);
-        }
-        self.stop();
-        Err(self.failure(&format!(
-            "pgbouncer was not ready on 127.0.0.1:{} within {READY_TIMEOUT:?}",
-            self.port
-        )))
+        let port = self.port;
+        self.process
+            .launch(child, port, |_| Ok(probe::accepts(port)))
+            .map_err(|err| self.failure(&err.to_string()))
     }
 
+    /// `what`, with PgBouncer's log and its own output (where it explains a refused
+    /// configuration).
     fn failure(&self, what: &str) -> io::Error {
-        let stdout = fs::read_to_string(self.dir.path().join("stdout.log")).unwrap_or_default();
+        let stdout = fs::read_to_string(self.process.dir().join(OUTPUT_FILE)).unwrap_or_default();
         io::Error::other(format!(
             "{what}\n--- pgbouncer log ---\n{}\n--- stdout/stderr ---\n{stdout}",
             self.log_tail()

@@ -3,21 +3,18 @@
 
 use std::env;
 use std::ffi::OsString;
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, PoisonError};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use nix::sys::signal::Signal;
-use tempfile::TempDir;
 
-use crate::launch::{Launch, RESTART_ATTEMPTS, RESTART_BACKOFF, START_ATTEMPTS, until_ready};
+use crate::launch::{self, Launch, Process, Server, Timing, wait_exit};
 use crate::port::try_free_port;
-use crate::signal;
+use crate::{probe, signal};
 
 /// Environment variable naming the directory that holds `initdb` and `postgres`.
 const BINDIR_ENV: &str = "DISTLOCK_PG_BINDIR";
@@ -31,16 +28,13 @@ const SUPERUSER: &str = "postgres";
 
 /// How long `initdb` may take.
 const INITDB_TIMEOUT: Duration = Duration::from_secs(120);
-/// How long a spawned server may take to accept connections (crash recovery included).
-const READY_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long a stopped server may take to exit before it is killed outright.
-const STOP_TIMEOUT: Duration = Duration::from_secs(20);
-/// Poll interval while waiting for a process.
-const POLL_INTERVAL: Duration = Duration::from_millis(20);
-/// Hard cap on polls of one wait, whatever the clock says.
-const MAX_POLLS: u32 = 10_000;
-/// Lines returned by [`PostgresServer::log_tail`].
-const LOG_TAIL_LINES: usize = 40;
+const TIMING: Timing = Timing {
+    // Crash recovery included.
+    ready: Duration::from_secs(60),
+    stop: Duration::from_secs(20),
+    poll: Duration::from_millis(20),
+    max_polls: 10_000,
+};
 
 const LOG_FILE: &str = "postgres.log";
 const DATA_DIR: &str = "data";
@@ -91,25 +85,17 @@ impl PostgresServerBuilder {
             std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid))?;
         }
         let mut server = PostgresServer {
-            child: Mutex::new(None),
+            // An immediate shutdown, as in a crash.
+            process: Process::new("postgres", LOG_FILE, TIMING, Some(Signal::SIGQUIT), dir),
             port: 0,
             bin_dir,
             run_as,
             password: self.password,
             settings: self.settings,
-            dir,
         };
         server.initdb()?;
-        let started = until_ready(START_ATTEMPTS, Duration::ZERO, |_| {
-            server.port = try_free_port()?;
-            Ok((server.launch()?, format!("port {} -> ", server.port)))
-        })?;
-        match started {
-            Ok(()) => Ok(server),
-            Err(exits) => Err(server.failure(&format!(
-                "postgres exited before becoming ready on {START_ATTEMPTS} fresh ports:{exits}"
-            ))),
-        }
+        launch::start_on_fresh_ports(&mut server)?;
+        Ok(server)
     }
 }
 
@@ -124,14 +110,14 @@ impl PostgresServerBuilder {
 /// which no test simulates; a killed server keeps every committed transaction.
 #[derive(Debug)]
 pub struct PostgresServer {
-    child: Mutex<Option<Child>>,
+    /// The postmaster, in the temporary directory.
+    process: Process,
     port: u16,
     bin_dir: PathBuf,
     /// The uid and gid the processes run as, when we are root.
     run_as: Option<(u32, u32)>,
     password: Option<String>,
     settings: Vec<(String, String)>,
-    dir: TempDir,
 }
 
 impl PostgresServer {
@@ -179,19 +165,17 @@ impl PostgresServer {
 
     /// The directory holding the data directory (`data/`) and the log.
     pub fn dir(&self) -> &Path {
-        self.dir.path()
+        self.process.dir()
     }
 
     /// The PID of the postmaster, or `None` if it is stopped or has exited.
     pub fn pid(&self) -> Option<u32> {
-        let mut guard = self.child.lock().unwrap_or_else(PoisonError::into_inner);
-        let child = guard.as_mut()?;
-        signal::is_alive(child).then(|| child.id())
+        self.process.pid()
     }
 
     /// Whether the server process is alive.
     pub fn is_running(&self) -> bool {
-        self.pid().is_some()
+        self.process.is_running()
     }
 
     /// Stops the server at once by its PID (`SIGQUIT`, an immediate shutdown: backends end
@@ -199,32 +183,13 @@ impl PostgresServer {
     /// within 20 s. Does nothing if it is already stopped. The directory and port are kept for
     /// [`start_again`](Self::start_again).
     pub fn stop(&mut self) {
-        self.shut_down(Signal::SIGQUIT);
+        self.process.stop();
     }
 
     /// Stops the server cleanly (`SIGINT`, a fast shutdown: a checkpoint, then exit), bounded
     /// like [`stop`](Self::stop).
     pub fn stop_fast(&mut self) {
-        self.shut_down(Signal::SIGINT);
-    }
-
-    fn shut_down(&mut self, how: Signal) {
-        let child = self
-            .child
-            .get_mut()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        let Some(mut child) = child else { return };
-        if signal::signal_child(&mut child, how).is_ok() {
-            let started = Instant::now();
-            for _ in 0..MAX_POLLS {
-                if !matches!(child.try_wait(), Ok(None)) || started.elapsed() > STOP_TIMEOUT {
-                    break;
-                }
-                thread::sleep(POLL_INTERVAL);
-            }
-        }
-        signal::kill_and_reap(&mut child);
+        self.process.stop_with(Some(Signal::SIGINT));
     }
 
     /// Starts the server again after [`stop`](Self::stop), on the same port with the same
@@ -235,44 +200,18 @@ impl PostgresServer {
     /// [`io::ErrorKind::AlreadyExists`] if the server is still running; otherwise if it does
     /// not become ready on its port (message includes the log tail).
     pub fn start_again(&mut self) -> io::Result<()> {
-        if self.is_running() {
-            return Err(io::Error::new(
-                io::ErrorKind::AlreadyExists,
-                format!("postgres on port {} is still running", self.port),
-            ));
-        }
-        let restarted = until_ready(RESTART_ATTEMPTS, RESTART_BACKOFF, |_| {
-            Ok((self.launch()?, String::new()))
-        })?;
-        restarted.map_err(|exits| {
-            self.failure(&format!(
-                "postgres did not start again on port {}:{exits}",
-                self.port
-            ))
-        })
+        launch::start_again(self)
     }
 
     /// The last ~40 lines of the server's log, for panic and error messages.
     pub fn log_tail(&self) -> String {
-        let path = self.dir.path().join(LOG_FILE);
-        match fs::read(&path) {
-            Ok(bytes) => {
-                let text = String::from_utf8_lossy(&bytes);
-                let lines: Vec<&str> = text.lines().collect();
-                let from = lines.len().saturating_sub(LOG_TAIL_LINES);
-                lines[from..].join("\n")
-            }
-            Err(err) => format!("(no log at {}: {err})", path.display()),
-        }
+        self.process.log_tail()
     }
 
     fn command(&self, program: &str) -> io::Result<Command> {
-        let log = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.dir.path().join(LOG_FILE))?;
+        let log = self.process.append(LOG_FILE)?;
         let mut cmd = Command::new(self.bin_dir.join(program));
-        cmd.current_dir(self.dir.path())
+        cmd.current_dir(self.dir())
             .stdin(Stdio::null())
             .stdout(Stdio::from(log.try_clone()?))
             .stderr(Stdio::from(log));
@@ -286,7 +225,7 @@ impl PostgresServer {
     fn initdb(&self) -> io::Result<()> {
         let mut args: Vec<OsString> = vec![
             "-D".into(),
-            self.dir.path().join(DATA_DIR).into(),
+            self.dir().join(DATA_DIR).into(),
             format!("--username={SUPERUSER}").into(),
             "--encoding=UTF8".into(),
             "--no-locale".into(),
@@ -295,7 +234,7 @@ impl PostgresServer {
         ];
         match &self.password {
             Some(pw) => {
-                let file = self.dir.path().join(PW_FILE);
+                let file = self.dir().join(PW_FILE);
                 fs::write(&file, format!("{pw}\n"))?;
                 if let Some((uid, gid)) = self.run_as {
                     std::os::unix::fs::chown(&file, Some(uid), Some(gid))?;
@@ -312,28 +251,20 @@ impl PostgresServer {
             .args(&args)
             .spawn()
             .map_err(|e| io::Error::new(e.kind(), format!("spawning initdb: {e}")))?;
-        let started = Instant::now();
-        for _ in 0..MAX_POLLS {
-            if let Some(status) = child.try_wait()? {
-                return if status.success() {
-                    Ok(())
-                } else {
-                    Err(self.failure(&format!("initdb failed ({status})")))
-                };
+        match wait_exit(&mut child, INITDB_TIMEOUT, TIMING)? {
+            Some(status) if status.success() => Ok(()),
+            Some(status) => Err(self.failure(&format!("initdb failed ({status})"))),
+            None => {
+                signal::kill_and_reap(&mut child);
+                Err(self.failure(&format!("initdb did not finish within {INITDB_TIMEOUT:?}")))
             }
-            if started.elapsed() > INITDB_TIMEOUT {
-                break;
-            }
-            thread::sleep(POLL_INTERVAL);
         }
-        signal::kill_and_reap(&mut child);
-        Err(self.failure(&format!("initdb did not finish within {INITDB_TIMEOUT:?}")))
     }
 
     fn args(&self) -> Vec<OsString> {
         let mut args: Vec<OsString> = vec![
             "-D".into(),
-            self.dir.path().join(DATA_DIR).into(),
+            self.dir().join(DATA_DIR).into(),
             "-p".into(),
             self.port.to_string().into(),
         ];
@@ -356,67 +287,42 @@ impl PostgresServer {
         args
     }
 
-    /// Spawns `postgres` on `self.port` and waits until it is ready or exits.
+    fn failure(&self, what: &str) -> io::Error {
+        self.process.failure(what)
+    }
+}
+
+impl Server for PostgresServer {
+    fn process(&self) -> &Process {
+        &self.process
+    }
+
+    fn port(&self) -> u16 {
+        self.port
+    }
+
+    fn take_ports(&mut self) -> io::Result<()> {
+        self.port = try_free_port()?;
+        Ok(())
+    }
+
+    /// Spawns `postgres` on `self.port`; it is ready when our postmaster reports itself ready
+    /// in `postmaster.pid` (its PID first, `ready` on the status line) and its port accepts
+    /// TCP connections.
     fn launch(&mut self) -> io::Result<Launch> {
         let child = self
             .command("postgres")?
             .args(self.args())
             .spawn()
             .map_err(|e| io::Error::new(e.kind(), format!("spawning postgres: {e}")))?;
-        *self.child.get_mut().unwrap_or_else(PoisonError::into_inner) = Some(child);
-        match self.wait_ready() {
-            Ok(Launch::Exited(status)) => {
-                self.stop(); // already reaped; just forget it
-                Ok(Launch::Exited(status))
-            }
-            Ok(Launch::Ready) => Ok(Launch::Ready),
-            Err(err) => {
-                self.stop();
-                Err(self.failure(&err.to_string()))
-            }
-        }
-    }
-
-    /// Polls until our postmaster reports itself ready in `postmaster.pid` (its PID first,
-    /// `ready` on the status line) and its port accepts TCP connections, or it exits, or the
-    /// time runs out.
-    fn wait_ready(&mut self) -> io::Result<Launch> {
-        let pid_file = self.dir.path().join(DATA_DIR).join("postmaster.pid");
+        let pid_file = self.dir().join(DATA_DIR).join("postmaster.pid");
         let port = self.port;
-        let child = self
-            .child
-            .get_mut()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_mut()
-            .ok_or_else(|| io::Error::other("no child to wait for"))?;
-        let pid = child.id();
-        let started = Instant::now();
-        for _ in 0..MAX_POLLS {
-            if let Some(status) = child.try_wait()? {
-                return Ok(Launch::Exited(status));
-            }
-            if started.elapsed() > READY_TIMEOUT {
-                break;
-            }
-            if reports_ready(&pid_file, pid) && accepts(port) {
-                return Ok(Launch::Ready);
-            }
-            thread::sleep(POLL_INTERVAL);
-        }
-        Err(io::Error::new(
-            io::ErrorKind::TimedOut,
-            format!(
-                "postgres (pid {pid}) was not ready on 127.0.0.1:{port} within {READY_TIMEOUT:?}"
-            ),
-        ))
-    }
-
-    fn failure(&self, what: &str) -> io::Error {
-        io::Error::other(format!(
-            "{what}\n--- {} (last {LOG_TAIL_LINES} lines) ---\n{}",
-            self.dir.path().join(LOG_FILE).display(),
-            self.log_tail()
-        ))
+        let ready = |child: &mut std::process::Child| {
+            Ok(reports_ready(&pid_file, child.id()) && probe::accepts(port))
+        };
+        self.process
+            .launch(child, port, ready)
+            .map_err(|err| self.failure(&err.to_string()))
     }
 }
 
@@ -433,11 +339,6 @@ fn reports_ready(pid_file: &Path, pid: u32) -> bool {
     };
     let lines: Vec<&str> = text.lines().map(str::trim).collect();
     lines.first() == Some(&pid.to_string().as_str()) && lines.get(7) == Some(&"ready")
-}
-
-fn accepts(port: u16) -> bool {
-    let addr = std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port));
-    std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
 }
 
 /// The directory holding `initdb` and `postgres`: `DISTLOCK_PG_BINDIR` if set, else

@@ -7,10 +7,18 @@ use std::time::Duration;
 use crate::client;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(100);
+/// Connect timeout of [`accepts`].
+const ACCEPT_TIMEOUT: Duration = Duration::from_millis(200);
 const IO_TIMEOUT: Duration = Duration::from_millis(500);
 const IDENTITY_TIMEOUT: Duration = Duration::from_millis(500);
 /// Reads allowed to collect one short reply line.
 const MAX_READS: usize = 8;
+
+/// Whether something accepts a TCP connection on `127.0.0.1:port` within 200 ms.
+pub(crate) fn accepts(port: u16) -> bool {
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    TcpStream::connect_timeout(&addr, ACCEPT_TIMEOUT).is_ok()
+}
 
 /// Whether something answers an inline `PING` on `127.0.0.1:port` in a way
 /// that proves a Redis server is up and serving: `+PONG`, or any error reply

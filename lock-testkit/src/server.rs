@@ -2,31 +2,30 @@
 
 use std::ffi::OsString;
 use std::fmt::Write as _;
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::thread;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 use redis::{ConnectionInfo, IntoConnectionInfo, Value};
-use tempfile::TempDir;
 
 use crate::binary::try_redis_server_binary;
-use crate::launch::{Launch, RESTART_ATTEMPTS, RESTART_BACKOFF, START_ATTEMPTS, until_ready};
+use crate::launch::{self, Launch, Process, Server, Timing};
 use crate::port::try_free_port;
 use crate::{client, probe, signal};
 
-/// How long a spawned server may take to answer `PING`.
-const READY_TIMEOUT: Duration = Duration::from_secs(10);
-/// Poll interval while waiting for readiness.
-const POLL_INTERVAL: Duration = Duration::from_millis(10);
-/// Hard cap on readiness polls, whatever the clock says.
-const MAX_POLLS: u32 = 2_000;
+const TIMING: Timing = Timing {
+    // Until it answers `PING`.
+    ready: Duration::from_secs(10),
+    // Unused: a stop is a `SIGKILL`.
+    stop: Duration::ZERO,
+    poll: Duration::from_millis(10),
+    max_polls: 2_000,
+};
 /// When the server's identity cannot be checked (e.g. `INFO` renamed), it is
 /// taken as ready once it has answered `PING` and stayed alive this long.
 const STABLE_FOR: Duration = Duration::from_millis(250);
@@ -34,8 +33,6 @@ const STABLE_FOR: Duration = Duration::from_millis(250);
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
 /// Timeout of the `SAVE` issued by [`RedisServer::restart`].
 const SAVE_TIMEOUT: Duration = Duration::from_secs(30);
-/// Lines returned by [`RedisServer::log_tail`].
-const LOG_TAIL_LINES: usize = 40;
 
 const LOG_FILE: &str = "redis.log";
 const DUMP_FILE: &str = "dump.rdb";
@@ -157,30 +154,15 @@ impl RedisServerBuilder {
         let mut server = RedisServer {
             #[cfg(feature = "tls")]
             tls,
-            child: Mutex::new(None),
+            process: Process::new("redis-server", LOG_FILE, TIMING, None, dir),
             paused: AtomicBool::new(false),
             port: 0,
             bus_port: None,
             binary,
             config: self.config,
-            dir,
         };
-        let started = until_ready(START_ATTEMPTS, Duration::ZERO, |_| {
-            server.port = try_free_port()?;
-            server.bus_port = if server.config.cluster {
-                Some(try_free_port()?)
-            } else {
-                None
-            };
-            let launched = server.launch_checked()?;
-            Ok((launched, format!("port {} -> ", server.port)))
-        })?;
-        match started {
-            Ok(()) => Ok(server),
-            Err(exits) => Err(server.failure(&format!(
-                "redis-server exited before becoming ready on {START_ATTEMPTS} fresh ports:{exits}"
-            ))),
-        }
+        launch::start_on_fresh_ports(&mut server)?;
+        Ok(server)
     }
 }
 
@@ -192,7 +174,8 @@ impl RedisServerBuilder {
 /// the process (`SIGKILL`), reaps it and deletes the directory.
 #[derive(Debug)]
 pub struct RedisServer {
-    child: Mutex<Option<Child>>,
+    /// The `redis-server` process, in the temporary directory.
+    process: Process,
     /// Set by a successful `pause`, cleared by `resume` and `stop`.
     paused: AtomicBool,
     port: u16,
@@ -201,7 +184,6 @@ pub struct RedisServer {
     config: Config,
     #[cfg(feature = "tls")]
     tls: Option<crate::tls::ServerTls>,
-    dir: TempDir,
 }
 
 impl RedisServer {
@@ -279,7 +261,7 @@ impl RedisServer {
     pub fn ca_cert_path(&self) -> Option<PathBuf> {
         self.tls
             .as_ref()
-            .map(|_| crate::tls::ServerTls::ca_path(self.dir.path()))
+            .map(|_| crate::tls::ServerTls::ca_path(self.dir()))
     }
 
     /// Where the kit's own commands connect: the URL, with the TLS settings
@@ -294,19 +276,17 @@ impl RedisServer {
 
     /// The directory holding the server's data and log files.
     pub fn dir(&self) -> &Path {
-        self.dir.path()
+        self.process.dir()
     }
 
     /// The PID of the server process, or `None` if it is stopped or has exited.
     pub fn pid(&self) -> Option<u32> {
-        let mut guard = self.lock_child();
-        let child = guard.as_mut()?;
-        signal::is_alive(child).then(|| child.id())
+        self.process.pid()
     }
 
     /// Whether the server process is alive (it may be paused).
     pub fn is_running(&self) -> bool {
-        self.pid().is_some()
+        self.process.is_running()
     }
 
     /// Whether the server was suspended by [`pause`](Self::pause) and not
@@ -320,14 +300,7 @@ impl RedisServer {
     /// [`start_again`](Self::start_again).
     pub fn stop(&mut self) {
         self.paused.store(false, Ordering::SeqCst);
-        let child = self
-            .child
-            .get_mut()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(mut child) = child {
-            signal::kill_and_reap(&mut child);
-        }
+        self.process.stop();
     }
 
     /// Starts the server again after [`stop`](Self::stop), on the same port
@@ -341,25 +314,10 @@ impl RedisServer {
     /// otherwise if it does not become ready on its port (message includes
     /// the log tail).
     pub fn start_again(&mut self) -> io::Result<()> {
-        if self.is_running() {
-            return Err(io::Error::new(
-                io::ErrorKind::AlreadyExists,
-                format!(
-                    "redis-server on port {} is still running; stop() it first",
-                    self.port
-                ),
-            ));
+        if !self.is_running() {
+            self.stop(); // forget a child that exited on its own
         }
-        self.stop(); // forget a child that exited on its own
-        let restarted = until_ready(RESTART_ATTEMPTS, RESTART_BACKOFF, |_| {
-            Ok((self.launch_checked()?, String::new()))
-        })?;
-        restarted.map_err(|exits| {
-            self.failure(&format!(
-                "redis-server could not start again on port {} after {RESTART_ATTEMPTS} attempts:{exits}",
-                self.port
-            ))
-        })
+        launch::start_again(self)
     }
 
     /// Kills and starts the server again on the same port.
@@ -381,8 +339,8 @@ impl RedisServer {
         }
         self.stop();
         if keep == KeepData::Discard {
-            remove_if_present(&self.dir.path().join(DUMP_FILE))?;
-            let aof = self.dir.path().join(AOF_DIR);
+            remove_if_present(&self.dir().join(DUMP_FILE))?;
+            let aof = self.dir().join(AOF_DIR);
             if aof.is_dir() {
                 fs::remove_dir_all(aof)?;
             }
@@ -460,24 +418,11 @@ impl RedisServer {
     /// The last ~40 lines of the server's log (including anything it wrote
     /// to stderr), for panic and error messages.
     pub fn log_tail(&self) -> String {
-        let path = self.dir.path().join(LOG_FILE);
-        match fs::read(&path) {
-            Ok(bytes) => {
-                let text = String::from_utf8_lossy(&bytes);
-                let lines: Vec<&str> = text.lines().collect();
-                let from = lines.len().saturating_sub(LOG_TAIL_LINES);
-                lines[from..].join("\n")
-            }
-            Err(err) => format!("(no log at {}: {err})", path.display()),
-        }
-    }
-
-    fn lock_child(&self) -> MutexGuard<'_, Option<Child>> {
-        self.child.lock().unwrap_or_else(PoisonError::into_inner)
+        self.process.log_tail()
     }
 
     fn signal(&self, sig: Signal) -> io::Result<()> {
-        let mut guard = self.lock_child();
+        let mut guard = self.process.child();
         match guard.as_mut() {
             Some(child) => signal::signal_child(child, sig),
             None => Err(io::Error::new(
@@ -489,7 +434,7 @@ impl RedisServer {
     }
 
     fn args(&self) -> Vec<OsString> {
-        let dir = self.dir.path();
+        let dir = self.dir();
         let mut args: Vec<OsString> = Vec::new();
         if self.config.sentinel.is_some() {
             // The config file must come first; `--sentinel` selects the mode.
@@ -530,12 +475,94 @@ impl RedisServer {
         args
     }
 
-    /// Spawns the process on `self.port` and waits until it is ready or exits.
-    /// On a timeout the process is killed and an error returned.
-    /// [`Self::launch`], with an exit caused by a configuration the server rejects turned
-    /// into an error (another port or another try cannot help).
-    fn launch_checked(&mut self) -> io::Result<Launch> {
-        let launched = self.launch()?;
+    /// Whether the last exit was a configuration error (retrying cannot help).
+    fn config_rejected(&self) -> bool {
+        self.log_tail().contains("FATAL CONFIG FILE ERROR")
+    }
+
+    /// Spawns the process on `self.port`, writing `sentinel.conf` first for a sentinel's
+    /// first launch.
+    fn spawn(&self) -> io::Result<Child> {
+        if let Some(config) = &self.config.sentinel {
+            let path = self.dir().join(SENTINEL_FILE);
+            if !path.exists() {
+                fs::write(&path, config)?;
+            }
+        }
+        let log = self.process.append(LOG_FILE)?;
+        Command::new(&self.binary)
+            .args(self.args())
+            .current_dir(self.dir())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .map_err(|e| {
+                io::Error::new(e.kind(), format!("spawning {}: {e}", self.binary.display()))
+            })
+    }
+
+    /// The readiness probe of a launch: the child answers `PING` on our port and, when it can
+    /// be checked, reports our child's PID (`INFO server`). A server that cannot be
+    /// identified is taken as ready once it has answered and stayed alive [`STABLE_FOR`].
+    fn ready_probe(&self) -> io::Result<impl FnMut(&mut Child) -> io::Result<bool> + use<>> {
+        let target = self.target()?;
+        let tls = self.is_tls();
+        let port = self.port;
+        let mut answering_since: Option<Instant> = None;
+        Ok(move |child: &mut Child| {
+            // A TLS port ignores a plaintext PING; there the INFO below, over TLS, is the probe.
+            if !(tls || probe::answers_ping(port)) {
+                answering_since = None;
+                return Ok(false);
+            }
+            match probe::server_pid(target.clone()) {
+                Some(p) => {
+                    // Another server owns the port; ours will fail to bind and exit.
+                    if p != child.id() {
+                        answering_since = None;
+                    }
+                    Ok(p == child.id())
+                }
+                // Not up yet (an unidentified server cannot be told from one still starting).
+                None if tls => Ok(false),
+                None => {
+                    let since = *answering_since.get_or_insert_with(Instant::now);
+                    Ok(since.elapsed() >= STABLE_FOR && child.try_wait()?.is_none())
+                }
+            }
+        })
+    }
+}
+
+impl Server for RedisServer {
+    fn process(&self) -> &Process {
+        &self.process
+    }
+
+    fn port(&self) -> u16 {
+        self.port
+    }
+
+    fn take_ports(&mut self) -> io::Result<()> {
+        self.port = try_free_port()?;
+        self.bus_port = if self.config.cluster {
+            Some(try_free_port()?)
+        } else {
+            None
+        };
+        Ok(())
+    }
+
+    /// Spawns the process and waits until it is ready or exits; an exit caused by a
+    /// configuration the server rejects is an error (another port or another try cannot help).
+    fn launch(&mut self) -> io::Result<Launch> {
+        let ready = self.ready_probe()?; // before the spawn: on an error, no child is left behind
+        let child = self.spawn()?;
+        let launched = self
+            .process
+            .launch(child, self.port, ready)
+            .map_err(|err| self.failure(&err.to_string()))?;
         if let Launch::Exited(status) = &launched
             && self.config_rejected()
         {
@@ -544,105 +571,6 @@ impl RedisServer {
             )));
         }
         Ok(launched)
-    }
-
-    fn launch(&mut self) -> io::Result<Launch> {
-        debug_assert!(self.lock_child().is_none(), "launch over a live child");
-        if let Some(config) = &self.config.sentinel {
-            let path = self.dir.path().join(SENTINEL_FILE);
-            if !path.exists() {
-                fs::write(&path, config)?;
-            }
-        }
-        let log = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.dir.path().join(LOG_FILE))?;
-        let child = Command::new(&self.binary)
-            .args(self.args())
-            .current_dir(self.dir.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(log))
-            .spawn()
-            .map_err(|e| {
-                io::Error::new(e.kind(), format!("spawning {}: {e}", self.binary.display()))
-            })?;
-        *self.child.get_mut().unwrap_or_else(PoisonError::into_inner) = Some(child);
-        match self.wait_ready() {
-            Ok(Launch::Exited(status)) => {
-                self.stop(); // already reaped; just forget it
-                Ok(Launch::Exited(status))
-            }
-            Ok(Launch::Ready) => Ok(Launch::Ready),
-            Err(err) => {
-                self.stop();
-                Err(self.failure(&err.to_string()))
-            }
-        }
-    }
-
-    /// Polls until our child answers `PING` on our port (and, when it can be
-    /// checked, reports our child's PID), exits, or the time runs out.
-    fn wait_ready(&mut self) -> io::Result<Launch> {
-        let target = self.target()?;
-        let tls = self.is_tls();
-        let port = self.port;
-        let child = self
-            .child
-            .get_mut()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_mut()
-            .ok_or_else(|| io::Error::other("no child to wait for"))?;
-        let pid = child.id();
-        let started = Instant::now();
-        let mut answering_since: Option<Instant> = None;
-        for _ in 0..MAX_POLLS {
-            if let Some(status) = child.try_wait()? {
-                return Ok(Launch::Exited(status));
-            }
-            if started.elapsed() > READY_TIMEOUT {
-                break;
-            }
-            // A TLS port ignores a plaintext PING; there the INFO below, over TLS, is the probe.
-            if tls || probe::answers_ping(port) {
-                match probe::server_pid(target.clone()) {
-                    Some(p) if p == pid => return Ok(Launch::Ready),
-                    // Another server owns the port; ours will fail to bind and exit.
-                    Some(_) => answering_since = None,
-                    // Not up yet (an unidentified server cannot be told from one still starting).
-                    None if tls => {}
-                    None => {
-                        let since = *answering_since.get_or_insert_with(Instant::now);
-                        if since.elapsed() >= STABLE_FOR && child.try_wait()?.is_none() {
-                            return Ok(Launch::Ready);
-                        }
-                    }
-                }
-            } else {
-                answering_since = None;
-            }
-            thread::sleep(POLL_INTERVAL);
-        }
-        Err(io::Error::new(
-            io::ErrorKind::TimedOut,
-            format!(
-                "redis-server (pid {pid}) did not answer PING on 127.0.0.1:{port} within {READY_TIMEOUT:?}"
-            ),
-        ))
-    }
-
-    /// Whether the last exit was a configuration error (retrying cannot help).
-    fn config_rejected(&self) -> bool {
-        self.log_tail().contains("FATAL CONFIG FILE ERROR")
-    }
-
-    fn failure(&self, what: &str) -> io::Error {
-        io::Error::other(format!(
-            "{what}\n--- {} (last {LOG_TAIL_LINES} lines) ---\n{}",
-            self.dir.path().join(LOG_FILE).display(),
-            self.log_tail()
-        ))
     }
 }
 

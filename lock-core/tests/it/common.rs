@@ -1,0 +1,178 @@
+//! A controllable backend for the Locker's tests: MemoryLock underneath, with counters, and
+//! switches that make renewals find the lease stolen, fail, or take time.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use lock_core::backend::{Attempt, Handover, Lock, ReleaseSignal, ReleaseWatch};
+use lock_core::{Kind, Lease, LockError, Locker, MemoryLock, Op, Token};
+use tokio::time::{Instant, sleep};
+
+#[derive(Default)]
+pub struct Probe {
+    pub inner: MemoryLock,
+    pub extends: AtomicU32,
+    pub extend_batches: AtomicU32,
+    pub releases: AtomicU32,
+    /// Extends answer "not ours".
+    pub stolen: AtomicBool,
+    /// Extends fail with a retryable error.
+    pub failing: AtomicBool,
+    /// Each extend takes this long (after being applied).
+    pub extend_delay: Mutex<Duration>,
+    /// Set when a release starts; an extend that starts or ends after it is a violation.
+    pub released_at: Mutex<Option<Instant>>,
+    pub extends_after_release: AtomicU32,
+    /// Releases answer "not ours" (another token is there), as after a theft.
+    pub disowned: AtomicBool,
+    pub attempts: AtomicU32,
+    /// Announce releases to watchers (like Redis pub/sub), as a backend shared by two
+    /// "processes" (two Lockers) would.
+    pub announces: AtomicBool,
+    pub signal: ReleaseSignal,
+    pub watch_calls: AtomicU32,
+    pub watches_alive: Arc<AtomicI32>,
+    /// Pass locks on in one step (MemoryLock's `hand_over`); off, the default answer
+    /// `Unsupported` makes the Locker release and re-acquire.
+    pub hands_over: AtomicBool,
+    pub handovers: AtomicU32,
+    /// Each handover takes this long (after being applied).
+    pub handover_delay: Mutex<Duration>,
+}
+
+/// Dropped with a watch: counts live subscriptions.
+struct Subscription(Arc<AtomicI32>);
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Probe {
+    pub fn count(&self, c: &AtomicU32) -> u32 {
+        c.load(Ordering::SeqCst)
+    }
+}
+
+#[async_trait]
+impl Lock for Probe {
+    fn backend(&self) -> &'static str {
+        "probe"
+    }
+    async fn try_acquire(
+        &self,
+        name: &str,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        self.attempts.fetch_add(1, Ordering::SeqCst);
+        self.inner.try_acquire(name, token, ttl).await
+    }
+    async fn try_acquire_kind(
+        &self,
+        name: &str,
+        kind: Kind,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        self.attempts.fetch_add(1, Ordering::SeqCst);
+        self.inner.try_acquire_kind(name, kind, token, ttl).await
+    }
+    async fn permits_in_use(&self, name: &str) -> Result<u32, LockError> {
+        self.inner.permits_in_use(name).await
+    }
+    async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
+        self.extends.fetch_add(1, Ordering::SeqCst);
+        if self.released_at.lock().expect("lock").is_some() {
+            self.extends_after_release.fetch_add(1, Ordering::SeqCst);
+        }
+        if self.failing.load(Ordering::SeqCst) {
+            return Err(LockError::Backend {
+                backend: "probe",
+                op: Op::Extend,
+                retryable: true,
+                source: "connection reset".into(),
+            });
+        }
+        if self.stolen.load(Ordering::SeqCst) {
+            return Ok(None);
+        }
+        let answer = self.inner.extend(lease, ttl).await;
+        let delay = *self.extend_delay.lock().expect("lock");
+        if !delay.is_zero() {
+            sleep(delay).await;
+            if self.released_at.lock().expect("lock").is_some() {
+                self.extends_after_release.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        answer
+    }
+    async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
+        self.releases.fetch_add(1, Ordering::SeqCst);
+        *self.released_at.lock().expect("lock") = Some(Instant::now());
+        if self.disowned.load(Ordering::SeqCst) {
+            return Ok(false);
+        }
+        let released = self.inner.release(lease).await;
+        if self.announces.load(Ordering::SeqCst) {
+            self.signal.notify();
+        }
+        released
+    }
+    async fn hand_over(
+        &self,
+        lease: &Lease,
+        to: Token,
+        ttl: Duration,
+    ) -> Result<Handover, LockError> {
+        if !self.hands_over.load(Ordering::SeqCst) {
+            return Ok(Handover::Unsupported);
+        }
+        self.handovers.fetch_add(1, Ordering::SeqCst);
+        let answer = self.inner.hand_over(lease, to, ttl).await;
+        let delay = *self.handover_delay.lock().expect("lock");
+        if !delay.is_zero() {
+            sleep(delay).await;
+        }
+        answer
+    }
+    async fn watch(&self, _name: &str) -> Result<Option<ReleaseWatch>, LockError> {
+        if !self.announces.load(Ordering::SeqCst) {
+            return Ok(None);
+        }
+        self.watch_calls.fetch_add(1, Ordering::SeqCst);
+        self.watches_alive.fetch_add(1, Ordering::SeqCst);
+        Ok(Some(ReleaseWatch::new(
+            self.signal.clone(),
+            Subscription(Arc::clone(&self.watches_alive)),
+        )))
+    }
+    async fn extend_many(
+        &self,
+        leases: &[(Lease, Duration)],
+    ) -> Vec<Result<Option<Instant>, LockError>> {
+        self.extend_batches.fetch_add(1, Ordering::SeqCst);
+        futures::future::join_all(leases.iter().map(|(l, t)| self.extend(l, *t))).await
+    }
+}
+
+/// A locker whose waiters would sleep 10 s between polls: any faster grant came from a wake-up.
+pub fn slow_polling_locker(probe: &Arc<Probe>) -> Locker {
+    Locker::builder(Arc::clone(probe))
+        .backoff(lock_core::Backoff::new(
+            Duration::from_secs(10),
+            Duration::from_secs(10),
+        ))
+        .build()
+}
+
+pub fn probe_locker(lease: Duration) -> (Arc<Probe>, Locker) {
+    let probe = Arc::new(Probe::default());
+    let locker = Locker::builder(Arc::clone(&probe)).lease(lease).build();
+    (probe, locker)
+}

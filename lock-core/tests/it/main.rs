@@ -1,0 +1,23 @@
+//! lock-core's integration tests, one binary (matklad's layout): a module per behaviour, the
+//! controllable test backend in `common`. One binary links once; a file per test linked
+//! lock-core and tokio once per file.
+//!
+//! Every test builds its own runtime (and paused clock) and its own lockers; the metrics tests
+//! record through `metrics::with_local_recorder`, never a global recorder, so the modules share
+//! the process without sharing state.
+
+mod common;
+
+mod handoff;
+mod kinds;
+mod locker_waiting;
+mod memory_lock;
+mod metrics;
+mod multi;
+mod names_fuzz;
+mod reentrancy;
+mod renewal;
+mod run;
+mod runtimes;
+mod token_entropy;
+mod waiting_line;

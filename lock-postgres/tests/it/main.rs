@@ -1,0 +1,26 @@
+//! lock-postgres's integration tests, one binary (matklad's layout): a module per behaviour,
+//! the shared setup (a throwaway server, a migrated lock, a raw client) in `common`. Every test
+//! starts its own PostgreSQL (initdb in a temporary directory, a free loopback port) through
+//! lock-testkit and stops it by PID, so the modules share the process, never a server.
+//!
+//! The conformance runners `../mutex_conformance.rs` and `../kinds.rs` are still binaries of
+//! their own; they reach `common` through `../common/mod.rs`.
+
+mod common;
+
+mod advisory;
+mod advisory_interop;
+mod cancel_acquire;
+mod exclusion_tasks;
+mod expiry;
+mod extend_many;
+mod fencing_restart;
+mod lifecycle;
+mod missing_table;
+mod pgbouncer;
+mod postgres_down;
+mod postgres_slow;
+mod runtimes;
+mod statement_timeout;
+mod wakeup;
+mod wrong_password;
