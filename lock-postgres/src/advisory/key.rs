@@ -42,7 +42,7 @@ mod tests {
             advisory_key("my first Postgres advisory lock!"),
             -5_560_419_505_042_474_287
         );
-        // tests/advisory_interop.rs compares many more names with sqlx itself.
+        // tests/it/advisory_interop.rs compares many more names with sqlx itself.
         assert_ne!(advisory_key("order:42"), advisory_key("order:43"));
     }
 }
