@@ -328,6 +328,33 @@ impl Lock for RedisLock {
         BACKEND
     }
 
+    /// Every kind. The multi-lock in one script on a single server or a Sentinel-watched
+    /// primary; on a Cluster one name after the other, because names in different slots cannot
+    /// share a script. Fencing tokens `max(clock in µs, counter + 1)` per name, strict; none
+    /// (0) with [`fencing(false)`](RedisLockBuilder::fencing), the user's opt-out. Releases
+    /// announced when the lock has a pub/sub connection (built with a URL, or a pool plus
+    /// [`pubsub_url`](RedisLockBuilder::pubsub_url)).
+    fn capabilities(&self) -> lock_core::backend::Capabilities {
+        use lock_core::backend::{Capabilities, Fencing, MultiLock, TokenScale};
+        let multi = if self.topology() == "cluster" {
+            MultiLock::InOrder
+        } else {
+            MultiLock::Atomic
+        };
+        let fencing = if self.fencing {
+            Fencing::Strict(TokenScale::Clock)
+        } else {
+            Fencing::None
+        };
+        Capabilities::MUTEX
+            .with_read_write()
+            .with_semaphore()
+            .with_fair()
+            .with_multi(multi)
+            .with_fencing(fencing)
+            .with_announcements(self.subscriber.is_some())
+    }
+
     async fn try_acquire(
         &self,
         name: &str,
