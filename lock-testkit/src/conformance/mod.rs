@@ -336,7 +336,9 @@ macro_rules! __conformance_modules {
                     async fn $check() {
                         let (_keep, backend) = $setup;
                         let module = $crate::conformance::Module::$variant;
-                        let prefix = concat!(stringify!($module), ":", stringify!($check));
+                        // The test's full path: unique among the runners of one test
+                        // binary, which may share a store.
+                        let prefix = concat!(module_path!(), "::", stringify!($check));
                         if backend.offers(module) {
                             $crate::conformance::$module::$check(&backend, prefix).await;
                         } else {
