@@ -181,10 +181,20 @@ impl Lock for Redlock {
         BACKEND
     }
 
-    /// Derived from the nodes' tables by [`capabilities_over`]: the mutex only (a quorum of
-    /// read shares, permits or queues has no algorithm here, so the other kinds are refused
-    /// before anything is sent), the multi-lock one name after the other, fencing and
-    /// announcements as the nodes allow.
+    /// Derived from the nodes' tables. The mutex only: a quorum of read shares, permits or
+    /// queues has no algorithm here, so the other kinds are refused before anything is sent.
+    /// The multi-lock one name after the other. Fencing keeps less than one store: the token
+    /// is the largest the granting nodes issued (the crate README, "Fencing tokens"). Over
+    /// nodes whose tokens share the wall clock's scale (`RedisLock`, `PostgresLock`) a grant's
+    /// token is larger than an earlier one's once the earlier holder held longer than the
+    /// nodes' clocks differ ([`Fencing::AfterHolding`]); over nodes that issue none, none;
+    /// over plain counters (`MemoryLock`) or a mix, one node's counter may run ahead, so the
+    /// tokens are [`Fencing::Unordered`]. Releases announced when `N − quorum + 1` nodes
+    /// announce them ([`Lock::watch`] answers `Some` once that many subscribed: every quorum
+    /// release reaches one of them).
+    ///
+    /// [`Fencing::AfterHolding`]: lock_core::backend::Fencing::AfterHolding
+    /// [`Fencing::Unordered`]: lock_core::backend::Fencing::Unordered
     fn capabilities(&self) -> lock_core::backend::Capabilities {
         capabilities_over(
             self.nodes().map(|(_, lock)| lock.capabilities()),
@@ -412,21 +422,8 @@ impl Lock for Redlock {
     }
 }
 
-/// A Redlock's capability table over nodes declaring `nodes`, `quorum` of which grant.
-///
-/// - Fencing: the Redlock's token is the largest the granting nodes issued, so it keeps less
-///   than one store (lock-redlock's README, "Fencing tokens"). Over nodes whose tokens share
-///   the wall clock's scale ([`TokenScale::Clock`](lock_core::backend::TokenScale::Clock): `RedisLock`, `PostgresLock`) a grant's
-///   token is larger than an earlier one's once the earlier holder held longer than the
-///   nodes' clocks differ ([`Fencing::AfterHolding`]); over nodes that issue none, none;
-///   over plain counters (`MemoryLock`) or a mix, one node's counter may run ahead, so the
-///   tokens are [`Fencing::Unordered`].
-/// - Announcements: [`Lock::watch`] answers `Some` once `N − quorum + 1` nodes subscribed (then
-///   every quorum release reaches one of them), so the Redlock announces when that many
-///   nodes do.
-///
-/// [`Fencing::AfterHolding`]: lock_core::backend::Fencing::AfterHolding
-/// [`Fencing::Unordered`]: lock_core::backend::Fencing::Unordered
+/// A Redlock's capability table over nodes declaring `nodes`, `quorum` of which grant: see
+/// [`Redlock`]'s `capabilities` for the reasons.
 fn capabilities_over(
     nodes: impl ExactSizeIterator<Item = lock_core::backend::Capabilities>,
     quorum: usize,
