@@ -223,3 +223,131 @@ mod matrix {
         }
     }
 }
+
+/// The check that a kind is refused before any I/O notices a backend that does I/O first.
+mod refused {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use async_trait::async_trait;
+    use lock_core::backend::{Attempt, Lock};
+    use lock_core::{Kind, Lease, LockError, Locker, MemoryLock, Token};
+    use lock_testkit::conformance::{Backend, Module, refused};
+    use tokio::time::Instant;
+
+    /// A mutex-only store that makes a round trip (a yield, here) before it refuses a kind.
+    struct LateRefusal(MemoryLock);
+
+    #[async_trait]
+    impl Lock for LateRefusal {
+        fn backend(&self) -> &'static str {
+            "late"
+        }
+        async fn try_acquire(
+            &self,
+            name: &str,
+            token: Token,
+            ttl: Duration,
+        ) -> Result<Attempt, LockError> {
+            self.0.try_acquire(name, token, ttl).await
+        }
+        async fn try_acquire_kind(
+            &self,
+            name: &str,
+            kind: Kind,
+            token: Token,
+            ttl: Duration,
+        ) -> Result<Attempt, LockError> {
+            tokio::task::yield_now().await;
+            match kind {
+                Kind::Mutex => self.0.try_acquire(name, token, ttl).await,
+                other => Err(LockError::Unsupported {
+                    backend: "late",
+                    kind: other.label(),
+                }),
+            }
+        }
+        async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
+            self.0.extend(lease, ttl).await
+        }
+        async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
+            self.0.release(lease).await
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    #[should_panic(expected = "an unsupported kind reached the store")]
+    async fn a_refusal_after_a_round_trip_fails() {
+        let store = Arc::new(LateRefusal(MemoryLock::new()));
+        let backend = Backend::new(move || Locker::new(Arc::clone(&store)));
+        assert!(!backend.offers(Module::ReadWrite));
+        refused(&backend, Module::ReadWrite, "late").await;
+    }
+
+    /// A mutex-only store that refuses the other kinds at once (the trait's default), or
+    /// serves them all while declaring only the mutex (`serves_all`).
+    struct MutexOnly {
+        store: MemoryLock,
+        serves_all: bool,
+    }
+
+    #[async_trait]
+    impl Lock for MutexOnly {
+        fn backend(&self) -> &'static str {
+            "mutex-only"
+        }
+        async fn try_acquire(
+            &self,
+            name: &str,
+            token: Token,
+            ttl: Duration,
+        ) -> Result<Attempt, LockError> {
+            self.store.try_acquire(name, token, ttl).await
+        }
+        async fn try_acquire_kind(
+            &self,
+            name: &str,
+            kind: Kind,
+            token: Token,
+            ttl: Duration,
+        ) -> Result<Attempt, LockError> {
+            match kind {
+                Kind::Mutex => self.store.try_acquire(name, token, ttl).await,
+                _ if self.serves_all => self.store.try_acquire_kind(name, kind, token, ttl).await,
+                other => Err(LockError::Unsupported {
+                    backend: "mutex-only",
+                    kind: other.label(),
+                }),
+            }
+        }
+        async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
+            self.store.extend(lease, ttl).await
+        }
+        async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
+            self.store.release(lease).await
+        }
+    }
+
+    fn mutex_only(serves_all: bool) -> Backend {
+        let store = Arc::new(MutexOnly {
+            store: MemoryLock::new(),
+            serves_all,
+        });
+        Backend::new(move || Locker::new(Arc::clone(&store)))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_refusal_at_once_passes() {
+        let backend = mutex_only(false);
+        for module in [Module::ReadWrite, Module::Fair] {
+            assert!(!backend.offers(module));
+            refused(&backend, module, "at-once").await;
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    #[should_panic(expected = "on a backend that does not offer it")]
+    async fn a_grant_of_an_undeclared_kind_fails() {
+        refused(&mutex_only(true), Module::Fair, "undeclared").await;
+    }
+}
