@@ -6,7 +6,7 @@
 //! conformance suite (lock-testkit) generates its checks from it, a Redlock derives its own
 //! table from its nodes', and a user can ask a backend what its fencing tokens are worth.
 
-use crate::Kind;
+use crate::kind::Kind;
 
 /// What one backend offers, as [`Lock::capabilities`](crate::backend::Lock::capabilities)
 /// declares it: the lock kinds, how the multi-lock takes its names, what the fencing tokens
