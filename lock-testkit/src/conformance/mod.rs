@@ -351,9 +351,9 @@ macro_rules! __conformance_modules {
     };
 }
 
-/// Writes one test per check of [`mutex`] alone, as flat functions of the calling module.
-/// Kept for runners written before [`conformance_tests!`], which runs every module: prefer it.
-#[doc(hidden)]
+/// Deprecated: use [`conformance_tests!`], which runs every module (and asserts `Unsupported`
+/// for the kinds a backend does not offer). Writes one test per check of [`mutex`] alone, as
+/// flat functions of the calling module, as runners did before; kept for one release.
 #[macro_export]
 macro_rules! mutex_conformance_tests {
     (#[$attr:meta] $setup:expr) => {
