@@ -34,7 +34,7 @@ mod matrix {
     use lock_redlock::Redlock;
     use lock_testkit::conformance::Module;
 
-    const START: &str = "<!-- conformance-matrix:start (written by tests/conformance.rs) -->";
+    const START: &str = "<!-- conformance-matrix:start (written by lock-testkit's test matrix::the_readme_shows_what_runs) -->";
     const END: &str = "<!-- conformance-matrix:end -->";
 
     /// A URL nothing is asked of: building a lock connects to nothing.
@@ -194,7 +194,7 @@ mod matrix {
         }
         panic!(
             "lock-testkit/README.md's conformance matrix differs from what runs; rewrite it \
-             with `DISTLOCK_BLESS=1 cargo test -p lock-testkit --test conformance matrix`.\n\
+             with `DISTLOCK_BLESS=1 cargo test -p lock-testkit matrix`.\n\
              Wanted:\n{}",
             render()
         );
