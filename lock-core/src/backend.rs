@@ -6,6 +6,7 @@
 //! implements [`Lock`] with these types and inherits the `Locker`'s policy: waiting, wake-ups,
 //! renewal, metrics, tracing, the macro.
 
+pub use crate::capabilities::{Capabilities, Fencing, MultiLock, TokenScale};
 pub use crate::detached::{Detach, Detached, Work};
 pub use crate::lock::{Attempt, Handover, Lock, MultiAttempt, acquire_in_order};
 pub use crate::signal::{ReleaseSignal, ReleaseWatch};

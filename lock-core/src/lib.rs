@@ -4,6 +4,7 @@
 
 pub mod backend;
 mod backoff;
+mod capabilities;
 mod cleanup;
 mod detached;
 mod error;

@@ -6,6 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::time::Instant;
 
+use crate::capabilities::Capabilities;
 use crate::{Kind, Lease, LockError, ReleaseWatch, Token};
 
 /// The answer to one acquire attempt.
@@ -345,6 +346,15 @@ pub trait Lock: Send + Sync {
     async fn ping(&self) -> Result<(), LockError> {
         Ok(())
     }
+
+    /// What this backend offers: its capability table (kinds, multi-lock, fencing,
+    /// announcements), declared in one place next to the methods that keep it. The default is
+    /// [`Capabilities::MUTEX`], what the provided methods give; a backend that overrides them
+    /// declares more, and one that keeps less than the full contract (fencing) says so here,
+    /// with the reason in its docs. The [`Locker`](crate::Locker) does not consult it.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::MUTEX
+    }
 }
 
 // Code holding an `Arc<dyn Lock>` calls `lock.as_ref().method(..)`: method lookup would pick
@@ -388,6 +398,9 @@ macro_rules! forward_lock {
             }
             async fn ping(&self) -> Result<(), LockError> {
                 (**self).ping().await
+            }
+            fn capabilities(&self) -> Capabilities {
+                (**self).capabilities()
             }
         }
     )+};

@@ -348,6 +348,21 @@ impl Lock for MemoryLock {
         "memory"
     }
 
+    /// Every kind; the multi-lock one name after the other (each grant is atomic under the
+    /// store's mutex, not the set); strict fencing tokens from one counter. No announcements:
+    /// the store lives in one process, whose `Locker`s wake their own waiters, so waiters on
+    /// another `Locker` over the same store poll.
+    fn capabilities(&self) -> crate::capabilities::Capabilities {
+        use crate::capabilities::{Capabilities, Fencing, MultiLock, TokenScale};
+        Capabilities::MUTEX
+            .with_read_write()
+            .with_semaphore()
+            .with_fair()
+            .with_multi(MultiLock::InOrder)
+            .with_fencing(Fencing::Strict(TokenScale::Counter))
+            .with_announcements(false)
+    }
+
     async fn try_acquire(
         &self,
         name: &str,

@@ -178,6 +178,20 @@ impl Lock for PostgresLock {
         BACKEND
     }
 
+    /// The mutex only: the lease table has one row per name and no layout for readers,
+    /// permits or a queue, so the other kinds are refused before any statement. The
+    /// multi-lock one name after the other (the trait's default). Strict fencing tokens per
+    /// name, `greatest(counter + 1, clock in µs)`. Releases announced (`NOTIFY`) when the lock
+    /// listens, i.e. unless built with [`announcements(false)`](PostgresLockBuilder::announcements)
+    /// or from a pool without a listening configuration.
+    fn capabilities(&self) -> lock_core::backend::Capabilities {
+        use lock_core::backend::{Capabilities, Fencing, MultiLock, TokenScale};
+        Capabilities::MUTEX
+            .with_multi(MultiLock::InOrder)
+            .with_fencing(Fencing::Strict(TokenScale::Clock))
+            .with_announcements(self.listener.is_some())
+    }
+
     /// One `INSERT … ON CONFLICT (name) DO UPDATE … RETURNING` (see the crate docs).
     async fn try_acquire(
         &self,

@@ -7,7 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use lock_core::backend::{Attempt, Handover, Lock, MultiAttempt, ReleaseWatch, acquire_in_order};
+use lock_core::backend::{
+    Attempt, Capabilities, Fencing, Handover, Lock, MultiAttempt, MultiLock, ReleaseWatch,
+    TokenScale, acquire_in_order,
+};
 use lock_core::{Kind, Lease, LockError, Token, check_name, check_ttl};
 use tokio::time::Instant;
 
@@ -159,6 +162,32 @@ impl RedisLock {
 impl Lock for RedisLock {
     fn backend(&self) -> &'static str {
         BACKEND
+    }
+
+    /// Every kind. The multi-lock in one script on a single server or a Sentinel-watched
+    /// primary; on a Cluster one name after the other, because names in different slots cannot
+    /// share a script. Fencing tokens `max(clock in µs, counter + 1)` per name, strict; none
+    /// (0) with [`fencing(false)`](RedisLockBuilder::fencing), the user's opt-out. Releases
+    /// announced when the lock has a pub/sub connection (built with a URL, or a pool plus
+    /// [`pubsub_url`](RedisLockBuilder::pubsub_url)).
+    fn capabilities(&self) -> Capabilities {
+        let multi = if self.topology() == Topology::Cluster {
+            MultiLock::InOrder
+        } else {
+            MultiLock::Atomic
+        };
+        let fencing = if self.grants.fencing() {
+            Fencing::Strict(TokenScale::Clock)
+        } else {
+            Fencing::None
+        };
+        Capabilities::MUTEX
+            .with_read_write()
+            .with_semaphore()
+            .with_fair()
+            .with_multi(multi)
+            .with_fencing(fencing)
+            .with_announcements(self.subscriber.is_some())
     }
 
     async fn try_acquire(

@@ -133,6 +133,27 @@ impl Lock for Redlock {
         BACKEND
     }
 
+    /// Derived from the nodes' tables. The mutex only: a quorum of read shares, permits or
+    /// queues has no algorithm here, so the other kinds are refused before anything is sent.
+    /// The multi-lock one name after the other. Fencing keeps less than one store: the token
+    /// is the largest the granting nodes issued (the crate README, "Fencing tokens"). Over
+    /// nodes whose tokens share the wall clock's scale (`RedisLock`, `PostgresLock`) a grant's
+    /// token is larger than an earlier one's once the earlier holder held longer than the
+    /// nodes' clocks differ ([`Fencing::AfterHolding`]); over nodes that issue none, none;
+    /// over plain counters (`MemoryLock`) or a mix, one node's counter may run ahead, so the
+    /// tokens are [`Fencing::Unordered`]. Releases announced when `N − quorum + 1` nodes
+    /// announce them ([`Lock::watch`] answers `Some` once that many subscribed: every quorum
+    /// release reaches one of them).
+    ///
+    /// [`Fencing::AfterHolding`]: lock_core::backend::Fencing::AfterHolding
+    /// [`Fencing::Unordered`]: lock_core::backend::Fencing::Unordered
+    fn capabilities(&self) -> lock_core::backend::Capabilities {
+        capabilities_over(
+            self.nodes().map(|(_, lock)| lock.capabilities()),
+            self.quorum(),
+        )
+    }
+
     /// Tries once to acquire `name` on all N nodes at once, with `token` on every one.
     ///
     /// Granted iff a quorum granted and `ttl − elapsed − drift > 0`; the lease's `valid_until`
@@ -351,6 +372,37 @@ impl Lock for Redlock {
     async fn watch(&self, name: &str) -> Result<Option<ReleaseWatch>, LockError> {
         crate::watch::watch(&self.shared, name, self.shared.release_timeout()).await
     }
+}
+
+/// A Redlock's capability table over nodes declaring `nodes`, `quorum` of which grant: see
+/// [`Redlock`]'s `capabilities` for the reasons.
+fn capabilities_over(
+    nodes: impl ExactSizeIterator<Item = lock_core::backend::Capabilities>,
+    quorum: usize,
+) -> lock_core::backend::Capabilities {
+    use lock_core::backend::{Capabilities, Fencing, MultiLock, TokenScale};
+    let needed = nodes.len().saturating_sub(quorum) + 1;
+    let (mut announcing, mut clock, mut none, mut all) = (0, 0, 0, 0);
+    for node in nodes {
+        all += 1;
+        announcing += usize::from(node.announces_releases);
+        match node.fencing {
+            Fencing::Strict(TokenScale::Clock) | Fencing::AfterHolding => clock += 1,
+            Fencing::None => none += 1,
+            _ => {}
+        }
+    }
+    let fencing = if all > 0 && clock == all {
+        Fencing::AfterHolding
+    } else if all > 0 && none == all {
+        Fencing::None
+    } else {
+        Fencing::Unordered
+    };
+    Capabilities::MUTEX
+        .with_multi(MultiLock::InOrder)
+        .with_fencing(fencing)
+        .with_announcements(announcing >= needed)
 }
 
 impl fmt::Debug for Redlock {

@@ -58,7 +58,10 @@
 //! [`conformance`] is one behaviour suite for the exclusive lock's contract and the lock kinds
 //! (read-write lock, semaphore, fair lock, multi-lock): async checks that take fresh
 //! `lock_core::Locker`s on any backend and panic when a rule breaks, so every backend is held
-//! to the same rules; a backend that keeps less says so in its `conformance::Backend`.
+//! to the same rules; what a backend offers (and keeps less of) it declares once, in its
+//! capability table (`lock_core::backend::Capabilities`), and one
+//! [`conformance_tests!`] call per backend runs every check, asserting `Unsupported` for the
+//! kinds it does not offer. `README.md` shows the matrix of what runs where.
 //! [`exclusion`] is the counter-under-the-lock check the Redis-based backends share: many
 //! tasks or OS processes update one counter under one name, and it must end exact.
 //!

@@ -156,6 +156,18 @@ impl Lock for PostgresAdvisoryLock {
         BACKEND
     }
 
+    /// The mutex only, the multi-lock one name after the other. Less than the full contract,
+    /// by the nature of a session advisory lock: no fencing tokens (every grant carries 0:
+    /// there is no counter beside the lock; use [`PostgresLock`](crate::PostgresLock) where a
+    /// store checks tokens), and no release announcements (waiters poll).
+    fn capabilities(&self) -> lock_core::backend::Capabilities {
+        use lock_core::backend::{Capabilities, Fencing, MultiLock};
+        Capabilities::MUTEX
+            .with_multi(MultiLock::InOrder)
+            .with_fencing(Fencing::None)
+            .with_announcements(false)
+    }
+
     /// `pg_try_advisory_lock(advisory_key(name))` on a pooled connection, kept for the lease
     /// when it answers `true` (with the session's `idle_session_timeout` set in the same
     /// statement). Busy answers carry no holder TTL and never announce.

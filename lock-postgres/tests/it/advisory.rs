@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 use lock_core::backend::{Attempt, Lock};
 use lock_core::{LockError, Locker, TimeoutPhase};
 use lock_postgres::{PostgresAdvisoryLock, advisory_key};
-use lock_testkit::conformance::{self, Backend};
 use lock_testkit::{FaultProxy, PostgresServer};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -158,39 +157,6 @@ async fn acquires_dropped_at_any_point_leave_nothing() {
         .release()
         .await
         .expect("ours");
-
-    let url = server.url();
-    let backend = Backend::new(move || {
-        Locker::new(
-            PostgresAdvisoryLock::builder()
-                .url(url.as_str())
-                .build()
-                .expect("url"),
-        )
-    });
-    // (Not `all_or_nothing`: it checks fencing tokens, which advisory locks do not issue.)
-    conformance::multi::no_deadlock_or_overlap(&backend, "pg2").await;
-    conformance::multi::cancelled_acquire_leaves_nothing(&backend, "pg3").await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn other_kinds_are_unsupported() {
-    let server = common::server();
-    let locker = Locker::new(common::advisory(&server));
-    for (kind, answer) in [
-        ("read", locker.read("doc").try_acquire().await.map(drop)),
-        ("write", locker.write("doc").try_acquire().await.map(drop)),
-        (
-            "semaphore",
-            locker.semaphore("doc", 2).try_acquire().await.map(drop),
-        ),
-        ("fair", locker.fair("doc").try_acquire().await.map(drop)),
-    ] {
-        assert!(
-            matches!(answer, Err(LockError::Unsupported { backend: "postgres", kind: said }) if said == kind),
-            "{kind}: {answer:?}"
-        );
-    }
 }
 
 #[tokio::test]

@@ -3,14 +3,15 @@
 //! starts its own PostgreSQL (initdb in a temporary directory, a free loopback port) through
 //! lock-testkit and stops it by PID, so the modules share the process, never a server.
 //!
-//! The conformance runners `../mutex_conformance.rs` and `../kinds.rs` are still binaries of
-//! their own; they reach `common` through `../common/mod.rs`.
+//! `conformance` runs every check of lock-testkit's conformance suite over the lease table,
+//! the advisory mode and the lease table behind PgBouncer, from their capability tables.
 
 mod common;
 
 mod advisory;
 mod advisory_interop;
 mod cancel_acquire;
+mod conformance;
 mod exclusion_tasks;
 mod expiry;
 mod extend_many;

@@ -1,9 +1,10 @@
 //! Both modes behind a real PgBouncer (lock-testkit's `PgBouncer`, `pool_mode = transaction`,
 //! 2 server connections) in front of a throwaway PostgreSQL:
 //!
-//! - the lease table with `prepared_statements(false)` keeps the whole `Lock` contract (the
-//!   mutex conformance suite), its listener connecting to PostgreSQL directly (`listen_url`:
-//!   `LISTEN` is session state, which a transaction pooler does not keep);
+//! - the lease table with `prepared_statements(false)` keeps the whole `Lock` contract (every
+//!   conformance check runs behind PgBouncer in `conformance::pgbouncer`), its listener
+//!   connecting to PostgreSQL directly (`listen_url`: `LISTEN` is session state, which a
+//!   transaction pooler does not keep);
 //! - with prepared statements on (the default), a statement that lands on a server connection
 //!   without its prepared statement fails with the typed `PreparedStatementsUnsupported`;
 //! - the advisory mode is caught (`TransactionPooler`) as soon as a held lease's statement
@@ -18,11 +19,10 @@ use crate::common::{self, token};
 use std::time::Duration;
 
 use lock_core::backend::{Attempt, Lock};
-use lock_core::{Lease, LockError, Locker};
+use lock_core::{Lease, LockError};
 use lock_postgres::{
     PostgresAdvisoryLock, PostgresLock, PreparedStatementsUnsupported, TransactionPooler,
 };
-use lock_testkit::conformance::Backend;
 use lock_testkit::{PgBouncer, PostgresServer};
 
 fn bouncer(server: &PostgresServer) -> PgBouncer {
@@ -40,36 +40,6 @@ fn through(bouncer: &PgBouncer, server: &PostgresServer, prepared: bool) -> Post
         .build()
         .expect("build lock")
 }
-
-/// Lockers through `bouncer` with prepared statements off, after the migration (through the
-/// pooler too).
-async fn unprepared(bouncer: &PgBouncer, server: &PostgresServer) -> Backend {
-    through(bouncer, server, false)
-        .migrate()
-        .await
-        .expect("migrate through pgbouncer");
-    let (url, listen) = (bouncer.url(), server.url());
-    Backend::new(move || {
-        Locker::new(
-            PostgresLock::builder()
-                .url(url.as_str())
-                .listen_url(listen.as_str())
-                .prepared_statements(false)
-                .build()
-                .expect("valid URL"),
-        )
-    })
-}
-
-lock_testkit::mutex_conformance_tests!(
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    {
-        let server = common::server();
-        let bouncer = bouncer(&server);
-        let backend = unprepared(&bouncer, &server).await;
-        ((bouncer, server), backend)
-    }
-);
 
 /// Pins the server connection that is idle in the pooler now (the one the lock used last):
 /// a transaction, left open until the returned client is dropped.

@@ -137,28 +137,3 @@ pub async fn command_calls(conn: &MultiplexedConnection, command: &str) -> u64 {
         .and_then(|rest| rest.split(',').next()?.parse().ok())
         .unwrap_or(0)
 }
-
-/// The behaviour suite's store on one shared `MemoryLock` (time is tokio's: the tests pause
-/// it). It offers no `watch`: a release wakes only the releasing locker's own waiters.
-pub fn conformance_memory() -> lock_testkit::conformance::Backend {
-    let store = std::sync::Arc::new(lock_core::MemoryLock::new());
-    let mut backend =
-        lock_testkit::conformance::Backend::new(move || Locker::new(std::sync::Arc::clone(&store)));
-    backend.announces_releases = false;
-    backend
-}
-
-/// The behaviour suite's store on `server`: lockers each with its own `RedisLock` (its own
-/// pool and pub/sub connection, like another process), release announcements on.
-pub fn conformance_redis(server: &RedisServer) -> lock_testkit::conformance::Backend {
-    let url = server.url();
-    lock_testkit::conformance::Backend::new(move || {
-        Locker::new(
-            RedisLock::builder()
-                .url(url.as_str())
-                .pubsub_url(url.as_str())
-                .build()
-                .expect("valid URL"),
-        )
-    })
-}

@@ -26,6 +26,7 @@ mod bad_input;
 mod bad_input_suite;
 mod cancel_acquire;
 mod cluster;
+mod conformance;
 mod exclusion;
 mod expiry;
 mod fair;

@@ -24,6 +24,7 @@ mod common;
 mod back_to_back;
 mod back_to_back_all_nodes;
 mod builder;
+mod conformance;
 mod exclusion;
 mod extend_minority_gone;
 mod extend_release_memory;

@@ -6,11 +6,12 @@
 //! intact, fencing tokens, hand-over within one locker, wake-ups across lockers, cancellation,
 //! renewal and loss, bad input. The other modules hold the kinds' rules.
 //!
-//! Where a backend keeps less than the full contract, it says so in one place, its
-//! [`Backend`]'s capabilities ([`Backend::announces_releases`], [`Backend::fencing`], each
-//! documented with the reason), and the checks assert the weaker property it promises instead
-//! of skipping. The defaults claim the full contract, so a backend that differs fails until it
-//! says so.
+//! What a backend offers, it says in one place: its capability table,
+//! [`Lock::capabilities`](lock_core::backend::Lock::capabilities), documented there with the
+//! reason for anything less than the full contract. The suite reads it through
+//! [`Backend::capabilities`]: the checks assert the weaker property a backend promises instead
+//! of skipping ([`Backend::fencing`], [`Backend::announces_releases`]), and a kind the backend
+//! does not offer is checked to be refused ([`refused`]), never left out.
 //!
 //! Each function takes a [`Backend`] (fresh [`Locker`]s on one shared store, and the times the
 //! checks use) and a name prefix unique to the run, exercises one rule of the kinds that
@@ -22,9 +23,12 @@
 //! otherwise decide who goes first before the backend does, and the suite is about the
 //! backend's rules.
 //!
+//! A backend's runner is one [`conformance_tests!`](crate::conformance_tests) call, which
+//! writes a test for every check of every module ([`Module::checks`]). By hand:
+//!
 //! ```no_run
 //! # async fn run() {
-//! use std::sync::{Arc, Mutex, PoisonError};
+//! use std::sync::Arc;
 //! use lock_core::{Locker, MemoryLock};
 //! use lock_testkit::conformance::{self, Backend};
 //!
@@ -32,27 +36,31 @@
 //! let backend = Backend::new(move || Locker::new(Arc::clone(&store)));
 //! conformance::read_write::readers_share(&backend, "t1").await;
 //! conformance::semaphore::k_permits_at_once(&backend, "t2").await;
-//!
-//! // MemoryLock offers no `watch`: its waiters on other lockers poll.
-//! let mut backend = backend;
-//! backend.announces_releases = false;
+//! // MemoryLock declares no announcements: its waiters on other lockers poll, and the check
+//! // asserts only that they still get in.
+//! assert!(!backend.announces_releases());
 //! conformance::mutex::wakeups_across_lockers(&backend, "t3").await;
-//! conformance::mutex::fencing_increases(&backend, "t4").await;
 //! # }
 //! ```
 
 use std::fmt;
 use std::future::Future;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use lock_core::Locker;
+use lock_core::backend::{self, Capabilities};
 
+mod checks;
 pub mod fair;
 pub mod multi;
 pub mod mutex;
 pub mod read_write;
 pub mod semaphore;
+mod unsupported;
+
+pub use checks::Module;
+pub use unsupported::refused;
 
 /// A store under test: a factory of fresh [`Locker`]s that all reach the same store, and the
 /// times the suite's checks use on it.
@@ -71,20 +79,17 @@ pub struct Backend {
     pub settle: Duration,
     /// The generous bound on every wait that must end (liveness, never speed). Default 10 s.
     pub patience: Duration,
-    /// Whether a release on one locker wakes a waiter on another locker through the
-    /// backend's announcement ([`Lock::watch`](lock_core::Lock::watch) answers `Some`).
-    /// Default `true`, the full contract: a backend that cannot announce says so here, and
-    /// [`mutex::wakeups_across_lockers`] then checks only that its waiters still get in by
-    /// polling. `false` for `MemoryLock` (it offers no `watch`: only waiters of the releasing
-    /// locker are woken at once) and for a Redlock over nodes that announce nothing.
-    pub announces_releases: bool,
-    /// What the backend's fencing tokens promise; see [`Fencing`]. Default
-    /// [`Fencing::Strict`], the full contract.
-    pub fencing: Fencing,
+    /// How long a check holds a grant before ending it when the backend's fencing is
+    /// [`Fencing::AfterHolding`]: more than the nodes' clocks differ. Default 5 ms (the
+    /// nodes of a test share one host's clock).
+    pub hold: Duration,
+    /// The capability table of the backend's lock, read once from the first locker.
+    capabilities: Arc<OnceLock<Capabilities>>,
 }
 
-/// What a backend's fencing tokens promise about successive grants of one name: the one place
-/// where the suite's fencing checks learn how a backend differs.
+/// What a backend's fencing tokens promise about successive grants of one name, as the suite's
+/// fencing checks use it: the backend's declared [`backend::Fencing`] with the test's times
+/// ([`Backend::fencing`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Fencing {
@@ -97,19 +102,20 @@ pub enum Fencing {
     /// decided, and two quorums share a node, so a grant's token is larger than an earlier
     /// grant's **whenever no node's tokens run ahead of another node's clock by more than the
     /// earlier holder held the lock** (lock-redlock's README, "Fencing tokens"). The checks
-    /// hold every grant at least this long before ending it (more than the nodes' clocks
-    /// differ: they share one host here), then assert strict increase.
+    /// hold every grant at least this long ([`Backend::hold`]) before ending it, then assert
+    /// strict increase.
     AfterHolding(Duration),
     /// A Redlock over nodes whose tokens are plain counters (`MemoryLock` nodes): a node whose
     /// counter ran ahead makes one grant's token larger than the next one's, so grants are
     /// **not** ordered (lock-redlock's README, "Fencing tokens"; its
-    /// `tests/fencing_memory.rs` shows it). The checks assert only that every grant carries a
+    /// `tests/it/fencing_memory.rs` shows it). The checks assert only that every grant carries a
     /// token (non-zero).
     Unordered,
     /// The backend issues no fencing tokens: every grant carries 0
     /// (`PostgresAdvisoryLock`: a session advisory lock has no counter beside it; its README
-    /// says to use the lease-table mode where a store checks tokens). The checks assert that
-    /// every token is 0, so a token that appears is noticed too.
+    /// says to use the lease-table mode where a store checks tokens; a `RedisLock` with
+    /// `fencing(false)`). The checks assert that every token is 0, so a token that appears is
+    /// noticed too.
     None,
 }
 
@@ -123,8 +129,49 @@ impl Backend {
             short_ttl: Duration::from_millis(500),
             settle: Duration::from_millis(200),
             patience: Duration::from_secs(10),
-            announces_releases: true,
-            fencing: Fencing::Strict,
+            hold: Duration::from_millis(5),
+            capabilities: Arc::default(),
+        }
+    }
+
+    /// The capability table of the backend's lock
+    /// ([`Lock::capabilities`](lock_core::backend::Lock::capabilities) of the first locker's
+    /// [`Locker::backend_lock`]): the one place where the suite learns what the backend
+    /// offers.
+    #[must_use]
+    pub fn capabilities(&self) -> Capabilities {
+        *self
+            .capabilities
+            .get_or_init(|| self.locker().backend_lock().capabilities())
+    }
+
+    /// Whether the backend offers the kind `module` checks (the mutex and the multi-lock are
+    /// always offered).
+    #[must_use]
+    pub fn offers(&self, module: Module) -> bool {
+        module.offered_by(&self.capabilities())
+    }
+
+    /// Whether a release on one locker wakes a waiter on another locker through the
+    /// backend's announcement ([`Lock::watch`](lock_core::backend::Lock::watch) answers
+    /// `Some`), as the capability table declares. When `false`,
+    /// [`mutex::wakeups_across_lockers`] checks only that waiters still get in by polling.
+    #[must_use]
+    pub fn announces_releases(&self) -> bool {
+        self.capabilities().announces_releases
+    }
+
+    /// What the backend's fencing tokens promise, as the capability table declares, with the
+    /// hold of [`Fencing::AfterHolding`] taken from [`Backend::hold`].
+    #[must_use]
+    pub fn fencing(&self) -> Fencing {
+        match self.capabilities().fencing {
+            backend::Fencing::Strict(_) => Fencing::Strict,
+            backend::Fencing::AfterHolding => Fencing::AfterHolding(self.hold),
+            backend::Fencing::None => Fencing::None,
+            // A promise this suite does not know yet: check only what every backend with
+            // tokens keeps (each grant carries one) until the suite learns it.
+            _ => Fencing::Unordered,
         }
     }
 
@@ -156,8 +203,8 @@ impl fmt::Debug for Backend {
             .field("short_ttl", &self.short_ttl)
             .field("settle", &self.settle)
             .field("patience", &self.patience)
-            .field("announces_releases", &self.announces_releases)
-            .field("fencing", &self.fencing)
+            .field("hold", &self.hold)
+            .field("capabilities", &self.capabilities.get())
             .finish_non_exhaustive()
     }
 }
@@ -181,47 +228,124 @@ async fn poll_then_drop<F: Future>(future: F, polls: usize, pause: Duration) -> 
     false
 }
 
-/// Writes one test per check of [`mutex`]: an `async fn` named after the check, under the
-/// test attribute given (`#[tokio::test(...)]`), whose body evaluates `setup` — an expression
-/// giving `(keep, backend)`: `keep` (a server, a set of nodes, `()`) lives until the check has
-/// run — and runs the check over `backend`. Every backend's runner uses this one list, so a
-/// check added here runs everywhere.
+/// Writes one test for every check of every module ([`Module::checks`]), in one module per
+/// conformance module (`mutex::exclusion_among_tasks`, `read_write::readers_share`, ...): an
+/// `async fn` under the test attribute given (`#[tokio::test(...)]`), whose body evaluates
+/// `setup` — an expression giving `(keep, backend)`: `keep` (a server, a set of nodes, `()`)
+/// lives until the check has run — and runs the check over `backend`. For a module whose kind
+/// the backend does not offer ([`Backend::offers`]), the test runs [`refused`] instead: the
+/// kind is refused with `LockError::Unsupported` before any I/O. Every backend's runner is one
+/// such call, so a check added to the list runs everywhere.
+///
+/// The generated modules `use super::*`, so `setup` may name whatever the calling module
+/// sees, without `crate::` paths (the call works in a test binary's root or in a module of
+/// it).
 ///
 /// ```ignore
 /// mod memory {
-///     lock_testkit::mutex_conformance_tests!(#[tokio::test(start_paused = true)] ((), crate::memory()));
+///     use std::sync::Arc;
+///     use lock_core::{Locker, MemoryLock};
+///     use lock_testkit::conformance::Backend;
+///
+///     fn backend() -> Backend {
+///         let store = Arc::new(MemoryLock::new());
+///         Backend::new(move || Locker::new(Arc::clone(&store)))
+///     }
+///
+///     lock_testkit::conformance_tests!(#[tokio::test(start_paused = true)] ((), backend()));
 /// }
 /// ```
 #[macro_export]
-macro_rules! mutex_conformance_tests {
+macro_rules! conformance_tests {
     (#[$attr:meta] $setup:expr) => {
-        $crate::__conformance_tests!(mutex; #[$attr] $setup;
-            exclusion_among_tasks,
-            expiry_frees_the_name,
-            stale_release_is_not_ours,
-            stale_extend_is_not_ours,
-            fencing_increases,
-            hand_over_within_one_locker,
-            wakeups_across_lockers,
-            cancelled_acquire_leaves_nothing,
-            renewal_outlives_the_lease,
-            fixed_ttl_is_lost,
-            renewal_notices_loss,
-            bad_input_sends_nothing,
-        );
+        $crate::__conformance_checks!($crate::__conformance_modules; #[$attr] $setup);
     };
 }
 
-/// The body of [`mutex_conformance_tests!`]: one test per check of `module`.
+/// The one list of checks, module by module, handed to `$callback` after `$args`: what
+/// [`conformance_tests!`] generates tests from and [`Module::checks`] answers. A check added
+/// to a module is added here.
 #[doc(hidden)]
 #[macro_export]
-macro_rules! __conformance_tests {
-    ($module:ident; #[$attr:meta] $setup:expr; $($check:ident),+ $(,)?) => {
+macro_rules! __conformance_checks {
+    ($callback:path; $($args:tt)*) => {
+        $callback! { $($args)*;
+            mutex Mutex [
+                exclusion_among_tasks,
+                expiry_frees_the_name,
+                stale_release_is_not_ours,
+                stale_extend_is_not_ours,
+                fencing_increases,
+                hand_over_within_one_locker,
+                wakeups_across_lockers,
+                cancelled_acquire_leaves_nothing,
+                renewal_outlives_the_lease,
+                fixed_ttl_is_lost,
+                renewal_notices_loss,
+                bad_input_sends_nothing,
+            ]
+            read_write ReadWrite [
+                readers_share,
+                writer_excludes_readers_and_writers,
+                writer_preference_queues_new_readers,
+                gave_up_writer_lets_readers_in,
+                writer_preference_off_lets_readers_in,
+                last_reader_release_wakes_writer,
+                writer_release_wakes_all_readers,
+                read_fencing_token_is_last_write,
+                each_reader_renewed_alone,
+                reentrancy,
+                cancelled_acquires_leave_nothing,
+            ]
+            semaphore Semaphore [
+                never_more_than_max,
+                k_permits_at_once,
+                waiter_for_k_wakes_when_k_free,
+                permits_mismatch_is_an_error,
+                available_counts,
+                cancelled_acquires_leave_nothing,
+            ]
+            fair Fair [
+                grants_in_arrival_order,
+                single_try_does_not_jump_the_queue,
+                gave_up_waiter_leaves_no_trace,
+                fair_is_the_mutex,
+            ]
+            multi Multi [
+                all_or_nothing,
+                no_deadlock_or_overlap,
+                losing_one_is_losing_the_guard,
+                cancelled_acquire_leaves_nothing,
+            ]
+        }
+    };
+}
+
+/// The body of [`conformance_tests!`]: one module of tests per conformance module.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_modules {
+    (#[$attr:meta] $setup:expr; $($module:ident $variant:ident [$($check:ident),+ $(,)?])+) => {
         $(
-            #[$attr]
-            async fn $check() {
-                let (_keep, backend) = $setup;
-                $crate::conformance::$module::$check(&backend, stringify!($check)).await;
+            mod $module {
+                #[allow(unused_imports)]
+                use super::*;
+
+                $(
+                    #[$attr]
+                    async fn $check() {
+                        let (_keep, backend) = $setup;
+                        let module = $crate::conformance::Module::$variant;
+                        // The test's full path: unique among the runners of one test
+                        // binary, which may share a store.
+                        let prefix = concat!(module_path!(), "::", stringify!($check));
+                        if backend.offers(module) {
+                            $crate::conformance::$module::$check(&backend, prefix).await;
+                        } else {
+                            $crate::conformance::refused(&backend, module, prefix).await;
+                        }
+                    }
+                )+
             }
         )+
     };

@@ -47,7 +47,7 @@ pub async fn all_or_nothing(backend: &Backend, prefix: &str) {
         .await
         .expect("all free");
     assert_eq!(all.guards().len(), 3);
-    let fenced = backend.fencing != super::Fencing::None;
+    let fenced = backend.fencing() != super::Fencing::None;
     assert!(
         all.guards()
             .iter()

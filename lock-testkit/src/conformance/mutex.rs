@@ -5,7 +5,8 @@
 //!
 //! Each locker from [`Backend::locker`] stands for a process of its own (its own connections,
 //! waiting lines and renewal task); exclusion among OS processes proper is checked per backend
-//! (`lock-redis/tests/exclusion_processes.rs`, `lock-redlock/tests/exclusion_processes.rs`).
+//! with [`crate::exclusion::processes_exclude_each_other`] (lock-redis's and lock-redlock's
+//! `tests/it/exclusion.rs`).
 //! Where backends differ, the checks consult [`Backend::announces_releases`] and
 //! [`Backend::fencing`] and assert the weaker property those promise.
 
@@ -25,7 +26,7 @@ use super::{Backend, Fencing, name, poll_then_drop};
 /// Holds a grant as long as [`Backend::fencing`] needs before it is ended, so the next
 /// grant's token can be compared with it.
 async fn hold_for_fencing(backend: &Backend) {
-    if let Fencing::AfterHolding(hold) = backend.fencing {
+    if let Fencing::AfterHolding(hold) = backend.fencing() {
         tokio::time::sleep(hold).await;
     }
 }
@@ -34,7 +35,7 @@ async fn hold_for_fencing(backend: &Backend) {
 /// one name (each held as [`hold_for_fencing`] says) in grant order; `path` says how they
 /// followed each other.
 fn assert_fencing(backend: &Backend, tokens: &[u64], path: &str) {
-    if backend.fencing == Fencing::None {
+    if backend.fencing() == Fencing::None {
         assert!(
             tokens.iter().all(|&token| token == 0),
             "a backend without fencing tokens issued some ({path}): {tokens:?}"
@@ -45,7 +46,7 @@ fn assert_fencing(backend: &Backend, tokens: &[u64], path: &str) {
         tokens.iter().all(|&token| token > 0),
         "every grant carries a fencing token ({path}): {tokens:?}"
     );
-    match backend.fencing {
+    match backend.fencing() {
         Fencing::Strict | Fencing::AfterHolding(_) => assert!(
             tokens.windows(2).all(|pair| pair[0] < pair[1]),
             "fencing tokens must strictly increase across {path}: {tokens:?}"
@@ -423,7 +424,7 @@ pub async fn wakeups_across_lockers(backend: &Backend, prefix: &str) {
         .lease(slow)
         .await
         .expect("free");
-    let side = if backend.announces_releases {
+    let side = if backend.announces_releases() {
         LockerBuilder::from_arc(Arc::clone(backend.locker().backend_lock()))
             .backoff(Backoff::new(slow, slow))
             .build()
@@ -437,7 +438,7 @@ pub async fn wakeups_across_lockers(backend: &Backend, prefix: &str) {
     tokio::time::sleep(backend.settle).await; // its first try was busy: it sleeps
     assert!(!waiter.is_finished(), "the waiter got a held name");
     holder.release().await.expect("ours");
-    let what = if backend.announces_releases {
+    let what = if backend.announces_releases() {
         format!(
             "the waiter on another locker (polling every {slow:?}): a release announcement must wake it"
         )

@@ -6,6 +6,7 @@
 mod common;
 
 mod cluster;
+mod conformance;
 mod postgres;
 mod proxy;
 mod sentinel;

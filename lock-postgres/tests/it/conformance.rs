@@ -1,0 +1,165 @@
+//! The conformance suite (`lock_testkit::conformance`) over PostgreSQL: every check of every
+//! module, one test each, over `PostgresLock` (the lease table: `table::mutex::...`),
+//! `PostgresAdvisoryLock` (`advisory::...`) and `PostgresLock` behind a real PgBouncer in
+//! transaction mode with prepared statements off (`pgbouncer::...`). What runs comes from the
+//! suite's one list and each lock's capability table: the mutex and the multi-lock (the other
+//! kinds are checked to be refused before any statement); strict fencing tokens and release
+//! announcements (LISTEN/NOTIFY) for the lease table, neither for the advisory mode.
+//!
+//! The checks running at the same time share one throwaway server (`initdb` is slow), each on
+//! names of its own; it is stopped by its PID when the last of them ends.
+
+/// The shared server and the lease table on it.
+mod db {
+    use std::sync::{Arc, Mutex, PoisonError, Weak};
+    use std::time::Duration;
+
+    use lock_postgres::PostgresLock;
+    use lock_testkit::PostgresServer;
+    use tokio::sync::OnceCell;
+
+    /// A server, and whether its lease table was created.
+    pub(super) struct Db {
+        pub(super) server: PostgresServer,
+        migrated: OnceCell<()>,
+    }
+
+    /// The server of the checks running now, or a new one, with the lease table created
+    /// (once: concurrent `CREATE TABLE IF NOT EXISTS` can collide in PostgreSQL's catalog).
+    pub(super) async fn shared() -> Arc<Db> {
+        let db = {
+            static DB: Mutex<Weak<Db>> = Mutex::new(Weak::new());
+            let mut shared = DB.lock().unwrap_or_else(PoisonError::into_inner);
+            match shared.upgrade() {
+                Some(db) => db,
+                None => {
+                    let db = Arc::new(Db {
+                        // Room for the lockers of the checks running at once (each has a
+                        // pool and a listening connection), above the kit's default of 50.
+                        server: PostgresServer::builder()
+                            .setting("max_connections", "200")
+                            .start()
+                            .expect("start postgres"),
+                        migrated: OnceCell::new(),
+                    });
+                    *shared = Arc::downgrade(&db);
+                    db
+                }
+            }
+        };
+        db.migrated
+            .get_or_init(|| async {
+                PostgresLock::builder()
+                    .url(db.server.url())
+                    .connect_timeout(Duration::from_secs(5))
+                    .build()
+                    .expect("valid URL")
+                    .migrate()
+                    .await
+                    .expect("migrate");
+            })
+            .await;
+        db
+    }
+}
+
+/// Lockers each with a `PostgresLock` of its own (its own pool and listening connection, like
+/// another process).
+mod table {
+    use std::sync::Arc;
+
+    use lock_core::Locker;
+    use lock_postgres::PostgresLock;
+    use lock_testkit::conformance::Backend;
+
+    async fn setup() -> (Arc<super::db::Db>, Backend) {
+        let db = super::db::shared().await;
+        let url = db.server.url();
+        let backend = Backend::new(move || {
+            Locker::new(
+                PostgresLock::builder()
+                    .url(url.as_str())
+                    .build()
+                    .expect("valid URL"),
+            )
+        });
+        (db, backend)
+    }
+
+    lock_testkit::conformance_tests!(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        setup().await
+    );
+}
+
+/// Lockers each with a `PostgresAdvisoryLock` of their own (session advisory locks): no
+/// fencing tokens, no release announcements, as its capability table declares.
+mod advisory {
+    use std::sync::Arc;
+
+    use lock_core::Locker;
+    use lock_postgres::PostgresAdvisoryLock;
+    use lock_testkit::conformance::{Backend, Fencing};
+
+    async fn setup() -> (Arc<super::db::Db>, Backend) {
+        let db = super::db::shared().await;
+        let url = db.server.url();
+        let backend = Backend::new(move || {
+            Locker::new(
+                PostgresAdvisoryLock::builder()
+                    .url(url.as_str())
+                    .build()
+                    .expect("valid URL"),
+            )
+        });
+        (db, backend)
+    }
+
+    lock_testkit::conformance_tests!(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        setup().await
+    );
+
+    /// What the suite's fencing and wake-up checks assert over this mode comes from its table.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn declares_no_fencing_and_no_announcements() {
+        let (_db, backend) = setup().await;
+        assert_eq!(backend.fencing(), Fencing::None);
+        assert!(!backend.announces_releases());
+    }
+}
+
+/// The lease table behind a PgBouncer (`pool_mode = transaction`, 2 server connections) with
+/// prepared statements off keeps the whole contract, its listener connecting to PostgreSQL
+/// directly (`LISTEN` is session state, which a transaction pooler does not keep). One pooler
+/// per check, in front of the shared server.
+mod pgbouncer {
+    use std::sync::Arc;
+
+    use lock_core::Locker;
+    use lock_postgres::PostgresLock;
+    use lock_testkit::PgBouncer;
+    use lock_testkit::conformance::Backend;
+
+    async fn setup() -> ((PgBouncer, Arc<super::db::Db>), Backend) {
+        let db = super::db::shared().await;
+        let bouncer = PgBouncer::start(&db.server).expect("start pgbouncer");
+        let (url, listen) = (bouncer.url(), db.server.url());
+        let backend = Backend::new(move || {
+            Locker::new(
+                PostgresLock::builder()
+                    .url(url.as_str())
+                    .listen_url(listen.as_str())
+                    .prepared_statements(false)
+                    .build()
+                    .expect("valid URL"),
+            )
+        });
+        ((bouncer, db), backend)
+    }
+
+    lock_testkit::conformance_tests!(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        setup().await
+    );
+}

@@ -1,0 +1,88 @@
+//! The conformance modules and their checks, as values: what the matrix in the README is
+//! written from, from the same list [`conformance_tests!`](crate::conformance_tests) writes
+//! the tests from.
+
+use lock_core::backend::Capabilities;
+
+/// One module of the conformance suite, and the kind it checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Module {
+    /// [`mutex`](super::mutex): the exclusive lock, offered by every backend.
+    Mutex,
+    /// [`read_write`](super::read_write): the read-write lock.
+    ReadWrite,
+    /// [`semaphore`](super::semaphore): the counting semaphore.
+    Semaphore,
+    /// [`fair`](super::fair): the fair lock.
+    Fair,
+    /// [`multi`](super::multi): the multi-lock, offered by every backend.
+    Multi,
+}
+
+impl Module {
+    /// Every module, in the order of the suite's list.
+    pub const ALL: [Module; 5] = [
+        Module::Mutex,
+        Module::ReadWrite,
+        Module::Semaphore,
+        Module::Fair,
+        Module::Multi,
+    ];
+
+    /// The module's name in `lock_testkit::conformance` (`"read_write"`), which is also the
+    /// name of the module of tests [`conformance_tests!`](crate::conformance_tests) writes.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Module::Mutex => "mutex",
+            Module::ReadWrite => "read_write",
+            Module::Semaphore => "semaphore",
+            Module::Fair => "fair",
+            Module::Multi => "multi",
+        }
+    }
+
+    /// Whether a backend with capabilities `caps` offers this module's kind.
+    #[must_use]
+    pub fn offered_by(self, caps: &Capabilities) -> bool {
+        match self {
+            Module::Mutex | Module::Multi => true,
+            Module::ReadWrite => caps.read_write,
+            Module::Semaphore => caps.semaphore,
+            Module::Fair => caps.fair,
+        }
+    }
+}
+
+/// Writes [`Module::checks`] from the suite's list.
+macro_rules! module_checks {
+    (; $($module:ident $variant:ident [$($check:ident),+ $(,)?])+) => {
+        impl Module {
+            /// The names of this module's checks (its functions), in the order of the
+            /// suite's list: one test each in every backend's runner.
+            #[must_use]
+            pub fn checks(self) -> &'static [&'static str] {
+                match self {
+                    $(Module::$variant => &[$(stringify!($check)),+],)+
+                }
+            }
+        }
+    };
+}
+
+crate::__conformance_checks!(module_checks;);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_module_has_checks_and_its_name() {
+        let total: usize = Module::ALL.iter().map(|m| m.checks().len()).sum();
+        assert_eq!(total, 37);
+        assert_eq!(Module::ReadWrite.name(), "read_write");
+        assert!(Module::Multi.offered_by(&Capabilities::MUTEX));
+        assert!(!Module::Fair.offered_by(&Capabilities::MUTEX));
+    }
+}

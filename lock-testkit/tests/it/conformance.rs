@@ -1,0 +1,353 @@
+//! The conformance suite over `MemoryLock` on a paused clock: every check of every module,
+//! one test each (`memory::read_write::readers_share`), from the suite's one list and
+//! `MemoryLock`'s capability table.
+
+mod memory {
+    use std::sync::Arc;
+
+    use lock_core::{Locker, MemoryLock};
+    use lock_testkit::conformance::Backend;
+
+    /// Lockers over one fresh store, as several processes over one server would be.
+    fn memory() -> Backend {
+        let store = Arc::new(MemoryLock::new());
+        Backend::new(move || Locker::new(Arc::clone(&store)))
+    }
+
+    lock_testkit::conformance_tests!(
+        #[tokio::test(start_paused = true)]
+        ((), memory())
+    );
+}
+
+/// The matrix in lock-testkit's README (backend × module → the checks that run), written from
+/// the suite's one list (`Module::checks`) and each backend's own capability table, so the
+/// README cannot drift from what the runners run. `DISTLOCK_BLESS=1` rewrites it.
+mod matrix {
+    use std::fmt::Write as _;
+    use std::sync::Arc;
+
+    use lock_core::MemoryLock;
+    use lock_core::backend::{Capabilities, Fencing, Lock, MultiLock, TokenScale};
+    use lock_postgres::{PostgresAdvisoryLock, PostgresLock};
+    use lock_redis::RedisLock;
+    use lock_redlock::Redlock;
+    use lock_testkit::conformance::Module;
+
+    const START: &str = "<!-- conformance-matrix:start (written by lock-testkit's test matrix::the_readme_shows_what_runs) -->";
+    const END: &str = "<!-- conformance-matrix:end -->";
+
+    /// A URL nothing is asked of: building a lock connects to nothing.
+    const REDIS: &str = "redis://127.0.0.1:1";
+    const POSTGRES: &str = "postgres://distlock@127.0.0.1:1/distlock";
+
+    fn redis() -> RedisLock {
+        RedisLock::builder()
+            .url(REDIS)
+            .pubsub_url(REDIS)
+            .build()
+            .expect("valid URL")
+    }
+
+    /// Each backend as its runner builds it: its name, where its runner is, its lock.
+    fn backends() -> Vec<(&'static str, &'static str, Arc<dyn Lock>)> {
+        let memory_nodes = || (0..3).map(|_| MemoryLock::new());
+        vec![
+            (
+                "`MemoryLock`",
+                "lock-testkit `memory`",
+                Arc::new(MemoryLock::new()),
+            ),
+            (
+                "`RedisLock`, one server",
+                "lock-redis `redis`",
+                Arc::new(redis()),
+            ),
+            (
+                "`RedisLock`, Redis Cluster",
+                "lock-redis `cluster`",
+                Arc::new(
+                    RedisLock::builder()
+                        .cluster_urls(vec![REDIS.to_owned()])
+                        .build()
+                        .expect("valid URLs"),
+                ),
+            ),
+            (
+                "`Redlock` over 3 `RedisLock`s",
+                "lock-redlock `redis`",
+                Arc::new(
+                    Redlock::builder()
+                        .nodes((0..3).map(|_| redis()))
+                        .build()
+                        .expect("three nodes"),
+                ),
+            ),
+            (
+                "`Redlock` over 3 `MemoryLock`s",
+                "lock-redlock `memory`",
+                Arc::new(
+                    Redlock::builder()
+                        .nodes(memory_nodes())
+                        .build()
+                        .expect("three nodes"),
+                ),
+            ),
+            (
+                "`PostgresLock`",
+                "lock-postgres `table`",
+                Arc::new(PostgresLock::builder().url(POSTGRES).build().expect("URL")),
+            ),
+            (
+                "`PostgresAdvisoryLock`",
+                "lock-postgres `advisory`",
+                Arc::new(
+                    PostgresAdvisoryLock::builder()
+                        .url(POSTGRES)
+                        .build()
+                        .expect("URL"),
+                ),
+            ),
+            (
+                "`PostgresLock` behind PgBouncer",
+                "lock-postgres `pgbouncer`",
+                Arc::new(
+                    PostgresLock::builder()
+                        .url(POSTGRES)
+                        .listen_url(POSTGRES)
+                        .prepared_statements(false)
+                        .build()
+                        .expect("URL"),
+                ),
+            ),
+        ]
+    }
+
+    fn cell(module: Module, caps: &Capabilities) -> String {
+        let n = module.checks().len();
+        if !module.offered_by(caps) {
+            return format!("{n} × `Unsupported`");
+        }
+        match (module, caps.multi) {
+            (Module::Multi, MultiLock::Atomic) => format!("{n} (one step)"),
+            (Module::Multi, MultiLock::InOrder) => format!("{n} (in order)"),
+            _ => n.to_string(),
+        }
+    }
+
+    fn fencing(caps: &Capabilities) -> &'static str {
+        match caps.fencing {
+            Fencing::Strict(TokenScale::Clock) => "strict (clock µs)",
+            Fencing::Strict(TokenScale::Counter) => "strict (counter)",
+            Fencing::AfterHolding => "after holding",
+            Fencing::Unordered => "unordered",
+            Fencing::None => "none (0)",
+            _ => "?",
+        }
+    }
+
+    /// The matrix, in Markdown.
+    fn render() -> String {
+        let mut out = String::new();
+        let modules = Module::ALL;
+        let total: usize = modules.iter().map(|m| m.checks().len()).sum();
+        let _ = writeln!(
+            out,
+            "Every backend runs all {total} checks, one test each; a number is the checks of \
+             that module run against the backend, `Unsupported` the checks that assert its \
+             kind is refused before any I/O instead.\n"
+        );
+        let _ = write!(out, "| backend | runner |");
+        for module in modules {
+            let _ = write!(out, " `{}` |", module.name());
+        }
+        let _ = writeln!(out, " fencing | announces releases |");
+        let _ = writeln!(out, "|{}", "---|".repeat(modules.len() + 4));
+        for (name, runner, lock) in backends() {
+            let caps = lock.capabilities();
+            let _ = write!(out, "| {name} | {runner} |");
+            for module in modules {
+                let _ = write!(out, " {} |", cell(module, &caps));
+            }
+            let announces = if caps.announces_releases { "yes" } else { "no" };
+            let _ = writeln!(out, " {} | {announces} |", fencing(&caps));
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn the_readme_shows_what_runs() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
+        let readme = std::fs::read_to_string(path).expect("lock-testkit/README.md");
+        let (Some(start), Some(end)) = (readme.find(START), readme.find(END)) else {
+            panic!("README.md lacks the markers {START} … {END}");
+        };
+        let head = &readme[..start + START.len()];
+        let tail = &readme[end..];
+        let wanted = format!("{head}\n\n{}\n{tail}", render());
+        if wanted == readme {
+            return;
+        }
+        if std::env::var_os("DISTLOCK_BLESS").is_some_and(|v| v == "1") {
+            std::fs::write(path, wanted).expect("write README.md");
+            return;
+        }
+        panic!(
+            "lock-testkit/README.md's conformance matrix differs from what runs; rewrite it \
+             with `DISTLOCK_BLESS=1 cargo test -p lock-testkit matrix`.\n\
+             Wanted:\n{}",
+            render()
+        );
+    }
+
+    /// The suite's list names every check its modules define (a `pub async fn` of a module
+    /// that is not in the list would run nowhere).
+    #[test]
+    fn the_list_names_every_check() {
+        for module in Module::ALL {
+            let path = format!(
+                "{}/src/conformance/{}.rs",
+                env!("CARGO_MANIFEST_DIR"),
+                module.name()
+            );
+            let source = std::fs::read_to_string(&path).expect("module source");
+            let mut defined: Vec<&str> = source
+                .lines()
+                .filter_map(|line| line.strip_prefix("pub async fn "))
+                .filter_map(|rest| rest.split('(').next())
+                .collect();
+            let mut listed = module.checks().to_vec();
+            defined.sort_unstable();
+            listed.sort_unstable();
+            assert_eq!(defined, listed, "{path} and the suite's list");
+        }
+    }
+}
+
+/// The check that a kind is refused before any I/O notices a backend that does I/O first.
+mod refused {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use async_trait::async_trait;
+    use lock_core::backend::{Attempt, Lock};
+    use lock_core::{Kind, Lease, LockError, Locker, MemoryLock, Token};
+    use lock_testkit::conformance::{Backend, Module, refused};
+    use tokio::time::Instant;
+
+    /// A mutex-only store that makes a round trip (a yield, here) before it refuses a kind.
+    struct LateRefusal(MemoryLock);
+
+    #[async_trait]
+    impl Lock for LateRefusal {
+        fn backend(&self) -> &'static str {
+            "late"
+        }
+        async fn try_acquire(
+            &self,
+            name: &str,
+            token: Token,
+            ttl: Duration,
+        ) -> Result<Attempt, LockError> {
+            self.0.try_acquire(name, token, ttl).await
+        }
+        async fn try_acquire_kind(
+            &self,
+            name: &str,
+            kind: Kind,
+            token: Token,
+            ttl: Duration,
+        ) -> Result<Attempt, LockError> {
+            tokio::task::yield_now().await;
+            match kind {
+                Kind::Mutex => self.0.try_acquire(name, token, ttl).await,
+                other => Err(LockError::Unsupported {
+                    backend: "late",
+                    kind: other.label(),
+                }),
+            }
+        }
+        async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
+            self.0.extend(lease, ttl).await
+        }
+        async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
+            self.0.release(lease).await
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    #[should_panic(expected = "an unsupported kind reached the store")]
+    async fn a_refusal_after_a_round_trip_fails() {
+        let store = Arc::new(LateRefusal(MemoryLock::new()));
+        let backend = Backend::new(move || Locker::new(Arc::clone(&store)));
+        assert!(!backend.offers(Module::ReadWrite));
+        refused(&backend, Module::ReadWrite, "late").await;
+    }
+
+    /// A mutex-only store that refuses the other kinds at once (the trait's default), or
+    /// serves them all while declaring only the mutex (`serves_all`).
+    struct MutexOnly {
+        store: MemoryLock,
+        serves_all: bool,
+    }
+
+    #[async_trait]
+    impl Lock for MutexOnly {
+        fn backend(&self) -> &'static str {
+            "mutex-only"
+        }
+        async fn try_acquire(
+            &self,
+            name: &str,
+            token: Token,
+            ttl: Duration,
+        ) -> Result<Attempt, LockError> {
+            self.store.try_acquire(name, token, ttl).await
+        }
+        async fn try_acquire_kind(
+            &self,
+            name: &str,
+            kind: Kind,
+            token: Token,
+            ttl: Duration,
+        ) -> Result<Attempt, LockError> {
+            match kind {
+                Kind::Mutex => self.store.try_acquire(name, token, ttl).await,
+                _ if self.serves_all => self.store.try_acquire_kind(name, kind, token, ttl).await,
+                other => Err(LockError::Unsupported {
+                    backend: "mutex-only",
+                    kind: other.label(),
+                }),
+            }
+        }
+        async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
+            self.store.extend(lease, ttl).await
+        }
+        async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
+            self.store.release(lease).await
+        }
+    }
+
+    fn mutex_only(serves_all: bool) -> Backend {
+        let store = Arc::new(MutexOnly {
+            store: MemoryLock::new(),
+            serves_all,
+        });
+        Backend::new(move || Locker::new(Arc::clone(&store)))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_refusal_at_once_passes() {
+        let backend = mutex_only(false);
+        for module in [Module::ReadWrite, Module::Fair] {
+            assert!(!backend.offers(module));
+            refused(&backend, module, "at-once").await;
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    #[should_panic(expected = "on a backend that does not offer it")]
+    async fn a_grant_of_an_undeclared_kind_fails() {
+        refused(&mutex_only(true), Module::Fair, "undeclared").await;
+    }
+}
