@@ -88,3 +88,27 @@ pub fn run_test_in_processes(
         Ok(())
     }
 }
+
+/// The libtest name of the test fn `$test` in the calling module of an integration-test binary
+/// (`module::test`, the crate's own name left out): what a parent test hands
+/// [`run_test_in_processes`] or [`spawn_test_process`] (which run it with `--exact`) to re-run
+/// it in child processes. Naming the fn rather than writing a string makes a renamed or moved
+/// child test a compile error, not a child that runs nothing.
+///
+/// ```ignore
+/// #[tokio::test]
+/// #[ignore = "a child process of workers_exclude_each_other"]
+/// async fn worker() { /* ... */ }
+///
+/// let name = lock_testkit::child_test!(worker); // "exclusion::worker"
+/// ```
+#[macro_export]
+macro_rules! child_test {
+    ($test:ident) => {{
+        let _: fn() = $test;
+        let module = module_path!()
+            .split_once("::")
+            .map_or("", |(_crate, module)| module);
+        format!("{module}::{}", stringify!($test))
+    }};
+}

@@ -27,7 +27,7 @@ async fn skips_without_a_default(id: u32, ran: &AtomicBool) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_default_locker_is_used_and_its_absence_is_an_error() {
     lock_testkit::run_test_in_processes(
-        "default_locker::in_a_process_of_its_own",
+        &lock_testkit::child_test!(in_a_process_of_its_own),
         &[(CHILD, "1".to_owned())],
         1,
         Duration::from_secs(60),

@@ -47,7 +47,7 @@ async fn processes_on_one_name_exclude_each_other() {
     let server = server();
     // Bounded: all workers must finish within 60 s.
     exclusion::processes_exclude_each_other(
-        &child_test!(worker_process),
+        &lock_testkit::child_test!(worker_process),
         &[(URL_VAR, server.url())],
         PROCESSES,
         PROCESS_ROUNDS,

@@ -75,7 +75,7 @@ async fn a_sigkilled_waiter_holds_the_queue_back_only_until_its_entry_lapses() {
     // fails before it does.
     let mut child = tokio::process::Command::new(std::env::current_exe().expect("test binary"))
         .args([
-            child_test!(queued_waiter_process).as_str(),
+            lock_testkit::child_test!(queued_waiter_process).as_str(),
             "--exact",
             "--ignored",
             "--nocapture",

@@ -106,7 +106,7 @@ async fn processes_are_granted_in_the_order_they_queued_and_get_even_shares() {
     let kind = std::env::var("FAIRNESS_CHECK_KIND").unwrap_or_else(|_| "fair".to_owned());
     let server = server();
     lock_testkit::run_test_in_processes(
-        &child_test!(worker_process),
+        &lock_testkit::child_test!(worker_process),
         &[(URL_VAR, server.url()), (KIND_VAR, kind.clone())],
         PROCESSES,
         Duration::from_secs(90),

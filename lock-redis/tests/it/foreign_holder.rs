@@ -52,7 +52,7 @@ async fn a_waiter_polls_a_holder_that_never_announces() {
     let server = server();
     let mut conn = raw(&server).await;
     let holder = tokio::spawn(lock_testkit::run_test_in_processes(
-        &child_test!(redis_py_style_holder),
+        &lock_testkit::child_test!(redis_py_style_holder),
         &[(URL_VAR, server.url())],
         1,
         Duration::from_secs(30),

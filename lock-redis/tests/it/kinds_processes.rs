@@ -180,7 +180,7 @@ const RW: Section = Section { prefix: "rw" };
 async fn across_processes_a_writer_is_alone_and_readers_share() {
     let server = server();
     lock_testkit::run_test_in_processes(
-        &child_test!(rw_worker),
+        &lock_testkit::child_test!(rw_worker),
         &[(URL_VAR, server.url())],
         RW_PROCESSES,
         Duration::from_secs(120),
@@ -269,7 +269,7 @@ async fn start_stream(
     preference: bool,
 ) -> tokio::task::JoinHandle<Result<(), String>> {
     let stream = tokio::spawn(lock_testkit::run_test_in_processes(
-        &child_test!(reader_stream),
+        &lock_testkit::child_test!(reader_stream),
         &[
             (URL_VAR, server.url()),
             (PREFERENCE_VAR, u8::from(preference).to_string()),
@@ -414,9 +414,11 @@ async fn a_killed_readers_share_frees_the_writer_at_its_expiry() {
             writer_preference: true,
         })[1]
         .clone();
-    let mut reader =
-        lock_testkit::spawn_test_process(&child_test!(hanging_reader), &[(URL_VAR, server.url())])
-            .expect("start the reader process");
+    let mut reader = lock_testkit::spawn_test_process(
+        &lock_testkit::child_test!(hanging_reader),
+        &[(URL_VAR, server.url())],
+    )
+    .expect("start the reader process");
     wait_for_count(&mut conn, "hang:in", 1, Duration::from_secs(30)).await;
     reader.start_kill().expect("SIGKILL the reader by its PID");
     reader.wait().await.expect("reaped");
@@ -485,7 +487,7 @@ async fn renewing_one_reader_leaves_the_others_expiry_untouched() {
         })[1]
         .clone();
     let other = tokio::spawn(lock_testkit::run_test_in_processes(
-        &child_test!(fixed_reader),
+        &lock_testkit::child_test!(fixed_reader),
         &[(URL_VAR, server.url())],
         1,
         Duration::from_secs(60),
@@ -574,7 +576,7 @@ const PERMITS: Section = Section { prefix: "permits" };
 async fn across_processes_never_more_than_max_permits() {
     let server = server();
     lock_testkit::run_test_in_processes(
-        &child_test!(permit_worker),
+        &lock_testkit::child_test!(permit_worker),
         &[(URL_VAR, server.url())],
         PERMIT_PROCESSES,
         Duration::from_secs(120),
@@ -657,7 +659,7 @@ async fn killed_permit_holders_leak_nothing() {
     for k in [2, 1] {
         holders.push(
             lock_testkit::spawn_test_process(
-                &child_test!(hanging_permit_holder),
+                &lock_testkit::child_test!(hanging_permit_holder),
                 &[(URL_VAR, server.url()), (PERMITS_VAR, k.to_string())],
             )
             .expect("start a holder process"),
@@ -726,7 +728,7 @@ async fn a_waiter_for_k_permits_wakes_when_another_process_frees_them() {
     let server = server();
     let mut conn = raw(&server).await;
     let holder = tokio::spawn(lock_testkit::run_test_in_processes(
-        &child_test!(three_permit_holder),
+        &lock_testkit::child_test!(three_permit_holder),
         &[(URL_VAR, server.url())],
         1,
         Duration::from_secs(60),

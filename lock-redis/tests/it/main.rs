@@ -5,20 +5,6 @@
 //! One binary instead of one per file: each test file used to compile and link on its own,
 //! which made most of the test run's time.
 
-/// The libtest name of the test fn `$test` in the calling module (`module::test`, the crate
-/// left out): what a parent test hands `lock_testkit::run_test_in_processes` (which runs it
-/// with `--exact`) to re-run it in child processes. Naming the fn rather than writing a
-/// string makes a renamed or moved child test a compile error, not a child that runs nothing.
-macro_rules! child_test {
-    ($test:ident) => {{
-        let _: fn() = $test;
-        let module = module_path!()
-            .split_once("::")
-            .map_or("", |(_crate, module)| module);
-        format!("{module}::{}", stringify!($test))
-    }};
-}
-
 mod common;
 
 mod acl;

@@ -25,7 +25,7 @@ async fn a_renewed_lease_outlives_many_ttls_while_another_process_waits() {
     let guard = locker.lock("job").await.expect("free");
 
     let waiter = tokio::spawn(lock_testkit::run_test_in_processes(
-        &child_test!(waiting_process),
+        &lock_testkit::child_test!(waiting_process),
         &[(URL_VAR, server.url())],
         1,
         Duration::from_secs(60),

@@ -44,7 +44,7 @@ async fn processes_on_one_name_exclude_each_other() {
     let nodes = Nodes::start(3);
     // Bounded: all workers must finish within 90 s.
     exclusion::processes_exclude_each_other(
-        &child_test!(worker_process),
+        &lock_testkit::child_test!(worker_process),
         &[(URLS_VAR, nodes.urls().join(","))],
         PROCESSES,
         PROCESS_ROUNDS,
