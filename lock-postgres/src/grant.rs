@@ -19,7 +19,7 @@ use crate::statements::{Statements, from_statement, lost_prepared, run};
 
 /// A statement that may grant a lease (acquire, hand-over), with what it needs to run on its
 /// own: owned parameters, and how to tell from its rows whether it granted.
-pub(crate) struct Grant {
+pub(crate) struct GrantStatement {
     pub(crate) op: Op,
     pub(crate) sql: &'static str,
     pub(crate) params: Vec<(Box<dyn ToSql + Send + Sync>, Type)>,
@@ -49,7 +49,7 @@ pub(crate) struct Limits {
 pub(crate) async fn run_grant(
     pool: Pool,
     limits: Limits,
-    grant: Grant,
+    grant: GrantStatement,
 ) -> Result<Vec<Row>, LockError> {
     let op = grant.op;
     let (answer, mut answered) = oneshot::channel();
@@ -72,7 +72,7 @@ pub(crate) async fn run_grant(
 
 type Answer = oneshot::Sender<Result<Vec<Row>, LockError>>;
 
-async fn grant_task(pool: Pool, limits: Limits, grant: Grant, answer: Answer) {
+async fn grant_task(pool: Pool, limits: Limits, grant: GrantStatement, answer: Answer) {
     let client = match client(&pool, limits.connect).await {
         Ok(client) => client,
         Err(error) => {
@@ -137,7 +137,7 @@ async fn grant_task(pool: Pool, limits: Limits, grant: Grant, answer: Answer) {
 
 /// Releases a lease granted to a caller that is gone. The grant has been answered, so it is
 /// committed: any connection will do.
-async fn release_orphan(pool: &Pool, limits: Limits, grant: &Grant) {
+async fn release_orphan(pool: &Pool, limits: Limits, grant: &GrantStatement) {
     let Ok(Ok(client)) = tokio::time::timeout(limits.connect, pool.get()).await else {
         tracing::warn!(
             name = grant.name,

@@ -13,7 +13,7 @@ use tokio_postgres::types::{ToSql, Type};
 
 use crate::config::PostgresLockBuilder;
 use crate::error::{BACKEND, from_pg, timeout, unexpected};
-use crate::grant::{Grant, Limits, run_grant};
+use crate::grant::{GrantStatement, Limits, run_grant};
 use crate::listener::Listener;
 use crate::pool::{client, discard};
 use crate::sql::{ACQUIRE, CHANNEL, EXTEND, EXTEND_MANY, HAND_OVER, MIGRATION, PING, RELEASE};
@@ -130,7 +130,7 @@ impl PostgresLock {
     }
 
     /// Runs a statement that may grant a lease; see [`run_grant`].
-    async fn grant(&self, grant: Grant) -> Result<Vec<Row>, LockError> {
+    async fn grant(&self, grant: GrantStatement) -> Result<Vec<Row>, LockError> {
         let limits = Limits {
             connect: self.connect_timeout,
             statement: self.statement_timeout,
@@ -203,7 +203,7 @@ impl Lock for PostgresLock {
         let ttl_ms = check_ttl(ttl)?;
         let started = Instant::now();
         let rows = self
-            .grant(Grant {
+            .grant(GrantStatement {
                 op: Op::Acquire,
                 sql: ACQUIRE,
                 params: vec![
@@ -352,7 +352,7 @@ impl Lock for PostgresLock {
         let started = Instant::now();
         let to_hex = to.to_hex().as_str().to_owned();
         let rows = self
-            .grant(Grant {
+            .grant(GrantStatement {
                 op: Op::Acquire,
                 sql: HAND_OVER,
                 params: vec![

@@ -116,14 +116,14 @@ pub(crate) struct Connections {
     source: Source,
     connect_timeout: Duration,
     /// The shared connection of each runtime that uses this lock, by runtime.
-    current: Mutex<Vec<(tokio::runtime::Id, Held)>>,
+    current: Mutex<Vec<(tokio::runtime::Id, HeldConnection)>>,
     /// Serialises refills so a broken connection is replaced once, not by every waiting task.
     refill: tokio::sync::Mutex<()>,
     /// Numbers the connections, so a discard drops exactly the one that failed.
     next_generation: AtomicU64,
 }
 
-struct Held {
+struct HeldConnection {
     pooled: Pooled,
     generation: u64,
     runtime: RuntimeProbe,
@@ -231,7 +231,7 @@ impl Connections {
                 .unwrap_or_else(PoisonError::into_inner)
                 .push((
                     runtime,
-                    Held {
+                    HeldConnection {
                         pooled,
                         generation,
                         runtime: RuntimeProbe::here(),

@@ -29,7 +29,7 @@ use crate::sql::{
 };
 use crate::statements::{Statements, run};
 use pooler::pooler;
-use session::{Held, idle_timeout, session_gone};
+use session::{HeldSession, idle_timeout, session_gone};
 
 /// The oldest PostgreSQL the advisory mode runs on: 14, the first with `idle_session_timeout`
 /// (as `server_version_num`).
@@ -65,7 +65,7 @@ const MIN_SERVER_VERSION: i32 = 140_000;
 pub struct PostgresAdvisoryLock {
     pool: Pool,
     /// The held leases: (name, token) to the connection whose session holds the lock.
-    held: Mutex<HashMap<(String, Token), Arc<Held>>>,
+    held: Mutex<HashMap<(String, Token), Arc<HeldSession>>>,
     connect_timeout: Duration,
     statement_timeout: Duration,
     /// The `idle_session_timeout` fresh sessions start with, read on the first acquire: what a
@@ -115,17 +115,17 @@ impl PostgresAdvisoryLock {
         self.idle_default.get().map_or("0", String::as_str)
     }
 
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<(String, Token), Arc<Held>>> {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<(String, Token), Arc<HeldSession>>> {
         self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn lookup(&self, lease: &Lease) -> Option<Arc<Held>> {
+    fn lookup(&self, lease: &Lease) -> Option<Arc<HeldSession>> {
         self.map()
             .get(&(lease.name().to_owned(), *lease.token()))
             .cloned()
     }
 
-    fn forget(&self, lease: &Lease) -> Option<Arc<Held>> {
+    fn forget(&self, lease: &Lease) -> Option<Arc<HeldSession>> {
         self.map()
             .remove(&(lease.name().to_owned(), *lease.token()))
     }
@@ -136,7 +136,7 @@ impl PostgresAdvisoryLock {
     /// cost 27.5 µs of a 29 µs server share per cycle; load tool P1).
     async fn on_held(
         &self,
-        held: &Held,
+        held: &HeldSession,
         sql: &str,
         params: &[(&(dyn ToSql + Sync), Type)],
     ) -> Result<Result<Vec<Row>, tokio_postgres::Error>, LockError> {
@@ -185,7 +185,7 @@ impl Lock for PostgresAdvisoryLock {
         let ttl_ms = check_ttl(ttl)?;
         let idle = idle_timeout(ttl_ms, self.statement_timeout)?;
         let key = advisory_key(name);
-        let mut held = Held::new(client(&self.pool, self.connect_timeout).await?, key);
+        let mut held = HeldSession::new(client(&self.pool, self.connect_timeout).await?, key);
         if self.idle_default.get().is_none() {
             // Once per lock, on a session that has set nothing yet.
             match self.on_held(&held, ADVISORY_IDLE_DEFAULT, &[]).await {

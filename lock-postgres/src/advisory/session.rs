@@ -12,7 +12,7 @@ use crate::pool::discard;
 /// A connection whose session may hold an advisory lock. Dropped without being marked
 /// `clean`, it is closed, not given back to the pool, so the server releases whatever its
 /// session holds: the guard behind the cancel safety of every operation.
-pub(super) struct Held {
+pub(super) struct HeldSession {
     client: Option<Object>,
     pub(super) key: i64,
     /// `pg_backend_pid()` of the session that took the lock.
@@ -20,7 +20,7 @@ pub(super) struct Held {
     clean: AtomicBool,
 }
 
-impl Held {
+impl HeldSession {
     pub(super) fn new(client: Object, key: i64) -> Self {
         Self {
             client: Some(client),
@@ -49,7 +49,7 @@ impl Held {
     }
 }
 
-impl Drop for Held {
+impl Drop for HeldSession {
     fn drop(&mut self) {
         if let Some(client) = self.client.take()
             && !*self.clean.get_mut()

@@ -15,7 +15,7 @@ use crate::layout::{Keys, announces, token_value};
 use crate::scripts::{ACQUIRE, EXTEND, HANDOVER};
 
 /// What an acquire attempt's reply said, fenced or not.
-enum Grant {
+enum AcquireReply {
     /// Ours, with this fencing token (0 without fencing).
     Granted(u64),
     /// Held by another, for this long if the reply said; `announces` when that holder is a
@@ -49,9 +49,9 @@ pub(crate) async fn try_acquire(
             .run::<Vec<i64>>(Op::Acquire, &ACQUIRE, &[key, &fence], &args)
             .await?;
         let reply = match answer[..] {
-            [1, fence] => Grant::Granted(u64::try_from(fence).unwrap_or(0)),
+            [1, fence] => AcquireReply::Granted(u64::try_from(fence).unwrap_or(0)),
             // PTTL: -1 when the key has no expiry (not a lock we know), else ms left.
-            [_, pttl, announces] => Grant::Busy {
+            [_, pttl, announces] => AcquireReply::Busy {
                 holder_ttl: u64::try_from(pttl).ok().map(Duration::from_millis),
                 announces: announces == 1,
             },
@@ -72,7 +72,7 @@ pub(crate) async fn try_acquire(
         let (holder, conn) = exec.send::<Option<Vec<u8>>>(Op::Acquire, &set, key).await?;
         // nil: ours, with no fencing token. A holder's token: busy, for how long unknown.
         let reply = match holder {
-            None => Grant::Granted(0),
+            None => AcquireReply::Granted(0),
             Some(holder) => {
                 let announces = announces(&holder);
                 if announces {
@@ -80,7 +80,7 @@ pub(crate) async fn try_acquire(
                     // TTL, and marks again on each busy answer.
                     exec.mark_waiting(keys, Duration::from_millis(ttl_ms)).await;
                 }
-                Grant::Busy {
+                AcquireReply::Busy {
                     holder_ttl: None,
                     announces,
                 }
@@ -89,7 +89,7 @@ pub(crate) async fn try_acquire(
         (reply, conn)
     };
     match reply {
-        Grant::Granted(fencing_token) => {
+        AcquireReply::Granted(fencing_token) => {
             let valid = valid_until(started, Duration::from_millis(ttl_ms));
             let lease = Lease::new(name, token, fencing_token, valid);
             confirm_grant(exec, &mut conn, keys.key(), || {
@@ -98,7 +98,7 @@ pub(crate) async fn try_acquire(
             .await?;
             Ok(Attempt::Acquired(lease))
         }
-        Grant::Busy {
+        AcquireReply::Busy {
             holder_ttl,
             announces,
         } => Ok(Attempt::Busy {
