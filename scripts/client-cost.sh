@@ -15,7 +15,10 @@ for tool in valgrind redis-server python3; do
   command -v "$tool" >/dev/null || { echo "client-cost: $tool is missing" >&2; exit 1; }
 done
 cargo build --quiet --release -p distlock-bench --example s1_cycles
-binary=target/release/examples/s1_cycles
+# Where cargo put it: `CARGO_TARGET_DIR`, a `build.target-dir` setting or ./target.
+target_dir="$(cargo metadata --format-version 1 --no-deps \
+    | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
+binary="$target_dir/release/examples/s1_cycles"
 
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no >/dev/null 2>&1 &

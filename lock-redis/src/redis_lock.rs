@@ -167,9 +167,9 @@ impl Lock for RedisLock {
     /// Every kind. The multi-lock in one script on a single server or a Sentinel-watched
     /// primary; on a Cluster one name after the other, because names in different slots cannot
     /// share a script. Fencing tokens `max(clock in µs, counter + 1)` per name, strict; none
-    /// (0) with [`fencing(false)`](RedisLockBuilder::fencing), the user's opt-out. Releases
+    /// (0) with [`fencing(false)`](crate::RedisLockBuilder::fencing), the user's opt-out. Releases
     /// announced when the lock has a pub/sub connection (built with a URL, or a pool plus
-    /// [`pubsub_url`](RedisLockBuilder::pubsub_url)).
+    /// [`pubsub_url`](crate::RedisLockBuilder::pubsub_url)).
     fn capabilities(&self) -> Capabilities {
         let multi = if self.topology() == Topology::Cluster {
             MultiLock::InOrder
