@@ -20,7 +20,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
-use lock_core::{LockError, Op, ReleaseSignal, ReleaseWatch, TimeoutPhase};
+use lock_core::backend::{ReleaseSignal, ReleaseWatch};
+use lock_core::{LockError, Op, TimeoutPhase};
 use tokio::runtime::{Handle, Id};
 use tokio::sync::{oneshot, watch};
 use tokio_postgres::{AsyncMessage, NoTls};

@@ -19,7 +19,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use futures::StreamExt;
-use lock_core::{LockError, Op, ReleaseSignal, ReleaseWatch, TimeoutPhase};
+use lock_core::backend::{ReleaseSignal, ReleaseWatch};
+use lock_core::{LockError, Op, TimeoutPhase};
 use redis::aio::{PubSubSink, PubSubStream};
 use tokio::runtime::{Handle, Id};
 use tokio::sync::{mpsc, oneshot};

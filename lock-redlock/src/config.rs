@@ -5,7 +5,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::{Lock, LockError, MAX_TTL};
+use lock_core::backend::Lock;
+use lock_core::{LockError, MAX_TTL};
 
 use crate::Redlock;
 use crate::node::Node;

@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use lock_core::{Lock, LockError, Op, TimeoutPhase};
+use lock_core::backend::Lock;
+use lock_core::{LockError, Op, TimeoutPhase};
 use tokio::time::Instant;
 
 use crate::telemetry::{self, NodeKeys, Reply};

@@ -4,7 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::join_all;
-use lock_core::{LockError, ReleaseSignal, ReleaseWatch};
+use lock_core::LockError;
+use lock_core::backend::{ReleaseSignal, ReleaseWatch};
 use tokio::task::JoinHandle;
 
 use crate::node::bounded;

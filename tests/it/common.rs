@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use distlock::{Attempt, Lease, Lock, LockError, Locker, MemoryLock, RedisLock, Token};
+use distlock::backend::{Attempt, Lock};
+use distlock::{Lease, LockError, Locker, MemoryLock, RedisLock, Token};
 use lock_testkit::RedisServer;
 use tokio::time::Instant;
 

@@ -268,7 +268,8 @@ async fn fair_waiters_of_several_lockers_are_granted_in_arrival_order() {
 
 #[tokio::test(start_paused = true)]
 async fn a_fair_waiter_that_vanished_blocks_only_until_its_entry_lapses() {
-    use lock_core::{Attempt, FAIR_ENTRY_TTL, Lock, Token};
+    use lock_core::backend::{Attempt, Lock};
+    use lock_core::{FAIR_ENTRY_TTL, Token};
     let store = Arc::new(MemoryLock::new());
     let ttl = Duration::from_secs(30);
     let fair = Kind::Fair { queued: true };

@@ -15,10 +15,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use lock_core::{
-    Attempt, Backoff, Guard, Handover, Kind, Lease, Lock, LockError, LockerBuilder, MAX_NAME_LEN,
-    MultiAttempt, ReleaseWatch, Token,
-};
+use lock_core::backend::{Attempt, Handover, Lock, MultiAttempt, ReleaseWatch};
+use lock_core::{Backoff, Guard, Kind, Lease, LockError, LockerBuilder, MAX_NAME_LEN, Token};
 use tokio::time::Instant;
 
 use super::{Backend, Fencing, name, poll_then_drop};
