@@ -8,7 +8,7 @@ use lock_core::backend::Attempt;
 use lock_core::{Kind, Lease, LockError, Op, Token, fair_entry_ttl, valid_until};
 use tokio::time::Instant;
 
-use super::{Grants, Reply, confirm_grant, read_reply};
+use super::{Grants, read_reply, settle_reply};
 use crate::conn::Conn;
 use crate::executor::Executor;
 use crate::layout::{Keys, token_value};
@@ -46,18 +46,12 @@ pub(crate) async fn try_acquire(
             &[value.as_str(), &ttl_ms.to_string(), &entry_ms, &retention],
         )
         .await?;
-    match read_reply(&answer, name, kind)? {
-        Reply::Granted(fencing_token) => {
-            let valid = valid_until(started, Duration::from_millis(ttl_ms));
-            let lease = Lease::new(name, token, fencing_token, valid).with_kind(kind);
-            confirm_grant(exec, &mut conn, keys.key(), || {
-                release(exec, grants, keys, &lease)
-            })
-            .await?;
-            Ok(Attempt::Acquired(lease))
-        }
-        Reply::Busy(busy) => Ok(busy),
-    }
+    let valid = valid_until(started, Duration::from_millis(ttl_ms));
+    let reply = read_reply(&answer, name, token, kind, valid)?;
+    settle_reply(exec, &mut conn, keys.key(), reply, |lease| async move {
+        release(exec, grants, keys, &lease).await
+    })
+    .await
 }
 
 /// A fair holder's release or a fair waiter's withdrawal, telling the queue's new head on its

@@ -14,7 +14,8 @@ pub(crate) mod semaphore;
 use std::time::Duration;
 
 use lock_core::backend::Attempt;
-use lock_core::{Kind, LockError, Op};
+use lock_core::{Kind, Lease, LockError, Op, Token};
+use tokio::time::Instant;
 
 use crate::conn::Conn;
 use crate::error::BACKEND;
@@ -68,17 +69,29 @@ fn flag(on: bool) -> &'static str {
 
 /// What the acquire script of a read-write lock, a semaphore or a fair lock answered.
 enum Reply {
-    /// `[1, fence]`: granted, with this fencing token.
-    Granted(u64),
+    /// `[1, fence]`: granted; the lease, with that fencing token.
+    Granted(Lease),
     /// `[0, busy ms, announces]`: busy.
     Busy(Attempt),
 }
 
-/// Reads a kind's acquire reply: `[1, fence]` granted, `[0, busy ms, announces]` busy,
-/// `[-1, held max]` a semaphore that `name`'s holders gave another size.
-fn read_reply(answer: &[i64], name: &str, kind: Kind) -> Result<Reply, LockError> {
+/// Reads a kind's acquire reply: `[1, fence]` granted (a lease of `name` for `token`, valid
+/// until `valid`), `[0, busy ms, announces]` busy, `[-1, held max]` a semaphore that `name`'s
+/// holders gave another size.
+fn read_reply(
+    answer: &[i64],
+    name: &str,
+    token: Token,
+    kind: Kind,
+    valid: Instant,
+) -> Result<Reply, LockError> {
     match *answer {
-        [1, fence] => Ok(Reply::Granted(u64::try_from(fence).unwrap_or(0))),
+        [1, fence] => {
+            let fencing_token = u64::try_from(fence).unwrap_or(0);
+            Ok(Reply::Granted(
+                Lease::new(name, token, fencing_token, valid).with_kind(kind),
+            ))
+        }
         // PTTL -1: a writer key without expiry (not one we wrote): no end known.
         [0, busy_ms, announces] => Ok(Reply::Busy(Attempt::Busy {
             holder_ttl: u64::try_from(busy_ms).ok().map(Duration::from_millis),
@@ -95,6 +108,28 @@ fn read_reply(answer: &[i64], name: &str, kind: Kind) -> Result<Reply, LockError
         _ => Err(unexpected(format!(
             "unexpected {kind} acquire reply {answer:?}"
         ))),
+    }
+}
+
+/// The attempt a kind's acquire `reply` on `conn` comes to: a grant once the replicas confirm
+/// it (else it is given back with `release` and the confirmation's error returned), or busy.
+async fn settle_reply<F, R>(
+    exec: &Executor,
+    conn: &mut Conn,
+    key: &str,
+    reply: Reply,
+    release: F,
+) -> Result<Attempt, LockError>
+where
+    F: FnOnce(Lease) -> R,
+    R: Future<Output = Result<bool, LockError>>,
+{
+    match reply {
+        Reply::Granted(lease) => {
+            confirm_grant(exec, conn, key, || release(lease.clone())).await?;
+            Ok(Attempt::Acquired(lease))
+        }
+        Reply::Busy(busy) => Ok(busy),
     }
 }
 
