@@ -14,8 +14,11 @@ mod db {
     use std::sync::{Arc, Mutex, PoisonError, Weak};
     use std::time::Duration;
 
+    use lock_core::Locker;
+    use lock_core::backend::Lock;
     use lock_postgres::PostgresLock;
     use lock_testkit::PostgresServer;
+    use lock_testkit::conformance::Backend;
     use tokio::sync::OnceCell;
 
     /// A server, and whether its lease table was created.
@@ -61,6 +64,15 @@ mod db {
             .await;
         db
     }
+
+    /// Lockers on the shared server, each with a lock of its own (its own pool, like another
+    /// process) that `lock` makes from the server's URL.
+    pub(super) async fn lockers<L: Lock + 'static>(lock: fn(&str) -> L) -> (Arc<Db>, Backend) {
+        let db = shared().await;
+        let url = db.server.url();
+        let backend = Backend::new(move || Locker::new(lock(url.as_str())));
+        (db, backend)
+    }
 }
 
 /// Lockers each with a `PostgresLock` of its own (its own pool and listening connection, like
@@ -68,22 +80,11 @@ mod db {
 mod table {
     use std::sync::Arc;
 
-    use lock_core::Locker;
     use lock_postgres::PostgresLock;
     use lock_testkit::conformance::Backend;
 
     async fn setup() -> (Arc<super::db::Db>, Backend) {
-        let db = super::db::shared().await;
-        let url = db.server.url();
-        let backend = Backend::new(move || {
-            Locker::new(
-                PostgresLock::builder()
-                    .url(url.as_str())
-                    .build()
-                    .expect("valid URL"),
-            )
-        });
-        (db, backend)
+        super::db::lockers(|url| PostgresLock::builder().url(url).build().expect("valid URL")).await
     }
 
     lock_testkit::conformance_tests!(
@@ -97,22 +98,17 @@ mod table {
 mod advisory {
     use std::sync::Arc;
 
-    use lock_core::Locker;
     use lock_postgres::PostgresAdvisoryLock;
     use lock_testkit::conformance::{Backend, Fencing};
 
     async fn setup() -> (Arc<super::db::Db>, Backend) {
-        let db = super::db::shared().await;
-        let url = db.server.url();
-        let backend = Backend::new(move || {
-            Locker::new(
-                PostgresAdvisoryLock::builder()
-                    .url(url.as_str())
-                    .build()
-                    .expect("valid URL"),
-            )
-        });
-        (db, backend)
+        super::db::lockers(|url| {
+            PostgresAdvisoryLock::builder()
+                .url(url)
+                .build()
+                .expect("valid URL")
+        })
+        .await
     }
 
     lock_testkit::conformance_tests!(

@@ -235,60 +235,29 @@ mod refused {
     use lock_testkit::conformance::{Backend, Module, refused};
     use tokio::time::Instant;
 
-    /// A mutex-only store that makes a round trip (a yield, here) before it refuses a kind.
-    struct LateRefusal(MemoryLock);
-
-    #[async_trait]
-    impl Lock for LateRefusal {
-        fn backend(&self) -> &'static str {
-            "late"
-        }
-        async fn try_acquire(
-            &self,
-            name: &str,
-            token: Token,
-            ttl: Duration,
-        ) -> Result<Attempt, LockError> {
-            self.0.try_acquire(name, token, ttl).await
-        }
-        async fn try_acquire_kind(
-            &self,
-            name: &str,
-            kind: Kind,
-            token: Token,
-            ttl: Duration,
-        ) -> Result<Attempt, LockError> {
-            tokio::task::yield_now().await;
-            match kind {
-                Kind::Mutex => self.0.try_acquire(name, token, ttl).await,
-                other => Err(LockError::Unsupported {
-                    backend: "late",
-                    kind: other.label(),
-                }),
-            }
-        }
-        async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
-            self.0.extend(lease, ttl).await
-        }
-        async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
-            self.0.release(lease).await
-        }
-    }
-
     #[tokio::test(start_paused = true)]
     #[should_panic(expected = "an unsupported kind reached the store")]
     async fn a_refusal_after_a_round_trip_fails() {
-        let store = Arc::new(LateRefusal(MemoryLock::new()));
-        let backend = Backend::new(move || Locker::new(Arc::clone(&store)));
+        let backend = mutex_only(Answer::AfterARoundTrip);
         assert!(!backend.offers(Module::ReadWrite));
         refused(&backend, Module::ReadWrite, "late").await;
     }
 
-    /// A mutex-only store that refuses the other kinds at once (the trait's default), or
-    /// serves them all while declaring only the mutex (`serves_all`).
+    /// How [`MutexOnly`] answers a kind other than the mutex.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Answer {
+        /// `Unsupported` at once, as the trait's default does.
+        RefusesAtOnce,
+        /// `Unsupported` after a round trip (a yield, here): I/O before the refusal.
+        AfterARoundTrip,
+        /// Served, while only the mutex is declared.
+        ServesAll,
+    }
+
+    /// A store that declares only the mutex and answers the other kinds as `answer` says.
     struct MutexOnly {
         store: MemoryLock,
-        serves_all: bool,
+        answer: Answer,
     }
 
     #[async_trait]
@@ -311,9 +280,14 @@ mod refused {
             token: Token,
             ttl: Duration,
         ) -> Result<Attempt, LockError> {
+            if self.answer == Answer::AfterARoundTrip {
+                tokio::task::yield_now().await;
+            }
             match kind {
                 Kind::Mutex => self.store.try_acquire(name, token, ttl).await,
-                _ if self.serves_all => self.store.try_acquire_kind(name, kind, token, ttl).await,
+                _ if self.answer == Answer::ServesAll => {
+                    self.store.try_acquire_kind(name, kind, token, ttl).await
+                }
                 other => Err(LockError::Unsupported {
                     backend: "mutex-only",
                     kind: other.label(),
@@ -328,17 +302,17 @@ mod refused {
         }
     }
 
-    fn mutex_only(serves_all: bool) -> Backend {
+    fn mutex_only(answer: Answer) -> Backend {
         let store = Arc::new(MutexOnly {
             store: MemoryLock::new(),
-            serves_all,
+            answer,
         });
         Backend::new(move || Locker::new(Arc::clone(&store)))
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_refusal_at_once_passes() {
-        let backend = mutex_only(false);
+        let backend = mutex_only(Answer::RefusesAtOnce);
         for module in [Module::ReadWrite, Module::Fair] {
             assert!(!backend.offers(module));
             refused(&backend, module, "at-once").await;
@@ -348,6 +322,6 @@ mod refused {
     #[tokio::test(start_paused = true)]
     #[should_panic(expected = "on a backend that does not offer it")]
     async fn a_grant_of_an_undeclared_kind_fails() {
-        refused(&mutex_only(true), Module::Fair, "undeclared").await;
+        refused(&mutex_only(Answer::ServesAll), Module::Fair, "undeclared").await;
     }
 }
