@@ -9,7 +9,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, sleep_until, timeout};
 
-use super::state::{Faults, Mode, Shared};
+use super::state::{Fate, Faults, Shared};
 
 /// Bytes read per chunk.
 const CHUNK: usize = 16 * 1024;
@@ -30,7 +30,7 @@ pub(super) async fn serve(client: TcpStream, shared: Arc<Shared>) {
     let forward = async {
         // During a stall or partition the upstream would not see the SYN
         // either: connect only once bytes may flow.
-        if !wait_for_flow(&mut faults).await {
+        if !wait_for_flow(&mut faults, &start).await {
             return;
         }
         let upstream = match timeout(CONNECT_TIMEOUT, TcpStream::connect(shared.upstream())).await {
@@ -44,8 +44,8 @@ pub(super) async fn serve(client: TcpStream, shared: Arc<Shared>) {
         let (client_read, client_write) = tokio::io::split(client);
         let (upstream_read, upstream_write) = tokio::io::split(upstream);
         tokio::select! {
-            () = pipe(client_read, upstream_write, &shared, Direction::Request) => {}
-            () = pipe(upstream_read, client_write, &shared, Direction::Reply) => {}
+            () = pipe(client_read, upstream_write, &shared, start, Direction::Request) => {}
+            () = pipe(upstream_read, client_write, &shared, start, Direction::Reply) => {}
         }
     };
     // Biased, closer first: on a heal both wake in the same poll, and a connection that lived
@@ -69,18 +69,8 @@ enum Direction {
 /// shutdown, or the end of a partition it lived through (its held-back bytes
 /// are then dropped, as a real partition long enough to time out would).
 async fn must_close(mut faults: watch::Receiver<Faults>, start: Faults) {
-    let mut partitioned = start.mode == Mode::Partition;
     loop {
-        let now = *faults.borrow_and_update();
-        if now.shutdown || now.resets != start.resets || now.mode == Mode::Refuse {
-            return;
-        }
-        // Comparing counters catches a partition that began and ended while
-        // this task was not scheduled.
-        if now.mode == Mode::Partition || now.partitions != start.partitions {
-            partitioned = true;
-        }
-        if partitioned && now.mode != Mode::Partition {
+        if faults.borrow_and_update().fate(&start) == Fate::Close {
             return;
         }
         if faults.changed().await.is_err() {
@@ -89,15 +79,14 @@ async fn must_close(mut faults: watch::Receiver<Faults>, start: Faults) {
     }
 }
 
-/// Waits until bytes may flow; `false` if the proxy is shutting down.
-async fn wait_for_flow(faults: &mut watch::Receiver<Faults>) -> bool {
+/// Waits until bytes may flow; `false` if the connection must close instead
+/// (see [`Faults::fate`]).
+async fn wait_for_flow(faults: &mut watch::Receiver<Faults>, start: &Faults) -> bool {
     loop {
-        let now = *faults.borrow_and_update();
-        if now.shutdown {
-            return false;
-        }
-        if now.flows() {
-            return true;
+        match faults.borrow_and_update().fate(start) {
+            Fate::Flow => return true,
+            Fate::Close => return false,
+            Fate::Hold => {}
         }
         if faults.changed().await.is_err() {
             return false;
@@ -110,7 +99,7 @@ async fn wait_for_flow(faults: &mut watch::Receiver<Faults>) -> bool {
 /// chunk without serialising pipelined requests; the writer sends it when
 /// due and bytes may flow. Returns when either side fails or, after the
 /// reader sees EOF, once the queue is drained.
-async fn pipe<R, W>(mut from: R, mut to: W, shared: &Shared, direction: Direction)
+async fn pipe<R, W>(mut from: R, mut to: W, shared: &Shared, start: Faults, direction: Direction)
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
@@ -121,7 +110,7 @@ where
     let read = async move {
         let mut buf = vec![0_u8; CHUNK];
         loop {
-            if !wait_for_flow(&mut read_faults).await {
+            if !wait_for_flow(&mut read_faults, &start).await {
                 return;
             }
             let n = match from.read(&mut buf).await {
@@ -142,7 +131,7 @@ where
     let write = async move {
         while let Some((at, chunk)) = due.recv().await {
             sleep_until(at).await;
-            if !wait_for_flow(&mut write_faults).await {
+            if !wait_for_flow(&mut write_faults, &start).await {
                 return;
             }
             let cut = match direction {

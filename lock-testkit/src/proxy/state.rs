@@ -36,10 +36,42 @@ pub(super) struct Faults {
     pub(super) shutdown: bool,
 }
 
+/// What a connection opened under `start` may do under the switches now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Fate {
+    /// Bytes may flow.
+    Flow,
+    /// Bytes are held back for now.
+    Hold,
+    /// The connection must close and its held-back bytes be dropped.
+    Close,
+}
+
 impl Faults {
     /// Whether bytes may flow.
     pub(super) fn flows(&self) -> bool {
         self.mode == Mode::Flow
+    }
+
+    /// The fate, under these switches, of a connection that was opened under `start`.
+    ///
+    /// Every step that moves bytes asks this just before it moves them, not only the task
+    /// that closes the connection: the switches change on the test's thread while the proxy
+    /// polls, so a heal can land between the closer's check and a writer's, and the writer
+    /// must then not deliver what the partition held back.
+    pub(super) fn fate(&self, start: &Faults) -> Fate {
+        let reset = self.shutdown || self.resets != start.resets || self.mode == Mode::Refuse;
+        // Comparing counters catches a partition that began and ended while the connection
+        // was not looking.
+        let lived_through_partition =
+            start.mode == Mode::Partition || self.partitions != start.partitions;
+        if reset || (lived_through_partition && self.mode != Mode::Partition) {
+            Fate::Close
+        } else if self.flows() {
+            Fate::Flow
+        } else {
+            Fate::Hold
+        }
     }
 }
 
