@@ -8,6 +8,7 @@ mod error;
 mod grant;
 mod kinds;
 mod listener;
+mod lookalike;
 mod pool;
 mod postgres_lock;
 mod sql;
@@ -22,6 +23,7 @@ pub use config::{
 };
 pub use error::{MissingTable, PostgresError};
 pub use lock_core::LockError;
+pub use lookalike::{Lookalike, UnsupportedServer};
 pub use postgres_lock::PostgresLock;
 pub use sql::{CHANNEL, MIGRATION, SCHEMA_VERSION, TABLE, TURN_CHANNEL};
 pub use statements::PreparedStatementsUnsupported;

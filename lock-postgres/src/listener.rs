@@ -4,7 +4,8 @@
 //! Every release runs `pg_notify('distlock_released', name)` in its own statement (a fair
 //! lock's tells the queue's new head alone: `pg_notify('distlock_turn', token)`), so the
 //! announcement is delivered when (and only if) the release commits. The listener's connection
-//! runs `LISTEN` on both channels once and hands each notification to the signal of its name,
+//! asks `version()` (a look-alike database without `NOTIFY` stops the feed: waiters then poll)
+//! and runs `LISTEN` on both channels once and hands each notification to the signal of its name,
 //! if any waiter of this process watches it: one channel for all names, no `LISTEN` per name.
 //! If the connection drops, a background task connects again, listens again and bumps every
 //! signal, because a release may have been announced while it was away (waiters then simply try
@@ -17,6 +18,7 @@
 
 use std::collections::HashMap;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -29,7 +31,8 @@ use tokio_postgres::{AsyncMessage, NoTls};
 
 use crate::error::{BACKEND, retryable, timeout};
 use crate::kinds::TURN_KEY_PREFIX;
-use crate::sql::{CHANNEL, LISTEN, TURN_CHANNEL};
+use crate::lookalike::Lookalike;
+use crate::sql::{CHANNEL, LISTEN, TURN_CHANNEL, VERSION};
 
 /// How long to wait before connecting again after the listening connection failed.
 const RECONNECT_AFTER: Duration = Duration::from_millis(200);
@@ -39,6 +42,9 @@ pub(crate) struct Listener {
     /// Bound on connecting plus `LISTEN`.
     limit: Duration,
     feeds: Mutex<Vec<Feed>>,
+    /// Set once a feed found a [`Lookalike`] without `LISTEN`/`NOTIFY`: from then on waiters
+    /// get no watch (they poll) and no feed is started.
+    no_notify: Arc<AtomicBool>,
 }
 
 /// One runtime's listening task, and the names its waiters watch.
@@ -66,6 +72,8 @@ enum State {
     Listening,
     /// The last connect failed; the task tries again shortly.
     Failed(Failure),
+    /// The server is a look-alike without `LISTEN`/`NOTIFY`; the task has ended.
+    NoNotify,
 }
 
 #[derive(Clone)]
@@ -119,6 +127,7 @@ impl Listener {
             config,
             limit,
             feeds: Mutex::new(Vec::new()),
+            no_notify: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -142,6 +151,7 @@ impl Listener {
             state_tx,
             stopped,
             self.limit,
+            Arc::clone(&self.no_notify),
         )));
         feeds.push(Feed {
             runtime: id,
@@ -152,8 +162,12 @@ impl Listener {
         (names, state)
     }
 
-    /// Registers a waiter of `name` and returns its watch once the feed listens.
-    pub(crate) async fn watch(&self, name: &str) -> Result<ReleaseWatch, LockError> {
+    /// Registers a waiter of `name` and returns its watch once the feed listens; `None` on a
+    /// server without `LISTEN`/`NOTIFY` (the waiter polls).
+    pub(crate) async fn watch(&self, name: &str) -> Result<Option<ReleaseWatch>, LockError> {
+        if self.no_notify.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
         let (names, mut state) = self.feed();
         let signal = {
             let mut names = lock(&names);
@@ -178,7 +192,8 @@ impl Listener {
         })
         .await;
         match settled {
-            Ok(Ok(State::Listening)) => Ok(ReleaseWatch::new(signal, keep)),
+            Ok(Ok(State::Listening)) => Ok(Some(ReleaseWatch::new(signal, keep))),
+            Ok(Ok(State::NoNotify)) => Ok(None),
             Ok(Ok(State::Failed(failure))) => Err(failure.to_error(started.elapsed())),
             Ok(Ok(State::Connecting)) | Ok(Err(_)) => Err(LockError::Backend {
                 backend: BACKEND,
@@ -201,6 +216,7 @@ async fn run(
     state: watch::Sender<State>,
     mut stop: oneshot::Receiver<()>,
     limit: Duration,
+    no_notify: Arc<AtomicBool>,
 ) {
     loop {
         let connected = tokio::select! {
@@ -208,7 +224,16 @@ async fn run(
             connected = tokio::time::timeout(limit, connect(&config, &names)) => connected,
         };
         match connected {
-            Ok(Ok((client, mut messages))) => {
+            Ok(Ok(Connected::NoNotify(server))) => {
+                tracing::warn!(
+                    %server,
+                    "the server has no LISTEN/NOTIFY: lock waiters poll with their backoff"
+                );
+                no_notify.store(true, Ordering::Relaxed);
+                state.send_replace(State::NoNotify);
+                return;
+            }
+            Ok(Ok(Connected::Listening(client, mut messages))) => {
                 state.send_replace(State::Listening);
                 // Releases announced while nobody listened are lost: everyone looks again.
                 for entry in lock(&names).values() {
@@ -250,33 +275,51 @@ async fn run(
     }
 }
 
-/// Connects and runs `LISTEN`, driving the connection meanwhile (notifications that arrive
-/// before `LISTEN` completes are dispatched too).
+/// What a connect came to.
+enum Connected {
+    /// `LISTEN` is in force on this connection.
+    Listening(tokio_postgres::Client, Messages),
+    /// The server is a look-alike without `LISTEN`/`NOTIFY`.
+    NoNotify(Lookalike),
+}
+
+/// Connects, asks `version()` (a look-alike has no `LISTEN`) and runs `LISTEN`, driving the
+/// connection meanwhile (notifications that arrive before `LISTEN` completes are dispatched
+/// too).
 async fn connect(
     config: &tokio_postgres::Config,
     names: &Mutex<Names>,
-) -> Result<(tokio_postgres::Client, Messages), tokio_postgres::Error> {
+) -> Result<Connected, tokio_postgres::Error> {
     let (client, mut connection) = config.connect(NoTls).await?;
     let mut messages: Messages = Box::pin(futures::stream::poll_fn(move |cx| {
         connection.poll_message(cx)
     }));
-    let listened = {
-        let listen = client.batch_execute(LISTEN);
-        tokio::pin!(listen);
-        loop {
-            tokio::select! {
-                listened = &mut listen => break listened,
-                message = messages.next() => match message {
-                    Some(Ok(message)) => dispatch(names, &message),
-                    Some(Err(error)) => break Err(error),
-                    // The connection ended: `listen` fails with the reason.
-                    None => break (&mut listen).await,
-                },
-            }
+    let version = driving(client.query_one(VERSION, &[]), &mut messages, names).await?;
+    if let Some(server) = Lookalike::detect(version.try_get(0)?) {
+        return Ok(Connected::NoNotify(server));
+    }
+    driving(client.batch_execute(LISTEN), &mut messages, names).await?;
+    Ok(Connected::Listening(client, messages))
+}
+
+/// Awaits `request` while driving the connection's `messages` (dispatching notifications).
+async fn driving<T>(
+    request: impl Future<Output = Result<T, tokio_postgres::Error>>,
+    messages: &mut Messages,
+    names: &Mutex<Names>,
+) -> Result<T, tokio_postgres::Error> {
+    tokio::pin!(request);
+    loop {
+        tokio::select! {
+            answer = &mut request => break answer,
+            message = messages.next() => match message {
+                Some(Ok(message)) => dispatch(names, &message),
+                Some(Err(error)) => break Err(error),
+                // The connection ended: `request` fails with the reason.
+                None => break (&mut request).await,
+            },
         }
-    };
-    listened?;
-    Ok((client, messages))
+    }
 }
 
 /// Hands a notification to the signal it is for: a release to the watchers of the name in its

@@ -384,7 +384,7 @@ impl Lock for PostgresLock {
     /// `PostgresLock` and runtime, serving every name); `None` with announcements off.
     async fn watch(&self, name: &str) -> Result<Option<ReleaseWatch>, LockError> {
         match &self.listener {
-            Some(listener) => listener.watch(name).await.map(Some),
+            Some(listener) => listener.watch(name).await,
             None => Ok(None),
         }
     }
@@ -399,7 +399,7 @@ impl Lock for PostgresLock {
     ) -> Result<Option<ReleaseWatch>, LockError> {
         let _ = name;
         match &self.listener {
-            Some(listener) => listener.watch(&turn_key(token)).await.map(Some),
+            Some(listener) => listener.watch(&turn_key(token)).await,
             None => Ok(None),
         }
     }

@@ -202,8 +202,15 @@ WITH u AS MATERIALIZED (SELECT pg_advisory_unlock($1) AS released)
 SELECT u.released, pg_backend_pid(), set_config('idle_session_timeout', $2, false)
 FROM u";
 
-/// Advisory mode: the `idle_session_timeout` a fresh session of the pool starts with.
-pub(crate) const ADVISORY_IDLE_DEFAULT: &str = "SELECT current_setting('idle_session_timeout')";
+/// Advisory mode: the `idle_session_timeout` a fresh session of the pool starts with (null on a
+/// server without it), and `version()`, which names a look-alike database.
+pub(crate) const ADVISORY_IDLE_DEFAULT: &str =
+    "SELECT current_setting('idle_session_timeout', true), version()";
 
-/// Advisory mode: the server's version, as a number (140000 for 14.0).
-pub(crate) const ADVISORY_VERSION: &str = "SELECT current_setting('server_version_num')::int4";
+/// `version()`, which names a look-alike database (the listener asks it before `LISTEN`).
+pub(crate) const VERSION: &str = "SELECT version()";
+
+/// Advisory mode: the server's version, as a number (140000 for 14.0), and `version()`, which
+/// names a look-alike database.
+pub(crate) const ADVISORY_VERSION: &str =
+    "SELECT current_setting('server_version_num')::int4, version()";

@@ -23,6 +23,7 @@ pub use key::advisory_key;
 pub use pooler::TransactionPooler;
 
 use crate::error::{BACKEND, from_pg, timeout, unexpected};
+use crate::lookalike::{Lookalike, UnsupportedServer};
 use crate::pool::{client, discard};
 use crate::sql::{
     ADVISORY_ACQUIRE, ADVISORY_HEARTBEAT, ADVISORY_IDLE_DEFAULT, ADVISORY_RELEASE, ADVISORY_VERSION,
@@ -190,13 +191,16 @@ impl Lock for PostgresAdvisoryLock {
             // Once per lock, on a session that has set nothing yet.
             match self.on_held(&held, ADVISORY_IDLE_DEFAULT, &[]).await {
                 Ok(Ok(rows)) => {
-                    let value = rows.first().map(|row| row.try_get::<_, String>(0));
-                    match value {
-                        Some(Ok(value)) => {
+                    // Once per lock, before its first grant: a look-alike's advisory locks may
+                    // not exclude at all, so it is refused by name (and its connection closed).
+                    match server_setup(&rows) {
+                        Ok(value) => {
                             let _ = self.idle_default.set(value);
                         }
-                        Some(Err(e)) => return Err(unexpected(Op::Acquire, e)),
-                        None => return Err(unexpected(Op::Acquire, "no idle_session_timeout")),
+                        Err(refused) => {
+                            held.discard(self.connect_timeout);
+                            return Err(refused);
+                        }
                     }
                 }
                 Ok(Err(err)) => return Err(from_pg(err, Op::Acquire)),
@@ -366,10 +370,12 @@ impl Lock for PostgresAdvisoryLock {
     }
 
     /// Gets a connection (connecting if the pool has none) and checks that the server is
-    /// PostgreSQL 14 or later, both bounded by their timeouts.
+    /// PostgreSQL 14 or later and not a [`Lookalike`], both bounded by their timeouts.
     ///
     /// # Errors
-    /// As [`Lock::ping`]; a non-retryable [`LockError::Backend`] for a server older than 14.
+    /// As [`Lock::ping`]; a non-retryable [`LockError::Backend`] for a server older than 14,
+    /// or one whose source is [`UnsupportedServer`] for a look-alike (the first acquire
+    /// refuses it the same way).
     async fn ping(&self) -> Result<(), LockError> {
         let client = client(&self.pool, self.connect_timeout).await?;
         let started = Instant::now();
@@ -391,10 +397,21 @@ impl Lock for PostgresAdvisoryLock {
                 return Err(timeout(TimeoutPhase::Command, started.elapsed()));
             }
         };
-        let version: i32 = rows
+        let (version, text): (i32, String) = rows
             .first()
-            .and_then(|row| row.try_get(0).ok())
+            .and_then(|row| Some((row.try_get(0).ok()?, row.try_get(1).ok()?)))
             .ok_or_else(|| unexpected(Op::Connect, "no server_version_num"))?;
+        if let Some(server) = Lookalike::detect(&text) {
+            return Err(LockError::Backend {
+                backend: BACKEND,
+                op: Op::Connect,
+                retryable: false,
+                source: Box::new(UnsupportedServer {
+                    server,
+                    version: text,
+                }),
+            });
+        }
         if version < MIN_SERVER_VERSION {
             return Err(LockError::Backend {
                 backend: BACKEND,
@@ -409,6 +426,37 @@ impl Lock for PostgresAdvisoryLock {
         }
         Ok(())
     }
+}
+
+/// Reads the first acquire's `(idle_session_timeout, version())`: the setting's value, or the
+/// refusal of a server the advisory mode cannot run on (a [`Lookalike`], or a PostgreSQL
+/// without `idle_session_timeout`, i.e. older than 14).
+fn server_setup(rows: &[Row]) -> Result<String, LockError> {
+    let row = rows
+        .first()
+        .ok_or_else(|| unexpected(Op::Acquire, "no row from the session's settings"))?;
+    let read = |row: &Row| -> Result<(Option<String>, String), tokio_postgres::Error> {
+        Ok((row.try_get(0)?, row.try_get(1)?))
+    };
+    let (idle, version) = read(row).map_err(|e| unexpected(Op::Acquire, e))?;
+    let refuse = |source: Box<dyn std::error::Error + Send + Sync>| LockError::Backend {
+        backend: BACKEND,
+        op: Op::Acquire,
+        retryable: false,
+        source,
+    };
+    if let Some(server) = Lookalike::detect(&version) {
+        return Err(refuse(Box::new(UnsupportedServer { server, version })));
+    }
+    idle.ok_or_else(|| {
+        refuse(
+            format!(
+                "the advisory mode needs PostgreSQL 14 or later (idle_session_timeout); the \
+                 server is {version}"
+            )
+            .into(),
+        )
+    })
 }
 
 impl fmt::Debug for PostgresAdvisoryLock {
