@@ -364,5 +364,50 @@ BEGIN
 END
 $$;
 
+-- The mutexes `p_names` (distinct) for `p_ttl_ms`, all or none, with one fencing token each.
+-- Their rows are created if needed and locked in one global order (sorted), so two multi-locks
+-- over overlapping names never wait for each other in a cycle. Returns (granted, the index in
+-- `p_names` (from 1) of the first busy name, ms until its holder's lease ends, the fencing
+-- tokens in the order of `p_names`).
+CREATE OR REPLACE FUNCTION distlock_multi_acquire(
+    p_names text[], p_token text, p_ttl_ms int8,
+    OUT granted boolean, OUT busy_index int4, OUT wait_ms int8, OUT fencing_tokens int8[])
+LANGUAGE plpgsql AS $$
+DECLARE
+    now_t timestamptz;
+    busy record;
+BEGIN
+    INSERT INTO distlock_leases (name, token, fencing_token, expires_at)
+    SELECT n, NULL, 0, clock_timestamp() FROM unnest(p_names) AS n ORDER BY n
+    ON CONFLICT (name) DO NOTHING;
+    PERFORM 1 FROM distlock_leases m WHERE m.name = ANY (p_names) ORDER BY m.name FOR UPDATE;
+    now_t := clock_timestamp();
+    SELECT n.i, m.expires_at INTO busy
+    FROM unnest(p_names) WITH ORDINALITY AS n(name, i)
+    JOIN distlock_leases m ON m.name = n.name
+    WHERE m.token IS NOT NULL AND m.expires_at > now_t
+    ORDER BY n.i LIMIT 1;
+    IF FOUND THEN
+        granted := false;
+        busy_index := busy.i;
+        wait_ms := distlock_ms_until(busy.expires_at, now_t);
+        RETURN;
+    END IF;
+    WITH taken AS (
+        UPDATE distlock_leases m
+        SET token = p_token,
+            expires_at = now_t + p_ttl_ms * interval '1 millisecond',
+            fencing_token = distlock_next_fence(m.fencing_token, now_t)
+        WHERE m.name = ANY (p_names)
+        RETURNING m.name, m.fencing_token
+    )
+    SELECT array_agg(t.fencing_token ORDER BY n.i) INTO fencing_tokens
+    FROM unnest(p_names) WITH ORDINALITY AS n(name, i) JOIN taken t ON t.name = n.name;
+    granted := true;
+    busy_index := 0;
+    wait_ms := 0;
+END
+$$;
+
 INSERT INTO distlock_schema (version) VALUES (2)
 ON CONFLICT (one) DO UPDATE SET version = greatest(distlock_schema.version, excluded.version);

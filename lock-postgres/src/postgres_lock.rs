@@ -1,11 +1,12 @@
 //! `PostgresLock`: the [`Lock`] backend on a PostgreSQL lease table.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use deadpool_postgres::{Object, Pool};
-use lock_core::backend::{Attempt, Handover, Lock, ReleaseWatch};
+use lock_core::backend::{Attempt, Handover, Lock, MultiAttempt, ReleaseWatch};
 use lock_core::{
     Kind, Lease, LockError, Op, TimeoutPhase, Token, check_name, check_ttl, valid_until,
 };
@@ -184,8 +185,7 @@ impl Lock for PostgresLock {
     }
 
     /// Every kind: the mutex, the read-write lock, the semaphore and the fair lock (schema
-    /// version 2, [`MIGRATION`](crate::MIGRATION)). The multi-lock one name after the other
-    /// (the trait's default). Strict fencing tokens per name, `greatest(counter + 1, clock in
+    /// version 2, [`MIGRATION`](crate::MIGRATION)). The multi-lock in one statement. Strict fencing tokens per name, `greatest(counter + 1, clock in
     /// µs)`. Releases announced (`NOTIFY`) when the lock listens, i.e. unless built with
     /// [`announcements(false)`](PostgresLockBuilder::announcements) or from a pool without a
     /// listening configuration.
@@ -195,7 +195,7 @@ impl Lock for PostgresLock {
             .with_read_write()
             .with_semaphore()
             .with_fair()
-            .with_multi(MultiLock::InOrder)
+            .with_multi(MultiLock::Atomic)
             .with_fencing(Fencing::Strict(TokenScale::Clock))
             .with_announcements(self.listener.is_some())
     }
@@ -280,6 +280,21 @@ impl Lock for PostgresLock {
                 kind: other.label(),
             }),
         }
+    }
+
+    /// Every name in one call of `distlock_multi_acquire`, all or none: one round trip, the
+    /// rows locked in one global order (so overlapping multi-locks never deadlock).
+    async fn try_acquire_all(
+        &self,
+        names: &[Arc<str>],
+        token: Token,
+        ttl: Duration,
+    ) -> Result<MultiAttempt, LockError> {
+        for name in names {
+            check_name(name)?;
+        }
+        let ttl_ms = check_ttl(ttl)?;
+        self.try_all_at_once(names, token, ttl_ms).await
     }
 
     /// The permits of the live holders of `name`: one `SELECT sum(permits)`.

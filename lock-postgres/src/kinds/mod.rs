@@ -4,6 +4,7 @@
 //! kind's own release.
 
 mod fair;
+mod multi;
 mod read_write;
 mod semaphore;
 
