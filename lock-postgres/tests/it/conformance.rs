@@ -2,9 +2,11 @@
 //! module, one test each, over `PostgresLock` (the lease table: `table::mutex::...`),
 //! `PostgresAdvisoryLock` (`advisory::...`) and `PostgresLock` behind a real PgBouncer in
 //! transaction mode with prepared statements off (`pgbouncer::...`). What runs comes from the
-//! suite's one list and each lock's capability table: the mutex and the multi-lock (the other
-//! kinds are checked to be refused before any statement); strict fencing tokens and release
-//! announcements (LISTEN/NOTIFY) for the lease table, neither for the advisory mode.
+//! suite's one list and each lock's capability table: every kind for the lease table (the
+//! multi-lock in one statement), the mutex and the multi-lock (one name after the other) for the
+//! advisory mode, whose other kinds are checked to be refused before any statement; strict
+//! fencing tokens and release announcements (LISTEN/NOTIFY) for the lease table, neither for the
+//! advisory mode.
 //!
 //! The checks running at the same time share one throwaway server (`initdb` is slow), each on
 //! names of its own; it is stopped by its PID when the last of them ends.
