@@ -8,8 +8,11 @@ use tokio_postgres::error::SqlState;
 
 pub(crate) const BACKEND: &str = "postgres";
 
-/// The lease table is missing: the source of the [`LockError::Backend`] (not retryable) that a
-/// lock operation returns before the migration was run. The message says how to create it.
+/// The lock's schema is missing or older than this crate needs: a table of it, or one of its
+/// functions (a database migrated to version 1 that is asked for a read-write lock, a semaphore
+/// or a fair lock), does not exist. The source of the [`LockError::Backend`] (not retryable)
+/// that a lock operation returns before the migration was run. The message says how to create
+/// or upgrade it.
 #[derive(Debug)]
 pub struct MissingTable {
     source: tokio_postgres::Error,
@@ -19,9 +22,10 @@ impl fmt::Display for MissingTable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "the lease table `{}` does not exist: run `PostgresLock::migrate()` or the SQL in \
-             `lock_postgres::MIGRATION` once ({})",
+            "the lock's schema (the lease table `{}`, version {}) is missing or older: run \
+             `PostgresLock::migrate()` or the SQL in `lock_postgres::MIGRATION` once ({})",
             crate::TABLE,
+            crate::SCHEMA_VERSION,
             Describe(&self.source)
         )
     }
@@ -93,7 +97,9 @@ impl std::error::Error for PostgresError {
 
 /// Maps a failed statement or connection attempt.
 pub(crate) fn from_pg(err: tokio_postgres::Error, op: Op) -> LockError {
-    if err.code() == Some(&SqlState::UNDEFINED_TABLE) {
+    if err.code() == Some(&SqlState::UNDEFINED_TABLE)
+        || err.code() == Some(&SqlState::UNDEFINED_FUNCTION)
+    {
         return LockError::Backend {
             backend: BACKEND,
             op,
@@ -111,7 +117,7 @@ pub(crate) fn from_pg(err: tokio_postgres::Error, op: Op) -> LockError {
 
 /// Whether the same call can succeed later: I/O trouble, a closed connection, a server starting
 /// up or shutting down, too many connections, a serialization failure or deadlock. Wrong
-/// credentials, missing rights, a missing table and other errors cannot.
+/// credentials, missing rights, a missing table or function and other errors cannot.
 pub(crate) fn retryable(err: &tokio_postgres::Error) -> bool {
     let Some(code) = err.code() else {
         // No SQLSTATE: I/O, a closed connection, a protocol hiccup.

@@ -14,20 +14,40 @@ use tokio_postgres::types::{ToSql, Type};
 
 use crate::error::{BACKEND, timeout};
 use crate::pool::{cancel_query, client};
-use crate::sql::{CHANNEL, RELEASE};
 use crate::statements::{Statements, from_statement, lost_prepared, run};
 
-/// A statement that may grant a lease (acquire, hand-over), with what it needs to run on its
-/// own: owned parameters, and how to tell from its rows whether it granted.
+/// Owned, typed statement parameters: what a statement needs to run in a task of its own.
+pub(crate) type Params = Vec<(Box<dyn ToSql + Send + Sync>, Type)>;
+
+/// One owned, typed parameter.
+pub(crate) fn param(
+    value: impl ToSql + Send + Sync + 'static,
+    ty: Type,
+) -> (Box<dyn ToSql + Send + Sync>, Type) {
+    (Box::new(value), ty)
+}
+
+/// `params` as the statement runner takes them.
+pub(crate) fn borrowed(params: &Params) -> Vec<(&(dyn ToSql + Sync), Type)> {
+    params
+        .iter()
+        .map(|(value, ty)| (&**value as &(dyn ToSql + Sync), ty.clone()))
+        .collect()
+}
+
+/// A statement that may grant a lease (acquire of any kind, hand-over), with what it needs to
+/// run on its own: owned parameters, how to tell from its rows whether it granted, and the
+/// statement that gives back what it granted.
 pub(crate) struct GrantStatement {
     pub(crate) op: Op,
     pub(crate) sql: &'static str,
-    pub(crate) params: Vec<(Box<dyn ToSql + Send + Sync>, Type)>,
+    pub(crate) params: Params,
     /// Whether the rows say the lease was granted.
     pub(crate) granted: fn(&[Row]) -> bool,
-    /// The name and token of the lease it grants, to release it if nobody takes it.
+    /// The lock name, for the logs.
     pub(crate) name: String,
-    pub(crate) token: String,
+    /// Releases the lease it grants (the release of its kind), if nobody takes it.
+    pub(crate) undo: (&'static str, Params),
 }
 
 /// Limits a grant task works within.
@@ -84,11 +104,7 @@ async fn grant_task(pool: Pool, limits: Limits, grant: GrantStatement, answer: A
         return; // the caller is gone before anything was sent
     }
     let started = Instant::now();
-    let params: Vec<(&(dyn ToSql + Sync), Type)> = grant
-        .params
-        .iter()
-        .map(|(value, ty)| (&**value as &(dyn ToSql + Sync), ty.clone()))
-        .collect();
+    let params = borrowed(&grant.params);
     let mut query = Box::pin(run(&client, limits.statements, grant.sql, &params));
     let rows = match tokio::time::timeout(limits.statement, &mut query).await {
         Ok(Ok(rows)) => rows,
@@ -145,24 +161,16 @@ async fn release_orphan(pool: &Pool, limits: Limits, grant: &GrantStatement) {
         );
         return;
     };
+    let (sql, params) = &grant.undo;
+    let params = borrowed(params);
     let released = tokio::time::timeout(
         limits.statement,
-        run(
-            &client,
-            limits.statements,
-            RELEASE,
-            &[
-                (&grant.name, Type::TEXT),
-                (&grant.token, Type::TEXT),
-                (&CHANNEL, Type::TEXT),
-            ],
-        ),
+        run(&client, limits.statements, sql, &params),
     )
     .await;
     match released {
-        Ok(Ok(rows)) => tracing::debug!(
+        Ok(Ok(_)) => tracing::debug!(
             name = grant.name,
-            released = !rows.is_empty(),
             "released the grant of a cancelled or timed-out acquire"
         ),
         Ok(Err(error)) => tracing::warn!(

@@ -2,9 +2,11 @@
 #![forbid(unsafe_code)]
 
 mod advisory;
+mod batch;
 mod config;
 mod error;
 mod grant;
+mod kinds;
 mod listener;
 mod pool;
 mod postgres_lock;
@@ -21,7 +23,7 @@ pub use config::{
 pub use error::{MissingTable, PostgresError};
 pub use lock_core::LockError;
 pub use postgres_lock::PostgresLock;
-pub use sql::{CHANNEL, MIGRATION, TABLE};
+pub use sql::{CHANNEL, MIGRATION, SCHEMA_VERSION, TABLE, TURN_CHANNEL};
 pub use statements::PreparedStatementsUnsupported;
 
 /// The pool crate `PostgresLock` is built on, re-exported so its version always matches.

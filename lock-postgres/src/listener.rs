@@ -1,9 +1,10 @@
 //! One listening connection per `PostgresLock` and tokio runtime that tells waiters when a lock
 //! is released.
 //!
-//! Every release runs `pg_notify('distlock_released', name)` in its own statement, so the
+//! Every release runs `pg_notify('distlock_released', name)` in its own statement (a fair
+//! lock's tells the queue's new head alone: `pg_notify('distlock_turn', token)`), so the
 //! announcement is delivered when (and only if) the release commits. The listener's connection
-//! runs `LISTEN distlock_released` once and hands each notification to the signal of its name,
+//! runs `LISTEN` on both channels once and hands each notification to the signal of its name,
 //! if any waiter of this process watches it: one channel for all names, no `LISTEN` per name.
 //! If the connection drops, a background task connects again, listens again and bumps every
 //! signal, because a release may have been announced while it was away (waiters then simply try
@@ -27,7 +28,8 @@ use tokio::sync::{oneshot, watch};
 use tokio_postgres::{AsyncMessage, NoTls};
 
 use crate::error::{BACKEND, retryable, timeout};
-use crate::sql::{CHANNEL, LISTEN};
+use crate::kinds::TURN_KEY_PREFIX;
+use crate::sql::{CHANNEL, LISTEN, TURN_CHANNEL};
 
 /// How long to wait before connecting again after the listening connection failed.
 const RECONNECT_AFTER: Duration = Duration::from_millis(200);
@@ -277,11 +279,25 @@ async fn connect(
     Ok((client, messages))
 }
 
+/// Hands a notification to the signal it is for: a release to the watchers of the name in its
+/// payload, a fair turn to the watcher of the token in its payload (filed under
+/// [`turn_key`](crate::kinds::turn_key)).
 fn dispatch(names: &Mutex<Names>, message: &AsyncMessage) {
-    if let AsyncMessage::Notification(note) = message
-        && note.channel() == CHANNEL
-        && let Some(entry) = lock(names).get(note.payload())
-    {
+    let AsyncMessage::Notification(note) = message else {
+        return;
+    };
+    let names = lock(names);
+    let entry = if note.channel() == CHANNEL {
+        names.get(note.payload())
+    } else if note.channel() == TURN_CHANNEL {
+        let mut key = String::with_capacity(note.payload().len() + 1);
+        key.push(TURN_KEY_PREFIX);
+        key.push_str(note.payload());
+        names.get(&key)
+    } else {
+        None
+    };
+    if let Some(entry) = entry {
         entry.signal.notify();
     }
 }

@@ -6,17 +6,20 @@ use std::time::Duration;
 use async_trait::async_trait;
 use deadpool_postgres::{Object, Pool};
 use lock_core::backend::{Attempt, Handover, Lock, ReleaseWatch};
-use lock_core::{Lease, LockError, Op, TimeoutPhase, Token, check_name, check_ttl, valid_until};
+use lock_core::{
+    Kind, Lease, LockError, Op, TimeoutPhase, Token, check_name, check_ttl, valid_until,
+};
 use tokio::time::Instant;
 use tokio_postgres::Row;
 use tokio_postgres::types::{ToSql, Type};
 
 use crate::config::PostgresLockBuilder;
 use crate::error::{BACKEND, from_pg, timeout, unexpected};
-use crate::grant::{GrantStatement, Limits, run_grant};
+use crate::grant::{GrantStatement, Limits, borrowed, param, run_grant};
+use crate::kinds::{IN_USE, release_statement, released, turn_key};
 use crate::listener::Listener;
 use crate::pool::{client, discard};
-use crate::sql::{ACQUIRE, CHANNEL, EXTEND, EXTEND_MANY, HAND_OVER, MIGRATION, PING, RELEASE};
+use crate::sql::{ACQUIRE, HAND_OVER, LeaseTable, MIGRATION, PING};
 use crate::statements::{Statements, from_statement, lost_prepared, run};
 
 /// A distributed lock on PostgreSQL (≥ 12): one row per lock name in the lease table
@@ -104,16 +107,18 @@ impl PostgresLock {
         &self.pool
     }
 
-    /// Creates the lease table if it does not exist: runs [`MIGRATION`](crate::MIGRATION).
-    /// Needs the right to create a table in the connection's schema; a user without it runs
-    /// the SQL through their own migration tool instead.
+    /// Creates the lock's schema, or upgrades it in place to
+    /// [`SCHEMA_VERSION`](crate::SCHEMA_VERSION): runs [`MIGRATION`](crate::MIGRATION), in one
+    /// transaction (concurrent migrations take turns). Needs the right to create tables and
+    /// functions in the connection's schema; a user without it runs the SQL through their own
+    /// migration tool instead.
     ///
     /// # Errors
     /// [`LockError::Timeout`] / [`LockError::Backend`] when the database is unreachable, slow,
     /// or refuses (no `CREATE` right).
     ///
     /// # Cancel safety
-    /// Cancel safe: the table is created or not (it is one statement).
+    /// Cancel safe: the schema is created or not (one transaction).
     pub async fn migrate(&self) -> Result<(), LockError> {
         let client = client(&self.pool, self.connect_timeout).await?;
         let started = Instant::now();
@@ -130,7 +135,7 @@ impl PostgresLock {
     }
 
     /// Runs a statement that may grant a lease; see [`run_grant`].
-    async fn grant(&self, grant: GrantStatement) -> Result<Vec<Row>, LockError> {
+    pub(crate) async fn grant(&self, grant: GrantStatement) -> Result<Vec<Row>, LockError> {
         let limits = Limits {
             connect: self.connect_timeout,
             statement: self.statement_timeout,
@@ -142,7 +147,7 @@ impl PostgresLock {
     /// Runs one statement (typed parameters, prepared or not: one round trip) within the
     /// statement timeout, dropping the connection when it timed out, broke, or lost its
     /// prepared statements.
-    async fn query(
+    pub(crate) async fn query(
         &self,
         op: Op,
         sql: &str,
@@ -167,7 +172,7 @@ impl PostgresLock {
     }
 }
 
-fn millis(ms: u64) -> i64 {
+pub(crate) fn millis(ms: u64) -> i64 {
     // check_ttl caps a TTL at 2^53 - 1 ms.
     i64::try_from(ms).unwrap_or(i64::MAX)
 }
@@ -178,15 +183,18 @@ impl Lock for PostgresLock {
         BACKEND
     }
 
-    /// The mutex only: the lease table has one row per name and no layout for readers,
-    /// permits or a queue, so the other kinds are refused before any statement. The
-    /// multi-lock one name after the other (the trait's default). Strict fencing tokens per
-    /// name, `greatest(counter + 1, clock in µs)`. Releases announced (`NOTIFY`) when the lock
-    /// listens, i.e. unless built with [`announcements(false)`](PostgresLockBuilder::announcements)
-    /// or from a pool without a listening configuration.
+    /// Every kind: the mutex, the read-write lock, the semaphore and the fair lock (schema
+    /// version 2, [`MIGRATION`](crate::MIGRATION)). The multi-lock one name after the other
+    /// (the trait's default). Strict fencing tokens per name, `greatest(counter + 1, clock in
+    /// µs)`. Releases announced (`NOTIFY`) when the lock listens, i.e. unless built with
+    /// [`announcements(false)`](PostgresLockBuilder::announcements) or from a pool without a
+    /// listening configuration.
     fn capabilities(&self) -> lock_core::backend::Capabilities {
         use lock_core::backend::{Capabilities, Fencing, MultiLock, TokenScale};
         Capabilities::MUTEX
+            .with_read_write()
+            .with_semaphore()
+            .with_fair()
             .with_multi(MultiLock::InOrder)
             .with_fencing(Fencing::Strict(TokenScale::Clock))
             .with_announcements(self.listener.is_some())
@@ -207,17 +215,13 @@ impl Lock for PostgresLock {
                 op: Op::Acquire,
                 sql: ACQUIRE,
                 params: vec![
-                    (Box::new(name.to_owned()), Type::TEXT),
-                    (Box::new(token.to_hex().as_str().to_owned()), Type::TEXT),
-                    (Box::new(millis(ttl_ms)), Type::INT8),
+                    param(name.to_owned(), Type::TEXT),
+                    param(token.to_hex().as_str().to_owned(), Type::TEXT),
+                    param(millis(ttl_ms), Type::INT8),
                 ],
-                granted: |rows| {
-                    rows.first()
-                        .and_then(|row| row.try_get::<_, bool>(0).ok())
-                        .unwrap_or(false)
-                },
+                granted: crate::kinds::first_is_true,
                 name: name.to_owned(),
-                token: token.to_hex().as_str().to_owned(),
+                undo: release_statement(name, token.to_hex().as_str(), Kind::Mutex),
             })
             .await?;
         let [row] = &rows[..] else {
@@ -250,7 +254,50 @@ impl Lock for PostgresLock {
         }
     }
 
-    /// One `UPDATE … WHERE name = $1 AND token = $2 AND expires_at > clock_timestamp()`.
+    /// Every kind, each one statement: the mutex through [`Lock::try_acquire`], the others
+    /// through one call of their function (`distlock_read_acquire`, `distlock_write_acquire`,
+    /// `distlock_semaphore_acquire`, `distlock_fair_acquire`; see `sql/migration.sql`).
+    async fn try_acquire_kind(
+        &self,
+        name: &str,
+        kind: Kind,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        check_name(name)?;
+        let ttl_ms = check_ttl(ttl)?;
+        match kind {
+            Kind::Mutex => self.try_acquire(name, token, ttl).await,
+            Kind::Read { .. } | Kind::Write { .. } => {
+                self.try_read_write(name, kind, token, ttl_ms).await
+            }
+            Kind::Semaphore { permits, max } => {
+                self.try_semaphore(name, permits, max, token, ttl_ms).await
+            }
+            Kind::Fair { queued } => self.try_fair(name, queued, token, ttl_ms).await,
+            other => Err(LockError::Unsupported {
+                backend: BACKEND,
+                kind: other.label(),
+            }),
+        }
+    }
+
+    /// The permits of the live holders of `name`: one `SELECT sum(permits)`.
+    async fn permits_in_use(&self, name: &str) -> Result<u32, LockError> {
+        check_name(name)?;
+        let rows = self
+            .query(Op::Acquire, IN_USE, &[(&name, Type::TEXT)])
+            .await?;
+        let used: i64 = rows
+            .first()
+            .ok_or_else(|| unexpected(Op::Acquire, "no row from the permit count"))?
+            .try_get(0)
+            .map_err(|e| unexpected(Op::Acquire, e))?;
+        Ok(u32::try_from(used).unwrap_or(u32::MAX))
+    }
+
+    /// One `UPDATE … WHERE name = $1 AND token = $2 AND expires_at > clock_timestamp()` of the
+    /// table the lease's kind lives in: its own row, no other holder's expiry moves.
     async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
         let ttl_ms = check_ttl(ttl)?;
         let started = Instant::now();
@@ -258,7 +305,7 @@ impl Lock for PostgresLock {
         let rows = self
             .query(
                 Op::Extend,
-                EXTEND,
+                LeaseTable::of(lease.kind()).extend(),
                 &[
                     (&lease.name(), Type::TEXT),
                     (&hex.as_str(), Type::TEXT),
@@ -269,9 +316,11 @@ impl Lock for PostgresLock {
         Ok((!rows.is_empty()).then(|| valid_until(started, Duration::from_millis(ttl_ms))))
     }
 
-    /// Every lease in one `UPDATE … FROM unnest(…)` statement (`sql::EXTEND_MANY`), answering
-    /// for each as [`Lock::extend`] does. A TTL out of range fails that lease alone; a failing
-    /// statement fails every lease of the batch with the same error (the renewal retries them).
+    /// The leases of each table in one `UPDATE … FROM unnest(…)` statement (one for the mutex
+    /// and fair leases, one for writers, readers, semaphore holders: only those present),
+    /// answering for each as [`Lock::extend`] does. A TTL out of range fails that lease alone;
+    /// a failing statement fails every lease of its table with the same error (the renewal
+    /// retries them).
     ///
     /// # Cancel safety
     /// Cancel safe: each lease is left unchanged or extended.
@@ -279,66 +328,7 @@ impl Lock for PostgresLock {
         &self,
         leases: &[(Lease, Duration)],
     ) -> Vec<Result<Option<Instant>, LockError>> {
-        let checked: Vec<Result<u64, LockError>> =
-            leases.iter().map(|(_, ttl)| check_ttl(*ttl)).collect();
-        let (mut names, mut tokens, mut ttls) = (Vec::new(), Vec::new(), Vec::new());
-        for ((lease, _), ttl_ms) in leases.iter().zip(&checked) {
-            if let Ok(ttl_ms) = ttl_ms {
-                names.push(lease.name().to_owned());
-                tokens.push(lease.token().to_hex().as_str().to_owned());
-                ttls.push(millis(*ttl_ms));
-            }
-        }
-        let started = Instant::now();
-        let answer = if names.is_empty() {
-            Ok(Vec::new())
-        } else {
-            self.query(
-                Op::Extend,
-                EXTEND_MANY,
-                &[
-                    (&names, Type::TEXT_ARRAY),
-                    (&tokens, Type::TEXT_ARRAY),
-                    (&ttls, Type::INT8_ARRAY),
-                ],
-            )
-            .await
-        };
-        // The failure, as its text and whether trying again may succeed (`LockError` is not
-        // `Clone`: each lease gets an error of its own saying the same).
-        let extended: Result<std::collections::HashSet<(String, String)>, (String, bool)> =
-            match answer {
-                Ok(rows) => rows
-                    .iter()
-                    .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
-                    .collect::<Result<_, tokio_postgres::Error>>()
-                    .map_err(|e| (e.to_string(), false)),
-                Err(error) => Err((error.to_string(), error.is_retryable())),
-            };
-        leases
-            .iter()
-            .zip(checked)
-            .map(|((lease, _), ttl_ms)| {
-                let ttl_ms = ttl_ms?;
-                match &extended {
-                    Ok(extended) => {
-                        let key = (
-                            lease.name().to_owned(),
-                            lease.token().to_hex().as_str().to_owned(),
-                        );
-                        Ok(extended
-                            .contains(&key)
-                            .then(|| valid_until(started, Duration::from_millis(ttl_ms))))
-                    }
-                    Err((reason, retryable)) => Err(LockError::Backend {
-                        backend: BACKEND,
-                        op: Op::Extend,
-                        retryable: *retryable,
-                        source: format!("extending a batch of leases failed: {reason}").into(),
-                    }),
-                }
-            })
-            .collect()
+        crate::batch::extend_many(self, leases).await
     }
 
     /// One `UPDATE` (token, expiry, next fencing token) if the lease is still ours.
@@ -356,17 +346,14 @@ impl Lock for PostgresLock {
                 op: Op::Acquire,
                 sql: HAND_OVER,
                 params: vec![
-                    (Box::new(lease.name().to_owned()), Type::TEXT),
-                    (
-                        Box::new(lease.token().to_hex().as_str().to_owned()),
-                        Type::TEXT,
-                    ),
-                    (Box::new(to_hex.clone()), Type::TEXT),
-                    (Box::new(millis(ttl_ms)), Type::INT8),
+                    param(lease.name().to_owned(), Type::TEXT),
+                    param(lease.token().to_hex().as_str().to_owned(), Type::TEXT),
+                    param(to_hex.clone(), Type::TEXT),
+                    param(millis(ttl_ms), Type::INT8),
                 ],
                 granted: |rows| !rows.is_empty(),
                 name: lease.name().to_owned(),
-                token: to_hex,
+                undo: release_statement(lease.name(), &to_hex, Kind::Mutex),
             })
             .await?;
         let Some(row) = rows.first() else {
@@ -382,21 +369,15 @@ impl Lock for PostgresLock {
         )))
     }
 
-    /// One `UPDATE … RETURNING` with `pg_notify` on the released row, in one statement.
+    /// One statement of the lease's kind, announcing with `pg_notify` in the same statement:
+    /// the mutex's `UPDATE … RETURNING`, a semaphore holder's `DELETE`, or one call of
+    /// `distlock_rw_release` / `distlock_fair_release` (which also withdraw a waiting writer's
+    /// record or a fair waiter's place).
     async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
-        let hex = lease.token().to_hex();
-        let rows = self
-            .query(
-                Op::Release,
-                RELEASE,
-                &[
-                    (&lease.name(), Type::TEXT),
-                    (&hex.as_str(), Type::TEXT),
-                    (&CHANNEL, Type::TEXT),
-                ],
-            )
-            .await?;
-        Ok(!rows.is_empty())
+        let (sql, params) =
+            release_statement(lease.name(), lease.token().to_hex().as_str(), lease.kind());
+        let rows = self.query(Op::Release, sql, &borrowed(&params)).await?;
+        Ok(released(lease.kind(), &rows))
     }
 
     /// Subscribes to the releases of `name` on the lock's shared listening connection (one per
@@ -404,6 +385,21 @@ impl Lock for PostgresLock {
     async fn watch(&self, name: &str) -> Result<Option<ReleaseWatch>, LockError> {
         match &self.listener {
             Some(listener) => listener.watch(name).await.map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Subscribes to the turn of the fair waiter `token` on the shared listening connection: a
+    /// fair release tells the queue's new head alone (`pg_notify('distlock_turn', token)`), so
+    /// the other waiters sleep on. `None` with announcements off.
+    async fn watch_turn(
+        &self,
+        name: &str,
+        token: &Token,
+    ) -> Result<Option<ReleaseWatch>, LockError> {
+        let _ = name;
+        match &self.listener {
+            Some(listener) => listener.watch(&turn_key(token)).await.map(Some),
             None => Ok(None),
         }
     }

@@ -3,17 +3,30 @@
 //! Every statement takes the lock name and tokens as bind parameters (never spliced into the
 //! text) and reads time only from the server's clock (`clock_timestamp()`).
 
+use lock_core::Kind;
+
 /// The table every lease lives in.
 pub const TABLE: &str = "distlock_leases";
 
 /// The channel every release is announced on (`pg_notify(CHANNEL, name)`).
 pub const CHANNEL: &str = "distlock_released";
 
-/// The migration that creates the lease table: run it once per database, before the first lock
-/// operation, yourself (with your migration tool) or through
-/// [`PostgresLock::migrate`](crate::PostgresLock::migrate). It is idempotent.
+/// The channel a fair lock's release tells the queue's new head on
+/// (`pg_notify(TURN_CHANNEL, head's token)`): only that waiter wakes.
+pub const TURN_CHANNEL: &str = "distlock_turn";
+
+/// The version of the schema [`MIGRATION`] creates, recorded in the table `distlock_schema`.
+/// Version 1 was the lease table alone; version 2 adds the read-write lock, the semaphore and
+/// the fair lock.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The migration that creates (or upgrades) the lock's schema: run it once per database, before
+/// the first lock operation, yourself (with your migration tool) or through
+/// [`PostgresLock::migrate`](crate::PostgresLock::migrate). It is idempotent, and upgrades a
+/// database of an earlier version in place: existing tables and the leases in them are kept.
+/// Its text is `lock-postgres/sql/migration.sql`, commented table by table.
 ///
-/// One row per lock name ever taken:
+/// The mutex lives in one row per lock name ever taken, in `distlock_leases`:
 ///
 /// | column | type | meaning |
 /// |---|---|---|
@@ -23,14 +36,11 @@ pub const CHANNEL: &str = "distlock_released";
 /// | `expires_at` | `timestamptz` | when the holder's lease ends, on the server's clock |
 ///
 /// A released row is kept (token null) so the name's next fencing token follows its last one;
-/// deleting free rows is safe (see the crate docs on fencing).
-pub const MIGRATION: &str = "\
-CREATE TABLE IF NOT EXISTS distlock_leases (
-    name          text        PRIMARY KEY,
-    token         text,
-    fencing_token bigint      NOT NULL,
-    expires_at    timestamptz NOT NULL
-)";
+/// deleting free rows is safe (see the crate docs on fencing). The read-write lock, the
+/// semaphore and the fair queue have tables of their own (`distlock_rw`, `distlock_rw_readers`,
+/// `distlock_rw_waiting`, `distlock_semaphores`, `distlock_permits`, `distlock_fair_queue`) and
+/// one PL/pgSQL function per operation that must decide on several rows at once.
+pub const MIGRATION: &str = include_str!("../sql/migration.sql");
 
 /// Try once to take `$1` with token `$2` for `$3` ms: insert the row, or take over a row that
 /// is released or expired; a held row is rewritten unchanged, so exactly one row comes back.
@@ -50,22 +60,96 @@ ON CONFLICT (name) DO UPDATE SET
 RETURNING l.token = $2, l.fencing_token,
     greatest(0, ceil(extract(epoch FROM l.expires_at - clock_timestamp()) * 1000))::int8";
 
-/// Extend `$1` held by `$2` to `$3` ms from now, if its lease has not ended.
-pub(crate) const EXTEND: &str = "\
-UPDATE distlock_leases SET expires_at = clock_timestamp() + $3 * interval '1 millisecond'
-WHERE name = $1 AND token = $2 AND expires_at > clock_timestamp()
-RETURNING 1";
+/// Extend the lease `$2` of `$1` in `$table` (its token in column `$token`) to `$3` ms from
+/// now, if it has not ended: that lease's own row, no other holder's expiry moves.
+macro_rules! extend_one {
+    ($table:literal, $token:literal) => {
+        concat!(
+            "UPDATE ",
+            $table,
+            " SET expires_at = clock_timestamp() + $3 * interval '1 millisecond'\n",
+            "WHERE name = $1 AND ",
+            $token,
+            " = $2 AND expires_at > clock_timestamp()\n",
+            "RETURNING 1"
+        )
+    };
+}
 
-/// Extend many leases in one statement: the `i`-th of names `$1`, tokens `$2` to `$3[i]` ms
-/// from now, each only if its lease has not ended. Returns the (name, token) of each lease
-/// extended. (The watchdog renews every lease due at one moment through it: 10,000 held
+/// Extend many leases of `$table` in one statement: the `i`-th of names `$1`, tokens `$2` to
+/// `$3[i]` ms from now, each only if its lease has not ended. Returns the (name, token) of each
+/// lease extended. (The watchdog renews every lease due at one moment through it: 10,000 held
 /// leases cost a handful of statements per period, not 10,000.)
-pub(crate) const EXTEND_MANY: &str = "\
-UPDATE distlock_leases AS l
-SET expires_at = clock_timestamp() + x.ttl_ms * interval '1 millisecond'
-FROM unnest($1::text[], $2::text[], $3::int8[]) AS x(name, token, ttl_ms)
-WHERE l.name = x.name AND l.token = x.token AND l.expires_at > clock_timestamp()
-RETURNING l.name, l.token";
+macro_rules! extend_many {
+    ($table:literal, $token:literal) => {
+        concat!(
+            "UPDATE ",
+            $table,
+            " AS l\n",
+            "SET expires_at = clock_timestamp() + x.ttl_ms * interval '1 millisecond'\n",
+            "FROM unnest($1::text[], $2::text[], $3::int8[]) AS x(name, token, ttl_ms)\n",
+            "WHERE l.name = x.name AND l.",
+            $token,
+            " = x.token AND l.expires_at > clock_timestamp()\n",
+            "RETURNING l.name, l.",
+            $token
+        )
+    };
+}
+
+/// The table a lease of each kind lives in, so extends (one or a batch) go to the right one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum LeaseTable {
+    /// `distlock_leases`: the mutex and the fair lock.
+    Leases,
+    /// `distlock_rw`: the writer of a read-write lock.
+    Writers,
+    /// `distlock_rw_readers`: its readers.
+    Readers,
+    /// `distlock_permits`: a semaphore's holders.
+    Permits,
+}
+
+impl LeaseTable {
+    /// Every table, in the order a batch extends them.
+    pub(crate) const ALL: [LeaseTable; 4] = [
+        LeaseTable::Leases,
+        LeaseTable::Writers,
+        LeaseTable::Readers,
+        LeaseTable::Permits,
+    ];
+
+    /// Where a lease of `kind` lives.
+    pub(crate) fn of(kind: Kind) -> Self {
+        match kind {
+            Kind::Read { .. } => Self::Readers,
+            Kind::Write { .. } => Self::Writers,
+            Kind::Semaphore { .. } => Self::Permits,
+            _ => Self::Leases,
+        }
+    }
+
+    /// Extend one lease: `$1` name, `$2` token, `$3` TTL in ms; a row when extended.
+    pub(crate) fn extend(self) -> &'static str {
+        match self {
+            Self::Leases => extend_one!("distlock_leases", "token"),
+            Self::Writers => extend_one!("distlock_rw", "writer"),
+            Self::Readers => extend_one!("distlock_rw_readers", "token"),
+            Self::Permits => extend_one!("distlock_permits", "token"),
+        }
+    }
+
+    /// Extend a batch: `$1` names, `$2` tokens, `$3` TTLs in ms; a (name, token) row for each
+    /// lease extended.
+    pub(crate) fn extend_many(self) -> &'static str {
+        match self {
+            Self::Leases => extend_many!("distlock_leases", "token"),
+            Self::Writers => extend_many!("distlock_rw", "writer"),
+            Self::Readers => extend_many!("distlock_rw_readers", "token"),
+            Self::Permits => extend_many!("distlock_permits", "token"),
+        }
+    }
+}
 
 /// Release `$1` held by `$2`, if its lease has not ended, and announce it on `$3` in the same
 /// transaction (delivered when it commits). The row stays, token null, for the fencing counter.
@@ -90,8 +174,8 @@ RETURNING fencing_token";
 /// The connectivity check.
 pub(crate) const PING: &str = "SELECT 1";
 
-/// `LISTEN` on the release channel.
-pub(crate) const LISTEN: &str = "LISTEN distlock_released";
+/// `LISTEN` on the release and turn channels (one simple query, one round trip).
+pub(crate) const LISTEN: &str = "LISTEN distlock_released; LISTEN distlock_turn";
 
 /// Advisory mode: try to take the session lock `$1` and, only if taken, set the session's
 /// `idle_session_timeout` to `$2` ms, in one statement. `MATERIALIZED` makes the lock call run

@@ -80,7 +80,7 @@ async fn many_waiters_of_many_names_share_one_listener() {
     for _ in 0..200 {
         listeners = client
             .query_one(
-                "SELECT count(*) FROM pg_stat_activity WHERE query = 'LISTEN distlock_released'",
+                "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN distlock_released%'",
                 &[],
             )
             .await
@@ -112,7 +112,7 @@ async fn the_listener_reconnects_after_its_connection_is_killed() {
     let listener_pids = || async {
         client
             .query(
-                "SELECT pid FROM pg_stat_activity WHERE query = 'LISTEN distlock_released'",
+                "SELECT pid FROM pg_stat_activity WHERE query LIKE 'LISTEN distlock_released%'",
                 &[],
             )
             .await

@@ -1,0 +1,68 @@
+//! The read-write lock: the writer and the last write's fencing token in `distlock_rw` (one row
+//! per name, the anchor), a row per reader in `distlock_rw_readers` and a record per waiting
+//! writer in `distlock_rw_waiting`.
+
+use std::time::Duration;
+
+use lock_core::backend::Attempt;
+use lock_core::{Kind, LockError, Op, Token, valid_until};
+use tokio::time::Instant;
+use tokio_postgres::types::Type;
+
+use super::{attempt, first_is_true, release_statement};
+use crate::PostgresLock;
+use crate::grant::{GrantStatement, param};
+
+/// `distlock_read_acquire(name, token, ttl_ms, writer_preference)`.
+const READ_ACQUIRE: &str =
+    "SELECT granted, fencing_token, wait_ms FROM distlock_read_acquire($1, $2, $3, $4)";
+
+/// `distlock_write_acquire(name, token, ttl_ms, writer_preference)`.
+const WRITE_ACQUIRE: &str =
+    "SELECT granted, fencing_token, wait_ms FROM distlock_write_acquire($1, $2, $3, $4)";
+
+/// `distlock_rw_release(name, token, writer, channel)`: a reader's or the writer's release, or
+/// a waiting writer's withdrawal; `true` when the lease was ours.
+pub(crate) const RW_RELEASE: &str = "SELECT distlock_rw_release($1, $2, $3, $4)";
+
+impl PostgresLock {
+    /// One attempt at a reader's share ([`Kind::Read`]) or the writer's lock of `name`: one
+    /// call of `distlock_read_acquire` / `distlock_write_acquire`.
+    pub(crate) async fn try_read_write(
+        &self,
+        name: &str,
+        kind: Kind,
+        token: Token,
+        ttl_ms: u64,
+    ) -> Result<Attempt, LockError> {
+        let (sql, preference) = match kind {
+            Kind::Read { writer_preference } => (READ_ACQUIRE, writer_preference),
+            Kind::Write { writer_preference } => (WRITE_ACQUIRE, writer_preference),
+            other => {
+                return Err(LockError::Unsupported {
+                    backend: crate::error::BACKEND,
+                    kind: other.label(),
+                });
+            }
+        };
+        let hex = token.to_hex().as_str().to_owned();
+        let started = Instant::now();
+        let rows = self
+            .grant(GrantStatement {
+                op: Op::Acquire,
+                sql,
+                params: vec![
+                    param(name.to_owned(), Type::TEXT),
+                    param(hex.clone(), Type::TEXT),
+                    param(crate::postgres_lock::millis(ttl_ms), Type::INT8),
+                    param(preference, Type::BOOL),
+                ],
+                granted: first_is_true,
+                name: name.to_owned(),
+                undo: release_statement(name, &hex, kind),
+            })
+            .await?;
+        let valid = valid_until(started, Duration::from_millis(ttl_ms));
+        attempt(&rows, name, kind, token, valid)
+    }
+}
