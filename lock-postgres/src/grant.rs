@@ -1,6 +1,8 @@
 //! The statements that may grant a lease (acquire, hand-over), run so that a grant outlives its
 //! caller: a lease granted to a caller that is gone (dropped, or timed out before the answer)
-//! is released, after the grant, never before it.
+//! is released, after the grant, never before it. The same holds for what a busy attempt
+//! records (a waiting writer, a fair waiter's place in the queue): it is withdrawn after the
+//! statement that recorded it, never before.
 
 use std::time::Duration;
 
@@ -36,14 +38,18 @@ pub(crate) fn borrowed(params: &Params) -> Vec<(&(dyn ToSql + Sync), Type)> {
 }
 
 /// A statement that may grant a lease (acquire of any kind, hand-over), with what it needs to
-/// run on its own: owned parameters, how to tell from its rows whether it granted, and the
-/// statement that gives back what it granted.
+/// run on its own: owned parameters, how to tell from its rows whether it left something behind,
+/// and the statement that gives that back.
 pub(crate) struct GrantStatement {
     pub(crate) op: Op,
     pub(crate) sql: &'static str,
     pub(crate) params: Params,
-    /// Whether the rows say the lease was granted.
-    pub(crate) granted: fn(&[Row]) -> bool,
+    /// Whether the rows say the statement left something its caller must give back: a lease
+    /// granted or, for a kind that records its waiters ([`Kind::records_waiter`]), the record
+    /// of a busy attempt.
+    ///
+    /// [`Kind::records_waiter`]: lock_core::Kind::records_waiter
+    pub(crate) left_behind: fn(&[Row]) -> bool,
     /// The lock name, for the logs.
     pub(crate) name: String,
     /// Releases the lease it grants (the release of its kind), if nobody takes it.
@@ -127,7 +133,7 @@ async fn grant_task(pool: Pool, limits: Limits, grant: GrantStatement, answer: A
             match late {
                 Ok(Ok(rows)) => {
                     drop(client); // answered: back to the pool, in a known state
-                    if (grant.granted)(&rows) {
+                    if (grant.left_behind)(&rows) {
                         release_orphan(&pool, limits, &grant).await;
                     }
                 }
@@ -145,14 +151,14 @@ async fn grant_task(pool: Pool, limits: Limits, grant: GrantStatement, answer: A
     drop(query);
     drop(client);
     if let Err(Ok(rows)) = answer.send(Ok(rows))
-        && (grant.granted)(&rows)
+        && (grant.left_behind)(&rows)
     {
         release_orphan(&pool, limits, &grant).await;
     }
 }
 
-/// Releases a lease granted to a caller that is gone. The grant has been answered, so it is
-/// committed: any connection will do.
+/// Releases a lease granted to a caller that is gone, or withdraws the waiter's record its busy
+/// attempt left. The statement has been answered, so it is committed: any connection will do.
 async fn release_orphan(pool: &Pool, limits: Limits, grant: &GrantStatement) {
     let Ok(Ok(client)) = tokio::time::timeout(limits.connect, pool.get()).await else {
         tracing::warn!(

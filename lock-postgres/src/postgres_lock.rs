@@ -219,7 +219,7 @@ impl Lock for PostgresLock {
                     param(token.to_hex().as_str().to_owned(), Type::TEXT),
                     param(millis(ttl_ms), Type::INT8),
                 ],
-                granted: crate::kinds::first_is_true,
+                left_behind: crate::kinds::first_is_true,
                 name: name.to_owned(),
                 undo: release_statement(name, token.to_hex().as_str(), Kind::Mutex),
             })
@@ -351,7 +351,7 @@ impl Lock for PostgresLock {
                     param(to_hex.clone(), Type::TEXT),
                     param(millis(ttl_ms), Type::INT8),
                 ],
-                granted: |rows| !rows.is_empty(),
+                left_behind: |rows| !rows.is_empty(),
                 name: lease.name().to_owned(),
                 undo: release_statement(lease.name(), &to_hex, Kind::Mutex),
             })

@@ -9,7 +9,7 @@ use lock_core::{Kind, LockError, Op, Token, fair_entry_ttl, valid_until};
 use tokio::time::Instant;
 use tokio_postgres::types::Type;
 
-use super::{attempt, first_is_true, release_statement};
+use super::{attempt, left_behind, release_statement};
 use crate::PostgresLock;
 use crate::grant::{GrantStatement, param};
 
@@ -62,7 +62,7 @@ impl PostgresLock {
                     param(crate::postgres_lock::millis(ttl_ms), Type::INT8),
                     param(crate::postgres_lock::millis(entry_ms), Type::INT8),
                 ],
-                granted: first_is_true,
+                left_behind: left_behind(kind),
                 name: name.to_owned(),
                 undo: release_statement(name, &hex, kind),
             })

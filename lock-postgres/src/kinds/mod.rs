@@ -65,6 +65,19 @@ pub(crate) fn first_is_true(rows: &[Row]) -> bool {
         .unwrap_or(false)
 }
 
+/// How to tell whether an acquire of `kind` left something behind (see
+/// [`GrantStatement::left_behind`](crate::grant::GrantStatement::left_behind)): for a kind that
+/// records its waiters, every answer does (a grant, or the record of a busy attempt), so a
+/// caller that is gone has its record withdrawn after the statement, never before it; for the
+/// others, a grant.
+pub(crate) fn left_behind(kind: Kind) -> fn(&[Row]) -> bool {
+    if kind.records_waiter() {
+        |_| true
+    } else {
+        first_is_true
+    }
+}
+
 /// The attempt a grant function's row `(granted, fencing_token, wait_ms)` says: a lease of
 /// `kind` valid until `valid`, or busy for `wait_ms` (every holder on this schema is a distlock
 /// holder, whose release is announced).

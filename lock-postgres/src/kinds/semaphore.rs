@@ -64,7 +64,7 @@ impl PostgresLock {
                     param(count(max), Type::INT4),
                     param(crate::postgres_lock::millis(ttl_ms), Type::INT8),
                 ],
-                granted,
+                left_behind: granted,
                 name: name.to_owned(),
                 undo: release_statement(name, &hex, kind),
             })
