@@ -51,6 +51,30 @@ pub struct Record {
     pub event: Event,
 }
 
+/// What a grant lets its holder share, for the checker.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Held {
+    /// Alone: a mutex, the write lock of a read-write lock, a fair lock.
+    #[default]
+    Exclusive,
+    /// A reader's share of a read-write lock: beside other readers, never beside an
+    /// exclusive holder.
+    Read,
+    /// One permit of a semaphore of `max` permits: at most `max` holders at once.
+    Permit {
+        /// The semaphore's permits.
+        max: u32,
+    },
+}
+
+impl Held {
+    /// Whether the grant excludes every other holder.
+    pub fn is_exclusive(&self) -> bool {
+        *self == Held::Exclusive
+    }
+}
+
 /// What a worker or the runner recorded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -70,6 +94,9 @@ pub enum Event {
         valid_until_ns: u64,
         /// How far each renewal moves `valid_until` (the locker's lease).
         lease_ns: u64,
+        /// What the grant shares; absent (exclusive) in the histories of mutex runs.
+        #[serde(default, skip_serializing_if = "Held::is_exclusive")]
+        held: Held,
     },
     /// An acquire gave up or failed.
     AcquireFailed {

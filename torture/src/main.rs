@@ -95,11 +95,12 @@ fn main() -> ExitCode {
         for s in &scenarios {
             let e = &s.expected;
             println!(
-                "{:28} {}\n{:28} expected: overlaps {}, stale writes accepted {}, stale writes rejected {}, recovery ≤ {:?}\n{:28} why: {}\n",
+                "{:28} {}\n{:28} expected: overlaps {}, over permits {}, stale writes accepted {}, stale writes rejected {}, recovery ≤ {:?}\n{:28} why: {}\n",
                 s.name,
                 s.fault,
                 "",
                 e.overlaps,
+                e.over_permits,
                 e.stale_accepted,
                 e.stale_rejected,
                 e.recovery_within,

@@ -56,6 +56,18 @@ pub fn report_table(r: &Report, e: &Expected) -> Table {
     );
     judged(
         &mut t,
+        "semaphore grants beyond its permits",
+        e.over_permits,
+        r.over_permits,
+        String::new(),
+    );
+    info(
+        &mut t,
+        "most shared holders at once (readers, permit holders)",
+        r.most_shared.to_string(),
+    );
+    judged(
+        &mut t,
         "stale writes accepted (history)",
         e.stale_accepted,
         r.stale_accepted,
@@ -135,6 +147,7 @@ pub fn summary_table(outcomes: &[Outcome]) -> Table {
         "fault",
         "expected",
         "overlaps",
+        "over permits",
         "stale accepted",
         "stale rejected",
         "slowest recovery",
@@ -147,13 +160,15 @@ pub fn summary_table(outcomes: &[Outcome]) -> Table {
             o.scenario.name.to_owned(),
             o.scenario.fault.to_owned(),
             format!(
-                "overlaps {}, stale accepted {}, stale rejected {}, recovery ≤ {}",
+                "overlaps {}, over permits {}, stale accepted {}, stale rejected {}, recovery ≤ {}",
                 e.overlaps,
+                e.over_permits,
                 e.stale_accepted,
                 e.stale_rejected,
                 ms(e.recovery_within)
             ),
             r.overlaps.len().to_string(),
+            r.over_permits.to_string(),
             (r.stale_accepted + r.stale_accepted_in_log).to_string(),
             r.stale_rejected.to_string(),
             match r.slowest_recovery() {

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::checker::Report;
 use crate::schedule::{Net, Step, Target};
+use crate::worker::Workload;
 
 /// What a scenario runs against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,8 +55,10 @@ impl fmt::Display for Bound {
 /// A scenario's verdict, fixed before it runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Expected {
-    /// Overlapping critical sections.
+    /// Overlapping critical sections (an exclusive holder beside anyone).
     pub overlaps: Bound,
+    /// Semaphore grants beyond its permits.
+    pub over_permits: Bound,
     /// Stale writes the resource accepted (history and resource log): always zero.
     pub stale_accepted: Bound,
     /// Stale writes the resource rejected.
@@ -75,6 +78,7 @@ impl Expected {
     fn exclusion(ttl: Duration, why: &'static str) -> Expected {
         Expected {
             overlaps: Bound::Zero,
+            over_permits: Bound::Zero,
             stale_accepted: Bound::Zero,
             stale_rejected: Bound::Any,
             token_regressions: Bound::Zero,
@@ -89,6 +93,7 @@ impl Expected {
     fn fenced_only(ttl: Duration, why: &'static str) -> Expected {
         Expected {
             overlaps: Bound::Any,
+            over_permits: Bound::Any,
             ..Expected::exclusion(ttl, why)
         }
     }
@@ -105,6 +110,11 @@ impl Expected {
             "overlapping critical sections",
             self.overlaps,
             report.overlaps.len(),
+        );
+        expect(
+            "semaphore grants beyond its permits",
+            self.over_permits,
+            report.over_permits,
         );
         expect(
             "stale writes accepted (history)",
@@ -165,6 +175,8 @@ pub struct Scenario {
     pub fault: &'static str,
     /// What it runs against.
     pub topology: Topology,
+    /// The kind of lock the workers take.
+    pub workload: Workload,
     /// Worker processes.
     pub workers: u32,
     /// The lease (renewed every third of it while held).
@@ -200,6 +212,7 @@ fn base(name: &'static str, fault: &'static str, cycle: Vec<Step>, expected: Exp
         name,
         fault,
         topology: Topology::Single,
+        workload: Workload::Mutex,
         workers: 3,
         ttl: TTL,
         hold: (ms(50), ms(150)),
@@ -231,6 +244,9 @@ pub fn all() -> Vec<Scenario> {
         pg_holder_pause(),
         pg_terminate_backends(),
         pg_worker_partition(),
+        pg_kinds(Workload::ReadWrite { write_percent: 30 }),
+        pg_kinds(Workload::Semaphore { max: 2 }),
+        pg_kinds(Workload::Fair),
     ]
 }
 
@@ -568,6 +584,75 @@ pub fn pg_worker_partition() -> Scenario {
     scenario.name = "pg-partition";
     scenario.fault = "the holder partitioned from PostgreSQL for 2 s (lease 1 s)";
     postgres(scenario)
+}
+
+/// The lock kinds on the lease table — read-write, semaphore, fair — under the faults of the
+/// mutex's PostgreSQL scenarios, one after the other in each cycle: an immediate shutdown and
+/// restart, `pg_terminate_backend` on every worker session, and a holder paused past its
+/// lease. 4 workers for the shared kinds (30 % writers; 2 permits), 3 for the fair lock.
+pub fn pg_kinds(workload: Workload) -> Scenario {
+    let (name, fault, workers) = match workload {
+        Workload::ReadWrite { .. } => (
+            "pg-read-write",
+            "read-write lock (30 % writes): immediate restart, terminated backends, paused holder",
+            4,
+        ),
+        Workload::Semaphore { .. } => (
+            "pg-semaphore",
+            "semaphore of 2 permits: immediate restart, terminated backends, paused holder",
+            4,
+        ),
+        Workload::Fair | Workload::Mutex => (
+            "pg-fair",
+            "fair lock: immediate restart, terminated backends, paused holder",
+            3,
+        ),
+    };
+    // A successor's write shows that a paused writer's lease ended; permit holders write
+    // nothing, so the semaphore's cycle waits for the paused lease to run out instead.
+    let after_pause = match workload {
+        Workload::Semaphore { .. } => Step::Sleep(ms(500)),
+        _ => Step::AwaitNewerWrite,
+    };
+    let expected = Expected::exclusion(
+        TTL,
+        "every kind's grant is a committed row with a server-clock expiry: a restart keeps it, a \
+         killed session does not end it, and a paused holder's lease runs out before anyone \
+         takes its place; a writer or fair holder's late write carries an older token",
+    );
+    Scenario {
+        workload,
+        workers,
+        hold: (ms(150), ms(400)),
+        short: Duration::from_secs(12),
+        ..postgres(base(
+            name,
+            fault,
+            vec![
+                Step::StopPostgres { fast: false },
+                Step::Sleep(ms(300)),
+                Step::StartPostgres,
+                Step::Sleep(ms(1_500)),
+                Step::AwaitGrant,
+                Step::TerminateBackends,
+                Step::Sleep(ms(1_500)),
+                Step::AwaitGrant,
+                Step::PauseHolder,
+                Step::Sleep(TTL + ms(200)),
+                after_pause,
+                Step::ResumeHolder,
+                Step::Sleep(ms(1_000)),
+            ],
+            match workload {
+                // Every fair grant writes: the resumed holder's write is always stale.
+                Workload::Fair => Expected {
+                    stale_rejected: Bound::AtLeastOne,
+                    ..expected
+                },
+                _ => expected,
+            },
+        ))
+    }
 }
 
 impl Scenario {

@@ -1,6 +1,7 @@
 //! The checker: reads a run's merged history (and the resource's own record) and reports
-//! overlapping critical sections, stale writes accepted and rejected, fencing-token order,
-//! lost updates, renewals after a release and the time to recover after each fault.
+//! overlapping critical sections (an exclusive holder beside anyone), more semaphore permit
+//! holders at once than permits, stale writes accepted and rejected, fencing-token order, lost
+//! updates, renewals after a release and the time to recover after each fault.
 //!
 //! It judges only from what was recorded; whether a figure is acceptable is the scenario's
 //! [`Expected`](crate::scenario::Expected) verdict, written before the run.
@@ -39,8 +40,14 @@ pub struct Report {
     pub grants: usize,
     /// Acquires that gave up or failed.
     pub acquire_failures: usize,
-    /// Critical sections open at once.
+    /// Critical sections open at once, one of them exclusive (a mutex, writer or fair holder).
     pub overlaps: Vec<Overlap>,
+    /// Grants of a semaphore permit that arrived while as many holders as it has permits were
+    /// inside already.
+    pub over_permits: usize,
+    /// The most shared holders (readers, permit holders) inside at once: above 1, the shared
+    /// kinds did share.
+    pub most_shared: usize,
     /// Fenced writes accepted (history).
     pub accepted: usize,
     /// Accepted writes the resource should have rejected, judged from the history.
@@ -106,10 +113,13 @@ pub fn check(history: &History, resource: &Snapshot) -> Report {
         .collect();
     let writes = writes::writes(&all);
     let (stale_rejected, rejected_while_valid) = writes::rejected(&writes, &sections);
+    let (most_shared, over_permits) = sections::shared(&sections, writes_slack());
     Report {
         grants: sections.len(),
         acquire_failures: count(&all, |e| matches!(e, Event::AcquireFailed { .. })),
         overlaps: sections::overlaps(&sections, writes_slack()),
+        over_permits,
+        most_shared,
         accepted: writes.iter().filter(|w| w.accepted).count(),
         stale_accepted: writes::stale_accepted(&writes),
         stale_accepted_in_log: writes::stale_in_log(&resource.accepted),
@@ -179,6 +189,7 @@ mod tests {
                     token: at,
                     valid_until_ns: at + 100,
                     lease_ns: 100,
+                    held: crate::history::Held::Exclusive,
                 },
             )
         };

@@ -52,6 +52,7 @@ pub(super) fn recoveries(faults: &[Record], sections: &[Section]) -> Vec<Recover
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::history::Held;
 
     #[test]
     fn recovery_runs_to_the_next_grant() {
@@ -61,6 +62,7 @@ mod tests {
             requested_ns: start_ns,
             start_ns,
             end_ns: start_ns + 1,
+            held: Held::Exclusive,
         };
         let healed = |at_ns| Record {
             at_ns,
@@ -85,6 +87,7 @@ mod tests {
             requested_ns: start_ns,
             start_ns,
             end_ns,
+            held: Held::Exclusive,
         };
         let healed = Record {
             at_ns: 100,

@@ -82,10 +82,11 @@ pub(super) fn log_mismatches(writes: &[Write], log: &[u64]) -> usize {
         .sum()
 }
 
-/// Grants whose token was not above that of a grant that arrived before they were requested:
-/// a holder the resource would wrongly turn away.
+/// Exclusive grants whose token was not above that of an exclusive grant that arrived before
+/// they were requested: a holder the resource would wrongly turn away. (A reader's token is
+/// the last write's, and shared holders write nothing: only exclusive grants must grow.)
 pub(super) fn token_regressions(sections: &[Section]) -> usize {
-    let mut by_grant: Vec<&Section> = sections.iter().collect();
+    let mut by_grant: Vec<&Section> = sections.iter().filter(|s| s.held.is_exclusive()).collect();
     by_grant.sort_by_key(|s| s.start_ns);
     let granted: Vec<u64> = by_grant.iter().map(|s| s.start_ns).collect();
     let best = running_max(by_grant.iter().map(|s| s.token));
@@ -141,9 +142,12 @@ pub(super) fn increments(records: &[Record]) -> u64 {
     u64::try_from(n).unwrap_or(u64::MAX)
 }
 
+/// The end of each exclusive section by worker and token: only exclusive holders write, and a
+/// reader's token (the last write's) may repeat a writer's.
 fn section_ends(sections: &[Section]) -> HashMap<(u32, u64), u64> {
     sections
         .iter()
+        .filter(|s| s.held.is_exclusive())
         .map(|s| ((s.worker, s.token), s.end_ns))
         .collect()
 }
@@ -161,6 +165,7 @@ fn running_max(values: impl Iterator<Item = u64>) -> Vec<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::history::Held;
 
     fn write(worker: u32, token: u64, sent_ns: u64, answered_ns: u64, accepted: bool) -> Write {
         Write {
@@ -179,6 +184,7 @@ mod tests {
             requested_ns: start_ns - 1,
             start_ns,
             end_ns,
+            held: Held::Exclusive,
         }
     }
 

@@ -129,6 +129,7 @@ pub fn run(scenario: &Scenario, options: &Options) -> io::Result<Outcome> {
         .map(|index| WorkerConfig {
             index,
             backend: lab.backend(index),
+            workload: scenario.workload,
             resource_url: lab.resource_url(),
             history: dir.join(history_file(index)),
             lock_name: LOCK_NAME.to_owned(),

@@ -32,6 +32,28 @@ pub enum Backend {
     },
 }
 
+/// Which kind of lock the workers take, and what each does while it holds it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "lock", rename_all = "snake_case")]
+pub enum Workload {
+    /// `locker.lock`: every holder alone; the counter's read-modify-write and a fenced write.
+    #[default]
+    Mutex,
+    /// `locker.write` on `write_percent` % of the rounds (a writer does what a mutex holder
+    /// does), else `locker.read` (a reader holds and writes nothing).
+    ReadWrite {
+        /// The share of rounds that write, in percent.
+        write_percent: u32,
+    },
+    /// One permit of `locker.semaphore(name, max)`: a permit holder holds and writes nothing.
+    Semaphore {
+        /// The semaphore's permits.
+        max: u32,
+    },
+    /// `locker.fair`: as the mutex, granted in the order the workers asked.
+    Fair,
+}
+
 /// Everything a worker needs to run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorkerConfig {
@@ -39,6 +61,9 @@ pub struct WorkerConfig {
     pub index: u32,
     /// How it locks.
     pub backend: Backend,
+    /// Which kind of lock it takes.
+    #[serde(default)]
+    pub workload: Workload,
     /// The resource's server (reached directly, never through a proxy).
     pub resource_url: String,
     /// Where it records its history.

@@ -1,5 +1,7 @@
 //! One worker process: acquire → read the counter → hold → write the counter → fenced write →
-//! release, again and again until the deadline, recording every step in its history.
+//! release, again and again until the deadline, recording every step in its history. A shared
+//! holder (a reader of a read-write lock, a semaphore permit holder) only holds: it writes
+//! nothing, so its section is judged by the checker's overlap and permit counts alone.
 //!
 //! The worker never re-checks its lease before writing: a holder that stalled (a `SIGSTOP`,
 //! a partition that ate its renewals) writes anyway, as a process after a GC pause would.
@@ -16,9 +18,9 @@ use std::time::Duration;
 
 use distlock::{Guard, LockError, Locker, TimeoutPhase};
 
-pub use config::{Backend, WorkerConfig};
+pub use config::{Backend, WorkerConfig, Workload};
 
-use crate::history::{Event, HistoryWriter, nanos, now_ns, wall_ns};
+use crate::history::{Event, Held, HistoryWriter, nanos, now_ns, wall_ns};
 use crate::resource::Resource;
 
 /// Rounds a worker runs at most, whatever its deadline says.
@@ -80,13 +82,20 @@ impl Worker {
             if left.is_zero() || self.config.stop_file.exists() {
                 return;
             }
+            let name = self.config.lock_name.as_str();
+            let (request, held) = match self.config.workload {
+                Workload::Mutex => (self.locker.lock(name), Held::Exclusive),
+                Workload::Fair => (self.locker.fair(name), Held::Exclusive),
+                Workload::ReadWrite { write_percent } if self.rng.u32(0..100) < write_percent => {
+                    (self.locker.write(name), Held::Exclusive)
+                }
+                Workload::ReadWrite { .. } => (self.locker.read(name), Held::Read),
+                Workload::Semaphore { max } => {
+                    (self.locker.semaphore(name, max), Held::Permit { max })
+                }
+            };
             let requested_ns = now_ns();
-            let acquired = self
-                .locker
-                .lock(self.config.lock_name.as_str())
-                .wait(self.config.wait().min(left))
-                .acquire()
-                .await;
+            let acquired = request.wait(self.config.wait().min(left)).acquire().await;
             match acquired {
                 Ok(guard) => {
                     self.history.record(Event::Granted {
@@ -94,8 +103,13 @@ impl Worker {
                         token: guard.fencing_token(),
                         valid_until_ns: wall_ns(guard.valid_until()),
                         lease_ns: nanos(self.config.ttl()),
+                        held,
                     });
-                    self.work(guard).await;
+                    if held == Held::Exclusive {
+                        self.work(guard).await;
+                    } else {
+                        self.share(guard).await;
+                    }
                 }
                 Err(error) => {
                     self.history.record(Event::AcquireFailed {
@@ -124,10 +138,7 @@ impl Worker {
         let read_ns = now_ns();
         match self.resource.read_counter().await {
             Ok(read) => {
-                let hold = self.rng.u64(
-                    self.config.hold_min_ms..=self.config.hold_max_ms.max(self.config.hold_min_ms),
-                );
-                tokio::time::sleep(Duration::from_millis(hold)).await;
+                tokio::time::sleep(self.hold()).await;
                 match self.resource.write_counter(read + 1).await {
                     Ok(()) => self.history.record(Event::Increment {
                         token,
@@ -150,6 +161,28 @@ impl Worker {
             Err(e) => self.error("fenced write", &e),
         }
 
+        self.release(guard).await;
+    }
+
+    /// A shared holder's section (a reader, a permit holder): it holds for a random time and
+    /// writes nothing, then releases.
+    async fn share(&mut self, guard: Guard) {
+        tokio::time::sleep(self.hold()).await;
+        self.release(guard).await;
+    }
+
+    /// A random hold, between the configured shortest and longest.
+    fn hold(&mut self) -> Duration {
+        Duration::from_millis(
+            self.rng.u64(
+                self.config.hold_min_ms..=self.config.hold_max_ms.max(self.config.hold_min_ms),
+            ),
+        )
+    }
+
+    /// Records the release's sending and its answer.
+    async fn release(&self, guard: Guard) {
+        let token = guard.fencing_token();
         self.history.record(Event::ReleaseSent {
             token,
             valid_until_ns: wall_ns(guard.valid_until()),

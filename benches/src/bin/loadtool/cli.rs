@@ -9,12 +9,12 @@ use serde::Serialize;
 use crate::child::Role;
 use crate::window::Timing;
 
-/// distlock's load tool: starts its own redis-server processes (and, for P1, P3 and P5, one
-/// PostgreSQL server) on free loopback ports, runs the scenarios S1–S10 (and S1, S3, S5 on
-/// PostgreSQL: P1, P3, P5) against distlock and, in the same run, against the baselines
-/// (redis-benchmark and pgbench on the same server; a hand-written redis-rs lock; rslock 0.10),
-/// then prints
-/// a table and writes a JSON record of the run and an SVG chart.
+/// distlock's load tool: starts its own redis-server processes (and, for the P parts, one
+/// PostgreSQL server) on free loopback ports, runs the scenarios S1–S10 (and S1, S3, S5, S7,
+/// S8, S10 on PostgreSQL: P1, P3, P5, P7, P8, P10) against distlock and, in the same run,
+/// against the baselines (redis-benchmark and pgbench on the same server; a hand-written
+/// redis-rs lock; rslock 0.10), then prints a table and writes a JSON record of the run and an
+/// SVG chart.
 #[derive(Debug, Parser)]
 #[command(name = "loadtool", version)]
 pub(crate) struct Cli {
@@ -28,7 +28,8 @@ pub(crate) struct Cli {
     pub(crate) out: Option<PathBuf>,
 
     /// Run only these parts (comma-separated: baseline, s1, s2, s3, s4, s5, s6, s7, s8, s9,
-    /// s10; p1, p3, p5 — S1, S3 and S5 on PostgreSQL, with their pgbench baselines).
+    /// s10; p1, p3, p5, p7, p8, p10 — S1, S3, S5, S7, S8 and S10 on PostgreSQL, P1 with its
+    /// pgbench baselines).
     #[arg(long, value_delimiter = ',', value_name = "PARTS")]
     pub(crate) only: Vec<Part>,
 
@@ -102,11 +103,18 @@ pub(crate) enum Part {
     P3,
     /// S5 on PostgreSQL's lease table.
     P5,
+    /// S7 on PostgreSQL's lease table: the read-write lock against the exclusive lock.
+    P7,
+    /// S8 on PostgreSQL's lease table: the semaphore.
+    P8,
+    /// S10 on PostgreSQL's lease table: the plain and the fair lock across processes.
+    P10,
 }
 
 impl Part {
     /// The parts run on a PostgreSQL server.
-    pub(crate) const POSTGRES: [Part; 3] = [Part::P1, Part::P3, Part::P5];
+    pub(crate) const POSTGRES: [Part; 6] =
+        [Part::P1, Part::P3, Part::P5, Part::P7, Part::P8, Part::P10];
 }
 
 /// The tokio runtime flavour.
@@ -150,7 +158,7 @@ pub(crate) struct Plan {
     /// S1 runs in this many rounds, each with the two redis-benchmark runs of the round-trip
     /// limit followed by every client.
     pub(crate) s1_rounds: u32,
-    /// S3, S7, S8 and S10 (each workload).
+    /// S3, S7, S8 and S10 (each workload), and their PostgreSQL forms.
     pub(crate) contention: Timing,
     pub(crate) s2_tasks: usize,
     pub(crate) s3_workers: usize,
@@ -232,6 +240,9 @@ impl Plan {
                 Part::P1,
                 Part::P3,
                 Part::P5,
+                Part::P7,
+                Part::P8,
+                Part::P10,
             ]
         } else {
             cli.only.clone()

@@ -15,11 +15,15 @@
 //! a counter, holds, then `SET`s the counter to the value it read plus one and `DECR`s the
 //! key — on a second server, so that these commands stay out of the lock's count. An "inside"
 //! other than 1 is an exclusion violation; a counter short of the acquisitions is a lost update.
+//!
+//! P10 is S10 on `PostgresLock` (the lease table): the same children, with
+//! [`Backend::PostgresTable`]; the counter stays on Redis.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use lock_core::{Guard, LockError, LockRequest, Locker};
+use lock_postgres::PostgresLock;
 use lock_redis::RedisLock;
 use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
@@ -29,6 +33,7 @@ use tokio::time::Instant;
 use crate::child::{self, Child, Role};
 use crate::clock;
 use crate::info::{Cost, Probe};
+use crate::renewal::Backend;
 use crate::stats::{Latency, nanos, ratio};
 use crate::window::Timing;
 
@@ -85,6 +90,9 @@ impl Asked {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Params {
     pub(crate) asked: Asked,
+    /// The lock's backend.
+    #[serde(default)]
+    pub(crate) backend: Backend,
     /// This child's number.
     pub(crate) process: usize,
     pub(crate) tasks: usize,
@@ -134,6 +142,8 @@ pub(crate) struct ChildReport {
 /// The result of one lock in S10.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct FairnessRun {
+    /// S10, or P10 (on PostgreSQL).
+    pub(crate) scenario: &'static str,
     pub(crate) client: &'static str,
     pub(crate) asked: Asked,
     pub(crate) processes: usize,
@@ -195,7 +205,10 @@ impl FairnessRun {
 /// The servers and settings of one S10 run, from the parent.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Setup<'a> {
-    /// The lock's server (probed).
+    /// S10, or P10 (on PostgreSQL).
+    pub(crate) scenario: &'static str,
+    /// The lock's backend, and its server (probed).
+    pub(crate) backend: Backend,
     pub(crate) url: &'a str,
     /// The counter's server.
     pub(crate) counter_url: &'a str,
@@ -215,13 +228,15 @@ pub(crate) fn run(
     setup: Setup<'_>,
     asked: Asked,
 ) -> Result<FairnessRun, String> {
-    let name = format!("s10:{}", asked.slug());
+    // The scenario in the name: S10 and P10 keep their counters on one Redis.
+    let name = format!("{}:{}", setup.scenario.to_lowercase(), asked.slug());
     let counter_key = format!("{name}:counter");
     let inside_key = format!("{name}:inside");
     let mut children = (0..setup.processes)
         .map(|process| {
             let params = Params {
                 asked,
+                backend: setup.backend,
                 process,
                 tasks: setup.tasks,
                 hold_us: u64::try_from(setup.hold.as_micros()).unwrap_or(u64::MAX),
@@ -230,14 +245,19 @@ pub(crate) fn run(
                 counter_key: counter_key.clone(),
                 inside_key: inside_key.clone(),
             };
-            let what = format!("S10 {} child {process}", asked.slug());
+            let what = format!("{} {} child {process}", setup.scenario, asked.slug());
             Child::spawn(Role::Fairness, &what, setup.url, setup.runtime, &params)
         })
         .collect::<Result<Vec<_>, _>>()?;
     for child in &mut children {
         match child.line(STARTUP)? {
             line if line == "ready" => {}
-            other => return Err(format!("S10: a child said {other:?} instead of ready")),
+            other => {
+                return Err(format!(
+                    "{}: a child said {other:?} instead of ready",
+                    setup.scenario
+                ));
+            }
         }
     }
     let start_ns = clock::after(setup.timing.warmup);
@@ -326,6 +346,7 @@ fn analyse(
     let mut gaps = handoffs.gaps;
     let all_tasks: Vec<u64> = per_task.iter().flatten().copied().collect();
     FairnessRun {
+        scenario: setup.scenario,
         client: asked.label(),
         asked,
         processes: reports.len(),
@@ -409,11 +430,13 @@ fn handoffs(sorted: &[(usize, FencedGrant)], measured: impl Fn(&FencedGrant) -> 
 
 /// One child: connects, says `ready`, hears the window, runs its tasks, reports.
 pub(crate) async fn child(url: &str, params: Params) -> Result<ChildReport, String> {
-    let lock = RedisLock::builder()
-        .url(url)
-        .build()
-        .map_err(|e| e.to_string())?;
-    let locker = Locker::new(lock);
+    let err = |e: LockError| e.to_string();
+    let locker = match params.backend {
+        Backend::Redis => Locker::new(RedisLock::builder().url(url).build().map_err(err)?),
+        Backend::PostgresTable => {
+            Locker::new(PostgresLock::builder().url(url).build().map_err(err)?)
+        }
+    };
     locker.ping().await.map_err(|e| e.to_string())?;
     let counter = redis::Client::open(params.counter_url.as_str())
         .map_err(|e| e.to_string())?
@@ -448,7 +471,7 @@ pub(crate) async fn child(url: &str, params: Params) -> Result<ChildReport, Stri
         Duration::from_nanos(window.end_ns.saturating_sub(clock::now_ns())) + FINISH_WITHIN;
     let joined = tokio::time::timeout(finish, futures::future::join_all(handles))
         .await
-        .map_err(|_| format!("S10 child {}: tasks did not finish", params.process))?;
+        .map_err(|_| format!("child {}: tasks did not finish", params.process))?;
     let cpu = cpu.await.map_err(|e| e.to_string())?;
     let mut report = ChildReport {
         process: params.process,

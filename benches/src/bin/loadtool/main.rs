@@ -30,7 +30,11 @@
 //!
 //! - P1: S1 on each mode, interleaved with `pgbench` running the bare statements;
 //! - P3: S3 on each mode;
-//! - P5: S5 on the lease table.
+//! - P5: S5 on the lease table;
+//!
+//! and the lock kinds on the lease table:
+//!
+//! - P7, P8, P10: S7, S8 and S10 on `PostgresLock`, with S10's counter on Redis.
 //!
 //! Prints tables, writes `run.json` and `chart.svg`. `--help` lists the options; see
 //! `benches/README.md` for what each figure means.
@@ -102,8 +106,8 @@ fn main() -> ExitCode {
     }
 }
 
-/// The servers of a run: the main one (everything but S4), and four more for S4 (S10 keeps
-/// its counter on the first of them, one more when S4 does not run).
+/// The servers of a run: the main one (everything but S4), and four more for S4 (S10 and P10
+/// keep their counters on the first of them, one more when S4 does not run).
 struct Servers {
     main: RedisServer,
     more: Vec<RedisServer>,
@@ -132,7 +136,7 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
         more: (0..if plan.has(Part::S4) {
             4
         } else {
-            usize::from(plan.has(Part::S10))
+            usize::from(plan.has(Part::S10) || plan.has(Part::P10))
         })
             .map(|_| RedisServer::start())
             .collect::<Result<_, _>>()
@@ -471,6 +475,8 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
             .map(RedisServer::url)
             .ok_or("S10: no server for the counter")?;
         let setup = fairness::Setup {
+            scenario: "S10",
+            backend: renewal::Backend::Redis,
             url: &url,
             counter_url: &counter_url,
             runtime: plan.runtime.as_arg(),
@@ -487,7 +493,13 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
     }
 
     if plan.has_postgres() {
-        run.postgres = Some(postgres::run(&plan, &runtime, &mut progress)?);
+        let counter_url = servers.more.first().map(RedisServer::url);
+        run.postgres = Some(postgres::run(
+            &plan,
+            &runtime,
+            &mut progress,
+            counter_url.as_deref(),
+        )?);
     }
 
     progress.next();
@@ -688,6 +700,36 @@ fn steps(plan: &Plan, bench: bool) -> Vec<(String, Duration)> {
             ),
             renewal,
         ));
+    }
+    if plan.has(Part::P7) {
+        for workload in s7_workloads(plan) {
+            s.push((
+                format!("P7 {} tasks, one name: {}", plan.s7_tasks, workload.label()),
+                contention,
+            ));
+        }
+    }
+    if plan.has(Part::P8) {
+        s.push((
+            format!(
+                "P8 {} tasks, {} permits of one name",
+                plan.s8_tasks, plan.s8_permits
+            ),
+            contention,
+        ));
+    }
+    if plan.has(Part::P10) {
+        for asked in S10_ASKED {
+            s.push((
+                format!(
+                    "P10 {} processes × {} tasks, one name: {}",
+                    plan.s10_processes,
+                    plan.s10_tasks,
+                    asked.label()
+                ),
+                contention + secs(0.5),
+            ));
+        }
     }
     s.push(("writing the report".into(), secs(0.5)));
     s

@@ -4,6 +4,10 @@
 //! ([`crate::renewal`]), on one throwaway server started with `pg_stat_statements`, so the probe
 //! counts every statement a cycle costs.
 //!
+//! P7, P8 and P10: the lock kinds on the lease table — S7 (read-write against exclusive), S8
+//! (semaphore) and S10 (plain and fair lock across processes), with their own code
+//! ([`crate::kinds`], [`crate::fairness`]) on a `PostgresLock`; P10's counter stays on Redis.
+//!
 //! The limit P1 is judged against is `pgbench` on the same server, in the same run, one
 //! connection, prepared statements: the lease table's own acquire and release statements (read
 //! from lock-postgres's `sql.rs`, a fixed name and a random token), and a bare
@@ -22,8 +26,10 @@ use tokio::runtime::Runtime;
 
 use crate::cli::{Part, Plan};
 use crate::cycles::{self, Client, CycleRun};
+use crate::fairness::{self, FairnessRun};
 use crate::handoff::{self, Contender, HandoffRun};
 use crate::info::{Cost, Probe};
+use crate::kinds::{self, SharingRun, Workload};
 use crate::progress::Progress;
 use crate::renewal::{self, Backend, HeldLeases, RenewalRun};
 use crate::stats::ratio;
@@ -132,7 +138,7 @@ pub(crate) struct PgBench {
     pub(crate) cost: Cost,
 }
 
-/// Everything P1, P3 and P5 measured.
+/// Everything P1, P3, P5, P7, P8 and P10 measured.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct PostgresRun {
     /// `server_version`.
@@ -141,9 +147,22 @@ pub(crate) struct PostgresRun {
     pub(crate) p1: Vec<CycleRun>,
     pub(crate) p3: Vec<HandoffRun>,
     pub(crate) p5: Option<RenewalRun>,
+    /// S7 on the lease table: the read-write lock, then the exclusive lock.
+    pub(crate) p7: Vec<SharingRun>,
+    /// S8 on the lease table.
+    pub(crate) p8: Option<SharingRun>,
+    /// S10 on the lease table: the plain mutex, then the fair lock.
+    pub(crate) p10: Vec<FairnessRun>,
 }
 
 impl PostgresRun {
+    /// P7's acquisitions/s of the read-write lock over those of the exclusive lock.
+    pub(crate) fn p7_ratio(&self) -> Option<f64> {
+        let find = |client| self.p7.iter().find(|r| r.client == client);
+        let (rw, exclusive) = (find(kinds::READ_WRITE)?, find(kinds::EXCLUSIVE)?);
+        Some(ratio(rw.per_second, exclusive.per_second))
+    }
+
     /// The pgbench run `client` is judged against, and its P1 run.
     pub(crate) fn against_bare(&self, client: &str) -> Option<(&CycleRun, &PgBench)> {
         let script = match client {
@@ -168,11 +187,13 @@ fn pgbench_binary() -> Result<PathBuf, String> {
     }
 }
 
-/// Starts the server and runs the PostgreSQL parts of `plan`.
+/// Starts the server and runs the PostgreSQL parts of `plan`; P10 keeps its counter on the
+/// Redis at `counter_url`.
 pub(crate) fn run(
     plan: &Plan,
     runtime: &Runtime,
     progress: &mut Progress,
+    counter_url: Option<&str>,
 ) -> Result<PostgresRun, String> {
     progress.next();
     let server = PostgresServer::builder()
@@ -195,6 +216,9 @@ pub(crate) fn run(
         p1: Vec::new(),
         p3: Vec::new(),
         p5: None,
+        p7: Vec::new(),
+        p8: None,
+        p10: Vec::new(),
     };
     if plan.has(Part::P1) {
         let scripts = Scripts::write()?;
@@ -239,6 +263,60 @@ pub(crate) fn run(
             periods: plan.s5_periods,
         };
         out.p5 = Some(renewal::run(&url, plan.runtime.as_arg(), params)?);
+    }
+    // S7 and S8's code on a `Locker` of the lease table, under the names P7 and P8.
+    let mut sharing = |progress: &mut Progress, workload: Workload, tasks| {
+        progress.next();
+        let scenario = if workload.scenario() == "S8" {
+            "P8"
+        } else {
+            "P7"
+        };
+        let name = format!("{scenario}:{}", slug(workload.label())).to_lowercase();
+        let mut run = block(
+            runtime,
+            plan.contention.warmup + plan.contention.measure,
+            kinds::run(
+                workload,
+                Locker::new(table_lock(&url)?),
+                &name,
+                tasks,
+                plan.s3_hold,
+                plan.contention,
+                &mut probe,
+            ),
+        )??;
+        run.scenario = scenario;
+        Ok::<_, String>(run)
+    };
+    if plan.has(Part::P7) {
+        for workload in crate::s7_workloads(plan) {
+            out.p7.push(sharing(progress, workload, plan.s7_tasks)?);
+        }
+    }
+    if plan.has(Part::P8) {
+        let workload = Workload::Semaphore {
+            max: plan.s8_permits,
+        };
+        out.p8 = Some(sharing(progress, workload, plan.s8_tasks)?);
+    }
+    if plan.has(Part::P10) {
+        let setup = fairness::Setup {
+            scenario: "P10",
+            backend: Backend::PostgresTable,
+            url: &url,
+            counter_url: counter_url.ok_or("P10: no Redis server for the counter")?,
+            runtime: plan.runtime.as_arg(),
+            processes: plan.s10_processes,
+            tasks: plan.s10_tasks,
+            hold: plan.s3_hold,
+            timing: plan.contention,
+        };
+        for asked in crate::S10_ASKED {
+            progress.next();
+            out.p10
+                .push(fairness::run(runtime, &mut probe, setup, asked)?);
+        }
     }
     drop(probe);
     drop(server);

@@ -3,6 +3,7 @@
 use comfy_table::{CellAlignment, Table, presets};
 
 use crate::cycles::CycleRun;
+use crate::fairness::FairnessRun;
 use crate::handoff::HandoffRun;
 use crate::info::Cost;
 use crate::kinds::{SharingRun, Workload};
@@ -268,13 +269,20 @@ fn gap(l: &Latency) -> String {
     format!("{:.0} / {:.0} / {:.0}", l.mean_us, l.p50_us, l.p99_us)
 }
 
+/// S7 and S8, with P7 and P8 (the same on PostgreSQL's lease table) below them.
 fn kinds(run: &Run) {
-    let rows: Vec<&SharingRun> = run.s7.iter().chain(&run.s8).collect();
+    let pg = run.postgres.as_ref();
+    let rows: Vec<&SharingRun> = run
+        .s7
+        .iter()
+        .chain(&run.s8)
+        .chain(pg.into_iter().flat_map(|p| p.p7.iter().chain(&p.p8)))
+        .collect();
     if rows.is_empty() {
         return;
     }
     println!(
-        "\nS7 read-write ({} tasks, {:.0} % writes) · S8 semaphore ({} tasks, {} permits): one name, {:.0} ms hold",
+        "\nS7 read-write ({} tasks, {:.0} % writes) · S8 semaphore ({} tasks, {} permits): one name, {:.0} ms hold; P7, P8: the same on PostgreSQL's lease table",
         run.plan.s7_tasks,
         run.plan.s7_writes * 100.0,
         run.plan.s8_tasks,
@@ -326,23 +334,34 @@ fn kinds(run: &Run) {
     if let Some(x) = run.s7_ratio() {
         println!("  S7: the read-write lock does {x:.2}× the exclusive lock's acquisitions/s");
     }
+    if let Some(x) = pg.and_then(crate::postgres::PostgresRun::p7_ratio) {
+        println!("  P7: the read-write lock does {x:.2}× the exclusive lock's acquisitions/s");
+    }
     println!(
         "  max shared: the most readers (S7) or permit holders (S8) inside at once; \
-         wait: from asking to the grant"
+         wait: from asking to the grant; cmds: Redis commands (INFO commandstats) or PostgreSQL \
+         statements (pg_stat_statements)"
     );
 }
 
+/// S10, with P10 (the same on PostgreSQL's lease table) below it.
 fn fairness(run: &Run) {
-    if run.s10.is_empty() {
+    let rows: Vec<&FairnessRun> = run
+        .s10
+        .iter()
+        .chain(run.postgres.iter().flat_map(|p| &p.p10))
+        .collect();
+    if rows.is_empty() {
         return;
     }
     println!(
-        "\nS10 fairness across processes: {} processes × {} tasks, one name, {:.0} ms hold",
+        "\nS10 fairness across processes: {} processes × {} tasks, one name, {:.0} ms hold; P10: the same on PostgreSQL's lease table",
         run.plan.s10_processes,
         run.plan.s10_tasks,
         run.plan.s3_hold.as_secs_f64() * 1e3
     );
     let mut t = table(&[
+        "scenario",
         "lock",
         "acq/s",
         "acquisitions per process",
@@ -359,8 +378,9 @@ fn fairness(run: &Run) {
         "commands per acquisition",
     ]);
     let spread = |x: Option<f64>| x.map_or_else(|| "∞".to_owned(), |x| format!("{x:.2}"));
-    for r in &run.s10 {
+    for r in rows {
         t.add_row(vec![
+            r.scenario.to_owned(),
             r.client.to_owned(),
             format!("{:.0}", r.per_second),
             crate::run::counts(&r.per_process),

@@ -69,7 +69,8 @@ pub(crate) struct Run {
     pub(crate) s9: Vec<RenewalRun>,
     /// The plain mutex, then the fair lock, each over the same processes and tasks.
     pub(crate) s10: Vec<FairnessRun>,
-    /// P1, P3 and P5 on PostgreSQL, with their pgbench baselines (issue 14).
+    /// P1, P3 and P5 on PostgreSQL, with their pgbench baselines (issue 14); P7, P8 and P10,
+    /// the lock kinds on the lease table.
     pub(crate) postgres: Option<PostgresRun>,
     pub(crate) targets: Vec<Target>,
     /// Correctness failures and errors: a run with any is not a valid measurement.
@@ -543,6 +544,12 @@ impl Run {
             .map_or((&[][..], &[][..], None), |p| {
                 (&p.p1[..], &p.p3[..], p.p5.as_ref())
             });
+        let (p7, p8, p10) = self
+            .postgres
+            .as_ref()
+            .map_or((&[][..], None, &[][..]), |p| {
+                (&p.p7[..], p.p8.as_ref(), &p.p10[..])
+            });
         for r in self.s4_stale.iter().filter(|r| r.errors > 0) {
             failures.push(format!(
                 "S4 counting pass {}: {} errors (first: {})",
@@ -590,7 +597,7 @@ impl Run {
                 ));
             }
         }
-        for r in self.s7.iter().chain(&self.s8) {
+        for r in self.s7.iter().chain(&self.s8).chain(p7).chain(p8) {
             if r.failed() {
                 failures.push(format!(
                     "{} {}: {} errors (first: {}), {} lost updates, {} violations",
@@ -603,11 +610,12 @@ impl Run {
                 ));
             }
         }
-        for r in &self.s10 {
+        for r in self.s10.iter().chain(p10) {
             if r.failed() {
                 failures.push(format!(
-                    "S10 {}: {} errors (first: {}), {} lost updates, {} exclusion violations, \
+                    "{} {}: {} errors (first: {}), {} lost updates, {} exclusion violations, \
                      {} duplicate fencing tokens",
+                    r.scenario,
                     r.client,
                     r.errors,
                     r.first_error.as_deref().unwrap_or("-"),
