@@ -9,6 +9,20 @@ use lock_core::backend::{Attempt, Lock};
 use lock_core::{LockError, Token};
 use lock_postgres::MissingTable;
 
+/// `err` is the non-retryable error of a missing (or older) schema, saying to migrate.
+fn says_to_migrate(err: &LockError) {
+    let LockError::Backend {
+        retryable: false,
+        source,
+        ..
+    } = err
+    else {
+        panic!("{err}");
+    };
+    assert!(source.downcast_ref::<MissingTable>().is_some(), "{source}");
+    assert!(err.to_string().contains("migrate()"), "{err}");
+}
+
 #[tokio::test]
 async fn a_missing_table_says_to_run_the_migration() {
     let server = common::server();
@@ -21,16 +35,7 @@ async fn a_missing_table_says_to_run_the_migration() {
         )
         .await
         .expect_err("no table");
-    let LockError::Backend {
-        retryable: false,
-        ref source,
-        ..
-    } = err
-    else {
-        panic!("{err}");
-    };
-    assert!(source.downcast_ref::<MissingTable>().is_some(), "{source}");
-    assert!(err.to_string().contains("migrate()"), "{err}");
+    says_to_migrate(&err);
     assert!(err.source().is_some());
 
     lock.migrate().await.expect("migrate");
@@ -75,17 +80,7 @@ async fn a_version_1_database_is_upgraded_in_place() {
         locker.semaphore("pool", 2).try_acquire().await.map(drop),
         locker.fair("queue").try_acquire().await.map(drop),
     ] {
-        let err = refused.expect_err("no function for this kind on version 1");
-        let LockError::Backend {
-            retryable: false,
-            ref source,
-            ..
-        } = err
-        else {
-            panic!("{err}");
-        };
-        assert!(source.downcast_ref::<MissingTable>().is_some(), "{source}");
-        assert!(err.to_string().contains("migrate()"), "{err}");
+        says_to_migrate(&refused.expect_err("no function for this kind on version 1"));
     }
 
     lock.migrate().await.expect("upgrade to version 2");
