@@ -64,6 +64,8 @@
 //! kinds it does not offer. `README.md` shows the matrix of what runs where.
 //! [`exclusion`] is the counter-under-the-lock check the Redis-based backends share: many
 //! tasks or OS processes update one counter under one name, and it must end exact.
+//! [`fair_order`] is the fair lock's order check across OS processes that the backends share:
+//! the contended loop, the mark of a queued request, and the judge of the grant records.
 //!
 //! ```no_run
 //! use lock_testkit::{KeepData, RedisServer};
@@ -103,6 +105,7 @@ mod client;
 mod cluster;
 pub mod conformance;
 pub mod exclusion;
+pub mod fair_order;
 mod launch;
 mod pgbouncer;
 mod poll;

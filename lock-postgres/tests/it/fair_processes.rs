@@ -9,21 +9,22 @@
 //! the server's queue (`queued`; none if it was granted at its first attempt), and inside its
 //! critical section, once granted (`granted`). One sequence orders the three kinds of event
 //! across the processes; the `granted` numbers are taken under the lock, so they are in the
-//! order of the grants.
+//! order of the grants. The loop, the marking of queued requests and the judge of the records
+//! are `lock_testkit::fair_order`'s, shared with lock-redis; the witness is this crate's.
 //!
 //! `FAIRNESS_CHECK_KIND=lock` runs the order test with the plain `lock` (expected to fail:
 //! that is how the check was shown able to fail).
 
-use std::cell::Cell;
-use std::collections::BTreeMap;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use lock_core::{FAIR_ENTRY_TTL, Locker};
+use lock_testkit::fair_order::{self, Grant, Witness};
 use tokio_postgres::Client;
 
 use crate::common;
 use crate::kinds_processes::{
-    QUEUED, Recording, URL_VAR, get, incr, locker, prepare, server_us, start_together, url, us,
+    Recording, URL_VAR, get, incr, locker, nextval, prepare, server_us, start_together, url, us,
     wait_for_count,
 };
 
@@ -34,44 +35,37 @@ const GRANTS: i64 = 90;
 const NAME: &str = "fair-processes";
 const KIND_VAR: &str = "DISTLOCK_PG_FAIR_KIND";
 
-/// One granted request, as recorded by its process.
-#[derive(Debug, Clone, Copy)]
-struct Record {
-    pid: i64,
-    task: i64,
-    asked: i64,
-    queued: Option<i64>,
-    granted: i64,
-    /// Its place among the grants (1-based); beyond [`GRANTS`], a task's last, uncounted one.
-    n: i64,
+/// The sequence (`witness_seq`), the count (the counter `fair:count`) and the records (the
+/// table `witness_fair`) of the order check.
+struct PgWitness {
+    client: Client,
 }
 
-/// The check, over every pair of requests `x`, `y` of **different** processes: if `x` was in
-/// the server's queue before `y` asked (`x.queued < y.asked`), then `x` was granted before `y`
-/// (`x.granted < y.granted`).
-///
-/// Between `asked` and its first attempt reaching the server a request may be overtaken by any
-/// request that reaches the server in between; but once `x` had a busy answer with its entry
-/// in the queue, every request that asks after that arrives behind it. Within one process only
-/// the first waiting task holds an entry (the others queue locally), so pairs of one process
-/// are not checked.
-///
-/// Returns the pairs that the rule covers and the pairs that broke it.
-fn overtakings(records: &[Record]) -> (usize, Vec<(Record, Record)>) {
-    let mut covered = 0;
-    let mut broken = Vec::new();
-    for x in records {
-        let Some(queued) = x.queued else { continue };
-        for y in records {
-            if y.pid != x.pid && queued < y.asked {
-                covered += 1;
-                if y.granted < x.granted {
-                    broken.push((*x, *y));
-                }
-            }
-        }
+#[async_trait]
+impl Witness for PgWitness {
+    async fn next_number(&self) -> i64 {
+        nextval(&self.client).await
     }
-    (covered, broken)
+    async fn count_grant(&self) -> i64 {
+        incr(&self.client, "fair:count").await
+    }
+    async fn record(&self, grant: Grant) {
+        self.client
+            .execute(
+                "INSERT INTO witness_fair (pid, task, asked, queued, granted, n) \
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+                &[
+                    &grant.pid,
+                    &grant.task,
+                    &grant.asked,
+                    &grant.queued,
+                    &grant.granted,
+                    &grant.n,
+                ],
+            )
+            .await
+            .expect("a record");
+    }
 }
 
 /// Three processes × two tasks ask for one fair lock, hold it briefly and ask again until 90
@@ -92,7 +86,7 @@ async fn processes_are_granted_in_the_order_they_queued() {
     .await
     .unwrap_or_else(|e| panic!("{e}"));
 
-    let records: Vec<Record> = client
+    let records: Vec<Grant> = client
         .query(
             "SELECT pid, task, asked, queued, granted, n FROM witness_fair",
             &[],
@@ -100,7 +94,7 @@ async fn processes_are_granted_in_the_order_they_queued() {
         .await
         .expect("the records")
         .iter()
-        .map(|row| Record {
+        .map(|row| Grant {
             pid: row.get(0),
             task: row.get(1),
             asked: row.get(2),
@@ -109,54 +103,9 @@ async fn processes_are_granted_in_the_order_they_queued() {
             n: row.get(5),
         })
         .collect();
-    let mut shares: BTreeMap<i64, i64> = BTreeMap::new();
-    for r in &records {
-        let share = shares.entry(r.pid).or_default();
-        if r.n <= GRANTS {
-            *share += 1;
-        }
-    }
-    let counted: i64 = shares.values().sum();
-    let (min, max) = (
-        shares.values().copied().min().unwrap_or(0),
-        shares.values().copied().max().unwrap_or(0),
-    );
-    let (covered, broken) = overtakings(&records);
-    let queued = records.iter().filter(|r| r.queued.is_some()).count();
-    eprintln!(
-        "{kind}: {} grants recorded ({counted} counted), grants per process {:?}; {queued} \
-         requests queued; {covered} ordered pairs covered by the check, {} broken",
-        records.len(),
-        shares.values().collect::<Vec<_>>(),
-        broken.len()
-    );
-    for (x, y) in broken.iter().take(5) {
-        eprintln!(
-            "  pid {} task {} (asked at {}) was granted at {}, before pid {} task {} (queued at \
-             {:?}, granted at {})",
-            y.pid, y.task, y.asked, y.granted, x.pid, x.task, x.queued, x.granted
-        );
-    }
-
-    assert_eq!(counted, GRANTS, "every counted grant was recorded");
-    assert_eq!(
-        shares.len(),
-        PROCESSES,
-        "every process was granted: {shares:?}"
-    );
-    assert!(
-        i64::try_from(covered).unwrap_or(i64::MAX) >= GRANTS,
-        "the order check covered too few pairs to mean anything: {covered}"
-    );
-    assert!(
-        broken.is_empty(),
-        "{} grants overtook a request of another process that had queued before they asked",
-        broken.len()
-    );
-    assert!(
-        max * 2 <= min * 3,
-        "the shares of the processes differ by more than 1.5: {shares:?}"
-    );
+    let verdict = fair_order::judge(&records, GRANTS);
+    verdict.report(&kind);
+    verdict.assert_fair(PROCESSES);
     locker(&server.url())
         .fair(NAME)
         .try_acquire()
@@ -179,60 +128,18 @@ async fn fair_worker() {
     start_together(&common::client(&url).await, "fair:ready", PROCESSES).await;
     let tasks: Vec<_> = (0..TASKS)
         .map(|task| {
-            let (locker, kind, url) = (locker.clone(), kind.clone(), url.clone());
-            tokio::spawn(QUEUED.scope(Cell::new(None), async move {
-                let client = common::client(&url).await;
-                contend(&locker, &kind, &client, task).await;
-            }))
+            let (locker, plain, url) = (locker.clone(), kind == "lock", url.clone());
+            let task = i64::try_from(task).expect("small");
+            tokio::spawn(async move {
+                let witness = PgWitness {
+                    client: common::client(&url).await,
+                };
+                fair_order::contend(&locker, plain, NAME, GRANTS, task, &witness).await;
+            })
         })
         .collect();
     for task in tasks {
         task.await.expect("no panic");
-    }
-}
-
-async fn nextval(client: &Client) -> i64 {
-    client
-        .query_one("SELECT nextval('witness_seq')", &[])
-        .await
-        .expect("nextval")
-        .get(0)
-}
-
-/// One task: requests, works briefly and releases until a grant finds the count reached
-/// (bounded by the count itself: every round is one grant of the `GRANTS` + extras).
-async fn contend(locker: &Locker, kind: &str, client: &Client, task: usize) {
-    let pid = i64::from(std::process::id());
-    let task = i64::try_from(task).expect("small");
-    for _ in 0..GRANTS {
-        QUEUED.with(|q| q.set(None));
-        let asked = nextval(client).await;
-        let request = if kind == "lock" {
-            locker.lock(NAME)
-        } else {
-            locker.fair(NAME)
-        };
-        let guard = request
-            .fixed_ttl(Duration::from_secs(10))
-            .wait(Duration::from_secs(30))
-            .await
-            .expect("granted");
-        let granted = nextval(client).await;
-        let n = incr(client, "fair:count").await;
-        let queued = QUEUED.with(Cell::get);
-        client
-            .execute(
-                "INSERT INTO witness_fair (pid, task, asked, queued, granted, n) \
-                 VALUES ($1, $2, $3, $4, $5, $6)",
-                &[&pid, &task, &asked, &queued, &granted, &n],
-            )
-            .await
-            .expect("a record");
-        tokio::time::sleep(Duration::from_millis(3)).await;
-        guard.release().await.expect("ours");
-        if n >= GRANTS {
-            return;
-        }
     }
 }
 

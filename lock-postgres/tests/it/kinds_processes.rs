@@ -16,7 +16,6 @@
 //! lease's expiry, set by the statement from the server's clock, is no earlier). That bound is
 //! what "not before the TTL" is measured against, without reading the lock's own layout.
 
-use std::cell::Cell;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,6 +24,7 @@ use lock_core::backend::{Attempt, Capabilities, Handover, Lock, MultiAttempt, Re
 use lock_core::{Kind, Lease, LockError, Locker, Token, fair_entry_ttl};
 use lock_postgres::PostgresLock;
 use lock_testkit::PostgresServer;
+use lock_testkit::fair_order;
 use tokio::time::Instant;
 use tokio_postgres::Client;
 
@@ -282,10 +282,13 @@ pub(crate) fn locker(url: &str) -> Locker {
     Locker::new(lock_at(url))
 }
 
-tokio::task_local! {
-    /// The `queued` number of the fair request this task is making, taken from `witness_seq`
-    /// at its first busy answer (its entry is in the server's queue by then).
-    pub(crate) static QUEUED: Cell<Option<i64>>;
+/// The next number of `witness_seq`, the sequence the fair order test's records are drawn from.
+pub(crate) async fn nextval(client: &Client) -> i64 {
+    client
+        .query_one("SELECT nextval('witness_seq')", &[])
+        .await
+        .expect("nextval")
+        .get(0)
 }
 
 /// A `PostgresLock` that reports to the witness. With a `key`: before every try and extend it
@@ -293,8 +296,9 @@ tokio::task_local! {
 /// plus the TTL asked for (a lower bound of the lease's expiry on the server), after a busy
 /// queued fair attempt to that time plus the entry's life (a lower bound of the entry's
 /// lapse), and counts `key:granted`, `key:queued` (busy queued fair attempts) and
-/// `key:extended`. In a task with [`QUEUED`] in scope, a request's first busy answer takes a
-/// number from `witness_seq`. Every other call is passed through.
+/// `key:extended`. In a task of `lock_testkit::fair_order::contend`, a request's first busy
+/// answer takes a number from `witness_seq` ([`fair_order::mark_queued`]). Every other call is
+/// passed through.
 pub(crate) struct Recording {
     inner: PostgresLock,
     client: Arc<Client>,
@@ -356,15 +360,7 @@ impl Lock for Recording {
             }
         }
         // Any kind (the order test's plain-`lock` run marks its requests the same way).
-        if busy && QUEUED.try_with(|q| q.get().is_none()).unwrap_or(false) {
-            let seq: i64 = self
-                .client
-                .query_one("SELECT nextval('witness_seq')", &[])
-                .await
-                .expect("nextval")
-                .get(0);
-            let _ = QUEUED.try_with(|q| q.set(Some(seq)));
-        }
+        fair_order::mark_queued(&answer, || nextval(&self.client)).await;
         answer
     }
     async fn permits_in_use(&self, name: &str) -> Result<u32, LockError> {

@@ -8,13 +8,13 @@
 //! when its entry is certainly in the server's queue (`queued`; none if it was granted at its
 //! first attempt) — and inside its critical section, once granted (`granted`). One sequence
 //! orders all three kinds of event across the processes; the `granted` numbers are taken under
-//! the lock, so they are in the order of the grants.
+//! the lock, so they are in the order of the grants. The loop, the marking of queued requests
+//! and the judge of the records are `lock_testkit::fair_order`'s, shared with lock-postgres;
+//! where the numbers and records are kept is this file's.
 //!
 //! `FAIRNESS_CHECK_KIND=lock` runs the same with the plain `lock` (expected to fail: that is
 //! how the check was shown able to fail).
 
-use std::cell::Cell;
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -23,6 +23,7 @@ use async_trait::async_trait;
 use lock_core::backend::{Attempt, Handover, Lock, ReleaseWatch};
 use lock_core::{Kind, Lease, LockError, Locker, Token};
 use lock_redis::RedisLock;
+use lock_testkit::fair_order::{self, Grant, Witness};
 use redis::aio::MultiplexedConnection;
 
 use crate::common::{incr, raw, server};
@@ -43,62 +44,50 @@ const READY: &str = "fairness:ready";
 /// The records: `pid task asked queued granted n` (`queued` is `-` when there is none).
 const RECORDS: &str = "fairness:records";
 
-/// One granted request, as recorded by its process.
-#[derive(Debug, Clone, Copy)]
-struct Record {
-    pid: u32,
-    task: u32,
-    asked: i64,
-    queued: Option<i64>,
-    granted: i64,
-    /// Its place among the grants (1-based); beyond [`GRANTS`], a task's last, uncounted one.
-    n: i64,
-}
-
-impl Record {
-    fn parse(line: &str) -> Self {
-        let fields: Vec<&str> = line.split(' ').collect();
-        let number = |i: usize| -> i64 { fields[i].parse().expect("a number") };
-        Self {
-            pid: fields[0].parse().expect("a pid"),
-            task: fields[1].parse().expect("a task"),
-            asked: number(2),
-            queued: (fields[3] != "-").then(|| number(3)),
-            granted: number(4),
-            n: number(5),
-        }
+/// A grant's record as kept in [`RECORDS`].
+fn parse(line: &str) -> Grant {
+    let fields: Vec<&str> = line.split(' ').collect();
+    let number = |i: usize| -> i64 { fields[i].parse().expect("a number") };
+    Grant {
+        pid: fields[0].parse().expect("a pid"),
+        task: fields[1].parse().expect("a task"),
+        asked: number(2),
+        queued: (fields[3] != "-").then(|| number(3)),
+        granted: number(4),
+        n: number(5),
     }
 }
 
-/// The check, over every pair of requests `x`, `y` of **different** processes: if `x` was in
-/// the server's queue before `y` asked (`x.queued < y.asked`), then `x` was granted before `y`
-/// (`x.granted < y.granted`).
-///
-/// Why this is the right amount of slack: between `asked` and its first attempt reaching the
-/// server a request may be overtaken by any request that reaches the server in between — the
-/// order of arrival is the server's, and the client cannot see it. But once `x` has had a busy
-/// answer with its own entry in the queue (`queued`), every request that asks after that point
-/// arrives behind it, and its process may not be granted the lock until `x`'s entry is gone:
-/// granted to `x`, or withdrawn when `x` gives up (which fails the test anyway). Within one
-/// process only the first waiting task holds an entry (the others queue locally, first-in
-/// first-out), so pairs of one process are not checked here.
-///
-/// Returns the pairs that the rule covers and the pairs that broke it.
-fn overtakings(records: &[Record]) -> (usize, Vec<(Record, Record)>) {
-    let mut covered = 0;
-    let mut broken = Vec::new();
-    for x in records {
-        let Some(queued) = x.queued else { continue };
-        for y in records {
-            if y.pid != x.pid && queued < y.asked {
-                covered += 1;
-                if y.granted < x.granted {
-                    broken.push((*x, *y));
-                }
-            }
-        }
+/// The sequence, the count and the records of the order check, on the test's server.
+struct RedisWitness {
+    conn: MultiplexedConnection,
+}
+
+#[async_trait]
+impl Witness for RedisWitness {
+    async fn next_number(&self) -> i64 {
+        incr(&mut self.conn.clone(), SEQ).await
     }
-    (covered, broken)
+    async fn count_grant(&self) -> i64 {
+        incr(&mut self.conn.clone(), COUNT).await
+    }
+    async fn record(&self, grant: Grant) {
+        let Grant {
+            pid,
+            task,
+            asked,
+            queued,
+            granted,
+            n,
+        } = grant;
+        let queued = queued.map_or("-".to_owned(), |q| q.to_string());
+        let _: i64 = redis::cmd("RPUSH")
+            .arg(RECORDS)
+            .arg(format!("{pid} {task} {asked} {queued} {granted} {n}"))
+            .query_async(&mut self.conn.clone())
+            .await
+            .expect("RPUSH");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -122,59 +111,10 @@ async fn processes_are_granted_in_the_order_they_queued_and_get_even_shares() {
         .query_async(&mut conn)
         .await
         .expect("LRANGE");
-    let records: Vec<Record> = lines.iter().map(|l| Record::parse(l)).collect();
-
-    // The shares: grants 1..=GRANTS per process.
-    let mut shares: BTreeMap<u32, i64> = BTreeMap::new();
-    for r in &records {
-        let share = shares.entry(r.pid).or_default();
-        if r.n <= GRANTS {
-            *share += 1;
-        }
-    }
-    let counted: i64 = shares.values().sum();
-    let (min, max) = (
-        shares.values().copied().min().unwrap_or(0),
-        shares.values().copied().max().unwrap_or(0),
-    );
-    let (covered, broken) = overtakings(&records);
-    let queued = records.iter().filter(|r| r.queued.is_some()).count();
-    eprintln!(
-        "{kind}: {} grants recorded ({counted} counted), grants per process {:?}, most / fewest \
-         {:.2}; {queued} requests queued; {covered} ordered pairs covered by the check, {} \
-         broken",
-        records.len(),
-        shares.values().collect::<Vec<_>>(),
-        max as f64 / min.max(1) as f64,
-        broken.len()
-    );
-    for (x, y) in broken.iter().take(5) {
-        eprintln!(
-            "  pid {} task {} (asked at {}) was granted at {}, before pid {} task {} (queued at \
-             {:?}, granted at {})",
-            y.pid, y.task, y.asked, y.granted, x.pid, x.task, x.queued, x.granted
-        );
-    }
-
-    assert_eq!(counted, GRANTS, "every counted grant was recorded");
-    assert_eq!(
-        shares.len(),
-        PROCESSES,
-        "every process was granted: {shares:?}"
-    );
-    assert!(
-        i64::try_from(covered).unwrap_or(i64::MAX) >= GRANTS,
-        "the order check covered too few pairs to mean anything: {covered}"
-    );
-    assert!(
-        broken.is_empty(),
-        "{} grants overtook a request of another process that had queued before they asked",
-        broken.len()
-    );
-    assert!(
-        max * 2 <= min * 3,
-        "the shares of the processes differ by more than 1.5: {shares:?}"
-    );
+    let records: Vec<Grant> = lines.iter().map(|l| parse(l)).collect();
+    let verdict = fair_order::judge(&records, GRANTS);
+    verdict.report(&kind);
+    verdict.assert_fair(PROCESSES);
     let keys = RedisLock::from_url(&server.url())
         .expect("url")
         .lock_keys(NAME)
@@ -187,13 +127,8 @@ async fn processes_are_granted_in_the_order_they_queued_and_get_even_shares() {
     assert_eq!(left, 0, "the queue is gone once nobody waits");
 }
 
-tokio::task_local! {
-    /// The `queued` number of the request this task is making, once it had a busy answer.
-    static QUEUED: Cell<Option<i64>>;
-}
-
 /// A `RedisLock` that, on a request's first busy answer, takes a number from the sequence
-/// (into the task's [`QUEUED`]): the request's entry is in the queue by then.
+/// ([`fair_order::mark_queued`]): the request's entry is in the queue by then.
 struct Recording {
     inner: RedisLock,
     conn: MultiplexedConnection,
@@ -220,12 +155,11 @@ impl Lock for Recording {
         ttl: Duration,
     ) -> Result<Attempt, LockError> {
         let answer = self.inner.try_acquire_kind(name, kind, token, ttl).await;
-        let first_busy = matches!(answer, Ok(Attempt::Busy { .. }))
-            && QUEUED.try_with(|q| q.get().is_none()).unwrap_or(false);
-        if first_busy {
-            let seq = incr(&mut self.conn.clone(), SEQ).await;
-            let _ = QUEUED.try_with(|q| q.set(Some(seq)));
-        }
+        fair_order::mark_queued(&answer, || {
+            let mut conn = self.conn.clone();
+            async move { incr(&mut conn, SEQ).await }
+        })
+        .await;
         answer
     }
     async fn permits_in_use(&self, name: &str) -> Result<u32, LockError> {
@@ -300,49 +234,15 @@ async fn worker_process() {
 
     let tasks: Vec<_> = (0..TASKS)
         .map(|task| {
-            let (locker, kind, conn) = (locker.clone(), kind.clone(), conn.clone());
-            tokio::spawn(QUEUED.scope(Cell::new(None), async move {
-                contend(&locker, &kind, conn, task).await;
-            }))
+            let (locker, plain) = (locker.clone(), kind == "lock");
+            let witness = RedisWitness { conn: conn.clone() };
+            let task = i64::try_from(task).expect("small");
+            tokio::spawn(async move {
+                fair_order::contend(&locker, plain, NAME, GRANTS, task, &witness).await;
+            })
         })
         .collect();
     for task in tasks {
         task.await.expect("no panic");
-    }
-}
-
-/// One task: requests, works briefly and releases until a grant finds the count reached
-/// (bounded by the count itself: every round is one grant of the `GRANTS` + extras).
-async fn contend(locker: &Locker, kind: &str, mut conn: MultiplexedConnection, task: usize) {
-    let pid = std::process::id();
-    for _ in 0..GRANTS {
-        QUEUED.with(|q| q.set(None));
-        let asked = incr(&mut conn, SEQ).await;
-        let request = if kind == "lock" {
-            locker.lock(NAME)
-        } else {
-            locker.fair(NAME)
-        };
-        let guard = request
-            .fixed_ttl(Duration::from_secs(10))
-            .wait(Duration::from_secs(30))
-            .await
-            .expect("granted");
-        let granted = incr(&mut conn, SEQ).await;
-        let n = incr(&mut conn, COUNT).await;
-        let queued = QUEUED
-            .with(Cell::get)
-            .map_or("-".to_owned(), |q| q.to_string());
-        let _: i64 = redis::cmd("RPUSH")
-            .arg(RECORDS)
-            .arg(format!("{pid} {task} {asked} {queued} {granted} {n}"))
-            .query_async(&mut conn)
-            .await
-            .expect("RPUSH");
-        tokio::time::sleep(Duration::from_millis(3)).await;
-        guard.release().await.expect("ours");
-        if n >= GRANTS {
-            return;
-        }
     }
 }
