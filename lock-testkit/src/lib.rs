@@ -14,7 +14,8 @@
 //! its directory, a `rediss://` URL, and the kit's own commands speak TLS to it.
 //!
 //! The binary is taken from `DISTLOCK_REDIS_SERVER` if set, else from `PATH`
-//! (see [`redis_server_binary`]); `scripts/ensure-redis.sh` installs it.
+//! (see [`redis_server_binary`]); `scripts/ensure-redis.sh` installs it. A Valkey server
+//! runs the same way ([`RedisServerBuilder::valkey`]); `scripts/ensure-valkey.sh` installs it.
 //!
 //! Two multi-node topologies are built from such servers:
 //!
@@ -121,7 +122,10 @@ mod signal;
 #[cfg(feature = "tls")]
 mod tls;
 
-pub use binary::{redis_server_binary, try_redis_server_binary};
+pub use binary::{
+    VALKEY_VERSION, redis_server_binary, try_redis_server_binary, try_valkey_server_binary,
+    valkey_install_dir,
+};
 pub use cluster::{CLUSTER_SLOTS, ClusterNode, RedisCluster, RedisClusterBuilder, SlotMigration};
 pub use pgbouncer::{PgBouncer, PgBouncerBuilder, PoolMode, pgbouncer_binary};
 pub use port::free_port;

@@ -65,6 +65,8 @@ struct Config {
 #[must_use = "a builder does nothing until `start` is called"]
 pub struct RedisServerBuilder {
     config: Config,
+    /// Whether to run Valkey's `valkey-server` instead of `redis-server`.
+    valkey: bool,
 }
 
 impl RedisServerBuilder {
@@ -118,6 +120,13 @@ impl RedisServerBuilder {
         self
     }
 
+    /// Runs Valkey's `valkey-server` ([`try_valkey_server_binary`](crate::try_valkey_server_binary))
+    /// instead of `redis-server`: the same arguments, protocol and lifecycle.
+    pub fn valkey(mut self) -> Self {
+        self.valkey = true;
+        self
+    }
+
     /// Appends one raw command-line argument, after the defaults, e.g.
     /// `.arg("--maxmemory").arg("1mb")`.
     pub fn arg(mut self, a: impl Into<String>) -> Self {
@@ -136,7 +145,11 @@ impl RedisServerBuilder {
     /// If `redis-server` cannot be found or spawned, or does not become ready;
     /// the message then includes the tail of its log.
     pub fn start(self) -> io::Result<RedisServer> {
-        let binary = try_redis_server_binary()?;
+        let binary = if self.valkey {
+            crate::binary::try_valkey_server_binary()?
+        } else {
+            try_redis_server_binary()?
+        };
         let dir = tempfile::Builder::new()
             .prefix("lock-testkit-redis-")
             .tempdir()?;

@@ -14,6 +14,14 @@ pub fn server() -> RedisServer {
     RedisServer::start().expect("start redis-server")
 }
 
+/// A Valkey server (`scripts/ensure-valkey.sh` installs `valkey-server`).
+pub fn valkey() -> RedisServer {
+    RedisServer::builder()
+        .valkey()
+        .start()
+        .expect("start valkey-server (scripts/ensure-valkey.sh installs it)")
+}
+
 /// A RedisLock on `server` with short timeouts, so failure tests finish fast.
 pub fn lock_on(server: &RedisServer) -> RedisLock {
     RedisLock::builder()

@@ -1,5 +1,6 @@
 //! The conformance suite (`lock_testkit::conformance`) over `RedisLock`: every check of every
 //! module, one test each, on a fresh redis-server (`redis::read_write::readers_share`), and
+//! on a fresh Valkey server (`valkey::...`), and
 //! with the `cluster` feature on a real Redis Cluster (`cluster::...`), where every key of one
 //! name must also sit in one hash slot. What runs comes from the suite's one list and
 //! `RedisLock`'s capability table; `MemoryLock` runs it in lock-testkit's own tests, Redlock
@@ -14,7 +15,7 @@ mod redis {
     use lock_testkit::conformance::Backend;
 
     /// The suite's store on `server`, release announcements on.
-    fn backend(server: &RedisServer) -> Backend {
+    pub(super) fn backend(server: &RedisServer) -> Backend {
         let url = server.url();
         Backend::new(move || {
             Locker::new(
@@ -53,6 +54,46 @@ mod redis {
         );
         let available = locker.semaphore("offered", 2).available().await;
         assert_eq!(available.ok(), Some(2), "RedisLock serves semaphores");
+    }
+}
+
+/// The same over Valkey (`valkey-server`, installed by `scripts/ensure-valkey.sh`): a fresh
+/// server per check, the same `RedisLock`, every check of every module.
+mod valkey {
+    use lock_testkit::conformance::Backend;
+    use lock_testkit::{RedisServer, VALKEY_VERSION};
+
+    fn setup() -> (RedisServer, Backend) {
+        let server = RedisServer::builder()
+            .valkey()
+            .start()
+            .expect("start valkey-server (scripts/ensure-valkey.sh installs it)");
+        let backend = super::redis::backend(&server);
+        (server, backend)
+    }
+
+    lock_testkit::conformance_tests!(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        setup()
+    );
+
+    /// The runner really runs on Valkey, at the version the scripts install (or a later one on
+    /// `PATH`), not on a Redis picked up by mistake.
+    #[test]
+    fn the_server_is_valkey() {
+        let (server, _backend) = setup();
+        let info = server.command(&["INFO", "server"]).expect("INFO server");
+        assert!(info.contains("server_name:valkey"), "{info}");
+        let version = info
+            .lines()
+            .find_map(|line| line.strip_prefix("valkey_version:"))
+            .unwrap_or_else(|| panic!("no valkey_version in {info}"));
+        let major = |v: &str| {
+            v.split('.')
+                .next()
+                .and_then(|m| m.trim().parse::<u32>().ok())
+        };
+        assert!(major(version) >= major(VALKEY_VERSION), "{version}");
     }
 }
 

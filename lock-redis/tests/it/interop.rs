@@ -1,7 +1,8 @@
 //! The interop edges the README promises, against a real server: clients that write the plain
 //! `SET name token NX PX ttl` layout (redis-py, node-redlock, redsync) and distlock exclude
 //! each other on the same key; a `prefix` makes it another key; python-redis-lock's `lock:`
-//! layout is another key; a foreign holder neither gets nor advances a fencing token.
+//! layout is another key; a foreign holder neither gets nor advances a fencing token. Each
+//! runs on redis-server (`redis_server::...`) and on Valkey (`valkey_server::...`).
 
 use std::time::Duration;
 
@@ -9,7 +10,9 @@ use lock_core::Locker;
 use lock_redis::RedisLock;
 use redis::aio::MultiplexedConnection;
 
-use crate::common::{get, raw, server};
+use lock_testkit::RedisServer;
+
+use crate::common::{get, raw};
 
 /// A lock taken the way redis-py, node-redlock and redsync take one; `true` if it was free.
 async fn foreign_set(conn: &mut MultiplexedConnection, key: &str, token: &str) -> bool {
@@ -38,9 +41,7 @@ async fn foreign_release(conn: &mut MultiplexedConnection, key: &str, token: &st
     assert_eq!(released, 1);
 }
 
-#[tokio::test]
-async fn the_plain_layout_excludes_both_ways_and_a_prefix_does_not() {
-    let server = server();
+async fn the_plain_layout_excludes_both_ways_and_a_prefix_does_not(server: RedisServer) {
     let mut conn = raw(&server).await;
     let plain = Locker::new(RedisLock::from_url(&server.url()).expect("url"));
     let prefixed = Locker::new(
@@ -79,9 +80,7 @@ async fn the_plain_layout_excludes_both_ways_and_a_prefix_does_not() {
     guard.release().await.expect("ours");
 }
 
-#[tokio::test]
-async fn python_redis_lock_uses_another_key() {
-    let server = server();
+async fn python_redis_lock_uses_another_key(server: RedisServer) {
     let mut conn = raw(&server).await;
     let locker = Locker::new(RedisLock::from_url(&server.url()).expect("url"));
     // python-redis-lock stores `lock:<name>` (and signals on a list of its own).
@@ -95,9 +94,7 @@ async fn python_redis_lock_uses_another_key() {
     guard.release().await.expect("ours");
 }
 
-#[tokio::test]
-async fn a_foreign_holder_neither_gets_nor_advances_a_fencing_token() {
-    let server = server();
+async fn a_foreign_holder_neither_gets_nor_advances_a_fencing_token(server: RedisServer) {
     let mut conn = raw(&server).await;
     let lock = RedisLock::from_url(&server.url()).expect("url");
     let counter = lock.fence_key("job");
@@ -124,9 +121,7 @@ async fn a_foreign_holder_neither_gets_nor_advances_a_fencing_token() {
     next.release().await.expect("ours");
 }
 
-#[tokio::test]
-async fn a_held_lock_waits_for_a_foreign_release_by_polling() {
-    let server = server();
+async fn a_held_lock_waits_for_a_foreign_release_by_polling(server: RedisServer) {
     let mut conn = raw(&server).await;
     let locker = Locker::new(RedisLock::from_url(&server.url()).expect("url"));
     assert!(foreign_set(&mut conn, "poll", "node-redlock-token").await);
@@ -144,3 +139,32 @@ async fn a_held_lock_waits_for_a_foreign_release_by_polling() {
         .expect("acquired");
     guard.release().await.expect("ours");
 }
+
+/// Each check above as a test on each server: `redis_server::name` and `valkey_server::name`.
+macro_rules! on_each_server {
+    ($($check:ident),+ $(,)?) => {
+        mod redis_server {
+            $(
+                #[tokio::test]
+                async fn $check() {
+                    super::$check(crate::common::server()).await;
+                }
+            )+
+        }
+        mod valkey_server {
+            $(
+                #[tokio::test]
+                async fn $check() {
+                    super::$check(crate::common::valkey()).await;
+                }
+            )+
+        }
+    };
+}
+
+on_each_server!(
+    the_plain_layout_excludes_both_ways_and_a_prefix_does_not,
+    python_redis_lock_uses_another_key,
+    a_foreign_holder_neither_gets_nor_advances_a_fencing_token,
+    a_held_lock_waits_for_a_foreign_release_by_polling,
+);

@@ -64,6 +64,11 @@ mod matrix {
                 Arc::new(redis()),
             ),
             (
+                "`RedisLock`, one Valkey 9.1 server",
+                "lock-redis `valkey`",
+                Arc::new(redis()),
+            ),
+            (
                 "`RedisLock`, Redis Cluster",
                 "lock-redis `cluster`",
                 Arc::new(
