@@ -7,6 +7,8 @@ use distlock::PostgresLock;
 use distlock::tokio_postgres::{self, NoTls};
 use lock_testkit::{FaultProxy, KeepData, PostgresServer, RedisCluster, RedisServer};
 
+use crate::runner::Server;
+
 use crate::scenario::Topology;
 use crate::schedule::Net;
 use crate::worker::Backend;
@@ -34,19 +36,22 @@ pub(crate) struct Lab {
 
 impl Lab {
     /// Starts the servers of `topology` and a proxy per worker and server.
-    pub(crate) fn start(topology: Topology, workers: u32) -> io::Result<Lab> {
+    pub(crate) fn start(topology: Topology, workers: u32, server: Server) -> io::Result<Lab> {
         let resource = RedisServer::start()?;
+        // The lock's own stores: redis-server, or valkey-server.
+        let store = || match server {
+            Server::Redis => RedisServer::start(),
+            Server::Valkey => RedisServer::builder().valkey().start(),
+        };
         let postgres = match topology {
             Topology::Postgres => Some(start_postgres()?),
             _ => None,
         };
         let (servers, cluster) = match topology {
-            Topology::Single => (vec![RedisServer::start()?], None),
+            Topology::Single => (vec![store()?], None),
             Topology::Postgres => (Vec::new(), None),
             Topology::Redlock(n) => (
-                (0..n)
-                    .map(|_| RedisServer::start())
-                    .collect::<io::Result<Vec<_>>>()?,
+                (0..n).map(|_| store()).collect::<io::Result<Vec<_>>>()?,
                 None,
             ),
             Topology::Cluster => (

@@ -12,5 +12,5 @@ pub mod schedule;
 pub mod worker;
 
 pub use checker::{Report, check};
-pub use runner::{Options, Outcome, run};
+pub use runner::{Options, Outcome, Server, run};
 pub use scenario::{Bound, Expected, Scenario, Topology};

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use distlock_torture::{Options, report, run, scenario};
+use distlock_torture::{Options, Server, report, run, scenario};
 
 /// Runs distlock's torture scenarios: worker processes contend for a lock on real
 /// redis-servers while faults are injected, and a checker judges the recorded history.
@@ -37,6 +37,25 @@ struct Cli {
     /// Do not print each step as it runs.
     #[arg(long)]
     quiet: bool,
+    /// The server of the lock's Redis stores in single-server and Redlock scenarios.
+    #[arg(long, value_enum, default_value_t = ServerArg::Redis)]
+    server: ServerArg,
+}
+
+/// `--server`: `redis` (redis-server) or `valkey` (valkey-server).
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum ServerArg {
+    Redis,
+    Valkey,
+}
+
+impl From<ServerArg> for Server {
+    fn from(arg: ServerArg) -> Server {
+        match arg {
+            ServerArg::Redis => Server::Redis,
+            ServerArg::Valkey => Server::Valkey,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -126,6 +145,7 @@ fn main() -> ExitCode {
             workers: cli.workers,
             keep: cli.keep.as_ref().map(|k| k.join(s.name)),
             verbose: !cli.quiet,
+            server: cli.server.into(),
         };
         match run(s, &options) {
             Ok(outcome) => {

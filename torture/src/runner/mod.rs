@@ -41,6 +41,17 @@ const MAX_CYCLES: u32 = 10_000;
 /// How long after the stop file the workers may take to finish their round and exit.
 const EXIT_GRACE: Duration = Duration::from_secs(15);
 
+/// Which server binary plays the Redis of a single-server or Redlock scenario (the lock's
+/// stores; the protected resource and a Redis Cluster stay on `redis-server`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Server {
+    /// `redis-server`.
+    #[default]
+    Redis,
+    /// Valkey's `valkey-server` (`scripts/ensure-valkey.sh` installs it).
+    Valkey,
+}
+
 /// How to run a scenario.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -55,6 +66,8 @@ pub struct Options {
     pub keep: Option<PathBuf>,
     /// Print each step to stderr as it runs.
     pub verbose: bool,
+    /// Which server the lock's Redis stores are.
+    pub server: Server,
 }
 
 impl Options {
@@ -66,6 +79,7 @@ impl Options {
             workers: None,
             keep: None,
             verbose: true,
+            server: Server::Redis,
         }
     }
 }
@@ -119,7 +133,7 @@ pub fn run(scenario: &Scenario, options: &Options) -> io::Result<Outcome> {
         .duration
         .unwrap_or(scenario.short)
         .max(scenario.min_duration());
-    let mut lab = Lab::start(scenario.topology, workers)?;
+    let mut lab = Lab::start(scenario.topology, workers, options.server)?;
 
     let stop_file = dir.join("stop");
     let _ = std::fs::remove_file(&stop_file);

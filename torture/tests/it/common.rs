@@ -2,7 +2,7 @@
 
 use std::sync::{Mutex, PoisonError};
 
-use distlock_torture::{Options, Outcome, Scenario, report, run};
+use distlock_torture::{Options, Outcome, Scenario, Server, report, run};
 
 /// Scenarios share two cores with the rest of the test suite: one at a time in this test binary
 /// (every backend's), so that their timing verdicts measure distlock rather than the machine's
@@ -12,8 +12,16 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 /// Runs the short form of `scenario` with the worker processes started from the `torture`
 /// binary, and prints its report.
 pub(crate) fn run_short(scenario: &Scenario) -> Outcome {
+    run_short_on(scenario, Server::Redis)
+}
+
+/// [`run_short`] with the lock's Redis stores on `server`.
+pub(crate) fn run_short_on(scenario: &Scenario, server: Server) -> Outcome {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
-    let options = Options::short(env!("CARGO_BIN_EXE_torture"));
+    let options = Options {
+        server,
+        ..Options::short(env!("CARGO_BIN_EXE_torture"))
+    };
     let outcome = run(scenario, &options).expect("the run takes place");
     eprintln!(
         "== {} ({} cycles, {:.1} s)\n{}",

@@ -7,3 +7,4 @@ mod cluster;
 mod postgres;
 mod redlock;
 mod single_redis;
+mod single_valkey;
