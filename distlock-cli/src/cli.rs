@@ -91,8 +91,11 @@ pub(crate) enum Command {
     /// The lease is renewed while the command runs. The command gets DISTLOCK_LOCK_NAME and
     /// DISTLOCK_FENCING_TOKEN in its environment. If the lease is lost, the command gets
     /// SIGTERM, then SIGKILL after --grace, and distlock exits with the "lost" code. SIGINT,
-    /// SIGTERM and SIGHUP sent to distlock are passed on to the command. The lock is released when the
-    /// command exits, and distlock exits with its code (128 + N when a signal N ended it).
+    /// SIGTERM and SIGHUP sent to distlock are passed on to the command. The command and what it
+    /// starts never outlive distlock: if distlock is killed, a guardian kills the command's
+    /// process group. The lock is released when the command exits (what it left running in its
+    /// group is killed first), and distlock exits with its code (128 + N when a signal N ended
+    /// it).
     #[command(after_help = exit::CODES_HELP)]
     Run(RunArgs),
     /// A live table of held locks, refreshed every --interval, with announced releases per

@@ -4,6 +4,7 @@
 mod cli;
 mod connect;
 mod exit;
+mod guardian;
 mod inspect;
 mod release;
 mod render;
@@ -20,6 +21,10 @@ use crate::connect::Target;
 use crate::exit::{FAILURE, Failure};
 
 fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some(guardian::ARG) {
+        return guardian::guard(&args[2..]);
+    }
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -52,17 +52,21 @@ pub(crate) async fn run(target: &Target, args: RunArgs) -> Result<ExitCode, Fail
     let Some((program, rest)) = args.command.split_first() else {
         return Err(Failure::new(FAILURE, "no command given"));
     };
+    // The command's process group: led by its guardian, which ends the group if distlock is
+    // killed (see `guardian`), so that a lost lease, a passed-on signal or distlock's death
+    // reaches everything the command started (a shell's children too).
+    let guardian = spawn_guardian();
+    let group = guardian.as_ref().and_then(Child::id).unwrap_or(0);
     let spawned = tokio::process::Command::new(program)
         .args(rest)
         .env("DISTLOCK_LOCK_NAME", &args.name)
         .env("DISTLOCK_FENCING_TOKEN", guard.fencing_token().to_string())
-        // Its own process group, so that a lost lease stops everything it started (a
-        // shell's children too), not just its first process.
-        .process_group(0)
+        .process_group(i32::try_from(group).unwrap_or(0))
         .spawn();
     let mut child = match spawned {
         Ok(child) => child,
         Err(error) => {
+            end_group(guardian, None).await;
             let _ = guard.release().await;
             let code = if error.kind() == std::io::ErrorKind::NotFound {
                 NOT_FOUND
@@ -75,6 +79,8 @@ pub(crate) async fn run(target: &Target, args: RunArgs) -> Result<ExitCode, Fail
             ));
         }
     };
+    // The group's id: the guardian's pid, or the command's when it has no guardian.
+    let signal_group = child.id().map(|pid| if group == 0 { pid } else { group });
     let lost = guard.lost();
     tokio::pin!(lost);
     let (mut term, mut int, mut hup) = (
@@ -90,44 +96,97 @@ pub(crate) async fn run(target: &Target, args: RunArgs) -> Result<ExitCode, Fail
                 Err(e) => return Err(Failure::new(FAILURE, format!("waiting for the command: {e}"))),
             },
             () = &mut lost => break End::Lost,
-            _ = term.recv() => pass_on(&child, Signal::SIGTERM),
-            _ = int.recv() => pass_on(&child, Signal::SIGINT),
-            _ = hup.recv() => pass_on(&child, Signal::SIGHUP),
+            _ = term.recv() => pass_on(signal_group, Signal::SIGTERM),
+            _ = int.recv() => pass_on(signal_group, Signal::SIGINT),
+            _ = hup.recv() => pass_on(signal_group, Signal::SIGHUP),
         }
     };
+    let group = signal_group;
     match end {
-        End::Exited(status) => match guard.release().await {
-            Ok(()) => Ok(ExitCode::from(code_of(status))),
-            Err(LockError::NotOwned { .. }) => Err(Failure::new(
-                LOST,
-                format!(
-                    "the lease on {:?} was lost before the command ended (it exited with {})",
-                    args.name,
-                    code_of(status)
-                ),
-            )),
-            Err(error) => {
-                // The command is done; the lock expires at the end of its lease.
-                eprintln!(
-                    "distlock: releasing {:?} failed ({}); it expires within {}",
-                    args.name,
-                    crate::exit::one_line(&error),
-                    humantime::format_duration(args.ttl)
-                );
-                Ok(ExitCode::from(code_of(status)))
-            }
-        },
+        End::Exited(status) => {
+            // Whatever the command left running in its group would outlive the lock.
+            end_group(guardian, group).await;
+            release_after(guard, &args, status).await
+        }
         End::Lost => {
             eprintln!(
                 "distlock: the lease on {:?} was lost; stopping the command (SIGTERM, SIGKILL after {})",
                 args.name,
                 humantime::format_duration(args.grace)
             );
-            stop(&mut child, args.grace).await;
+            stop(&mut child, group, args.grace).await;
+            end_group(guardian, group).await;
             drop(guard);
             Err(Failure::new(LOST, format!("lost the lock {:?}", args.name)))
         }
     }
+}
+
+/// Releases the lock after the command exited with `status`, and answers distlock's exit.
+async fn release_after(
+    guard: lock_core::Guard,
+    args: &RunArgs,
+    status: ExitStatus,
+) -> Result<ExitCode, Failure> {
+    match guard.release().await {
+        Ok(()) => Ok(ExitCode::from(code_of(status))),
+        Err(LockError::NotOwned { .. }) => Err(Failure::new(
+            LOST,
+            format!(
+                "the lease on {:?} was lost before the command ended (it exited with {})",
+                args.name,
+                code_of(status)
+            ),
+        )),
+        Err(error) => {
+            // The command is done; the lock expires at the end of its lease.
+            eprintln!(
+                "distlock: releasing {:?} failed ({}); it expires within {}",
+                args.name,
+                crate::exit::one_line(&error),
+                humantime::format_duration(args.ttl)
+            );
+            Ok(ExitCode::from(code_of(status)))
+        }
+    }
+}
+
+/// Starts the command's guardian (this binary, `distlock __guardian <our pid>`) as the leader
+/// of a new process group; `None`, with a warning, if it cannot start (the command then gets
+/// a group of its own, unguarded, as before).
+fn spawn_guardian() -> Option<Child> {
+    let started = std::env::current_exe().and_then(|exe| {
+        tokio::process::Command::new(exe)
+            .arg(crate::guardian::ARG)
+            .arg(std::process::id().to_string())
+            .process_group(0)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+    });
+    match started {
+        Ok(guardian) => Some(guardian),
+        Err(error) => {
+            eprintln!(
+                "distlock: cannot start the command's guardian ({error}); if distlock is killed, \
+                 the command will not be"
+            );
+            None
+        }
+    }
+}
+
+/// Ends the command's process group (SIGKILL to what is left of it, the guardian included)
+/// and reaps the guardian.
+async fn end_group(guardian: Option<Child>, group: Option<u32>) {
+    let Some(mut guardian) = guardian else {
+        return;
+    };
+    let group = group.or_else(|| guardian.id());
+    if let Some(group) = group.and_then(|g| i32::try_from(g).ok()) {
+        let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
+    }
+    let _ = guardian.kill().await;
 }
 
 /// A stream of one signal sent to distlock.
@@ -135,20 +194,20 @@ fn listen(kind: SignalKind) -> Result<tokio::signal::unix::Signal, Failure> {
     signal(kind).map_err(|e| Failure::new(FAILURE, format!("cannot listen for signals: {e}")))
 }
 
-/// Sends `sig` to the command's process group, while the command runs (its group id is its
-/// pid, which is not reused before we reap it).
-fn pass_on(child: &Child, sig: Signal) {
-    if let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) {
-        let _ = killpg(Pid::from_raw(pid), sig);
+/// Sends `sig` to the command's process group `group` (its guardian's pid, or the command's
+/// when it has none: neither is reused before we reap it).
+fn pass_on(group: Option<u32>, sig: Signal) {
+    if let Some(group) = group.and_then(|g| i32::try_from(g).ok()) {
+        let _ = killpg(Pid::from_raw(group), sig);
     }
 }
 
 /// SIGTERM to the command's process group, then SIGKILL if the command still runs after
 /// `grace`; waits for it to end.
-async fn stop(child: &mut Child, grace: Duration) {
-    pass_on(child, Signal::SIGTERM);
+async fn stop(child: &mut Child, group: Option<u32>, grace: Duration) {
+    pass_on(group, Signal::SIGTERM);
     if tokio::time::timeout(grace, child.wait()).await.is_err() {
-        pass_on(child, Signal::SIGKILL);
+        pass_on(group, Signal::SIGKILL);
         let _ = child.wait().await;
     }
 }

@@ -11,6 +11,7 @@ mod ls_many;
 mod release;
 mod release_force;
 mod run_env;
+mod run_killed;
 mod run_lost;
 mod sentinel;
 mod tls;

@@ -1,0 +1,163 @@
+//! `run` whose `distlock` process is killed outright (`kill -9`, as the OOM killer or a
+//! container runtime would): the command and everything it started die with it, so a second
+//! `run` that gets the lock at the end of the lease never overlaps the first command. And a
+//! lost lease stops the command's children, not only the command.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use lock_testkit::RedisServer;
+
+use crate::common::eventually;
+
+/// Whether process `pid` is alive (a zombie, already dead, counts as gone).
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state is the field after the parenthesised command name.
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// The pid the command wrote into `file`, once it has.
+fn pid_in(file: &Path) -> u32 {
+    assert!(
+        eventually(Duration::from_secs(15), || std::fs::read_to_string(file)
+            .is_ok_and(|s| s.trim().parse::<u32>().is_ok())),
+        "the command wrote {}",
+        file.display()
+    );
+    std::fs::read_to_string(file)
+        .expect("pid file")
+        .trim()
+        .parse()
+        .expect("a pid")
+}
+
+/// `distlock --url URL run NAME --ttl 2s -- sh -c SCRIPT`, not waited for.
+fn run(url: &str, name: &str, script: &str) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_distlock"))
+        .args([
+            "--url", url, "run", name, "--ttl", "2s", "--wait", "20s", "--",
+        ])
+        .args(["sh", "-c", script])
+        .env_remove("DISTLOCK_URL")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn distlock")
+}
+
+#[test]
+fn a_killed_distlock_takes_its_command_and_its_children_with_it() {
+    let server = RedisServer::start().expect("redis-server");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (shell, child, beat) = (
+        dir.path().join("shell.pid"),
+        dir.path().join("child.pid"),
+        dir.path().join("beat"),
+    );
+    // A shell that starts a child of its own and beats every 50 ms.
+    let script = format!(
+        "echo $$ > {shell}; sleep 1000 & echo $! > {child}; while :; do date > {beat}; sleep 0.05; done",
+        shell = shell.display(),
+        child = child.display(),
+        beat = beat.display()
+    );
+    let mut first = run(&server.url(), "job:killed", &script);
+    let (shell_pid, child_pid) = (pid_in(&shell), pid_in(&child));
+    assert!(alive(shell_pid) && alive(child_pid));
+
+    first.kill().expect("SIGKILL distlock by its PID");
+    let killed = Instant::now();
+    let _ = first.wait();
+    assert!(
+        eventually(Duration::from_secs(2), || !alive(shell_pid)
+            && !alive(child_pid)),
+        "the command (pid {shell_pid}) or its child (pid {child_pid}) outlived distlock"
+    );
+    eprintln!(
+        "the command's group was gone {:?} after the kill",
+        killed.elapsed()
+    );
+
+    // The lock is still held until its lease runs out; a second run gets it then and finds
+    // the first command's beat stopped.
+    let stopped_at = std::fs::metadata(&beat)
+        .and_then(|m| m.modified())
+        .expect("beat");
+    let second_beat = dir.path().join("second");
+    let mut second = run(
+        &server.url(),
+        "job:killed",
+        &format!("date > {}", second_beat.display()),
+    );
+    assert!(
+        eventually(Duration::from_secs(15), || second_beat.exists()),
+        "the second run got the lock"
+    );
+    let _ = second.wait();
+    let after = std::fs::metadata(&beat)
+        .and_then(|m| m.modified())
+        .expect("beat");
+    assert_eq!(
+        after, stopped_at,
+        "the first command beat on after distlock died"
+    );
+    assert!(
+        std::fs::metadata(&second_beat)
+            .and_then(|m| m.modified())
+            .expect("second")
+            > stopped_at,
+        "the second command ran after the first stopped"
+    );
+}
+
+#[test]
+fn a_lost_lease_stops_the_commands_children_too() {
+    let server = RedisServer::start().expect("redis-server");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let child = dir.path().join("child.pid");
+    let script = format!("sleep 1000 & echo $! > {}; wait", child.display());
+    let mut first = Command::new(env!("CARGO_BIN_EXE_distlock"))
+        .args([
+            "--url",
+            &server.url(),
+            "run",
+            "job:stolen",
+            "--ttl",
+            "2s",
+            "--grace",
+            "1s",
+            "--",
+        ])
+        .args(["sh", "-c", &script])
+        .env_remove("DISTLOCK_URL")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn distlock");
+    let child_pid = pid_in(&child);
+    server
+        .command(&["SET", "job:stolen", "stolen", "PX", "60000"])
+        .expect("take the key away");
+    let mut status = None;
+    // Bounded: the lease (detection at the next renewal), the grace, and a margin.
+    assert!(eventually(Duration::from_secs(10), || {
+        status = first.try_wait().expect("wait");
+        status.is_some()
+    }));
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(124),
+        "distlock exits with the lost code"
+    );
+    assert!(
+        eventually(Duration::from_secs(2), || !alive(child_pid)),
+        "the command's child (pid {child_pid}) outlived the lost lease"
+    );
+}
