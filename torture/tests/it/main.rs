@@ -7,4 +7,3 @@ mod cluster;
 mod postgres;
 mod redlock;
 mod single_redis;
-mod single_valkey;

@@ -1,12 +1,13 @@
-//! Torture scenarios on one Redis (`RedisLock`), short form.
+//! Torture scenarios on one server (`RedisLock`), short form: each on redis-server
+//! (`redis_server::…`) and on Valkey's valkey-server (`valkey_server::…`), with the same
+//! verdicts.
 
-use distlock_torture::scenario;
+use distlock_torture::{Server, scenario};
 
 use crate::common;
 
-#[test]
-fn a_paused_holder_resumes_into_a_fenced_rejection() {
-    let outcome = common::run_short(&scenario::holder_pause());
+fn a_paused_holder_resumes_into_a_fenced_rejection(server: Server) {
+    let outcome = common::run_short_on(&scenario::holder_pause(), server);
     common::assert_verdict(&outcome);
     let r = &outcome.report;
     assert!(
@@ -16,25 +17,51 @@ fn a_paused_holder_resumes_into_a_fenced_rejection() {
     assert_eq!(r.overlaps.len(), 0);
 }
 
-#[test]
-fn redis_restarted_empty_keeps_fencing_tokens_growing() {
-    let outcome = common::run_short(&scenario::redis_restart_empty());
+fn restarted_empty_keeps_fencing_tokens_growing(server: Server) {
+    let outcome = common::run_short_on(&scenario::redis_restart_empty(), server);
     common::assert_verdict(&outcome);
     let r = &outcome.report;
     assert_eq!(r.token_regressions, 0);
     assert_eq!(r.stale_accepted + r.stale_accepted_in_log, 0);
 }
 
-#[test]
-fn slow_redis_never_grants_twice() {
-    let outcome = common::run_short(&scenario::redis_slow());
+fn a_slow_server_never_grants_twice(server: Server) {
+    let outcome = common::run_short_on(&scenario::redis_slow(), server);
     common::assert_verdict(&outcome);
     assert_eq!(outcome.report.overlaps.len(), 0);
 }
 
-#[test]
-fn a_holder_cut_off_longer_than_its_lease_is_replaced_safely() {
-    let outcome = common::run_short(&scenario::worker_partition());
+fn a_holder_cut_off_longer_than_its_lease_is_replaced_safely(server: Server) {
+    let outcome = common::run_short_on(&scenario::worker_partition(), server);
     common::assert_verdict(&outcome);
     assert_eq!(outcome.report.overlaps.len(), 0);
 }
+
+/// Each scenario above as a test on each server.
+macro_rules! on_each_server {
+    ($($check:ident),+ $(,)?) => {
+        mod redis_server {
+            $(
+                #[test]
+                fn $check() {
+                    super::$check(distlock_torture::Server::Redis);
+                }
+            )+
+        }
+        mod valkey_server {
+            $(
+                #[test]
+                fn $check() {
+                    super::$check(distlock_torture::Server::Valkey);
+                }
+            )+
+        }
+    };
+}
+
+on_each_server!(
+    a_paused_holder_resumes_into_a_fenced_rejection,
+    restarted_empty_keeps_fencing_tokens_growing,
+    a_slow_server_never_grants_twice,
+    a_holder_cut_off_longer_than_its_lease_is_replaced_safely,
+);
