@@ -7,9 +7,8 @@ use lock_core::{Lease, LockError, Op, check_ttl, valid_until};
 use tokio::time::Instant;
 use tokio_postgres::types::Type;
 
-use crate::PostgresLock;
 use crate::error::BACKEND;
-use crate::postgres_lock::millis;
+use crate::executor::{Executor, millis};
 use crate::sql::LeaseTable;
 
 /// The leases of one table to extend, as the statement's three arrays.
@@ -28,7 +27,7 @@ type Extended = Result<HashSet<(String, String)>, (String, bool)>;
 /// [`Lock::extend_many`](lock_core::backend::Lock::extend_many) for `PostgresLock`: the
 /// statements of the tables concerned run at once (each on a pooled connection of its own).
 pub(crate) async fn extend_many(
-    lock: &PostgresLock,
+    exec: &Executor,
     leases: &[(Lease, Duration)],
 ) -> Vec<Result<Option<Instant>, LockError>> {
     let checked: Vec<Result<u64, LockError>> =
@@ -49,7 +48,7 @@ pub(crate) async fn extend_many(
         LeaseTable::ALL
             .iter()
             .zip(&batches)
-            .map(|(table, batch)| extend_table(lock, *table, batch)),
+            .map(|(table, batch)| extend_table(exec, *table, batch)),
     )
     .await;
     leases
@@ -87,11 +86,11 @@ fn index(table: LeaseTable) -> usize {
 }
 
 /// One table's statement; nothing is sent for an empty batch.
-async fn extend_table(lock: &PostgresLock, table: LeaseTable, batch: &Batch) -> Extended {
+async fn extend_table(exec: &Executor, table: LeaseTable, batch: &Batch) -> Extended {
     if batch.names.is_empty() {
         return Ok(HashSet::new());
     }
-    let answer = lock
+    let answer = exec
         .query(
             Op::Extend,
             table.extend_many(),

@@ -5,6 +5,7 @@ mod advisory;
 mod batch;
 mod config;
 mod error;
+mod executor;
 mod grant;
 mod kinds;
 mod listener;

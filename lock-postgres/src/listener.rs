@@ -30,7 +30,6 @@ use tokio::sync::{oneshot, watch};
 use tokio_postgres::{AsyncMessage, NoTls};
 
 use crate::error::{BACKEND, retryable, timeout};
-use crate::kinds::TURN_KEY_PREFIX;
 use crate::lookalike::Lookalike;
 use crate::sql::{CHANNEL, LISTEN, TURN_CHANNEL, VERSION};
 
@@ -160,6 +159,12 @@ impl Listener {
             _stop: stop,
         });
         (names, state)
+    }
+
+    /// Registers the fair waiter `token` (its hex form, the payload of its turn) and returns
+    /// its watch, as [`Listener::watch`] does for a name.
+    pub(crate) async fn watch_turn(&self, token: &str) -> Result<Option<ReleaseWatch>, LockError> {
+        self.watch(&turn_key(token)).await
     }
 
     /// Registers a waiter of `name` and returns its watch once the feed listens; `None` on a
@@ -322,9 +327,20 @@ async fn driving<T>(
     }
 }
 
+/// How the listener files a turn: this, then the waiter's token. A NUL never starts a lock name
+/// that came through PostgreSQL (`text` cannot hold one), so turns and names never collide.
+const TURN_KEY_PREFIX: char = '\0';
+
+/// The key the turn of the fair waiter `token` is filed under.
+fn turn_key(token: &str) -> String {
+    let mut key = String::with_capacity(token.len() + 1);
+    key.push(TURN_KEY_PREFIX);
+    key.push_str(token);
+    key
+}
+
 /// Hands a notification to the signal it is for: a release to the watchers of the name in its
-/// payload, a fair turn to the watcher of the token in its payload (filed under
-/// [`turn_key`](crate::kinds::turn_key)).
+/// payload, a fair turn to the watcher of the token in its payload (filed under [`turn_key`]).
 fn dispatch(names: &Mutex<Names>, message: &AsyncMessage) {
     let AsyncMessage::Notification(note) = message else {
         return;
@@ -333,10 +349,7 @@ fn dispatch(names: &Mutex<Names>, message: &AsyncMessage) {
     let entry = if note.channel() == CHANNEL {
         names.get(note.payload())
     } else if note.channel() == TURN_CHANNEL {
-        let mut key = String::with_capacity(note.payload().len() + 1);
-        key.push(TURN_KEY_PREFIX);
-        key.push_str(note.payload());
-        names.get(&key)
+        names.get(&turn_key(note.payload()))
     } else {
         None
     };

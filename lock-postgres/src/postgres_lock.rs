@@ -5,23 +5,26 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use deadpool_postgres::{Object, Pool};
+use deadpool_postgres::Pool;
 use lock_core::backend::{Attempt, Handover, Lock, MultiAttempt, ReleaseWatch};
 use lock_core::{
     Kind, Lease, LockError, Op, TimeoutPhase, Token, check_name, check_ttl, valid_until,
 };
 use tokio::time::Instant;
 use tokio_postgres::Row;
-use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::types::Type;
 
 use crate::config::PostgresLockBuilder;
 use crate::error::{BACKEND, from_pg, timeout, unexpected};
-use crate::grant::{GrantStatement, Limits, borrowed, param, run_grant};
-use crate::kinds::{IN_USE, release_statement, released, turn_key};
+use crate::executor::{Executor, millis};
+use crate::grant::{GrantStatement, borrowed, param};
+use crate::kinds::{
+    IN_USE, release_statement, released, try_all_at_once, try_fair, try_read_write, try_semaphore,
+};
 use crate::listener::Listener;
 use crate::pool::{client, discard};
 use crate::sql::{ACQUIRE, HAND_OVER, LeaseTable, MIGRATION, PING};
-use crate::statements::{Statements, from_statement, lost_prepared, run};
+use crate::statements::Statements;
 
 /// A distributed lock on PostgreSQL (≥ 12): one row per lock name in the lease table
 /// [`distlock_leases`](crate::MIGRATION), through a `deadpool-postgres` pool.
@@ -42,13 +45,11 @@ use crate::statements::{Statements, from_statement, lost_prepared, run};
 /// Every statement is bounded by the statement timeout and connecting by the connect timeout,
 /// so a PostgreSQL that is down or hangs yields a typed error in bounded time.
 pub struct PostgresLock {
-    pool: Pool,
+    /// The pool and the limits its statements run within.
+    exec: Executor,
     /// Release announcements for waiters; `None` with announcements off, or a pool without a
     /// configuration.
     listener: Option<Listener>,
-    connect_timeout: Duration,
-    statement_timeout: Duration,
-    statements: Statements,
 }
 
 impl PostgresLock {
@@ -73,12 +74,14 @@ impl PostgresLock {
         statements: Statements,
     ) -> Self {
         Self {
-            pool,
+            exec: Executor {
+                pool,
+                connect_timeout,
+                statement_timeout,
+                statements,
+            },
             listener: listen
                 .map(|config| Listener::new(config, connect_timeout + statement_timeout)),
-            connect_timeout,
-            statement_timeout,
-            statements,
         }
     }
 
@@ -86,26 +89,26 @@ impl PostgresLock {
     /// [`PostgresLockBuilder::prepared_statements`]).
     #[must_use]
     pub fn prepared_statements(&self) -> bool {
-        self.statements == Statements::Prepared
+        self.exec.statements == Statements::Prepared
     }
 
     /// How long getting a connection may take (see [`PostgresLockBuilder::connect_timeout`]).
     #[must_use]
     pub fn connect_timeout(&self) -> Duration {
-        self.connect_timeout
+        self.exec.connect_timeout
     }
 
     /// How long one statement may wait for its reply (see
     /// [`PostgresLockBuilder::statement_timeout`]).
     #[must_use]
     pub fn statement_timeout(&self) -> Duration {
-        self.statement_timeout
+        self.exec.statement_timeout
     }
 
     /// The pool the lock takes its connections from.
     #[must_use]
     pub fn pool(&self) -> &Pool {
-        &self.pool
+        &self.exec.pool
     }
 
     /// Creates the lock's schema, or upgrades it in place to
@@ -121,61 +124,20 @@ impl PostgresLock {
     /// # Cancel safety
     /// Cancel safe: the schema is created or not (one transaction).
     pub async fn migrate(&self) -> Result<(), LockError> {
-        let client = client(&self.pool, self.connect_timeout).await?;
+        let client = client(&self.exec.pool, self.exec.connect_timeout).await?;
         let started = Instant::now();
         let done =
-            tokio::time::timeout(self.statement_timeout, client.batch_execute(MIGRATION)).await;
+            tokio::time::timeout(self.exec.statement_timeout, client.batch_execute(MIGRATION))
+                .await;
         match done {
             Ok(Ok(())) => Ok(()),
             Ok(Err(err)) => Err(from_pg(err, Op::Connect)),
             Err(_) => {
-                discard(client, self.connect_timeout);
+                discard(client, self.exec.connect_timeout);
                 Err(timeout(TimeoutPhase::Command, started.elapsed()))
             }
         }
     }
-
-    /// Runs a statement that may grant a lease; see [`run_grant`].
-    pub(crate) async fn grant(&self, grant: GrantStatement) -> Result<Vec<Row>, LockError> {
-        let limits = Limits {
-            connect: self.connect_timeout,
-            statement: self.statement_timeout,
-            statements: self.statements,
-        };
-        run_grant(self.pool.clone(), limits, grant).await
-    }
-
-    /// Runs one statement (typed parameters, prepared or not: one round trip) within the
-    /// statement timeout, dropping the connection when it timed out, broke, or lost its
-    /// prepared statements.
-    pub(crate) async fn query(
-        &self,
-        op: Op,
-        sql: &str,
-        params: &[(&(dyn ToSql + Sync), Type)],
-    ) -> Result<Vec<Row>, LockError> {
-        let client = client(&self.pool, self.connect_timeout).await?;
-        let started = Instant::now();
-        let statement = run(&client, self.statements, sql, params);
-        match tokio::time::timeout(self.statement_timeout, statement).await {
-            Ok(Ok(rows)) => Ok(rows),
-            Ok(Err(err)) => {
-                if err.is_closed() || lost_prepared(self.statements, &err) {
-                    drop(Object::take(client));
-                }
-                Err(from_statement(self.statements, err, op))
-            }
-            Err(_) => {
-                discard(client, self.connect_timeout);
-                Err(timeout(TimeoutPhase::Command, started.elapsed()))
-            }
-        }
-    }
-}
-
-pub(crate) fn millis(ms: u64) -> i64 {
-    // check_ttl caps a TTL at 2^53 - 1 ms.
-    i64::try_from(ms).unwrap_or(i64::MAX)
 }
 
 #[async_trait]
@@ -211,6 +173,7 @@ impl Lock for PostgresLock {
         let ttl_ms = check_ttl(ttl)?;
         let started = Instant::now();
         let rows = self
+            .exec
             .grant(GrantStatement {
                 op: Op::Acquire,
                 sql: ACQUIRE,
@@ -269,12 +232,12 @@ impl Lock for PostgresLock {
         match kind {
             Kind::Mutex => self.try_acquire(name, token, ttl).await,
             Kind::Read { .. } | Kind::Write { .. } => {
-                self.try_read_write(name, kind, token, ttl_ms).await
+                try_read_write(&self.exec, name, kind, token, ttl_ms).await
             }
             Kind::Semaphore { permits, max } => {
-                self.try_semaphore(name, permits, max, token, ttl_ms).await
+                try_semaphore(&self.exec, name, permits, max, token, ttl_ms).await
             }
-            Kind::Fair { queued } => self.try_fair(name, queued, token, ttl_ms).await,
+            Kind::Fair { queued } => try_fair(&self.exec, name, queued, token, ttl_ms).await,
             other => Err(LockError::Unsupported {
                 backend: BACKEND,
                 kind: other.label(),
@@ -294,13 +257,14 @@ impl Lock for PostgresLock {
             check_name(name)?;
         }
         let ttl_ms = check_ttl(ttl)?;
-        self.try_all_at_once(names, token, ttl_ms).await
+        try_all_at_once(&self.exec, names, token, ttl_ms).await
     }
 
     /// The permits of the live holders of `name`: one `SELECT sum(permits)`.
     async fn permits_in_use(&self, name: &str) -> Result<u32, LockError> {
         check_name(name)?;
         let rows = self
+            .exec
             .query(Op::Acquire, IN_USE, &[(&name, Type::TEXT)])
             .await?;
         let used: i64 = rows
@@ -318,6 +282,7 @@ impl Lock for PostgresLock {
         let started = Instant::now();
         let (hex, ms) = (lease.token().to_hex(), millis(ttl_ms));
         let rows = self
+            .exec
             .query(
                 Op::Extend,
                 LeaseTable::of(lease.kind()).extend(),
@@ -343,7 +308,7 @@ impl Lock for PostgresLock {
         &self,
         leases: &[(Lease, Duration)],
     ) -> Vec<Result<Option<Instant>, LockError>> {
-        crate::batch::extend_many(self, leases).await
+        crate::batch::extend_many(&self.exec, leases).await
     }
 
     /// One `UPDATE` (token, expiry, next fencing token) if the lease is still ours.
@@ -357,6 +322,7 @@ impl Lock for PostgresLock {
         let started = Instant::now();
         let to_hex = to.to_hex().as_str().to_owned();
         let rows = self
+            .exec
             .grant(GrantStatement {
                 op: Op::Acquire,
                 sql: HAND_OVER,
@@ -391,7 +357,10 @@ impl Lock for PostgresLock {
     async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
         let (sql, params) =
             release_statement(lease.name(), lease.token().to_hex().as_str(), lease.kind());
-        let rows = self.query(Op::Release, sql, &borrowed(&params)).await?;
+        let rows = self
+            .exec
+            .query(Op::Release, sql, &borrowed(&params))
+            .await?;
         Ok(released(lease.kind(), &rows))
     }
 
@@ -414,7 +383,7 @@ impl Lock for PostgresLock {
     ) -> Result<Option<ReleaseWatch>, LockError> {
         let _ = name;
         match &self.listener {
-            Some(listener) => listener.watch(&turn_key(token)).await,
+            Some(listener) => listener.watch_turn(token.to_hex().as_str()).await,
             None => Ok(None),
         }
     }
@@ -422,15 +391,15 @@ impl Lock for PostgresLock {
     /// Gets a connection (connecting if the pool has none) and runs `SELECT 1`, both bounded
     /// by their timeouts.
     async fn ping(&self) -> Result<(), LockError> {
-        self.query(Op::Connect, PING, &[]).await.map(drop)
+        self.exec.query(Op::Connect, PING, &[]).await.map(drop)
     }
 }
 
 impl fmt::Debug for PostgresLock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PostgresLock")
-            .field("connect_timeout", &self.connect_timeout)
-            .field("statement_timeout", &self.statement_timeout)
+            .field("connect_timeout", &self.exec.connect_timeout)
+            .field("statement_timeout", &self.exec.statement_timeout)
             .field("announcements", &self.listener.is_some())
             .field("prepared_statements", &self.prepared_statements())
             .finish_non_exhaustive()

@@ -7,8 +7,6 @@ use distlock::PostgresLock;
 use distlock::tokio_postgres::{self, NoTls};
 use lock_testkit::{FaultProxy, KeepData, PostgresServer, RedisCluster, RedisServer};
 
-use crate::runner::Server;
-
 use crate::scenario::Topology;
 use crate::schedule::Net;
 use crate::worker::Backend;
@@ -16,6 +14,17 @@ use crate::worker::Backend;
 /// `cluster-node-timeout` of the cluster scenarios: how long before a silent master is failed
 /// over.
 const CLUSTER_NODE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Which server binary plays the Redis of a single-server or Redlock scenario (the lock's
+/// stores; the protected resource and a Redis Cluster stay on `redis-server`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Server {
+    /// `redis-server`.
+    #[default]
+    Redis,
+    /// Valkey's `valkey-server` (`scripts/ensure-valkey.sh` installs it).
+    Valkey,
+}
 
 /// Everything a run's workers talk to.
 #[derive(Debug)]

@@ -12,5 +12,6 @@ pub mod schedule;
 pub mod worker;
 
 pub use checker::{Report, check};
-pub use runner::{Options, Outcome, Server, run};
+pub use lab::Server;
+pub use runner::{Options, Outcome, run};
 pub use scenario::{Bound, Expected, Scenario, Topology};

@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use tokio_postgres::types::Type;
 
 use super::{attempt, left_behind, release_statement};
-use crate::PostgresLock;
+use crate::executor::{Executor, millis};
 use crate::grant::{GrantStatement, param};
 
 /// `distlock_fair_acquire(name, token, ttl_ms, entry_ms)`.
@@ -21,53 +21,38 @@ const FAIR_ACQUIRE: &str =
 /// waiter's withdrawal; `true` when the lock was the token's.
 pub(crate) const FAIR_RELEASE: &str = "SELECT distlock_fair_release($1, $2, $3, $4)";
 
-/// How the listener files a turn: this, then the waiter's token. A NUL never starts a lock name
-/// that came through PostgreSQL (`text` cannot hold one), so turns and names never collide.
-pub(crate) const TURN_KEY_PREFIX: char = '\0';
-
-/// The listener's key for the turn of the waiter `token`.
-pub(crate) fn turn_key(token: &Token) -> String {
-    let mut key = String::with_capacity(33);
-    key.push(TURN_KEY_PREFIX);
-    key.push_str(token.to_hex().as_str());
-    key
-}
-
-impl PostgresLock {
-    /// One attempt at the fair lock `name`; a `queued` attempt that finds it busy takes (or
-    /// keeps) a place in the queue: one call of `distlock_fair_acquire`.
-    pub(crate) async fn try_fair(
-        &self,
-        name: &str,
-        queued: bool,
-        token: Token,
-        ttl_ms: u64,
-    ) -> Result<Attempt, LockError> {
-        let kind = Kind::Fair { queued };
-        let entry_ms = if queued {
-            u64::try_from(fair_entry_ttl(Duration::from_millis(ttl_ms)).as_millis())
-                .unwrap_or(u64::MAX)
-        } else {
-            0
-        };
-        let hex = token.to_hex().as_str().to_owned();
-        let started = Instant::now();
-        let rows = self
-            .grant(GrantStatement {
-                op: Op::Acquire,
-                sql: FAIR_ACQUIRE,
-                params: vec![
-                    param(name.to_owned(), Type::TEXT),
-                    param(hex.clone(), Type::TEXT),
-                    param(crate::postgres_lock::millis(ttl_ms), Type::INT8),
-                    param(crate::postgres_lock::millis(entry_ms), Type::INT8),
-                ],
-                left_behind: left_behind(kind),
-                name: name.to_owned(),
-                undo: release_statement(name, &hex, kind),
-            })
-            .await?;
-        let valid = valid_until(started, Duration::from_millis(ttl_ms));
-        attempt(&rows, name, kind, token, valid)
-    }
+/// One attempt at the fair lock `name`; a `queued` attempt that finds it busy takes (or
+/// keeps) a place in the queue: one call of `distlock_fair_acquire`.
+pub(crate) async fn try_fair(
+    exec: &Executor,
+    name: &str,
+    queued: bool,
+    token: Token,
+    ttl_ms: u64,
+) -> Result<Attempt, LockError> {
+    let kind = Kind::Fair { queued };
+    let entry_ms = if queued {
+        u64::try_from(fair_entry_ttl(Duration::from_millis(ttl_ms)).as_millis()).unwrap_or(u64::MAX)
+    } else {
+        0
+    };
+    let hex = token.to_hex().as_str().to_owned();
+    let started = Instant::now();
+    let rows = exec
+        .grant(GrantStatement {
+            op: Op::Acquire,
+            sql: FAIR_ACQUIRE,
+            params: vec![
+                param(name.to_owned(), Type::TEXT),
+                param(hex.clone(), Type::TEXT),
+                param(millis(ttl_ms), Type::INT8),
+                param(millis(entry_ms), Type::INT8),
+            ],
+            left_behind: left_behind(kind),
+            name: name.to_owned(),
+            undo: release_statement(name, &hex, kind),
+        })
+        .await?;
+    let valid = valid_until(started, Duration::from_millis(ttl_ms));
+    attempt(&rows, name, kind, token, valid)
 }

@@ -1,7 +1,8 @@
 //! The kinds beyond the mutex, each one function call per operation on the schema's version 2
 //! (`sql/migration.sql`): the read-write lock, the semaphore and the fair lock. Every acquire
-//! goes through [`PostgresLock::grant`], so a grant whose caller is gone is given back by its
-//! kind's own release.
+//! goes through [`Executor::grant`](crate::executor::Executor::grant), so a grant whose caller
+//! is gone is given back by its kind's own release. Plain functions over the executor: nothing
+//! here needs the lock itself.
 
 mod fair;
 mod multi;
@@ -55,8 +56,10 @@ pub(crate) fn released(kind: Kind, rows: &[Row]) -> bool {
     }
 }
 
-pub(crate) use fair::{TURN_KEY_PREFIX, turn_key};
-pub(crate) use semaphore::IN_USE;
+pub(crate) use fair::try_fair;
+pub(crate) use multi::try_all_at_once;
+pub(crate) use read_write::try_read_write;
+pub(crate) use semaphore::{IN_USE, try_semaphore};
 
 /// Whether the first column of the first row is `true`: the answer of every grant function of
 /// the read-write and fair locks (`granted`).

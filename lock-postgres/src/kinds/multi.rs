@@ -12,10 +12,9 @@ use tokio_postgres::Row;
 use tokio_postgres::types::Type;
 
 use super::first_is_true;
-use crate::PostgresLock;
 use crate::error::unexpected;
+use crate::executor::{Executor, millis};
 use crate::grant::{GrantStatement, param};
-use crate::postgres_lock::millis;
 use crate::sql::CHANNEL;
 
 /// `distlock_multi_acquire(names, token, ttl_ms)`.
@@ -32,90 +31,88 @@ WITH released AS (
 )
 SELECT pg_notify($3, released.name)::text FROM released";
 
-impl PostgresLock {
-    /// One attempt at every one of `names` (distinct mutexes) with `token`, all or none.
-    pub(crate) async fn try_all_at_once(
-        &self,
-        names: &[Arc<str>],
-        token: Token,
-        ttl_ms: u64,
-    ) -> Result<MultiAttempt, LockError> {
-        let owned: Vec<String> = names.iter().map(|n| n.to_string()).collect();
-        let hex = token.to_hex().as_str().to_owned();
-        let started = Instant::now();
-        let rows = self
-            .grant(GrantStatement {
-                op: Op::Acquire,
-                sql: MULTI_ACQUIRE,
-                params: vec![
-                    param(owned.clone(), Type::TEXT_ARRAY),
-                    param(hex.clone(), Type::TEXT),
-                    param(millis(ttl_ms), Type::INT8),
+/// One attempt at every one of `names` (distinct mutexes) with `token`, all or none.
+pub(crate) async fn try_all_at_once(
+    exec: &Executor,
+    names: &[Arc<str>],
+    token: Token,
+    ttl_ms: u64,
+) -> Result<MultiAttempt, LockError> {
+    let owned: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    let hex = token.to_hex().as_str().to_owned();
+    let started = Instant::now();
+    let rows = exec
+        .grant(GrantStatement {
+            op: Op::Acquire,
+            sql: MULTI_ACQUIRE,
+            params: vec![
+                param(owned.clone(), Type::TEXT_ARRAY),
+                param(hex.clone(), Type::TEXT),
+                param(millis(ttl_ms), Type::INT8),
+            ],
+            left_behind: first_is_true,
+            name: owned.join(", "),
+            undo: (
+                MULTI_RELEASE,
+                vec![
+                    param(owned, Type::TEXT_ARRAY),
+                    param(hex, Type::TEXT),
+                    param(CHANNEL, Type::TEXT),
                 ],
-                left_behind: first_is_true,
-                name: owned.join(", "),
-                undo: (
-                    MULTI_RELEASE,
-                    vec![
-                        param(owned, Type::TEXT_ARRAY),
-                        param(hex, Type::TEXT),
-                        param(CHANNEL, Type::TEXT),
-                    ],
-                ),
-            })
-            .await?;
-        let [row] = &rows[..] else {
-            return Err(unexpected(
-                Op::Acquire,
-                format!("{} rows from a multi-lock acquire", rows.len()),
-            ));
-        };
-        type Answer = (bool, i32, i64, Option<Vec<i64>>);
-        let read = |row: &Row| -> Result<Answer, tokio_postgres::Error> {
-            Ok((
-                row.try_get(0)?,
-                row.try_get(1)?,
-                row.try_get(2)?,
-                row.try_get(3)?,
-            ))
-        };
-        let (granted, busy_index, wait_ms, fences) =
-            read(row).map_err(|e| unexpected(Op::Acquire, e))?;
-        if !granted {
-            let index = usize::try_from(busy_index)
-                .ok()
-                .and_then(|i| i.checked_sub(1))
-                .filter(|i| *i < names.len())
-                .ok_or_else(|| unexpected(Op::Acquire, format!("busy index {busy_index}")))?;
-            return Ok(MultiAttempt::Busy {
-                index,
-                holder_ttl: Some(Duration::from_millis(
-                    u64::try_from(wait_ms).unwrap_or_default(),
-                )),
-                announces: true,
-            });
-        }
-        let fences = fences.unwrap_or_default();
-        if fences.len() != names.len() {
-            return Err(unexpected(
-                Op::Acquire,
-                format!("{} fencing tokens for {} names", fences.len(), names.len()),
-            ));
-        }
-        let valid = valid_until(started, Duration::from_millis(ttl_ms));
-        Ok(MultiAttempt::Acquired(
-            names
-                .iter()
-                .zip(fences)
-                .map(|(name, fence)| {
-                    Lease::new(
-                        Arc::clone(name),
-                        token,
-                        u64::try_from(fence).unwrap_or(0),
-                        valid,
-                    )
-                })
-                .collect(),
+            ),
+        })
+        .await?;
+    let [row] = &rows[..] else {
+        return Err(unexpected(
+            Op::Acquire,
+            format!("{} rows from a multi-lock acquire", rows.len()),
+        ));
+    };
+    type Answer = (bool, i32, i64, Option<Vec<i64>>);
+    let read = |row: &Row| -> Result<Answer, tokio_postgres::Error> {
+        Ok((
+            row.try_get(0)?,
+            row.try_get(1)?,
+            row.try_get(2)?,
+            row.try_get(3)?,
         ))
+    };
+    let (granted, busy_index, wait_ms, fences) =
+        read(row).map_err(|e| unexpected(Op::Acquire, e))?;
+    if !granted {
+        let index = usize::try_from(busy_index)
+            .ok()
+            .and_then(|i| i.checked_sub(1))
+            .filter(|i| *i < names.len())
+            .ok_or_else(|| unexpected(Op::Acquire, format!("busy index {busy_index}")))?;
+        return Ok(MultiAttempt::Busy {
+            index,
+            holder_ttl: Some(Duration::from_millis(
+                u64::try_from(wait_ms).unwrap_or_default(),
+            )),
+            announces: true,
+        });
     }
+    let fences = fences.unwrap_or_default();
+    if fences.len() != names.len() {
+        return Err(unexpected(
+            Op::Acquire,
+            format!("{} fencing tokens for {} names", fences.len(), names.len()),
+        ));
+    }
+    let valid = valid_until(started, Duration::from_millis(ttl_ms));
+    Ok(MultiAttempt::Acquired(
+        names
+            .iter()
+            .zip(fences)
+            .map(|(name, fence)| {
+                Lease::new(
+                    Arc::clone(name),
+                    token,
+                    u64::try_from(fence).unwrap_or(0),
+                    valid,
+                )
+            })
+            .collect(),
+    ))
 }

@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use tokio_postgres::types::Type;
 
 use super::{attempt, left_behind, release_statement};
-use crate::PostgresLock;
+use crate::executor::{Executor, millis};
 use crate::grant::{GrantStatement, param};
 
 /// `distlock_read_acquire(name, token, ttl_ms, writer_preference)`.
@@ -25,44 +25,42 @@ const WRITE_ACQUIRE: &str =
 /// a waiting writer's withdrawal; `true` when the lease was ours.
 pub(crate) const RW_RELEASE: &str = "SELECT distlock_rw_release($1, $2, $3, $4)";
 
-impl PostgresLock {
-    /// One attempt at a reader's share ([`Kind::Read`]) or the writer's lock of `name`: one
-    /// call of `distlock_read_acquire` / `distlock_write_acquire`.
-    pub(crate) async fn try_read_write(
-        &self,
-        name: &str,
-        kind: Kind,
-        token: Token,
-        ttl_ms: u64,
-    ) -> Result<Attempt, LockError> {
-        let (sql, preference) = match kind {
-            Kind::Read { writer_preference } => (READ_ACQUIRE, writer_preference),
-            Kind::Write { writer_preference } => (WRITE_ACQUIRE, writer_preference),
-            other => {
-                return Err(LockError::Unsupported {
-                    backend: crate::error::BACKEND,
-                    kind: other.label(),
-                });
-            }
-        };
-        let hex = token.to_hex().as_str().to_owned();
-        let started = Instant::now();
-        let rows = self
-            .grant(GrantStatement {
-                op: Op::Acquire,
-                sql,
-                params: vec![
-                    param(name.to_owned(), Type::TEXT),
-                    param(hex.clone(), Type::TEXT),
-                    param(crate::postgres_lock::millis(ttl_ms), Type::INT8),
-                    param(preference, Type::BOOL),
-                ],
-                left_behind: left_behind(kind),
-                name: name.to_owned(),
-                undo: release_statement(name, &hex, kind),
-            })
-            .await?;
-        let valid = valid_until(started, Duration::from_millis(ttl_ms));
-        attempt(&rows, name, kind, token, valid)
-    }
+/// One attempt at a reader's share ([`Kind::Read`]) or the writer's lock of `name`: one
+/// call of `distlock_read_acquire` / `distlock_write_acquire`.
+pub(crate) async fn try_read_write(
+    exec: &Executor,
+    name: &str,
+    kind: Kind,
+    token: Token,
+    ttl_ms: u64,
+) -> Result<Attempt, LockError> {
+    let (sql, preference) = match kind {
+        Kind::Read { writer_preference } => (READ_ACQUIRE, writer_preference),
+        Kind::Write { writer_preference } => (WRITE_ACQUIRE, writer_preference),
+        other => {
+            return Err(LockError::Unsupported {
+                backend: crate::error::BACKEND,
+                kind: other.label(),
+            });
+        }
+    };
+    let hex = token.to_hex().as_str().to_owned();
+    let started = Instant::now();
+    let rows = exec
+        .grant(GrantStatement {
+            op: Op::Acquire,
+            sql,
+            params: vec![
+                param(name.to_owned(), Type::TEXT),
+                param(hex.clone(), Type::TEXT),
+                param(millis(ttl_ms), Type::INT8),
+                param(preference, Type::BOOL),
+            ],
+            left_behind: left_behind(kind),
+            name: name.to_owned(),
+            undo: release_statement(name, &hex, kind),
+        })
+        .await?;
+    let valid = valid_until(started, Duration::from_millis(ttl_ms));
+    attempt(&rows, name, kind, token, valid)
 }

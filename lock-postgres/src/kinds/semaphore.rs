@@ -10,8 +10,8 @@ use tokio_postgres::Row;
 use tokio_postgres::types::Type;
 
 use super::{busy, release_statement};
-use crate::PostgresLock;
 use crate::error::unexpected;
+use crate::executor::{Executor, millis};
 use crate::grant::{GrantStatement, param};
 
 /// `distlock_semaphore_acquire(name, token, permits, max, ttl_ms)`.
@@ -38,64 +38,62 @@ fn granted(rows: &[Row]) -> bool {
     rows.first().and_then(|row| row.try_get::<_, i32>(0).ok()) == Some(1)
 }
 
-impl PostgresLock {
-    /// One attempt at `permits` of the `max` permits of `name`, all or none: one call of
-    /// `distlock_semaphore_acquire`.
-    pub(crate) async fn try_semaphore(
-        &self,
-        name: &str,
-        permits: u32,
-        max: u32,
-        token: Token,
-        ttl_ms: u64,
-    ) -> Result<Attempt, LockError> {
-        let kind = Kind::Semaphore { permits, max };
-        let hex = token.to_hex().as_str().to_owned();
-        let count = |n: u32| i32::try_from(n).unwrap_or(i32::MAX);
-        let started = Instant::now();
-        let rows = self
-            .grant(GrantStatement {
-                op: Op::Acquire,
-                sql: SEMAPHORE_ACQUIRE,
-                params: vec![
-                    param(name.to_owned(), Type::TEXT),
-                    param(hex.clone(), Type::TEXT),
-                    param(count(permits), Type::INT4),
-                    param(count(max), Type::INT4),
-                    param(crate::postgres_lock::millis(ttl_ms), Type::INT8),
-                ],
-                left_behind: granted,
-                name: name.to_owned(),
-                undo: release_statement(name, &hex, kind),
-            })
-            .await?;
-        let [row] = &rows[..] else {
-            return Err(unexpected(
-                Op::Acquire,
-                format!("{} rows from a semaphore acquire", rows.len()),
-            ));
-        };
-        let read = |row: &Row| -> Result<(i32, i64, i32), tokio_postgres::Error> {
-            Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?))
-        };
-        let (status, wait_ms, held_max) = read(row).map_err(|e| unexpected(Op::Acquire, e))?;
-        match status {
-            1 => {
-                let valid = valid_until(started, Duration::from_millis(ttl_ms));
-                Ok(Attempt::Acquired(
-                    Lease::new(name, token, 0, valid).with_kind(kind),
-                ))
-            }
-            0 => Ok(busy(wait_ms)),
-            -1 => Err(LockError::PermitsMismatch {
-                name: name.to_owned(),
-                max,
-                held_max: u32::try_from(held_max).unwrap_or(0),
-            }),
-            other => Err(unexpected(
-                Op::Acquire,
-                format!("semaphore acquire status {other}"),
-            )),
+/// One attempt at `permits` of the `max` permits of `name`, all or none: one call of
+/// `distlock_semaphore_acquire`.
+pub(crate) async fn try_semaphore(
+    exec: &Executor,
+    name: &str,
+    permits: u32,
+    max: u32,
+    token: Token,
+    ttl_ms: u64,
+) -> Result<Attempt, LockError> {
+    let kind = Kind::Semaphore { permits, max };
+    let hex = token.to_hex().as_str().to_owned();
+    let count = |n: u32| i32::try_from(n).unwrap_or(i32::MAX);
+    let started = Instant::now();
+    let rows = exec
+        .grant(GrantStatement {
+            op: Op::Acquire,
+            sql: SEMAPHORE_ACQUIRE,
+            params: vec![
+                param(name.to_owned(), Type::TEXT),
+                param(hex.clone(), Type::TEXT),
+                param(count(permits), Type::INT4),
+                param(count(max), Type::INT4),
+                param(millis(ttl_ms), Type::INT8),
+            ],
+            left_behind: granted,
+            name: name.to_owned(),
+            undo: release_statement(name, &hex, kind),
+        })
+        .await?;
+    let [row] = &rows[..] else {
+        return Err(unexpected(
+            Op::Acquire,
+            format!("{} rows from a semaphore acquire", rows.len()),
+        ));
+    };
+    let read = |row: &Row| -> Result<(i32, i64, i32), tokio_postgres::Error> {
+        Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?))
+    };
+    let (status, wait_ms, held_max) = read(row).map_err(|e| unexpected(Op::Acquire, e))?;
+    match status {
+        1 => {
+            let valid = valid_until(started, Duration::from_millis(ttl_ms));
+            Ok(Attempt::Acquired(
+                Lease::new(name, token, 0, valid).with_kind(kind),
+            ))
         }
+        0 => Ok(busy(wait_ms)),
+        -1 => Err(LockError::PermitsMismatch {
+            name: name.to_owned(),
+            max,
+            held_max: u32::try_from(held_max).unwrap_or(0),
+        }),
+        other => Err(unexpected(
+            Op::Acquire,
+            format!("semaphore acquire status {other}"),
+        )),
     }
 }

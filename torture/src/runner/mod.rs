@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::checker::{self, History, Report};
 use crate::history::{Event, HistoryWriter, now_ns, read_file};
-use crate::lab::Lab;
+use crate::lab::{Lab, Server};
 use crate::resource;
 use crate::scenario::Scenario;
 use crate::schedule::{Effect, Net, Step, Target};
@@ -40,17 +40,6 @@ const NEWER_WRITE_GRACE: Duration = Duration::from_secs(5);
 const MAX_CYCLES: u32 = 10_000;
 /// How long after the stop file the workers may take to finish their round and exit.
 const EXIT_GRACE: Duration = Duration::from_secs(15);
-
-/// Which server binary plays the Redis of a single-server or Redlock scenario (the lock's
-/// stores; the protected resource and a Redis Cluster stay on `redis-server`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Server {
-    /// `redis-server`.
-    #[default]
-    Redis,
-    /// Valkey's `valkey-server` (`scripts/ensure-valkey.sh` installs it).
-    Valkey,
-}
 
 /// How to run a scenario.
 #[derive(Debug, Clone)]
