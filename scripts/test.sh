@@ -16,6 +16,7 @@ unset REDIS_URL
 bash scripts/ensure-redis.sh
 bash scripts/ensure-postgres.sh
 bash scripts/ensure-valkey.sh
+bash scripts/ensure-etcd.sh
 
 if ! cargo nextest --version >/dev/null 2>&1; then
     echo "installing cargo-nextest (crates.io)"
