@@ -124,7 +124,7 @@ pub fn try_valkey_server_binary() -> io::Result<PathBuf> {
         })
 }
 
-fn search_path(name: &OsStr) -> Option<PathBuf> {
+pub(crate) fn search_path(name: &OsStr) -> Option<PathBuf> {
     let path_dirs = env::var_os("PATH")
         .map(|p| env::split_paths(&p).collect::<Vec<_>>())
         .unwrap_or_default();
@@ -136,7 +136,7 @@ fn search_path(name: &OsStr) -> Option<PathBuf> {
         .find(|candidate| is_executable(candidate))
 }
 
-fn is_executable(path: &Path) -> bool {
+pub(crate) fn is_executable(path: &Path) -> bool {
     path.metadata()
         .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         .unwrap_or(false)

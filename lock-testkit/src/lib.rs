@@ -48,6 +48,11 @@
 //! [`PgBouncer`] puts a PgBouncer (transaction mode by default) on a free loopback port in
 //! front of one, stopped by its PID too.
 //!
+//! [`EtcdCluster`] runs 1 or 3 (any odd count) etcd members on free loopback ports, each behind
+//! fault proxies on its client and peer ports: a member can be killed, restarted on its data,
+//! paused, or partitioned, and the cluster says which member leads
+//! (`scripts/ensure-etcd.sh` installs etcd).
+//!
 //! [`FaultProxy`] sits between clients and one server and injects network
 //! faults while a test runs: latency, stalls, full partitions, refused and
 //! reset connections, replies cut mid-way.
@@ -105,6 +110,7 @@ mod binary;
 mod client;
 mod cluster;
 pub mod conformance;
+mod etcd;
 pub mod exclusion;
 pub mod fair_order;
 mod launch;
@@ -127,6 +133,9 @@ pub use binary::{
     valkey_install_dir,
 };
 pub use cluster::{CLUSTER_SLOTS, ClusterNode, RedisCluster, RedisClusterBuilder, SlotMigration};
+pub use etcd::{
+    ETCD_VERSION, EtcdCluster, EtcdClusterBuilder, EtcdMember, etcd_install_dir, try_etcd_binary,
+};
 pub use pgbouncer::{PgBouncer, PgBouncerBuilder, PoolMode, pgbouncer_binary};
 pub use port::free_port;
 pub use postgres::{PostgresServer, PostgresServerBuilder, postgres_bin_dir};

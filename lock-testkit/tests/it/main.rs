@@ -7,6 +7,7 @@ mod common;
 
 mod cluster;
 mod conformance;
+mod etcd;
 mod postgres;
 mod proxy;
 mod sentinel;

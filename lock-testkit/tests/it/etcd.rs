@@ -1,0 +1,138 @@
+//! Integration tests of `EtcdCluster` against the real `etcd` binary: members start, lead,
+//! die, come back on their data, hang and get cut off.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use lock_testkit::{EtcdCluster, try_etcd_binary};
+
+use crate::common::refuses;
+
+/// How long a client call through the gateway may take.
+const CALL: Duration = Duration::from_secs(2);
+
+/// POSTs `body` to `path` on `endpoint` (`http://127.0.0.1:PORT`), through etcd's JSON
+/// gateway, and returns the answer's body.
+fn post(endpoint: &str, path: &str, body: &str) -> std::io::Result<String> {
+    let addr = endpoint.trim_start_matches("http://");
+    let mut stream = TcpStream::connect(addr)?;
+    stream.set_read_timeout(Some(CALL))?;
+    stream.set_write_timeout(Some(CALL))?;
+    write!(
+        stream,
+        "POST {path} HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )?;
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply)?;
+    Ok(reply
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or(reply))
+}
+
+// The gateway takes keys and values in base64: "a2V5" is "key", "dmFsdWU=" is "value".
+fn put_key(endpoint: &str) -> std::io::Result<String> {
+    post(
+        endpoint,
+        "/v3/kv/put",
+        r#"{"key":"a2V5","value":"dmFsdWU="}"#,
+    )
+}
+
+fn get_key(endpoint: &str) -> std::io::Result<String> {
+    post(endpoint, "/v3/kv/range", r#"{"key":"a2V5"}"#)
+}
+
+#[test]
+fn the_binary_is_found() {
+    let path = try_etcd_binary().expect("etcd binary (scripts/ensure-etcd.sh)");
+    assert!(path.is_file());
+}
+
+#[test]
+fn one_member_serves_and_keeps_its_data_across_a_kill() {
+    let mut cluster = EtcdCluster::start().expect("start etcd");
+    assert_eq!(cluster.len(), 1);
+    assert_eq!(cluster.leader().expect("leader"), 0);
+    let endpoint = cluster.endpoints().remove(0);
+    assert!(put_key(&endpoint).expect("put").contains("header"));
+    let port = cluster.member(0).client_port();
+
+    cluster.kill(0);
+    assert!(!cluster.member(0).is_running());
+    assert!(refuses(port), "killed, yet its port accepts");
+
+    cluster.restart(0).expect("restart");
+    cluster
+        .wait_healthy(Duration::from_secs(30))
+        .expect("healthy again");
+    let got = get_key(&endpoint).expect("get");
+    assert!(got.contains("dmFsdWU="), "the value did not survive: {got}");
+}
+
+#[test]
+fn three_members_elect_a_new_leader_when_the_leader_is_killed() {
+    let mut cluster = EtcdCluster::builder().members(3).start().expect("start");
+    let ids: Vec<_> = cluster.members().iter().map(|m| m.id()).collect();
+    assert!(ids.iter().all(Option::is_some), "{ids:?}");
+    let leader = cluster.leader().expect("leader");
+    cluster.kill(leader);
+    let next = cluster.leader().expect("a new leader");
+    assert_ne!(next, leader);
+    let survivor = cluster.member(next).endpoint();
+    assert!(put_key(&survivor).expect("put").contains("header"));
+
+    cluster.restart(leader).expect("restart the old leader");
+    cluster
+        .wait_healthy(Duration::from_secs(30))
+        .expect("all three healthy");
+    let got = get_key(&cluster.member(leader).endpoint()).expect("get");
+    assert!(
+        got.contains("dmFsdWU="),
+        "the old leader did not catch up: {got}"
+    );
+}
+
+#[test]
+fn a_paused_leader_is_replaced_and_resumes_as_a_follower() {
+    let mut cluster = EtcdCluster::builder().members(3).start().expect("start");
+    let leader = cluster.leader().expect("leader");
+    cluster.pause(leader).expect("pause");
+    assert!(cluster.member(leader).is_paused());
+    let next = cluster.leader().expect("a new leader");
+    assert_ne!(next, leader);
+    cluster.resume(leader).expect("resume");
+    cluster
+        .wait_healthy(Duration::from_secs(30))
+        .expect("healthy after resume");
+    assert_eq!(cluster.leader().expect("leader"), next);
+}
+
+#[test]
+fn a_partitioned_leader_loses_its_clients_and_its_lead() {
+    let mut cluster = EtcdCluster::builder().members(3).start().expect("start");
+    let leader = cluster.leader().expect("leader");
+    let cut_off = cluster.member(leader).endpoint();
+    cluster.partition(leader);
+    assert!(
+        put_key(&cut_off).is_err_and(|e| e.kind() == std::io::ErrorKind::WouldBlock
+            || e.kind() == std::io::ErrorKind::TimedOut),
+        "a partitioned member answered its client"
+    );
+    let next = cluster.leader().expect("a new leader among the majority");
+    assert_ne!(next, leader);
+    assert!(
+        put_key(&cluster.member(next).endpoint())
+            .expect("the majority writes")
+            .contains("header")
+    );
+
+    cluster.heal(leader);
+    cluster
+        .wait_healthy(Duration::from_secs(30))
+        .expect("healthy after the heal");
+    let got = get_key(&cut_off).expect("get through the healed member");
+    assert!(got.contains("dmFsdWU="), "{got}");
+}
