@@ -39,7 +39,7 @@ pub use backend::{
 };
 pub use locker::{
     DEFAULT_LEASE, DEFAULT_RETRY_ERRORS_FOR, DEFAULT_WAIT, LockRequest, Locker, LockerBuilder,
-    MAX_MULTI, MultiGuard, MultiRequest,
+    MAX_MULTI, MultiGuard, MultiRequest, default_stop_margin,
 };
 pub use memory::MemoryLock;
 pub use token::{ParseTokenError, Token, TokenHex};

@@ -33,7 +33,9 @@
 //! | `distlock_waiters` | gauge | requests of this process waiting for a held lock now |
 //! | `distlock_permits_held` | gauge | semaphore permits held by guards of this process now (a guard of `k` permits counts `k`) |
 //! | `distlock_renewals_total{outcome}` | counter | renewals: `ok`, `not_owned`, `error` |
-//! | `distlock_lost_total` | counter | leases lost while their guard lived |
+//! | `distlock_lost_total` | counter | leases lost while their guard lived (also when the stop margin was reached) |
+//! | `distlock_at_risk_total` | counter | leases whose renewal failed while they were still valid, once per spell of failures |
+//! | `distlock_stop_margin_reached_total` | counter | leases whose stop point (`valid_until` − stop margin) passed without a renewal: `lost()` fired while still valid |
 //! | `distlock_release_not_owned_total` | counter | releases that found the lease no longer ours |
 //! | `distlock_backend_errors_total{op}` | counter | backend failures: `acquire`, `extend`, `release` |
 //!
@@ -106,6 +108,13 @@ pub const WAITERS: &str = "distlock_waiters";
 pub const RENEWALS_TOTAL: &str = "distlock_renewals_total";
 /// Counter: leases lost while their guard lived.
 pub const LOST_TOTAL: &str = "distlock_lost_total";
+/// Counter: leases that became *at risk*: a renewal failed while the lease was still valid
+/// (counted once per spell of failed renewals; a successful renewal ends the spell).
+pub const AT_RISK_TOTAL: &str = "distlock_at_risk_total";
+/// Counter: leases whose stop point (`valid_until` − the stop margin) passed without a
+/// renewal moving it, so [`Guard::lost`](crate::Guard::lost) fired while the lease was still
+/// valid. Each is also counted in [`LOST_TOTAL`].
+pub const STOP_MARGIN_REACHED_TOTAL: &str = "distlock_stop_margin_reached_total";
 /// Counter: releases that found the lease no longer ours.
 pub const RELEASE_NOT_OWNED_TOTAL: &str = "distlock_release_not_owned_total";
 /// Gauge: semaphore permits held by guards of this process now (a guard of `k` permits
@@ -186,6 +195,18 @@ const DESCRIPTIONS: &[(&str, Series, Unit, &str)] = &[
         Series::Counter,
         Unit::Count,
         "Leases lost while their guard still lived.",
+    ),
+    (
+        AT_RISK_TOTAL,
+        Series::Counter,
+        Unit::Count,
+        "Leases whose renewal failed while they were still valid (once per spell of failures).",
+    ),
+    (
+        STOP_MARGIN_REACHED_TOTAL,
+        Series::Counter,
+        Unit::Count,
+        "Leases told to stop at valid_until minus the stop margin, without a renewal: lost while still valid.",
     ),
     (
         RELEASE_NOT_OWNED_TOTAL,
@@ -370,6 +391,8 @@ impl Labels {
             WAITERS,
             PERMITS_HELD,
             LOST_TOTAL,
+            AT_RISK_TOTAL,
+            STOP_MARGIN_REACHED_TOTAL,
             RELEASE_NOT_OWNED_TOTAL,
         ];
         let keys = names

@@ -23,7 +23,7 @@ use std::sync::Arc;
 pub use builder::LockerBuilder;
 pub use grant::Locker;
 pub use multi::{MAX_MULTI, MultiGuard, MultiRequest};
-pub use options::{DEFAULT_LEASE, DEFAULT_RETRY_ERRORS_FOR, DEFAULT_WAIT};
+pub use options::{DEFAULT_LEASE, DEFAULT_RETRY_ERRORS_FOR, DEFAULT_WAIT, default_stop_margin};
 pub use request::LockRequest;
 
 use crate::backend::Lock;

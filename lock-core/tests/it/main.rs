@@ -19,5 +19,6 @@ mod reentrancy;
 mod renewal;
 mod run;
 mod runtimes;
+mod stop_margin;
 mod token_entropy;
 mod waiting_line;
