@@ -306,7 +306,9 @@ impl Guard {
     /// Gives up ownership without releasing: renewal stops and the lock stays held until its
     /// TTL runs out (or until the returned lease is released through
     /// [`Locker::release`](crate::Locker::release)). For handing a lease to another process or
-    /// keeping a job's lock across a restart. A nested guard changes nothing and returns a copy.
+    /// keeping a job's lock across a restart: keep `lease.to_string()` (its text form) and
+    /// take it back with [`Locker::adopt`](crate::Locker::adopt). A nested guard changes
+    /// nothing and returns a copy.
     pub fn leak(mut self) -> Lease {
         if !self.is_nested() {
             self.armed = false;

@@ -25,7 +25,7 @@
 //! | series | type, unit | meaning |
 //! |---|---|---|
 //! | `distlock_acquire_attempts_total` | counter | acquire attempts sent to the backend, one per try, whatever the answer |
-//! | `distlock_acquired_total{via}` | counter | guards handed out, by how: `via="attempt"` (an attempt sent to the backend was granted), `via="handover"` (a guard of this process passed its lock straight to this waiter: no attempt was sent), `via="reentry"` (a nested guard of a task that already held the name: nothing was sent, no new lease) |
+//! | `distlock_acquired_total{via}` | counter | guards handed out, by how: `via="attempt"` (an attempt sent to the backend was granted), `via="handover"` (a guard of this process passed its lock straight to this waiter: no attempt was sent), `via="reentry"` (a nested guard of a task that already held the name: nothing was sent, no new lease), `via="adopt"` (a kept lease taken back by `Locker::adopt`) |
 //! | `distlock_not_acquired_total{reason}` | counter | requests that ended without the lock: `busy`, `timeout`, `quorum`, `error`, `invalid` |
 //! | `distlock_acquire_wait_seconds` | histogram, seconds | from the request's start to the grant (attempt or handover) |
 //! | `distlock_held_seconds` | histogram, seconds | from the grant to release, loss or leak |
@@ -90,7 +90,8 @@ use metrics::{Key, KeyName, Label, Level, Metadata, SharedString, Unit};
 pub const ACQUIRE_ATTEMPTS_TOTAL: &str = "distlock_acquire_attempts_total";
 /// Counter: guards handed out, by `via`: `attempt` (an attempt sent to the backend was granted),
 /// `handover` (a guard of this process handed its lock straight to this waiter; no attempt was
-/// sent), `reentry` (a nested guard for a task that already held the name; no new lease).
+/// sent), `reentry` (a nested guard for a task that already held the name; no new lease),
+/// `adopt` (a kept lease taken back by `Locker::adopt`).
 pub const ACQUIRED_TOTAL: &str = "distlock_acquired_total";
 /// Counter: requests that ended without the lock, by `reason`: `busy` (a single try found it
 /// held), `timeout` (the wait ran out), `quorum` (too few nodes of a multi-node backend said
@@ -152,7 +153,7 @@ const DESCRIPTIONS: &[(&str, Series, Unit, &str)] = &[
         Series::Counter,
         Unit::Count,
         "Guards handed out, by via: attempt (an attempt sent to the backend was granted), \
-         handover (a local guard passed the lock on; no attempt), reentry (a nested guard; no new lease).",
+         handover (a local guard passed the lock on; no attempt), reentry (a nested guard; no new lease), adopt (a kept lease taken back).",
     ),
     (
         NOT_ACQUIRED_TOTAL,
@@ -290,16 +291,19 @@ pub(crate) enum Via {
     Handover,
     /// A nested guard of a task that held the name already.
     Reentry,
+    /// A kept lease taken back by `Locker::adopt`.
+    Adopt,
 }
 
 impl Via {
-    const ALL: [Via; 3] = [Via::Attempt, Via::Handover, Via::Reentry];
+    const ALL: [Via; 4] = [Via::Attempt, Via::Handover, Via::Reentry, Via::Adopt];
 
     fn label(self) -> &'static str {
         match self {
             Via::Attempt => "attempt",
             Via::Handover => "handover",
             Via::Reentry => "reentry",
+            Via::Adopt => "adopt",
         }
     }
 }
@@ -325,7 +329,7 @@ pub(crate) struct Fixed {
     labels: &'static [Label],
     keys: Vec<Key>,
     /// [`ACQUIRED_TOTAL`] with each `via`, in the order of [`Via::ALL`].
-    acquired: [Key; 3],
+    acquired: [Key; 4],
 }
 
 impl Fixed {

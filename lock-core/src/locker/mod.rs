@@ -10,6 +10,7 @@
 //! - `options`: the options both request types hold; `pace`: a wait's deadline, error budget
 //!   and delay, and the span and outcome metrics of an acquire.
 
+mod adopt;
 mod builder;
 mod grant;
 mod line;
@@ -20,6 +21,7 @@ mod request;
 
 use std::sync::Arc;
 
+pub use adopt::AdoptRequest;
 pub use builder::LockerBuilder;
 pub use grant::Locker;
 pub use multi::{MAX_MULTI, MultiGuard, MultiRequest};

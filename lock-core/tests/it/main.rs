@@ -8,6 +8,8 @@
 
 mod common;
 
+mod adopt;
+
 mod handoff;
 mod kinds;
 mod locker_waiting;
