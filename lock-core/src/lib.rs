@@ -7,10 +7,12 @@ mod backoff;
 mod capabilities;
 mod cleanup;
 mod detached;
+mod election;
 mod error;
 mod guard;
 mod handoff;
 mod held;
+mod holder;
 mod kind;
 mod lease;
 mod lease_text;
@@ -28,6 +30,9 @@ mod validate;
 mod waiters;
 
 pub use backoff::Backoff;
+pub use election::{
+    DEFAULT_OBSERVE_POLL, Election, ElectionRun, Leader, Leadership, TermEnd, TermEvent,
+};
 pub use error::{BoxError, LockError, Op, TimeoutPhase};
 pub use guard::{Guard, LeaseWatch};
 pub use kind::{FAIR_ENTRY_TTL, Kind, MAX_PERMITS, fair_entry_ttl};

@@ -10,6 +10,7 @@ mod common;
 
 mod adopt;
 
+mod election;
 mod handoff;
 mod kinds;
 mod locker_waiting;
