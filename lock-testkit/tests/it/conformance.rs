@@ -136,6 +136,7 @@ mod matrix {
         match (module, caps.multi) {
             (Module::Multi, MultiLock::Atomic) => format!("{n} (one step)"),
             (Module::Multi, MultiLock::InOrder) => format!("{n} (in order)"),
+            (Module::Election, _) if !caps.holders => format!("{n} (observers `Unsupported`)"),
             _ => n.to_string(),
         }
     }
