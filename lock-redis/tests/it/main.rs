@@ -35,6 +35,7 @@ mod runtimes;
 mod script_flush;
 mod sentinel;
 mod stale_holder;
+mod stop_margin;
 mod tls;
 mod unfenced;
 mod wakeups;
