@@ -8,6 +8,7 @@ use lock_core::LockError;
 
 use crate::conn::{Connections, Source};
 use crate::executor::{Executor, ms};
+use crate::grace::{DEFAULT_GRACE, GraceSettings, Watch};
 use crate::kinds::Grants;
 use crate::redis_lock::RedisLock;
 use crate::replication::{ReplicaPolicy, Replication};
@@ -83,6 +84,8 @@ pub struct RedisLockBuilder {
     fencing: Option<bool>,
     holder_metadata: bool,
     holder_note: Option<String>,
+    grace: Option<Duration>,
+    strict: bool,
 }
 
 impl RedisLockBuilder {
@@ -283,6 +286,46 @@ impl RedisLockBuilder {
         self
     }
 
+    /// How long a Redis that may have lost grants grants nothing (default [`DEFAULT_GRACE`],
+    /// the `Locker`'s default lease of 30 s; zero turns it off): the *store grace period*.
+    ///
+    /// **The rule:** the grace must be at least the longest lease or `fixed_ttl` that any
+    /// client of this Redis uses, renewed or not. A holder whose key the server lost keeps
+    /// working until its lease's `valid_until`, at most one lease after its last grant or
+    /// renewal; a grace that long, counted from when this process saw the server change, ends
+    /// after every such lease has.
+    ///
+    /// By default a process refuses grants for the grace period when it *saw* the server
+    /// change: a new `run_id` on a new connection (a restart), or a replica that became master
+    /// (role and replication id). The first connection of a process compares with nothing, so a
+    /// fresh Redis grants at once. With [`strict`](Self::strict) a process that never saw the
+    /// old server is covered too. While in grace an acquire answers busy with the time left as
+    /// the holder's TTL (a `Locker` waits and retries then; `try_acquire` answers
+    /// `LockError::Busy`), and [`METRIC_GRACE_REFUSED_TOTAL`](crate::METRIC_GRACE_REFUSED_TOTAL)
+    /// counts it. A holder's renewal on a server that lost its key still fails as lost, and
+    /// fencing tokens still grow.
+    ///
+    /// Zero is the opt-out for fleets whose Redis keeps every write (AOF with `appendfsync
+    /// always`) and fails over only to replicas that have every grant.
+    pub fn grace(mut self, grace: Duration) -> Self {
+        self.grace = Some(grace);
+        self
+    }
+
+    /// Strict data-loss checks (default: off). On every new connection the lock also reads the
+    /// server's uptime and persistence (`INFO`, `CONFIG GET appendfsync`) and the marker that
+    /// a client which saw a restart or a promotion leaves in the data set
+    /// (`prefix + "{distlock}:grace"`), so that a process that never saw the old server also
+    /// respects the [`grace`](Self::grace) period; and it refuses to grant at all on a server
+    /// whose memory policy can evict lock keys ([`EvictionRisk`](crate::EvictionRisk)).
+    ///
+    /// **The cost:** a Redis that does not fsync every write to an AOF and started less than the
+    /// grace period ago grants nothing until it has run that long — also a brand-new one.
+    pub fn strict(mut self, on: bool) -> Self {
+        self.strict = on;
+        self
+    }
+
     /// The lock. Makes no connection yet: the first operation connects.
     ///
     /// # Errors
@@ -316,6 +359,17 @@ impl RedisLockBuilder {
             ))
         })?;
         let announcements = self.announcements.unwrap_or(true);
+        let grace = self.grace.unwrap_or(DEFAULT_GRACE);
+        if grace > lock_core::MAX_TTL {
+            return Err(LockError::invalid(format!(
+                "the grace period {grace:?} is above the maximum TTL"
+            )));
+        }
+        let grace = GraceSettings {
+            grace,
+            strict: self.strict,
+        };
+        let mut server = String::from("pool");
         #[cfg(feature = "tls")]
         crate::tls::ensure_crypto_provider(); // also for a `pool` of yours over rediss://
         #[cfg(feature = "tls")]
@@ -331,6 +385,7 @@ impl RedisLockBuilder {
         let mut pubsub = None;
         if let Some(url) = &self.url {
             let target = tls.connection_info(url)?;
+            server = target.addr().to_string();
             chosen.push(Source::Single(pool_from(target, connect_timeout)?));
             pubsub = Some(pubsub_client(self.pubsub_url.as_deref().unwrap_or(url))?);
         }
@@ -356,6 +411,7 @@ impl RedisLockBuilder {
         }
         #[cfg(feature = "sentinel")]
         if let Some((urls, master)) = self.sentinel {
+            server = format!("sentinel:{master}");
             chosen.push(Source::Sentinel(sentinel_pool(
                 &urls,
                 &master,
@@ -399,6 +455,8 @@ impl RedisLockBuilder {
                 holder,
                 pubsub: pubsub.filter(|_| announcements),
                 replication: self.replication,
+                grace,
+                server,
             },
         ))
     }
@@ -429,13 +487,21 @@ struct Settings {
     pubsub: Option<Origin>,
     /// Replicas that must confirm each grant and renewal.
     replication: Option<Replication>,
+    /// The store grace period.
+    grace: GraceSettings,
+    /// The server's label in logs and metrics.
+    server: String,
 }
 
 /// The lock over connections from `source`, with `settings`.
 fn assemble(source: Source, settings: Settings) -> RedisLock {
     let pubsub_limit = settings.connect_timeout + settings.command_timeout;
     let exec = Executor::new(
-        Connections::new(source, settings.connect_timeout),
+        Connections::new(
+            source,
+            settings.connect_timeout,
+            Watch::new(settings.grace, settings.server, &settings.prefix),
+        ),
         settings.command_timeout,
         settings.replication,
     );
@@ -462,6 +528,11 @@ impl Default for Settings {
             holder: None,
             pubsub: None,
             replication: None,
+            grace: GraceSettings {
+                grace: DEFAULT_GRACE,
+                strict: false,
+            },
+            server: String::from("pool"),
         }
     }
 }

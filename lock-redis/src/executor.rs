@@ -102,6 +102,22 @@ impl Executor {
         self.settle(reply, conn, op, key, started)
     }
 
+    /// Whether a grant may be sent now (see `grace.rs`): `Ok(None)` yes, `Ok(Some(left))` not
+    /// for `left`, the server's grace period. Connects first when there is no connection, since
+    /// a new connection is where a restart or a failover shows; with a connection, no I/O.
+    ///
+    /// # Errors
+    /// Connecting fails; strict mode and a server that may evict lock keys (see
+    /// [`EvictionRisk`](crate::EvictionRisk)).
+    pub(crate) async fn grace_left(&self) -> Result<Option<Duration>, LockError> {
+        let watch = self.conns.watch();
+        if watch.inert() {
+            return Ok(None);
+        }
+        self.conns.get().await?;
+        watch.verdict()
+    }
+
     /// Connects if there is no connection, then sends one `PING`, both bounded by their
     /// timeouts.
     pub(crate) async fn ping(&self) -> Result<(), LockError> {
@@ -193,7 +209,18 @@ mod future_sizes {
             .create_pool(Some(deadpool_redis::Runtime::Tokio1))
             .expect("pool");
         let exec = Executor::new(
-            Connections::new(Source::Single(pool), Duration::from_secs(1)),
+            Connections::new(
+                Source::Single(pool),
+                Duration::from_secs(1),
+                crate::grace::Watch::new(
+                    crate::grace::GraceSettings {
+                        grace: Duration::ZERO,
+                        strict: false,
+                    },
+                    "test".into(),
+                    "",
+                ),
+            ),
             Duration::from_secs(1),
             None,
         );

@@ -5,6 +5,8 @@ mod config;
 mod conn;
 mod error;
 mod executor;
+mod facts;
+mod grace;
 mod holder;
 mod kinds;
 mod layout;
@@ -18,6 +20,10 @@ mod topology;
 
 pub use config::{
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION, RedisLockBuilder,
+};
+pub use grace::{
+    DEFAULT_GRACE, EvictionRisk, METRIC_EVICTION_RISK_TOTAL, METRIC_GRACE_REFUSED_TOTAL,
+    METRIC_GRACE_SECONDS,
 };
 pub use layout::{DerivedKey, LockKeys, TOKEN_PREFIX, TokenValue, key_slot, token_value};
 pub use lock_core::LockError;

@@ -146,6 +146,17 @@ impl RedisLock {
         mutex::release_value(&self.exec, &self.grants, &keys, token_value).await
     }
 
+    /// The answer to an acquire while the server is in its grace period (see
+    /// [`RedisLockBuilder::grace`](crate::RedisLockBuilder::grace)): busy for the time left, as
+    /// if a holder that never announces its release held it, so a `Locker` polls and tries
+    /// again when it ends. `None` when a grant may be sent.
+    async fn in_grace(&self) -> Result<Option<Attempt>, LockError> {
+        Ok(self.exec.grace_left().await?.map(|left| Attempt::Busy {
+            holder_ttl: Some(left),
+            announces: false,
+        }))
+    }
+
     /// The keys of the lock `name`.
     fn keys(&self, name: &str) -> Keys {
         Keys::new(&self.prefix, name)
@@ -198,6 +209,9 @@ impl Lock for RedisLock {
     ) -> Result<Attempt, LockError> {
         let ttl_ms = check_ttl(ttl)?;
         let keys = self.checked_keys(name)?;
+        if let Some(busy) = self.in_grace().await? {
+            return Ok(busy);
+        }
         mutex::try_acquire(&self.exec, &self.grants, &keys, name, token, ttl_ms).await
     }
 
@@ -215,6 +229,9 @@ impl Lock for RedisLock {
         }
         let ttl_ms = check_ttl(ttl)?;
         let keys = self.checked_keys(name)?;
+        if let Some(busy) = self.in_grace().await? {
+            return Ok(busy);
+        }
         let (exec, grants) = (&self.exec, &self.grants);
         match kind {
             Kind::Read { .. } | Kind::Write { .. } => {
@@ -251,6 +268,17 @@ impl Lock for RedisLock {
             .iter()
             .map(|name| self.checked_keys(name))
             .collect::<Result<Vec<_>, _>>()?;
+        if let Some(Attempt::Busy {
+            holder_ttl,
+            announces,
+        }) = self.in_grace().await?
+        {
+            return Ok(MultiAttempt::Busy {
+                index: 0,
+                holder_ttl,
+                announces,
+            });
+        }
         match multi::try_in_one_script(&self.exec, &self.grants, &keys, names, token, ttl_ms)
             .await?
         {

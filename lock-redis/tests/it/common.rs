@@ -22,12 +22,15 @@ pub fn valkey() -> RedisServer {
         .expect("start valkey-server (scripts/ensure-valkey.sh installs it)")
 }
 
-/// A RedisLock on `server` with short timeouts, so failure tests finish fast.
+/// A RedisLock on `server` with short timeouts, so failure tests finish fast, and no store grace
+/// period: the tests that restart the server here are about errors and recovery; `grace.rs`
+/// is about the grace.
 pub fn lock_on(server: &RedisServer) -> RedisLock {
     RedisLock::builder()
         .url(server.url())
         .connect_timeout(Duration::from_millis(500))
         .command_timeout(Duration::from_millis(500))
+        .grace(Duration::ZERO)
         .build()
         .expect("valid URL")
 }

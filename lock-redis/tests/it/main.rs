@@ -20,6 +20,7 @@ mod fair_faults;
 mod fair_processes;
 mod fencing;
 mod foreign_holder;
+mod grace;
 mod handoff;
 mod holder_metadata;
 mod interop;

@@ -16,6 +16,7 @@ mod extend_minority_gone;
 mod extend_release_memory;
 mod fencing;
 mod fencing_memory;
+mod grace;
 mod lagging_nodes_memory;
 mod lifecycle;
 mod locker_memory;

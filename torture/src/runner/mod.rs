@@ -137,6 +137,7 @@ pub fn run(scenario: &Scenario, options: &Options) -> io::Result<Outcome> {
             history: dir.join(history_file(index)),
             lock_name: LOCK_NAME.to_owned(),
             ttl_ms: u64_ms(scenario.ttl),
+            grace_ms: Some(u64_ms(scenario.grace)),
             hold_min_ms: u64_ms(scenario.hold.0),
             hold_max_ms: u64_ms(scenario.hold.1),
             wait_ms: u64_ms(scenario.wait),
