@@ -32,6 +32,9 @@ pub(crate) struct Verdict {
     pub(crate) tally: Tally,
     pub(crate) first_error: Option<LockError>,
     pub(crate) decided_at: Instant,
+    /// The nodes counted as saying no by the decision (an extend's "not ours": the repair
+    /// after a quorum extend goes to these).
+    pub(crate) refused: Vec<bool>,
 }
 
 /// How long [`Fanout::decide`] waits.
@@ -132,9 +135,14 @@ where
                     tally: self.counter.tally,
                     first_error: self.counter.first_error.take(),
                     decided_at: Instant::now(),
+                    refused: Vec::new(),
                 };
                 self.count_ready();
-                return verdict;
+                // With the answers counted just now: under `Until::All` every node waited for.
+                return Verdict {
+                    refused: self.counter.refused.clone(),
+                    ..verdict
+                };
             }
             let next = poll_fn(|cx| match self.work.poll_next_unpin(cx) {
                 Poll::Ready(next) => Poll::Ready(next),
@@ -242,6 +250,8 @@ struct Counter<T> {
     started: Instant,
     /// Which nodes' outcomes (or timeouts) have been counted.
     counted: Vec<bool>,
+    /// Which nodes were counted as saying no.
+    refused: Vec<bool>,
     tally: Tally,
     first_error: Option<LockError>,
 }
@@ -255,6 +265,7 @@ impl<T> Counter<T> {
             is_yes,
             started: Instant::now(),
             counted: vec![false; n],
+            refused: vec![false; n],
             tally: Tally::new(n),
             first_error: None,
         }
@@ -279,6 +290,7 @@ impl<T> Counter<T> {
             Ok(_) => {
                 label.answered(op, Ok(Reply::No));
                 tally.no += 1;
+                self.refused[node] = true;
             }
             Err(error) => {
                 label.answered(op, Err(&error));

@@ -14,6 +14,7 @@ mod conformance;
 mod exclusion;
 mod extend_minority_gone;
 mod extend_release_memory;
+mod extend_repair;
 mod fencing;
 mod fencing_memory;
 mod grace;
