@@ -83,6 +83,7 @@ pub struct RedisLockBuilder {
     fencing: Option<bool>,
     holder_metadata: bool,
     holder_note: Option<String>,
+    native_commands: Option<bool>,
 }
 
 impl RedisLockBuilder {
@@ -283,6 +284,22 @@ impl RedisLockBuilder {
         self
     }
 
+    /// Whether releases and extensions use the server's own compare-and-delete and
+    /// compare-and-set where it has them (default: yes): `DELIFEQ` (Valkey ≥ 9.0) instead of
+    /// the release script, `SET … IFEQ … PX` (Valkey ≥ 8.1) instead of the extend script —
+    /// plain commands, cheaper for the server than a script call. Only for mutex (and fair)
+    /// leases without [`holder_metadata`](Self::holder_metadata), whose description must be
+    /// deleted and extended with the lock; fenced grants stay a script either way.
+    ///
+    /// A server without them (Redis 7.x answers `ERR unknown command` or `ERR syntax error`),
+    /// or an ACL user denied them (`NOPERM`), gets the script: each connection learns that on
+    /// its first refusal, which costs that one call one extra round trip. Turn it off to send
+    /// scripts only (to compare the two, or to keep the ACL log free of those refusals).
+    pub fn native_commands(mut self, on: bool) -> Self {
+        self.native_commands = Some(on);
+        self
+    }
+
     /// The lock. Makes no connection yet: the first operation connects.
     ///
     /// # Errors
@@ -399,6 +416,7 @@ impl RedisLockBuilder {
                 holder,
                 pubsub: pubsub.filter(|_| announcements),
                 replication: self.replication,
+                native_commands: self.native_commands.unwrap_or(true),
             },
         ))
     }
@@ -429,6 +447,8 @@ struct Settings {
     pubsub: Option<Origin>,
     /// Replicas that must confirm each grant and renewal.
     replication: Option<Replication>,
+    /// Whether releases and extensions try native commands first.
+    native_commands: bool,
 }
 
 /// The lock over connections from `source`, with `settings`.
@@ -438,7 +458,8 @@ fn assemble(source: Source, settings: Settings) -> RedisLock {
         Connections::new(source, settings.connect_timeout),
         settings.command_timeout,
         settings.replication,
-    );
+    )
+    .with_native_commands(settings.native_commands);
     let grants = Grants::new(
         settings.fencing,
         ms(settings.fence_retention),
@@ -462,6 +483,7 @@ impl Default for Settings {
             holder: None,
             pubsub: None,
             replication: None,
+            native_commands: true,
         }
     }
 }

@@ -8,6 +8,7 @@ mod executor;
 mod holder;
 mod kinds;
 mod layout;
+mod native;
 mod redis_lock;
 mod replication;
 mod scripts;
