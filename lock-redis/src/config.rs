@@ -289,7 +289,8 @@ impl RedisLockBuilder {
     /// the release script, `SET … IFEQ … PX` (Valkey ≥ 8.1) instead of the extend script —
     /// plain commands, cheaper for the server than a script call. Only for mutex (and fair)
     /// leases without [`holder_metadata`](Self::holder_metadata), whose description must be
-    /// deleted and extended with the lock; fenced grants stay a script either way.
+    /// deleted and extended with the lock, and not on a Redis Cluster (see the crate README,
+    /// "Native commands on Valkey"); fenced grants stay a script either way.
     ///
     /// A server without them (Redis 7.x answers `ERR unknown command` or `ERR syntax error`),
     /// or an ACL user denied them (`NOPERM`), gets the script: each connection learns that on

@@ -116,8 +116,13 @@ impl Executor {
     /// Sends `pipe`, native commands on the slot of `key` whose first is `command`, bounded by
     /// the command timeout like [`Self::run`], and answers each command's reply (an error reply
     /// as [`Value::ServerError`](redis::Value::ServerError): the pipeline must ignore errors).
-    /// `Ok(None)` when the connection refused `command`, now or before: nothing was done, and
-    /// the caller runs its script instead.
+    /// `Ok(None)` when the connection refused `command`, now or before, or on a Redis Cluster:
+    /// nothing was done, and the caller runs its script instead.
+    ///
+    /// A Cluster keeps the scripts: while a slot migrates, the waiting mark may already be on
+    /// the other node, and a pipeline whose second command is redirected (`ASK`) fails as a
+    /// whole after its first (the lock's `DELIFEQ`) ran, leaving the release's outcome unknown;
+    /// the release script touches the mark with `pcall` instead (`lua/release.lua`).
     pub(crate) async fn native(
         &self,
         command: Command,
@@ -125,6 +130,9 @@ impl Executor {
         pipe: &redis::Pipeline,
         key: &str,
     ) -> Result<Option<(Vec<redis::Value>, Conn)>, LockError> {
+        if self.topology() == Topology::Cluster {
+            return Ok(None);
+        }
         let mut conn = self.conns.get().await?;
         let generation = conn.generation();
         if !self.native.usable(command, generation) {
