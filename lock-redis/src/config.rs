@@ -86,6 +86,7 @@ pub struct RedisLockBuilder {
     holder_note: Option<String>,
     grace: Option<Duration>,
     strict: bool,
+    native_commands: Option<bool>,
 }
 
 impl RedisLockBuilder {
@@ -326,6 +327,23 @@ impl RedisLockBuilder {
         self
     }
 
+    /// Whether releases and extensions use the server's own compare-and-delete and
+    /// compare-and-set where it has them (default: yes): `DELIFEQ` (Valkey ≥ 9.0) instead of
+    /// the release script, `SET … IFEQ … PX` (Valkey ≥ 8.1) instead of the extend script —
+    /// plain commands, cheaper for the server than a script call. Only for mutex (and fair)
+    /// leases without [`holder_metadata`](Self::holder_metadata), whose description must be
+    /// deleted and extended with the lock, and not on a Redis Cluster (see the crate README,
+    /// "Native commands on Valkey"); fenced grants stay a script either way.
+    ///
+    /// A server without them (Redis 7.x answers `ERR unknown command` or `ERR syntax error`),
+    /// or an ACL user denied them (`NOPERM`), gets the script: each connection learns that on
+    /// its first refusal, which costs that one call one extra round trip. Turn it off to send
+    /// scripts only (to compare the two, or to keep the ACL log free of those refusals).
+    pub fn native_commands(mut self, on: bool) -> Self {
+        self.native_commands = Some(on);
+        self
+    }
+
     /// The lock. Makes no connection yet: the first operation connects.
     ///
     /// # Errors
@@ -457,6 +475,7 @@ impl RedisLockBuilder {
                 replication: self.replication,
                 grace,
                 server,
+                native_commands: self.native_commands.unwrap_or(true),
             },
         ))
     }
@@ -491,6 +510,8 @@ struct Settings {
     grace: GraceSettings,
     /// The server's label in logs and metrics.
     server: String,
+    /// Whether releases and extensions try native commands first.
+    native_commands: bool,
 }
 
 /// The lock over connections from `source`, with `settings`.
@@ -504,7 +525,8 @@ fn assemble(source: Source, settings: Settings) -> RedisLock {
         ),
         settings.command_timeout,
         settings.replication,
-    );
+    )
+    .with_native_commands(settings.native_commands);
     let grants = Grants::new(
         settings.fencing,
         ms(settings.fence_retention),
@@ -533,6 +555,7 @@ impl Default for Settings {
                 strict: false,
             },
             server: String::from("pool"),
+            native_commands: true,
         }
     }
 }

@@ -158,6 +158,13 @@ pub(crate) struct Conn {
     generation: u64,
 }
 
+impl Conn {
+    /// Which connection this is: each one the lock makes gets the next number, from 1.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
+}
+
 impl Connections {
     pub(crate) fn new(source: Source, connect_timeout: Duration, watch: Watch) -> Self {
         Self {

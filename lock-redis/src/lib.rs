@@ -10,6 +10,7 @@ mod grace;
 mod holder;
 mod kinds;
 mod layout;
+mod native;
 mod redis_lock;
 mod replication;
 mod scripts;

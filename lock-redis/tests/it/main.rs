@@ -29,6 +29,7 @@ mod kinds_processes;
 mod layout;
 mod lost_signal;
 mod multi;
+mod native;
 mod redis_down;
 mod renewal;
 mod replication;

@@ -10,6 +10,8 @@ use lock_core::{Backoff, Locker};
 use lock_redis::{RedisLock, ReplicaPolicy};
 use lock_testkit::RedisSentinelSet;
 
+use crate::common::{Server, on_both_servers};
+
 fn sentinel_lock(set: &RedisSentinelSet) -> RedisLock {
     RedisLock::builder()
         .sentinel(set.sentinel_urls(), set.master_name())
@@ -92,9 +94,8 @@ async fn a_failover_to_a_lagging_replica_grants_nothing_during_the_grace() {
     got.release().await.expect("released");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_lock_follows_a_sentinel_failover() {
-    let mut set = RedisSentinelSet::start().expect("primary, replica and sentinels");
+async fn the_lock_follows_a_sentinel_failover(server: Server) {
+    let mut set = server.sentinel_set();
     // The lease must outlast the failover (~3–5 s here) for renewal to carry it over.
     let locker = Locker::builder(sentinel_lock(&set))
         .lease(Duration::from_secs(8))
@@ -159,9 +160,8 @@ async fn the_lock_follows_a_sentinel_failover() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn read_write_locks_and_semaphores_work_through_sentinel() {
-    let set = RedisSentinelSet::start().expect("primary, replica and sentinels");
+async fn read_write_locks_and_semaphores_work_through_sentinel(server: Server) {
+    let set = server.sentinel_set();
     let locker = Locker::new(sentinel_lock(&set));
     // A second client stands in for another process: it is woken by the master's announcement.
     let other = Locker::builder(sentinel_lock(&set))
@@ -221,3 +221,8 @@ async fn read_write_locks_and_semaphores_work_through_sentinel() {
         3
     );
 }
+
+on_both_servers!(
+    the_lock_follows_a_sentinel_failover,
+    read_write_locks_and_semaphores_work_through_sentinel,
+);
