@@ -28,6 +28,9 @@ pub use lock_core::backend::{
 // One module per backend, as in sqlx: its settings and helpers under their own names
 // (`distlock::postgres::DEFAULT_POOL_SIZE`). The types are also here at the root, the ones a
 // service names when it builds a locker or matches an error.
+#[cfg(feature = "etcd")]
+#[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
+pub mod etcd;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub mod postgres;
@@ -56,6 +59,12 @@ pub use lock_postgres::{
     PostgresLockBuilder, PreparedStatementsUnsupported, TransactionPooler, deadpool_postgres,
     tokio_postgres,
 };
+
+// The etcd backend: a grant is a committed transaction, the fencing token its revision
+// (feature `etcd`).
+#[cfg(feature = "etcd")]
+#[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
+pub use lock_etcd::{EtcdLock, EtcdLockBuilder};
 
 // Redlock: one lock over N independent Redis masters, granted by a quorum (feature `redlock`).
 #[cfg(feature = "redlock")]

@@ -1,0 +1,71 @@
+//! From the etcd client's errors and our deadlines to [`LockError`].
+
+use std::future::Future;
+use std::time::Duration;
+
+use lock_core::{LockError, Op, TimeoutPhase};
+use tokio::time::Instant;
+
+/// The label of every error and metric of this backend.
+pub(crate) const BACKEND: &str = "etcd";
+
+/// `future` bounded by `timeout`: its error mapped for `op`, or a timeout of `phase`.
+pub(crate) async fn bounded<T>(
+    op: Op,
+    phase: TimeoutPhase,
+    timeout: Duration,
+    future: impl Future<Output = Result<T, etcd_client::Error>>,
+) -> Result<T, LockError> {
+    let started = Instant::now();
+    match tokio::time::timeout(timeout, future).await {
+        Ok(answer) => answer.map_err(|err| backend(op, err)),
+        Err(_) => Err(LockError::Timeout {
+            phase,
+            elapsed: started.elapsed(),
+        }),
+    }
+}
+
+/// A client error as [`LockError::Backend`], retryable unless etcd refused the request itself
+/// (bad credentials, no permission, an invalid argument).
+pub(crate) fn backend(op: Op, err: etcd_client::Error) -> LockError {
+    LockError::Backend {
+        backend: BACKEND,
+        op,
+        retryable: retryable(&err),
+        source: Box::new(err),
+    }
+}
+
+/// Whether the same request may succeed later: transport failures, an unavailable member, no
+/// leader yet, a deadline; not a refusal of the request as such.
+fn retryable(err: &etcd_client::Error) -> bool {
+    use tonic::Code;
+    match err {
+        etcd_client::Error::GRpcStatus(status) => !matches!(
+            status.code(),
+            Code::Unauthenticated
+                | Code::PermissionDenied
+                | Code::InvalidArgument
+                | Code::FailedPrecondition
+                | Code::Unimplemented
+                | Code::OutOfRange
+        ),
+        etcd_client::Error::InvalidArgs(_)
+        | etcd_client::Error::InvalidUri(_)
+        | etcd_client::Error::Utf8Error(_)
+        | etcd_client::Error::InvalidMetadataValue(_)
+        | etcd_client::Error::EndpointsNotManaged => false,
+        _ => true,
+    }
+}
+
+/// A protocol answer that lacks what etcd always sends (a header, a response per operation).
+pub(crate) fn malformed(op: Op, what: &str) -> LockError {
+    LockError::Backend {
+        backend: BACKEND,
+        op,
+        retryable: true,
+        source: format!("etcd answered without {what}").into(),
+    }
+}

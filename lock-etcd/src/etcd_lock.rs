@@ -1,0 +1,468 @@
+//! [`EtcdLock`]: the type, its requests, and the `impl Lock` over them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use etcd_client::{
+    Client, Compare, CompareOp, GetOptions, LeaseGrantOptions, PutOptions, Txn, TxnOp,
+    TxnOpResponse, TxnResponse,
+};
+use futures::future::join_all;
+use lock_core::backend::{
+    Attempt, Capabilities, Fencing, Handover, Lock, MultiAttempt, MultiLock, ReleaseWatch,
+    TokenScale,
+};
+use lock_core::{Lease, LockError, Op, TimeoutPhase, Token, valid_until};
+use tokio::time::Instant;
+
+use crate::client::{Clients, Target};
+use crate::config::EtcdLockBuilder;
+use crate::error::{BACKEND, bounded, malformed};
+use crate::layout::{self, is_ours_layout, lease_id, ttl_seconds};
+use crate::watch::Watches;
+
+/// What this backend offers: the mutex and the multi-lock in one transaction, fencing tokens
+/// that are etcd revisions (one counter for the whole cluster, kept through restarts and
+/// leader changes), and releases announced through a watch.
+const CAPABILITIES: Capabilities = Capabilities::MUTEX
+    .with_multi(MultiLock::Atomic)
+    .with_fencing(Fencing::Strict(TokenScale::Counter))
+    .with_announcements(true);
+
+/// A lock backend on etcd: a grant is a committed Raft entry, so it survives the loss of any
+/// minority of members, restarts and leader changes, and the fencing token is the revision of
+/// the transaction that wrote the grant.
+///
+/// - `try_acquire`: a lease of the holder's own (its id derived from the token), then one
+///   transaction: if the key's `create_revision` is 0 (absent), put the token on that lease,
+///   else read the holder. Granted: the fencing token is the put's revision. Busy: the
+///   holder's remaining lease TTL, and whether it announces (a distlock value).
+/// - `extend`: a keep-alive of the lease, and a check that the key still holds the token.
+/// - `release`: one transaction (if the value is the token, delete the key), then the lease
+///   is revoked in the background.
+/// - `hand_over`: a lease for the new token, then one transaction (if the value is the old
+///   token, put the new one on the new lease): a new revision, so a new fencing token.
+/// - `try_acquire_all`: every name's lease, then one transaction over every key.
+/// - `watch`: one watch per runtime on the key prefix (deletions only).
+///
+/// Cheap to clone (the clients, the watch feeds and the settings are shared).
+#[derive(Debug, Clone)]
+pub struct EtcdLock {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    prefix: String,
+    target: Arc<Target>,
+    clients: Arc<Clients>,
+    watches: Watches,
+}
+
+impl EtcdLock {
+    /// A builder: endpoints, key prefix, timeouts, credentials.
+    pub fn builder() -> EtcdLockBuilder {
+        EtcdLockBuilder::default()
+    }
+
+    /// A lock on the cluster whose members' client URLs are `endpoints`
+    /// (`http://host:port`), with the default prefix and timeouts.
+    ///
+    /// # Errors
+    /// As [`EtcdLockBuilder::build`]: [`LockError::InvalidInput`] for no endpoint or a
+    /// malformed one.
+    pub fn new<I, S>(endpoints: I) -> Result<Self, LockError>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self::builder().endpoints(endpoints).build()
+    }
+
+    pub(crate) fn from_builder(builder: EtcdLockBuilder) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                prefix: builder.prefix,
+                target: Arc::new(Target {
+                    endpoints: builder.endpoints,
+                    connect_timeout: builder.connect_timeout,
+                    command_timeout: builder.command_timeout,
+                    user: builder.user,
+                }),
+                clients: Arc::default(),
+                watches: Watches::default(),
+            }),
+        }
+    }
+
+    /// The prefix before every lock name.
+    #[must_use]
+    pub fn prefix(&self) -> &str {
+        &self.inner.prefix
+    }
+
+    /// The members' client URLs this lock was given.
+    #[must_use]
+    pub fn endpoints(&self) -> &[String] {
+        &self.inner.target.endpoints
+    }
+
+    /// The etcd key of the lock `name` (the prefix, then the name).
+    #[must_use]
+    pub fn key(&self, name: &str) -> Vec<u8> {
+        layout::key(&self.inner.prefix, name)
+    }
+
+    /// The etcd client of the current tokio runtime, connected if it was not: for tools that
+    /// look at the keys (`distlock ls`) and for tests.
+    ///
+    /// # Errors
+    /// A `Connect` timeout, or [`LockError::Backend`] (bad credentials are not retryable).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn client(&self) -> Result<Client, LockError> {
+        self.inner.clients.get(&self.inner.target).await
+    }
+
+    fn timeout(&self) -> Duration {
+        self.inner.target.command_timeout
+    }
+
+    /// Grants the lease `id` for `ttl`. A lease left with that id by an attempt of the same
+    /// token that was cancelled is revoked and granted again, once.
+    async fn grant(
+        &self,
+        client: &Client,
+        op: Op,
+        id: i64,
+        ttl: Duration,
+    ) -> Result<(), LockError> {
+        let seconds = ttl_seconds(ttl);
+        let mut leases = client.lease_client();
+        let options = || Some(LeaseGrantOptions::new().with_id(id));
+        match bounded(
+            op,
+            TimeoutPhase::Command,
+            self.timeout(),
+            leases.grant(seconds, options()),
+        )
+        .await
+        {
+            Err(LockError::Backend { source, .. })
+                if source.to_string().contains("lease already exists") =>
+            {
+                bounded(op, TimeoutPhase::Command, self.timeout(), leases.revoke(id)).await?;
+                bounded(
+                    op,
+                    TimeoutPhase::Command,
+                    self.timeout(),
+                    leases.grant(seconds, options()),
+                )
+                .await?;
+                Ok(())
+            }
+            other => other.map(drop),
+        }
+    }
+
+    /// Sends `txn`, bounded by the command timeout.
+    async fn txn(&self, client: &Client, op: Op, txn: Txn) -> Result<TxnResponse, LockError> {
+        let mut kv = client.kv_client();
+        bounded(op, TimeoutPhase::Command, self.timeout(), kv.txn(txn)).await
+    }
+
+    /// Revokes lease `id` in the background (a lease with no key left, or a lock released):
+    /// it would run out by itself; revoking frees it at once. Errors are ignored.
+    fn revoke_later(&self, client: &Client, id: i64) {
+        let mut leases = client.lease_client();
+        let timeout = self.timeout();
+        drop(tokio::spawn(async move {
+            let _ = tokio::time::timeout(timeout, leases.revoke(id)).await;
+        }));
+    }
+
+    /// The busy answer for the holder `kv` read by a transaction's else branch: its lease's
+    /// remaining TTL (one more request) and whether it announces.
+    async fn busy(
+        &self,
+        client: &Client,
+        holder: Option<&etcd_client::KeyValue>,
+    ) -> (Option<Duration>, bool) {
+        let Some(kv) = holder else {
+            // Deleted between the compare and the read cannot happen in one transaction; a
+            // missing read is answered as "try again soon".
+            return (Some(Duration::ZERO), true);
+        };
+        let announces = is_ours_layout(kv.value());
+        if kv.lease() == 0 {
+            return (None, announces);
+        }
+        let mut leases = client.lease_client();
+        let ttl = tokio::time::timeout(self.timeout(), leases.time_to_live(kv.lease(), None)).await;
+        let holder_ttl = match ttl {
+            Ok(Ok(answer)) => Some(Duration::from_secs(
+                u64::try_from(answer.ttl()).unwrap_or(0),
+            )),
+            _ => None,
+        };
+        (holder_ttl, announces)
+    }
+}
+
+/// The revision of a transaction's answer: the fencing token of what it wrote.
+fn revision(op: Op, answer: &TxnResponse) -> Result<u64, LockError> {
+    answer
+        .header()
+        .and_then(|h| u64::try_from(h.revision()).ok())
+        .filter(|r| *r > 0)
+        .ok_or_else(|| malformed(op, "a header revision"))
+}
+
+/// The key-value pair read by the `index`-th operation of a transaction's branch.
+fn read(answer: &TxnResponse, index: usize) -> Option<etcd_client::KeyValue> {
+    match answer.op_responses().into_iter().nth(index)? {
+        TxnOpResponse::Get(get) => get.kvs().first().cloned(),
+        _ => None,
+    }
+}
+
+fn put_on(key: Vec<u8>, token: &Token, lease: i64) -> TxnOp {
+    TxnOp::put(
+        key,
+        layout::value(token),
+        Some(PutOptions::new().with_lease(lease)),
+    )
+}
+
+#[async_trait]
+impl Lock for EtcdLock {
+    fn backend(&self) -> &'static str {
+        BACKEND
+    }
+
+    async fn try_acquire(
+        &self,
+        name: &str,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        let started = Instant::now();
+        let client = self.client().await?;
+        let (key, id) = (self.key(name), lease_id(&token, name));
+        self.grant(&client, Op::Acquire, id, ttl).await?;
+        let txn = Txn::new()
+            .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
+            .and_then([put_on(key.clone(), &token, id)])
+            .or_else([TxnOp::get(key, None)]);
+        let answer = self.txn(&client, Op::Acquire, txn).await?;
+        if answer.succeeded() {
+            let fencing = revision(Op::Acquire, &answer)?;
+            return Ok(Attempt::Acquired(Lease::new(
+                name,
+                token,
+                fencing,
+                valid_until(started, ttl),
+            )));
+        }
+        self.revoke_later(&client, id);
+        let (holder_ttl, announces) = self.busy(&client, read(&answer, 0).as_ref()).await;
+        Ok(Attempt::Busy {
+            holder_ttl,
+            announces,
+        })
+    }
+
+    async fn try_acquire_all(
+        &self,
+        names: &[Arc<str>],
+        token: Token,
+        ttl: Duration,
+    ) -> Result<MultiAttempt, LockError> {
+        let started = Instant::now();
+        let client = self.client().await?;
+        let ids: Vec<i64> = names.iter().map(|n| lease_id(&token, n)).collect();
+        let granted = join_all(
+            ids.iter()
+                .map(|id| self.grant(&client, Op::Acquire, *id, ttl)),
+        )
+        .await;
+        if let Some(Err(err)) = granted.into_iter().find(Result::is_err) {
+            for id in &ids {
+                self.revoke_later(&client, *id);
+            }
+            return Err(err);
+        }
+        let keys: Vec<Vec<u8>> = names.iter().map(|n| self.key(n)).collect();
+        let txn = Txn::new()
+            .when(
+                keys.iter()
+                    .map(|k| Compare::create_revision(k.clone(), CompareOp::Equal, 0))
+                    .collect::<Vec<_>>(),
+            )
+            .and_then(
+                keys.iter()
+                    .zip(&ids)
+                    .map(|(k, id)| put_on(k.clone(), &token, *id))
+                    .collect::<Vec<_>>(),
+            )
+            .or_else(
+                keys.iter()
+                    .map(|k| TxnOp::get(k.clone(), Some(GetOptions::new())))
+                    .collect::<Vec<_>>(),
+            );
+        let answer = self.txn(&client, Op::Acquire, txn).await?;
+        if answer.succeeded() {
+            let fencing = revision(Op::Acquire, &answer)?;
+            let until = valid_until(started, ttl);
+            return Ok(MultiAttempt::Acquired(
+                names
+                    .iter()
+                    .map(|n| Lease::new(Arc::clone(n), token, fencing, until))
+                    .collect(),
+            ));
+        }
+        for id in &ids {
+            self.revoke_later(&client, *id);
+        }
+        let index = (0..names.len())
+            .find(|i| read(&answer, *i).is_some())
+            .unwrap_or(0);
+        let (holder_ttl, announces) = self.busy(&client, read(&answer, index).as_ref()).await;
+        Ok(MultiAttempt::Busy {
+            index,
+            holder_ttl,
+            announces,
+        })
+    }
+
+    async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
+        let started = Instant::now();
+        let client = self.client().await?;
+        let key = self.key(lease.name());
+        let id = lease_id(lease.token(), lease.name());
+        let ours = Txn::new().when([Compare::value(
+            key,
+            CompareOp::Equal,
+            layout::value(lease.token()),
+        )]);
+        let mut leases = client.lease_client();
+        let (ours, kept, granted) = tokio::join!(
+            self.txn(&client, Op::Extend, ours),
+            bounded(Op::Extend, TimeoutPhase::Command, self.timeout(), async {
+                match leases.keep_alive(id).await {
+                    Ok((_keeper, mut stream)) => {
+                        // `keep_alive` has read the first answer; the stream is dropped here.
+                        drop(stream.message());
+                        Ok(true)
+                    }
+                    Err(etcd_client::Error::LeaseKeepAliveError(_)) => Ok(false),
+                    Err(err) => Err(err),
+                }
+            }),
+            granted_ttl(&client, id, self.timeout()),
+        );
+        if !(ours?.succeeded() && kept?) {
+            return Ok(None);
+        }
+        // A keep-alive restores the TTL the lease was granted with; a longer one asked now is
+        // capped at it (see the README), so the validity never outlasts the key.
+        Ok(Some(valid_until(
+            started,
+            granted.map_or(ttl, |g| ttl.min(g)),
+        )))
+    }
+
+    async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
+        let client = self.client().await?;
+        let key = self.key(lease.name());
+        let txn = Txn::new()
+            .when([Compare::value(
+                key.clone(),
+                CompareOp::Equal,
+                layout::value(lease.token()),
+            )])
+            .and_then([TxnOp::delete(key, None)]);
+        let answer = self.txn(&client, Op::Release, txn).await?;
+        self.revoke_later(&client, lease_id(lease.token(), lease.name()));
+        Ok(answer.succeeded())
+    }
+
+    async fn hand_over(
+        &self,
+        lease: &Lease,
+        to: Token,
+        ttl: Duration,
+    ) -> Result<Handover, LockError> {
+        let started = Instant::now();
+        let client = self.client().await?;
+        let key = self.key(lease.name());
+        let id = lease_id(&to, lease.name());
+        self.grant(&client, Op::Acquire, id, ttl).await?;
+        let txn = Txn::new()
+            .when([Compare::value(
+                key.clone(),
+                CompareOp::Equal,
+                layout::value(lease.token()),
+            )])
+            .and_then([put_on(key, &to, id)]);
+        let answer = self.txn(&client, Op::Acquire, txn).await?;
+        if !answer.succeeded() {
+            self.revoke_later(&client, id);
+            return Ok(Handover::NotOwned);
+        }
+        self.revoke_later(&client, lease_id(lease.token(), lease.name()));
+        let fencing = revision(Op::Acquire, &answer)?;
+        Ok(Handover::Handed(Lease::new(
+            lease.name(),
+            to,
+            fencing,
+            valid_until(started, ttl),
+        )))
+    }
+
+    async fn watch(&self, name: &str) -> Result<Option<ReleaseWatch>, LockError> {
+        let inner = &self.inner;
+        inner
+            .watches
+            .watch(
+                &inner.clients,
+                &inner.target,
+                inner.prefix.as_bytes(),
+                self.key(name),
+            )
+            .await
+            .map(Some)
+    }
+
+    async fn ping(&self) -> Result<(), LockError> {
+        let client = self.client().await?;
+        let mut kv = client.kv_client();
+        let options = GetOptions::new().with_count_only();
+        bounded(
+            Op::Connect,
+            TimeoutPhase::Command,
+            self.timeout(),
+            kv.get(self.key(""), Some(options)),
+        )
+        .await
+        .map(drop)
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        CAPABILITIES
+    }
+}
+
+/// The TTL lease `id` was granted with, if etcd says (`None` when it does not answer in time:
+/// the caller then trusts the TTL it asked for at the grant, which the lease was given).
+async fn granted_ttl(client: &Client, id: i64, timeout: Duration) -> Option<Duration> {
+    let mut leases = client.lease_client();
+    match tokio::time::timeout(timeout, leases.time_to_live(id, None)).await {
+        Ok(Ok(answer)) if answer.granted_ttl() > 0 => Some(Duration::from_secs(
+            u64::try_from(answer.granted_ttl()).ok()?,
+        )),
+        _ => None,
+    }
+}

@@ -1,0 +1,94 @@
+//! The data layout: one key per lock, holding the holder's token, attached to a lease of the
+//! holder's own whose id is derived from the token.
+
+use std::time::Duration;
+
+use lock_core::Token;
+
+/// What a distlock holder's value starts with, followed by the token's 32 hex digits: the
+/// layout of lock-redis, so a waiter can tell a distlock holder (which announces its release)
+/// from a key written by another client.
+pub(crate) const VALUE_PREFIX: &str = "dl:";
+
+/// The key of the lock `name` under `prefix`.
+pub(crate) fn key(prefix: &str, name: &str) -> Vec<u8> {
+    let mut key = Vec::with_capacity(prefix.len() + name.len());
+    key.extend_from_slice(prefix.as_bytes());
+    key.extend_from_slice(name.as_bytes());
+    key
+}
+
+/// The value a holder with `token` stores: `dl:` + 32 hex digits.
+pub(crate) fn value(token: &Token) -> Vec<u8> {
+    let mut value = Vec::with_capacity(VALUE_PREFIX.len() + 32);
+    value.extend_from_slice(VALUE_PREFIX.as_bytes());
+    value.extend_from_slice(token.to_hex().as_str().as_bytes());
+    value
+}
+
+/// Whether a stored value was written by distlock (whose holders announce their release).
+pub(crate) fn is_ours_layout(value: &[u8]) -> bool {
+    value.starts_with(VALUE_PREFIX.as_bytes())
+}
+
+/// The id of the etcd lease that carries the key of `name` held with `token`: 63 bits of the
+/// token mixed with a hash of the name (FNV-1a), never 0 (etcd's "pick one for me").
+///
+/// Deriving it, rather than remembering what the server chose, is what lets `extend` and
+/// `release` act on a [`Lease`](lock_core::Lease) alone (it has no room for backend data), and
+/// a cancelled acquire be cleaned up by its token. Tokens are 128 random bits, fresh for every
+/// acquisition, so two grants share a lease id with odds of 2⁻⁶³; if they did, the second
+/// grant's lease request fails (etcd refuses an id in use) and nothing is granted.
+pub(crate) fn lease_id(token: &Token, name: &str) -> i64 {
+    const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut hash = FNV_OFFSET;
+    for byte in name.as_bytes() {
+        hash ^= u64::from(*byte);
+        hash = hash.wrapping_mul(FNV_PRIME);
+    }
+    let mut head = [0_u8; 8];
+    head.copy_from_slice(&token.as_bytes()[..8]);
+    let mixed = (u64::from_le_bytes(head) ^ hash) & (i64::MAX as u64);
+    i64::try_from(mixed).unwrap_or(1).max(1)
+}
+
+/// A TTL in etcd's unit, whole seconds, rounded up (at least 1). etcd raises it further to
+/// its minimum lease TTL (1.5 election timeouts, 2 s with the default timing): a key may
+/// outlive the lease the client counts with, never the other way round.
+pub(crate) fn ttl_seconds(ttl: Duration) -> i64 {
+    let whole = ttl.as_secs() + u64::from(ttl.subsec_nanos() > 0);
+    i64::try_from(whole.max(1)).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ttl_rounds_up_to_whole_seconds() {
+        assert_eq!(ttl_seconds(Duration::from_millis(1)), 1);
+        assert_eq!(ttl_seconds(Duration::from_millis(1_000)), 1);
+        assert_eq!(ttl_seconds(Duration::from_millis(1_001)), 2);
+        assert_eq!(ttl_seconds(Duration::ZERO), 1);
+    }
+
+    #[test]
+    fn lease_ids_are_positive_and_differ_by_name_and_token() {
+        let a = Token::from_bytes([7; 16]);
+        let b = Token::from_bytes([8; 16]);
+        let ids = [lease_id(&a, "x"), lease_id(&a, "y"), lease_id(&b, "x")];
+        assert!(ids.iter().all(|id| *id > 0), "{ids:?}");
+        assert_ne!(ids[0], ids[1]);
+        assert_ne!(ids[0], ids[2]);
+        assert_eq!(lease_id(&a, "x"), ids[0], "derived, so the same every time");
+    }
+
+    #[test]
+    fn values_carry_the_layout_mark() {
+        let value = value(&Token::from_bytes([0xab; 16]));
+        assert!(is_ours_layout(&value));
+        assert_eq!(value.len(), 35);
+        assert!(!is_ours_layout(b"some-other-client"));
+    }
+}

@@ -1,0 +1,204 @@
+//! Release announcements: one watch per `EtcdLock` and tokio runtime on the whole key prefix,
+//! filtered to deletions, whose events bump the signal of the name deleted. A release, an
+//! expiry (etcd deletes the keys of a lease that ran out) and a revoke all delete the key, so
+//! waiters wake on each.
+//!
+//! One stream and one watch serve every name, like lock-redis's one subscriber connection per
+//! runtime: waiting on 1,000 names costs one gRPC stream, and a watch is in force as soon as the
+//! feed is, with no request per name. The price: every release under the prefix reaches every
+//! process that waits on any name (as a Redis pattern subscription would). When the stream
+//! breaks, every signal is bumped (a release may have been missed; waiters just retry) and the
+//! feed reconnects with a bounded backoff.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::Duration;
+
+use etcd_client::{EventType, WatchFilterType, WatchOptions};
+use lock_core::backend::ReleaseWatch;
+use lock_core::{LockError, ReleaseSignal, TimeoutPhase};
+use tokio::runtime::{Handle, Id};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::client::{Clients, Target};
+
+/// Backoff between reconnects of a broken feed: doubled from the first to the last.
+const RECONNECT_FIRST: Duration = Duration::from_millis(50);
+const RECONNECT_LAST: Duration = Duration::from_secs(1);
+
+/// The signals of the names watched now, by key; an entry lives as long as a watch holds it.
+type Signals = Arc<Mutex<HashMap<Vec<u8>, Weak<ReleaseSignal>>>>;
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// One runtime's feed: its signals, whether its watch is in force, and the handle whose drop
+/// ends its task.
+struct Feed {
+    runtime: Id,
+    signals: Signals,
+    in_force: watch::Receiver<bool>,
+    /// Dropped with the feed (with the `EtcdLock`): the task sees its channel closed and ends.
+    _stop: watch::Sender<()>,
+}
+
+/// The feeds of one `EtcdLock`.
+#[derive(Default)]
+pub(crate) struct Watches {
+    feeds: Mutex<Vec<Feed>>,
+}
+
+impl std::fmt::Debug for Watches {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watches")
+            .field("feeds", &lock(&self.feeds).len())
+            .finish()
+    }
+}
+
+impl Watches {
+    /// A watch on `key`, once the current runtime's feed is in force.
+    ///
+    /// # Errors
+    /// A `Command` timeout when the feed is not in force within the command timeout (the
+    /// cluster is unreachable); the `Locker` then polls.
+    pub(crate) async fn watch(
+        &self,
+        clients: &Arc<Clients>,
+        target: &Arc<Target>,
+        prefix: &[u8],
+        key: Vec<u8>,
+    ) -> Result<ReleaseWatch, LockError> {
+        let (signals, mut in_force) = self.feed(clients, target, prefix);
+        let signal = {
+            let mut signals = lock(&signals);
+            signals.retain(|_, weak| weak.strong_count() > 0);
+            match signals.get(&key).and_then(Weak::upgrade) {
+                Some(signal) => signal,
+                None => {
+                    let signal = Arc::new(ReleaseSignal::new());
+                    signals.insert(key, Arc::downgrade(&signal));
+                    signal
+                }
+            }
+        };
+        let started = Instant::now();
+        let waited = tokio::time::timeout(target.command_timeout, in_force.wait_for(|on| *on));
+        match waited.await {
+            Ok(Ok(_)) => Ok(ReleaseWatch::new(ReleaseSignal::clone(&signal), signal)),
+            _ => Err(LockError::Timeout {
+                phase: TimeoutPhase::Command,
+                elapsed: started.elapsed(),
+            }),
+        }
+    }
+
+    /// The current runtime's feed, started if it has none.
+    fn feed(
+        &self,
+        clients: &Arc<Clients>,
+        target: &Arc<Target>,
+        prefix: &[u8],
+    ) -> (Signals, watch::Receiver<bool>) {
+        let runtime = Handle::current();
+        let mut feeds = lock(&self.feeds);
+        // A feed whose runtime shut down has no task any more.
+        feeds.retain(|feed| feed.in_force.has_changed().is_ok());
+        if let Some(feed) = feeds.iter().find(|feed| feed.runtime == runtime.id()) {
+            return (Arc::clone(&feed.signals), feed.in_force.clone());
+        }
+        let signals = Signals::default();
+        let (in_force_tx, in_force) = watch::channel(false);
+        let (stop, stopped) = watch::channel(());
+        drop(runtime.spawn(run(
+            Arc::clone(clients),
+            Arc::clone(target),
+            prefix.to_vec(),
+            Arc::clone(&signals),
+            in_force_tx,
+            stopped,
+        )));
+        feeds.push(Feed {
+            runtime: runtime.id(),
+            signals: Arc::clone(&signals),
+            in_force: in_force.clone(),
+            _stop: stop,
+        });
+        (signals, in_force)
+    }
+}
+
+/// The feed's task: watch the prefix, bump the signals of deleted keys, reconnect when the
+/// stream breaks, end when the lock is dropped.
+async fn run(
+    clients: Arc<Clients>,
+    target: Arc<Target>,
+    prefix: Vec<u8>,
+    signals: Signals,
+    in_force: watch::Sender<bool>,
+    mut stopped: watch::Receiver<()>,
+) {
+    let mut backoff = RECONNECT_FIRST;
+    loop {
+        tokio::select! {
+            _ = stopped.changed() => return,
+            () = follow(&clients, &target, &prefix, &signals, &in_force) => {}
+        }
+        // The stream broke: a release may have gone unannounced.
+        in_force.send_replace(false);
+        for signal in lock(&signals).values().filter_map(Weak::upgrade) {
+            signal.notify();
+        }
+        tokio::select! {
+            _ = stopped.changed() => return,
+            () = tokio::time::sleep(backoff) => {}
+        }
+        backoff = (backoff * 2).min(RECONNECT_LAST);
+    }
+}
+
+/// One life of the stream: returns when it cannot be opened or breaks.
+async fn follow(
+    clients: &Clients,
+    target: &Target,
+    prefix: &[u8],
+    signals: &Signals,
+    in_force: &watch::Sender<bool>,
+) {
+    let Ok(mut client) = clients.get(target).await else {
+        return;
+    };
+    let options = WatchOptions::new()
+        .with_prefix()
+        .with_filters([WatchFilterType::NoPut]);
+    let opened = tokio::time::timeout(target.command_timeout, client.watch(prefix, Some(options)));
+    let Ok(Ok(mut stream)) = opened.await else {
+        return;
+    };
+    loop {
+        let Ok(Some(response)) = stream.message().await else {
+            return;
+        };
+        if response.created() {
+            in_force.send_replace(true);
+        }
+        if response.canceled() {
+            return;
+        }
+        let signals = lock(signals);
+        for event in response.events() {
+            if event.event_type() != EventType::Delete {
+                continue;
+            }
+            if let Some(signal) = event
+                .kv()
+                .and_then(|kv| signals.get(kv.key()))
+                .and_then(Weak::upgrade)
+            {
+                signal.notify();
+            }
+        }
+    }
+}

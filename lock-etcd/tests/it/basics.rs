@@ -1,0 +1,55 @@
+//! The primitives against a real member: grant, busy, fencing, release, extend, hand-over.
+
+use std::time::Duration;
+
+use lock_core::Token;
+use lock_core::backend::{Attempt, Handover, Lock};
+
+use crate::common::{lock_on, one_member};
+
+const TTL: Duration = Duration::from_secs(5);
+
+#[tokio::test]
+async fn grant_busy_release_and_increasing_fence() {
+    let cluster = one_member();
+    let lock = lock_on(&cluster);
+    let first = Token::generate().expect("rng");
+    let Attempt::Acquired(lease) = lock.try_acquire("n", first, TTL).await.expect("answers") else {
+        panic!("a free name was busy");
+    };
+    assert!(lease.fencing_token() > 0);
+    let other = Token::generate().expect("rng");
+    match lock.try_acquire("n", other, TTL).await.expect("answers") {
+        Attempt::Busy {
+            holder_ttl,
+            announces,
+        } => {
+            assert!(announces, "a distlock holder announces");
+            let ttl = holder_ttl.expect("a leased holder has a TTL");
+            assert!(ttl <= TTL && ttl >= Duration::from_secs(3), "{ttl:?}");
+        }
+        Attempt::Acquired(l) => panic!("granted twice: {l:?}"),
+    }
+    assert!(lock.extend(&lease, TTL).await.expect("answers").is_some());
+    assert!(lock.release(&lease).await.expect("answers"));
+    assert!(
+        !lock.release(&lease).await.expect("answers"),
+        "released twice"
+    );
+    assert!(lock.extend(&lease, TTL).await.expect("answers").is_none());
+    let Attempt::Acquired(second) = lock.try_acquire("n", other, TTL).await.expect("answers")
+    else {
+        panic!("a released name was busy");
+    };
+    assert!(second.fencing_token() > lease.fencing_token());
+    let to = Token::generate().expect("rng");
+    let Handover::Handed(third) = lock.hand_over(&second, to, TTL).await.expect("answers") else {
+        panic!("hand-over refused");
+    };
+    assert!(third.fencing_token() > second.fencing_token());
+    assert!(
+        !lock.release(&second).await.expect("answers"),
+        "the old token still held it"
+    );
+    assert!(lock.release(&third).await.expect("answers"));
+}

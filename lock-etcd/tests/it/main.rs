@@ -1,0 +1,8 @@
+//! lock-etcd's integration tests, one binary (matklad's layout): a module per behaviour. Every
+//! test starts its own etcd members on free loopback ports through lock-testkit's
+//! `EtcdCluster` and stops them by PID.
+
+mod common;
+
+mod basics;
+mod conformance;
