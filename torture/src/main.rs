@@ -18,7 +18,8 @@ use distlock_torture::{Options, Server, report, run, scenario};
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
-    /// A scenario name, `all`, or `postgres` (the scenarios on PostgreSQL).
+    /// A scenario name, `all`, `postgres` (the scenarios on PostgreSQL) or `etcd` (those on a
+    /// 3-member etcd cluster).
     #[arg(long, default_value = "all")]
     scenario: String,
     /// How long each scenario runs (e.g. `60s`, `5m`); default: its short CI form.
@@ -103,12 +104,17 @@ fn main() -> ExitCode {
             .into_iter()
             .filter(|s| s.topology == scenario::Topology::Postgres)
             .collect()
+    } else if cli.scenario == "etcd" {
+        scenario::all()
+            .into_iter()
+            .filter(|s| s.topology == scenario::Topology::Etcd)
+            .collect()
     } else if let Some(s) = scenario::by_name(&cli.scenario) {
         vec![s]
     } else {
         let names: Vec<&str> = scenario::all().iter().map(|s| s.name).collect();
         eprintln!(
-            "unknown scenario {:?}; one of: all, postgres, {}",
+            "unknown scenario {:?}; one of: all, postgres, etcd, {}",
             cli.scenario,
             names.join(", ")
         );

@@ -18,6 +18,8 @@ pub enum Topology {
     Cluster,
     /// One PostgreSQL; `PostgresLock` on its lease table.
     Postgres,
+    /// An etcd cluster of 3 members; `EtcdLock`.
+    Etcd,
 }
 
 /// How many times something may happen.
@@ -265,6 +267,10 @@ pub fn all() -> Vec<Scenario> {
         pg_kinds(Workload::ReadWrite { write_percent: 30 }),
         pg_kinds(Workload::Semaphore { max: 2 }),
         pg_kinds(Workload::Fair),
+        etcd_leader_kill(),
+        etcd_leader_partition(),
+        etcd_holder_pause(),
+        etcd_restart_all(),
     ]
 }
 
@@ -674,6 +680,126 @@ pub fn pg_kinds(workload: Workload) -> Scenario {
                 },
                 _ => expected,
             },
+        ))
+    }
+}
+
+/// The lease of the etcd scenarios: etcd counts leases in whole seconds and raises any TTL
+/// to its minimum, 1.5 election timeouts rounded up (2 s with etcd's default timing), so a 2 s
+/// lease is the shortest whose length the client and the server agree on.
+const ETCD_TTL: Duration = Duration::from_secs(2);
+
+/// The verdict of every etcd scenario: exclusion, with recovery allowed a lease and an
+/// election timeout more than the other backends' (etcd's leader, once elected, restarts
+/// every lease's countdown, so a lease whose holder is gone can outlive it by a full TTL).
+fn etcd_exclusion(why: &'static str) -> Expected {
+    Expected {
+        recovery_within: 2 * ETCD_TTL + Duration::from_secs(2),
+        ..Expected::exclusion(ETCD_TTL, why)
+    }
+}
+
+fn etcd(mut scenario: Scenario) -> Scenario {
+    scenario.topology = Topology::Etcd;
+    scenario.ttl = ETCD_TTL;
+    scenario.command_timeout = ms(500);
+    scenario.wait = Duration::from_secs(6);
+    scenario.warmup = ms(1_500);
+    scenario
+}
+
+/// The etcd member that leads killed (SIGKILL) while workers hold and wait, then started
+/// again on its data.
+pub fn etcd_leader_kill() -> Scenario {
+    Scenario {
+        hold: (ms(300), ms(900)),
+        short: Duration::from_secs(12),
+        ..etcd(base(
+            "etcd-leader-kill",
+            "the etcd leader SIGKILLed; restarted on its data 2 s after a new leader",
+            vec![
+                Step::KillEtcdLeader,
+                Step::AwaitEtcdLeader,
+                Step::Sleep(ms(2_000)),
+                Step::RestartEtcdMember,
+                Step::Sleep(ms(2_000)),
+            ],
+            etcd_exclusion(
+                "a grant is a committed Raft entry on a majority, so the new leader has every \
+                 grant the old one acknowledged; revisions keep growing through the election",
+            ),
+        ))
+    }
+}
+
+/// The etcd member that leads partitioned from its clients and peers (a minority of one) for
+/// longer than a lease.
+pub fn etcd_leader_partition() -> Scenario {
+    Scenario {
+        hold: (ms(300), ms(900)),
+        short: Duration::from_secs(12),
+        ..etcd(base(
+            "etcd-minority-partition",
+            "the etcd leader (1 of 3) partitioned from clients and peers for 3 s (lease 2 s)",
+            vec![
+                Step::PartitionEtcdLeader,
+                Step::Sleep(ms(3_000)),
+                Step::HealEtcdPartition,
+                Step::Sleep(ms(2_000)),
+            ],
+            etcd_exclusion(
+                "the cut-off leader cannot commit, the majority elects a new one and serves \
+                 every grant the old one committed; a holder cut off with it cannot renew and \
+                 stops at its valid_until, before its lease ends on the majority",
+            ),
+        ))
+    }
+}
+
+/// Kleppmann's GC pause on etcd: the holder is stopped past its lease.
+pub fn etcd_holder_pause() -> Scenario {
+    let mut scenario = etcd(holder_pause());
+    scenario.name = "etcd-holder-pause";
+    scenario.fault = "holder SIGSTOPped past its lease (2 s), resumed after a successor wrote";
+    scenario.short = Duration::from_secs(12);
+    scenario.cycle = vec![
+        Step::AwaitGrant,
+        Step::PauseHolder,
+        Step::Sleep(ETCD_TTL + ms(300)),
+        Step::AwaitNewerWrite,
+        Step::ResumeHolder,
+        Step::Sleep(ms(1_000)),
+    ];
+    scenario.expected = Expected {
+        stale_rejected: Bound::AtLeastOne,
+        ..etcd_exclusion(
+            "the paused holder's lease ends on the cluster while it sleeps; its late write \
+             carries an older revision than its successor's and fencing rejects it",
+        )
+    };
+    scenario
+}
+
+/// Every etcd member killed, and started again on its data 300 ms later, while workers hold
+/// and wait: the contrast with `redis-restart-empty`.
+pub fn etcd_restart_all() -> Scenario {
+    Scenario {
+        hold: (ms(300), ms(900)),
+        short: Duration::from_secs(14),
+        ..etcd(base(
+            "etcd-restart-all",
+            "every etcd member SIGKILLed, started again on its data 300 ms later",
+            vec![
+                Step::StopEtcdCluster,
+                Step::Sleep(ms(300)),
+                Step::StartEtcdCluster,
+                Step::Sleep(ms(3_000)),
+            ],
+            etcd_exclusion(
+                "an acknowledged grant is in the write-ahead log of a majority, so the restarted \
+                 cluster still holds it (with its lease) and grants it to no one else; revisions \
+                 continue from the log",
+            ),
         ))
     }
 }

@@ -69,6 +69,23 @@ pub enum Step {
     /// PostgreSQL: `pg_terminate_backend` on every session of the workers (the holder's
     /// included); the server and the lease table stay.
     TerminateBackends,
+    /// etcd: `SIGKILL`s the member that leads now (a bounded wait for the members to agree
+    /// on one first), and remembers it.
+    KillEtcdLeader,
+    /// etcd: waits (bounded) until the members that run agree on a new leader.
+    AwaitEtcdLeader,
+    /// etcd: starts the remembered member again, on its ports and data directory.
+    RestartEtcdMember,
+    /// etcd: partitions the member that leads now from its clients and its peers (a
+    /// minority of one), and remembers it.
+    PartitionEtcdLeader,
+    /// etcd: heals the remembered member's partition.
+    HealEtcdPartition,
+    /// etcd: `SIGKILL`s every member: the whole cluster is down.
+    StopEtcdCluster,
+    /// etcd: starts every member again on its data directory and waits (bounded) until each
+    /// is healthy.
+    StartEtcdCluster,
 }
 
 /// What a step means for the recovery measurement.
@@ -91,6 +108,9 @@ impl Step {
             | Step::Pause(_)
             | Step::KillLockMaster
             | Step::StopPostgres { .. }
+            | Step::KillEtcdLeader
+            | Step::PartitionEtcdLeader
+            | Step::StopEtcdCluster
             | Step::Net(_, Net::Latency(_) | Net::Partition) => Effect::Fault,
             Step::ResumeHolder
             | Step::RestartEmpty(_)
@@ -99,6 +119,11 @@ impl Step {
             | Step::StartPostgres
             // Over as soon as it is done: the time to the next grant counts from there.
             | Step::TerminateBackends
+            // A new leader: the cluster serves again, without the killed member.
+            | Step::AwaitEtcdLeader
+            | Step::RestartEtcdMember
+            | Step::HealEtcdPartition
+            | Step::StartEtcdCluster
             | Step::Net(_, Net::Heal) => Effect::Heal,
             Step::Sleep(_)
             | Step::AwaitGrant
@@ -139,6 +164,13 @@ impl fmt::Display for Step {
             Step::StopPostgres { fast: false } => f.write_str("stop PostgreSQL (immediate)"),
             Step::StartPostgres => f.write_str("start PostgreSQL again"),
             Step::TerminateBackends => f.write_str("pg_terminate_backend the workers' sessions"),
+            Step::KillEtcdLeader => f.write_str("SIGKILL the etcd leader"),
+            Step::AwaitEtcdLeader => f.write_str("a new etcd leader elected"),
+            Step::RestartEtcdMember => f.write_str("restart the killed etcd member"),
+            Step::PartitionEtcdLeader => f.write_str("partition the etcd leader"),
+            Step::HealEtcdPartition => f.write_str("heal the etcd partition"),
+            Step::StopEtcdCluster => f.write_str("SIGKILL every etcd member"),
+            Step::StartEtcdCluster => f.write_str("start every etcd member again"),
         }
     }
 }

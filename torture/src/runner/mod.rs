@@ -350,6 +350,13 @@ impl Run<'_> {
             Step::StopPostgres { fast } => self.lab.stop_postgres(*fast)?,
             Step::StartPostgres => self.lab.start_postgres()?,
             Step::TerminateBackends => self.lab.terminate_backends()?,
+            Step::KillEtcdLeader => self.lab.kill_etcd_leader()?,
+            Step::AwaitEtcdLeader => self.lab.await_etcd_leader()?,
+            Step::RestartEtcdMember => self.lab.restart_etcd_member()?,
+            Step::PartitionEtcdLeader => self.lab.partition_etcd_leader()?,
+            Step::HealEtcdPartition => self.lab.heal_etcd_partition()?,
+            Step::StopEtcdCluster => self.lab.stop_etcd()?,
+            Step::StartEtcdCluster => self.lab.start_etcd()?,
         }
         Ok(())
     }

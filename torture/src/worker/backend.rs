@@ -1,6 +1,6 @@
 //! Builds the worker's `Locker` through distlock's public API, as a user would.
 
-use distlock::{LockError, Locker, PostgresLock, RedisLock, Redlock};
+use distlock::{EtcdLock, LockError, Locker, PostgresLock, RedisLock, Redlock};
 
 use super::config::{Backend, WorkerConfig};
 
@@ -48,6 +48,13 @@ pub(crate) fn locker(config: &WorkerConfig) -> Result<Locker, LockError> {
             PostgresLock::builder()
                 .url(url.as_str())
                 .statement_timeout(timeout)
+                .connect_timeout(timeout)
+                .build()?,
+        ),
+        Backend::Etcd { endpoints } => Locker::builder(
+            EtcdLock::builder()
+                .endpoints(endpoints.iter().map(String::as_str))
+                .command_timeout(timeout)
                 .connect_timeout(timeout)
                 .build()?,
         ),

@@ -30,6 +30,11 @@ pub enum Backend {
         /// The server's URL (the worker's proxy in front of it).
         url: String,
     },
+    /// `EtcdLock` on an etcd cluster.
+    Etcd {
+        /// Every member's client URL (`http://host:port`, the member's fault proxy).
+        endpoints: Vec<String>,
+    },
 }
 
 /// Which kind of lock the workers take, and what each does while it holds it.
