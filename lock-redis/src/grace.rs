@@ -20,6 +20,7 @@
 //! promotion marker that the clients who saw a change write into the data set.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -96,6 +97,9 @@ pub(crate) struct Watch {
     server: String,
     /// The marker key a client that saw a change writes (strict clients read it).
     marker: String,
+    /// Whether `state` holds anything that may refuse a grant: read on every acquire, so the
+    /// path without a grace period takes no lock.
+    alert: AtomicBool,
     state: Mutex<State>,
 }
 
@@ -123,6 +127,7 @@ impl Watch {
             settings,
             server,
             marker: format!("{prefix}{{distlock}}:grace"),
+            alert: AtomicBool::new(false),
             state: Mutex::new(State::default()),
         }
     }
@@ -227,6 +232,10 @@ impl Watch {
         }
         self.eviction(&mut state, &facts);
         state.last = Some(facts);
+        self.alert.store(
+            state.until.is_some() || state.evicting.is_some(),
+            Ordering::Release,
+        );
         learned
     }
 
@@ -264,6 +273,9 @@ impl Watch {
 
     /// [`Self::verdict`] at `now`.
     fn verdict_at(&self, now: Instant) -> Result<Option<Duration>, LockError> {
+        if !self.alert.load(Ordering::Acquire) {
+            return Ok(None);
+        }
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(risk) = &state.evicting {
             return Err(LockError::Backend {
@@ -285,6 +297,8 @@ impl Watch {
             return Ok(Some(left));
         }
         state.until = None;
+        self.alert
+            .store(state.evicting.is_some(), Ordering::Release);
         drop(state);
         self.gauge(Duration::ZERO);
         tracing::info!(server = %self.server, "the grace period has ended; granting again");
