@@ -100,6 +100,8 @@ pub(crate) struct Watch {
     /// Whether `state` holds anything that may refuse a grant: read on every acquire, so the
     /// path without a grace period takes no lock.
     alert: AtomicBool,
+    /// Whether a lease longer than the grace was logged already (once per lock).
+    warned_long_lease: AtomicBool,
     state: Mutex<State>,
 }
 
@@ -128,6 +130,7 @@ impl Watch {
             server,
             marker: format!("{prefix}{{distlock}}:grace"),
             alert: AtomicBool::new(false),
+            warned_long_lease: AtomicBool::new(false),
             state: Mutex::new(State::default()),
         }
     }
@@ -136,6 +139,18 @@ impl Watch {
     /// skips the check altogether.
     pub(crate) fn inert(&self) -> bool {
         self.settings.grace.is_zero() && !self.settings.strict
+    }
+
+    /// Logs once when a grant asks for a lease longer than the grace period: the grace then
+    /// no longer outlasts every lease, which is its one rule.
+    pub(crate) fn check_lease(&self, ttl: Duration) {
+        let grace = self.settings.grace;
+        if !grace.is_zero() && ttl > grace && !self.warned_long_lease.swap(true, Ordering::Relaxed)
+        {
+            tracing::warn!(server = %self.server, lease = ?ttl, grace = ?grace,
+                "a lease longer than the store grace period: after a restart or a failover this \
+                 lock could be granted twice; give RedisLockBuilder::grace at least the longest lease");
+        }
     }
 
     /// Reads the facts of the server at the other end of a new connection and compares them

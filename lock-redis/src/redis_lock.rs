@@ -150,8 +150,8 @@ impl RedisLock {
     /// [`RedisLockBuilder::grace`](crate::RedisLockBuilder::grace)): busy for the time left, as
     /// if a holder that never announces its release held it, so a `Locker` polls and tries
     /// again when it ends. `None` when a grant may be sent.
-    fn in_grace(&self) -> Result<Option<Attempt>, LockError> {
-        Ok(self.exec.grace_left()?.map(|left| Attempt::Busy {
+    fn in_grace(&self, ttl: Duration) -> Result<Option<Attempt>, LockError> {
+        Ok(self.exec.grace_left(ttl)?.map(|left| Attempt::Busy {
             holder_ttl: Some(left),
             announces: false,
         }))
@@ -160,11 +160,11 @@ impl RedisLock {
     /// `attempt`, unless it granted on a connection that found the server in its grace period
     /// (the first attempt after a restart connects anew, and learns it only then): that grant
     /// is given back, and the answer is [`Self::in_grace`]'s.
-    async fn unless_in_grace(&self, attempt: Attempt) -> Result<Attempt, LockError> {
+    async fn unless_in_grace(&self, attempt: Attempt, ttl: Duration) -> Result<Attempt, LockError> {
         let Attempt::Acquired(lease) = attempt else {
             return Ok(attempt);
         };
-        match self.exec.grace_left() {
+        match self.exec.grace_left(ttl) {
             Ok(None) => Ok(Attempt::Acquired(lease)),
             refused => {
                 self.give_back(&lease).await;
@@ -235,12 +235,12 @@ impl Lock for RedisLock {
     ) -> Result<Attempt, LockError> {
         let ttl_ms = check_ttl(ttl)?;
         let keys = self.checked_keys(name)?;
-        if let Some(busy) = self.in_grace()? {
+        if let Some(busy) = self.in_grace(ttl)? {
             return Ok(busy);
         }
         let attempt =
             mutex::try_acquire(&self.exec, &self.grants, &keys, name, token, ttl_ms).await?;
-        self.unless_in_grace(attempt).await
+        self.unless_in_grace(attempt, ttl).await
     }
 
     /// Read shares, write locks, permits and the fair lock through their own scripts (see the
@@ -257,7 +257,7 @@ impl Lock for RedisLock {
         }
         let ttl_ms = check_ttl(ttl)?;
         let keys = self.checked_keys(name)?;
-        if let Some(busy) = self.in_grace()? {
+        if let Some(busy) = self.in_grace(ttl)? {
             return Ok(busy);
         }
         let (exec, grants) = (&self.exec, &self.grants);
@@ -276,7 +276,7 @@ impl Lock for RedisLock {
                 kind: other.label(),
             }),
         }?;
-        self.unless_in_grace(attempt).await
+        self.unless_in_grace(attempt, ttl).await
     }
 
     async fn permits_in_use(&self, name: &str) -> Result<u32, LockError> {
@@ -300,7 +300,7 @@ impl Lock for RedisLock {
         if let Some(Attempt::Busy {
             holder_ttl,
             announces,
-        }) = self.in_grace()?
+        }) = self.in_grace(ttl)?
         {
             return Ok(MultiAttempt::Busy {
                 index: 0,
@@ -318,7 +318,7 @@ impl Lock for RedisLock {
         let MultiAttempt::Acquired(leases) = attempt else {
             return Ok(attempt);
         };
-        match self.exec.grace_left() {
+        match self.exec.grace_left(ttl) {
             Ok(None) => Ok(MultiAttempt::Acquired(leases)),
             refused => {
                 for lease in &leases {
