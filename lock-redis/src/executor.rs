@@ -113,19 +113,22 @@ impl Executor {
         self.settle(reply, conn, op, key, started)
     }
 
-    /// Whether a grant may be sent now (see `grace.rs`): `Ok(None)` yes, `Ok(Some(left))` not
-    /// for `left`, the server's grace period. Connects first when there is no connection, since
-    /// a new connection is where a restart or a failover shows; with a connection, no I/O.
+    /// Whether a grant of a lease of `ttl` may be made now (see `grace.rs`): `Ok(None)` yes,
+    /// `Ok(Some(left))` not for `left`, the server's grace period; a `ttl` above the grace is
+    /// logged once. No I/O, and no lock taken outside a grace period.
+    /// A restart or a failover shows on the next *new* connection, which learns the server's
+    /// facts before it carries any command; so asked again after a grant, this also covers a
+    /// grant made on a connection that was new.
     ///
     /// # Errors
-    /// Connecting fails; strict mode and a server that may evict lock keys (see
+    /// Strict mode and a server that may evict lock keys (see
     /// [`EvictionRisk`](crate::EvictionRisk)).
-    pub(crate) async fn grace_left(&self) -> Result<Option<Duration>, LockError> {
+    pub(crate) fn grace_left(&self, ttl: Duration) -> Result<Option<Duration>, LockError> {
         let watch = self.conns.watch();
+        watch.check_lease(ttl);
         if watch.inert() {
             return Ok(None);
         }
-        self.conns.get().await?;
         watch.verdict()
     }
 

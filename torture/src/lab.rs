@@ -56,12 +56,22 @@ pub(crate) struct Lab {
 
 impl Lab {
     /// Starts the servers of `topology` and a proxy per worker and server.
-    pub(crate) fn start(topology: Topology, workers: u32, server: Server) -> io::Result<Lab> {
+    /// `store_args` are extra command-line arguments of the lock's own Redis stores (a
+    /// `maxmemory`, say).
+    pub(crate) fn start(
+        topology: Topology,
+        workers: u32,
+        server: Server,
+        store_args: &[&str],
+    ) -> io::Result<Lab> {
         let resource = RedisServer::start()?;
         // The lock's own stores: redis-server, or valkey-server.
-        let store = || match server {
-            Server::Redis => RedisServer::start(),
-            Server::Valkey => RedisServer::builder().valkey().start(),
+        let store = || {
+            let builder = match server {
+                Server::Redis => RedisServer::builder(),
+                Server::Valkey => RedisServer::builder().valkey(),
+            };
+            store_args.iter().fold(builder, |b, a| b.arg(*a)).start()
         };
         let postgres = match topology {
             Topology::Postgres => Some(start_postgres()?),
@@ -222,6 +232,17 @@ impl Lab {
     /// Starts server `n` again with no data.
     pub(crate) fn restart_empty(&mut self, n: usize) -> io::Result<()> {
         self.server(n)?.restart(KeepData::Discard)
+    }
+
+    /// Writes `mb` MB of other keys (100 KB values) to server `n`, one connection a key.
+    pub(crate) fn fill(&mut self, n: usize, mb: u32) -> io::Result<()> {
+        let value = "x".repeat(100 * 1024);
+        let server = self.server(n)?;
+        for i in 0..mb * 10 {
+            let key = format!("filler:{}:{i}", fastrand::u64(..));
+            server.command(&["SET", &key, &value])?;
+        }
+        Ok(())
     }
 
     /// `SIGSTOP`s server `n`.

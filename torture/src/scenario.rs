@@ -200,6 +200,10 @@ pub struct Scenario {
     /// The workers' store grace period (`RedisLockBuilder::grace`): the lease by default, the
     /// longest lease of this fleet; zero turns it off, as before it existed.
     pub grace: Duration,
+    /// Whether the workers run the strict data-loss checks (`RedisLockBuilder::strict`).
+    pub strict: bool,
+    /// Extra command-line arguments of the lock's own Redis stores.
+    pub store_args: Vec<&'static str>,
     /// Shortest and longest time a holder keeps the lock.
     pub hold: (Duration, Duration),
     /// The `RedisLock` command timeout (single server and cluster).
@@ -235,6 +239,8 @@ fn base(name: &'static str, fault: &'static str, cycle: Vec<Step>, expected: Exp
         workers: 3,
         ttl: TTL,
         grace: TTL,
+        strict: false,
+        store_args: Vec::new(),
         hold: (ms(50), ms(150)),
         command_timeout: ms(250),
         wait: Duration::from_secs(3),
@@ -251,6 +257,7 @@ pub fn all() -> Vec<Scenario> {
     vec![
         holder_pause(),
         redis_restart_empty(),
+        memory_pressure_evicts(),
         redis_slow(),
         worker_partition(),
         redlock_minority_kill(),
@@ -333,6 +340,32 @@ pub fn redis_restart_empty() -> Scenario {
                      lease has ended first; fencing tokens keep growing across the restart",
                 )
             },
+        )
+    }
+}
+
+/// A Redis with a 4 MB `maxmemory` and `allkeys-lru`, which another application fills with
+/// 20 MB while a worker holds the lock: the lock key is evicted. The grace period cannot see
+/// it (nothing restarted); by default the workers warn and count the policy, and overlaps are
+/// expected. Run with `--strict`, the workers refuse to lock there at all.
+pub fn memory_pressure_evicts() -> Scenario {
+    Scenario {
+        hold: (ms(600), ms(900)),
+        store_args: vec!["--maxmemory", "4mb", "--maxmemory-policy", "allkeys-lru"],
+        ..base(
+            "memory-pressure-evicts",
+            "20 MB of other writes into a 4 MB allkeys-lru Redis while a worker holds",
+            vec![
+                Step::AwaitGrant,
+                Step::Fill { node: 0, mb: 20 },
+                Step::Sleep(ms(1_500)),
+            ],
+            Expected::fenced_only(
+                TTL,
+                "eviction deletes a held lock key and the next worker is granted it: the \
+                 default only warns (distlock_eviction_risk_total); strict mode refuses such a \
+                 Redis; fencing still keeps stale writes out",
+            ),
         )
     }
 }

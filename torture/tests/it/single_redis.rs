@@ -72,3 +72,15 @@ on_each_server!(
     a_slow_server_never_grants_twice,
     a_holder_cut_off_longer_than_its_lease_is_replaced_safely,
 );
+
+/// Eviction deletes held lock keys: by default the workers only warn, so overlaps may happen
+/// (the verdict says so), and fencing still keeps every stale write out. On redis-server only,
+/// to keep the suite short.
+#[test]
+fn memory_pressure_lets_no_stale_write_through() {
+    let outcome = common::run_short(&scenario::memory_pressure_evicts());
+    common::assert_verdict(&outcome);
+    let r = &outcome.report;
+    assert_eq!(r.stale_accepted + r.stale_accepted_in_log, 0);
+    assert_eq!(r.token_regressions, 0);
+}
