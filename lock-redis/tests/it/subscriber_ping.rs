@@ -181,3 +181,31 @@ async fn with_pings_off_a_silently_dead_link_goes_unnoticed() {
     );
     assert_eq!(subscribers(&server, "a").await, 1, "never subscribed again");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_check_is_on_by_default() {
+    // A lock built with no ping setting: the default interval (5 s) and the default command
+    // timeout (1 s) notice the dead link, about 6 s after it died.
+    let server = server();
+    let proxy = FaultProxy::start(server.addr()).expect("proxy");
+    let lock = RedisLock::builder()
+        .url(server.url())
+        .pubsub_url(proxy.url())
+        .build()
+        .expect("valid URLs");
+    let watch = watch(&lock, "a").await;
+    let before = watch.signal().generation();
+    proxy.sever();
+    let severed = std::time::Instant::now();
+    let bound = lock_redis::DEFAULT_SUBSCRIBER_PING_INTERVAL
+        + lock_redis::DEFAULT_COMMAND_TIMEOUT
+        + WOKEN_WITHIN;
+    tokio::time::timeout(bound, watch.signal().changed_since(before))
+        .await
+        .expect("noticed with the defaults");
+    eprintln!("dead link noticed {:?} after it died", severed.elapsed());
+    assert!(
+        wait_subscribers(&server, "a", 2).await >= 2,
+        "subscribed again"
+    );
+}
