@@ -38,6 +38,7 @@ mod script_flush;
 mod sentinel;
 mod stale_holder;
 mod stop_margin;
+mod subscriber_ping;
 mod tls;
 mod unfenced;
 mod wakeups;
