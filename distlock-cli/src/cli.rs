@@ -25,7 +25,9 @@ pub(crate) struct Cli {
 #[derive(Debug, Args)]
 pub(crate) struct TargetArgs {
     /// Redis URL: `redis://[user:password@]host:port/db`. A Redis Cluster is recognised by
-    /// itself; give several nodes' URLs, comma separated, if one may be down.
+    /// itself; give several nodes' URLs, comma separated, if one may be down. etcd (lock-etcd's
+    /// locks; `ls`, `show` and `release` only): `etcd://host:port`, one per member, comma
+    /// separated.
     #[arg(
         long,
         env = "DISTLOCK_URL",
@@ -35,10 +37,11 @@ pub(crate) struct TargetArgs {
         hide_env_values = true
     )]
     pub(crate) url: Vec<String>,
-    /// The key prefix the applications' lockers use (`RedisLockBuilder::prefix`); names are
-    /// shown without it.
-    #[arg(long, env = "DISTLOCK_PREFIX", default_value = "", global = true)]
-    pub(crate) prefix: String,
+    /// The key prefix the applications' lockers use (`RedisLockBuilder::prefix`,
+    /// `EtcdLockBuilder::prefix`); names are shown without it. Default: none on Redis,
+    /// `distlock/` on etcd (each library's default).
+    #[arg(long, env = "DISTLOCK_PREFIX", global = true)]
+    pub(crate) prefix: Option<String>,
     /// How long connecting may take.
     #[arg(long, default_value = "2s", value_parser = duration, global = true)]
     pub(crate) connect_timeout: Duration,

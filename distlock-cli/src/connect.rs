@@ -77,7 +77,7 @@ impl Target {
                         return Ok(Self {
                             nodes: vec![node],
                             cluster: false,
-                            prefix: args.prefix.clone(),
+                            prefix: args.prefix.clone().unwrap_or_default(),
                             sentinel_master,
                             tls,
                             command_timeout: args.command_timeout,
@@ -102,7 +102,7 @@ impl Target {
                     return Ok(Self {
                         nodes,
                         cluster,
-                        prefix: args.prefix.clone(),
+                        prefix: args.prefix.clone().unwrap_or_default(),
                         sentinel_master: None,
                         tls,
                         command_timeout: args.command_timeout,

@@ -3,6 +3,7 @@
 
 mod cli;
 mod connect;
+mod etcd;
 mod exit;
 mod guardian;
 mod inspect;
@@ -48,50 +49,67 @@ fn fail(failure: &Failure) -> ExitCode {
 
 /// Runs the subcommand.
 async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
+    if etcd::is_etcd(&cli.target.url) {
+        return etcd::dispatch(cli).await;
+    }
     let target = Target::connect(&cli.target).await?;
     match cli.command {
         Command::Ls(args) => {
             let listing =
                 inspect::list(&target, &args.pattern, args.scan.count, args.scan.foreign).await?;
-            if cli.json {
-                print_json(&listing)?;
-            } else if listing.locks.is_empty() {
-                println!("no held locks match {:?}", args.pattern);
-            } else {
-                println!(
-                    "{}",
-                    render::text(&render::lock_table(&listing.locks, None))
-                );
-                if listing.truncated {
-                    eprintln!("distlock: the listing stopped at the SCAN step limit");
-                }
+            print_listing(&listing, &args.pattern, cli.json)?;
+            if listing.truncated && !cli.json {
+                eprintln!("distlock: the listing stopped at the SCAN step limit");
             }
             Ok(ExitCode::SUCCESS)
         }
         Command::Show(args) => {
             let locks = inspect::describe(&target, &target.key(&args.name)).await?;
-            if cli.json {
-                print_json(&serde_json::json!({
-                    "name": args.name,
-                    "held": !locks.is_empty(),
-                    "locks": locks,
-                }))?;
-            } else if locks.is_empty() {
-                println!("{:?} is not held", args.name);
-            } else {
-                for (i, lock) in locks.iter().enumerate() {
-                    if i > 0 {
-                        println!();
-                    }
-                    println!("{}", render::text(&render::show_table(lock)));
-                }
-            }
+            print_show(&args.name, &locks, cli.json)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Release(args) => release::release(&target, &args, cli.json).await,
         Command::Run(args) => run::run(&target, args).await,
         Command::Leader(args) => leader::show(&target, &args, cli.json).await,
         Command::Watch(args) => watch::watch(&target, &args, cli.json).await,
+    }
+}
+
+/// `ls`'s output: the listing as JSON, or a table, or a line saying nothing matched.
+fn print_listing(listing: &inspect::Listing, pattern: &str, json: bool) -> Result<(), Failure> {
+    if json {
+        print_json(listing)?;
+    } else if listing.locks.is_empty() {
+        println!("no held locks match {pattern:?}");
+    } else {
+        println!(
+            "{}",
+            render::text(&render::lock_table(&listing.locks, None))
+        );
+    }
+    Ok(())
+}
+
+/// `show`'s output: the locks named `name` as JSON, or one table each, or a line saying it is
+/// not held.
+fn print_show(name: &str, locks: &[inspect::LockInfo], json: bool) -> Result<(), Failure> {
+    if json {
+        print_json(&serde_json::json!({
+            "name": name,
+            "held": !locks.is_empty(),
+            "locks": locks,
+        }))
+    } else {
+        if locks.is_empty() {
+            println!("{name:?} is not held");
+        }
+        for (i, lock) in locks.iter().enumerate() {
+            if i > 0 {
+                println!();
+            }
+            println!("{}", render::text(&render::show_table(lock)));
+        }
+        Ok(())
     }
 }
 

@@ -56,15 +56,28 @@ async fn holder_token(target: &Target, name: &str) -> Result<Option<String>, Fai
 
 /// `--force`: the current holder's token, once the operator typed `yes` on a terminal.
 async fn confirm_current(target: &Target, name: &str) -> Result<String, Failure> {
-    if !std::io::stdin().is_terminal() {
-        return Err(Failure::new(
-            FAILURE,
-            "--force needs a terminal to confirm on; give --token TOKEN (from `distlock show`) instead",
-        ));
-    }
+    refuse_without_terminal()?;
     let Some(token) = holder_token(target, name).await? else {
         return Err(Failure::new(FAILURE, format!("{name:?} is not held")));
     };
+    confirm(name, token)
+}
+
+/// `--force` is refused unless stdin is a terminal to confirm on.
+pub(crate) fn refuse_without_terminal() -> Result<(), Failure> {
+    if std::io::stdin().is_terminal() {
+        Ok(())
+    } else {
+        Err(Failure::new(
+            FAILURE,
+            "--force needs a terminal to confirm on; give --token TOKEN (from `distlock show`) instead",
+        ))
+    }
+}
+
+/// Asks the operator on the terminal whether to release `name`, held with `token`; the token
+/// when they typed `yes`.
+pub(crate) fn confirm(name: &str, token: String) -> Result<String, Failure> {
     eprint!(
         "{name:?} is held with token {token}.\nRelease it? Its holder may still be working. Type yes to release: "
     );

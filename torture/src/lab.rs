@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use distlock::PostgresLock;
 use distlock::tokio_postgres::{self, NoTls};
-use lock_testkit::{FaultProxy, KeepData, PostgresServer, RedisCluster, RedisServer};
+use lock_testkit::{EtcdCluster, FaultProxy, KeepData, PostgresServer, RedisCluster, RedisServer};
 
 use crate::scenario::Topology;
 use crate::schedule::Net;
@@ -14,6 +14,13 @@ use crate::worker::Backend;
 /// `cluster-node-timeout` of the cluster scenarios: how long before a silent master is failed
 /// over.
 const CLUSTER_NODE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Members of the etcd scenarios' cluster: 3 survives the loss of any one.
+const ETCD_MEMBERS: usize = 3;
+/// How long a restarted etcd cluster may take to become healthy again.
+const ETCD_HEALTHY_WITHIN: Duration = Duration::from_secs(30);
+/// How long the members may take to agree on a leader (an election, on a loaded machine).
+const ETCD_LEADER_WITHIN: Duration = Duration::from_secs(15);
 
 /// Which server binary plays the Redis of a single-server or Redlock scenario (the lock's
 /// stores; the protected resource and a Redis Cluster stay on `redis-server`).
@@ -37,6 +44,10 @@ pub(crate) struct Lab {
     cluster: Option<RedisCluster>,
     /// The PostgreSQL server (reached through `proxies`, as node 0).
     postgres: Option<PostgresServer>,
+    /// The etcd cluster, reached through its members' client proxies.
+    etcd: Option<EtcdCluster>,
+    /// The etcd member killed or partitioned by the last etcd fault.
+    etcd_faulted: Option<usize>,
     /// The cluster node killed by the last `kill_lock_master`.
     killed: Option<usize>,
     /// The protected resource's server, which no fault touches.
@@ -45,20 +56,34 @@ pub(crate) struct Lab {
 
 impl Lab {
     /// Starts the servers of `topology` and a proxy per worker and server.
-    pub(crate) fn start(topology: Topology, workers: u32, server: Server) -> io::Result<Lab> {
+    /// `store_args` are extra command-line arguments of the lock's own Redis stores (a
+    /// `maxmemory`, say).
+    pub(crate) fn start(
+        topology: Topology,
+        workers: u32,
+        server: Server,
+        store_args: &[&str],
+    ) -> io::Result<Lab> {
         let resource = RedisServer::start()?;
         // The lock's own stores: redis-server, or valkey-server.
-        let store = || match server {
-            Server::Redis => RedisServer::start(),
-            Server::Valkey => RedisServer::builder().valkey().start(),
+        let store = || {
+            let builder = match server {
+                Server::Redis => RedisServer::builder(),
+                Server::Valkey => RedisServer::builder().valkey(),
+            };
+            store_args.iter().fold(builder, |b, a| b.arg(*a)).start()
         };
         let postgres = match topology {
             Topology::Postgres => Some(start_postgres()?),
             _ => None,
         };
+        let etcd = match topology {
+            Topology::Etcd => Some(EtcdCluster::builder().members(ETCD_MEMBERS).start()?),
+            _ => None,
+        };
         let (servers, cluster) = match topology {
             Topology::Single => (vec![store()?], None),
-            Topology::Postgres => (Vec::new(), None),
+            Topology::Postgres | Topology::Etcd => (Vec::new(), None),
             Topology::Redlock(n) => (
                 (0..n).map(|_| store()).collect::<io::Result<Vec<_>>>()?,
                 None,
@@ -92,6 +117,8 @@ impl Lab {
             proxies,
             cluster,
             postgres,
+            etcd,
+            etcd_faulted: None,
             killed: None,
             resource,
         })
@@ -107,6 +134,11 @@ impl Lab {
         if let Some(cluster) = &self.cluster {
             return Backend::Cluster {
                 urls: cluster.urls(),
+            };
+        }
+        if let Some(etcd) = &self.etcd {
+            return Backend::Etcd {
+                endpoints: etcd.endpoints(),
             };
         }
         if self.postgres.is_some() {
@@ -202,6 +234,17 @@ impl Lab {
         self.server(n)?.restart(KeepData::Discard)
     }
 
+    /// Writes `mb` MB of other keys (100 KB values) to server `n`, one connection a key.
+    pub(crate) fn fill(&mut self, n: usize, mb: u32) -> io::Result<()> {
+        let value = "x".repeat(100 * 1024);
+        let server = self.server(n)?;
+        for i in 0..mb * 10 {
+            let key = format!("filler:{}:{i}", fastrand::u64(..));
+            server.command(&["SET", &key, &value])?;
+        }
+        Ok(())
+    }
+
     /// `SIGSTOP`s server `n`.
     pub(crate) fn pause(&mut self, n: usize) -> io::Result<()> {
         self.server(n)?.pause()
@@ -234,6 +277,77 @@ impl Lab {
             return Ok(());
         };
         self.cluster_mut()?.start_again(node)
+    }
+
+    /// `SIGKILL`s the etcd member that leads now.
+    pub(crate) fn kill_etcd_leader(&mut self) -> io::Result<()> {
+        let etcd = self.etcd_mut()?;
+        let leader = etcd.leader_within(ETCD_LEADER_WITHIN)?;
+        etcd.kill(leader);
+        self.etcd_faulted = Some(leader);
+        Ok(())
+    }
+
+    /// Waits until the running members agree on a leader.
+    pub(crate) fn await_etcd_leader(&mut self) -> io::Result<()> {
+        self.etcd_mut()?.leader_within(ETCD_LEADER_WITHIN).map(drop)
+    }
+
+    /// Starts the killed etcd member again on its data.
+    pub(crate) fn restart_etcd_member(&mut self) -> io::Result<()> {
+        let member = self.etcd_faulted.take().ok_or_else(|| {
+            io::Error::other("no etcd member was killed: the cycle needs KillEtcdLeader first")
+        })?;
+        self.etcd_mut()?.restart(member)
+    }
+
+    /// Partitions the etcd member that leads now from its clients and peers.
+    pub(crate) fn partition_etcd_leader(&mut self) -> io::Result<()> {
+        let etcd = self.etcd_mut()?;
+        let leader = etcd.leader_within(ETCD_LEADER_WITHIN)?;
+        etcd.partition(leader);
+        self.etcd_faulted = Some(leader);
+        Ok(())
+    }
+
+    /// Heals the partitioned etcd member.
+    pub(crate) fn heal_etcd_partition(&mut self) -> io::Result<()> {
+        let member = self.etcd_faulted.take().ok_or_else(|| {
+            io::Error::other(
+                "no etcd member was partitioned: the cycle needs PartitionEtcdLeader first",
+            )
+        })?;
+        self.etcd_mut()?.heal(member);
+        Ok(())
+    }
+
+    /// `SIGKILL`s every etcd member.
+    pub(crate) fn stop_etcd(&mut self) -> io::Result<()> {
+        let etcd = self.etcd_mut()?;
+        for member in 0..etcd.len() {
+            etcd.kill(member);
+        }
+        Ok(())
+    }
+
+    /// Starts every etcd member again on its data and waits until each is healthy.
+    pub(crate) fn start_etcd(&mut self) -> io::Result<()> {
+        let etcd = self.etcd_mut()?;
+        for member in 0..etcd.len() {
+            if !etcd.member(member).is_running() {
+                etcd.restart(member)?;
+            }
+        }
+        etcd.wait_healthy(ETCD_HEALTHY_WITHIN)
+    }
+
+    fn etcd_mut(&mut self) -> io::Result<&mut EtcdCluster> {
+        self.etcd.as_mut().ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "an etcd step in a scenario without etcd",
+            )
+        })
     }
 
     fn server(&mut self, n: usize) -> io::Result<&mut RedisServer> {

@@ -18,7 +18,8 @@ use distlock_torture::{Options, Server, report, run, scenario};
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
-    /// A scenario name, `all`, or `postgres` (the scenarios on PostgreSQL).
+    /// A scenario name, `all`, `postgres` (the scenarios on PostgreSQL) or `etcd` (those on a
+    /// 3-member etcd cluster).
     #[arg(long, default_value = "all")]
     scenario: String,
     /// How long each scenario runs (e.g. `60s`, `5m`); default: its short CI form.
@@ -37,6 +38,13 @@ struct Cli {
     /// Do not print each step as it runs.
     #[arg(long)]
     quiet: bool,
+    /// The workers' store grace period (e.g. `1s`; default: each scenario's, its lease);
+    /// `0s` turns it off, to measure the scenarios as they were without it.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    grace: Option<Duration>,
+    /// The workers run the strict data-loss checks (`RedisLockBuilder::strict`).
+    #[arg(long)]
+    strict: bool,
     /// The server of the lock's Redis stores in single-server and Redlock scenarios.
     #[arg(long, value_enum, default_value_t = ServerArg::Redis)]
     server: ServerArg,
@@ -99,12 +107,17 @@ fn main() -> ExitCode {
             .into_iter()
             .filter(|s| s.topology == scenario::Topology::Postgres)
             .collect()
+    } else if cli.scenario == "etcd" {
+        scenario::all()
+            .into_iter()
+            .filter(|s| s.topology == scenario::Topology::Etcd)
+            .collect()
     } else if let Some(s) = scenario::by_name(&cli.scenario) {
         vec![s]
     } else {
         let names: Vec<&str> = scenario::all().iter().map(|s| s.name).collect();
         eprintln!(
-            "unknown scenario {:?}; one of: all, postgres, {}",
+            "unknown scenario {:?}; one of: all, postgres, etcd, {}",
             cli.scenario,
             names.join(", ")
         );
@@ -139,6 +152,12 @@ fn main() -> ExitCode {
     let mut outcomes = Vec::new();
     let mut failed = false;
     for s in &scenarios {
+        let mut s = s.clone();
+        if let Some(grace) = cli.grace {
+            s.grace = grace;
+        }
+        s.strict |= cli.strict;
+        let s = &s;
         let options = Options {
             exe: exe.clone(),
             duration: cli.duration,

@@ -18,6 +18,8 @@ pub enum Topology {
     Cluster,
     /// One PostgreSQL; `PostgresLock` on its lease table.
     Postgres,
+    /// An etcd cluster of 3 members; `EtcdLock`.
+    Etcd,
 }
 
 /// How many times something may happen.
@@ -69,6 +71,9 @@ pub struct Expected {
     pub renewals_after_release: Bound,
     /// The longest allowed time from a heal to the next grant.
     pub recovery_within: Duration,
+    /// The shortest allowed time from a heal to the next grant: a store grace period's, when
+    /// the fault may have lost grants (zero: no lower bound).
+    pub recovery_not_before: Duration,
     /// Why, in one sentence.
     pub why: &'static str,
 }
@@ -84,6 +89,7 @@ impl Expected {
             token_regressions: Bound::Zero,
             renewals_after_release: Bound::Zero,
             recovery_within: ttl + Duration::from_secs(1),
+            recovery_not_before: Duration::ZERO,
             why,
         }
     }
@@ -150,6 +156,16 @@ impl Expected {
             violations.push("no grant at all: the run tested nothing".to_owned());
         }
         for recovery in &report.recoveries {
+            if let Some(since) = recovery
+                .since_heal
+                .filter(|&s| s < self.recovery_not_before)
+            {
+                violations.push(format!(
+                    "after \"{}\" a grant came {since:?} after the heal, before the grace period \
+                     (expected ≥ {:?})",
+                    recovery.label, self.recovery_not_before
+                ));
+            }
             match recovery.after {
                 Some(after) if after <= self.recovery_within => {}
                 Some(after) => violations.push(format!(
@@ -181,6 +197,13 @@ pub struct Scenario {
     pub workers: u32,
     /// The lease (renewed every third of it while held).
     pub ttl: Duration,
+    /// The workers' store grace period (`RedisLockBuilder::grace`): the lease by default, the
+    /// longest lease of this fleet; zero turns it off, as before it existed.
+    pub grace: Duration,
+    /// Whether the workers run the strict data-loss checks (`RedisLockBuilder::strict`).
+    pub strict: bool,
+    /// Extra command-line arguments of the lock's own Redis stores.
+    pub store_args: Vec<&'static str>,
     /// Shortest and longest time a holder keeps the lock.
     pub hold: (Duration, Duration),
     /// The `RedisLock` command timeout (single server and cluster).
@@ -215,6 +238,9 @@ fn base(name: &'static str, fault: &'static str, cycle: Vec<Step>, expected: Exp
         workload: Workload::Mutex,
         workers: 3,
         ttl: TTL,
+        grace: TTL,
+        strict: false,
+        store_args: Vec::new(),
         hold: (ms(50), ms(150)),
         command_timeout: ms(250),
         wait: Duration::from_secs(3),
@@ -231,6 +257,7 @@ pub fn all() -> Vec<Scenario> {
     vec![
         holder_pause(),
         redis_restart_empty(),
+        memory_pressure_evicts(),
         redis_slow(),
         worker_partition(),
         redlock_minority_kill(),
@@ -247,6 +274,10 @@ pub fn all() -> Vec<Scenario> {
         pg_kinds(Workload::ReadWrite { write_percent: 30 }),
         pg_kinds(Workload::Semaphore { max: 2 }),
         pg_kinds(Workload::Fair),
+        etcd_leader_kill(),
+        etcd_leader_partition(),
+        etcd_holder_pause(),
+        etcd_restart_all(),
     ]
 }
 
@@ -298,11 +329,42 @@ pub fn redis_restart_empty() -> Scenario {
                 Step::RestartEmpty(0),
                 Step::Sleep(ms(2_000)),
             ],
+            Expected {
+                // The workers see the new run_id when they reconnect, after the restart: no
+                // grant before the grace (the lease), less a little for the runner's clock.
+                recovery_not_before: TTL - ms(100),
+                ..Expected::exclusion(
+                    TTL,
+                    "a Redis that lost its data grants nothing to the workers that saw it \
+                     restart until the grace period (their lease) has run out, so the holder's \
+                     lease has ended first; fencing tokens keep growing across the restart",
+                )
+            },
+        )
+    }
+}
+
+/// A Redis with a 4 MB `maxmemory` and `allkeys-lru`, which another application fills with
+/// 20 MB while a worker holds the lock: the lock key is evicted. The grace period cannot see
+/// it (nothing restarted); by default the workers warn and count the policy, and overlaps are
+/// expected. Run with `--strict`, the workers refuse to lock there at all.
+pub fn memory_pressure_evicts() -> Scenario {
+    Scenario {
+        hold: (ms(600), ms(900)),
+        store_args: vec!["--maxmemory", "4mb", "--maxmemory-policy", "allkeys-lru"],
+        ..base(
+            "memory-pressure-evicts",
+            "20 MB of other writes into a 4 MB allkeys-lru Redis while a worker holds",
+            vec![
+                Step::AwaitGrant,
+                Step::Fill { node: 0, mb: 20 },
+                Step::Sleep(ms(1_500)),
+            ],
             Expected::fenced_only(
                 TTL,
-                "a Redis that loses its data can grant a held lock again (the documented \
-                 hazard); fencing tokens come from the server clock, keep growing across the \
-                 restart, and keep every stale write out",
+                "eviction deletes a held lock key and the next worker is granted it: the \
+                 default only warns (distlock_eviction_risk_total); strict mode refuses such a \
+                 Redis; fencing still keeps stale writes out",
             ),
         )
     }
@@ -444,11 +506,11 @@ pub fn redlock_restart_empty() -> Scenario {
                 Step::Net(Target::Nodes(vec![3, 4]), Net::Heal),
                 Step::Sleep(ms(2_500)),
             ],
-            Expected::fenced_only(
+            Expected::exclusion(
                 TTL,
-                "without the delayed-restart rule a node that forgot the holder's key lets a \
-                 second quorum form: overlaps are expected; fencing must still reject every \
-                 stale write",
+                "the node that forgot the holder's key is in its grace period (antirez's \
+                 delayed restart, applied by every client that saw its new run_id): it does not \
+                 vote, so no second quorum forms",
             ),
         ))
     }
@@ -651,6 +713,126 @@ pub fn pg_kinds(workload: Workload) -> Scenario {
                 },
                 _ => expected,
             },
+        ))
+    }
+}
+
+/// The lease of the etcd scenarios: etcd counts leases in whole seconds and raises any TTL
+/// to its minimum, 1.5 election timeouts rounded up (2 s with etcd's default timing), so a 2 s
+/// lease is the shortest whose length the client and the server agree on.
+const ETCD_TTL: Duration = Duration::from_secs(2);
+
+/// The verdict of every etcd scenario: exclusion, with recovery allowed a lease and an
+/// election timeout more than the other backends' (etcd's leader, once elected, restarts
+/// every lease's countdown, so a lease whose holder is gone can outlive it by a full TTL).
+fn etcd_exclusion(why: &'static str) -> Expected {
+    Expected {
+        recovery_within: 2 * ETCD_TTL + Duration::from_secs(2),
+        ..Expected::exclusion(ETCD_TTL, why)
+    }
+}
+
+fn etcd(mut scenario: Scenario) -> Scenario {
+    scenario.topology = Topology::Etcd;
+    scenario.ttl = ETCD_TTL;
+    scenario.command_timeout = ms(500);
+    scenario.wait = Duration::from_secs(6);
+    scenario.warmup = ms(1_500);
+    scenario
+}
+
+/// The etcd member that leads killed (SIGKILL) while workers hold and wait, then started
+/// again on its data.
+pub fn etcd_leader_kill() -> Scenario {
+    Scenario {
+        hold: (ms(300), ms(900)),
+        short: Duration::from_secs(12),
+        ..etcd(base(
+            "etcd-leader-kill",
+            "the etcd leader SIGKILLed; restarted on its data 2 s after a new leader",
+            vec![
+                Step::KillEtcdLeader,
+                Step::AwaitEtcdLeader,
+                Step::Sleep(ms(2_000)),
+                Step::RestartEtcdMember,
+                Step::Sleep(ms(2_000)),
+            ],
+            etcd_exclusion(
+                "a grant is a committed Raft entry on a majority, so the new leader has every \
+                 grant the old one acknowledged; revisions keep growing through the election",
+            ),
+        ))
+    }
+}
+
+/// The etcd member that leads partitioned from its clients and peers (a minority of one) for
+/// longer than a lease.
+pub fn etcd_leader_partition() -> Scenario {
+    Scenario {
+        hold: (ms(300), ms(900)),
+        short: Duration::from_secs(12),
+        ..etcd(base(
+            "etcd-minority-partition",
+            "the etcd leader (1 of 3) partitioned from clients and peers for 3 s (lease 2 s)",
+            vec![
+                Step::PartitionEtcdLeader,
+                Step::Sleep(ms(3_000)),
+                Step::HealEtcdPartition,
+                Step::Sleep(ms(2_000)),
+            ],
+            etcd_exclusion(
+                "the cut-off leader cannot commit, the majority elects a new one and serves \
+                 every grant the old one committed; a holder cut off with it cannot renew and \
+                 stops at its valid_until, before its lease ends on the majority",
+            ),
+        ))
+    }
+}
+
+/// Kleppmann's GC pause on etcd: the holder is stopped past its lease.
+pub fn etcd_holder_pause() -> Scenario {
+    let mut scenario = etcd(holder_pause());
+    scenario.name = "etcd-holder-pause";
+    scenario.fault = "holder SIGSTOPped past its lease (2 s), resumed after a successor wrote";
+    scenario.short = Duration::from_secs(12);
+    scenario.cycle = vec![
+        Step::AwaitGrant,
+        Step::PauseHolder,
+        Step::Sleep(ETCD_TTL + ms(300)),
+        Step::AwaitNewerWrite,
+        Step::ResumeHolder,
+        Step::Sleep(ms(1_000)),
+    ];
+    scenario.expected = Expected {
+        stale_rejected: Bound::AtLeastOne,
+        ..etcd_exclusion(
+            "the paused holder's lease ends on the cluster while it sleeps; its late write \
+             carries an older revision than its successor's and fencing rejects it",
+        )
+    };
+    scenario
+}
+
+/// Every etcd member killed, and started again on its data 300 ms later, while workers hold
+/// and wait: the contrast with `redis-restart-empty`.
+pub fn etcd_restart_all() -> Scenario {
+    Scenario {
+        hold: (ms(300), ms(900)),
+        short: Duration::from_secs(14),
+        ..etcd(base(
+            "etcd-restart-all",
+            "every etcd member SIGKILLed, started again on its data 300 ms later",
+            vec![
+                Step::StopEtcdCluster,
+                Step::Sleep(ms(300)),
+                Step::StartEtcdCluster,
+                Step::Sleep(ms(3_000)),
+            ],
+            etcd_exclusion(
+                "an acknowledged grant is in the write-ahead log of a majority, so the restarted \
+                 cluster still holds it (with its lease) and grants it to no one else; revisions \
+                 continue from the log",
+            ),
         ))
     }
 }

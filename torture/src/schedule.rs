@@ -50,6 +50,15 @@ pub enum Step {
     RestartEmpty(usize),
     /// `SIGSTOP`s this server.
     Pause(usize),
+    /// Writes this many MB of other keys (100 KB values) to server `node`, straight, not
+    /// through the proxies: another application of the same Redis, for a server with a
+    /// `maxmemory` to evict keys.
+    Fill {
+        /// The server.
+        node: usize,
+        /// How much, in MB.
+        mb: u32,
+    },
     /// `SIGCONT`s this server.
     Resume(usize),
     /// Redis Cluster: `SIGKILL`s the master that owns the lock's slot.
@@ -69,6 +78,23 @@ pub enum Step {
     /// PostgreSQL: `pg_terminate_backend` on every session of the workers (the holder's
     /// included); the server and the lease table stay.
     TerminateBackends,
+    /// etcd: `SIGKILL`s the member that leads now (a bounded wait for the members to agree
+    /// on one first), and remembers it.
+    KillEtcdLeader,
+    /// etcd: waits (bounded) until the members that run agree on a new leader.
+    AwaitEtcdLeader,
+    /// etcd: starts the remembered member again, on its ports and data directory.
+    RestartEtcdMember,
+    /// etcd: partitions the member that leads now from its clients and its peers (a
+    /// minority of one), and remembers it.
+    PartitionEtcdLeader,
+    /// etcd: heals the remembered member's partition.
+    HealEtcdPartition,
+    /// etcd: `SIGKILL`s every member: the whole cluster is down.
+    StopEtcdCluster,
+    /// etcd: starts every member again on its data directory and waits (bounded) until each
+    /// is healthy.
+    StartEtcdCluster,
 }
 
 /// What a step means for the recovery measurement.
@@ -89,8 +115,12 @@ impl Step {
             Step::PauseHolder
             | Step::Kill(_)
             | Step::Pause(_)
+            | Step::Fill { .. }
             | Step::KillLockMaster
             | Step::StopPostgres { .. }
+            | Step::KillEtcdLeader
+            | Step::PartitionEtcdLeader
+            | Step::StopEtcdCluster
             | Step::Net(_, Net::Latency(_) | Net::Partition) => Effect::Fault,
             Step::ResumeHolder
             | Step::RestartEmpty(_)
@@ -99,6 +129,11 @@ impl Step {
             | Step::StartPostgres
             // Over as soon as it is done: the time to the next grant counts from there.
             | Step::TerminateBackends
+            // A new leader: the cluster serves again, without the killed member.
+            | Step::AwaitEtcdLeader
+            | Step::RestartEtcdMember
+            | Step::HealEtcdPartition
+            | Step::StartEtcdCluster
             | Step::Net(_, Net::Heal) => Effect::Heal,
             Step::Sleep(_)
             | Step::AwaitGrant
@@ -131,6 +166,7 @@ impl fmt::Display for Step {
             Step::Kill(n) => write!(f, "SIGKILL node {n}"),
             Step::RestartEmpty(n) => write!(f, "restart node {n} empty"),
             Step::Pause(n) => write!(f, "SIGSTOP node {n}"),
+            Step::Fill { node, mb } => write!(f, "write {mb} MB of other keys to node {node}"),
             Step::Resume(n) => write!(f, "SIGCONT node {n}"),
             Step::KillLockMaster => f.write_str("SIGKILL the lock's master"),
             Step::AwaitFailover => f.write_str("replica took over"),
@@ -139,6 +175,13 @@ impl fmt::Display for Step {
             Step::StopPostgres { fast: false } => f.write_str("stop PostgreSQL (immediate)"),
             Step::StartPostgres => f.write_str("start PostgreSQL again"),
             Step::TerminateBackends => f.write_str("pg_terminate_backend the workers' sessions"),
+            Step::KillEtcdLeader => f.write_str("SIGKILL the etcd leader"),
+            Step::AwaitEtcdLeader => f.write_str("a new etcd leader elected"),
+            Step::RestartEtcdMember => f.write_str("restart the killed etcd member"),
+            Step::PartitionEtcdLeader => f.write_str("partition the etcd leader"),
+            Step::HealEtcdPartition => f.write_str("heal the etcd partition"),
+            Step::StopEtcdCluster => f.write_str("SIGKILL every etcd member"),
+            Step::StartEtcdCluster => f.write_str("start every etcd member again"),
         }
     }
 }

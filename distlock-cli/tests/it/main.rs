@@ -6,6 +6,7 @@
 mod common;
 
 mod bad_target;
+mod etcd;
 mod inspect;
 mod ls_many;
 mod release;

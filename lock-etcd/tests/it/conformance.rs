@@ -8,25 +8,28 @@
 //! timeouts: 2 s with the kit's timing), so the suite's short TTL is 2 s here: a shorter one
 //! would be granted for 2 s, and the checks that a lease ran out by its TTL would wait for it.
 
-use std::time::Duration;
+/// One member, a lock per locker on its endpoint.
+mod one_member {
+    use std::time::Duration;
 
-use lock_core::Locker;
-use lock_etcd::EtcdLock;
-use lock_testkit::EtcdCluster;
-use lock_testkit::conformance::Backend;
+    use lock_core::Locker;
+    use lock_etcd::EtcdLock;
+    use lock_testkit::EtcdCluster;
+    use lock_testkit::conformance::Backend;
 
-fn setup() -> (EtcdCluster, Backend) {
-    let cluster = EtcdCluster::start().expect("start etcd");
-    let endpoints = cluster.endpoints();
-    let mut backend = Backend::new(move || {
-        Locker::new(EtcdLock::new(endpoints.iter().cloned()).expect("valid endpoints"))
-    });
-    backend.short_ttl = Duration::from_secs(2);
-    backend.patience = Duration::from_secs(15);
-    (cluster, backend)
+    fn setup() -> (EtcdCluster, Backend) {
+        let cluster = EtcdCluster::start().expect("start etcd");
+        let endpoints = cluster.endpoints();
+        let mut backend = Backend::new(move || {
+            Locker::new(EtcdLock::new(endpoints.iter().cloned()).expect("valid endpoints"))
+        });
+        backend.short_ttl = Duration::from_secs(2);
+        backend.patience = Duration::from_secs(15);
+        (cluster, backend)
+    }
+
+    lock_testkit::conformance_tests!(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        setup()
+    );
 }
-
-lock_testkit::conformance_tests!(
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    setup()
-);

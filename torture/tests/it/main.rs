@@ -4,6 +4,7 @@
 mod common;
 
 mod cluster;
+mod etcd;
 mod postgres;
 mod redlock;
 mod single_redis;
