@@ -2,7 +2,7 @@
 //! three candidate processes, one leader at a time by an independent witness, terms strictly
 //! increasing; the leader SIGSTOPped past its lease and then SIGKILLed, a new leader within
 //! the lease and a second each time, the paused leader's late fenced write rejected and its
-//! work cancelled. On one server and on a 3-master cluster.
+//! work cancelled. On one server, on a 3-master cluster and on Valkey.
 
 use lock_core::Locker;
 use lock_redis::RedisLock;
@@ -62,5 +62,17 @@ async fn on_a_cluster_one_leader_at_a_time_and_a_paused_or_killed_leader_is_repl
     let failovers = election::paused_and_killed_leaders(&child, &env)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
+    eprintln!("{failovers:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_valkey_a_paused_or_killed_leader_is_replaced_and_fenced_off() {
+    let server = common::valkey();
+    let failovers = election::paused_and_killed_leaders(
+        &lock_testkit::child_test!(candidate),
+        &[(URL_VAR, server.url())],
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
     eprintln!("{failovers:?}");
 }
