@@ -6,6 +6,7 @@ mod config;
 mod error;
 mod etcd_lock;
 mod layout;
+mod semaphore;
 mod watch;
 
 pub use config::{
