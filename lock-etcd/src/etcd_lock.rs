@@ -20,14 +20,15 @@ use crate::client::{Clients, Target};
 use crate::config::EtcdLockBuilder;
 use crate::error::{BACKEND, bounded, malformed};
 use crate::layout::{self, is_ours_layout, lease_id, ttl_seconds};
-use crate::semaphore;
 use crate::watch::Watches;
+use crate::{fair, semaphore};
 
-/// What this backend offers: the mutex, the counting semaphore, the multi-lock in one transaction, fencing tokens
+/// What this backend offers: the mutex, the counting semaphore, the fair lock, the multi-lock in one transaction, fencing tokens
 /// that are etcd revisions (one counter for the whole cluster, kept through restarts and
 /// leader changes), and releases announced through a watch.
 const CAPABILITIES: Capabilities = Capabilities::MUTEX
     .with_semaphore()
+    .with_fair()
     .with_multi(MultiLock::Atomic)
     .with_fencing(Fencing::Strict(TokenScale::Counter))
     .with_announcements(true);
@@ -48,6 +49,8 @@ const CAPABILITIES: Capabilities = Capabilities::MUTEX
 /// - `try_acquire_all`: every name's lease, then one transaction over every key.
 /// - the semaphore (`try_acquire_kind`): a key per holder, granted by its rank in creation
 ///   revision order (the crate README, "The semaphore").
+/// - the fair lock (`try_acquire_kind`): a queue entry per waiter, the head by creation
+///   revision (the crate README, "The fair lock").
 /// - `watch`: one watch per runtime on the key prefix (deletions only).
 ///
 /// Cheap to clone (the clients, the watch feeds and the settings are shared).
@@ -248,7 +251,7 @@ impl EtcdLock {
 }
 
 /// The revision of a transaction's answer: the fencing token of what it wrote.
-fn revision(op: Op, answer: &TxnResponse) -> Result<u64, LockError> {
+pub(crate) fn revision(op: Op, answer: &TxnResponse) -> Result<u64, LockError> {
     answer
         .header()
         .and_then(|h| u64::try_from(h.revision()).ok())
@@ -257,7 +260,7 @@ fn revision(op: Op, answer: &TxnResponse) -> Result<u64, LockError> {
 }
 
 /// The key-value pair read by the `index`-th operation of a transaction's branch.
-fn read(answer: &TxnResponse, index: usize) -> Option<etcd_client::KeyValue> {
+pub(crate) fn read(answer: &TxnResponse, index: usize) -> Option<etcd_client::KeyValue> {
     match answer.op_responses().into_iter().nth(index)? {
         TxnOpResponse::Get(get) => get.kvs().first().cloned(),
         _ => None,
@@ -323,6 +326,7 @@ impl Lock for EtcdLock {
             Kind::Semaphore { permits, max } => {
                 self.try_semaphore(name, (permits, max), token, ttl).await
             }
+            Kind::Fair { queued } => self.try_fair(name, queued, token, ttl).await,
             other => Err(LockError::Unsupported {
                 backend: BACKEND,
                 kind: other.label(),
@@ -438,9 +442,26 @@ impl Lock for EtcdLock {
     async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
         let client = self.client().await?;
         let (key, stored) = self.held(lease);
-        let txn = Txn::new()
+        let mut txn = Txn::new()
             .when([Compare::value(key.clone(), CompareOp::Equal, stored)])
             .and_then([TxnOp::delete(key, None)]);
+        if let Kind::Fair { .. } = lease.kind() {
+            // A fair waiter's entry goes with its token, granted or not.
+            let entry = fair::entry_key(self.prefix(), lease.name(), lease.token());
+            self.revoke_later(&client, fair::entry_lease(lease.token(), lease.name()));
+            let (lock_key, _) = self.held(lease);
+            txn = Txn::new()
+                .when([Compare::value(
+                    lock_key.clone(),
+                    CompareOp::Equal,
+                    layout::value(lease.token()),
+                )])
+                .and_then([
+                    TxnOp::delete(lock_key, None),
+                    TxnOp::delete(entry.clone(), None),
+                ])
+                .or_else([TxnOp::delete(entry, None)]);
+        }
         let answer = self.txn(&client, Op::Release, txn).await?;
         self.revoke_later(&client, lease_id(lease.token(), lease.name()));
         Ok(answer.succeeded())

@@ -5,6 +5,7 @@ mod client;
 mod config;
 mod error;
 mod etcd_lock;
+mod fair;
 mod layout;
 mod semaphore;
 mod watch;

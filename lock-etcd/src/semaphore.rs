@@ -31,9 +31,15 @@ pub(crate) const MARK: &[u8] = b"\0sem/";
 
 /// The range that holds every holder key of `name`.
 pub(crate) fn holders(prefix: &str, name: &str) -> Vec<u8> {
-    let mut key = Vec::with_capacity(prefix.len() + MARK.len() + name.len() + 8);
+    under(MARK, prefix, name)
+}
+
+/// The start of the range of `name`'s keys in the space `mark` (semaphore holders, fair
+/// waiters): `prefix + mark + len(name) + ":" + name + "/"`.
+pub(crate) fn under(mark: &[u8], prefix: &str, name: &str) -> Vec<u8> {
+    let mut key = Vec::with_capacity(prefix.len() + mark.len() + name.len() + 8);
     key.extend_from_slice(prefix.as_bytes());
-    key.extend_from_slice(MARK);
+    key.extend_from_slice(mark);
     key.extend_from_slice(format!("{}:", name.len()).as_bytes());
     key.extend_from_slice(name.as_bytes());
     key.push(b'/');
@@ -63,15 +69,18 @@ fn parse(stored: &[u8]) -> Option<(u32, u32)> {
     Some((permits, max))
 }
 
-/// The name whose semaphore the key `key` (under `prefix`) is a holder of.
+/// The name whose semaphore holder or fair waiter the key `key` (under `prefix`) is.
 pub(crate) fn name_of<'k>(prefix: &[u8], key: &'k [u8]) -> Option<&'k [u8]> {
-    let rest = key.strip_prefix(prefix)?.strip_prefix(MARK)?;
+    let rest = key.strip_prefix(prefix)?;
+    let rest = rest
+        .strip_prefix(MARK)
+        .or_else(|| rest.strip_prefix(crate::fair::MARK))?;
     let colon = rest.iter().position(|b| *b == b':')?;
     let len: usize = std::str::from_utf8(&rest[..colon]).ok()?.parse().ok()?;
     rest.get(colon + 1..colon + 1 + len)
 }
 
-fn range_end(start: &[u8]) -> Vec<u8> {
+pub(crate) fn range_end(start: &[u8]) -> Vec<u8> {
     let mut end = start.to_vec();
     // `holders` ends with '/', which is below 0xff: adding one ends the range at the next key.
     if let Some(last) = end.last_mut() {
