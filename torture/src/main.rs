@@ -37,7 +37,7 @@ struct Cli {
     /// Do not print each step as it runs.
     #[arg(long)]
     quiet: bool,
-    /// The server of the lock's Redis stores in single-server and Redlock scenarios.
+    /// The server of the lock's Redis stores in single-server, Redlock and cluster scenarios.
     #[arg(long, value_enum, default_value_t = ServerArg::Redis)]
     server: ServerArg,
 }
