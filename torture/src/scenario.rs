@@ -732,6 +732,13 @@ fn etcd_exclusion(why: &'static str) -> Expected {
     }
 }
 
+/// The recovery bound of the etcd scenarios that cut every client off from a member it was
+/// connected to (the partition) or from every member (the whole-cluster restart): the etcd
+/// client reconnects on its own schedule, and runs here took 7 to 18 s from the heal to the
+/// next grant (README, "Guarantees"). The bound catches a client that never comes back; the
+/// figure is reported, and shortening it is lock-etcd's open work.
+const ETCD_RECONNECT_WITHIN: Duration = Duration::from_secs(30);
+
 fn etcd(mut scenario: Scenario) -> Scenario {
     scenario.topology = Topology::Etcd;
     scenario.ttl = ETCD_TTL;
@@ -780,11 +787,14 @@ pub fn etcd_leader_partition() -> Scenario {
                 Step::HealEtcdPartition,
                 Step::Sleep(ms(2_000)),
             ],
-            etcd_exclusion(
-                "the cut-off leader cannot commit, the majority elects a new one and serves \
-                 every grant the old one committed; a holder cut off with it cannot renew and \
-                 stops at its valid_until, before its lease ends on the majority",
-            ),
+            Expected {
+                recovery_within: ETCD_RECONNECT_WITHIN,
+                ..etcd_exclusion(
+                    "the cut-off leader cannot commit, the majority elects a new one and serves \
+                     every grant the old one committed; a holder cut off with it cannot renew \
+                     and stops at its valid_until, before its lease ends on the majority",
+                )
+            },
         ))
     }
 }
@@ -828,11 +838,14 @@ pub fn etcd_restart_all() -> Scenario {
                 Step::StartEtcdCluster,
                 Step::Sleep(ms(3_000)),
             ],
-            etcd_exclusion(
-                "an acknowledged grant is in the write-ahead log of a majority, so the restarted \
-                 cluster still holds it (with its lease) and grants it to no one else; revisions \
-                 continue from the log",
-            ),
+            Expected {
+                recovery_within: ETCD_RECONNECT_WITHIN,
+                ..etcd_exclusion(
+                    "an acknowledged grant is in the write-ahead log of a majority, so the \
+                     restarted cluster still holds it (with its lease) and grants it to no one \
+                     else; revisions continue from the log",
+                )
+            },
         ))
     }
 }
