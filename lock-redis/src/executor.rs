@@ -79,6 +79,38 @@ impl Executor {
             .arg(keys.len())
             .arg(keys)
             .arg(args);
+        self.eval(op, script, &call, keys[0]).await
+    }
+
+    /// [`Self::run`] with arguments that may be any bytes (a holder's note), not only text.
+    pub(crate) async fn run_bytes<T: FromRedisValue>(
+        &self,
+        op: Op,
+        script: &Lua,
+        keys: &[&str],
+        args: &[&[u8]],
+    ) -> Result<(T, Conn), LockError> {
+        let size = keys.iter().map(|k| k.len()).sum::<usize>()
+            + args.iter().map(|a| a.len()).sum::<usize>()
+            + 64;
+        let mut call = redis::Cmd::with_capacity(3 + keys.len() + args.len(), size);
+        call.arg("EVALSHA")
+            .arg(script.sha1())
+            .arg(keys.len())
+            .arg(keys)
+            .arg(args);
+        self.eval(op, script, &call, keys[0]).await
+    }
+
+    /// Sends the EVALSHA `call` of `script`, loading the script and calling again once on
+    /// NOSCRIPT, bounded by the command timeout; `key` is the lock key (for errors and WAIT).
+    async fn eval<T: FromRedisValue>(
+        &self,
+        op: Op,
+        script: &Lua,
+        call: &redis::Cmd,
+        key: &str,
+    ) -> Result<(T, Conn), LockError> {
         let mut conn = self.conns.get().await?;
         let started = Instant::now();
         let first = tokio::time::timeout(self.command_timeout, async {
@@ -96,7 +128,7 @@ impl Executor {
             }
         })
         .await;
-        self.settle(first, conn, op, keys[0], started)
+        self.settle(first, conn, op, key, started)
     }
 
     /// Sends one plain command, bounded by the command timeout like [`Self::run`].
