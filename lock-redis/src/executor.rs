@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use crate::conn::{Conn, Connections};
 use crate::error::{breaks_connection, from_redis, timeout};
 use crate::layout::Keys;
-use crate::native::{Command, Native, is_refusal};
+use crate::native::{self, Command, Native, is_refusal};
 use crate::replication::Replication;
 use crate::scripts::Lua;
 use crate::topology::Topology;
@@ -188,6 +188,34 @@ impl Executor {
         let generation = conn.generation();
         if !self.native.usable(command, generation) {
             return Ok(None);
+        }
+        if self.native.must_ask(command, generation) {
+            let started = Instant::now();
+            let answer = tokio::time::timeout(
+                self.command_timeout,
+                native::ask(command).query_async::<redis::Value>(&mut conn.conn),
+            )
+            .await;
+            match answer {
+                Ok(Ok(answer)) if native::has_command(&answer) => {
+                    self.native.known(command, generation);
+                }
+                // Unknown there, or an error reply (the ACL denies `COMMAND`: NOPERM): the
+                // script, on this connection.
+                Ok(Ok(_)) => {
+                    self.native.refused(command, generation);
+                    return Ok(None);
+                }
+                Ok(Err(err)) if !breaks_connection(&err) => {
+                    self.native.refused(command, generation);
+                    return Ok(None);
+                }
+                broken => {
+                    let reply = broken.map(|r| r.map(|_| ()));
+                    self.settle(reply, conn, op, key, started)?;
+                    return Ok(None);
+                }
+            }
         }
         let started = Instant::now();
         let reply = tokio::time::timeout(
