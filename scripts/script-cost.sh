@@ -8,19 +8,30 @@
 # Each workload runs N and 2N cycles against a fresh redis-server under callgrind on a free
 # loopback port; the difference divided by N is the cost of one cycle, free of start-up and
 # shutdown. Needs valgrind, redis-server, redis-cli and python3. About a minute.
+#
+# SERVER=valkey runs the same workloads on valkey-server (scripts/ensure-valkey.sh installs it,
+# or $DISTLOCK_VALKEY_SERVER), plus the native paths Valkey has: a release by DELIFEQ (the lock,
+# then the waiting mark) and an extension by SET IFEQ PX, each against its script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 N=${N:-20000}
+SERVER=${SERVER:-redis}
+server_bin=redis-server
+if [ "$SERVER" = valkey ]; then
+  server_bin=${DISTLOCK_VALKEY_SERVER:-$(command -v valkey-server || echo "${XDG_CACHE_HOME:-$HOME/.cache}/distlock/valkey-9.1.2/valkey-server")}
+  [ -x "$server_bin" ] || { echo "script-cost: no valkey-server; run scripts/ensure-valkey.sh" >&2; exit 1; }
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-for tool in valgrind redis-server redis-cli python3; do
+for tool in valgrind "$server_bin" redis-cli python3; do
   command -v "$tool" >/dev/null || { echo "script-cost: $tool is missing" >&2; exit 1; }
 done
 
 sed 's/PUBLISH_COMMAND/PUBLISH/' lock-redis/lua/release.lua >"$work/release.lua"
 cat lock-redis/lua/fence.lua lock-redis/lua/acquire.lua >"$work/acquire.lua" # as scripts.rs assembles it
+cp lock-redis/lua/extend.lua "$work/extend.lua"
 cat >"$work/hand_release.lua" <<'EOF'
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
@@ -56,12 +67,26 @@ elif kind == "described":
              '"since_ms":1795523795491}' % token)
     one = cmd("EVALSHA", sha("acquire"), 2, key, fence, token, 30000, 86400000, about)
     one += cmd("EVALSHA", sha("release"), 1, key, token, channel, holder)
+elif kind == "native-unfenced":
+    # kinds/mutex.rs with a server that has DELIFEQ: the lock, then the waiting mark.
+    one = cmd("SET", key, token, "NX", "PX", 30000, "GET")
+    one += cmd("DELIFEQ", key, token) + cmd("DELIFEQ", channel, token)
+elif kind == "native-fenced":
+    one = cmd("EVALSHA", sha("acquire"), 2, key, fence, token, 30000, 86400000)
+    one += cmd("DELIFEQ", key, token) + cmd("DELIFEQ", channel, token)
+elif kind == "extend":
+    # One renewal of a held lock (the workload sets the key once, below).
+    one = cmd("EVALSHA", sha("extend"), 1, key, token, 30000)
+elif kind == "native-extend":
+    one = cmd("SET", key, token, "IFEQ", token, "PX", 30000)
 else:
     if kind == "fenced":
         one = cmd("EVALSHA", sha("acquire"), 2, key, fence, token, 30000, 86400000)
     else:
         one = cmd("SET", key, token, "NX", "PX", 30000, "GET")
     one += cmd("EVALSHA", sha("release"), 1, key, token, channel)
+if kind.endswith("extend"):
+    sys.stdout.buffer.write(cmd("SET", key, token, "PX", 30000))
 sys.stdout.buffer.write(one * cycles)
 EOF
 
@@ -72,13 +97,13 @@ run() { # run <label> <kind>
     port=$(free_port)
     out="$work/callgrind.$kind.$cycles"
     valgrind --tool=callgrind --callgrind-out-file="$out" \
-      redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no >/dev/null 2>&1 &
+"$server_bin" --port "$port" --bind 127.0.0.1 --save '' --appendonly no >/dev/null 2>&1 &
     pid=$!
     for _ in $(seq 1 150); do
       redis-cli -p "$port" ping >/dev/null 2>&1 && break
       sleep 0.2
     done
-    for script in acquire release hand_release; do
+    for script in acquire release hand_release extend; do
       redis-cli -p "$port" script load "$(cat "$work/$script.lua")" >/dev/null
     done
     WORK="$work" python3 "$work/workload.py" "$kind" "$cycles" |
@@ -94,8 +119,15 @@ run() { # run <label> <kind>
   printf '%-34s %8d instructions per cycle\n' "$label" $(((totals[1] - totals[0]) / N))
 }
 
-echo "Server instructions per acquire + release cycle (callgrind, N=$N):"
+echo "Server instructions per acquire + release cycle on $SERVER (callgrind, N=$N):"
 run "hand-written (SET NX PX + CAD)" hand
 run "distlock, fencing(false)" unfenced
 run "distlock (fenced, the default)" fenced
 run "distlock, fenced + holder_metadata" described
+if [ "$SERVER" = valkey ]; then
+  run "distlock, fencing(false), DELIFEQ" native-unfenced
+  run "distlock (fenced), DELIFEQ" native-fenced
+  echo "Server instructions per extension:"
+  run "extend script" extend
+  run "SET IFEQ PX" native-extend
+fi

@@ -15,6 +15,11 @@ pub use lock_core::{
     ParseTokenError, TimeoutPhase, Token, TokenHex, check_name, check_ttl, fair_entry_ttl, metric,
     valid_until,
 };
+// Leader election, the stop margin and adopting a kept lease (lock-core).
+pub use lock_core::{
+    AdoptRequest, DEFAULT_OBSERVE_POLL, Election, ElectionRun, Leader, Leadership, ParseLeaseError,
+    TermEnd, TermEvent, default_stop_margin,
+};
 
 // What a backend implements and uses (the `Lock` trait, attempts, release signals): users of a
 // lock need none of it, so it has a module of its own.
@@ -47,7 +52,8 @@ pub mod redlock;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use lock_redis::{
-    NotReplicated, RedisLock, RedisLockBuilder, ReplicaPolicy, TokenValue, deadpool_redis,
+    DEFAULT_GRACE, EvictionRisk, NotReplicated, RedisLock, RedisLockBuilder, ReplicaPolicy,
+    TokenValue, deadpool_redis,
 };
 
 // The PostgreSQL backend: a lease table, releases announced with LISTEN/NOTIFY, and its opt-in

@@ -99,8 +99,17 @@ pub(crate) enum Command {
     /// process group. The lock is released when the command exits (what it left running in its
     /// group is killed first), and distlock exits with its code (128 + N when a signal N ended
     /// it).
+    ///
+    /// With --leader, the lock is a leader election: distlock campaigns (waits to be elected,
+    /// without limit), runs the command while it leads (DISTLOCK_TERM is the term), and when the
+    /// leadership is lost stops the command (SIGTERM to its process group, SIGKILL after
+    /// --grace) and campaigns again. The command exiting by itself ends distlock with its code,
+    /// after resigning. --once: one campaign (bounded by --wait if given), one run.
     #[command(after_help = exit::CODES_HELP)]
     Run(RunArgs),
+    /// The current leader of the election NAME (`run --leader`, `locker.elect(NAME)`): its
+    /// term, value and since when it leads. "no leader" when nobody leads.
+    Leader(LeaderArgs),
     /// A live table of held locks, refreshed every --interval, with announced releases per
     /// second per name. Ctrl-C ends it.
     ///
@@ -165,14 +174,46 @@ pub(crate) struct RunArgs {
     #[arg(long, default_value = "30s", value_parser = duration)]
     pub(crate) ttl: Duration,
     /// How long to wait for the lock; `0s` tries once. Past it, exit with the "busy" code.
-    #[arg(long, default_value = "10s", value_parser = duration)]
-    pub(crate) wait: Duration,
+    /// Default 10s; with --leader, no limit (a candidate waits to be elected), and only with
+    /// --once.
+    #[arg(long, value_parser = duration)]
+    pub(crate) wait: Option<Duration>,
     /// After SIGTERM on a lost lease, how long the command has before SIGKILL.
     #[arg(long, default_value = "5s", value_parser = duration)]
     pub(crate) grace: Duration,
+    /// Leader election: campaign, run the command while leading, stop it when the leadership
+    /// is lost, campaign again.
+    #[arg(long)]
+    pub(crate) leader: bool,
+    /// With --leader: one campaign and one run, as `run` without --leader (a lost leadership
+    /// exits with the "lost" code).
+    #[arg(long, requires = "leader")]
+    pub(crate) once: bool,
+    /// With --leader: what observers see of this candidate while it leads (`distlock leader`,
+    /// `Election::observe`). Default `HOST:PID`.
+    #[arg(long, requires = "leader")]
+    pub(crate) value: Option<String>,
     /// The command and its arguments (after `--`).
     #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true)]
     pub(crate) command: Vec<String>,
+}
+
+impl RunArgs {
+    /// The wait for the lock: --wait, 10 s by default; `None` (no limit) for a candidate.
+    pub(crate) fn wait_limit(&self) -> Option<Duration> {
+        match (self.leader, self.wait) {
+            (_, Some(wait)) => Some(wait),
+            (true, None) => None,
+            (false, None) => Some(Duration::from_secs(10)),
+        }
+    }
+}
+
+/// `distlock leader`.
+#[derive(Debug, Args)]
+pub(crate) struct LeaderArgs {
+    /// The election's name (its lock's name), without the prefix.
+    pub(crate) name: String,
 }
 
 /// `distlock watch`.

@@ -7,6 +7,7 @@ mod etcd;
 mod exit;
 mod guardian;
 mod inspect;
+mod leader;
 mod release;
 mod render;
 mod run;
@@ -69,6 +70,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         }
         Command::Release(args) => release::release(&target, &args, cli.json).await,
         Command::Run(args) => run::run(&target, args).await,
+        Command::Leader(args) => leader::show(&target, &args, cli.json).await,
         Command::Watch(args) => watch::watch(&target, &args, cli.json).await,
     }
 }
@@ -112,7 +114,7 @@ fn print_show(name: &str, locks: &[inspect::LockInfo], json: bool) -> Result<(),
 }
 
 /// `value` as one JSON document on stdout.
-fn print_json(value: &impl serde::Serialize) -> Result<(), Failure> {
+pub(crate) fn print_json(value: &impl serde::Serialize) -> Result<(), Failure> {
     let text = serde_json::to_string_pretty(value)
         .map_err(|e| Failure::new(FAILURE, format!("JSON: {e}")))?;
     println!("{text}");

@@ -196,6 +196,21 @@ fn member_rows(t: &mut Table, what: &str, members: &Members) {
     }
 }
 
+/// The `leader` table: the election's name, the leader's term, its value and since when it
+/// leads (wall clock, Unix milliseconds; `None` when it wrote no record).
+pub(crate) fn leader_table(name: &str, term: u64, value: &str, since_ms: Option<u64>) -> Table {
+    let mut t = table(&["FIELD", "VALUE"]);
+    t.add_row(vec!["election".to_owned(), name.to_owned()]);
+    t.add_row(vec!["term".to_owned(), term.to_string()]);
+    t.add_row(vec!["value".to_owned(), value.to_owned()]);
+    let since = since_ms.map_or_else(
+        || "-".to_owned(),
+        |ms| format!("{} ({} ago)", timestamp(ms), age(ms)),
+    );
+    t.add_row(vec!["since".to_owned(), since]);
+    t
+}
+
 /// Milliseconds, short: `850ms`, `29.5s`, `4m 10s`.
 pub(crate) fn ms(ms: i64) -> String {
     let Ok(ms) = u64::try_from(ms) else {

@@ -17,13 +17,47 @@ use crate::connect::Target;
 use crate::exit::{BUSY, CANNOT_EXECUTE, FAILURE, Failure, LOST, NOT_FOUND};
 
 /// How the command ended.
-enum End {
+pub(crate) enum End {
+    /// It exited by itself (or by a signal passed on); its group was ended after it.
     Exited(ExitStatus),
+    /// The lease was lost: the command was stopped (SIGTERM, SIGKILL after the grace).
     Lost,
+}
+
+/// The signals distlock passes on to the command (SIGTERM, SIGINT, SIGHUP), listened to
+/// once for the whole of `run`.
+pub(crate) struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    /// Starts listening.
+    pub(crate) fn listen() -> Result<Self, Failure> {
+        Ok(Self {
+            term: listen(SignalKind::terminate())?,
+            int: listen(SignalKind::interrupt())?,
+            hup: listen(SignalKind::hangup())?,
+        })
+    }
+
+    /// The next of them to arrive.
+    pub(crate) async fn recv(&mut self) -> Signal {
+        tokio::select! {
+            _ = self.term.recv() => Signal::SIGTERM,
+            _ = self.int.recv() => Signal::SIGINT,
+            _ = self.hup.recv() => Signal::SIGHUP,
+        }
+    }
 }
 
 /// Acquires `args.name`, runs the command while renewing, and answers the exit code.
 pub(crate) async fn run(target: &Target, args: RunArgs) -> Result<ExitCode, Failure> {
+    if args.leader {
+        return crate::leader::run(target, args).await;
+    }
+    let wait = args.wait_limit().unwrap_or(Duration::from_secs(10));
     // The grant describes its holder (host, pid, since, and the command as the note), so
     // `distlock ls` and `show` on another machine say who runs what.
     let note = format!("distlock run -- {}", args.command.join(" "));
@@ -31,24 +65,59 @@ pub(crate) async fn run(target: &Target, args: RunArgs) -> Result<ExitCode, Fail
     let guard = locker
         .lock(args.name.as_str())
         .lease(args.ttl)
-        .wait(args.wait)
+        .wait(wait)
         .acquire()
         .await
-        .map_err(|error| match error {
-            LockError::Busy { .. }
-            | LockError::Timeout {
-                phase: TimeoutPhase::Wait,
-                ..
-            } => Failure::new(
-                BUSY,
-                format!(
-                    "{:?} is busy: not acquired within {}",
-                    args.name,
-                    humantime::format_duration(args.wait)
-                ),
+        .map_err(|error| busy_or(error, &args.name, wait))?;
+    let mut signals = Signals::listen()?;
+    let end = match supervise(&args, guard.fencing_token(), guard.lost(), &mut signals).await {
+        Ok(end) => end,
+        Err(failure) => {
+            let _ = guard.release().await;
+            return Err(failure);
+        }
+    };
+    match end {
+        End::Exited(status) => release_after(guard, &args, status).await,
+        End::Lost => {
+            drop(guard);
+            Err(Failure::new(LOST, format!("lost the lock {:?}", args.name)))
+        }
+    }
+}
+
+/// The failure of an acquisition or a campaign bounded by `wait`: "busy" when the wait ran
+/// out, the error's own otherwise.
+pub(crate) fn busy_or(error: LockError, name: &str, wait: Duration) -> Failure {
+    match error {
+        LockError::Busy { .. }
+        | LockError::Timeout {
+            phase: TimeoutPhase::Wait,
+            ..
+        } => Failure::new(
+            BUSY,
+            format!(
+                "{name:?} is busy: not acquired within {}",
+                humantime::format_duration(wait)
             ),
-            other => Failure::from(other),
-        })?;
+        ),
+        other => Failure::from(other),
+    }
+}
+
+/// Runs the command of `args` under the lease whose fencing token is `token` until it exits
+/// or `lost` resolves, passing on the signals distlock gets; stops it on `lost`. Either way
+/// the command's process group is ended before this returns, so nothing it started outlives
+/// the lease.
+///
+/// # Errors
+/// The command could not be started (126, or 127 when not found), or waiting for it failed.
+pub(crate) async fn supervise(
+    args: &RunArgs,
+    token: u64,
+    lost: impl std::future::Future<Output = ()>,
+    signals: &mut Signals,
+) -> Result<End, Failure> {
     let Some((program, rest)) = args.command.split_first() else {
         return Err(Failure::new(FAILURE, "no command given"));
     };
@@ -57,17 +126,20 @@ pub(crate) async fn run(target: &Target, args: RunArgs) -> Result<ExitCode, Fail
     // reaches everything the command started (a shell's children too).
     let guardian = spawn_guardian();
     let group = guardian.as_ref().and_then(Child::id).unwrap_or(0);
-    let spawned = tokio::process::Command::new(program)
+    let mut command = tokio::process::Command::new(program);
+    command
         .args(rest)
         .env("DISTLOCK_LOCK_NAME", &args.name)
-        .env("DISTLOCK_FENCING_TOKEN", guard.fencing_token().to_string())
-        .process_group(i32::try_from(group).unwrap_or(0))
-        .spawn();
-    let mut child = match spawned {
+        .env("DISTLOCK_FENCING_TOKEN", token.to_string())
+        .process_group(i32::try_from(group).unwrap_or(0));
+    if args.leader {
+        // The term is the fencing token; named for what a leader's script means by it.
+        command.env("DISTLOCK_TERM", token.to_string());
+    }
+    let mut child = match command.spawn() {
         Ok(child) => child,
         Err(error) => {
             end_group(guardian, None).await;
-            let _ = guard.release().await;
             let code = if error.kind() == std::io::ErrorKind::NotFound {
                 NOT_FOUND
             } else {
@@ -80,50 +152,37 @@ pub(crate) async fn run(target: &Target, args: RunArgs) -> Result<ExitCode, Fail
         }
     };
     // The group's id: the guardian's pid, or the command's when it has no guardian.
-    let signal_group = child.id().map(|pid| if group == 0 { pid } else { group });
-    let lost = guard.lost();
+    let group = child.id().map(|pid| if group == 0 { pid } else { group });
     tokio::pin!(lost);
-    let (mut term, mut int, mut hup) = (
-        listen(SignalKind::terminate())?,
-        listen(SignalKind::interrupt())?,
-        listen(SignalKind::hangup())?,
-    );
     // Bounded: every turn either ends the loop or passes one signal on to the command.
     let end = loop {
         tokio::select! {
             status = child.wait() => match status {
                 Ok(status) => break End::Exited(status),
-                Err(e) => return Err(Failure::new(FAILURE, format!("waiting for the command: {e}"))),
+                Err(e) => {
+                    end_group(guardian, group).await;
+                    return Err(Failure::new(FAILURE, format!("waiting for the command: {e}")));
+                }
             },
             () = &mut lost => break End::Lost,
-            _ = term.recv() => pass_on(signal_group, Signal::SIGTERM),
-            _ = int.recv() => pass_on(signal_group, Signal::SIGINT),
-            _ = hup.recv() => pass_on(signal_group, Signal::SIGHUP),
+            sig = signals.recv() => pass_on(group, sig),
         }
     };
-    let group = signal_group;
-    match end {
-        End::Exited(status) => {
-            // Whatever the command left running in its group would outlive the lock.
-            end_group(guardian, group).await;
-            release_after(guard, &args, status).await
-        }
-        End::Lost => {
-            eprintln!(
-                "distlock: the lease on {:?} was lost; stopping the command (SIGTERM, SIGKILL after {})",
-                args.name,
-                humantime::format_duration(args.grace)
-            );
-            stop(&mut child, group, args.grace).await;
-            end_group(guardian, group).await;
-            drop(guard);
-            Err(Failure::new(LOST, format!("lost the lock {:?}", args.name)))
-        }
+    if let End::Lost = end {
+        eprintln!(
+            "distlock: the lease on {:?} was lost; stopping the command (SIGTERM, SIGKILL after {})",
+            args.name,
+            humantime::format_duration(args.grace)
+        );
+        stop(&mut child, group, args.grace).await;
     }
+    // Whatever the command left running in its group would outlive the lock.
+    end_group(guardian, group).await;
+    Ok(end)
 }
 
 /// Releases the lock after the command exited with `status`, and answers distlock's exit.
-async fn release_after(
+pub(crate) async fn release_after(
     guard: lock_core::Guard,
     args: &RunArgs,
     status: ExitStatus,
@@ -213,7 +272,7 @@ async fn stop(child: &mut Child, group: Option<u32>, grace: Duration) {
 }
 
 /// The shell's number for how a command ended: its exit code, or 128 + the signal.
-fn code_of(status: ExitStatus) -> u8 {
+pub(crate) fn code_of(status: ExitStatus) -> u8 {
     let code = status
         .code()
         .or_else(|| status.signal().map(|s| 128 + s))

@@ -80,9 +80,12 @@ impl Nodes {
             // RedisLock's default command timeout (1 s) is above every default Redlock node
             // timeout (at most 500 ms), so the Redlock's fires first and the connection is
             // kept: requests to a hung node queue on it in order (an acquire, then its release).
+            // The store grace period: the fleet's longest lease, so a node that comes back
+            // empty does not vote until every lease it knew of has ended.
             let node = RedisLock::builder()
                 .url(server.url())
                 .connect_timeout(Duration::from_millis(500))
+                .grace(crate::workload::TTL)
                 .build()?;
             builder = builder.named_node(Self::name(i), node);
         }

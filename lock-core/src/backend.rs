@@ -8,5 +8,6 @@
 
 pub use crate::capabilities::{Capabilities, Fencing, MultiLock, TokenScale};
 pub use crate::detached::{Detach, Detached, Work};
+pub use crate::holder::Holder;
 pub use crate::lock::{Attempt, Handover, Lock, MultiAttempt, acquire_in_order};
 pub use crate::signal::{ReleaseSignal, ReleaseWatch};

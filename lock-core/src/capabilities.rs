@@ -45,6 +45,10 @@ pub struct Capabilities {
     /// Whether [`Lock::watch`](crate::backend::Lock::watch) answers `Some`: a release in one
     /// process wakes the waiters of another at once, instead of at their next poll.
     pub announces_releases: bool,
+    /// Whether [`Lock::describe_holder`](crate::backend::Lock::describe_holder) and
+    /// [`Lock::annotate`](crate::backend::Lock::annotate) work: observers of a leader
+    /// election read the leader's term and value from the store.
+    pub holders: bool,
 }
 
 /// How a backend's multi-lock takes its names: all in one atomic step, or one after the other.
@@ -110,6 +114,7 @@ impl Capabilities {
         multi: MultiLock::InOrder,
         fencing: Fencing::Strict(TokenScale::Counter),
         announces_releases: false,
+        holders: false,
     };
 
     /// These capabilities with the read-write lock.
@@ -155,6 +160,12 @@ impl Capabilities {
             announces_releases,
             ..self
         }
+    }
+
+    /// These capabilities with holder descriptions and notes (`true`) or not.
+    #[must_use]
+    pub const fn with_holders(self, holders: bool) -> Self {
+        Self { holders, ..self }
     }
 
     /// Whether the backend grants leases of `kind` (of any parameters).

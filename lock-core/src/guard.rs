@@ -136,11 +136,44 @@ impl Guard {
         self.valid_until().saturating_duration_since(Instant::now())
     }
 
-    /// Whether the lease is still ours as far as this process knows: not lost, not past
-    /// `valid_until`. (Another process can only know better after the fact: use fencing.)
+    /// Whether the lease is still ours to work under as far as this process knows: not lost,
+    /// its stop point ([`Guard::stop_at`]) not passed. (Another process can only know better
+    /// after the fact: use fencing.)
     #[must_use]
     pub fn is_held(&self) -> bool {
         self.held.is_held()
+    }
+
+    /// How long before [`Guard::valid_until`] the work is told to stop: the request's
+    /// [`stop_margin`](crate::LockRequest::stop_margin), by default a fifth of the lease.
+    #[must_use]
+    pub fn stop_margin(&self) -> Duration {
+        self.held.stop_margin()
+    }
+
+    /// When [`Guard::lost`] fires unless a renewal moves it: `valid_until - stop_margin`.
+    #[must_use]
+    pub fn stop_at(&self) -> Instant {
+        self.held.stop_at()
+    }
+
+    /// Whether the lease is *at risk*: its last renewal failed (the backend was unreachable or
+    /// slow) and none has succeeded since, but it is not lost yet. The watchdog keeps retrying
+    /// until the stop point; a success ends the risk.
+    #[must_use]
+    pub fn is_at_risk(&self) -> bool {
+        self.held.is_at_risk()
+    }
+
+    /// A future that resolves when the lease becomes at risk (a renewal failed while the lease
+    /// was still valid; see [`Guard::is_at_risk`]) or is lost, whichever comes first: the
+    /// moment to checkpoint, or to stop taking new work, before [`Guard::lost`] cancels it.
+    /// Counted in `distlock_at_risk_total`. It stays pending while renewals succeed.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping it changes nothing.
+    pub fn at_risk(&self) -> impl Future<Output = ()> + Send + 'static {
+        Arc::clone(&self.held).at_risk()
     }
 
     /// Whether the watchdog is renewing this lease.
@@ -150,8 +183,11 @@ impl Guard {
     }
 
     /// A future that resolves when the lease is lost while this guard lives: renewal found the
-    /// lock no longer ours, failed for longer than the lease's validity, or (for a fixed TTL)
-    /// `valid_until` passed. It stays pending while the lease is held. Owns what it needs, so it
+    /// lock no longer ours, or the lease's stop point ([`Guard::stop_at`], `valid_until` minus
+    /// the [stop margin](Guard::stop_margin)) passed without a renewal moving it — renewals
+    /// failing until then, or a fixed TTL running towards its end. So it fires while the lease
+    /// is still valid for the stop margin, leaving the work that long to stop (client-go's
+    /// RenewDeadline below LeaseDuration). It stays pending while the lease is held. Owns what it needs, so it
     /// can be awaited beside work that uses the guard (`tokio::select!`).
     ///
     /// # Cancel safety
@@ -270,7 +306,9 @@ impl Guard {
     /// Gives up ownership without releasing: renewal stops and the lock stays held until its
     /// TTL runs out (or until the returned lease is released through
     /// [`Locker::release`](crate::Locker::release)). For handing a lease to another process or
-    /// keeping a job's lock across a restart. A nested guard changes nothing and returns a copy.
+    /// keeping a job's lock across a restart: keep `lease.to_string()` (its text form) and
+    /// take it back with [`Locker::adopt`](crate::Locker::adopt). A nested guard changes
+    /// nothing and returns a copy.
     pub fn leak(mut self) -> Lease {
         if !self.is_nested() {
             self.armed = false;
@@ -379,10 +417,32 @@ impl LeaseWatch {
         self.held.valid_until()
     }
 
-    /// Whether the lease is still ours as far as this process knows.
+    /// Whether the lease is still ours to work under as far as this process knows; see
+    /// [`Guard::is_held`].
     #[must_use]
     pub fn is_held(&self) -> bool {
         self.held.is_held()
+    }
+
+    /// When [`LeaseWatch::lost`] fires unless a renewal moves it; see [`Guard::stop_at`].
+    #[must_use]
+    pub fn stop_at(&self) -> Instant {
+        self.held.stop_at()
+    }
+
+    /// Whether the last renewal failed and none has succeeded since; see
+    /// [`Guard::is_at_risk`].
+    #[must_use]
+    pub fn is_at_risk(&self) -> bool {
+        self.held.is_at_risk()
+    }
+
+    /// Resolves when the lease is at risk or lost; see [`Guard::at_risk`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping it changes nothing.
+    pub fn at_risk(&self) -> impl Future<Output = ()> + Send + 'static {
+        Arc::clone(&self.held).at_risk()
     }
 
     /// Resolves when the lease is lost; see [`Guard::lost`].

@@ -16,8 +16,14 @@ pub(crate) struct HeldLease {
     fencing_token: u64,
     kind: Kind,
     valid_until: Mutex<Instant>,
-    /// Set once, when the lease ends while the guard lives.
+    /// Set once, when the lease ends while the guard lives (or its stop point passed).
     lost: AtomicBool,
+    /// Set while the last renewal failed and none has succeeded since: the lease is still
+    /// valid, but may not be for long.
+    at_risk: AtomicBool,
+    /// How long before `valid_until` the work is told to stop: `lost()` fires at
+    /// `valid_until - stop_margin` (client-go's RenewDeadline below its LeaseDuration).
+    stop_margin: Duration,
     /// Whether the renewer should keep extending it; cleared before release or leak.
     renewing: AtomicBool,
     /// Wakes `lost()` waiters when `valid_until` moves or the lease is lost.
@@ -39,6 +45,7 @@ impl HeldLease {
         labels: Labels,
         renew_ttl: Option<Duration>,
         max_hold: Option<Duration>,
+        stop_margin: Duration,
     ) -> Self {
         let acquired_at = Instant::now();
         Self {
@@ -48,6 +55,8 @@ impl HeldLease {
             kind: lease.kind(),
             valid_until: Mutex::new(lease.valid_until()),
             lost: AtomicBool::new(false),
+            at_risk: AtomicBool::new(false),
+            stop_margin,
             renewing: AtomicBool::new(renew_ttl.is_some()),
             changed: Notify::new(),
             ops: Arc::new(tokio::sync::Mutex::new(())),
@@ -113,6 +122,18 @@ impl HeldLease {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// How long before `valid_until` the work is told to stop.
+    pub(crate) fn stop_margin(&self) -> Duration {
+        self.stop_margin
+    }
+
+    /// The instant `lost()` fires unless a renewal moves it: `valid_until - stop_margin`
+    /// (`valid_until` itself if the subtraction would leave the clock's range).
+    pub(crate) fn stop_at(&self) -> Instant {
+        let until = self.valid_until();
+        until.checked_sub(self.stop_margin).unwrap_or(until)
+    }
+
     pub(crate) fn lease(&self) -> Lease {
         Lease::new(
             Arc::clone(&self.name),
@@ -131,6 +152,39 @@ impl HeldLease {
         self.changed.notify_waiters();
     }
 
+    /// A renewal succeeded: the lease is safe again.
+    pub(crate) fn renewed(&self, until: Instant) {
+        self.at_risk.store(false, Ordering::Release);
+        self.set_valid_until(until);
+    }
+
+    /// A renewal failed while the lease is still valid: counted once per spell of failures
+    /// (`distlock_at_risk_total`), and every `at_risk()` waiter is woken.
+    pub(crate) fn mark_at_risk(&self) {
+        if !self.at_risk.swap(true, Ordering::AcqRel) {
+            self.labels.count(metric::AT_RISK_TOTAL);
+            tracing::warn!(name = %self.name, backend = self.labels.backend, "lease at risk: a renewal failed");
+            self.changed.notify_waiters();
+        }
+    }
+
+    /// Whether the last renewal failed (and none succeeded since), the lease not yet lost.
+    pub(crate) fn is_at_risk(&self) -> bool {
+        self.at_risk.load(Ordering::Acquire) && !self.is_lost()
+    }
+
+    /// The stop point passed without a renewal moving it: the work is told to stop now, while
+    /// the lease is still valid for `stop_margin` (counted in
+    /// `distlock_stop_margin_reached_total`, and as lost).
+    pub(crate) fn reach_stop_point(&self) {
+        if !self.is_lost() {
+            if Instant::now() < self.valid_until() {
+                self.labels.count(metric::STOP_MARGIN_REACHED_TOTAL);
+            }
+            self.mark_lost();
+        }
+    }
+
     pub(crate) fn is_renewing(&self) -> bool {
         self.renewing.load(Ordering::Acquire)
     }
@@ -143,9 +197,10 @@ impl HeldLease {
         self.lost.load(Ordering::Acquire)
     }
 
-    /// Whether the lease is still ours as far as this process knows: not lost, not expired.
+    /// Whether the lease is still ours to work under as far as this process knows: not lost,
+    /// its stop point (`valid_until - stop_margin`) not passed.
     pub(crate) fn is_held(&self) -> bool {
-        !self.is_lost() && Instant::now() < self.valid_until()
+        !self.is_lost() && Instant::now() < self.stop_at()
     }
 
     /// Marks the lease lost (once), stops its renewal and wakes every `lost()` waiter.
@@ -158,8 +213,8 @@ impl HeldLease {
         }
     }
 
-    /// Resolves when the lease is lost: the renewer gave up, or `valid_until` passed without
-    /// being moved.
+    /// Resolves when the lease is lost: the renewer gave up, or the stop point
+    /// (`valid_until - stop_margin`) passed without being moved.
     pub(crate) async fn lost(self: Arc<Self>) {
         loop {
             let changed = self.changed.notified();
@@ -169,12 +224,35 @@ impl HeldLease {
             if self.is_lost() {
                 return;
             }
-            let until = self.valid_until();
+            let until = self.stop_at();
             tokio::select! {
                 () = changed => {}
                 () = tokio::time::sleep_until(until) => {
-                    if self.valid_until() <= Instant::now() {
-                        self.mark_lost();
+                    if self.stop_at() <= Instant::now() {
+                        self.reach_stop_point();
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Resolves when the lease is at risk (a renewal failed, the lease still valid) or lost,
+    /// whichever comes first.
+    pub(crate) async fn at_risk(self: Arc<Self>) {
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if self.at_risk.load(Ordering::Acquire) || self.is_lost() {
+                return;
+            }
+            let until = self.stop_at();
+            tokio::select! {
+                () = changed => {}
+                () = tokio::time::sleep_until(until) => {
+                    if self.stop_at() <= Instant::now() {
+                        self.reach_stop_point();
                         return;
                     }
                 }

@@ -7,12 +7,15 @@ mod backoff;
 mod capabilities;
 mod cleanup;
 mod detached;
+mod election;
 mod error;
 mod guard;
 mod handoff;
 mod held;
+mod holder;
 mod kind;
 mod lease;
+mod lease_text;
 mod lock;
 mod locker;
 mod memory;
@@ -27,10 +30,14 @@ mod validate;
 mod waiters;
 
 pub use backoff::Backoff;
+pub use election::{
+    DEFAULT_OBSERVE_POLL, Election, ElectionRun, Leader, Leadership, TermEnd, TermEvent,
+};
 pub use error::{BoxError, LockError, Op, TimeoutPhase};
 pub use guard::{Guard, LeaseWatch};
 pub use kind::{FAIR_ENTRY_TTL, Kind, MAX_PERMITS, fair_entry_ttl};
 pub use lease::{Lease, valid_until};
+pub use lease_text::ParseLeaseError;
 // The implementer-facing items live in `backend`; these root paths stay for one release so that
 // code written against them keeps compiling.
 #[doc(hidden)]
@@ -38,8 +45,8 @@ pub use backend::{
     Attempt, Handover, Lock, MultiAttempt, ReleaseSignal, ReleaseWatch, acquire_in_order,
 };
 pub use locker::{
-    DEFAULT_LEASE, DEFAULT_RETRY_ERRORS_FOR, DEFAULT_WAIT, LockRequest, Locker, LockerBuilder,
-    MAX_MULTI, MultiGuard, MultiRequest,
+    AdoptRequest, DEFAULT_LEASE, DEFAULT_RETRY_ERRORS_FOR, DEFAULT_WAIT, LockRequest, Locker,
+    LockerBuilder, MAX_MULTI, MultiGuard, MultiRequest, default_stop_margin,
 };
 pub use memory::MemoryLock;
 pub use token::{ParseTokenError, Token, TokenHex};

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use tokio::time::Instant;
 
 use crate::capabilities::Capabilities;
+use crate::holder::Holder;
 use crate::{Kind, Lease, LockError, ReleaseWatch, Token};
 
 /// The answer to one acquire attempt.
@@ -332,6 +333,48 @@ pub trait Lock: Send + Sync {
         self.watch(name).await
     }
 
+    /// Who holds the mutex `name` now, as the store says in one atomic read: the fencing token
+    /// of the holder's grant, its remaining TTL, and the note written beside it
+    /// ([`Lock::annotate`]); `None` when nobody holds it. What leader election's observers
+    /// read (`Election::leader`, `Election::observe`): a backend that offers it declares
+    /// [`Capabilities::holders`]. The default answers [`LockError::Unsupported`] (kind
+    /// `"holder"`) before any I/O.
+    ///
+    /// # Errors
+    /// [`LockError::Unsupported`] from a backend that cannot tell;
+    /// [`LockError::Timeout`] / [`LockError::Backend`] when the backend fails.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it changes nothing.
+    async fn describe_holder(&self, name: &str) -> Result<Option<Holder>, LockError> {
+        let _ = name;
+        Err(LockError::Unsupported {
+            backend: self.backend(),
+            kind: "holder",
+        })
+    }
+
+    /// Writes `note` beside the mutex `lease`, if it is still ours, replacing any note of this
+    /// grant: [`Lock::describe_holder`] returns it until the grant ends (release, expiry,
+    /// hand-over), and never with a later grant. The lock's own key layout does not change
+    /// (the note sits beside it). `Ok(false)` when the lease is no longer ours (nothing
+    /// written). Leader election writes the leader's value here. The default answers
+    /// [`LockError::Unsupported`] (kind `"holder"`) before any I/O.
+    ///
+    /// # Errors
+    /// [`LockError::Unsupported`] from a backend without holder notes;
+    /// [`LockError::Timeout`] / [`LockError::Backend`] when the backend fails.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropped, the note is written or not.
+    async fn annotate(&self, lease: &Lease, note: &[u8]) -> Result<bool, LockError> {
+        let _ = (lease, note);
+        Err(LockError::Unsupported {
+            backend: self.backend(),
+            kind: "holder",
+        })
+    }
+
     /// Checks that the backend answers: connects if it must and makes one round trip
     /// (Redis: `PING`). For start-up checks ([`Locker::ping`](crate::Locker::ping)); lock
     /// operations never need it. The default answers `Ok(())` at once (an in-process backend
@@ -398,6 +441,12 @@ macro_rules! forward_lock {
             }
             async fn ping(&self) -> Result<(), LockError> {
                 (**self).ping().await
+            }
+            async fn describe_holder(&self, name: &str) -> Result<Option<Holder>, LockError> {
+                (**self).describe_holder(name).await
+            }
+            async fn annotate(&self, lease: &Lease, note: &[u8]) -> Result<bool, LockError> {
+                (**self).annotate(lease, note).await
             }
             fn capabilities(&self) -> Capabilities {
                 (**self).capabilities()

@@ -2,12 +2,13 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use tokio::time::Instant;
 
+use crate::backend::Holder;
 use crate::{
     Attempt, Handover, Kind, Lease, Lock, LockError, Token, fair_entry_ttl, lease::valid_until,
 };
@@ -51,6 +52,9 @@ struct Store {
     semaphores: HashMap<String, Semaphore>,
     /// The fair waiters of each name, in arrival order, with when each entry lapses.
     fair: HashMap<String, Vec<(Token, Instant)>>,
+    /// The note of each mutex's grant ([`Lock::annotate`]), with the token it belongs to: a
+    /// note whose token is not the holder's is stale and never shown.
+    notes: HashMap<String, (Token, Arc<[u8]>)>,
     /// Entries after the last sweep of expired ones; the next sweep runs at twice that.
     swept_at: usize,
 }
@@ -59,6 +63,8 @@ struct Store {
 struct Entry {
     token: Token,
     expires: Instant,
+    /// The fencing token of this grant, for [`Lock::describe_holder`].
+    fence: u64,
 }
 
 /// One read-write lock: its writer, its readers, and the writers waiting (writer preference).
@@ -160,10 +166,16 @@ impl MemoryLock {
             };
         }
         let expires = valid_until(now, ttl);
-        store
-            .locks
-            .insert(name.to_owned(), Entry { token, expires });
-        Attempt::Acquired(Lease::new(name, token, self.next_fence(), expires))
+        let fence = self.next_fence();
+        store.locks.insert(
+            name.to_owned(),
+            Entry {
+                token,
+                expires,
+                fence,
+            },
+        );
+        Attempt::Acquired(Lease::new(name, token, fence, expires))
     }
 
     /// A reader's share or the write lock, by `kind`, with writer preference as it says.
@@ -207,8 +219,13 @@ impl MemoryLock {
             self.fence.load(Ordering::Relaxed)
         } else {
             rw.waiting_writers.remove(&token);
-            rw.writer = Some(Entry { token, expires });
-            self.next_fence()
+            let fence = self.next_fence();
+            rw.writer = Some(Entry {
+                token,
+                expires,
+                fence,
+            });
+            fence
         };
         Attempt::Acquired(Lease::new(name, token, fencing_token, expires).with_kind(kind))
     }
@@ -236,12 +253,16 @@ impl MemoryLock {
                 store.fair.remove(name);
             }
             let expires = valid_until(now, ttl);
-            store
-                .locks
-                .insert(name.to_owned(), Entry { token, expires });
-            return Attempt::Acquired(
-                Lease::new(name, token, self.next_fence(), expires).with_kind(kind),
+            let fence = self.next_fence();
+            store.locks.insert(
+                name.to_owned(),
+                Entry {
+                    token,
+                    expires,
+                    fence,
+                },
             );
+            return Attempt::Acquired(Lease::new(name, token, fence, expires).with_kind(kind));
         }
         // Until the holder's expiry, or the lapse of the entry ahead of us.
         let busy_until = holder.or_else(|| queue.first().map(|(_, lapses)| *lapses));
@@ -325,6 +346,10 @@ impl MemoryLock {
             return;
         }
         store.locks.retain(|_, e| e.expires > now);
+        let locks = &store.locks;
+        store
+            .notes
+            .retain(|name, (token, _)| locks.get(name).is_some_and(|e| e.token == *token));
         store.rw.retain(|_, rw| {
             rw.prune(now);
             !rw.is_empty()
@@ -361,6 +386,34 @@ impl Lock for MemoryLock {
             .with_multi(MultiLock::InOrder)
             .with_fencing(Fencing::Strict(TokenScale::Counter))
             .with_announcements(false)
+            .with_holders(true)
+    }
+
+    async fn describe_holder(&self, name: &str) -> Result<Option<Holder>, LockError> {
+        let now = Instant::now();
+        let mut store = self.state();
+        let Some(entry) = Self::live(&mut store, name, now).copied() else {
+            return Ok(None);
+        };
+        let holder = Holder::new(entry.fence, Some(entry.expires - now));
+        Ok(Some(match store.notes.get(name) {
+            Some((token, note)) if *token == entry.token => holder.with_note(Arc::clone(note)),
+            _ => holder,
+        }))
+    }
+
+    async fn annotate(&self, lease: &Lease, note: &[u8]) -> Result<bool, LockError> {
+        let now = Instant::now();
+        let mut store = self.state();
+        let ours = Self::live(&mut store, lease.name(), now).is_some_and(|e| {
+            e.token == *lease.token() && matches!(lease.kind(), Kind::Mutex | Kind::Fair { .. })
+        });
+        if ours {
+            store
+                .notes
+                .insert(lease.name().to_owned(), (*lease.token(), Arc::from(note)));
+        }
+        Ok(ours)
     }
 
     async fn try_acquire(
@@ -438,8 +491,9 @@ impl Lock for MemoryLock {
             Some(entry) if entry.token == *lease.token() => {
                 entry.token = to;
                 entry.expires = valid_until(now, ttl);
-                let expires = entry.expires;
-                Handover::Handed(Lease::new(lease.name(), to, self.next_fence(), expires))
+                entry.fence = self.next_fence();
+                let (expires, fence) = (entry.expires, entry.fence);
+                Handover::Handed(Lease::new(lease.name(), to, fence, expires))
             }
             _ => Handover::NotOwned,
         })
@@ -491,6 +545,7 @@ impl Lock for MemoryLock {
                 let ours = Self::live(&mut store, name, now).is_some_and(|e| e.token == *token);
                 if ours {
                     store.locks.remove(name);
+                    store.notes.remove(name);
                 }
                 ours
             }

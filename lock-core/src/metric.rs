@@ -25,7 +25,7 @@
 //! | series | type, unit | meaning |
 //! |---|---|---|
 //! | `distlock_acquire_attempts_total` | counter | acquire attempts sent to the backend, one per try, whatever the answer |
-//! | `distlock_acquired_total{via}` | counter | guards handed out, by how: `via="attempt"` (an attempt sent to the backend was granted), `via="handover"` (a guard of this process passed its lock straight to this waiter: no attempt was sent), `via="reentry"` (a nested guard of a task that already held the name: nothing was sent, no new lease) |
+//! | `distlock_acquired_total{via}` | counter | guards handed out, by how: `via="attempt"` (an attempt sent to the backend was granted), `via="handover"` (a guard of this process passed its lock straight to this waiter: no attempt was sent), `via="reentry"` (a nested guard of a task that already held the name: nothing was sent, no new lease), `via="adopt"` (a kept lease taken back by `Locker::adopt`) |
 //! | `distlock_not_acquired_total{reason}` | counter | requests that ended without the lock: `busy`, `timeout`, `quorum`, `error`, `invalid` |
 //! | `distlock_acquire_wait_seconds` | histogram, seconds | from the request's start to the grant (attempt or handover) |
 //! | `distlock_held_seconds` | histogram, seconds | from the grant to release, loss or leak |
@@ -33,7 +33,9 @@
 //! | `distlock_waiters` | gauge | requests of this process waiting for a held lock now |
 //! | `distlock_permits_held` | gauge | semaphore permits held by guards of this process now (a guard of `k` permits counts `k`) |
 //! | `distlock_renewals_total{outcome}` | counter | renewals: `ok`, `not_owned`, `error` |
-//! | `distlock_lost_total` | counter | leases lost while their guard lived |
+//! | `distlock_lost_total` | counter | leases lost while their guard lived (also when the stop margin was reached) |
+//! | `distlock_at_risk_total` | counter | leases whose renewal failed while they were still valid, once per spell of failures |
+//! | `distlock_stop_margin_reached_total` | counter | leases whose stop point (`valid_until` − stop margin) passed without a renewal: `lost()` fired while still valid |
 //! | `distlock_release_not_owned_total` | counter | releases that found the lease no longer ours |
 //! | `distlock_backend_errors_total{op}` | counter | backend failures: `acquire`, `extend`, `release` |
 //!
@@ -88,7 +90,8 @@ use metrics::{Key, KeyName, Label, Level, Metadata, SharedString, Unit};
 pub const ACQUIRE_ATTEMPTS_TOTAL: &str = "distlock_acquire_attempts_total";
 /// Counter: guards handed out, by `via`: `attempt` (an attempt sent to the backend was granted),
 /// `handover` (a guard of this process handed its lock straight to this waiter; no attempt was
-/// sent), `reentry` (a nested guard for a task that already held the name; no new lease).
+/// sent), `reentry` (a nested guard for a task that already held the name; no new lease),
+/// `adopt` (a kept lease taken back by `Locker::adopt`).
 pub const ACQUIRED_TOTAL: &str = "distlock_acquired_total";
 /// Counter: requests that ended without the lock, by `reason`: `busy` (a single try found it
 /// held), `timeout` (the wait ran out), `quorum` (too few nodes of a multi-node backend said
@@ -106,6 +109,13 @@ pub const WAITERS: &str = "distlock_waiters";
 pub const RENEWALS_TOTAL: &str = "distlock_renewals_total";
 /// Counter: leases lost while their guard lived.
 pub const LOST_TOTAL: &str = "distlock_lost_total";
+/// Counter: leases that became *at risk*: a renewal failed while the lease was still valid
+/// (counted once per spell of failed renewals; a successful renewal ends the spell).
+pub const AT_RISK_TOTAL: &str = "distlock_at_risk_total";
+/// Counter: leases whose stop point (`valid_until` − the stop margin) passed without a
+/// renewal moving it, so [`Guard::lost`](crate::Guard::lost) fired while the lease was still
+/// valid. Each is also counted in [`LOST_TOTAL`].
+pub const STOP_MARGIN_REACHED_TOTAL: &str = "distlock_stop_margin_reached_total";
 /// Counter: releases that found the lease no longer ours.
 pub const RELEASE_NOT_OWNED_TOTAL: &str = "distlock_release_not_owned_total";
 /// Gauge: semaphore permits held by guards of this process now (a guard of `k` permits
@@ -143,7 +153,7 @@ const DESCRIPTIONS: &[(&str, Series, Unit, &str)] = &[
         Series::Counter,
         Unit::Count,
         "Guards handed out, by via: attempt (an attempt sent to the backend was granted), \
-         handover (a local guard passed the lock on; no attempt), reentry (a nested guard; no new lease).",
+         handover (a local guard passed the lock on; no attempt), reentry (a nested guard; no new lease), adopt (a kept lease taken back).",
     ),
     (
         NOT_ACQUIRED_TOTAL,
@@ -186,6 +196,18 @@ const DESCRIPTIONS: &[(&str, Series, Unit, &str)] = &[
         Series::Counter,
         Unit::Count,
         "Leases lost while their guard still lived.",
+    ),
+    (
+        AT_RISK_TOTAL,
+        Series::Counter,
+        Unit::Count,
+        "Leases whose renewal failed while they were still valid (once per spell of failures).",
+    ),
+    (
+        STOP_MARGIN_REACHED_TOTAL,
+        Series::Counter,
+        Unit::Count,
+        "Leases told to stop at valid_until minus the stop margin, without a renewal: lost while still valid.",
     ),
     (
         RELEASE_NOT_OWNED_TOTAL,
@@ -269,16 +291,19 @@ pub(crate) enum Via {
     Handover,
     /// A nested guard of a task that held the name already.
     Reentry,
+    /// A kept lease taken back by `Locker::adopt`.
+    Adopt,
 }
 
 impl Via {
-    const ALL: [Via; 3] = [Via::Attempt, Via::Handover, Via::Reentry];
+    const ALL: [Via; 4] = [Via::Attempt, Via::Handover, Via::Reentry, Via::Adopt];
 
     fn label(self) -> &'static str {
         match self {
             Via::Attempt => "attempt",
             Via::Handover => "handover",
             Via::Reentry => "reentry",
+            Via::Adopt => "adopt",
         }
     }
 }
@@ -304,7 +329,7 @@ pub(crate) struct Fixed {
     labels: &'static [Label],
     keys: Vec<Key>,
     /// [`ACQUIRED_TOTAL`] with each `via`, in the order of [`Via::ALL`].
-    acquired: [Key; 3],
+    acquired: [Key; 4],
 }
 
 impl Fixed {
@@ -370,6 +395,8 @@ impl Labels {
             WAITERS,
             PERMITS_HELD,
             LOST_TOTAL,
+            AT_RISK_TOTAL,
+            STOP_MARGIN_REACHED_TOTAL,
             RELEASE_NOT_OWNED_TOTAL,
         ];
         let keys = names

@@ -34,6 +34,9 @@ const MAX_BATCH: usize = 1024;
 /// would run out).
 const RETRY_AFTER: Duration = Duration::from_millis(200);
 
+/// The shortest wait between two tries of a failing renewal, near the stop point.
+const MIN_RETRY: Duration = Duration::from_millis(10);
+
 /// The handle a `Locker` keeps: the watchdogs it started, one per runtime.
 pub(crate) struct Renewer {
     lock: Arc<dyn Lock>,
@@ -301,7 +304,7 @@ async fn renew(lock: &dyn Lock, due: Vec<Arc<HeldLease>>) -> Vec<(Arc<HeldLease>
             Ok(Some(valid_until)) => {
                 held.labels()
                     .count_with(metric::RENEWALS_TOTAL, "outcome", "ok");
-                held.set_valid_until(valid_until);
+                held.renewed(valid_until);
                 again.push((Arc::clone(&held), now + held.renew_period()));
             }
             Ok(None) => {
@@ -322,17 +325,33 @@ async fn renew(lock: &dyn Lock, due: Vec<Arc<HeldLease>>) -> Vec<(Arc<HeldLease>
     again
 }
 
-/// A transient failure is retried while the lease is still valid; otherwise the lease is lost.
+/// A transient failure is retried until the lease's stop point (`valid_until` − its stop
+/// margin): the lease is *at risk* meanwhile. At the stop point, or at once for an error that
+/// is not retryable, the lease is lost, while it is still valid for the stop margin.
 fn retry_or_lose(
     held: &Arc<HeldLease>,
     error: &LockError,
     now: Instant,
     again: &mut Vec<(Arc<HeldLease>, Instant)>,
 ) {
-    let left = held.valid_until().saturating_duration_since(now);
-    if error.is_retryable() && !left.is_zero() {
+    let stop_at = held.stop_at();
+    if error.is_retryable() && now < stop_at {
+        held.mark_at_risk();
+        let left = stop_at - now;
         tracing::debug!(name = held.name(), %error, ?left, "renewal failed; retrying");
-        again.push((Arc::clone(held), now + RETRY_AFTER.min(left / 2)));
+        // Tries halve the time left, so one lands before the stop point however short the
+        // lease; when too little is left, the last lands on the stop point itself, where the
+        // lease is given up if it fails.
+        let delay = RETRY_AFTER.min(left / 2);
+        let next = if delay < MIN_RETRY {
+            stop_at
+        } else {
+            now + delay
+        };
+        again.push((Arc::clone(held), next));
+    } else if error.is_retryable() {
+        tracing::warn!(name = held.name(), %error, "renewal failed up to the stop point; the work is told to stop");
+        held.reach_stop_point();
     } else {
         tracing::warn!(name = held.name(), %error, "renewal failed for good");
         held.mark_lost();

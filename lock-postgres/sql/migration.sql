@@ -1,7 +1,8 @@
--- distlock's schema on PostgreSQL, version 2: the lease table (version 1) and the tables and
--- functions of the read-write lock, the semaphore and the fair lock.
+-- distlock's schema on PostgreSQL, version 3: the lease table (version 1), the tables and
+-- functions of the read-write lock, the semaphore and the fair lock (version 2), and the notes
+-- beside a grant (version 3).
 --
--- Idempotent: run it on an empty database, or over version 1 (an existing `distlock_leases`
+-- Idempotent: run it on an empty database, or over version 1 or 2 (an existing `distlock_leases`
 -- and every lease in it are kept), or again. `PostgresLock::migrate()` runs it; so can your
 -- migration tool (it is `lock_postgres::MIGRATION`).
 --
@@ -409,5 +410,15 @@ BEGIN
 END
 $$;
 
-INSERT INTO distlock_schema (version) VALUES (2)
+-- Version 3: a note beside a mutex's grant (leader election's value and time), one row per
+-- name, for the token that wrote it: shown only while that token holds the name
+-- (`distlock_leases`), so a later grant never shows an earlier grant's note; the next note
+-- overwrites it. The lease row itself is unchanged.
+CREATE TABLE IF NOT EXISTS distlock_notes (
+    name  text  PRIMARY KEY,
+    token text  NOT NULL,
+    note  bytea NOT NULL
+);
+
+INSERT INTO distlock_schema (version) VALUES (3)
 ON CONFLICT (one) DO UPDATE SET version = greatest(distlock_schema.version, excluded.version);

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use deadpool_postgres::Pool;
-use lock_core::backend::{Attempt, Handover, Lock, MultiAttempt, ReleaseWatch};
+use lock_core::backend::{Attempt, Handover, Holder, Lock, MultiAttempt, ReleaseWatch};
 use lock_core::{
     Kind, Lease, LockError, Op, TimeoutPhase, Token, check_name, check_ttl, valid_until,
 };
@@ -23,7 +23,7 @@ use crate::kinds::{
 };
 use crate::listener::Listener;
 use crate::pool::{client, discard};
-use crate::sql::{ACQUIRE, HAND_OVER, LeaseTable, MIGRATION, PING};
+use crate::sql::{ACQUIRE, ANNOTATE, DESCRIBE_HOLDER, HAND_OVER, LeaseTable, MIGRATION, PING};
 use crate::statements::Statements;
 
 /// A distributed lock on PostgreSQL (≥ 12): one row per lock name in the lease table
@@ -160,6 +160,7 @@ impl Lock for PostgresLock {
             .with_multi(MultiLock::Atomic)
             .with_fencing(Fencing::Strict(TokenScale::Clock))
             .with_announcements(self.listener.is_some())
+            .with_holders(true)
     }
 
     /// One `INSERT … ON CONFLICT (name) DO UPDATE … RETURNING` (see the crate docs).
@@ -395,6 +396,51 @@ impl Lock for PostgresLock {
     /// by their timeouts.
     async fn ping(&self) -> Result<(), LockError> {
         self.exec.query(Op::Connect, PING, &[]).await.map(drop)
+    }
+
+    /// One `SELECT` of the lease row joined with the note its token wrote (schema version 3,
+    /// table `distlock_notes`).
+    async fn describe_holder(&self, name: &str) -> Result<Option<Holder>, LockError> {
+        check_name(name)?;
+        let rows = self
+            .exec
+            .query(Op::Acquire, DESCRIBE_HOLDER, &[(&name, Type::TEXT)])
+            .await?;
+        let Some(row) = rows.first() else {
+            return Ok(None);
+        };
+        let read = |row: &Row| -> Result<(i64, i64, Option<Vec<u8>>), tokio_postgres::Error> {
+            Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?))
+        };
+        let (fence, left_ms, note) = read(row).map_err(|e| unexpected(Op::Acquire, e))?;
+        let ttl = Duration::from_millis(u64::try_from(left_ms).unwrap_or_default());
+        let holder = Holder::new(u64::try_from(fence).unwrap_or(0), Some(ttl));
+        Ok(Some(match note {
+            Some(note) => holder.with_note(note),
+            None => holder,
+        }))
+    }
+
+    /// One `INSERT … SELECT … ON CONFLICT` into `distlock_notes`, only while the lease's token
+    /// holds the name. The mutex and the fair lock only (their lease rows).
+    async fn annotate(&self, lease: &Lease, note: &[u8]) -> Result<bool, LockError> {
+        if !matches!(lease.kind(), Kind::Mutex | Kind::Fair { .. }) {
+            return Ok(false);
+        }
+        let hex = lease.token().to_hex();
+        let rows = self
+            .exec
+            .query(
+                Op::Extend,
+                ANNOTATE,
+                &[
+                    (&lease.name(), Type::TEXT),
+                    (&hex.as_str(), Type::TEXT),
+                    (&note, Type::BYTEA),
+                ],
+            )
+            .await?;
+        Ok(!rows.is_empty())
     }
 }
 

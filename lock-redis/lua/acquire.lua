@@ -27,12 +27,14 @@ if holder then
   end
   -- A distlock holder: mark that a waiter waits, so that its release announces itself
   -- (release.lua). The mark is the key named like the release channel: the fencing counter's
-  -- name with 'released' for 'fence' (layout.rs derives both by suffix). It lasts the holder's
-  -- remaining TTL and a second: a waiter tries again by then, and marks again if still busy.
+  -- name with 'released' for 'fence' (layout.rs derives both by suffix). Its value is the
+  -- holder's token, so a native release (DELIFEQ on the mark, kinds/mutex.rs) deletes only
+  -- the mark its own waiters left. It lasts the holder's remaining TTL and a second: a waiter
+  -- tries again by then, and marks again if still busy.
   -- pcall: while the slot migrates, Redis Cluster refuses a key of it that is not on this node;
   -- the release then announces itself regardless (release.lua).
   if pttl > 0 then
-    redis.pcall('SET', string.sub(KEYS[2], 1, -6) .. 'released', '1', 'PX', pttl + 1000)
+    redis.pcall('SET', string.sub(KEYS[2], 1, -6) .. 'released', holder, 'PX', pttl + 1000)
   end
   return {0, pttl, 1}
 end

@@ -10,8 +10,9 @@
 -- ARGV[1]  the releasing lease's token
 -- ARGV[2]  the next holder's token
 -- ARGV[3]  the next holder's TTL in milliseconds
--- ARGV[4]  how long the fencing counter is kept, in milliseconds (with KEYS[2])
--- ARGV[5]  optional (with KEYS[2]): the next holder's description, replacing the releasing
+-- ARGV[4]  the waiting mark (same slot, not declared: see release.lua)
+-- ARGV[5]  how long the fencing counter is kept, in milliseconds (with KEYS[2])
+-- ARGV[6]  optional (with KEYS[2]): the next holder's description, replacing the releasing
 --          holder's (see acquire.lua)
 --
 -- Returns {1, fencing token (0 without KEYS[2])} when handed over, {0, 0} when the lock was no
@@ -22,14 +23,22 @@ end
 local fence = 0
 if KEYS[2] then
   local err
-  fence, err = issue_fence(KEYS[2], ARGV[4])
+  fence, err = issue_fence(KEYS[2], ARGV[5])
   if err then
     return err
   end
 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-if ARGV[5] and KEYS[2] then
+-- The waiting mark holds the token of the holder its waiters found busy (acquire.lua); it
+-- passes on with the lock, so that the next holder's native release, which deletes only a
+-- mark holding its own token (DELIFEQ, kinds/mutex.rs), still finds those waiters' mark and
+-- announces. Best effort (pcall), like the mark itself: a waiter that is not announced to
+-- tries again within the holder's TTL.
+if redis.pcall('GET', ARGV[4]) == ARGV[1] then
+  redis.pcall('SET', ARGV[4], ARGV[2], 'KEEPTTL')
+end
+if ARGV[6] and KEYS[2] then
   -- Best effort (pcall): see acquire.lua.
-  redis.pcall('SET', string.sub(KEYS[2], 1, -6) .. 'holder', ARGV[5], 'PX', ARGV[3])
+  redis.pcall('SET', string.sub(KEYS[2], 1, -6) .. 'holder', ARGV[6], 'PX', ARGV[3])
 end
 return {1, fence}

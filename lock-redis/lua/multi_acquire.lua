@@ -10,13 +10,14 @@
 -- ARGV[4]  n, the number of lock keys
 --
 -- Returns {1, fencing token of each key in order (0 without fencing)...} when granted;
--- {0, index (0-based) of the first held key, its PTTL, announces} when any key is held (nothing
--- is changed). A key of another type raises WRONGTYPE before anything is written.
+-- {0, index (0-based) of the first held key, its PTTL, announces, its holder's token} when any
+-- key is held (nothing is changed); the client marks that it waits with that token (see
+-- acquire.lua). A key of another type raises WRONGTYPE before anything is written.
 local n = tonumber(ARGV[4])
 for i = 1, n do
   local holder = redis.call('GET', KEYS[i])
   if holder then
-    return {0, i - 1, redis.call('PTTL', KEYS[i]), string.sub(holder, 1, 3) == 'dl:' and 1 or 0}
+    return {0, i - 1, redis.call('PTTL', KEYS[i]), string.sub(holder, 1, 3) == 'dl:' and 1 or 0, holder}
   end
 end
 local answer = {1}

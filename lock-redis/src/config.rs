@@ -8,16 +8,21 @@ use lock_core::LockError;
 
 use crate::conn::{Connections, Source};
 use crate::executor::{Executor, ms};
+use crate::grace::{DEFAULT_GRACE, GraceSettings, Watch};
 use crate::kinds::Grants;
 use crate::redis_lock::RedisLock;
 use crate::replication::{ReplicaPolicy, Replication};
-use crate::subscriber::{Origin, Subscriber};
+use crate::subscriber::{Origin, Ping, Subscriber};
 
 /// How long getting a connection may take, connecting included, by default: 2 s.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// How long one command may wait for its reply by default: 1 s.
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// How often the release subscriber sends `PING` on its subscribed connection by default: 5 s.
+/// See [`RedisLockBuilder::subscriber_ping_interval`].
+pub const DEFAULT_SUBSCRIBER_PING_INTERVAL: Duration = Duration::from_secs(5);
 
 /// How long a name's fencing counter is kept after its last grant by default: 24 h.
 pub const DEFAULT_FENCE_RETENTION: Duration = Duration::from_secs(24 * 3600);
@@ -83,6 +88,10 @@ pub struct RedisLockBuilder {
     fencing: Option<bool>,
     holder_metadata: bool,
     holder_note: Option<String>,
+    grace: Option<Duration>,
+    strict: bool,
+    native_commands: Option<bool>,
+    subscriber_ping: Option<Duration>,
 }
 
 impl RedisLockBuilder {
@@ -230,6 +239,25 @@ impl RedisLockBuilder {
         self
     }
 
+    /// How often the release subscriber checks that its connection is alive (default
+    /// [`DEFAULT_SUBSCRIBER_PING_INTERVAL`], 5 s; `Duration::ZERO` turns the check off).
+    ///
+    /// A pub/sub connection only reads, so a link that died without a close (a NAT or
+    /// firewall entry dropped, a peer machine gone: no FIN, no RST) would hide every release
+    /// announcement until the OS gives up on it, which can take minutes or hours
+    /// (wolph/portalocker#146). So the subscriber sends `PING` on it at this interval; when no
+    /// answer comes within the [`command_timeout`](RedisLockBuilder::command_timeout), it
+    /// reconnects, subscribes every watched name again and wakes every waiter to look again
+    /// (a release may have been missed meanwhile). A dead link is thus noticed within about
+    /// interval + command timeout (6 s by default); the cost is one `PING` per interval per
+    /// `RedisLock` and tokio runtime that waits. A waiter never depends on it alone: it also
+    /// retries when the holder's TTL runs out. Not applied on a Redis Cluster, whose
+    /// subscriptions ride redis-rs's cluster connection.
+    pub fn subscriber_ping_interval(mut self, interval: Duration) -> Self {
+        self.subscriber_ping = Some(interval);
+        self
+    }
+
     /// How long a name's fencing counter is kept after its last grant (default
     /// [`DEFAULT_FENCE_RETENTION`]). While it is kept, fencing tokens increase even if the
     /// server's clock steps back; after, they rest on the clock alone. Each kept counter costs
@@ -283,6 +311,63 @@ impl RedisLockBuilder {
         self
     }
 
+    /// How long a Redis that may have lost grants grants nothing (default [`DEFAULT_GRACE`],
+    /// the `Locker`'s default lease of 30 s; zero turns it off): the *store grace period*.
+    ///
+    /// **The rule:** the grace must be at least the longest lease or `fixed_ttl` that any
+    /// client of this Redis uses, renewed or not. A holder whose key the server lost keeps
+    /// working until its lease's `valid_until`, at most one lease after its last grant or
+    /// renewal; a grace that long, counted from when this process saw the server change, ends
+    /// after every such lease has.
+    ///
+    /// By default a process refuses grants for the grace period when it *saw* the server
+    /// change: a new `run_id` on a new connection (a restart), or a replica that became master
+    /// (role and replication id). The first connection of a process compares with nothing, so a
+    /// fresh Redis grants at once. With [`strict`](Self::strict) a process that never saw the
+    /// old server is covered too. While in grace an acquire answers busy with the time left as
+    /// the holder's TTL (a `Locker` waits and retries then; `try_acquire` answers
+    /// `LockError::Busy`), and [`METRIC_GRACE_REFUSED_TOTAL`](crate::METRIC_GRACE_REFUSED_TOTAL)
+    /// counts it. A holder's renewal on a server that lost its key still fails as lost, and
+    /// fencing tokens still grow.
+    ///
+    /// Zero is the opt-out for fleets whose Redis keeps every write (AOF with `appendfsync
+    /// always`) and fails over only to replicas that have every grant.
+    pub fn grace(mut self, grace: Duration) -> Self {
+        self.grace = Some(grace);
+        self
+    }
+
+    /// Strict data-loss checks (default: off). On every new connection the lock also reads the
+    /// server's uptime and persistence (`INFO`, `CONFIG GET appendfsync`) and the marker that
+    /// a client which saw a restart or a promotion leaves in the data set
+    /// (`prefix + "{distlock}:grace"`), so that a process that never saw the old server also
+    /// respects the [`grace`](Self::grace) period; and it refuses to grant at all on a server
+    /// whose memory policy can evict lock keys ([`EvictionRisk`](crate::EvictionRisk)).
+    ///
+    /// **The cost:** a Redis that does not fsync every write to an AOF and started less than the
+    /// grace period ago grants nothing until it has run that long — also a brand-new one.
+    pub fn strict(mut self, on: bool) -> Self {
+        self.strict = on;
+        self
+    }
+
+    /// Whether releases and extensions use the server's own compare-and-delete and
+    /// compare-and-set where it has them (default: yes): `DELIFEQ` (Valkey ≥ 9.0) instead of
+    /// the release script, `SET … IFEQ … PX` (Valkey ≥ 8.1) instead of the extend script —
+    /// plain commands, cheaper for the server than a script call. Only for mutex (and fair)
+    /// leases without [`holder_metadata`](Self::holder_metadata), whose description must be
+    /// deleted and extended with the lock, and not on a Redis Cluster (see the crate README,
+    /// "Native commands on Valkey"); fenced grants stay a script either way.
+    ///
+    /// A server without them (Redis 7.x answers `ERR unknown command` or `ERR syntax error`),
+    /// or an ACL user denied them (`NOPERM`), gets the script: each connection learns that on
+    /// its first refusal, which costs that one call one extra round trip. Turn it off to send
+    /// scripts only (to compare the two, or to keep the ACL log free of those refusals).
+    pub fn native_commands(mut self, on: bool) -> Self {
+        self.native_commands = Some(on);
+        self
+    }
+
     /// The lock. Makes no connection yet: the first operation connects.
     ///
     /// # Errors
@@ -316,6 +401,17 @@ impl RedisLockBuilder {
             ))
         })?;
         let announcements = self.announcements.unwrap_or(true);
+        let grace = self.grace.unwrap_or(DEFAULT_GRACE);
+        if grace > lock_core::MAX_TTL {
+            return Err(LockError::invalid(format!(
+                "the grace period {grace:?} is above the maximum TTL"
+            )));
+        }
+        let grace = GraceSettings {
+            grace,
+            strict: self.strict,
+        };
+        let mut server = String::from("pool");
         #[cfg(feature = "tls")]
         crate::tls::ensure_crypto_provider(); // also for a `pool` of yours over rediss://
         #[cfg(feature = "tls")]
@@ -331,6 +427,7 @@ impl RedisLockBuilder {
         let mut pubsub = None;
         if let Some(url) = &self.url {
             let target = tls.connection_info(url)?;
+            server = target.addr().to_string();
             chosen.push(Source::Single(pool_from(target, connect_timeout)?));
             pubsub = Some(pubsub_client(self.pubsub_url.as_deref().unwrap_or(url))?);
         }
@@ -356,6 +453,7 @@ impl RedisLockBuilder {
         }
         #[cfg(feature = "sentinel")]
         if let Some((urls, master)) = self.sentinel {
+            server = format!("sentinel:{master}");
             chosen.push(Source::Sentinel(sentinel_pool(
                 &urls,
                 &master,
@@ -399,6 +497,12 @@ impl RedisLockBuilder {
                 holder,
                 pubsub: pubsub.filter(|_| announcements),
                 replication: self.replication,
+                grace,
+                server,
+                native_commands: self.native_commands.unwrap_or(true),
+                subscriber_ping: self
+                    .subscriber_ping
+                    .unwrap_or(DEFAULT_SUBSCRIBER_PING_INTERVAL),
             },
         ))
     }
@@ -429,16 +533,33 @@ struct Settings {
     pubsub: Option<Origin>,
     /// Replicas that must confirm each grant and renewal.
     replication: Option<Replication>,
+    /// The store grace period.
+    grace: GraceSettings,
+    /// The server's label in logs and metrics.
+    server: String,
+    /// Whether releases and extensions try native commands first.
+    native_commands: bool,
+    /// The subscriber's `PING` interval; zero: off.
+    subscriber_ping: Duration,
 }
 
 /// The lock over connections from `source`, with `settings`.
 fn assemble(source: Source, settings: Settings) -> RedisLock {
     let pubsub_limit = settings.connect_timeout + settings.command_timeout;
+    let ping = (!settings.subscriber_ping.is_zero()).then_some(Ping {
+        interval: settings.subscriber_ping,
+        timeout: settings.command_timeout,
+    });
     let exec = Executor::new(
-        Connections::new(source, settings.connect_timeout),
+        Connections::new(
+            source,
+            settings.connect_timeout,
+            Watch::new(settings.grace, settings.server, &settings.prefix),
+        ),
         settings.command_timeout,
         settings.replication,
-    );
+    )
+    .with_native_commands(settings.native_commands);
     let grants = Grants::new(
         settings.fencing,
         ms(settings.fence_retention),
@@ -447,7 +568,7 @@ fn assemble(source: Source, settings: Settings) -> RedisLock {
     );
     let subscriber = settings
         .pubsub
-        .map(|origin| Subscriber::new(origin, pubsub_limit));
+        .map(|origin| Subscriber::new(origin, pubsub_limit, ping));
     RedisLock::new(exec, grants, subscriber, settings.prefix)
 }
 
@@ -462,6 +583,13 @@ impl Default for Settings {
             holder: None,
             pubsub: None,
             replication: None,
+            grace: GraceSettings {
+                grace: DEFAULT_GRACE,
+                strict: false,
+            },
+            server: String::from("pool"),
+            native_commands: true,
+            subscriber_ping: DEFAULT_SUBSCRIBER_PING_INTERVAL,
         }
     }
 }

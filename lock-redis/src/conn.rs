@@ -27,6 +27,7 @@ use redis::{Cmd, Pipeline, RedisFuture, Value};
 use tokio::time::Instant;
 
 use crate::error::{BACKEND, timeout};
+use crate::grace::Watch;
 use crate::topology::Topology;
 
 /// Where connections come from.
@@ -121,6 +122,8 @@ pub(crate) struct Connections {
     refill: tokio::sync::Mutex<()>,
     /// Numbers the connections, so a discard drops exactly the one that failed.
     next_generation: AtomicU64,
+    /// What the server said about itself on each new connection, and its grace period.
+    watch: Watch,
 }
 
 struct HeldConnection {
@@ -155,15 +158,28 @@ pub(crate) struct Conn {
     generation: u64,
 }
 
+impl Conn {
+    /// Which connection this is: each one the lock makes gets the next number, from 1.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
+}
+
 impl Connections {
-    pub(crate) fn new(source: Source, connect_timeout: Duration) -> Self {
+    pub(crate) fn new(source: Source, connect_timeout: Duration, watch: Watch) -> Self {
         Self {
             source,
             connect_timeout,
             current: Mutex::new(Vec::new()),
             refill: tokio::sync::Mutex::new(()),
             next_generation: AtomicU64::new(0),
+            watch,
         }
+    }
+
+    /// The server's grace state, as the connections have learned it.
+    pub(crate) fn watch(&self) -> &Watch {
+        &self.watch
     }
 
     /// Which kind of deployment the connections go to.
@@ -224,6 +240,11 @@ impl Connections {
             // Best effort: a user without SCRIPT rights still works, loading on NOSCRIPT.
             if let Err(error) = crate::scripts::preload(&mut handle).await {
                 tracing::debug!(%error, "preloading the lock scripts failed");
+            }
+            // Once per new connection, never per command: a restart or a failover always
+            // breaks the connection, so the next one is where it shows.
+            if let Handle::Multiplexed(conn) = &mut handle {
+                self.watch.learn(conn).await;
             }
             let generation = self.next_generation.fetch_add(1, Ordering::Relaxed) + 1;
             self.current

@@ -40,6 +40,11 @@ fn retryable(err: &RedisError) -> bool {
     if crate::tls::is_certificate_error(err) {
         return false;
     }
+    // A full Redis under `noeviction` refuses writes ("OOM command not allowed"): no grant was
+    // made, and memory may free up (keys expire, locks are released).
+    if err.code() == Some("OOM") {
+        return true;
+    }
     match err.kind() {
         ErrorKind::AuthenticationFailed | ErrorKind::Server(ServerErrorKind::NoPerm) => false,
         _ => err.is_timeout() || !matches!(err.retry_method(), RetryMethod::NoRetry),

@@ -12,6 +12,7 @@ use tokio::time::Instant;
 use crate::conn::{Conn, Connections};
 use crate::error::{breaks_connection, from_redis, timeout};
 use crate::layout::Keys;
+use crate::native::{Command, Native, is_refusal};
 use crate::replication::Replication;
 use crate::scripts::Lua;
 use crate::topology::Topology;
@@ -23,6 +24,8 @@ pub(crate) struct Executor {
     command_timeout: Duration,
     /// Replicas that must confirm each grant and renewal, if any.
     replication: Option<Replication>,
+    /// Which native commands may replace scripts (see `native.rs`).
+    native: Native,
 }
 
 impl Executor {
@@ -35,7 +38,15 @@ impl Executor {
             conns,
             command_timeout,
             replication,
+            native: Native::new(true),
         }
+    }
+
+    /// Whether releases and extensions try the server's own compare-and-delete and
+    /// compare-and-set before a script (default: yes; see `native.rs`).
+    pub(crate) fn with_native_commands(mut self, on: bool) -> Self {
+        self.native = Native::new(on);
+        self
     }
 
     /// How long one command may wait for its reply.
@@ -68,6 +79,38 @@ impl Executor {
             .arg(keys.len())
             .arg(keys)
             .arg(args);
+        self.eval(op, script, &call, keys[0]).await
+    }
+
+    /// [`Self::run`] with arguments that may be any bytes (a holder's note), not only text.
+    pub(crate) async fn run_bytes<T: FromRedisValue>(
+        &self,
+        op: Op,
+        script: &Lua,
+        keys: &[&str],
+        args: &[&[u8]],
+    ) -> Result<(T, Conn), LockError> {
+        let size = keys.iter().map(|k| k.len()).sum::<usize>()
+            + args.iter().map(|a| a.len()).sum::<usize>()
+            + 64;
+        let mut call = redis::Cmd::with_capacity(3 + keys.len() + args.len(), size);
+        call.arg("EVALSHA")
+            .arg(script.sha1())
+            .arg(keys.len())
+            .arg(keys)
+            .arg(args);
+        self.eval(op, script, &call, keys[0]).await
+    }
+
+    /// Sends the EVALSHA `call` of `script`, loading the script and calling again once on
+    /// NOSCRIPT, bounded by the command timeout; `key` is the lock key (for errors and WAIT).
+    async fn eval<T: FromRedisValue>(
+        &self,
+        op: Op,
+        script: &Lua,
+        call: &redis::Cmd,
+        key: &str,
+    ) -> Result<(T, Conn), LockError> {
         let mut conn = self.conns.get().await?;
         let started = Instant::now();
         let first = tokio::time::timeout(self.command_timeout, async {
@@ -85,7 +128,7 @@ impl Executor {
             }
         })
         .await;
-        self.settle(first, conn, op, keys[0], started)
+        self.settle(first, conn, op, key, started)
     }
 
     /// Sends one plain command, bounded by the command timeout like [`Self::run`].
@@ -100,6 +143,68 @@ impl Executor {
         let reply =
             tokio::time::timeout(self.command_timeout, cmd.query_async(&mut conn.conn)).await;
         self.settle(reply, conn, op, key, started)
+    }
+
+    /// Whether a grant of a lease of `ttl` may be made now (see `grace.rs`): `Ok(None)` yes,
+    /// `Ok(Some(left))` not for `left`, the server's grace period; a `ttl` above the grace is
+    /// logged once. No I/O, and no lock taken outside a grace period.
+    /// A restart or a failover shows on the next *new* connection, which learns the server's
+    /// facts before it carries any command; so asked again after a grant, this also covers a
+    /// grant made on a connection that was new.
+    ///
+    /// # Errors
+    /// Strict mode and a server that may evict lock keys (see
+    /// [`EvictionRisk`](crate::EvictionRisk)).
+    pub(crate) fn grace_left(&self, ttl: Duration) -> Result<Option<Duration>, LockError> {
+        let watch = self.conns.watch();
+        watch.check_lease(ttl);
+        if watch.inert() {
+            return Ok(None);
+        }
+        watch.verdict()
+    }
+
+    /// Sends `pipe`, native commands on the slot of `key` whose first is `command`, bounded by
+    /// the command timeout like [`Self::run`], and answers each command's reply (an error reply
+    /// as [`Value::ServerError`](redis::Value::ServerError): the pipeline must ignore errors).
+    /// `Ok(None)` when the connection refused `command`, now or before, or on a Redis Cluster:
+    /// nothing was done, and the caller runs its script instead.
+    ///
+    /// A Cluster keeps the scripts: while a slot migrates, the waiting mark may already be on
+    /// the other node, and a pipeline whose second command is redirected (`ASK`) fails as a
+    /// whole after its first (the lock's `DELIFEQ`) ran, leaving the release's outcome unknown;
+    /// the release script touches the mark with `pcall` instead (`lua/release.lua`).
+    pub(crate) async fn native(
+        &self,
+        command: Command,
+        op: Op,
+        pipe: &redis::Pipeline,
+        key: &str,
+    ) -> Result<Option<(Vec<redis::Value>, Conn)>, LockError> {
+        if self.topology() == Topology::Cluster {
+            return Ok(None);
+        }
+        let mut conn = self.conns.get().await?;
+        let generation = conn.generation();
+        if !self.native.usable(command, generation) {
+            return Ok(None);
+        }
+        let started = Instant::now();
+        let reply = tokio::time::timeout(
+            self.command_timeout,
+            pipe.query_async::<Vec<redis::Value>>(&mut conn.conn),
+        )
+        .await;
+        let (replies, conn) = self.settle(reply, conn, op, key, started)?;
+        if replies.first().is_none_or(is_refusal) {
+            tracing::debug!(
+                ?command,
+                "the server refused a native command; using the script"
+            );
+            self.native.refused(command, generation);
+            return Ok(None);
+        }
+        Ok(Some((replies, conn)))
     }
 
     /// Connects if there is no connection, then sends one `PING`, both bounded by their
@@ -134,19 +239,20 @@ impl Executor {
         }
     }
 
-    /// Marks that a distlock waiter waits for the lock at `keys`, for `holder_ttl` and a second
-    /// more, so that the holder's release announces itself (`lua/release.lua` announces only
-    /// when it deletes such a mark). The fenced acquire script marks by itself; this is for the
-    /// busy answers that come from elsewhere (a plain `SET NX`, the multi-lock script).
+    /// Marks that a distlock waiter waits for the lock at `keys`, held by the token `holder`,
+    /// for `holder_ttl` and a second more, so that the holder's release announces itself
+    /// (`lua/release.lua` announces only when it deletes such a mark; the native release only
+    /// when the mark holds its own token). The fenced acquire script marks by itself; this is
+    /// for the busy answers that come from elsewhere (a plain `SET NX`, the multi-lock script).
     ///
     /// Best effort: a mark that fails to land leaves the waiter polling (its retries are
     /// bounded by the holder's TTL and the backoff), so the failure is logged, not returned.
-    pub(crate) async fn mark_waiting(&self, keys: &Keys, holder_ttl: Duration) {
+    pub(crate) async fn mark_waiting(&self, keys: &Keys, holder_ttl: Duration, holder: &[u8]) {
         let mark = keys.released();
-        let mut set = redis::Cmd::with_capacity(5, mark.len() + 32);
+        let mut set = redis::Cmd::with_capacity(5, mark.len() + holder.len() + 32);
         set.arg("SET")
             .arg(&mark)
-            .arg("1")
+            .arg(holder)
             .arg("PX")
             .arg(ms(holder_ttl).saturating_add(1000));
         if let Err(error) = self.send::<()>(Op::Acquire, &set, keys.key()).await {
@@ -193,7 +299,18 @@ mod future_sizes {
             .create_pool(Some(deadpool_redis::Runtime::Tokio1))
             .expect("pool");
         let exec = Executor::new(
-            Connections::new(Source::Single(pool), Duration::from_secs(1)),
+            Connections::new(
+                Source::Single(pool),
+                Duration::from_secs(1),
+                crate::grace::Watch::new(
+                    crate::grace::GraceSettings {
+                        grace: Duration::ZERO,
+                        strict: false,
+                    },
+                    "test".into(),
+                    "",
+                ),
+            ),
             Duration::from_secs(1),
             None,
         );
@@ -203,7 +320,7 @@ mod future_sizes {
         let send = exec.send::<i64>(Op::Acquire, &get, "k");
         assert!(size_of_val(&send) < LIMIT, "send: {}", size_of_val(&send));
         let keys = Keys::from_key("k");
-        let mark = exec.mark_waiting(&keys, Duration::from_secs(1));
+        let mark = exec.mark_waiting(&keys, Duration::from_secs(1), b"dl:0");
         assert!(size_of_val(&mark) < LIMIT, "mark: {}", size_of_val(&mark));
     }
 }

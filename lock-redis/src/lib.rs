@@ -5,9 +5,12 @@ mod config;
 mod conn;
 mod error;
 mod executor;
+mod facts;
+mod grace;
 mod holder;
 mod kinds;
 mod layout;
+mod native;
 mod redis_lock;
 mod replication;
 mod scripts;
@@ -16,9 +19,15 @@ mod subscriber;
 mod tls;
 mod topology;
 
+pub use config::DEFAULT_SUBSCRIBER_PING_INTERVAL;
 pub use config::{
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION, RedisLockBuilder,
 };
+pub use grace::{
+    DEFAULT_GRACE, EvictionRisk, METRIC_EVICTION_RISK_TOTAL, METRIC_GRACE_REFUSED_TOTAL,
+    METRIC_GRACE_SECONDS,
+};
+pub use kinds::note::MAX_NOTE_BYTES;
 pub use layout::{DerivedKey, LockKeys, TOKEN_PREFIX, TokenValue, key_slot, token_value};
 pub use lock_core::LockError;
 pub use redis_lock::RedisLock;

@@ -7,6 +7,7 @@ mod error;
 mod node;
 mod redlock;
 mod releasing;
+mod repair;
 mod round;
 mod shared;
 mod tally;

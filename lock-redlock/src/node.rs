@@ -39,6 +39,13 @@ impl Node {
         self.finished(answer.is_ok());
     }
 
+    /// Records the outcome of a repair (see `crate::repair`) in the node metrics, under
+    /// `op="repair"`, and whether the node now lags.
+    pub(crate) fn repaired(&self, answer: Result<Reply, &LockError>) {
+        telemetry::node_answer_in(&self.keys, telemetry::REPAIR, answer);
+        self.finished(answer.is_ok());
+    }
+
     /// A call finished: answered (any answer, busy and not-owned included) or failed. For a
     /// call already counted (as timed out) whose late outcome still tells whether the node
     /// is back.

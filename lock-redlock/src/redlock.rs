@@ -13,6 +13,7 @@ use crate::acquire::AcquireRound;
 use crate::config::{Config, RedlockBuilder, default_node_timeout};
 use crate::error::{BACKEND, QuorumNotReached, ValidityExpired};
 use crate::node::Node;
+use crate::releasing::{Pending, pending_on, settled};
 use crate::round::{Fanout, Until, Verdict};
 use crate::shared::Shared;
 use crate::tally::{Decision, drift, quorum, validity};
@@ -31,7 +32,9 @@ use crate::telemetry;
 ///   quorum granted and the validity `ttl − elapsed − drift` is positive; busy when the
 ///   refusals alone rule out a quorum; else a [`QuorumNotReached`] error. Nodes that answer
 ///   after the decision are seen through in the background (released if the acquire failed).
-/// - **Extend** needs a quorum of all N to extend, within the new validity.
+/// - **Extend** needs a quorum of all N to extend, within the new validity; it then repairs
+///   the nodes that had lost the key (a `SET NX` of the same token through the node's
+///   acquire), so a node restarted empty holds the lease again.
 /// - **Release** goes to all N and reports `true` iff a quorum released a key holding our token.
 ///   It returns once every node that is not lagging has answered (or its timeout passed), so
 ///   the next acquire of the name never finds our previous key on a healthy node; a hung or
@@ -211,8 +214,21 @@ impl Lock for Redlock {
     /// quorum extended it within that validity.
     ///
     /// A node extends only a key that still holds the lease's token: a node that missed the
-    /// acquire (it was down) does not count towards the quorum, so after losing nodes an
-    /// extend can fail while the lease is still valid — take a new lock then.
+    /// acquire (it was down) or lost the key (restarted empty) does not count towards the
+    /// quorum, so after losing nodes an extend can fail while the lease is still valid — take
+    /// a new lock then.
+    ///
+    /// It waits for every node that is not lagging (its last call answered), up to the node
+    /// timeout, not only for the quorum: it then **repairs** the nodes that answered "not
+    /// ours". After a quorum extended the lease within its validity, each such node is sent
+    /// the lease's own token with the node's ordinary acquire (`SET NX PX` on a `RedisLock`)
+    /// for the rest of the new TTL, and the extend returns once those answered (each bounded
+    /// by the node timeout). The acquire sets the key only where it is absent, so a node where
+    /// another token holds the key refuses and is left alone, and a node that grants nothing
+    /// for now (a `RedisLock` in its grace period) refuses as it refuses every grant. The
+    /// lease's footprint is rebuilt instead of eroding node by node (go-redsync/redsync#186).
+    /// Counted under `op="repair"` in the node metrics; a release of the lease waits for a
+    /// repair still in flight on each node.
     ///
     /// # Errors
     /// [`LockError::InvalidInput`] for a TTL out of range or not longer than its drift
@@ -222,8 +238,8 @@ impl Lock for Redlock {
     /// no longer ours) when the refusals alone rule out a quorum.
     ///
     /// # Cancel safety
-    /// Cancel safe: dropped, the lease is unchanged or extended (the nodes' calls still out
-    /// are seen through in the background).
+    /// Cancel safe: dropped, the lease is unchanged or extended (the nodes' calls still out,
+    /// repairs included, are seen through in the background).
     async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
         let (ttl, drift) = self.plan(ttl)?;
         let started = Instant::now();
@@ -232,14 +248,35 @@ impl Lock for Redlock {
             let (lock, lease) = (Arc::clone(&node.lock), Arc::clone(&shared_lease));
             async move { (i, lock.as_ref().extend(&lease, ttl).await) }
         });
-        let deadline = started + self.node_timeout(ttl);
+        let node_timeout = self.node_timeout(ttl);
+        let deadline = started + node_timeout;
+        // Every node that is not lagging, not just the quorum: the answers of all of them tell
+        // which nodes lost the key and need a repair.
         let verdict = Fanout::new(&self.shared, Op::Extend, Option::is_some, calls, deadline)
-            .decide(Until::Quorum)
+            .decide(Until::All)
             .await;
         let (outcome, result) = match verdict.decision {
             Decision::Quorum => {
                 let elapsed = verdict.decided_at.saturating_duration_since(started);
                 if validity(ttl, drift, elapsed).is_some() {
+                    if verdict.refused.contains(&true) {
+                        // The keys extended just now expire `ttl` after `started`: so does
+                        // the repaired one (rounded up to the nodes' whole milliseconds).
+                        let left = ttl.saturating_sub(started.elapsed());
+                        let left = Duration::from_millis(
+                            u64::try_from(left.as_micros().div_ceil(1000)).unwrap_or(u64::MAX),
+                        );
+                        if !left.is_zero() {
+                            crate::repair::run(
+                                &self.shared,
+                                lease,
+                                &verdict.refused,
+                                left,
+                                node_timeout,
+                            )
+                            .await;
+                        }
+                    }
                     ("extended", Ok(Some(valid_until(started, ttl - drift))))
                 } else {
                     let error = ValidityExpired {
@@ -296,10 +333,19 @@ impl Lock for Redlock {
         let shared_lease = Arc::new(lease.clone());
         // Acquire attempts of this lease still in flight: release those nodes after them.
         let pending = self.shared.pending_acquires(lease.token());
+        // Extend repairs of the name still in flight: release those nodes after them.
+        let repairs = self.shared.repairing.in_flight(lease.name());
         let calls = self.shared.nodes.iter().enumerate().map(|(i, node)| {
             let (lock, lease) = (Arc::clone(&node.lock), Arc::clone(&shared_lease));
             let pending = pending.clone();
+            let repairs: Vec<Pending> = repairs
+                .iter()
+                .filter(|repair| pending_on(repair, i))
+                .cloned()
+                .collect();
             async move {
+                // Bounded by the round's deadline; each repair by its own node timeout.
+                settled(repairs, i).await;
                 if let Some(mut pending) = pending {
                     // Bounded by the acquire's own node timeout, and by the round's deadline.
                     // An error means the acquire round ended: nothing is pending.

@@ -31,7 +31,11 @@ pub(crate) struct Verdict {
     pub(crate) decision: Decision,
     pub(crate) tally: Tally,
     pub(crate) first_error: Option<LockError>,
+    /// When the outcome became known (the quorum reached, or ruled out).
     pub(crate) decided_at: Instant,
+    /// The nodes counted as saying no by the decision (an extend's "not ours": the repair
+    /// after a quorum extend goes to these).
+    pub(crate) refused: Vec<bool>,
 }
 
 /// How long [`Fanout::decide`] waits.
@@ -123,18 +127,30 @@ where
 {
     /// See [`Fanout::decide`].
     async fn decide(&mut self, until: Until) -> Verdict {
+        // When the outcome became known: under `Until::All` the round goes on after it, but a
+        // lease's validity counts from the quorum, not from the last node.
+        let mut decided_at = None;
         loop {
-            if let Some(decision) = self.counter.tally.decide()
+            let decided = self.counter.tally.decide();
+            if decided.is_some() {
+                decided_at.get_or_insert_with(Instant::now);
+            }
+            if let Some(decision) = decided
                 && (until == Until::Quorum || self.all_waited_for())
             {
                 let verdict = Verdict {
                     decision,
                     tally: self.counter.tally,
                     first_error: self.counter.first_error.take(),
-                    decided_at: Instant::now(),
+                    decided_at: decided_at.unwrap_or_else(Instant::now),
+                    refused: Vec::new(),
                 };
                 self.count_ready();
-                return verdict;
+                // With the answers counted just now: under `Until::All` every node waited for.
+                return Verdict {
+                    refused: self.counter.refused.clone(),
+                    ..verdict
+                };
             }
             let next = poll_fn(|cx| match self.work.poll_next_unpin(cx) {
                 Poll::Ready(next) => Poll::Ready(next),
@@ -242,6 +258,8 @@ struct Counter<T> {
     started: Instant,
     /// Which nodes' outcomes (or timeouts) have been counted.
     counted: Vec<bool>,
+    /// Which nodes were counted as saying no.
+    refused: Vec<bool>,
     tally: Tally,
     first_error: Option<LockError>,
 }
@@ -255,6 +273,7 @@ impl<T> Counter<T> {
             is_yes,
             started: Instant::now(),
             counted: vec![false; n],
+            refused: vec![false; n],
             tally: Tally::new(n),
             first_error: None,
         }
@@ -279,6 +298,7 @@ impl<T> Counter<T> {
             Ok(_) => {
                 label.answered(op, Ok(Reply::No));
                 tally.no += 1;
+                self.refused[node] = true;
             }
             Err(error) => {
                 label.answered(op, Err(&error));

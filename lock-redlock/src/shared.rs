@@ -24,6 +24,10 @@ pub(crate) struct Shared {
     /// Releases answered before every node finished them, per name: an acquire of the name
     /// sends its attempt to a node only once the node has finished them.
     pub(crate) releasing: Arc<Releasing>,
+    /// Extend repairs still in flight, per name (the same registry as `releasing`): a release
+    /// of the name sends its compare-and-delete to a node only once the repair there has
+    /// finished, so a repair never lands after the release (see `crate::repair`).
+    pub(crate) repairing: Arc<Releasing>,
 }
 
 impl Shared {
@@ -33,6 +37,7 @@ impl Shared {
             config,
             in_flight: Mutex::new(HashMap::new()),
             releasing: Arc::default(),
+            repairing: Arc::default(),
         }
     }
 

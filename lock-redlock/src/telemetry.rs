@@ -5,9 +5,11 @@ use std::sync::Arc;
 use lock_core::{LockError, Op};
 use metrics::{Key, Label, Level, Metadata, Unit, counter, describe_counter};
 
-/// Per node and operation: the node said yes (granted, extended, released).
+/// Per node and operation: the node said yes (granted, extended, released; with
+/// `op="repair"`: a key the node had lost was set again with the lease's token).
 pub const METRIC_NODE_GRANTS: &str = "distlock_redlock_node_grants_total";
-/// Per node and operation: the node said no (busy; or the key was not ours on extend/release).
+/// Per node and operation: the node said no (busy; or the key was not ours on extend/release;
+/// with `op="repair"`: the key is held by another token, or the node grants nothing now).
 pub const METRIC_NODE_REFUSALS: &str = "distlock_redlock_node_refusals_total";
 /// Per node and operation: the node did not answer within the per-node timeout (or its own
 /// client timed out).
@@ -28,8 +30,13 @@ const NODE_METRICS: [&str; 4] = [
     METRIC_NODE_ERRORS,
 ];
 
-/// The `op` labels, in the order of [`NodeKeys`]' columns (see [`column`]).
-const OP_LABELS: [&str; 5] = ["acquire", "extend", "release", "connect", "other"];
+/// The `op` labels, in the order of [`NodeKeys`]' columns (see [`column`]). `repair` has no
+/// [`Op`] of its own (to the node it is an acquire): it is counted through [`REPAIR`].
+const OP_LABELS: [&str; 6] = ["acquire", "extend", "release", "connect", "other", "repair"];
+
+/// The column of the `repair` label: the `SET NX` with the lease's own token that a quorum
+/// extend sends to a node that no longer held the key (see `crate::repair`).
+pub(crate) const REPAIR: usize = 5;
 
 /// One node's counter keys, built once with the node: counting an answer then only looks its
 /// key up and registers it with the recorder installed at that moment (so a recorder installed
@@ -73,8 +80,10 @@ fn column(op: Op) -> usize {
 /// | `distlock_redlock_node_errors_total` | `node`, `op` | a node answered with an error |
 /// | `distlock_redlock_quorum_total` | `op`, `outcome` | what a round decided |
 ///
-/// `op` is `acquire`, `extend` or `release` (releases include the cleanup of failed
-/// acquires); `outcome` is one of `acquired`, `busy`, `no_quorum`, `validity_expired`,
+/// `op` is `acquire`, `extend`, `release` (releases include the cleanup of failed
+/// acquires) or `repair` (after a quorum extend, a node that no longer held the key is sent
+/// the lease's token again with `SET NX`: a grant is a repaired node, a refusal a node where
+/// another token holds the key or that grants nothing now); `outcome` is one of `acquired`, `busy`, `no_quorum`, `validity_expired`,
 /// `invalid`, `cancelled` (acquire), `extended`, `not_owned` (extend, release), `released`
 /// (release).
 pub fn describe_metrics() {
@@ -115,13 +124,18 @@ pub(crate) enum Reply {
 
 /// Counts one node's answer to `op`, under that node's `keys`.
 pub(crate) fn node_answer(keys: &NodeKeys, op: Op, answer: Result<Reply, &LockError>) {
+    node_answer_in(keys, column(op), answer);
+}
+
+/// Counts one node's answer in the `op` column `column` (see [`OP_LABELS`]).
+pub(crate) fn node_answer_in(keys: &NodeKeys, column: usize, answer: Result<Reply, &LockError>) {
     let row = match answer {
         Ok(Reply::Yes) => 0,
         Ok(Reply::No) => 1,
         Err(LockError::Timeout { .. }) => 2,
         Err(_) => 3,
     };
-    let key = &keys.0[row][column(op)];
+    let key = &keys.0[row][column];
     metrics::with_recorder(|r| r.register_counter(key, &METADATA)).increment(1);
 }
 

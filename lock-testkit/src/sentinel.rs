@@ -26,6 +26,8 @@ struct SentinelConfig {
     down_after: Duration,
     failover_timeout: Duration,
     wait_timeout: Duration,
+    /// Every process is `valkey-server` rather than `redis-server`.
+    valkey: bool,
 }
 
 impl Default for SentinelConfig {
@@ -38,6 +40,7 @@ impl Default for SentinelConfig {
             down_after: Duration::from_millis(2_000),
             failover_timeout: Duration::from_millis(5_000),
             wait_timeout: Duration::from_secs(30),
+            valkey: false,
         }
     }
 }
@@ -129,6 +132,14 @@ impl RedisSentinelSetBuilder {
         self
     }
 
+    /// Runs the primary, the replicas and the Sentinels (`valkey-server sentinel.conf
+    /// --sentinel`) as Valkey ([`RedisServerBuilder::valkey`](crate::RedisServerBuilder::valkey))
+    /// instead of Redis: one binary serves both, with the same Sentinel protocol.
+    pub fn valkey(mut self) -> Self {
+        self.config.valkey = true;
+        self
+    }
+
     /// Starts the primary, then its replicas (`--replicaof`) and waits until
     /// they are in sync, then the Sentinels (each `redis-server
     /// sentinel.conf --sentinel`, its config file in its own directory), and
@@ -158,8 +169,13 @@ impl RedisSentinelSetBuilder {
         if config.master_name.is_empty() || config.master_name.contains(char::is_whitespace) {
             return invalid(format!("bad master name {:?}", config.master_name));
         }
+        let valkey = config.valkey;
+        let server = move || {
+            let builder = RedisServer::builder();
+            if valkey { builder.valkey() } else { builder }
+        };
         let data_node = || {
-            RedisServer::builder()
+            server()
                 // Full syncs start at once rather than after 5 s.
                 .arg("--repl-diskless-sync-delay")
                 .arg("0")
@@ -188,7 +204,7 @@ impl RedisSentinelSetBuilder {
         .map_err(|e| set.with_logs(e))?;
         let conf = set.config.sentinel_conf(primary_port);
         for _ in 0..set.config.sentinels {
-            let sentinel = RedisServer::builder().sentinel(conf.as_str()).start()?;
+            let sentinel = server().sentinel(conf.as_str()).start()?;
             set.sentinels.push(sentinel);
         }
         set.wait_for("the sentinels to form", || set.formed(primary_port))

@@ -38,7 +38,14 @@ struct Cli {
     /// Do not print each step as it runs.
     #[arg(long)]
     quiet: bool,
-    /// The server of the lock's Redis stores in single-server and Redlock scenarios.
+    /// The workers' store grace period (e.g. `1s`; default: each scenario's, its lease);
+    /// `0s` turns it off, to measure the scenarios as they were without it.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    grace: Option<Duration>,
+    /// The workers run the strict data-loss checks (`RedisLockBuilder::strict`).
+    #[arg(long)]
+    strict: bool,
+    /// The server of the lock's Redis stores in single-server, Redlock and cluster scenarios.
     #[arg(long, value_enum, default_value_t = ServerArg::Redis)]
     server: ServerArg,
 }
@@ -145,6 +152,12 @@ fn main() -> ExitCode {
     let mut outcomes = Vec::new();
     let mut failed = false;
     for s in &scenarios {
+        let mut s = s.clone();
+        if let Some(grace) = cli.grace {
+            s.grace = grace;
+        }
+        s.strict |= cli.strict;
+        let s = &s;
         let options = Options {
             exe: exe.clone(),
             duration: cli.duration,

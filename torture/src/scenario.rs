@@ -71,6 +71,9 @@ pub struct Expected {
     pub renewals_after_release: Bound,
     /// The longest allowed time from a heal to the next grant.
     pub recovery_within: Duration,
+    /// The shortest allowed time from a heal to the next grant: a store grace period's, when
+    /// the fault may have lost grants (zero: no lower bound).
+    pub recovery_not_before: Duration,
     /// Why, in one sentence.
     pub why: &'static str,
 }
@@ -86,6 +89,7 @@ impl Expected {
             token_regressions: Bound::Zero,
             renewals_after_release: Bound::Zero,
             recovery_within: ttl + Duration::from_secs(1),
+            recovery_not_before: Duration::ZERO,
             why,
         }
     }
@@ -152,6 +156,16 @@ impl Expected {
             violations.push("no grant at all: the run tested nothing".to_owned());
         }
         for recovery in &report.recoveries {
+            if let Some(since) = recovery
+                .since_heal
+                .filter(|&s| s < self.recovery_not_before)
+            {
+                violations.push(format!(
+                    "after \"{}\" a grant came {since:?} after the heal, before the grace period \
+                     (expected ≥ {:?})",
+                    recovery.label, self.recovery_not_before
+                ));
+            }
             match recovery.after {
                 Some(after) if after <= self.recovery_within => {}
                 Some(after) => violations.push(format!(
@@ -183,6 +197,13 @@ pub struct Scenario {
     pub workers: u32,
     /// The lease (renewed every third of it while held).
     pub ttl: Duration,
+    /// The workers' store grace period (`RedisLockBuilder::grace`): the lease by default, the
+    /// longest lease of this fleet; zero turns it off, as before it existed.
+    pub grace: Duration,
+    /// Whether the workers run the strict data-loss checks (`RedisLockBuilder::strict`).
+    pub strict: bool,
+    /// Extra command-line arguments of the lock's own Redis stores.
+    pub store_args: Vec<&'static str>,
     /// Shortest and longest time a holder keeps the lock.
     pub hold: (Duration, Duration),
     /// The `RedisLock` command timeout (single server and cluster).
@@ -217,6 +238,9 @@ fn base(name: &'static str, fault: &'static str, cycle: Vec<Step>, expected: Exp
         workload: Workload::Mutex,
         workers: 3,
         ttl: TTL,
+        grace: TTL,
+        strict: false,
+        store_args: Vec::new(),
         hold: (ms(50), ms(150)),
         command_timeout: ms(250),
         wait: Duration::from_secs(3),
@@ -233,6 +257,7 @@ pub fn all() -> Vec<Scenario> {
     vec![
         holder_pause(),
         redis_restart_empty(),
+        memory_pressure_evicts(),
         redis_slow(),
         worker_partition(),
         redlock_minority_kill(),
@@ -304,11 +329,42 @@ pub fn redis_restart_empty() -> Scenario {
                 Step::RestartEmpty(0),
                 Step::Sleep(ms(2_000)),
             ],
+            Expected {
+                // The workers see the new run_id when they reconnect, after the restart: no
+                // grant before the grace (the lease), less a little for the runner's clock.
+                recovery_not_before: TTL - ms(100),
+                ..Expected::exclusion(
+                    TTL,
+                    "a Redis that lost its data grants nothing to the workers that saw it \
+                     restart until the grace period (their lease) has run out, so the holder's \
+                     lease has ended first; fencing tokens keep growing across the restart",
+                )
+            },
+        )
+    }
+}
+
+/// A Redis with a 4 MB `maxmemory` and `allkeys-lru`, which another application fills with
+/// 20 MB while a worker holds the lock: the lock key is evicted. The grace period cannot see
+/// it (nothing restarted); by default the workers warn and count the policy, and overlaps are
+/// expected. Run with `--strict`, the workers refuse to lock there at all.
+pub fn memory_pressure_evicts() -> Scenario {
+    Scenario {
+        hold: (ms(600), ms(900)),
+        store_args: vec!["--maxmemory", "4mb", "--maxmemory-policy", "allkeys-lru"],
+        ..base(
+            "memory-pressure-evicts",
+            "20 MB of other writes into a 4 MB allkeys-lru Redis while a worker holds",
+            vec![
+                Step::AwaitGrant,
+                Step::Fill { node: 0, mb: 20 },
+                Step::Sleep(ms(1_500)),
+            ],
             Expected::fenced_only(
                 TTL,
-                "a Redis that loses its data can grant a held lock again (the documented \
-                 hazard); fencing tokens come from the server clock, keep growing across the \
-                 restart, and keep every stale write out",
+                "eviction deletes a held lock key and the next worker is granted it: the \
+                 default only warns (distlock_eviction_risk_total); strict mode refuses such a \
+                 Redis; fencing still keeps stale writes out",
             ),
         )
     }
@@ -450,11 +506,11 @@ pub fn redlock_restart_empty() -> Scenario {
                 Step::Net(Target::Nodes(vec![3, 4]), Net::Heal),
                 Step::Sleep(ms(2_500)),
             ],
-            Expected::fenced_only(
+            Expected::exclusion(
                 TTL,
-                "without the delayed-restart rule a node that forgot the holder's key lets a \
-                 second quorum form: overlaps are expected; fencing must still reject every \
-                 stale write",
+                "the node that forgot the holder's key is in its grace period (antirez's \
+                 delayed restart, applied by every client that saw its new run_id): it does not \
+                 vote, so no second quorum forms",
             ),
         ))
     }

@@ -142,7 +142,7 @@ pub(crate) async fn bounded<T>(
     }
 }
 
-/// Runs the subcommand on etcd. `run` and `watch` are not offered there yet: they answer a
+/// Runs the subcommand on etcd. `run`, `watch` and `leader` are not offered there yet: they answer a
 /// usage failure that says so, before connecting.
 pub(crate) async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     match cli.command {
@@ -163,9 +163,10 @@ pub(crate) async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             let target = EtcdTarget::connect(&cli.target).await?;
             release::release(&target, &args, cli.json).await
         }
-        Command::Run(_) | Command::Watch(_) => Err(Failure::new(
+        Command::Run(_) | Command::Watch(_) | Command::Leader(_) => Err(Failure::new(
             USAGE,
-            "`run` and `watch` are not available on etcd URLs yet; `ls`, `show` and `release` are",
+            "`run`, `watch` and `leader` are not available on etcd URLs yet; `ls`, `show` and \
+             `release` are",
         )),
     }
 }

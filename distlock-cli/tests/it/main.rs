@@ -13,6 +13,7 @@ mod release;
 mod release_force;
 mod run_env;
 mod run_killed;
+mod run_leader;
 mod run_lost;
 mod sentinel;
 mod tls;

@@ -50,6 +50,19 @@ impl LockerBuilder {
         self
     }
 
+    /// How long before a lease's `valid_until` its work is told to stop (default
+    /// [`default_stop_margin`](crate::default_stop_margin): a fifth of the lease):
+    /// [`Guard::lost`](crate::Guard::lost), and the cancellation of
+    /// [`LockRequest::run`](crate::LockRequest::run), fire at `valid_until - margin` when no
+    /// renewal moved it, so the work stops while the lease is still valid. Renewal retries a
+    /// failing backend until then. `Duration::ZERO` gives the margin up (`lost()` at
+    /// `valid_until`). A request whose lease is not longer than the margin fails with
+    /// [`LockError::InvalidInput`](crate::LockError::InvalidInput); requests can override it.
+    pub fn stop_margin(mut self, margin: Duration) -> Self {
+        self.defaults.set_stop_margin(margin);
+        self
+    }
+
     /// How long requests that name no wait wait for a held lock (default
     /// [`DEFAULT_WAIT`](crate::DEFAULT_WAIT)); see [`LockRequest::wait`](crate::LockRequest::wait).
     pub fn wait(mut self, wait: Duration) -> Self {
@@ -90,6 +103,7 @@ impl fmt::Debug for LockerBuilder {
             .field("retry_errors_for", &self.defaults.retry_errors_for())
             .field("backoff", &self.backoff)
             .field("max_hold", &self.defaults.max_hold())
+            .field("stop_margin", &self.defaults.stop_margin())
             .finish()
     }
 }

@@ -257,6 +257,7 @@ impl Locker {
             labels.clone(),
             renewal,
             options.max_hold(),
+            options.stop_margin_for(options.ttl()),
         ));
         if renewal.is_some() {
             inner.renewer.track(Arc::clone(&held));

@@ -10,6 +10,7 @@
 //! - `options`: the options both request types hold; `pace`: a wait's deadline, error budget
 //!   and delay, and the span and outcome metrics of an acquire.
 
+mod adopt;
 mod builder;
 mod grant;
 mod line;
@@ -20,10 +21,11 @@ mod request;
 
 use std::sync::Arc;
 
+pub use adopt::AdoptRequest;
 pub use builder::LockerBuilder;
 pub use grant::Locker;
 pub use multi::{MAX_MULTI, MultiGuard, MultiRequest};
-pub use options::{DEFAULT_LEASE, DEFAULT_RETRY_ERRORS_FOR, DEFAULT_WAIT};
+pub use options::{DEFAULT_LEASE, DEFAULT_RETRY_ERRORS_FOR, DEFAULT_WAIT, default_stop_margin};
 pub use request::LockRequest;
 
 use crate::backend::Lock;

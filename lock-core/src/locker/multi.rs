@@ -98,6 +98,15 @@ impl MultiRequest {
         self
     }
 
+    /// How long before `valid_until` the work is told to stop (default: the locker's,
+    /// [`LockerBuilder::stop_margin`](crate::LockerBuilder::stop_margin), a fifth of the
+    /// lease): [`Guard::lost`](crate::Guard::lost) fires then unless a renewal moved it. Must be shorter than the
+    /// lease, or the request fails with [`LockError::InvalidInput`](crate::LockError::InvalidInput).
+    pub fn stop_margin(mut self, margin: Duration) -> Self {
+        self.options.set_stop_margin(margin);
+        self
+    }
+
     /// Tries once: `Ok(None)` when any of the names is held by another holder (then none is
     /// taken). Names the current task holds already are nested, as for a single lock.
     ///

@@ -26,6 +26,16 @@ pub const DEFAULT_WAIT: Duration = Duration::from_secs(10);
 /// "the store is unreachable" only this long, however long the wait.
 pub const DEFAULT_RETRY_ERRORS_FOR: Duration = Duration::from_secs(5);
 
+/// The stop margin of a lease whose request names none: a fifth of its length (the renewed
+/// lease's, or the fixed TTL). With the default 30 s lease, 6 s: [`Guard::lost`](crate::Guard::lost)
+/// fires 6 s before `valid_until` when renewals have failed since, so the work stops while the
+/// lease is still valid. (client-go's leader election uses a 10 s RenewDeadline for a 15 s lease;
+/// a fifth leaves most of the lease to renewal retries.)
+#[must_use]
+pub fn default_stop_margin(lease: Duration) -> Duration {
+    lease / 5
+}
+
 /// The options of one request; a locker keeps the ones its requests start with.
 #[derive(Clone)]
 pub(super) struct Options {
@@ -35,6 +45,8 @@ pub(super) struct Options {
     retry_errors_for: Duration,
     label: Option<SharedString>,
     max_hold: Option<Duration>,
+    /// `None`: [`default_stop_margin`] of the lease.
+    stop_margin: Option<Duration>,
 }
 
 /// How a granted lease ends.
@@ -56,7 +68,23 @@ impl Options {
             retry_errors_for: DEFAULT_RETRY_ERRORS_FOR,
             label: None,
             max_hold: None,
+            stop_margin: None,
         }
+    }
+
+    /// Tell the work to stop this long before `valid_until`.
+    pub(super) fn set_stop_margin(&mut self, margin: Duration) {
+        self.stop_margin = Some(margin);
+    }
+
+    /// The stop margin set, if any (`None`: a fifth of each lease).
+    pub(super) fn stop_margin(&self) -> Option<Duration> {
+        self.stop_margin
+    }
+
+    /// The stop margin of a lease of `ttl`: the one set, or [`default_stop_margin`].
+    pub(super) fn stop_margin_for(&self, ttl: Duration) -> Duration {
+        self.stop_margin.unwrap_or_else(|| default_stop_margin(ttl))
     }
 
     /// A renewed lease of this length.
@@ -131,6 +159,12 @@ impl Options {
         check_name(name)?;
         let ttl = self.ttl();
         check_ttl(ttl)?;
+        let margin = self.stop_margin_for(ttl);
+        if margin >= ttl {
+            return Err(LockError::invalid(format!(
+                "the stop margin ({margin:?}) must be shorter than the lease ({ttl:?})"
+            )));
+        }
         Ok(ttl)
     }
 }
@@ -142,7 +176,8 @@ impl Options {
             .field("wait", &self.wait)
             .field("retry_errors_for", &self.retry_errors_for)
             .field("label", &self.label)
-            .field("max_hold", &self.max_hold);
+            .field("max_hold", &self.max_hold)
+            .field("stop_margin", &self.stop_margin);
     }
 }
 

@@ -174,6 +174,15 @@ impl LockRequest {
         self
     }
 
+    /// How long before `valid_until` the work is told to stop (default: the locker's,
+    /// [`LockerBuilder::stop_margin`](crate::LockerBuilder::stop_margin), a fifth of the
+    /// lease): [`Guard::lost`] fires then unless a renewal moved it. Must be shorter than the
+    /// lease, or the request fails with [`LockError::InvalidInput`].
+    pub fn stop_margin(mut self, margin: Duration) -> Self {
+        self.options.set_stop_margin(margin);
+        self
+    }
+
     /// Tries once. `Ok(None)` when another holder has the lock, or when waiters of this process
     /// queue for it (a single try does not jump their line; nothing is sent then). A nested
     /// guard when the current task holds it already (see [`acquire`](LockRequest::acquire)).

@@ -8,6 +8,9 @@
 
 mod common;
 
+mod adopt;
+
+mod election;
 mod handoff;
 mod kinds;
 mod locker_waiting;
@@ -19,5 +22,6 @@ mod reentrancy;
 mod renewal;
 mod run;
 mod runtimes;
+mod stop_margin;
 mod token_entropy;
 mod waiting_line;

@@ -6,3 +6,5 @@ mod common;
 
 mod basics;
 mod conformance;
+mod errors;
+mod faults;

@@ -46,7 +46,7 @@ pub(crate) async fn try_in_one_script(
     };
     let (ttl_arg, count) = (ttl_ms.to_string(), keys.len().to_string());
     let key_refs: Vec<&str> = all_keys.iter().map(String::as_str).collect();
-    let (answer, mut conn): (Vec<i64>, Conn) = exec
+    let (reply, mut conn): (Vec<redis::Value>, Conn) = exec
         .run(
             Op::Acquire,
             &MULTI_ACQUIRE,
@@ -54,6 +54,14 @@ pub(crate) async fn try_in_one_script(
             &[value.as_str(), &ttl_arg, &retention, &count],
         )
         .await?;
+    // Integers, and on a busy answer the holder's token last.
+    let answer: Vec<i64> = reply
+        .iter()
+        .map_while(|value| match value {
+            redis::Value::Int(n) => Some(*n),
+            _ => None,
+        })
+        .collect();
     match answer[..] {
         [1, ref fences @ ..] if fences.len() == names.len() => {
             let valid = valid_until(started, Duration::from_millis(ttl_ms));
@@ -83,9 +91,10 @@ pub(crate) async fn try_in_one_script(
             let index = usize::try_from(index).unwrap_or(0);
             let holder_ttl = u64::try_from(busy_ms).ok().map(Duration::from_millis);
             if announces == 1
-                && let (Some(keys), Some(holder_ttl)) = (keys.get(index), holder_ttl)
+                && let (Some(keys), Some(holder_ttl), Some(redis::Value::BulkString(holder))) =
+                    (keys.get(index), holder_ttl, reply.get(4))
             {
-                exec.mark_waiting(keys, holder_ttl).await;
+                exec.mark_waiting(keys, holder_ttl, holder).await;
             }
             Ok(Some(MultiAttempt::Busy {
                 index,
@@ -94,7 +103,7 @@ pub(crate) async fn try_in_one_script(
             }))
         }
         _ => Err(unexpected(format!(
-            "unexpected multi acquire reply {answer:?}"
+            "unexpected multi acquire reply {reply:?}"
         ))),
     }
 }

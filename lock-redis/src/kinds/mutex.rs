@@ -12,7 +12,9 @@ use super::{Grants, confirm_grant, unexpected};
 use crate::conn::Conn;
 use crate::executor::Executor;
 use crate::layout::{Keys, announces, token_value};
+use crate::native;
 use crate::scripts::{ACQUIRE, EXTEND, HANDOVER};
+use crate::topology::Topology;
 
 /// What an acquire attempt's reply said, fenced or not.
 enum AcquireReply {
@@ -78,7 +80,8 @@ pub(crate) async fn try_acquire(
                 if announces {
                     // The holder's TTL is unknown here; a waiter polls within this request's
                     // TTL, and marks again on each busy answer.
-                    exec.mark_waiting(keys, Duration::from_millis(ttl_ms)).await;
+                    exec.mark_waiting(keys, Duration::from_millis(ttl_ms), &holder)
+                        .await;
                 }
                 AcquireReply::Busy {
                     holder_ttl: None,
@@ -109,7 +112,8 @@ pub(crate) async fn try_acquire(
 }
 
 /// Extends the mutex (or fair) `lease` to `ttl_ms` from now if its key still holds its token:
-/// `lua/extend.lua`, a compare-and-pexpire.
+/// `SET key token IFEQ token PX ttl` where the server has it and the lease has no holder
+/// description (whose key must expire with it), else `lua/extend.lua`, a compare-and-pexpire.
 pub(crate) async fn extend(
     exec: &Executor,
     grants: &Grants,
@@ -119,7 +123,33 @@ pub(crate) async fn extend(
 ) -> Result<Option<Instant>, LockError> {
     let key = keys.key();
     let started = Instant::now();
-    let (value, ttl_arg) = (token_value(lease.token()), ttl_ms.to_string());
+    let value = token_value(lease.token());
+    if grants.holder.is_none() {
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors()
+            .cmd("SET")
+            .arg(key)
+            .arg(value.as_str())
+            .arg("IFEQ")
+            .arg(value.as_str())
+            .arg("PX")
+            .arg(ttl_ms);
+        if let Some((replies, mut conn)) = exec
+            .native(native::Command::Extend, Op::Extend, &pipe, key)
+            .await?
+        {
+            // OK: ours, and now expiring `ttl_ms` from now. Nil: not ours (absent or another
+            // token), left untouched.
+            match single_reply(replies, key, Op::Extend)? {
+                redis::Value::Okay => {}
+                redis::Value::Nil => return Ok(None),
+                other => return Err(unexpected(format!("unexpected extend reply {other:?}"))),
+            }
+            exec.confirm(&mut conn, key, Op::Extend).await?;
+            return Ok(Some(valid_until(started, Duration::from_millis(ttl_ms))));
+        }
+    }
+    let ttl_arg = ttl_ms.to_string();
     let holder = grants.holder.as_ref().map(|_| keys.holder());
     let mut args = vec![value.as_str(), &ttl_arg];
     args.extend(holder.as_deref());
@@ -151,12 +181,22 @@ pub(crate) async fn hand_over(
         String::new()
     };
     let described = grants.holder.as_ref().map(|h| h.of(to_value.as_str()));
+    let mark = keys.released();
     let (script_keys, args): (&[&str], Vec<&str>) = if grants.fencing {
-        let mut args = vec![from.as_str(), to_value.as_str(), &ttl_arg, &retention_arg];
+        let mut args = vec![
+            from.as_str(),
+            to_value.as_str(),
+            &ttl_arg,
+            &mark,
+            &retention_arg,
+        ];
         args.extend(described.as_deref());
         (&[key, &fence], args)
     } else {
-        (&[key], vec![from.as_str(), to_value.as_str(), &ttl_arg])
+        (
+            &[key],
+            vec![from.as_str(), to_value.as_str(), &ttl_arg, &mark],
+        )
     };
     let ((handed, fencing_token), mut conn): ((i64, i64), Conn) =
         exec.run(Op::Acquire, &HANDOVER, script_keys, &args).await?;
@@ -173,7 +213,9 @@ pub(crate) async fn hand_over(
     Ok(Handover::Handed(next))
 }
 
-/// Releases the mutex `lease` if its key still holds its token, announcing the release.
+/// Releases the mutex `lease` if its key still holds its token, announcing the release when a
+/// distlock waiter marked that it waits: natively where the server has `DELIFEQ` and the
+/// lease has no holder description (see [`release_natively`]), else by `lua/release.lua`.
 pub(crate) async fn release(
     exec: &Executor,
     grants: &Grants,
@@ -182,6 +224,11 @@ pub(crate) async fn release(
 ) -> Result<bool, LockError> {
     let value = token_value(lease.token());
     let channel = keys.released();
+    if grants.holder.is_none()
+        && let Some(released) = release_natively(exec, keys, value.as_str(), &channel).await?
+    {
+        return Ok(released);
+    }
     let holder = grants.holder.as_ref().map(|_| keys.holder());
     let mut args = vec![value.as_str(), &channel];
     args.extend(holder.as_deref());
@@ -210,4 +257,98 @@ pub(crate) async fn release_value(
         )
         .await?;
     Ok(released == 1)
+}
+
+/// The native release: `DELIFEQ key token` and `DELIFEQ mark token` in one pipeline (one round
+/// trip), then, only when the mark was there, the announcement (a second round trip, paid only
+/// when someone waits). `None` when the server refused `DELIFEQ`: nothing was done, the caller
+/// runs the script.
+///
+/// The waiting mark holds the token of the holder its waiter found busy (`lua/acquire.lua`,
+/// [`Executor::mark_waiting`]), so the second `DELIFEQ` deletes only a mark left by this
+/// holder's own waiters, never one left for a later holder. The two commands are not one atomic
+/// step, as the script is; what may run between or after them, with a waiter W that subscribes
+/// before it tries again, tries again after subscribing, and marks on every busy answer:
+///
+/// 1. W marked (token t) before the first `DELIFEQ`: the second deletes the mark and we
+///    announce after it. W subscribed before the attempt that marked, so it hears us.
+/// 2. The lock is freed by the first `DELIFEQ`; a new holder H2 (token t2) takes it and W marks
+///    for H2 (the mark now holds t2) before the second: it does not match t, is left alone, and
+///    nothing is announced. Nothing is lost: the lock is held again, and H2's release finds t2
+///    and announces to W. (The script deletes any mark and announces; W then tries, finds H2,
+///    and marks again: the same end, one wake-up later.)
+/// 3. W found t busy but its mark lands after both `DELIFEQ`s (the unfenced path marks in a
+///    second command): the mark names a holder that is gone, nobody announces, and W sleeps
+///    until its own retry (bounded by the holder's TTL). The script release has the same
+///    window, as the mark comes after the busy answer there too; the fenced acquire script,
+///    which marks in the same atomic step as its busy answer, has none.
+/// 4. The lock was no longer ours (expired, and maybe taken) but our waiters' mark is still
+///    there: it is deleted, and we announce anyway (cheap, rare), so those waiters try again at
+///    once.
+///
+/// A mark left by a distlock version that marked with `1` is not ours to delete here: its
+/// waiters are woken by their retry within the holder's TTL instead of at once.
+async fn release_natively(
+    exec: &Executor,
+    keys: &Keys,
+    value: &str,
+    channel: &str,
+) -> Result<Option<bool>, LockError> {
+    let key = keys.key();
+    let mut pipe = redis::pipe();
+    pipe.ignore_errors()
+        .cmd("DELIFEQ")
+        .arg(key)
+        .arg(value)
+        .cmd("DELIFEQ")
+        .arg(channel)
+        .arg(value);
+    let Some((mut replies, mut conn)) = exec
+        .native(native::Command::Release, Op::Release, &pipe, key)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let mark = replies.pop();
+    let released = match single_reply(replies, key, Op::Release)? {
+        redis::Value::Int(n) => n == 1,
+        other => return Err(unexpected(format!("unexpected release reply {other:?}"))),
+    };
+    // 1: our waiters' mark, deleted. An error (a slot migrating on a Cluster refuses a key not
+    // on this node): someone may wait, announce as the script does.
+    let waited = !matches!(mark, Some(redis::Value::Int(0)));
+    if waited {
+        let publish = if exec.topology() == Topology::Cluster {
+            "SPUBLISH"
+        } else {
+            "PUBLISH"
+        };
+        let mut announce = redis::Cmd::with_capacity(3, channel.len() + 16);
+        announce.arg(publish).arg(channel).arg("");
+        // The lock is released whatever happens to the announcement: a waiter that misses it
+        // tries again within the holder's TTL, so a failure is logged, not returned.
+        let sent = tokio::time::timeout(
+            exec.command_timeout(),
+            announce.query_async::<()>(&mut conn.conn),
+        )
+        .await;
+        if !matches!(sent, Ok(Ok(()))) {
+            tracing::debug!("announcing a native release failed; waiters will poll");
+        }
+    }
+    Ok(Some(released))
+}
+
+/// The only reply of a one-command answer, an error reply mapped like any failed command.
+fn single_reply(replies: Vec<redis::Value>, key: &str, op: Op) -> Result<redis::Value, LockError> {
+    match replies.into_iter().next() {
+        Some(redis::Value::ServerError(error)) => Err(crate::error::from_redis(
+            error.into(),
+            op,
+            key,
+            Duration::ZERO,
+        )),
+        Some(reply) => Ok(reply),
+        None => Err(unexpected("an empty reply".to_owned())),
+    }
 }

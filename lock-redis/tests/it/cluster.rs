@@ -11,7 +11,7 @@ use lock_redis::{RedisLock, ReplicaPolicy, key_slot};
 use lock_testkit::RedisCluster;
 use lock_testkit::exclusion::{self, Counter};
 
-use crate::common::slow_polling;
+use crate::common::{Server, on_both_servers, slow_polling};
 
 fn cluster_lock(cluster: &RedisCluster) -> RedisLock {
     RedisLock::builder()
@@ -37,9 +37,8 @@ fn node_of(cluster: &RedisCluster, key: &str) -> usize {
         .expect("a master serves the slot")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn names_over_many_slots_lock_on_their_own_masters() {
-    let cluster = RedisCluster::start().expect("cluster");
+async fn names_over_many_slots_lock_on_their_own_masters(server: Server) {
+    let cluster = server.cluster();
     let lock = cluster_lock(&cluster);
     let locker = Locker::new(cluster_lock(&cluster));
     let other = Locker::new(cluster_lock(&cluster));
@@ -86,9 +85,8 @@ async fn names_over_many_slots_lock_on_their_own_masters() {
     assert_eq!(masters_used.len(), 3, "the names spread over every master");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tasks_exclude_each_other_on_a_cluster() {
-    let cluster = RedisCluster::start().expect("cluster");
+async fn tasks_exclude_each_other_on_a_cluster(server: Server) {
+    let cluster = server.cluster();
     let locker = Locker::new(cluster_lock(&cluster));
     // 16 tasks on one locker, 10 rounds each: 160 updates, none lost. The counter shares the
     // lock's hash tag, so it lives on the lock's master.
@@ -103,9 +101,8 @@ async fn tasks_exclude_each_other_on_a_cluster() {
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn releases_wake_waiters_over_sharded_pubsub() {
-    let cluster = RedisCluster::start().expect("cluster");
+async fn releases_wake_waiters_over_sharded_pubsub(server: Server) {
+    let cluster = server.cluster();
     let (holder_side, waiter_side) = (
         slow_polling(cluster_lock(&cluster)),
         slow_polling(cluster_lock(&cluster)),
@@ -155,9 +152,8 @@ async fn releases_wake_waiters_over_sharded_pubsub() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn locks_survive_a_slot_migration_while_held_and_waited_for() {
-    let cluster = RedisCluster::start().expect("cluster");
+async fn locks_survive_a_slot_migration_while_held_and_waited_for(server: Server) {
+    let cluster = server.cluster();
     let locker = Locker::new(cluster_lock(&cluster));
     let waiter_side = Locker::new(cluster_lock(&cluster));
     let name = "{moving}:order:1";
@@ -213,9 +209,8 @@ async fn locks_survive_a_slot_migration_while_held_and_waited_for() {
     during.release().await.expect("ok");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lock_is_released_while_its_slot_migrates() {
-    let cluster = RedisCluster::start().expect("cluster");
+async fn a_lock_is_released_while_its_slot_migrates(server: Server) {
+    let cluster = server.cluster();
     let locker = Locker::new(cluster_lock(&cluster));
     let name = "{moving}:order:3";
     let slot = key_slot(name);
@@ -237,9 +232,8 @@ async fn a_lock_is_released_while_its_slot_migrates() {
     cluster.finish_migration(migration).expect("finish");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_graceful_failover_keeps_held_locks_and_waiters_live() {
-    let cluster = RedisCluster::start().expect("cluster");
+async fn a_graceful_failover_keeps_held_locks_and_waiters_live(server: Server) {
+    let cluster = server.cluster();
     let locker = Locker::builder(cluster_lock(&cluster))
         .lease(Duration::from_secs(3))
         .build();
@@ -381,3 +375,12 @@ async fn wait_for_replicas_prevents_double_grants_when_a_master_dies() {
         }
     }
 }
+
+on_both_servers!(
+    names_over_many_slots_lock_on_their_own_masters,
+    tasks_exclude_each_other_on_a_cluster,
+    releases_wake_waiters_over_sharded_pubsub,
+    locks_survive_a_slot_migration_while_held_and_waited_for,
+    a_lock_is_released_while_its_slot_migrates,
+    a_graceful_failover_keeps_held_locks_and_waiters_live,
+);

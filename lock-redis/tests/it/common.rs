@@ -22,12 +22,15 @@ pub fn valkey() -> RedisServer {
         .expect("start valkey-server (scripts/ensure-valkey.sh installs it)")
 }
 
-/// A RedisLock on `server` with short timeouts, so failure tests finish fast.
+/// A RedisLock on `server` with short timeouts, so failure tests finish fast, and no store grace
+/// period: the tests that restart the server here are about errors and recovery; `grace.rs`
+/// is about the grace.
 pub fn lock_on(server: &RedisServer) -> RedisLock {
     RedisLock::builder()
         .url(server.url())
         .connect_timeout(Duration::from_millis(500))
         .command_timeout(Duration::from_millis(500))
+        .grace(Duration::ZERO)
         .build()
         .expect("valid URL")
 }
@@ -145,3 +148,59 @@ pub async fn command_calls(conn: &MultiplexedConnection, command: &str) -> u64 {
         .and_then(|rest| rest.split(',').next()?.parse().ok())
         .unwrap_or(0)
 }
+
+/// Which server a test runs on: `redis-server` (7.0 here) or `valkey-server` (9.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Server {
+    Redis,
+    Valkey,
+}
+
+impl Server {
+    /// A fresh Redis Cluster (3 masters, 3 replicas) of this server.
+    #[cfg(feature = "cluster")]
+    pub fn cluster(self) -> lock_testkit::RedisCluster {
+        let builder = lock_testkit::RedisCluster::builder();
+        let builder = match self {
+            Self::Redis => builder,
+            Self::Valkey => builder.valkey(),
+        };
+        builder.start().expect("cluster")
+    }
+
+    /// A fresh primary, replica and three Sentinels of this server.
+    #[cfg(feature = "sentinel")]
+    pub fn sentinel_set(self) -> lock_testkit::RedisSentinelSet {
+        let builder = lock_testkit::RedisSentinelSet::builder();
+        let builder = match self {
+            Self::Redis => builder,
+            Self::Valkey => builder.valkey(),
+        };
+        builder.start().expect("primary, replica and sentinels")
+    }
+}
+
+/// Each check (an `async fn(Server)` of the calling module) as a test on each server:
+/// `redis_server::name` and `valkey_server::name`.
+macro_rules! on_both_servers {
+    ($($check:ident),+ $(,)?) => {
+        mod redis_server {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $check() {
+                    super::$check(crate::common::Server::Redis).await;
+                }
+            )+
+        }
+        mod valkey_server {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $check() {
+                    super::$check(crate::common::Server::Valkey).await;
+                }
+            )+
+        }
+    };
+}
+#[allow(unused_imports)] // used by the `cluster` and `sentinel` modules, behind their features
+pub(crate) use on_both_servers;

@@ -1,7 +1,8 @@
 //! The conformance suite (`lock_testkit::conformance`) over `RedisLock`: every check of every
 //! module, one test each, on a fresh redis-server (`redis::read_write::readers_share`), and
 //! on a fresh Valkey server (`valkey::...`), and
-//! with the `cluster` feature on a real Redis Cluster (`cluster::...`), where every key of one
+//! with the `cluster` feature on a real Redis Cluster (`cluster::...`) and a Valkey Cluster
+//! (`valkey_cluster::...`), where every key of one
 //! name must also sit in one hash slot. What runs comes from the suite's one list and
 //! `RedisLock`'s capability table; `MemoryLock` runs it in lock-testkit's own tests, Redlock
 //! and PostgreSQL in their crates.
@@ -113,11 +114,19 @@ mod cluster {
     /// the last check holding it ends.
     fn shared_cluster() -> Arc<RedisCluster> {
         static CLUSTER: Mutex<Weak<RedisCluster>> = Mutex::new(Weak::new());
-        let mut shared = CLUSTER.lock().unwrap_or_else(PoisonError::into_inner);
+        shared(&CLUSTER, RedisCluster::builder())
+    }
+
+    /// The cluster in `slot` if a running check holds it, else one started from `builder`.
+    pub(super) fn shared(
+        slot: &Mutex<Weak<RedisCluster>>,
+        builder: lock_testkit::RedisClusterBuilder,
+    ) -> Arc<RedisCluster> {
+        let mut shared = slot.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(cluster) = shared.upgrade() {
             return cluster;
         }
-        let cluster = Arc::new(RedisCluster::start().expect("cluster"));
+        let cluster = Arc::new(builder.start().expect("cluster"));
         *shared = Arc::downgrade(&cluster);
         cluster
     }
@@ -131,7 +140,7 @@ mod cluster {
             .expect("cluster URLs")
     }
 
-    fn backend(cluster: &RedisCluster) -> Backend {
+    pub(super) fn backend(cluster: &RedisCluster) -> Backend {
         let urls = cluster.urls();
         let mut backend = Backend::new(move || {
             Locker::new(
@@ -265,4 +274,26 @@ mod cluster {
             );
         }
     }
+}
+
+/// The same checks on a Valkey Cluster (`valkey-server --cluster-enabled yes`, 3 masters and 3
+/// replicas), shared like the Redis one: the native release and extension on every master.
+#[cfg(feature = "cluster")]
+mod valkey_cluster {
+    use std::sync::{Arc, Mutex, Weak};
+
+    use lock_testkit::RedisCluster;
+    use lock_testkit::conformance::Backend;
+
+    fn setup() -> (Arc<RedisCluster>, Backend) {
+        static CLUSTER: Mutex<Weak<RedisCluster>> = Mutex::new(Weak::new());
+        let cluster = super::cluster::shared(&CLUSTER, RedisCluster::builder().valkey());
+        let backend = super::cluster::backend(&cluster);
+        (cluster, backend)
+    }
+
+    lock_testkit::conformance_tests!(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        setup()
+    );
 }

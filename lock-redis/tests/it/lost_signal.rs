@@ -17,6 +17,8 @@ async fn run_is_cancelled_when_redis_is_gone_past_the_lease() {
         .url(server.url())
         .connect_timeout(Duration::from_millis(200))
         .command_timeout(Duration::from_millis(200))
+        // The restart is the fault that ends the lease; the grace is `grace.rs`'s subject.
+        .grace(Duration::ZERO)
         .build()
         .expect("url");
     let locker = Locker::builder(lock)

@@ -10,6 +10,8 @@ use lock_core::{Backoff, Locker};
 use lock_redis::{RedisLock, ReplicaPolicy};
 use lock_testkit::RedisSentinelSet;
 
+use crate::common::{Server, on_both_servers};
+
 fn sentinel_lock(set: &RedisSentinelSet) -> RedisLock {
     RedisLock::builder()
         .sentinel(set.sentinel_urls(), set.master_name())
@@ -19,13 +21,81 @@ fn sentinel_lock(set: &RedisSentinelSet) -> RedisLock {
         // after it the promoted master has no replica left and `Fail` would refuse every grant
         // (safety over availability, by design).
         .wait_for_replicas(1, Duration::from_millis(200), ReplicaPolicy::Warn)
+        // This file's other tests follow the failover at once; the grace period after it is
+        // `a_failover_to_a_lagging_replica_grants_nothing_during_the_grace`'s subject.
+        .grace(Duration::ZERO)
         .build()
         .expect("sentinel URLs")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_lock_follows_a_sentinel_failover() {
+async fn a_failover_to_a_lagging_replica_grants_nothing_during_the_grace() {
+    const LEASE: Duration = Duration::from_secs(6);
     let mut set = RedisSentinelSet::start().expect("primary, replica and sentinels");
+    let lock = || {
+        RedisLock::builder()
+            .sentinel(set.sentinel_urls(), set.master_name())
+            .connect_timeout(Duration::from_secs(2))
+            .command_timeout(Duration::from_secs(1))
+            .grace(LEASE)
+            .build()
+            .expect("sentinel URLs")
+    };
+    let holder = Locker::new(lock());
+    let contender = lock();
+    lock_core::backend::Lock::ping(&contender)
+        .await
+        .expect("the contender knows the old master");
+
+    // The replica is stopped and its link cut (a stopped process still receives into its
+    // socket buffer), so the grant never reaches it.
+    let replica = 1 - set.primary_index().expect("primary");
+    set.servers()[replica].pause().expect("SIGSTOP the replica");
+    set.primary_server()
+        .expect("primary")
+        .command(&["CLIENT", "KILL", "TYPE", "replica"])
+        .expect("cut the replication link");
+    let held = holder
+        .lock("job")
+        .fixed_ttl(LEASE)
+        .await
+        .expect("granted on the old master");
+    set.kill_primary().expect("SIGKILL the primary");
+    set.servers()[replica]
+        .resume()
+        .expect("SIGCONT the replica");
+    let promoted = set.wait_for_failover().expect("the replica was promoted");
+    let mut conn = redis::Client::open(format!("redis://{promoted}/"))
+        .expect("url")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect to the new master");
+    let exists: bool = redis::cmd("EXISTS")
+        .arg("job")
+        .query_async(&mut conn)
+        .await
+        .expect("EXISTS");
+    assert!(!exists, "the promoted replica lacks the grant");
+
+    // The contender saw the master change: nothing until its grace (the lease) has run out,
+    // so its grant begins after the holder's lease has ended.
+    let got = Locker::new(contender)
+        .lock("job")
+        .fixed_ttl(LEASE)
+        .wait(LEASE * 4)
+        .await
+        .expect("granted after the grace");
+    let got_from = got.valid_until() - LEASE;
+    assert!(
+        got_from >= held.valid_until(),
+        "two valid leases at once: the grant began {:?} before the holder's lease ended",
+        held.valid_until() - got_from
+    );
+    got.release().await.expect("released");
+}
+
+async fn the_lock_follows_a_sentinel_failover(server: Server) {
+    let mut set = server.sentinel_set();
     // The lease must outlast the failover (~3–5 s here) for renewal to carry it over.
     let locker = Locker::builder(sentinel_lock(&set))
         .lease(Duration::from_secs(8))
@@ -90,9 +160,8 @@ async fn the_lock_follows_a_sentinel_failover() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn read_write_locks_and_semaphores_work_through_sentinel() {
-    let set = RedisSentinelSet::start().expect("primary, replica and sentinels");
+async fn read_write_locks_and_semaphores_work_through_sentinel(server: Server) {
+    let set = server.sentinel_set();
     let locker = Locker::new(sentinel_lock(&set));
     // A second client stands in for another process: it is woken by the master's announcement.
     let other = Locker::builder(sentinel_lock(&set))
@@ -152,3 +221,8 @@ async fn read_write_locks_and_semaphores_work_through_sentinel() {
         3
     );
 }
+
+on_both_servers!(
+    the_lock_follows_a_sentinel_failover,
+    read_write_locks_and_semaphores_work_through_sentinel,
+);

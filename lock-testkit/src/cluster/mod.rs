@@ -37,6 +37,8 @@ struct ClusterConfig {
     node_timeout: Duration,
     wait_timeout: Duration,
     extra: Vec<String>,
+    /// Nodes are `valkey-server` rather than `redis-server`.
+    valkey: bool,
 }
 
 impl Default for ClusterConfig {
@@ -47,6 +49,7 @@ impl Default for ClusterConfig {
             node_timeout: Duration::from_millis(2_000),
             wait_timeout: Duration::from_secs(30),
             extra: Vec::new(),
+            valkey: false,
         }
     }
 }
@@ -94,6 +97,14 @@ impl RedisClusterBuilder {
     /// `.arg("--cluster-allow-reads-when-down").arg("yes")`.
     pub fn arg(mut self, a: impl Into<String>) -> Self {
         self.config.extra.push(a.into());
+        self
+    }
+
+    /// Runs every node as Valkey's `valkey-server --cluster-enabled yes`
+    /// ([`RedisServerBuilder::valkey`](crate::RedisServerBuilder::valkey)) instead of
+    /// `redis-server`: Valkey's cluster speaks the same bus and commands.
+    pub fn valkey(mut self) -> Self {
+        self.config.valkey = true;
         self
     }
 
@@ -148,6 +159,9 @@ impl RedisClusterBuilder {
                 .arg("");
             for a in &config.extra {
                 builder = builder.arg(a.as_str());
+            }
+            if config.valkey {
+                builder = builder.valkey();
             }
             let server = builder.start()?;
             let id = server.command(&["CLUSTER", "MYID"])?;

@@ -2,7 +2,7 @@
 //! written from, from the same list [`conformance_tests!`](crate::conformance_tests) writes
 //! the tests from.
 
-use lock_core::backend::Capabilities;
+use lock_core::backend::{Capabilities, Fencing};
 
 /// One module of the conformance suite, and the kind it checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -18,16 +18,20 @@ pub enum Module {
     Fair,
     /// [`multi`](super::multi): the multi-lock, offered by every backend.
     Multi,
+    /// [`election`](super::election): leader election, offered by every backend whose fencing
+    /// tokens can be terms (strict, or after holding).
+    Election,
 }
 
 impl Module {
     /// Every module, in the order of the suite's list.
-    pub const ALL: [Module; 5] = [
+    pub const ALL: [Module; 6] = [
         Module::Mutex,
         Module::ReadWrite,
         Module::Semaphore,
         Module::Fair,
         Module::Multi,
+        Module::Election,
     ];
 
     /// The module's name in `lock_testkit::conformance` (`"read_write"`), which is also the
@@ -40,6 +44,7 @@ impl Module {
             Module::Semaphore => "semaphore",
             Module::Fair => "fair",
             Module::Multi => "multi",
+            Module::Election => "election",
         }
     }
 
@@ -51,6 +56,7 @@ impl Module {
             Module::ReadWrite => caps.read_write,
             Module::Semaphore => caps.semaphore,
             Module::Fair => caps.fair,
+            Module::Election => matches!(caps.fencing, Fencing::Strict(_) | Fencing::AfterHolding),
         }
     }
 }
@@ -80,7 +86,7 @@ mod tests {
     #[test]
     fn every_module_has_checks_and_its_name() {
         let total: usize = Module::ALL.iter().map(|m| m.checks().len()).sum();
-        assert_eq!(total, 37);
+        assert_eq!(total, 43);
         assert_eq!(Module::ReadWrite.name(), "read_write");
         assert!(Module::Multi.offered_by(&Capabilities::MUTEX));
         assert!(!Module::Fair.offered_by(&Capabilities::MUTEX));

@@ -52,6 +52,7 @@ use lock_core::Locker;
 use lock_core::backend::{self, Capabilities};
 
 mod checks;
+pub mod election;
 pub mod fair;
 pub mod multi;
 pub mod mutex;
@@ -316,6 +317,14 @@ macro_rules! __conformance_checks {
                 no_deadlock_or_overlap,
                 losing_one_is_losing_the_guard,
                 cancelled_acquire_leaves_nothing,
+            ]
+            election Election [
+                one_leader_at_a_time,
+                resign_hands_over,
+                leader_shows_term_and_value,
+                observe_sees_terms_in_order,
+                stop_margin_leaves_the_lease_valid,
+                resume_a_kept_leadership,
             ]
         }
     };

@@ -98,6 +98,21 @@ pub async fn refused(backend: &Backend, module: Module, prefix: &str) {
                 locker.fair(name.as_str()).wait(wait).await.map(drop),
             ),
         ],
+        Module::Election => {
+            let election = locker.elect(name.as_str());
+            vec![
+                (
+                    "a campaign, tried",
+                    "election",
+                    election.try_campaign().await.map(drop),
+                ),
+                (
+                    "a campaign, awaited",
+                    "election",
+                    election.campaign().await.map(drop),
+                ),
+            ]
+        }
         other => panic!("{other:?}: every backend offers it"),
     };
     let label = probe.inner.backend();

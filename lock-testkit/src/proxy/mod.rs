@@ -38,6 +38,7 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
 /// | [`partition`](Self::partition) | bytes held back, connection closed on heal | accepted, held, closed on heal |
 /// | [`refuse`](Self::refuse) | closed now | accepted and reset at once |
 /// | [`reset_connections`](Self::reset_connections) | closed now | forwarded |
+/// | [`sever`](Self::sever) | bytes held back for good, never closed (half-open) | forwarded |
 /// | [`cut_next_reply`](Self::cut_next_reply) | the next reply chunk is truncated and its connection closed | same |
 ///
 /// Dropping the proxy stops its thread and closes every connection.
@@ -183,6 +184,18 @@ impl FaultProxy {
     /// are forwarded as usual.
     pub fn reset_connections(&self) {
         self.shared.update(|f| f.resets += 1);
+    }
+
+    /// Kills every connection open now *silently*, for good: its bytes are
+    /// held back both ways and never delivered, and it is never closed (no
+    /// FIN, no RST), like a link that died without a reset (a NAT or
+    /// firewall entry dropped, the peer's machine gone): a half-open
+    /// connection, on which a client that only reads waits forever.
+    /// Connections opened afterwards are forwarded as usual, and
+    /// [`heal`](Self::heal) does not revive the severed ones; a reset,
+    /// [`refuse`](Self::refuse) or dropping the proxy closes them.
+    pub fn sever(&self) {
+        self.shared.update(|f| f.severs += 1);
     }
 
     /// Forwards only the first `after_bytes` bytes of the next chunk sent by

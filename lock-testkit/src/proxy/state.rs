@@ -32,6 +32,9 @@ pub(super) struct Faults {
     /// Bumped by every `partition()`, so that a connection notices a
     /// partition even if it ended before the connection was next scheduled.
     pub(super) partitions: u64,
+    /// Bumped by every `sever()`: a connection opened before the bump holds
+    /// its bytes back for good (a link that died without a reset).
+    pub(super) severs: u64,
     /// Set once, when the proxy is dropped.
     pub(super) shutdown: bool,
 }
@@ -65,9 +68,11 @@ impl Faults {
         // was not looking.
         let lived_through_partition =
             start.mode == Mode::Partition || self.partitions != start.partitions;
+        // A severed connection never flows again, whatever the mode: only a close ends it.
+        let severed = self.severs != start.severs;
         if reset || (lived_through_partition && self.mode != Mode::Partition) {
             Fate::Close
-        } else if self.flows() {
+        } else if self.flows() && !severed {
             Fate::Flow
         } else {
             Fate::Hold
@@ -92,6 +97,7 @@ impl Shared {
             latency: Duration::ZERO,
             resets: 0,
             partitions: 0,
+            severs: 0,
             shutdown: false,
         });
         Shared {

@@ -29,6 +29,7 @@ mod matrix {
 
     use lock_core::MemoryLock;
     use lock_core::backend::{Capabilities, Fencing, Lock, MultiLock, TokenScale};
+    use lock_etcd::EtcdLock;
     use lock_postgres::{PostgresAdvisoryLock, PostgresLock};
     use lock_redis::RedisLock;
     use lock_redlock::Redlock;
@@ -40,6 +41,7 @@ mod matrix {
     /// A URL nothing is asked of: building a lock connects to nothing.
     const REDIS: &str = "redis://127.0.0.1:1";
     const POSTGRES: &str = "postgres://distlock@127.0.0.1:1/distlock";
+    const ETCD: &str = "http://127.0.0.1:1";
 
     fn redis() -> RedisLock {
         RedisLock::builder()
@@ -125,6 +127,11 @@ mod matrix {
                         .expect("URL"),
                 ),
             ),
+            (
+                "`EtcdLock`, one etcd 3.5 member",
+                "lock-etcd `one_member`",
+                Arc::new(EtcdLock::new([ETCD]).expect("valid endpoint")),
+            ),
         ]
     }
 
@@ -136,6 +143,7 @@ mod matrix {
         match (module, caps.multi) {
             (Module::Multi, MultiLock::Atomic) => format!("{n} (one step)"),
             (Module::Multi, MultiLock::InOrder) => format!("{n} (in order)"),
+            (Module::Election, _) if !caps.holders => format!("{n} (observers `Unsupported`)"),
             _ => n.to_string(),
         }
     }

@@ -328,6 +328,36 @@ fn reset_connections_closes_open_ones_once() {
 }
 
 #[test]
+fn sever_silences_open_connections_for_good_and_forwards_new_ones() {
+    let redis = server();
+    let proxy = proxy(&redis);
+    let mut open = Raw::connect(proxy.addr());
+    assert!(pong(open.ping(PROMPT)));
+
+    proxy.sever();
+    // No answer, and no close either: a half-open connection.
+    assert!(
+        timed_out(&open.ping(SILENT)),
+        "a severed connection answered"
+    );
+    assert!(
+        !open.closed_within(SILENT),
+        "a severed connection was closed"
+    );
+    // New connections work, and a heal does not revive the severed one.
+    assert!(pong(Raw::connect(proxy.addr()).ping(PROMPT)));
+    proxy.heal();
+    assert!(timed_out(&open.ping(SILENT)), "healed a severed connection");
+    // Its request never reached the server.
+    open.send("SET severed 1");
+    thread::sleep(Duration::from_millis(50));
+    assert_eq!(redis.command(&["EXISTS", "severed"]).expect("EXISTS"), "0");
+    // A reset still closes it.
+    proxy.reset_connections();
+    assert!(open.closed_within(PROMPT));
+}
+
+#[test]
 fn cut_next_reply_truncates_one_reply_and_closes_its_connection() {
     let redis = server();
     let value = "v".repeat(100);

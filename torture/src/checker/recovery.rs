@@ -19,6 +19,9 @@ pub struct Recovery {
     /// a second is not a slow recovery). Zero if the next grant arrived before then (a second
     /// holder: the overlap check judges that).
     pub after: Option<Duration>,
+    /// From the heal itself to the next grant, whoever held the lock then: what a store grace
+    /// period must make at least as long as the grace.
+    pub since_heal: Option<Duration>,
 }
 
 /// One [`Recovery`] per `FaultHealed` record.
@@ -42,6 +45,9 @@ pub(super) fn recoveries(faults: &[Record], sections: &[Section]) -> Vec<Recover
                     after: grants
                         .get(next)
                         .map(|&g| Duration::from_nanos(g.saturating_sub(free_at))),
+                    since_heal: grants
+                        .get(next)
+                        .map(|&g| Duration::from_nanos(g.saturating_sub(healed))),
                 })
             }
             _ => None,
@@ -76,6 +82,7 @@ mod tests {
             &[section(50), section(130), section(400)],
         );
         assert_eq!(found[0].after, Some(Duration::from_nanos(30)));
+        assert_eq!(found[0].since_heal, Some(Duration::from_nanos(30)));
         assert_eq!(found[1].after, None);
     }
 

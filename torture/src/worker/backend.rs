@@ -11,12 +11,16 @@ use super::config::{Backend, WorkerConfig};
 /// If the backend rejects its configuration.
 pub(crate) fn locker(config: &WorkerConfig) -> Result<Locker, LockError> {
     let timeout = config.command_timeout();
+    // The fleet's longest lease is the workers' lease: the grace period's rule.
+    let grace = config.grace();
     let locker = match &config.backend {
         Backend::Single { url } => Locker::builder(
             RedisLock::builder()
                 .url(url.as_str())
                 .command_timeout(timeout)
                 .connect_timeout(timeout)
+                .grace(grace)
+                .strict(config.strict)
                 .build()?,
         ),
         Backend::Redlock { urls } => {
@@ -25,7 +29,11 @@ pub(crate) fn locker(config: &WorkerConfig) -> Result<Locker, LockError> {
             // connection and applies a late acquire before the release that follows it.
             let mut redlock = Redlock::builder();
             for (i, url) in urls.iter().enumerate() {
-                redlock = redlock.named_node(i.to_string(), RedisLock::from_url(url)?);
+                let node = RedisLock::builder()
+                    .url(url.as_str())
+                    .grace(grace)
+                    .build()?;
+                redlock = redlock.named_node(i.to_string(), node);
             }
             Locker::builder(redlock.build()?)
         }
@@ -34,6 +42,8 @@ pub(crate) fn locker(config: &WorkerConfig) -> Result<Locker, LockError> {
                 .cluster_urls(urls.iter().map(String::as_str))
                 .command_timeout(timeout)
                 .connect_timeout(timeout)
+                .grace(grace)
+                .strict(config.strict)
                 .build()?,
         ),
         Backend::Postgres { url } => Locker::builder(

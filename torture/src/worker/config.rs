@@ -77,6 +77,12 @@ pub struct WorkerConfig {
     pub lock_name: String,
     /// The lease: granted for this long and renewed every third of it while held.
     pub ttl_ms: u64,
+    /// The store grace period of its `RedisLock`s, in ms (`None`: the lease).
+    #[serde(default)]
+    pub grace_ms: Option<u64>,
+    /// Whether its `RedisLock`s run the strict data-loss checks (`RedisLockBuilder::strict`).
+    #[serde(default)]
+    pub strict: bool,
     /// The shortest time a holder spends between reading and writing the counter.
     pub hold_min_ms: u64,
     /// The longest.
@@ -99,6 +105,11 @@ impl WorkerConfig {
     /// The lease TTL.
     pub fn ttl(&self) -> Duration {
         Duration::from_millis(self.ttl_ms)
+    }
+
+    /// The store grace period of the worker's `RedisLock`s: the lease unless configured.
+    pub fn grace(&self) -> Duration {
+        self.grace_ms.map_or(self.ttl(), Duration::from_millis)
     }
 
     /// The wait of one acquire.

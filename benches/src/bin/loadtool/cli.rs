@@ -28,7 +28,7 @@ pub(crate) struct Cli {
     pub(crate) out: Option<PathBuf>,
 
     /// Run only these parts (comma-separated: baseline, s1, s2, s3, s4, s5, s6, s7, s8, s9,
-    /// s10; p1, p3, p5, p7, p8, p10 — S1, S3, S5, S7, S8 and S10 on PostgreSQL, P1 with its
+    /// s10, valkey (S1 and S2 on Redis and Valkey, alternating); p1, p3, p5, p7, p8, p10 — S1, S3, S5, S7, S8 and S10 on PostgreSQL, P1 with its
     /// pgbench baselines).
     #[arg(long, value_delimiter = ',', value_name = "PARTS")]
     pub(crate) only: Vec<Part>,
@@ -97,6 +97,9 @@ pub(crate) enum Part {
     S8,
     S9,
     S10,
+    /// S1 and S2 on the run's redis-server and on a Valkey server (`scripts/ensure-valkey.sh`),
+    /// in alternating rounds (issue 25).
+    Valkey,
     /// S1 on PostgreSQL (both modes), interleaved with pgbench on the bare statements.
     P1,
     /// S3 on PostgreSQL (both modes).
@@ -169,6 +172,9 @@ pub(crate) struct Plan {
     /// S1 runs in this many rounds, each with the two redis-benchmark runs of the round-trip
     /// limit followed by every client.
     pub(crate) s1_rounds: u32,
+    /// The `valkey` part's rounds per scenario and server, and each round's window.
+    pub(crate) server_rounds: u32,
+    pub(crate) server_round: Timing,
     /// S3, S7, S8 and S10 (each workload), and their PostgreSQL forms.
     pub(crate) contention: Timing,
     pub(crate) s2_tasks: usize,
@@ -248,6 +254,7 @@ impl Plan {
                 Part::S8,
                 Part::S9,
                 Part::S10,
+                Part::Valkey,
                 Part::P1,
                 Part::P3,
                 Part::P5,
@@ -268,6 +275,11 @@ impl Plan {
             parts,
             cycles: Timing { warmup, measure },
             s1_rounds: if quick { 1 } else { 3 },
+            server_rounds: if quick { 3 } else { 5 },
+            server_round: Timing {
+                warmup: warmup / 2,
+                measure: measure / 3,
+            },
             contention: Timing {
                 warmup,
                 measure: measure.mul_f64(4.0 / 3.0),

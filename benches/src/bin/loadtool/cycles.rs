@@ -123,6 +123,18 @@ pub(crate) struct Window {
     first_error: Option<String>,
 }
 
+impl Window {
+    /// Cycles per second measured in this window.
+    pub(crate) fn per_second(&self) -> f64 {
+        crate::stats::ratio(self.samples.len() as f64, self.seconds)
+    }
+
+    /// Cycles that failed in this window.
+    pub(crate) fn errors(&self) -> u64 {
+        self.errors
+    }
+}
+
 impl CycleRun {
     /// The summary of the windows of one client.
     pub(crate) fn from_windows(

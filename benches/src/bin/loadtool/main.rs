@@ -66,6 +66,7 @@ mod report;
 mod rslock;
 mod run;
 mod serve;
+mod servers;
 mod stale;
 mod stats;
 mod step;
@@ -192,6 +193,7 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
         s9: Vec::new(),
         s10: Vec::new(),
         postgres: None,
+        servers: Vec::new(),
         etcd: None,
         targets: Vec::new(),
         failures: Vec::new(),
@@ -299,6 +301,45 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
                     &mut probe,
                 ),
             )??);
+        }
+    }
+
+    if plan.has(Part::Valkey) {
+        // S1 and S2 on this run's redis-server, then on a Valkey server of its own.
+        let timing = plan.server_round;
+        let redis =
+            block(&runtime, Duration::ZERO, servers::describe(&url))?.map_err(|e| e.to_string())?;
+        run.servers.extend(servers::run(
+            &runtime,
+            &mut progress,
+            &redis,
+            &url,
+            plan.server_rounds,
+            timing,
+            plan.s2_tasks,
+        )?);
+        match RedisServer::builder().valkey().start() {
+            Ok(valkey) => {
+                let valkey_url = valkey.url();
+                let name = block(&runtime, Duration::ZERO, servers::describe(&valkey_url))?
+                    .map_err(|e| e.to_string())?;
+                run.servers.extend(servers::run(
+                    &runtime,
+                    &mut progress,
+                    &name,
+                    &valkey_url,
+                    plan.server_rounds,
+                    timing,
+                    plan.s2_tasks,
+                )?);
+            }
+            Err(error) => {
+                progress.next();
+                progress.next();
+                progress.note(&format!(
+                    "warning: no Valkey server ({error}); run scripts/ensure-valkey.sh. The Valkey column is left out"
+                ));
+            }
         }
     }
 
@@ -598,6 +639,16 @@ fn steps(plan: &Plan, bench: bool) -> Vec<(String, Duration)> {
     if plan.has(Part::S2) {
         for client in S2_CLIENTS {
             s.push((format!("S2 {} tasks: {client}", plan.s2_tasks), cycle));
+        }
+    }
+    if plan.has(Part::Valkey) {
+        let round = plan.server_round.warmup + plan.server_round.measure + secs(0.05);
+        let scenario =
+            round * plan.server_rounds * u32::try_from(servers::CLIENTS.len()).unwrap_or(1);
+        for server in ["Redis", "Valkey"] {
+            for step in servers::steps(server, plan.server_rounds, plan.s2_tasks) {
+                s.push((step, scenario));
+            }
         }
     }
     if plan.has(Part::S3) {

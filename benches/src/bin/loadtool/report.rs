@@ -25,6 +25,7 @@ pub(crate) fn print(run: &Run) {
     );
     baselines(run);
     cycles(run);
+    servers(run);
     contention(run);
     kinds(run);
     fairness(run);
@@ -140,6 +141,46 @@ fn cycles(run: &Run) {
         );
     }
     stale(run);
+}
+
+/// S1 and S2 on each server (issue 25): ratios of medians over alternating rounds.
+fn servers(run: &Run) {
+    if run.servers.is_empty() {
+        return;
+    }
+    println!(
+        "\nS1 and S2 on each server, {} alternating rounds per client: ratio of medians against the hand-written lock on the same server (spread: lowest–highest per-round ratio)",
+        run.plan.server_rounds
+    );
+    let mut t = table(&[
+        "server",
+        "scenario",
+        "hand-written cycles/s",
+        "fencing(false)",
+        "fenced",
+    ]);
+    let cell = |c: Option<&crate::servers::ClientRounds>| {
+        c.map_or_else(
+            || "-".to_owned(),
+            |c| {
+                format!(
+                    "{:.2}× ({:.2}–{:.2}), {:.0}/s",
+                    c.ratio, c.ratio_spread.0, c.ratio_spread.1, c.median_per_second
+                )
+            },
+        )
+    };
+    for r in &run.servers {
+        t.add_row(vec![
+            r.server.clone(),
+            format!("{} ({} tasks)", r.scenario, r.tasks),
+            r.client(crate::run::HAND)
+                .map_or_else(|| "-".to_owned(), |c| format!("{:.0}", c.median_per_second)),
+            cell(r.client(crate::run::UNFENCED)),
+            cell(r.client(crate::run::DISTLOCK)),
+        ]);
+    }
+    println!("{t}");
 }
 
 /// S4's counting passes: own leases still on a node.

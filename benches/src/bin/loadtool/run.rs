@@ -72,6 +72,9 @@ pub(crate) struct Run {
     /// P1, P3 and P5 on PostgreSQL, with their pgbench baselines (issue 14); P7, P8 and P10,
     /// the lock kinds on the lease table.
     pub(crate) postgres: Option<PostgresRun>,
+    /// S1 and S2 on the run's redis-server and on a Valkey server, in alternating rounds
+    /// (issue 25); empty when not run.
+    pub(crate) servers: Vec<crate::servers::ServerRun>,
     /// E1, E3, E5 and the failover on etcd (issue 23).
     pub(crate) etcd: Option<crate::etcd::EtcdRun>,
     pub(crate) targets: Vec<Target>,
@@ -362,6 +365,7 @@ impl Run {
             ),
         });
         self.judge_peers(&mut t);
+        t.extend(crate::servers::targets(&self.servers));
         self.judge_kinds(&mut t);
         self.judge_fairness(&mut t);
         t.extend(crate::postgres::targets(self.postgres.as_ref()));

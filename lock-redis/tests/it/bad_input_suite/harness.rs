@@ -162,12 +162,14 @@ impl Env {
     }
 }
 
-/// A lock with the suite's short timeouts.
+/// A lock with the suite's short timeouts, and no store grace period: the cases that restart
+/// the server are about the error they give (the grace is `grace.rs`'s subject).
 pub(crate) fn lock_at(url: &str) -> RedisLock {
     RedisLock::builder()
         .url(url)
         .connect_timeout(TIMEOUT)
         .command_timeout(TIMEOUT)
+        .grace(Duration::ZERO)
         .build()
         .expect("valid URL")
 }

@@ -119,12 +119,14 @@ impl Nodes {
     }
 }
 
-/// A RedisLock on `url` with the tests' short client timeouts.
+/// A RedisLock on `url` with the tests' short client timeouts and no store grace period: the
+/// tests that restart nodes show Redlock's own behaviour (`grace.rs` shows the grace's).
 pub fn redis_lock(url: &str) -> RedisLock {
     RedisLock::builder()
         .url(url)
         .connect_timeout(CLIENT_TIMEOUT)
         .command_timeout(CLIENT_TIMEOUT)
+        .grace(Duration::ZERO)
         .build()
         .expect("valid URL")
 }

@@ -1,0 +1,195 @@
+//! `run --leader`: candidates campaign, the leader's command runs with its term, a lost
+//! leadership stops the command's whole group and the candidate campaigns again, and a
+//! `kill -9` of the leading `distlock` takes its command with it (the guardian) while another
+//! candidate takes over within the lease and a second. `--once` keeps the single-run exit.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use lock_testkit::RedisServer;
+
+use crate::common::eventually;
+
+/// One start of the command: the shell's pid, its `sleep` child's pid, the term it got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Start {
+    shell: u32,
+    child: u32,
+    term: u64,
+}
+
+/// The starts the commands wrote to `file`, in order.
+fn starts(file: &Path) -> Vec<Start> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace().map(str::parse::<u64>);
+            let (Some(Ok(shell)), Some(Ok(child)), Some(Ok(term))) =
+                (words.next(), words.next(), words.next())
+            else {
+                return None;
+            };
+            Some(Start {
+                shell: u32::try_from(shell).ok()?,
+                child: u32::try_from(child).ok()?,
+                term,
+            })
+        })
+        .collect()
+}
+
+/// Whether process `pid` is alive (a zombie counts as gone).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z'))
+    })
+}
+
+/// The parent of process `pid` (the `distlock` that started a command).
+fn parent(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(") ")?;
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Waits (at most `limit`) until `file` holds `count` starts; returns them.
+fn wait_starts(file: &Path, count: usize, limit: Duration) -> Vec<Start> {
+    let mut seen = Vec::new();
+    let came = eventually(limit, || {
+        seen = starts(file);
+        seen.len() >= count
+    });
+    assert!(came, "{count} starts within {limit:?}; saw {seen:?}");
+    seen
+}
+
+/// A candidate: `distlock run NAME --leader --ttl 2s --grace 1s ARGS -- sh -c SCRIPT`, where
+/// the command appends its start to `file` and waits on a child.
+fn candidate(url: &str, name: &str, file: &Path, extra: &[&str]) -> Child {
+    let script = format!(
+        "sleep 1000 & echo \"$$ $! $DISTLOCK_TERM\" >> {}; wait",
+        file.display()
+    );
+    Command::new(env!("CARGO_BIN_EXE_distlock"))
+        .args(["--url", url, "run", name, "--leader", "--ttl", "2s"])
+        .args(["--grace", "1s"])
+        .args(extra)
+        .args(["--", "sh", "-c", &script])
+        .env_remove("DISTLOCK_URL")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn distlock")
+}
+
+/// Kills the candidates still running, by their PIDs (their guardians end the commands).
+fn end_all(candidates: &mut [Child]) {
+    for c in candidates {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
+
+#[test]
+fn candidates_hand_the_leadership_on_and_a_killed_leader_takes_its_command_along() {
+    let server = RedisServer::start().expect("redis-server");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("starts");
+    let name = "cron:leader";
+    let mut candidates = vec![
+        candidate(&server.url(), name, &file, &[]),
+        candidate(&server.url(), name, &file, &[]),
+    ];
+    let first = wait_starts(&file, 1, Duration::from_secs(15))[0];
+
+    // The leadership is taken away: the leader's command and its child are stopped, and the
+    // candidates campaign on; one leads again, with a larger term, once the key expires.
+    server
+        .command(&["SET", name, "stolen", "PX", "1500"])
+        .expect("take the key away");
+    let second = wait_starts(&file, 2, Duration::from_secs(15))[1];
+    assert!(
+        !alive(first.shell) && !alive(first.child),
+        "the first term's command (or its child) outlived the lost leadership"
+    );
+    assert!(
+        second.term > first.term,
+        "terms grow: {first:?} then {second:?}"
+    );
+    for c in &mut candidates {
+        assert!(
+            c.try_wait().expect("try_wait").is_none(),
+            "a candidate exited instead of campaigning again"
+        );
+    }
+
+    // The leading distlock is killed outright: its command dies with it, and the other
+    // candidate leads within the lease (2 s) and a second.
+    let leader_pid = parent(second.shell).expect("the leading distlock");
+    let (mut killed, mut others): (Vec<Child>, Vec<Child>) =
+        candidates.into_iter().partition(|c| c.id() == leader_pid);
+    assert_eq!(killed.len(), 1, "the leader is one of the candidates");
+    killed[0].kill().expect("SIGKILL the leading distlock");
+    let at = Instant::now();
+    let _ = killed[0].wait();
+    assert!(
+        eventually(Duration::from_secs(2), || !alive(second.shell)
+            && !alive(second.child)),
+        "the killed leader's command outlived it"
+    );
+    let third = wait_starts(&file, 3, Duration::from_secs(3))[2];
+    let failover = at.elapsed();
+    assert!(
+        failover <= Duration::from_secs(3),
+        "a new leader within lease + 1 s; took {failover:?}"
+    );
+    assert!(
+        third.term > second.term,
+        "terms grow: {second:?} then {third:?}"
+    );
+    assert_eq!(
+        parent(third.shell),
+        Some(others[0].id()),
+        "the survivor leads"
+    );
+    eprintln!("failover after kill -9: {failover:?}");
+    end_all(&mut others);
+}
+
+#[test]
+fn once_exits_with_the_lost_code_and_wait_needs_once() {
+    let server = RedisServer::start().expect("redis-server");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("starts");
+    let name = "cron:once";
+    let mut once = candidate(&server.url(), name, &file, &["--once", "--wait", "10s"]);
+    let start = wait_starts(&file, 1, Duration::from_secs(15))[0];
+    server
+        .command(&["SET", name, "stolen", "PX", "60000"])
+        .expect("take the key away");
+    let mut status = None;
+    // Bounded: the lease (found at the next renewal), the grace, and a margin.
+    assert!(eventually(Duration::from_secs(10), || {
+        status = once.try_wait().expect("try_wait");
+        status.is_some()
+    }));
+    assert_eq!(status.and_then(|s| s.code()), Some(124), "the lost code");
+    assert!(!alive(start.shell) && !alive(start.child));
+    assert_eq!(starts(&file).len(), 1, "--once campaigned only once");
+
+    // --wait bounds a single campaign only.
+    let output = crate::common::distlock(
+        &[server.url()],
+        &["run", name, "--leader", "--wait", "1s", "--", "true"],
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "{}",
+        crate::common::stderr(&output)
+    );
+}

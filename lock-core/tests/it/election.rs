@@ -1,0 +1,280 @@
+//! Leader election on MemoryLock (and on the controllable backend, whose renewals fail): one
+//! leader at a time, growing terms, resign hands over, observers see each term once and in
+//! order, the stop margin, resume. Tokio's paused clock makes every duration exact.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use futures::{FutureExt, StreamExt};
+use lock_core::backend::{Attempt, Capabilities, Fencing, Lock};
+use lock_core::{Lease, LockError, Locker, MemoryLock, TermEnd, TermEvent, Token};
+use tokio::time::{Instant, sleep, timeout};
+
+use crate::common::probe_locker;
+
+const LEASE: Duration = Duration::from_secs(2);
+
+fn lockers(n: usize) -> (Arc<MemoryLock>, Vec<Locker>) {
+    let store = Arc::new(MemoryLock::new());
+    let lockers = (0..n)
+        .map(|_| Locker::builder(Arc::clone(&store)).lease(LEASE).build())
+        .collect();
+    (store, lockers)
+}
+
+#[tokio::test(start_paused = true)]
+async fn one_leader_with_its_value_and_resign_hands_over_to_a_larger_term() {
+    let (_, lockers) = lockers(2);
+    let a = lockers[0].elect("scheduler").value("pod-a");
+    let b = lockers[1].elect("scheduler").value(b"pod-b");
+    assert!(
+        a.leader().await.expect("reads").is_none(),
+        "nobody leads yet"
+    );
+    let before = SystemTime::now();
+    let first = a.campaign().await.expect("elected");
+    assert_eq!(first.value(), b"pod-a");
+    assert!(
+        b.try_campaign().await.expect("answers").is_none(),
+        "one leader at a time"
+    );
+    let seen = b.leader().await.expect("reads").expect("a leads");
+    assert_eq!(seen.term(), first.term());
+    assert_eq!(seen.value_str(), Some("pod-a"));
+    assert!(seen.since().expect("recorded") >= before - Duration::from_secs(1));
+    let waiting = tokio::spawn(async move { b.campaign().await });
+    sleep(Duration::from_millis(100)).await;
+    assert!(!waiting.is_finished(), "b waits while a leads");
+    let first_term = first.term();
+    first.resign().await.expect("still ours");
+    let second = timeout(Duration::from_secs(5), waiting)
+        .await
+        .expect("b elected after a resigned")
+        .expect("task")
+        .expect("elected");
+    assert!(second.term() > first_term, "terms grow");
+    let seen = a.leader().await.expect("reads").expect("b leads");
+    assert_eq!((seen.term(), seen.value()), (second.term(), &b"pod-b"[..]));
+    drop(second); // resigns in the background
+    sleep(Duration::from_millis(10)).await;
+    assert!(a.leader().await.expect("reads").is_none());
+}
+
+#[tokio::test(start_paused = true)]
+async fn observe_tells_each_term_once_in_order_and_none_between() {
+    let (_, lockers) = lockers(2);
+    let election = lockers[0]
+        .elect("scheduler")
+        .poll_interval(Duration::from_millis(50));
+    let mut changes = Box::pin(lockers[1].elect("scheduler").observe());
+    assert_eq!(changes.next().await.expect("item").expect("reads"), None);
+    let mut terms = Vec::new();
+    for i in 0..5 {
+        let leadership = election
+            .clone()
+            .value(format!("round {i}"))
+            .campaign()
+            .await
+            .expect("elected");
+        let seen = changes
+            .next()
+            .await
+            .expect("item")
+            .expect("reads")
+            .expect("a leader");
+        assert_eq!(seen.term(), leadership.term());
+        assert_eq!(seen.value_str(), Some(format!("round {i}").as_str()));
+        terms.push(seen.term());
+        sleep(Duration::from_millis(300)).await; // several polls: no duplicate told
+        leadership.resign().await.expect("ours");
+        assert_eq!(changes.next().await.expect("item").expect("reads"), None);
+    }
+    assert!(terms.windows(2).all(|w| w[0] < w[1]), "in order: {terms:?}");
+    assert!(
+        changes.next().now_or_never().is_none(),
+        "nothing more to tell while nobody leads"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_crashed_leader_is_replaced_after_its_lease() {
+    let (_, lockers) = lockers(2);
+    let a = lockers[0].elect("scheduler");
+    let kept = a.campaign().await.expect("elected").leak(); // "crashes": no renewal, no release
+    let started = Instant::now();
+    let next = lockers[1]
+        .elect("scheduler")
+        .campaign()
+        .await
+        .expect("elected");
+    assert!(started.elapsed() <= LEASE + Duration::from_millis(100));
+    assert!(next.term() > kept.fencing_token());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_leader_whose_renewals_fail_is_told_to_stop_before_its_lease_ends() {
+    let (probe, locker) = probe_locker(LEASE);
+    let leadership = locker
+        .elect("scheduler")
+        .stop_margin(Duration::from_millis(500))
+        .campaign()
+        .await
+        .expect("elected");
+    probe.failing.store(true, Ordering::SeqCst);
+    leadership.at_risk().await;
+    assert!(leadership.is_leader(), "at risk, still leading");
+    leadership.lost().await;
+    let left = leadership
+        .valid_until()
+        .saturating_duration_since(Instant::now());
+    assert!(
+        left >= Duration::from_millis(400),
+        "lost only {left:?} before the end"
+    );
+    assert!(!leadership.is_leader());
+}
+
+#[tokio::test(start_paused = true)]
+async fn run_reports_terms_cancels_lost_work_and_stops() {
+    let (probe, locker) = probe_locker(LEASE);
+    let (ran_tx, mut ran) = tokio::sync::mpsc::unbounded_channel();
+    let mut run = locker.elect("scheduler").run(move |watch| {
+        let ran_tx = ran_tx.clone();
+        async move {
+            let _ = ran_tx.send(watch.fencing_token());
+            // Never returns: only loss or stop ends it.
+            std::future::pending::<()>().await;
+        }
+    });
+    let Some(TermEvent::Started { term }) = run.next_event().await else {
+        panic!("a term started");
+    };
+    assert_eq!(ran.recv().await, Some(term), "the work got the term");
+    probe.failing.store(true, Ordering::SeqCst);
+    assert_eq!(
+        run.next_event().await,
+        Some(TermEvent::Ended {
+            term,
+            end: TermEnd::Lost
+        })
+    );
+    probe.failing.store(false, Ordering::SeqCst);
+    let Some(TermEvent::Started { term: next }) = run.next_event().await else {
+        panic!("campaigned again");
+    };
+    assert!(next > term);
+    run.stop().await;
+    assert_eq!(
+        run.next_event().await,
+        Some(TermEvent::Ended {
+            term: next,
+            end: TermEnd::Stopped
+        })
+    );
+    assert_eq!(run.next_event().await, None);
+    assert!(run.is_finished());
+    assert!(
+        locker
+            .lock("scheduler")
+            .try_acquire()
+            .await
+            .expect("answers")
+            .is_some(),
+        "resigned"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn resume_takes_a_kept_leadership_back_once_with_a_new_term() {
+    let (_, lockers) = lockers(2);
+    let election = lockers[0].elect("scheduler").value("pod-a");
+    let text = election
+        .campaign()
+        .await
+        .expect("elected")
+        .leak()
+        .to_string();
+    let restarted = lockers[1].elect("scheduler").value("pod-a");
+    let kept: Lease = text.parse().expect("a lease");
+    let resumed = restarted.resume(kept.clone()).await.expect("still held");
+    assert!(
+        resumed.term() > kept.fencing_token(),
+        "a new term fences the old process"
+    );
+    let seen = restarted.leader().await.expect("reads").expect("leads");
+    assert_eq!((seen.term(), seen.value()), (resumed.term(), &b"pod-a"[..]));
+    let twice = restarted.resume(kept).await;
+    assert!(
+        matches!(twice, Err(LockError::NotOwned { .. })),
+        "{twice:?}"
+    );
+    sleep(LEASE * 3).await;
+    assert!(resumed.is_leader(), "renewed");
+}
+
+/// A backend that issues no fencing tokens (PostgreSQL's advisory mode, a Redis lock with
+/// fencing off): no term to give.
+struct NoFencing(MemoryLock);
+
+#[async_trait]
+impl Lock for NoFencing {
+    fn backend(&self) -> &'static str {
+        "no-fencing"
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::MUTEX.with_fencing(Fencing::None)
+    }
+    async fn try_acquire(
+        &self,
+        name: &str,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        self.0.try_acquire(name, token, ttl).await
+    }
+    async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
+        self.0.extend(lease, ttl).await
+    }
+    async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
+        self.0.release(lease).await
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_backend_without_ordered_fencing_refuses_elections_and_observers_need_holders() {
+    let locker = Locker::new(NoFencing(MemoryLock::new()));
+    let election = locker.elect("scheduler");
+    let refused = election.campaign().await;
+    assert!(
+        matches!(
+            refused,
+            Err(LockError::Unsupported {
+                kind: "election",
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+    assert!(
+        locker
+            .lock("scheduler")
+            .try_acquire()
+            .await
+            .expect("answers")
+            .is_some(),
+        "nothing taken"
+    );
+    let unread = election.leader().await;
+    assert!(
+        matches!(unread, Err(LockError::Unsupported { kind: "holder", .. })),
+        "{unread:?}"
+    );
+    let mut changes = Box::pin(election.observe());
+    assert!(matches!(
+        changes.next().await,
+        Some(Err(LockError::Unsupported { .. }))
+    ));
+    assert!(changes.next().await.is_none(), "the stream ends");
+}
