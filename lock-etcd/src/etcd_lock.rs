@@ -21,14 +21,15 @@ use crate::config::EtcdLockBuilder;
 use crate::error::{BACKEND, bounded, malformed};
 use crate::layout::{self, is_ours_layout, lease_id, ttl_seconds};
 use crate::watch::Watches;
-use crate::{fair, semaphore};
+use crate::{fair, read_write, semaphore};
 
-/// What this backend offers: the mutex, the counting semaphore, the fair lock, the multi-lock in one transaction, fencing tokens
+/// What this backend offers: every kind (mutex, read-write, semaphore, fair), the multi-lock in one transaction, fencing tokens
 /// that are etcd revisions (one counter for the whole cluster, kept through restarts and
 /// leader changes), and releases announced through a watch.
 const CAPABILITIES: Capabilities = Capabilities::MUTEX
     .with_semaphore()
     .with_fair()
+    .with_read_write()
     .with_multi(MultiLock::Atomic)
     .with_fencing(Fencing::Strict(TokenScale::Counter))
     .with_announcements(true);
@@ -49,6 +50,8 @@ const CAPABILITIES: Capabilities = Capabilities::MUTEX
 /// - `try_acquire_all`: every name's lease, then one transaction over every key.
 /// - the semaphore (`try_acquire_kind`): a key per holder, granted by its rank in creation
 ///   revision order (the crate README, "The semaphore").
+/// - the read-write lock (`try_acquire_kind`): the writer is the lock key, each reader a key of
+///   its own (the crate README, "The read-write lock").
 /// - the fair lock (`try_acquire_kind`): a queue entry per waiter, the head by creation
 ///   revision (the crate README, "The fair lock").
 /// - `watch`: one watch per runtime on the key prefix (deletions only).
@@ -214,6 +217,10 @@ impl EtcdLock {
                 semaphore::holder_key(self.prefix(), lease.name(), lease.token()),
                 semaphore::holder_value(lease.token(), permits, max),
             ),
+            Kind::Read { .. } => (
+                read_write::reader_key(self.prefix(), lease.name(), lease.token()),
+                layout::value(lease.token()),
+            ),
             _ => (self.key(lease.name()), layout::value(lease.token())),
         }
     }
@@ -327,6 +334,12 @@ impl Lock for EtcdLock {
                 self.try_semaphore(name, (permits, max), token, ttl).await
             }
             Kind::Fair { queued } => self.try_fair(name, queued, token, ttl).await,
+            Kind::Read { writer_preference } => {
+                self.try_read(name, writer_preference, token, ttl).await
+            }
+            Kind::Write { writer_preference } => {
+                self.try_write(name, writer_preference, token, ttl).await
+            }
             other => Err(LockError::Unsupported {
                 backend: BACKEND,
                 kind: other.label(),
@@ -461,6 +474,25 @@ impl Lock for EtcdLock {
                     TxnOp::delete(entry.clone(), None),
                 ])
                 .or_else([TxnOp::delete(entry, None)]);
+        }
+        if let Kind::Write {
+            writer_preference: true,
+        } = lease.kind()
+        {
+            // A waiting writer's record goes with its token, granted or not.
+            let record = read_write::waiting_key(self.prefix(), lease.name(), lease.token());
+            self.revoke_later(
+                &client,
+                read_write::waiting_lease(lease.token(), lease.name()),
+            );
+            let (lock_key, stored) = self.held(lease);
+            txn = Txn::new()
+                .when([Compare::value(lock_key.clone(), CompareOp::Equal, stored)])
+                .and_then([
+                    TxnOp::delete(lock_key, None),
+                    TxnOp::delete(record.clone(), None),
+                ])
+                .or_else([TxnOp::delete(record, None)]);
         }
         let answer = self.txn(&client, Op::Release, txn).await?;
         self.revoke_later(&client, lease_id(lease.token(), lease.name()));

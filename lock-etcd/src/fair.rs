@@ -126,7 +126,7 @@ impl EtcdLock {
 
     /// Keeps the lease `id` alive, or grants it for `ttl` when it does not exist (the first
     /// attempt of a waiter, or its entry lapsed).
-    async fn keep_or_grant(&self, id: i64, ttl: Duration) -> Result<(), LockError> {
+    pub(crate) async fn keep_or_grant(&self, id: i64, ttl: Duration) -> Result<(), LockError> {
         let client = self.client().await?;
         let mut leases = client.lease_client();
         let kept = bounded(

@@ -7,6 +7,7 @@ mod error;
 mod etcd_lock;
 mod fair;
 mod layout;
+mod read_write;
 mod semaphore;
 mod watch;
 

@@ -72,9 +72,14 @@ fn parse(stored: &[u8]) -> Option<(u32, u32)> {
 /// The name whose semaphore holder or fair waiter the key `key` (under `prefix`) is.
 pub(crate) fn name_of<'k>(prefix: &[u8], key: &'k [u8]) -> Option<&'k [u8]> {
     let rest = key.strip_prefix(prefix)?;
-    let rest = rest
-        .strip_prefix(MARK)
-        .or_else(|| rest.strip_prefix(crate::fair::MARK))?;
+    let rest = [
+        MARK,
+        crate::fair::MARK,
+        crate::read_write::READERS,
+        crate::read_write::WAITING,
+    ]
+    .iter()
+    .find_map(|mark| rest.strip_prefix(*mark))?;
     let colon = rest.iter().position(|b| *b == b':')?;
     let len: usize = std::str::from_utf8(&rest[..colon]).ok()?.parse().ok()?;
     rest.get(colon + 1..colon + 1 + len)

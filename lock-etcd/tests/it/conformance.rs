@@ -1,7 +1,6 @@
 //! The conformance suite (`lock_testkit::conformance`) over `EtcdLock` on one member: every
-//! check of every module, one test each, from its capability table (the mutex, the semaphore,
-//! the fair lock and the multi-lock in one transaction; the kinds it does not declare are checked to be refused
-//! before any request). Every locker has an `EtcdLock` of its own (its own client and watch
+//! check of every module, one test each, from its capability table: every kind, the
+//! multi-lock in one transaction. Every locker has an `EtcdLock` of its own (its own client and watch
 //! feed, like another process).
 //!
 //! etcd counts lease TTLs in whole seconds and raises them to its minimum (1.5 election
