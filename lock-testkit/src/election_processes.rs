@@ -28,7 +28,8 @@ use crate::RedisServer;
 
 /// The environment variable that carries the witness's URL to the candidates.
 pub const WITNESS_VAR: &str = "DISTLOCK_ELECTION_WITNESS";
-/// The environment variable that tells a candidate what to do: `rounds` or `serve`.
+/// The environment variable that tells a candidate what to do: `rounds`, `serve` or
+/// `observe` (not a candidate: it logs what `Election::observe` yields).
 pub const ROLE_VAR: &str = "DISTLOCK_ELECTION_ROLE";
 /// The election the candidates campaign in.
 pub const ELECTION: &str = "leader:processes";
@@ -67,6 +68,7 @@ const EVENTS: &str = "election:events";
 const TERMS: &str = "election:terms";
 const COUNTER: &str = "election:leaders";
 const VIOLATIONS: &str = "election:violations";
+const OBSERVED: &str = "election:observed";
 
 /// A connection to the witness.
 async fn witness(url: &str) -> MultiplexedConnection {
@@ -144,6 +146,7 @@ pub async fn candidate(locker: Locker) {
             }
         }
         "serve" => serve(&election, conn, pid).await,
+        "observe" => observe(&election, conn).await,
         other => panic!("unknown role {other:?}"),
     }
 }
@@ -172,6 +175,112 @@ async fn serve(election: &lock_core::Election, mut conn: MultiplexedConnection, 
         send(&mut conn, &["RPUSH".into(), EVENTS.into(), line]).await;
     }
     run.stop().await;
+}
+
+/// `observe`: logs every item of `Election::observe` (`TERM`, `none` or `error ...`) until
+/// [`SERVE_LIMIT`].
+async fn observe(election: &lock_core::Election, mut conn: MultiplexedConnection) {
+    use futures::StreamExt;
+    let mut stream = std::pin::pin!(election.observe());
+    let deadline = tokio::time::Instant::now() + SERVE_LIMIT;
+    while let Ok(Some(item)) = tokio::time::timeout_at(deadline, stream.next()).await {
+        let line = match item {
+            Ok(Some(leader)) => leader.term().to_string(),
+            Ok(None) => "none".to_owned(),
+            Err(error) => format!("error {error}"),
+        };
+        send(&mut conn, &["RPUSH".into(), OBSERVED.into(), line]).await;
+    }
+}
+
+/// A fourth process observes (`Election::observe`) while three `serve` candidates lead in
+/// turn, each leader SIGKILLed once it has led: the observer sees every term that started
+/// while it ran, in increasing order, none twice and none skipped. For backends that
+/// describe their holders (`Capabilities::holders`).
+///
+/// # Errors
+/// What went wrong, for the test to fail with.
+pub async fn observer_sees_every_term(child: &str, env: &[(&str, String)]) -> Result<(), String> {
+    let server = RedisServer::start().map_err(|e| format!("the witness: {e}"))?;
+    let mut conn = witness(&server.url()).await;
+    let with_role = |role: &str| {
+        let mut env = env.to_vec();
+        env.push((WITNESS_VAR, server.url()));
+        env.push((ROLE_VAR, role.to_owned()));
+        env
+    };
+    let mut observer = crate::spawn_test_process(child, &with_role("observe"))
+        .map_err(|e| format!("the observer: {e}"))?;
+    // It runs once it told the first state (nobody leads yet).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while list(&mut conn, OBSERVED).await.is_empty() {
+        if Instant::now() >= deadline {
+            return Err("the observer told nothing".into());
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    let mut candidates = Vec::new();
+    for _ in 0..CANDIDATES {
+        candidates.push(
+            crate::spawn_test_process(child, &with_role("serve"))
+                .map_err(|e| format!("a candidate: {e}"))?,
+        );
+    }
+    let mut term = 0;
+    for _ in 0..CANDIDATES {
+        let leader = wait_event(
+            &mut conn,
+            LEASE * 3 + Duration::from_secs(10),
+            "a leader",
+            |e| e.start && e.term > term,
+        )
+        .await?;
+        term = leader.term;
+        // Let the observer see this term (it reads at least every poll interval), then end it.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        if let Some(c) = candidates.iter_mut().find(|c| c.id() == Some(leader.pid)) {
+            c.start_kill().map_err(|e| format!("SIGKILL: {e}"))?;
+            let _ = c.wait().await;
+        }
+    }
+    let started: Vec<u64> = events(&mut conn)
+        .await
+        .iter()
+        .filter(|e| e.start)
+        .map(|e| e.term)
+        .collect();
+    let last = *started.last().ok_or("no term started")?;
+    // The last leader was killed: wait until the observer has told that it is gone.
+    let deadline = Instant::now() + LEASE + Duration::from_secs(5);
+    let observed = loop {
+        let observed = list(&mut conn, OBSERVED).await;
+        if observed.iter().rev().take(1).any(|o| o == "none") || Instant::now() >= deadline {
+            break observed;
+        }
+        tokio::time::sleep(POLL).await;
+    };
+    let _ = observer.start_kill();
+    for c in &mut candidates {
+        let _ = c.start_kill();
+        let _ = c.wait().await;
+    }
+    if let Some(error) = observed.iter().find(|o| o.starts_with("error")) {
+        return Err(format!("the observer failed: {error}"));
+    }
+    let terms: Vec<u64> = observed.iter().filter_map(|o| o.parse().ok()).collect();
+    if let Some(w) = terms.windows(2).find(|w| w[1] <= w[0]) {
+        return Err(format!(
+            "observed out of order or twice: {} then {} in {observed:?}",
+            w[0], w[1]
+        ));
+    }
+    let started: Vec<u64> = started.into_iter().filter(|t| *t <= last).collect();
+    if terms != started {
+        return Err(format!(
+            "observed {observed:?}, but the terms were {started:?}"
+        ));
+    }
+    Ok(())
 }
 
 /// Three candidates lead [`ROUNDS`] terms each: the witness counter never reads more than 1,

@@ -6,5 +6,6 @@ mod common;
 
 mod basics;
 mod conformance;
+mod election_processes;
 mod errors;
 mod faults;

@@ -11,6 +11,7 @@ mod back_to_back;
 mod back_to_back_all_nodes;
 mod builder;
 mod conformance;
+mod election_processes;
 mod exclusion;
 mod extend_minority_gone;
 mod extend_release_memory;
