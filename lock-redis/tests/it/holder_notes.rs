@@ -202,6 +202,11 @@ async fn bad_input_and_wrong_types_are_typed_errors() {
         matches!(answer, Err(LockError::InvalidInput { .. })),
         "a derived key's name: {answer:?}"
     );
+    let answer = locker.lock("order:42:distlock-note").try_acquire().await;
+    assert!(
+        matches!(answer, Err(LockError::InvalidInput { .. })),
+        "a lock may not be named like a note key: {answer:?}"
+    );
     let _: i64 = redis::cmd("LPUSH")
         .arg("listed")
         .arg("x")
