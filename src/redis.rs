@@ -10,8 +10,8 @@
 // re-exported item's own documentation.
 pub use lock_redis::{
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION, DerivedKey,
-    LockKeys, NotReplicated, RedisLock, RedisLockBuilder, ReplicaPolicy, TOKEN_PREFIX, TokenValue,
-    Topology, key_slot, token_value,
+    LockKeys, MAX_NOTE_BYTES, NotReplicated, RedisLock, RedisLockBuilder, ReplicaPolicy,
+    TOKEN_PREFIX, TokenValue, Topology, key_slot, token_value,
 };
 
 // The redis crate (redis-rs) the backend is built on, one version with deadpool-redis: use it
