@@ -1,7 +1,8 @@
 //! # distlock demo: worker processes, one lock, a fenced resource
 //!
 //! Several worker **processes** contend for the lock `demo:ledger` on a real Redis server (or,
-//! with `--backend postgres`, on a real PostgreSQL through `PostgresLock`) and, while holding it,
+//! with `--backend postgres`, on a real PostgreSQL through `PostgresLock`; with `--backend etcd`,
+//! on a real etcd through `EtcdLock`) and, while holding it,
 //! update two things, both kept in Redis:
 //!
 //! - a counter (`demo:counter`), with a deliberately non-atomic read-modify-write (GET, sleep,
@@ -17,7 +18,8 @@
 //!
 //! The demo starts a throwaway `redis-server` (through `lock-testkit`, so one must be installed)
 //! unless `--redis-url` names one, and with `--backend postgres` a throwaway PostgreSQL too
-//! (`initdb` in a temporary directory) unless `--postgres-url` names one; runs the workers as
+//! (`initdb` in a temporary directory) unless `--postgres-url` names one, and with `--backend
+//! etcd` a throwaway one-member etcd unless `--etcd-url` names a cluster; runs the workers as
 //! child processes of this executable, shows their progress live, and ends with a table. It exits with status 1 if the lock or the fencing
 //! failed (an exclusion violation, a lost update, a stale write accepted) or a worker failed, 2
 //! if it could not run at all, and 130 when interrupted.
@@ -29,6 +31,7 @@
 //! cargo run --example demo -- --compare    # the plain lock, then the fair one, side by side
 //! cargo run --example demo -- --redis-url redis://127.0.0.1:6379/
 //! cargo run --example demo -- --backend postgres   # the lock on PostgreSQL (PostgresLock)
+//! cargo run --example demo -- --backend etcd       # the lock on etcd (EtcdLock)
 //! cargo run --example demo -- --help
 //! ```
 //!

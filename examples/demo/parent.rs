@@ -1,4 +1,5 @@
-//! The parent process: sets up Redis (and PostgreSQL with `--backend postgres`), runs the
+//! The parent process: sets up Redis (and PostgreSQL or etcd with `--backend postgres` or
+//! `--backend etcd`), runs the
 //! workers, and reports.
 
 use std::borrow::Cow;
@@ -9,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use distlock::redis::client::{self as redis, aio::MultiplexedConnection};
 use lock_postgres::PostgresLock;
-use lock_testkit::{PostgresServer, RedisServer};
+use lock_testkit::{EtcdCluster, PostgresServer, RedisServer};
 
 use crate::Error;
 use crate::cli::{Backend, RunArgs, WorkerArgs};
@@ -81,12 +82,29 @@ fn run(args: &RunArgs) -> Result<ExitCode, Error> {
     if let Some(pg_url) = &pg_url {
         runtime.block_on(migrate(pg_url))?;
     }
-    let backend = match &pg_url {
-        Some(pg_url) => LockServer::Postgres {
+    // With --backend etcd: a one-member etcd, also stopped by PID when dropped.
+    let etcd_server = match (args.backend, &args.etcd_url) {
+        (Backend::Etcd, None) => Some(start_etcd()?),
+        _ => None,
+    };
+    let etcd_url = match (&etcd_server, &args.etcd_url) {
+        (Some(server), _) => Some(server.endpoints().join(",")),
+        (None, url) => url.clone(),
+    };
+    let backend = match (&pg_url, &etcd_url) {
+        (Some(pg_url), _) => LockServer::Postgres {
             url: pg_url,
             server: pg_server.as_ref(),
         },
-        None => LockServer::Redis,
+        (None, Some(etcd_url)) => LockServer::Etcd {
+            urls: etcd_url,
+            server: etcd_server.as_ref(),
+        },
+        (None, None) => LockServer::Redis,
+    };
+    let lock_urls = LockUrls {
+        postgres: pg_url.as_deref(),
+        etcd: etcd_url.as_deref(),
     };
 
     let mut passed = true;
@@ -96,8 +114,7 @@ fn run(args: &RunArgs) -> Result<ExitCode, Error> {
             println!();
         }
         print_header(args, fair, &url, server.as_ref(), &backend);
-        let Some(outcome) = run_once(args, fair, &url, pg_url.as_deref(), &runtime, &interrupted)?
-        else {
+        let Some(outcome) = run_once(args, fair, &url, &lock_urls, &runtime, &interrupted)? else {
             return Ok(ExitCode::from(EXIT_INTERRUPTED));
         };
         passed &= outcome.passed;
@@ -112,6 +129,13 @@ fn run(args: &RunArgs) -> Result<ExitCode, Error> {
         println!("{}", report::spreads_table(&spreads));
     }
 
+    if let Some(server) = etcd_server {
+        let pid = server.members().first().and_then(|m| m.pid());
+        drop(server);
+        if let Some(pid) = pid {
+            println!("stopped the throwaway etcd (pid {pid})");
+        }
+    }
     if let Some(server) = pg_server {
         let pid = server.pid();
         drop(server);
@@ -154,6 +178,33 @@ enum LockServer<'a> {
         /// The throwaway server, if the demo started it.
         server: Option<&'a PostgresServer>,
     },
+    /// On etcd.
+    Etcd {
+        /// Its members' client URLs, comma separated.
+        urls: &'a str,
+        /// The throwaway one-member cluster, if the demo started it.
+        server: Option<&'a EtcdCluster>,
+    },
+}
+
+/// Where the workers find the lock when it is not on Redis.
+struct LockUrls<'a> {
+    /// PostgreSQL's URL, with `--backend postgres`.
+    postgres: Option<&'a str>,
+    /// The etcd members' client URLs, comma separated, with `--backend etcd`.
+    etcd: Option<&'a str>,
+}
+
+/// Starts a throwaway one-member etcd (`scripts/ensure-etcd.sh` installs etcd).
+fn start_etcd() -> Result<EtcdCluster, Error> {
+    EtcdCluster::start().map_err(|e| {
+        format!(
+            "cannot start a throwaway etcd: {e}\n\
+             Install etcd with `bash scripts/ensure-etcd.sh`, or point DISTLOCK_ETCD at an etcd \
+             binary, or use a running cluster with --etcd-url."
+        )
+        .into()
+    })
 }
 
 /// Starts a throwaway PostgreSQL with room for every worker's connections.
@@ -183,14 +234,14 @@ async fn migrate(url: &str) -> Result<(), Error> {
         .map_err(|e| format!("cannot create the lease table on {}: {e}", redacted(url)).into())
 }
 
-/// Clears the demo's keys, runs the workers (taking the fair lock if `fair`, on PostgreSQL if
-/// `pg_url` is set) until they are done, and reports. `None` when interrupted before the
-/// workers started.
+/// Clears the demo's keys, runs the workers (taking the fair lock if `fair`, on PostgreSQL or
+/// etcd if `lock_urls` says so) until they are done, and reports. `None` when interrupted
+/// before the workers started.
 fn run_once(
     args: &RunArgs,
     fair: bool,
     url: &str,
-    pg_url: Option<&str>,
+    lock_urls: &LockUrls<'_>,
     runtime: &tokio::runtime::Runtime,
     interrupted: &AtomicBool,
 ) -> Result<Option<Outcome>, Error> {
@@ -207,9 +258,10 @@ fn run_once(
             index,
             backend: args.backend,
             redis_url: url.to_owned(),
-            postgres_url: pg_url.map(str::to_owned),
+            postgres_url: lock_urls.postgres.map(str::to_owned),
+            etcd_url: lock_urls.etcd.map(str::to_owned),
             deadline_unix_ms,
-            ttl_ms: args.ttl_ms,
+            ttl_ms: args.ttl_ms(),
             hold_ms: args.hold_ms,
             pause_every: args.pause_every,
             wait_ms: args.wait_ms,
@@ -273,7 +325,9 @@ fn print_header(
         format!(
             "every {}th acquisition of a worker stalls for {} ms",
             args.pause_every,
-            args.ttl_ms + 200
+            args.ttl_ms()
+                + u64::try_from(crate::worker::stall_overshoot(args.backend).as_millis())
+                    .unwrap_or(u64::MAX)
         )
     };
     println!("distlock demo: worker processes contend for one lock and write to a fenced resource");
@@ -300,6 +354,20 @@ fn print_header(
                 redacted(url)
             );
         }
+        LockServer::Etcd { urls, server } => {
+            let etcd_origin = match server.and_then(|s| s.members().first()?.pid()) {
+                Some(pid) => format!("a throwaway one-member etcd, pid {pid}, stopped at the end"),
+                None => "given with --etcd-url; only the lock demo:ledger is taken".to_owned(),
+            };
+            println!(
+                "  backend   etcd: EtcdLock (key distlock/{LOCK_NAME}) on {urls} ({etcd_origin})"
+            );
+            println!(
+                "  redis     {} ({origin}): the counter and the fenced resource, the store the \
+                 lock protects",
+                redacted(url)
+            );
+        }
     }
     let (kind, order) = if fair {
         (
@@ -314,13 +382,14 @@ fn print_header(
     };
     println!(
         "  {kind:<9} {LOCK_NAME:?}, {order}; lease TTL {} ms, each acquisition waits up to {} ms",
-        args.ttl_ms, args.wait_ms
+        args.ttl_ms(),
+        args.wait_ms
     );
     println!(
         "  workers   {} processes for {} s; the counter's read-modify-write holds {} ms; {stalls}",
         args.workers, args.duration, args.hold_ms
     );
-    if args.hold_ms >= args.ttl_ms {
+    if args.hold_ms >= args.ttl_ms() {
         println!(
             "  note      --hold-ms >= --ttl-ms: leases run out mid-work, so expect exclusion \
              violations and lost updates"

@@ -222,6 +222,7 @@ fn totals(slots: &[Slot], end: Option<&EndState>, backend: Backend) -> Vec<Row> 
             match backend {
                 Backend::Redis => "redis (RedisLock)",
                 Backend::Postgres => "postgres (PostgresLock); counter and resource on Redis",
+                Backend::Etcd => "etcd (EtcdLock); counter and resource on Redis",
             },
         ),
         Row::info("total acquisitions", sum.acquisitions),
@@ -431,6 +432,18 @@ const POSTGRES_WAITS: (&str, &str) = (
      lock, --fair, needs Redis).",
 );
 
+/// What the wait percentiles mean with the lock on etcd (`--backend etcd`), in place of the
+/// first entry of [`LEGEND`].
+const ETCD_WAITS: (&str, &str) = (
+    "wait p50 / p99 (EtcdLock)",
+    "Each acquisition is a lease grant and one transaction, committed by etcd's Raft log \
+     (fsynced) before it is answered, and a release is announced to the waiters by a watch on \
+     the key's deletion. As with Redis, the worker that has just released asks again at once \
+     and often wins; behind a stalled holder the others wait until its lease runs out on \
+     the cluster (etcd counts leases in whole seconds and checks them every 500 ms). Between \
+     processes the first to ask wins (the fair lock, --fair, needs Redis).",
+);
+
 /// What the less obvious figures mean, wrapped to the terminal.
 const LEGEND: &[(&str, &str)] = &[
     (
@@ -463,13 +476,14 @@ const LEGEND: &[(&str, &str)] = &[
 ];
 
 /// Prints [`LEGEND`] wrapped to the table width, with [`FAIR_WAITS`] first when `fair`, or
-/// [`POSTGRES_WAITS`] on PostgreSQL.
+/// [`POSTGRES_WAITS`] on PostgreSQL, or [`ETCD_WAITS`] on etcd.
 fn print_legend(fair: bool, backend: Backend) {
     let width = usize::from(width()).max(40);
     println!("What the figures mean:");
     let waits = match (fair, backend) {
         (true, _) => FAIR_WAITS,
         (false, Backend::Postgres) => POSTGRES_WAITS,
+        (false, Backend::Etcd) => ETCD_WAITS,
         (false, Backend::Redis) => LEGEND[0],
     };
     for (term, meaning) in std::iter::once(&waits).chain(&LEGEND[1..]) {

@@ -10,6 +10,8 @@ use distlock::{Guard, LockError, Locker, RedisLock, TimeoutPhase};
 // `distlock::PostgresLock` with the `postgres` feature; the crate itself here, so that the demo
 // builds without features.
 use lock_postgres::PostgresLock;
+// `distlock::EtcdLock` with the `etcd` feature; the crate itself, for the same reason.
+use lock_etcd::EtcdLock;
 
 use crate::Error;
 use crate::cli::{Backend, WorkerArgs};
@@ -17,8 +19,21 @@ use crate::protocol::{Event, StallOutcome, Summary, unix_ms_now};
 use crate::resource::{COUNTER_KEY, FencedResource, INSIDE_KEY, LOCK_NAME};
 use crate::stats::percentile;
 
-/// How much longer than the lease TTL a simulated stall lasts.
+/// How much longer than the lease TTL a simulated stall lasts (see [`stall_overshoot`]).
 const STALL_OVERSHOOT: Duration = Duration::from_millis(200);
+
+/// On etcd, how much longer than the lease TTL a simulated stall lasts: etcd's leader looks
+/// for expired leases every 500 ms and deletes their keys through a Raft commit, so a key can
+/// outlive its lease by that much; a stall shorter than this could come back to its own key.
+const ETCD_STALL_OVERSHOOT: Duration = Duration::from_millis(1_000);
+
+/// How much longer than the lease TTL a simulated stall lasts on `backend`.
+pub(crate) fn stall_overshoot(backend: Backend) -> Duration {
+    match backend {
+        Backend::Redis | Backend::Postgres => STALL_OVERSHOOT,
+        Backend::Etcd => ETCD_STALL_OVERSHOOT,
+    }
+}
 
 /// How often a worker back from a stall looks for a newer write on the resource.
 const POLL: Duration = Duration::from_millis(5);
@@ -93,6 +108,8 @@ struct Worker {
     wait: Duration,
     /// Every Nth acquisition stalls (0: never).
     pause_every: u64,
+    /// How much longer than the lease a stall lasts.
+    overshoot: Duration,
     /// This worker's number: shifts its stalls against the other workers'.
     index: u64,
     /// Whether to take the fair lock (`locker.fair`) rather than the plain one.
@@ -120,6 +137,13 @@ impl Worker {
             (Backend::Postgres, None) => {
                 return Err("--backend postgres needs --postgres-url".into());
             }
+            (Backend::Etcd, _) => {
+                let urls = args
+                    .etcd_url
+                    .as_deref()
+                    .ok_or("--backend etcd needs --etcd-url")?;
+                Locker::new(EtcdLock::new(urls.split(',').map(str::trim))?)
+            }
         };
         let conn = redis::Client::open(args.redis_url.as_str())?
             .get_multiplexed_async_connection()
@@ -133,6 +157,7 @@ impl Worker {
             hold: Duration::from_millis(args.hold_ms),
             wait: Duration::from_millis(args.wait_ms),
             pause_every: args.pause_every,
+            overshoot: stall_overshoot(args.backend),
             index: u64::from(args.index),
             fair: args.fair,
             deadline: deadline(args.deadline_unix_ms),
@@ -171,7 +196,7 @@ impl Worker {
         let asked = Instant::now();
         // The fair lock is the same lock (the same Redis key), granted in the order the workers
         // asked; the plain one goes to whoever asks first once it is free. (Redis only: the
-        // parent refuses --fair with --backend postgres.)
+        // parent refuses --fair with --backend postgres or etcd.)
         let request = if self.fair {
             self.locker.fair(LOCK_NAME)
         } else {
@@ -219,7 +244,7 @@ impl Worker {
         let left = self.deadline.saturating_duration_since(Instant::now());
         self.pause_every > 0
             && (self.tally.acquisitions + self.index).is_multiple_of(self.pause_every)
-            && left >= 2 * self.ttl + STALL_OVERSHOOT
+            && left >= 2 * self.ttl + self.overshoot
     }
 
     /// The normal path: mark entry, increment the counter, write to the resource, mark exit,
@@ -304,7 +329,7 @@ impl Worker {
     async fn stall(&mut self, guard: Guard) -> Result<(), Error> {
         self.tally.stalls += 1;
         let token = guard.fencing_token();
-        tokio::time::sleep(self.ttl + STALL_OVERSHOOT).await;
+        tokio::time::sleep(self.ttl + self.overshoot).await;
         let outcome = if self.newer_write_seen(token).await? {
             if self
                 .resource

@@ -5,7 +5,9 @@ mod client;
 mod config;
 mod error;
 mod etcd_lock;
+mod fair;
 mod layout;
+mod semaphore;
 mod watch;
 
 pub use config::{

@@ -12,13 +12,17 @@ use crate::grace::{DEFAULT_GRACE, GraceSettings, Watch};
 use crate::kinds::Grants;
 use crate::redis_lock::RedisLock;
 use crate::replication::{ReplicaPolicy, Replication};
-use crate::subscriber::{Origin, Subscriber};
+use crate::subscriber::{Origin, Ping, Subscriber};
 
 /// How long getting a connection may take, connecting included, by default: 2 s.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// How long one command may wait for its reply by default: 1 s.
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// How often the release subscriber sends `PING` on its subscribed connection by default: 5 s.
+/// See [`RedisLockBuilder::subscriber_ping_interval`].
+pub const DEFAULT_SUBSCRIBER_PING_INTERVAL: Duration = Duration::from_secs(5);
 
 /// How long a name's fencing counter is kept after its last grant by default: 24 h.
 pub const DEFAULT_FENCE_RETENTION: Duration = Duration::from_secs(24 * 3600);
@@ -87,6 +91,7 @@ pub struct RedisLockBuilder {
     grace: Option<Duration>,
     strict: bool,
     native_commands: Option<bool>,
+    subscriber_ping: Option<Duration>,
 }
 
 impl RedisLockBuilder {
@@ -231,6 +236,25 @@ impl RedisLockBuilder {
     /// Past it the operation fails with a `Command` timeout and the connection is replaced.
     pub fn command_timeout(mut self, timeout: Duration) -> Self {
         self.command_timeout = Some(timeout);
+        self
+    }
+
+    /// How often the release subscriber checks that its connection is alive (default
+    /// [`DEFAULT_SUBSCRIBER_PING_INTERVAL`], 5 s; `Duration::ZERO` turns the check off).
+    ///
+    /// A pub/sub connection only reads, so a link that died without a close (a NAT or
+    /// firewall entry dropped, a peer machine gone: no FIN, no RST) would hide every release
+    /// announcement until the OS gives up on it, which can take minutes or hours
+    /// (wolph/portalocker#146). So the subscriber sends `PING` on it at this interval; when no
+    /// answer comes within the [`command_timeout`](RedisLockBuilder::command_timeout), it
+    /// reconnects, subscribes every watched name again and wakes every waiter to look again
+    /// (a release may have been missed meanwhile). A dead link is thus noticed within about
+    /// interval + command timeout (6 s by default); the cost is one `PING` per interval per
+    /// `RedisLock` and tokio runtime that waits. A waiter never depends on it alone: it also
+    /// retries when the holder's TTL runs out. Not applied on a Redis Cluster, whose
+    /// subscriptions ride redis-rs's cluster connection.
+    pub fn subscriber_ping_interval(mut self, interval: Duration) -> Self {
+        self.subscriber_ping = Some(interval);
         self
     }
 
@@ -476,6 +500,9 @@ impl RedisLockBuilder {
                 grace,
                 server,
                 native_commands: self.native_commands.unwrap_or(true),
+                subscriber_ping: self
+                    .subscriber_ping
+                    .unwrap_or(DEFAULT_SUBSCRIBER_PING_INTERVAL),
             },
         ))
     }
@@ -512,11 +539,17 @@ struct Settings {
     server: String,
     /// Whether releases and extensions try native commands first.
     native_commands: bool,
+    /// The subscriber's `PING` interval; zero: off.
+    subscriber_ping: Duration,
 }
 
 /// The lock over connections from `source`, with `settings`.
 fn assemble(source: Source, settings: Settings) -> RedisLock {
     let pubsub_limit = settings.connect_timeout + settings.command_timeout;
+    let ping = (!settings.subscriber_ping.is_zero()).then_some(Ping {
+        interval: settings.subscriber_ping,
+        timeout: settings.command_timeout,
+    });
     let exec = Executor::new(
         Connections::new(
             source,
@@ -535,7 +568,7 @@ fn assemble(source: Source, settings: Settings) -> RedisLock {
     );
     let subscriber = settings
         .pubsub
-        .map(|origin| Subscriber::new(origin, pubsub_limit));
+        .map(|origin| Subscriber::new(origin, pubsub_limit, ping));
     RedisLock::new(exec, grants, subscriber, settings.prefix)
 }
 
@@ -556,6 +589,7 @@ impl Default for Settings {
             },
             server: String::from("pool"),
             native_commands: true,
+            subscriber_ping: DEFAULT_SUBSCRIBER_PING_INTERVAL,
         }
     }
 }

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use crate::conn::{Conn, Connections};
 use crate::error::{breaks_connection, from_redis, timeout};
 use crate::layout::Keys;
-use crate::native::{Command, Native, is_refusal};
+use crate::native::{self, Command, Native, is_refusal};
 use crate::replication::Replication;
 use crate::scripts::Lua;
 use crate::topology::Topology;
@@ -145,19 +145,22 @@ impl Executor {
         self.settle(reply, conn, op, key, started)
     }
 
-    /// Whether a grant may be sent now (see `grace.rs`): `Ok(None)` yes, `Ok(Some(left))` not
-    /// for `left`, the server's grace period. Connects first when there is no connection, since
-    /// a new connection is where a restart or a failover shows; with a connection, no I/O.
+    /// Whether a grant of a lease of `ttl` may be made now (see `grace.rs`): `Ok(None)` yes,
+    /// `Ok(Some(left))` not for `left`, the server's grace period; a `ttl` above the grace is
+    /// logged once. No I/O, and no lock taken outside a grace period.
+    /// A restart or a failover shows on the next *new* connection, which learns the server's
+    /// facts before it carries any command; so asked again after a grant, this also covers a
+    /// grant made on a connection that was new.
     ///
     /// # Errors
-    /// Connecting fails; strict mode and a server that may evict lock keys (see
+    /// Strict mode and a server that may evict lock keys (see
     /// [`EvictionRisk`](crate::EvictionRisk)).
-    pub(crate) async fn grace_left(&self) -> Result<Option<Duration>, LockError> {
+    pub(crate) fn grace_left(&self, ttl: Duration) -> Result<Option<Duration>, LockError> {
         let watch = self.conns.watch();
+        watch.check_lease(ttl);
         if watch.inert() {
             return Ok(None);
         }
-        self.conns.get().await?;
         watch.verdict()
     }
 
@@ -185,6 +188,34 @@ impl Executor {
         let generation = conn.generation();
         if !self.native.usable(command, generation) {
             return Ok(None);
+        }
+        if self.native.must_ask(command, generation) {
+            let started = Instant::now();
+            let answer = tokio::time::timeout(
+                self.command_timeout,
+                native::ask(command).query_async::<redis::Value>(&mut conn.conn),
+            )
+            .await;
+            match answer {
+                Ok(Ok(answer)) if native::has_command(&answer) => {
+                    self.native.known(command, generation);
+                }
+                // Unknown there, or an error reply (the ACL denies `COMMAND`: NOPERM): the
+                // script, on this connection.
+                Ok(Ok(_)) => {
+                    self.native.refused(command, generation);
+                    return Ok(None);
+                }
+                Ok(Err(err)) if !breaks_connection(&err) => {
+                    self.native.refused(command, generation);
+                    return Ok(None);
+                }
+                broken => {
+                    let reply = broken.map(|r| r.map(|_| ()));
+                    self.settle(reply, conn, op, key, started)?;
+                    return Ok(None);
+                }
+            }
         }
         let started = Instant::now();
         let reply = tokio::time::timeout(

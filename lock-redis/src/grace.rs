@@ -20,6 +20,7 @@
 //! promotion marker that the clients who saw a change write into the data set.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -96,6 +97,11 @@ pub(crate) struct Watch {
     server: String,
     /// The marker key a client that saw a change writes (strict clients read it).
     marker: String,
+    /// Whether `state` holds anything that may refuse a grant: read on every acquire, so the
+    /// path without a grace period takes no lock.
+    alert: AtomicBool,
+    /// Whether a lease longer than the grace was logged already (once per lock).
+    warned_long_lease: AtomicBool,
     state: Mutex<State>,
 }
 
@@ -123,6 +129,8 @@ impl Watch {
             settings,
             server,
             marker: format!("{prefix}{{distlock}}:grace"),
+            alert: AtomicBool::new(false),
+            warned_long_lease: AtomicBool::new(false),
             state: Mutex::new(State::default()),
         }
     }
@@ -131,6 +139,18 @@ impl Watch {
     /// skips the check altogether.
     pub(crate) fn inert(&self) -> bool {
         self.settings.grace.is_zero() && !self.settings.strict
+    }
+
+    /// Logs once when a grant asks for a lease longer than the grace period: the grace then
+    /// no longer outlasts every lease, which is its one rule.
+    pub(crate) fn check_lease(&self, ttl: Duration) {
+        let grace = self.settings.grace;
+        if !grace.is_zero() && ttl > grace && !self.warned_long_lease.swap(true, Ordering::Relaxed)
+        {
+            tracing::warn!(server = %self.server, lease = ?ttl, grace = ?grace,
+                "a lease longer than the store grace period: after a restart or a failover this \
+                 lock could be granted twice; give RedisLockBuilder::grace at least the longest lease");
+        }
     }
 
     /// Reads the facts of the server at the other end of a new connection and compares them
@@ -227,6 +247,10 @@ impl Watch {
         }
         self.eviction(&mut state, &facts);
         state.last = Some(facts);
+        self.alert.store(
+            state.until.is_some() || state.evicting.is_some(),
+            Ordering::Release,
+        );
         learned
     }
 
@@ -264,6 +288,9 @@ impl Watch {
 
     /// [`Self::verdict`] at `now`.
     fn verdict_at(&self, now: Instant) -> Result<Option<Duration>, LockError> {
+        if !self.alert.load(Ordering::Acquire) {
+            return Ok(None);
+        }
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(risk) = &state.evicting {
             return Err(LockError::Backend {
@@ -285,6 +312,8 @@ impl Watch {
             return Ok(Some(left));
         }
         state.until = None;
+        self.alert
+            .store(state.evicting.is_some(), Ordering::Release);
         drop(state);
         self.gauge(Duration::ZERO);
         tracing::info!(server = %self.server, "the grace period has ended; granting again");

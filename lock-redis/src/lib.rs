@@ -19,6 +19,7 @@ mod subscriber;
 mod tls;
 mod topology;
 
+pub use config::DEFAULT_SUBSCRIBER_PING_INTERVAL;
 pub use config::{
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION, RedisLockBuilder,
 };

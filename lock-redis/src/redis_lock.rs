@@ -150,11 +150,37 @@ impl RedisLock {
     /// [`RedisLockBuilder::grace`](crate::RedisLockBuilder::grace)): busy for the time left, as
     /// if a holder that never announces its release held it, so a `Locker` polls and tries
     /// again when it ends. `None` when a grant may be sent.
-    async fn in_grace(&self) -> Result<Option<Attempt>, LockError> {
-        Ok(self.exec.grace_left().await?.map(|left| Attempt::Busy {
+    fn in_grace(&self, ttl: Duration) -> Result<Option<Attempt>, LockError> {
+        Ok(self.exec.grace_left(ttl)?.map(|left| Attempt::Busy {
             holder_ttl: Some(left),
             announces: false,
         }))
+    }
+
+    /// `attempt`, unless it granted on a connection that found the server in its grace period
+    /// (the first attempt after a restart connects anew, and learns it only then): that grant
+    /// is given back, and the answer is [`Self::in_grace`]'s.
+    async fn unless_in_grace(&self, attempt: Attempt, ttl: Duration) -> Result<Attempt, LockError> {
+        let Attempt::Acquired(lease) = attempt else {
+            return Ok(attempt);
+        };
+        match self.exec.grace_left(ttl) {
+            Ok(None) => Ok(Attempt::Acquired(lease)),
+            refused => {
+                self.give_back(&lease).await;
+                Ok(Attempt::Busy {
+                    holder_ttl: refused?,
+                    announces: false,
+                })
+            }
+        }
+    }
+
+    /// Releases a grant made during a grace period (best effort: it expires with its TTL).
+    async fn give_back(&self, lease: &Lease) {
+        if let Err(error) = Lock::release(self, lease).await {
+            tracing::debug!(%error, "giving back a grant made in a grace period failed; it expires with its TTL");
+        }
     }
 
     /// The keys of the lock `name`.
@@ -212,10 +238,12 @@ impl Lock for RedisLock {
     ) -> Result<Attempt, LockError> {
         let ttl_ms = check_ttl(ttl)?;
         let keys = self.checked_keys(name)?;
-        if let Some(busy) = self.in_grace().await? {
+        if let Some(busy) = self.in_grace(ttl)? {
             return Ok(busy);
         }
-        mutex::try_acquire(&self.exec, &self.grants, &keys, name, token, ttl_ms).await
+        let attempt =
+            mutex::try_acquire(&self.exec, &self.grants, &keys, name, token, ttl_ms).await?;
+        self.unless_in_grace(attempt, ttl).await
     }
 
     /// Read shares, write locks, permits and the fair lock through their own scripts (see the
@@ -232,11 +260,11 @@ impl Lock for RedisLock {
         }
         let ttl_ms = check_ttl(ttl)?;
         let keys = self.checked_keys(name)?;
-        if let Some(busy) = self.in_grace().await? {
+        if let Some(busy) = self.in_grace(ttl)? {
             return Ok(busy);
         }
         let (exec, grants) = (&self.exec, &self.grants);
-        match kind {
+        let attempt = match kind {
             Kind::Read { .. } | Kind::Write { .. } => {
                 read_write::try_acquire(exec, grants, &keys, name, kind, token, ttl_ms).await
             }
@@ -250,7 +278,8 @@ impl Lock for RedisLock {
                 backend: BACKEND,
                 kind: other.label(),
             }),
-        }
+        }?;
+        self.unless_in_grace(attempt, ttl).await
     }
 
     async fn permits_in_use(&self, name: &str) -> Result<u32, LockError> {
@@ -274,7 +303,7 @@ impl Lock for RedisLock {
         if let Some(Attempt::Busy {
             holder_ttl,
             announces,
-        }) = self.in_grace().await?
+        }) = self.in_grace(ttl)?
         {
             return Ok(MultiAttempt::Busy {
                 index: 0,
@@ -282,11 +311,28 @@ impl Lock for RedisLock {
                 announces,
             });
         }
-        match multi::try_in_one_script(&self.exec, &self.grants, &keys, names, token, ttl_ms)
-            .await?
-        {
-            Some(attempt) => Ok(attempt),
-            None => acquire_in_order(self, names, token, ttl).await,
+        let attempt =
+            match multi::try_in_one_script(&self.exec, &self.grants, &keys, names, token, ttl_ms)
+                .await?
+            {
+                Some(attempt) => attempt,
+                None => acquire_in_order(self, names, token, ttl).await?,
+            };
+        let MultiAttempt::Acquired(leases) = attempt else {
+            return Ok(attempt);
+        };
+        match self.exec.grace_left(ttl) {
+            Ok(None) => Ok(MultiAttempt::Acquired(leases)),
+            refused => {
+                for lease in &leases {
+                    self.give_back(lease).await;
+                }
+                Ok(MultiAttempt::Busy {
+                    index: 0,
+                    holder_ttl: refused?,
+                    announces: false,
+                })
+            }
         }
     }
 

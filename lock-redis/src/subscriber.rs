@@ -9,6 +9,14 @@
 //! sharded (`SSUBSCRIBE`, answered by the node that owns the lock's slot), over a RESP3 cluster
 //! connection that follows the slots by itself.
 //!
+//! A connection can also die without a close: a NAT or firewall entry dropped, a peer machine
+//! gone, and no FIN or RST ever arrives (wolph/portalocker#146: such a link hid wake-ups for
+//! minutes). A subscriber only reads, so it would wait on such a link forever. So the task sends
+//! `PING` on the subscribed connection every [`Ping::interval`] (the builder's
+//! `subscriber_ping_interval`), and when no answer comes within [`Ping::timeout`] it treats the
+//! connection as dropped: reconnect, resubscribe, bump every signal. (On a Redis Cluster the
+//! subscriptions ride redis-rs's cluster connection, which this does not check.)
+//!
 //! The task and its connection live on the runtime of the waiters they serve: a task on a
 //! runtime that has shut down never runs again, and one `RedisLock` may be used from several
 //! runtimes, in sequence (every `#[tokio::test]` has its own) or at once. So each runtime that
@@ -24,11 +32,21 @@ use lock_core::{LockError, Op, TimeoutPhase};
 use redis::aio::{PubSubSink, PubSubStream};
 use tokio::runtime::{Handle, Id};
 use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
 
 use crate::error::{BACKEND, from_redis, timeout};
 
 /// How long to wait before connecting again after the subscriber connection failed.
 const RECONNECT_AFTER: Duration = Duration::from_millis(200);
+
+/// The subscriber's check that its connection is alive (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Ping {
+    /// Time between two `PING`s on the subscribed connection.
+    pub(crate) interval: Duration,
+    /// How long the answer may take before the connection counts as dead.
+    pub(crate) timeout: Duration,
+}
 
 /// Where the subscriber connects.
 pub(crate) enum Origin {
@@ -52,6 +70,8 @@ pub(crate) struct Subscriber {
     cluster: Option<Vec<String>>,
     /// Bound on connecting and on each SUBSCRIBE.
     timeout: Duration,
+    /// The liveness check of the subscribed connection; `None`: off.
+    ping: Option<Ping>,
     feeds: Mutex<Vec<Feed>>,
 }
 
@@ -99,7 +119,7 @@ impl Drop for Unsubscribe {
 }
 
 impl Subscriber {
-    pub(crate) fn new(origin: Origin, timeout: Duration) -> Self {
+    pub(crate) fn new(origin: Origin, timeout: Duration, ping: Option<Ping>) -> Self {
         Self {
             #[cfg(feature = "cluster")]
             cluster: match &origin {
@@ -108,6 +128,7 @@ impl Subscriber {
             },
             origin: Arc::new(tokio::sync::Mutex::new(origin)),
             timeout,
+            ping,
             feeds: Mutex::new(Vec::new()),
         }
     }
@@ -146,7 +167,7 @@ impl Subscriber {
             return;
         }
         let origin = Arc::clone(&self.origin);
-        drop(runtime.spawn(run(origin, channels, requests, self.timeout)));
+        drop(runtime.spawn(run(origin, channels, requests, self.timeout, self.ping)));
     }
 
     /// Subscribes to `channel` (if not already) and returns a watch on it once the server has
@@ -191,13 +212,15 @@ fn stopped() -> LockError {
     }
 }
 
-/// The subscriber task: owns the pub/sub connection, follows requests, and turns messages into
-/// signals. Ends when its `RedisLock` is dropped.
+/// The subscriber task: owns the pub/sub connection, follows requests, turns messages into
+/// signals, and (with `ping`) checks that the connection still answers. Ends when its
+/// `RedisLock` is dropped.
 async fn run(
     origin: SharedOrigin,
     channels: Arc<Mutex<Channels>>,
     mut requests: mpsc::UnboundedReceiver<Request>,
     limit: Duration,
+    ping: Option<Ping>,
 ) {
     loop {
         let (mut sink, mut stream, mut subscribed) =
@@ -217,8 +240,27 @@ async fn run(
                     continue;
                 }
             };
+        // An interval too long to add to the clock means never.
+        let mut next_ping = ping.and_then(|ping| Instant::now().checked_add(ping.interval));
         loop {
             tokio::select! {
+                () = ping_due(next_ping) => {
+                    // `ping_due` never resolves without a ping.
+                    if let Some(ping) = ping {
+                        // Messages that arrive meanwhile wait in the stream: none is lost.
+                        let answer = bounded(ping.timeout, sink.ping::<redis::Value>()).await;
+                        if let Err(error) = answer {
+                            tracing::warn!(
+                                %error,
+                                timeout = ?ping.timeout,
+                                "release subscriber: no answer to PING on the subscribed \
+                                 connection (a dead link); reconnecting and subscribing again"
+                            );
+                            break;
+                        }
+                        next_ping = Instant::now().checked_add(ping.interval);
+                    }
+                }
                 request = requests.recv() => match request {
                     Some(Request::Subscribe(channel, done)) => {
                         // `connect` may have subscribed it already (it was asked for meanwhile).
@@ -252,6 +294,14 @@ async fn run(
         }
         tracing::debug!("release subscriber connection lost; reconnecting");
         tokio::time::sleep(RECONNECT_AFTER).await;
+    }
+}
+
+/// Resolves at `at`; never, without a time (pings off).
+async fn ping_due(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 

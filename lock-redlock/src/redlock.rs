@@ -32,7 +32,9 @@ use crate::telemetry;
 ///   quorum granted and the validity `ttl − elapsed − drift` is positive; busy when the
 ///   refusals alone rule out a quorum; else a [`QuorumNotReached`] error. Nodes that answer
 ///   after the decision are seen through in the background (released if the acquire failed).
-/// - **Extend** needs a quorum of all N to extend, within the new validity.
+/// - **Extend** needs a quorum of all N to extend, within the new validity; it then repairs
+///   the nodes that had lost the key (a `SET NX` of the same token through the node's
+///   acquire), so a node restarted empty holds the lease again.
 /// - **Release** goes to all N and reports `true` iff a quorum released a key holding our token.
 ///   It returns once every node that is not lagging has answered (or its timeout passed), so
 ///   the next acquire of the name never finds our previous key on a healthy node; a hung or

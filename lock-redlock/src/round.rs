@@ -31,6 +31,7 @@ pub(crate) struct Verdict {
     pub(crate) decision: Decision,
     pub(crate) tally: Tally,
     pub(crate) first_error: Option<LockError>,
+    /// When the outcome became known (the quorum reached, or ruled out).
     pub(crate) decided_at: Instant,
     /// The nodes counted as saying no by the decision (an extend's "not ours": the repair
     /// after a quorum extend goes to these).
@@ -126,15 +127,22 @@ where
 {
     /// See [`Fanout::decide`].
     async fn decide(&mut self, until: Until) -> Verdict {
+        // When the outcome became known: under `Until::All` the round goes on after it, but a
+        // lease's validity counts from the quorum, not from the last node.
+        let mut decided_at = None;
         loop {
-            if let Some(decision) = self.counter.tally.decide()
+            let decided = self.counter.tally.decide();
+            if decided.is_some() {
+                decided_at.get_or_insert_with(Instant::now);
+            }
+            if let Some(decision) = decided
                 && (until == Until::Quorum || self.all_waited_for())
             {
                 let verdict = Verdict {
                     decision,
                     tally: self.counter.tally,
                     first_error: self.counter.first_error.take(),
-                    decided_at: Instant::now(),
+                    decided_at: decided_at.unwrap_or_else(Instant::now),
                     refused: Vec::new(),
                 };
                 self.count_ready();

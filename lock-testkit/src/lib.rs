@@ -110,6 +110,7 @@ mod binary;
 mod client;
 mod cluster;
 pub mod conformance;
+pub mod election_processes;
 mod etcd;
 pub mod exclusion;
 pub mod fair_order;

@@ -56,12 +56,22 @@ pub(crate) struct Lab {
 
 impl Lab {
     /// Starts the servers of `topology` and a proxy per worker and server.
-    pub(crate) fn start(topology: Topology, workers: u32, server: Server) -> io::Result<Lab> {
+    /// `store_args` are extra command-line arguments of the lock's own Redis stores (a
+    /// `maxmemory`, say).
+    pub(crate) fn start(
+        topology: Topology,
+        workers: u32,
+        server: Server,
+        store_args: &[&str],
+    ) -> io::Result<Lab> {
         let resource = RedisServer::start()?;
         // The lock's own stores: redis-server, or valkey-server.
-        let store = || match server {
-            Server::Redis => RedisServer::start(),
-            Server::Valkey => RedisServer::builder().valkey().start(),
+        let store = || {
+            let builder = match server {
+                Server::Redis => RedisServer::builder(),
+                Server::Valkey => RedisServer::builder().valkey(),
+            };
+            store_args.iter().fold(builder, |b, a| b.arg(*a)).start()
         };
         let postgres = match topology {
             Topology::Postgres => Some(start_postgres()?),
@@ -78,16 +88,18 @@ impl Lab {
                 (0..n).map(|_| store()).collect::<io::Result<Vec<_>>>()?,
                 None,
             ),
-            Topology::Cluster => (
-                Vec::new(),
-                Some(
-                    RedisCluster::builder()
-                        .masters(3)
-                        .replicas_per_master(1)
-                        .node_timeout(CLUSTER_NODE_TIMEOUT)
-                        .start()?,
-                ),
-            ),
+            Topology::Cluster => {
+                let builder = RedisCluster::builder()
+                    .masters(3)
+                    .replicas_per_master(1)
+                    .node_timeout(CLUSTER_NODE_TIMEOUT);
+                // The cluster's nodes are the chosen server too: a Valkey Cluster for `valkey`.
+                let builder = match server {
+                    Server::Redis => builder,
+                    Server::Valkey => builder.valkey(),
+                };
+                (Vec::new(), Some(builder.start()?))
+            }
         };
         let addrs: Vec<_> = servers
             .iter()
@@ -222,6 +234,17 @@ impl Lab {
     /// Starts server `n` again with no data.
     pub(crate) fn restart_empty(&mut self, n: usize) -> io::Result<()> {
         self.server(n)?.restart(KeepData::Discard)
+    }
+
+    /// Writes `mb` MB of other keys (100 KB values) to server `n`, one connection a key.
+    pub(crate) fn fill(&mut self, n: usize, mb: u32) -> io::Result<()> {
+        let value = "x".repeat(100 * 1024);
+        let server = self.server(n)?;
+        for i in 0..mb * 10 {
+            let key = format!("filler:{}:{i}", fastrand::u64(..));
+            server.command(&["SET", &key, &value])?;
+        }
+        Ok(())
     }
 
     /// `SIGSTOP`s server `n`.

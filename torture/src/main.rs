@@ -42,7 +42,10 @@ struct Cli {
     /// `0s` turns it off, to measure the scenarios as they were without it.
     #[arg(long, value_parser = humantime::parse_duration)]
     grace: Option<Duration>,
-    /// The server of the lock's Redis stores in single-server and Redlock scenarios.
+    /// The workers run the strict data-loss checks (`RedisLockBuilder::strict`).
+    #[arg(long)]
+    strict: bool,
+    /// The server of the lock's Redis stores in single-server, Redlock and cluster scenarios.
     #[arg(long, value_enum, default_value_t = ServerArg::Redis)]
     server: ServerArg,
 }
@@ -153,6 +156,7 @@ fn main() -> ExitCode {
         if let Some(grace) = cli.grace {
             s.grace = grace;
         }
+        s.strict |= cli.strict;
         let s = &s;
         let options = Options {
             exe: exe.clone(),

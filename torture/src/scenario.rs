@@ -200,6 +200,10 @@ pub struct Scenario {
     /// The workers' store grace period (`RedisLockBuilder::grace`): the lease by default, the
     /// longest lease of this fleet; zero turns it off, as before it existed.
     pub grace: Duration,
+    /// Whether the workers run the strict data-loss checks (`RedisLockBuilder::strict`).
+    pub strict: bool,
+    /// Extra command-line arguments of the lock's own Redis stores.
+    pub store_args: Vec<&'static str>,
     /// Shortest and longest time a holder keeps the lock.
     pub hold: (Duration, Duration),
     /// The `RedisLock` command timeout (single server and cluster).
@@ -235,6 +239,8 @@ fn base(name: &'static str, fault: &'static str, cycle: Vec<Step>, expected: Exp
         workers: 3,
         ttl: TTL,
         grace: TTL,
+        strict: false,
+        store_args: Vec::new(),
         hold: (ms(50), ms(150)),
         command_timeout: ms(250),
         wait: Duration::from_secs(3),
@@ -251,6 +257,7 @@ pub fn all() -> Vec<Scenario> {
     vec![
         holder_pause(),
         redis_restart_empty(),
+        memory_pressure_evicts(),
         redis_slow(),
         worker_partition(),
         redlock_minority_kill(),
@@ -333,6 +340,32 @@ pub fn redis_restart_empty() -> Scenario {
                      lease has ended first; fencing tokens keep growing across the restart",
                 )
             },
+        )
+    }
+}
+
+/// A Redis with a 4 MB `maxmemory` and `allkeys-lru`, which another application fills with
+/// 20 MB while a worker holds the lock: the lock key is evicted. The grace period cannot see
+/// it (nothing restarted); by default the workers warn and count the policy, and overlaps are
+/// expected. Run with `--strict`, the workers refuse to lock there at all.
+pub fn memory_pressure_evicts() -> Scenario {
+    Scenario {
+        hold: (ms(600), ms(900)),
+        store_args: vec!["--maxmemory", "4mb", "--maxmemory-policy", "allkeys-lru"],
+        ..base(
+            "memory-pressure-evicts",
+            "20 MB of other writes into a 4 MB allkeys-lru Redis while a worker holds",
+            vec![
+                Step::AwaitGrant,
+                Step::Fill { node: 0, mb: 20 },
+                Step::Sleep(ms(1_500)),
+            ],
+            Expected::fenced_only(
+                TTL,
+                "eviction deletes a held lock key and the next worker is granted it: the \
+                 default only warns (distlock_eviction_risk_total); strict mode refuses such a \
+                 Redis; fencing still keeps stale writes out",
+            ),
         )
     }
 }
@@ -699,6 +732,13 @@ fn etcd_exclusion(why: &'static str) -> Expected {
     }
 }
 
+/// The recovery bound of the etcd scenarios that cut every client off from a member it was
+/// connected to (the partition) or from every member (the whole-cluster restart): the etcd
+/// client reconnects on its own schedule, and runs here took 7 to 18 s from the heal to the
+/// next grant (README, "Guarantees"). The bound catches a client that never comes back; the
+/// figure is reported, and shortening it is lock-etcd's open work.
+const ETCD_RECONNECT_WITHIN: Duration = Duration::from_secs(30);
+
 fn etcd(mut scenario: Scenario) -> Scenario {
     scenario.topology = Topology::Etcd;
     scenario.ttl = ETCD_TTL;
@@ -747,11 +787,14 @@ pub fn etcd_leader_partition() -> Scenario {
                 Step::HealEtcdPartition,
                 Step::Sleep(ms(2_000)),
             ],
-            etcd_exclusion(
-                "the cut-off leader cannot commit, the majority elects a new one and serves \
-                 every grant the old one committed; a holder cut off with it cannot renew and \
-                 stops at its valid_until, before its lease ends on the majority",
-            ),
+            Expected {
+                recovery_within: ETCD_RECONNECT_WITHIN,
+                ..etcd_exclusion(
+                    "the cut-off leader cannot commit, the majority elects a new one and serves \
+                     every grant the old one committed; a holder cut off with it cannot renew \
+                     and stops at its valid_until, before its lease ends on the majority",
+                )
+            },
         ))
     }
 }
@@ -795,11 +838,14 @@ pub fn etcd_restart_all() -> Scenario {
                 Step::StartEtcdCluster,
                 Step::Sleep(ms(3_000)),
             ],
-            etcd_exclusion(
-                "an acknowledged grant is in the write-ahead log of a majority, so the restarted \
-                 cluster still holds it (with its lease) and grants it to no one else; revisions \
-                 continue from the log",
-            ),
+            Expected {
+                recovery_within: ETCD_RECONNECT_WITHIN,
+                ..etcd_exclusion(
+                    "an acknowledged grant is in the write-ahead log of a majority, so the \
+                     restarted cluster still holds it (with its lease) and grants it to no one \
+                     else; revisions continue from the log",
+                )
+            },
         ))
     }
 }

@@ -50,6 +50,15 @@ pub enum Step {
     RestartEmpty(usize),
     /// `SIGSTOP`s this server.
     Pause(usize),
+    /// Writes this many MB of other keys (100 KB values) to server `node`, straight, not
+    /// through the proxies: another application of the same Redis, for a server with a
+    /// `maxmemory` to evict keys.
+    Fill {
+        /// The server.
+        node: usize,
+        /// How much, in MB.
+        mb: u32,
+    },
     /// `SIGCONT`s this server.
     Resume(usize),
     /// Redis Cluster: `SIGKILL`s the master that owns the lock's slot.
@@ -106,6 +115,7 @@ impl Step {
             Step::PauseHolder
             | Step::Kill(_)
             | Step::Pause(_)
+            | Step::Fill { .. }
             | Step::KillLockMaster
             | Step::StopPostgres { .. }
             | Step::KillEtcdLeader
@@ -156,6 +166,7 @@ impl fmt::Display for Step {
             Step::Kill(n) => write!(f, "SIGKILL node {n}"),
             Step::RestartEmpty(n) => write!(f, "restart node {n} empty"),
             Step::Pause(n) => write!(f, "SIGSTOP node {n}"),
+            Step::Fill { node, mb } => write!(f, "write {mb} MB of other keys to node {node}"),
             Step::Resume(n) => write!(f, "SIGCONT node {n}"),
             Step::KillLockMaster => f.write_str("SIGKILL the lock's master"),
             Step::AwaitFailover => f.write_str("replica took over"),

@@ -1,7 +1,8 @@
 //! Extend repair: a holder renewing over 5 real redis-servers; one node is SIGKILLed and
 //! restarted empty. A later renewal puts the lease's key back on that node, with the same
 //! token (read with a plain client), and counts it under `op="repair"`; a node where another
-//! token holds the key keeps that key.
+//! token holds the key keeps that key; a node in its store grace period (lock-redis `grace`)
+//! refuses the repair until the grace has run out.
 //!
 //! The counters come from a `DebuggingRecorder` installed for this thread only, on a
 //! current-thread runtime (real time: the servers are real), so the renewals and the repairs
@@ -12,10 +13,12 @@ use std::future::Future;
 use std::time::Duration;
 
 use lock_core::{Guard, Locker};
+use lock_redis::RedisLock;
+use lock_redlock::Redlock;
 use lock_testkit::KeepData;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 
-use crate::common::servers::{Nodes, token_hex};
+use crate::common::servers::{CLIENT_TIMEOUT, Nodes, token_hex};
 
 /// The renewed lease: renewed every second (a third of it).
 const LEASE: Duration = Duration::from_secs(3);
@@ -197,5 +200,65 @@ fn a_repair_never_takes_a_key_another_token_holds() {
         assert!(guard.is_held(), "the lease was never lost");
         assert!(guard.release().await.is_ok(), "released on four of five");
         assert_eq!(nodes.get(4, "job").await.as_deref(), Some(foreign));
+    });
+}
+
+/// A Redlock whose nodes keep a store grace period of `grace` (lock-redis `grace`).
+fn redlock_with_grace(nodes: &Nodes, grace: Duration) -> Redlock {
+    nodes
+        .urls()
+        .iter()
+        .enumerate()
+        .fold(Redlock::builder(), |b, (i, url)| {
+            let node = RedisLock::builder()
+                .url(url.as_str())
+                .connect_timeout(CLIENT_TIMEOUT)
+                .command_timeout(CLIENT_TIMEOUT)
+                .grace(grace)
+                .build()
+                .expect("valid node");
+            b.named_node(format!("n{i}"), node)
+        })
+        .build()
+        .expect("valid Redlock")
+}
+
+#[test]
+fn a_node_in_its_grace_period_is_repaired_only_after_it() {
+    with_counters(|mut counters| async move {
+        let mut nodes = Nodes::start(5);
+        // The grace is the fleet's longest lease: this one.
+        let locker = Locker::new(redlock_with_grace(&nodes, LEASE));
+        let (guard, token) = held_everywhere(&nodes, &locker, "job").await;
+
+        nodes.servers[2]
+            .restart(KeepData::Discard)
+            .expect("SIGKILL, restart empty");
+        let restarted = std::time::Instant::now();
+        // The renewals reach node 2 and see its new run_id: it grants nothing for the grace,
+        // so the repairs are refused.
+        let mut refused = 0;
+        for _ in 0..POLLS {
+            refused = counters.get("distlock_redlock_node_refusals_total", "n2", "repair");
+            if refused >= 1 {
+                break;
+            }
+            tokio::time::sleep(POLL).await;
+        }
+        assert!(refused >= 1, "a repair was refused during the grace");
+        // Counted from when this client saw the restart, so it ends no earlier than `LEASE`
+        // after the restart: a repair seen before then went through the grace.
+        assert!(
+            wait_held(&nodes, &[2], "job", &token).await,
+            "repaired once the grace ran out"
+        );
+        assert!(
+            restarted.elapsed() >= LEASE,
+            "repaired {:?} after the restart, within the {LEASE:?} grace",
+            restarted.elapsed()
+        );
+        assert!(counters.get("distlock_redlock_node_grants_total", "n2", "repair") >= 1);
+        assert!(guard.is_held(), "the lease was never lost");
+        assert!(guard.release().await.is_ok(), "released");
     });
 }

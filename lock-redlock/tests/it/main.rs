@@ -15,6 +15,7 @@ mod exclusion;
 mod extend_minority_gone;
 mod extend_release_memory;
 mod extend_repair;
+mod extend_repair_memory;
 mod fencing;
 mod fencing_memory;
 mod grace;

@@ -122,7 +122,12 @@ pub fn run(scenario: &Scenario, options: &Options) -> io::Result<Outcome> {
         .duration
         .unwrap_or(scenario.short)
         .max(scenario.min_duration());
-    let mut lab = Lab::start(scenario.topology, workers, options.server)?;
+    let mut lab = Lab::start(
+        scenario.topology,
+        workers,
+        options.server,
+        &scenario.store_args,
+    )?;
 
     let stop_file = dir.join("stop");
     let _ = std::fs::remove_file(&stop_file);
@@ -138,6 +143,7 @@ pub fn run(scenario: &Scenario, options: &Options) -> io::Result<Outcome> {
             lock_name: LOCK_NAME.to_owned(),
             ttl_ms: u64_ms(scenario.ttl),
             grace_ms: Some(u64_ms(scenario.grace)),
+            strict: scenario.strict,
             hold_min_ms: u64_ms(scenario.hold.0),
             hold_max_ms: u64_ms(scenario.hold.1),
             wait_ms: u64_ms(scenario.wait),
@@ -338,6 +344,7 @@ impl Run<'_> {
             Step::Kill(n) => self.lab.kill(*n)?,
             Step::RestartEmpty(n) => self.lab.restart_empty(*n)?,
             Step::Pause(n) => self.lab.pause(*n)?,
+            Step::Fill { node, mb } => self.lab.fill(*node, *mb)?,
             Step::Resume(n) => self.lab.resume(*n)?,
             Step::KillLockMaster => self.slot = Some(self.lab.kill_lock_master(LOCK_NAME)?),
             Step::AwaitFailover => {

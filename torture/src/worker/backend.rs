@@ -20,6 +20,7 @@ pub(crate) fn locker(config: &WorkerConfig) -> Result<Locker, LockError> {
                 .command_timeout(timeout)
                 .connect_timeout(timeout)
                 .grace(grace)
+                .strict(config.strict)
                 .build()?,
         ),
         Backend::Redlock { urls } => {
@@ -42,6 +43,7 @@ pub(crate) fn locker(config: &WorkerConfig) -> Result<Locker, LockError> {
                 .command_timeout(timeout)
                 .connect_timeout(timeout)
                 .grace(grace)
+                .strict(config.strict)
                 .build()?,
         ),
         Backend::Postgres { url } => Locker::builder(

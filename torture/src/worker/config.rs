@@ -80,6 +80,9 @@ pub struct WorkerConfig {
     /// The store grace period of its `RedisLock`s, in ms (`None`: the lease).
     #[serde(default)]
     pub grace_ms: Option<u64>,
+    /// Whether its `RedisLock`s run the strict data-loss checks (`RedisLockBuilder::strict`).
+    #[serde(default)]
+    pub strict: bool,
     /// The shortest time a holder spends between reading and writing the counter.
     pub hold_min_ms: u64,
     /// The longest.

@@ -72,3 +72,29 @@ on_each_server!(
     a_slow_server_never_grants_twice,
     a_holder_cut_off_longer_than_its_lease_is_replaced_safely,
 );
+
+/// Eviction deletes held lock keys: by default the workers only warn, so overlaps may happen
+/// (the verdict says so), and fencing still keeps every stale write out. On redis-server only,
+/// to keep the suite short.
+#[test]
+fn memory_pressure_lets_no_stale_write_through() {
+    let outcome = common::run_short(&scenario::memory_pressure_evicts());
+    common::assert_verdict(&outcome);
+    let r = &outcome.report;
+    assert_eq!(r.stale_accepted + r.stale_accepted_in_log, 0);
+    assert_eq!(r.token_regressions, 0);
+}
+
+/// Issue 26's bar: a Redis restarted empty at least 12 times under a renewed holder and waiting
+/// worker processes grants the lock twice 0 times (7 of 12 before the grace period), and the
+/// verdict holds every next grant to after the grace.
+#[test]
+fn twelve_restarts_empty_never_grant_twice() {
+    let outcome = common::run_for(
+        &scenario::redis_restart_empty(),
+        std::time::Duration::from_secs(38),
+    );
+    common::assert_verdict(&outcome);
+    assert!(outcome.cycles >= 12, "only {} restarts", outcome.cycles);
+    assert_eq!(outcome.report.overlaps.len(), 0);
+}

@@ -31,6 +31,9 @@ pub enum Behavior {
     FailAfter(Duration),
     /// Refuses the input.
     Invalid,
+    /// Answers every acquire busy without applying it (extend and release are normal): a node
+    /// that grants nothing for now, as a `RedisLock` in its grace period after data loss.
+    RefuseAcquire,
 }
 
 /// A `MemoryLock` with a scripted behaviour and call counters.
@@ -94,7 +97,7 @@ impl Scripted {
                 sleep(d).await;
                 apply.await
             }
-            Behavior::Normal | Behavior::SlowAcquire(_) => apply.await,
+            Behavior::Normal | Behavior::SlowAcquire(_) | Behavior::RefuseAcquire => apply.await,
             Behavior::DelayBefore(d) => {
                 sleep(d).await;
                 apply.await
@@ -136,6 +139,12 @@ impl Lock for Scripted {
         ttl: Duration,
     ) -> Result<Attempt, LockError> {
         self.acquires.fetch_add(1, Ordering::SeqCst);
+        if self.behavior() == Behavior::RefuseAcquire {
+            return Ok(Attempt::Busy {
+                holder_ttl: None,
+                announces: false,
+            });
+        }
         self.run(Op::Acquire, self.inner.try_acquire(name, token, ttl))
             .await
     }

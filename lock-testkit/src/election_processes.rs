@@ -1,0 +1,456 @@
+//! Leader election across OS processes, shared by the backends' process tests: candidates in
+//! child processes (the test binary re-run, [`crate::spawn_test_process`]), judged through an
+//! independent witness, a Redis server of its own that no candidate uses for the election.
+//!
+//! A backend's test binary has one `#[ignore]`d child test that builds a [`Locker`] on its
+//! backend and calls [`candidate`]; its parent tests call [`one_leader_at_a_time`] and
+//! [`paused_and_killed_leaders`] with that child's name and the environment the child needs
+//! (its server's URL). What the candidates do, by [`ROLE_VAR`]:
+//!
+//! - **rounds**: campaign, raise the witness counter (it must then be 1), record the term,
+//!   work a little, lower the counter, resign; [`ROUNDS`] times. The parent checks that the
+//!   counter never read more than 1 (exactly one leader at a time) and that the recorded terms
+//!   strictly increase.
+//! - **serve**: [`Election::run`](lock_core::Election::run) until [`SERVE_LIMIT`]: each term's
+//!   work writes to a fenced resource in the witness every 50 ms with its term (a script that
+//!   rejects a smaller term than the largest seen and logs every attempt in the same atomic
+//!   step), and every term's start and end is logged. The parent SIGSTOPs the leader past its
+//!   lease, then SIGKILLs the next one, and judges from the logs.
+
+use std::time::{Duration, Instant};
+
+use lock_core::{Locker, TermEvent};
+use nix::sys::signal::Signal;
+use redis::aio::MultiplexedConnection;
+use tokio::process::Child;
+
+use crate::RedisServer;
+
+/// The environment variable that carries the witness's URL to the candidates.
+pub const WITNESS_VAR: &str = "DISTLOCK_ELECTION_WITNESS";
+/// The environment variable that tells a candidate what to do: `rounds` or `serve`.
+pub const ROLE_VAR: &str = "DISTLOCK_ELECTION_ROLE";
+/// The election the candidates campaign in.
+pub const ELECTION: &str = "leader:processes";
+/// The candidates' lease. The issue's bound for a new leader after the leader stopped or was
+/// killed is this plus [`FAILOVER_SLACK`].
+pub const LEASE: Duration = Duration::from_secs(2);
+/// What the bound for a new leader allows beyond [`LEASE`]: a candidate's wake-up.
+pub const FAILOVER_SLACK: Duration = Duration::from_secs(1);
+/// How many terms each `rounds` candidate leads.
+pub const ROUNDS: usize = 5;
+/// How long a `serve` candidate runs at most (the parent kills it sooner).
+pub const SERVE_LIMIT: Duration = Duration::from_secs(90);
+
+/// The number of candidate processes of each check.
+const CANDIDATES: usize = 3;
+/// How often the parent reads the witness while it waits.
+const POLL: Duration = Duration::from_millis(20);
+
+/// The fenced resource: accepts `ARGV[2]` (a term) unless a larger one was accepted before,
+/// and logs the attempt (`pid term accepted`) in the same atomic step, so the log is in the
+/// order the resource saw the writes.
+const FENCED_WRITE: &str = r"
+local last = tonumber(redis.call('GET', KEYS[1]) or '0')
+local term = tonumber(ARGV[2])
+local ok = 0
+if term >= last then
+  redis.call('SET', KEYS[1], ARGV[2])
+  ok = 1
+end
+redis.call('RPUSH', KEYS[2], ARGV[1] .. ' ' .. ARGV[2] .. ' ' .. ok)
+return ok
+";
+const RESOURCE: &str = "resource:term";
+const WRITES: &str = "resource:writes";
+const EVENTS: &str = "election:events";
+const TERMS: &str = "election:terms";
+const COUNTER: &str = "election:leaders";
+const VIOLATIONS: &str = "election:violations";
+
+/// A connection to the witness.
+async fn witness(url: &str) -> MultiplexedConnection {
+    redis::Client::open(url)
+        .expect("the witness URL")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect to the witness")
+}
+
+/// One write to the fenced resource with `term`, by process `pid`: whether it was accepted.
+async fn fenced_write(conn: &mut MultiplexedConnection, pid: u32, term: u64) -> bool {
+    let accepted: i64 = redis::Script::new(FENCED_WRITE)
+        .key(RESOURCE)
+        .key(WRITES)
+        .arg(pid)
+        .arg(term)
+        .invoke_async(conn)
+        .await
+        .expect("the fenced write");
+    accepted == 1
+}
+
+/// One command on the witness, its reply ignored.
+async fn send(conn: &mut MultiplexedConnection, args: &[String]) {
+    let mut cmd = redis::cmd(&args[0]);
+    for arg in &args[1..] {
+        cmd.arg(arg);
+    }
+    let () = cmd.query_async(conn).await.expect("a witness command");
+}
+
+/// The child's body: what a candidate does, by [`ROLE_VAR`], on `locker`'s backend.
+///
+/// # Panics
+/// When the environment lacks the witness or the role, or the witness fails.
+pub async fn candidate(locker: Locker) {
+    let url = std::env::var(WITNESS_VAR).expect("the witness's URL");
+    let role = std::env::var(ROLE_VAR).expect("the candidate's role");
+    let mut conn = witness(&url).await;
+    let pid = std::process::id();
+    let election = locker
+        .elect(ELECTION)
+        .value(format!("pid {pid}"))
+        .lease(LEASE);
+    match role.as_str() {
+        "rounds" => {
+            for _ in 0..ROUNDS {
+                let leadership = election.campaign().await.expect("campaign");
+                let leaders: i64 = redis::cmd("INCR")
+                    .arg(COUNTER)
+                    .query_async(&mut conn)
+                    .await
+                    .expect("INCR");
+                if leaders != 1 {
+                    send(
+                        &mut conn,
+                        &[
+                            "RPUSH".into(),
+                            VIOLATIONS.into(),
+                            format!("{pid} saw {leaders} leaders"),
+                        ],
+                    )
+                    .await;
+                }
+                send(
+                    &mut conn,
+                    &["RPUSH".into(), TERMS.into(), leadership.term().to_string()],
+                )
+                .await;
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                send(&mut conn, &["DECR".into(), COUNTER.into()]).await;
+                leadership.resign().await.expect("resign while leading");
+                tokio::time::sleep(Duration::from_millis(fastrand::u64(0..20))).await;
+            }
+        }
+        "serve" => serve(&election, conn, pid).await,
+        other => panic!("unknown role {other:?}"),
+    }
+}
+
+/// `serve`: the campaign loop with fenced work, each term's start and end logged.
+async fn serve(election: &lock_core::Election, mut conn: MultiplexedConnection, pid: u32) {
+    let work_conn = conn.clone();
+    let mut run = election.run(move |lease| {
+        let mut conn = work_conn.clone();
+        async move {
+            let term = lease.fencing_token();
+            // Bounded by the term: the run cancels this work when the leadership ends.
+            loop {
+                fenced_write(&mut conn, pid, term).await;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    });
+    let deadline = tokio::time::Instant::now() + SERVE_LIMIT;
+    while let Ok(Some(event)) = tokio::time::timeout_at(deadline, run.next_event()).await {
+        let line = match event {
+            TermEvent::Started { term } => format!("start {pid} {term}"),
+            TermEvent::Ended { term, end } => format!("end {pid} {term} {end:?}"),
+            other => format!("other {pid} {other:?}"),
+        };
+        send(&mut conn, &["RPUSH".into(), EVENTS.into(), line]).await;
+    }
+    run.stop().await;
+}
+
+/// Three candidates lead [`ROUNDS`] terms each: the witness counter never reads more than 1,
+/// and the terms, recorded inside them, strictly increase.
+///
+/// # Errors
+/// What went wrong, for the test to fail with.
+pub async fn one_leader_at_a_time(child: &str, env: &[(&str, String)]) -> Result<(), String> {
+    let server = RedisServer::start().map_err(|e| format!("the witness: {e}"))?;
+    let mut env = env.to_vec();
+    env.push((WITNESS_VAR, server.url()));
+    env.push((ROLE_VAR, "rounds".to_owned()));
+    crate::run_test_in_processes(child, &env, CANDIDATES, Duration::from_secs(120)).await?;
+    let mut conn = witness(&server.url()).await;
+    let violations: Vec<String> = list(&mut conn, VIOLATIONS).await;
+    if !violations.is_empty() {
+        return Err(format!("more than one leader at a time: {violations:?}"));
+    }
+    let terms: Vec<u64> = list(&mut conn, TERMS)
+        .await
+        .iter()
+        .map(|t| t.parse().expect("a term"))
+        .collect();
+    if terms.len() != CANDIDATES * ROUNDS {
+        return Err(format!(
+            "{} terms recorded, not {}",
+            terms.len(),
+            CANDIDATES * ROUNDS
+        ));
+    }
+    if let Some(w) = terms.windows(2).find(|w| w[1] <= w[0]) {
+        return Err(format!(
+            "a term did not increase: {} then {} in {terms:?}",
+            w[0], w[1]
+        ));
+    }
+    Ok(())
+}
+
+/// A list of the witness.
+async fn list(conn: &mut MultiplexedConnection, key: &str) -> Vec<String> {
+    redis::cmd("LRANGE")
+        .arg(key)
+        .arg(0)
+        .arg(-1)
+        .query_async(conn)
+        .await
+        .expect("LRANGE")
+}
+
+/// A logged term event: `start PID TERM` or `end PID TERM HOW`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Event {
+    start: bool,
+    pid: u32,
+    term: u64,
+    how: String,
+}
+
+/// The term events logged so far.
+async fn events(conn: &mut MultiplexedConnection) -> Vec<Event> {
+    list(conn, EVENTS)
+        .await
+        .iter()
+        .filter_map(|line| {
+            let mut words = line.split(' ');
+            let start = match words.next()? {
+                "start" => true,
+                "end" => false,
+                _ => return None,
+            };
+            Some(Event {
+                start,
+                pid: words.next()?.parse().ok()?,
+                term: words.next()?.parse().ok()?,
+                how: words.next().unwrap_or("").to_owned(),
+            })
+        })
+        .collect()
+}
+
+/// Waits (at most `limit`) for a logged event that `matches`.
+async fn wait_event(
+    conn: &mut MultiplexedConnection,
+    limit: Duration,
+    what: &str,
+    matches: impl Fn(&Event) -> bool,
+) -> Result<Event, String> {
+    let deadline = Instant::now() + limit;
+    // Bounded by the deadline.
+    loop {
+        if let Some(e) = events(conn).await.into_iter().find(&matches) {
+            return Ok(e);
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "no {what} within {limit:?}: {:?}",
+                events(conn).await
+            ));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// The fenced writes logged so far: (pid, term, accepted), in the resource's order.
+async fn writes(conn: &mut MultiplexedConnection) -> Vec<(u32, u64, bool)> {
+    list(conn, WRITES)
+        .await
+        .iter()
+        .filter_map(|line| {
+            let mut w = line.split(' ');
+            Some((
+                w.next()?.parse().ok()?,
+                w.next()?.parse().ok()?,
+                w.next()? == "1",
+            ))
+        })
+        .collect()
+}
+
+/// Sends `signal` to a candidate by its PID.
+fn signal(child: &Child, sig: Signal) -> Result<(), String> {
+    let pid = child.id().ok_or("the candidate has exited")?;
+    crate::signal::send(pid, sig).map_err(|e| format!("{sig} to {pid}: {e}"))
+}
+
+/// What the parent measured: how long each hand-over took.
+#[derive(Debug, Clone, Copy)]
+pub struct Failovers {
+    /// From the leader's SIGSTOP to the next leader's start.
+    pub after_pause: Duration,
+    /// From the next leader's SIGKILL to the one after's start.
+    pub after_kill: Duration,
+}
+
+/// Three `serve` candidates. The leader is SIGSTOPped: a new leader starts within
+/// [`LEASE`] + [`FAILOVER_SLACK`]; the old leader's late write with its term is rejected by
+/// the fenced resource; on SIGCONT its term ends as `Lost` (its `lost()` fired) and its work
+/// writes no more. Then the new leader is SIGKILLed: another starts within the same bound.
+/// Throughout, the resource never accepted a term smaller than one it had accepted.
+///
+/// # Errors
+/// What went wrong, for the test to fail with.
+pub async fn paused_and_killed_leaders(
+    child: &str,
+    env: &[(&str, String)],
+) -> Result<Failovers, String> {
+    let server = RedisServer::start().map_err(|e| format!("the witness: {e}"))?;
+    let mut env = env.to_vec();
+    env.push((WITNESS_VAR, server.url()));
+    env.push((ROLE_VAR, "serve".to_owned()));
+    let mut conn = witness(&server.url()).await;
+    let mut candidates = Vec::new();
+    for _ in 0..CANDIDATES {
+        candidates
+            .push(crate::spawn_test_process(child, &env).map_err(|e| format!("a candidate: {e}"))?);
+    }
+    let bound = LEASE + FAILOVER_SLACK;
+    let first = wait_event(&mut conn, Duration::from_secs(30), "first leader", |e| {
+        e.start
+    })
+    .await?;
+    let paused = candidates
+        .iter()
+        .find(|c| c.id() == Some(first.pid))
+        .ok_or("the first leader is not a candidate")?;
+    // Let it write with its term before it stops.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !writes(&mut conn)
+        .await
+        .iter()
+        .any(|w| w.1 == first.term && w.2)
+    {
+        if Instant::now() >= deadline {
+            return Err("the first leader never wrote".into());
+        }
+        tokio::time::sleep(POLL).await;
+    }
+
+    signal(paused, Signal::SIGSTOP)?;
+    let stopped = Instant::now();
+    let second = wait_event(
+        &mut conn,
+        bound + Duration::from_secs(10),
+        "leader after the pause",
+        |e| e.start && e.term > first.term,
+    )
+    .await?;
+    let after_pause = stopped.elapsed();
+    if after_pause > bound {
+        return Err(format!(
+            "a new leader {after_pause:?} after the pause (bound {bound:?})"
+        ));
+    }
+    // The new leader writes with its term; the old leader's late write is then rejected.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !writes(&mut conn)
+        .await
+        .iter()
+        .any(|w| w.1 == second.term && w.2)
+    {
+        if Instant::now() >= deadline {
+            return Err("the second leader never wrote".into());
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    if fenced_write(&mut conn, first.pid, first.term).await {
+        return Err("the paused leader's late write (its term) was accepted".into());
+    }
+    signal(paused, Signal::SIGCONT)?;
+    let ended = wait_event(
+        &mut conn,
+        Duration::from_secs(10),
+        "the paused leader's end",
+        |e| !e.start && e.pid == first.pid && e.term == first.term,
+    )
+    .await?;
+    if ended.how != "Lost" {
+        return Err(format!(
+            "the paused leader's term ended as {:?}, not Lost",
+            ended.how
+        ));
+    }
+    let count = |w: &[(u32, u64, bool)]| w.iter().filter(|w| w.1 == first.term).count();
+    let before = count(&writes(&mut conn).await);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let after = count(&writes(&mut conn).await);
+    if after != before {
+        return Err(format!(
+            "the paused leader's work wrote on after its term ended ({before} → {after})"
+        ));
+    }
+
+    let killed = candidates
+        .iter_mut()
+        .find(|c| c.id() == Some(second.pid))
+        .ok_or("the second leader is not a candidate")?;
+    killed.start_kill().map_err(|e| format!("SIGKILL: {e}"))?;
+    let at = Instant::now();
+    let third = wait_event(
+        &mut conn,
+        bound + Duration::from_secs(10),
+        "leader after the kill",
+        |e| e.start && e.term > second.term,
+    )
+    .await?;
+    let after_kill = at.elapsed();
+    if after_kill > bound {
+        return Err(format!(
+            "a new leader {after_kill:?} after the kill (bound {bound:?})"
+        ));
+    }
+    if third.pid == second.pid {
+        return Err("the killed candidate led again".into());
+    }
+    check_fence(&writes(&mut conn).await)?;
+    for c in &mut candidates {
+        let _ = c.start_kill();
+        let _ = c.wait().await;
+    }
+    Ok(Failovers {
+        after_pause,
+        after_kill,
+    })
+}
+
+/// The resource's log never shows a write accepted with a smaller term than an earlier
+/// accepted one.
+fn check_fence(writes: &[(u32, u64, bool)]) -> Result<(), String> {
+    let mut largest = 0;
+    for &(pid, term, accepted) in writes {
+        if accepted && term < largest {
+            return Err(format!(
+                "{pid}'s write with term {term} accepted after term {largest}"
+            ));
+        }
+        if accepted {
+            largest = term;
+        }
+    }
+    Ok(())
+}
