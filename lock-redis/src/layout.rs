@@ -170,7 +170,7 @@ fn reserved(key: &str) -> bool {
 /// answer to "which keys does the lock `n` use". Every kind's operations take their keys from
 /// here, and [`LockKeys`], the operators' list, is made here; no other code knows a suffix.
 ///
-/// Derived on demand rather than all at once: an acquire needs two of the twelve, and each is
+/// Derived on demand rather than all at once: an acquire needs two of the thirteen, and each is
 /// an allocation on the hot path.
 #[derive(Debug, Clone)]
 pub(crate) struct Keys {

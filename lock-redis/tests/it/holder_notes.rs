@@ -202,6 +202,11 @@ async fn bad_input_and_wrong_types_are_typed_errors() {
         matches!(answer, Err(LockError::InvalidInput { .. })),
         "a derived key's name: {answer:?}"
     );
+    let answer = locker.lock("order:42:distlock-note").try_acquire().await;
+    assert!(
+        matches!(answer, Err(LockError::InvalidInput { .. })),
+        "a lock may not be named like a note key: {answer:?}"
+    );
     let _: i64 = redis::cmd("LPUSH")
         .arg("listed")
         .arg("x")
@@ -262,4 +267,59 @@ async fn an_election_on_redis_has_observers() {
             .expect("reads")
             .is_none()
     );
+}
+
+/// Through Sentinel: the leader's term and value read from the primary, and again from the
+/// replica promoted by a failover (the note and the key were replicated before it).
+#[cfg(feature = "sentinel")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_election_through_sentinel_survives_a_failover() {
+    let set = lock_testkit::RedisSentinelSet::start().expect("primary, replica and sentinels");
+    let lock = || {
+        RedisLock::builder()
+            .sentinel(set.sentinel_urls(), set.master_name())
+            .connect_timeout(Duration::from_secs(2))
+            .command_timeout(Duration::from_secs(1))
+            .grace(Duration::ZERO)
+            .build()
+            .expect("sentinel URLs")
+    };
+    assert!(lock().capabilities().holders);
+    let (candidate, observer) = (Locker::new(lock()), Locker::new(lock()));
+    let leadership = candidate
+        .elect("scheduler")
+        .value("pod-a")
+        .campaign()
+        .await
+        .expect("elected");
+    let leader = observer
+        .elect("scheduler")
+        .leader()
+        .await
+        .expect("reads")
+        .expect("a leader");
+    assert_eq!(leader.term(), leadership.term());
+    assert_eq!(leader.value_str(), Some("pod-a"));
+
+    set.primary_server()
+        .expect("primary")
+        .command(&["WAIT", "1", "2000"])
+        .expect("the replica has the key and the note");
+    tokio::task::block_in_place(|| set.failover()).expect("the replica was promoted");
+    // The observer follows the new master (its first command may meet the old one's closed
+    // connection: bounded retries).
+    let mut after = None;
+    for _ in 0..20 {
+        match observer.elect("scheduler").leader().await {
+            Ok(found) => {
+                after = found;
+                break;
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
+        }
+    }
+    let after = after.expect("a leader after the failover");
+    assert_eq!(after.term(), leadership.term());
+    assert_eq!(after.value_str(), Some("pod-a"));
+    drop(leadership);
 }
