@@ -7,7 +7,8 @@
 #
 # Each workload runs N and 2N cycles against a fresh redis-server under callgrind on a free
 # loopback port; the difference divided by N is the cost of one cycle, free of start-up and
-# shutdown. Needs valgrind, redis-server, redis-cli and python3. About a minute.
+# shutdown. Then one call of each holder description script (describe_holder, with the note and
+# before it; annotate). Needs valgrind, redis-server, redis-cli and python3. A few minutes.
 #
 # SERVER=valkey runs the same workloads on valkey-server (scripts/ensure-valkey.sh installs it,
 # or $DISTLOCK_VALKEY_SERVER), plus the native paths Valkey has: a release by DELIFEQ (the lock,
@@ -32,6 +33,8 @@ done
 sed 's/PUBLISH_COMMAND/PUBLISH/' lock-redis/lua/release.lua >"$work/release.lua"
 cat lock-redis/lua/fence.lua lock-redis/lua/acquire.lua >"$work/acquire.lua" # as scripts.rs assembles it
 cp lock-redis/lua/extend.lua "$work/extend.lua"
+cp lock-redis/lua/annotate.lua "$work/annotate.lua"
+cp lock-redis/lua/describe_holder.lua "$work/describe_holder.lua"
 cat >"$work/hand_release.lua" <<'EOF'
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
@@ -79,14 +82,25 @@ elif kind == "extend":
     one = cmd("EVALSHA", sha("extend"), 1, key, token, 30000)
 elif kind == "native-extend":
     one = cmd("SET", key, token, "IFEQ", token, "PX", 30000)
+elif kind == "annotate":
+    # Lock::annotate on a held lock (set once, below): the leader's election record.
+    one = cmd("EVALSHA", sha("annotate"), 2, key, "{lock:cycle}:distlock-note", token,
+              1795523795491234, "distlock-leader 1795523795491\npod-a:8080", 86400000)
+elif kind.startswith("describe"):
+    # Lock::describe_holder of a held lock, with its note (describe) or before it (counter).
+    one = cmd("EVALSHA", sha("describe_holder"), 3, key, "{lock:cycle}:distlock-note", fence)
 else:
     if kind == "fenced":
         one = cmd("EVALSHA", sha("acquire"), 2, key, fence, token, 30000, 86400000)
     else:
         one = cmd("SET", key, token, "NX", "PX", 30000, "GET")
     one += cmd("EVALSHA", sha("release"), 1, key, token, channel)
-if kind.endswith("extend"):
+if kind.endswith("extend") or kind in ("annotate", "describe", "describe-counter"):
     sys.stdout.buffer.write(cmd("SET", key, token, "PX", 30000))
+    sys.stdout.buffer.write(cmd("SET", fence, 1795523795491234))
+if kind == "describe":
+    sys.stdout.buffer.write(cmd("SET", "{lock:cycle}:distlock-note",
+        "%s\n1795523795491234\ndistlock-leader 1795523795491\npod-a:8080" % token))
 sys.stdout.buffer.write(one * cycles)
 EOF
 
@@ -103,7 +117,7 @@ run() { # run <label> <kind>
       redis-cli -p "$port" ping >/dev/null 2>&1 && break
       sleep 0.2
     done
-    for script in acquire release hand_release extend; do
+    for script in acquire release hand_release extend annotate describe_holder; do
       redis-cli -p "$port" script load "$(cat "$work/$script.lua")" >/dev/null
     done
     WORK="$work" python3 "$work/workload.py" "$kind" "$cycles" |
@@ -131,3 +145,7 @@ if [ "$SERVER" = valkey ]; then
   run "extend script" extend
   run "SET IFEQ PX" native-extend
 fi
+echo "Server instructions per holder description (leader election's observers and record):"
+run "describe_holder, with the note" describe
+run "describe_holder, before a note" describe-counter
+run "annotate" annotate

@@ -52,7 +52,8 @@ pub mod redlock;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use lock_redis::{
-    NotReplicated, RedisLock, RedisLockBuilder, ReplicaPolicy, TokenValue, deadpool_redis,
+    DEFAULT_GRACE, EvictionRisk, NotReplicated, RedisLock, RedisLockBuilder, ReplicaPolicy,
+    TokenValue, deadpool_redis,
 };
 
 // The PostgreSQL backend: a lease table, releases announced with LISTEN/NOTIFY, and its opt-in

@@ -10,8 +10,8 @@
 // re-exported item's own documentation.
 pub use lock_redis::{
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION, DerivedKey,
-    LockKeys, NotReplicated, RedisLock, RedisLockBuilder, ReplicaPolicy, TOKEN_PREFIX, TokenValue,
-    Topology, key_slot, token_value,
+    LockKeys, MAX_NOTE_BYTES, NotReplicated, RedisLock, RedisLockBuilder, ReplicaPolicy,
+    TOKEN_PREFIX, TokenValue, Topology, key_slot, token_value,
 };
 // The release subscriber's liveness check (issue 26).
 pub use lock_redis::DEFAULT_SUBSCRIBER_PING_INTERVAL;

@@ -13,7 +13,7 @@ use lock_core::backend::{
     Attempt, Capabilities, Fencing, Handover, Lock, MultiAttempt, MultiLock, ReleaseWatch,
     TokenScale,
 };
-use lock_core::{Lease, LockError, Op, TimeoutPhase, Token, valid_until};
+use lock_core::{Kind, Lease, LockError, Op, TimeoutPhase, Token, valid_until};
 use tokio::time::Instant;
 
 use crate::client::{Clients, Target};
@@ -21,11 +21,15 @@ use crate::config::EtcdLockBuilder;
 use crate::error::{BACKEND, bounded, malformed};
 use crate::layout::{self, is_ours_layout, lease_id, ttl_seconds};
 use crate::watch::Watches;
+use crate::{fair, read_write, semaphore};
 
-/// What this backend offers: the mutex and the multi-lock in one transaction, fencing tokens
+/// What this backend offers: every kind (mutex, read-write, semaphore, fair), the multi-lock in one transaction, fencing tokens
 /// that are etcd revisions (one counter for the whole cluster, kept through restarts and
 /// leader changes), and releases announced through a watch.
 const CAPABILITIES: Capabilities = Capabilities::MUTEX
+    .with_semaphore()
+    .with_fair()
+    .with_read_write()
     .with_multi(MultiLock::Atomic)
     .with_fencing(Fencing::Strict(TokenScale::Counter))
     .with_announcements(true);
@@ -44,6 +48,12 @@ const CAPABILITIES: Capabilities = Capabilities::MUTEX
 /// - `hand_over`: a lease for the new token, then one transaction (if the value is the old
 ///   token, put the new one on the new lease): a new revision, so a new fencing token.
 /// - `try_acquire_all`: every name's lease, then one transaction over every key.
+/// - the semaphore (`try_acquire_kind`): a key per holder, granted by its rank in creation
+///   revision order (the crate README, "The semaphore").
+/// - the read-write lock (`try_acquire_kind`): the writer is the lock key, each reader a key of
+///   its own (the crate README, "The read-write lock").
+/// - the fair lock (`try_acquire_kind`): a queue entry per waiter, the head by creation
+///   revision (the crate README, "The fair lock").
 /// - `watch`: one watch per runtime on the key prefix (deletions only).
 ///
 /// Cheap to clone (the clients, the watch feeds and the settings are shared).
@@ -126,13 +136,13 @@ impl EtcdLock {
         self.inner.clients.get(&self.inner.target).await
     }
 
-    fn timeout(&self) -> Duration {
+    pub(crate) fn command_timeout(&self) -> Duration {
         self.inner.target.command_timeout
     }
 
     /// Grants the lease `id` for `ttl`. A lease left with that id by an attempt of the same
     /// token that was cancelled is revoked and granted again, once.
-    async fn grant(
+    pub(crate) async fn grant(
         &self,
         client: &Client,
         op: Op,
@@ -145,7 +155,7 @@ impl EtcdLock {
         match bounded(
             op,
             TimeoutPhase::Command,
-            self.timeout(),
+            self.command_timeout(),
             leases.grant(seconds, options()),
         )
         .await
@@ -153,11 +163,17 @@ impl EtcdLock {
             Err(LockError::Backend { source, .. })
                 if source.to_string().contains("lease already exists") =>
             {
-                bounded(op, TimeoutPhase::Command, self.timeout(), leases.revoke(id)).await?;
                 bounded(
                     op,
                     TimeoutPhase::Command,
-                    self.timeout(),
+                    self.command_timeout(),
+                    leases.revoke(id),
+                )
+                .await?;
+                bounded(
+                    op,
+                    TimeoutPhase::Command,
+                    self.command_timeout(),
                     leases.grant(seconds, options()),
                 )
                 .await?;
@@ -168,24 +184,50 @@ impl EtcdLock {
     }
 
     /// Sends `txn`, bounded by the command timeout.
-    async fn txn(&self, client: &Client, op: Op, txn: Txn) -> Result<TxnResponse, LockError> {
+    pub(crate) async fn txn(
+        &self,
+        client: &Client,
+        op: Op,
+        txn: Txn,
+    ) -> Result<TxnResponse, LockError> {
         let mut kv = client.kv_client();
-        bounded(op, TimeoutPhase::Command, self.timeout(), kv.txn(txn)).await
+        bounded(
+            op,
+            TimeoutPhase::Command,
+            self.command_timeout(),
+            kv.txn(txn),
+        )
+        .await
     }
 
     /// Revokes lease `id` in the background (a lease with no key left, or a lock released):
     /// it would run out by itself; revoking frees it at once. Errors are ignored.
-    fn revoke_later(&self, client: &Client, id: i64) {
+    pub(crate) fn revoke_later(&self, client: &Client, id: i64) {
         let mut leases = client.lease_client();
-        let timeout = self.timeout();
+        let timeout = self.command_timeout();
         drop(tokio::spawn(async move {
             let _ = tokio::time::timeout(timeout, leases.revoke(id)).await;
         }));
     }
 
+    /// The key and the value a lease holds, by its kind.
+    fn held(&self, lease: &Lease) -> (Vec<u8>, Vec<u8>) {
+        match lease.kind() {
+            Kind::Semaphore { permits, max } => (
+                semaphore::holder_key(self.prefix(), lease.name(), lease.token()),
+                semaphore::holder_value(lease.token(), permits, max),
+            ),
+            Kind::Read { .. } => (
+                read_write::reader_key(self.prefix(), lease.name(), lease.token()),
+                layout::value(lease.token()),
+            ),
+            _ => (self.key(lease.name()), layout::value(lease.token())),
+        }
+    }
+
     /// The busy answer for the holder `kv` read by a transaction's else branch: its lease's
     /// remaining TTL (one more request) and whether it announces.
-    async fn busy(
+    pub(crate) async fn busy(
         &self,
         client: &Client,
         holder: Option<&etcd_client::KeyValue>,
@@ -200,7 +242,11 @@ impl EtcdLock {
             return (None, announces);
         }
         let mut leases = client.lease_client();
-        let ttl = tokio::time::timeout(self.timeout(), leases.time_to_live(kv.lease(), None)).await;
+        let ttl = tokio::time::timeout(
+            self.command_timeout(),
+            leases.time_to_live(kv.lease(), None),
+        )
+        .await;
         let holder_ttl = match ttl {
             Ok(Ok(answer)) => Some(Duration::from_secs(
                 u64::try_from(answer.ttl()).unwrap_or(0),
@@ -212,7 +258,7 @@ impl EtcdLock {
 }
 
 /// The revision of a transaction's answer: the fencing token of what it wrote.
-fn revision(op: Op, answer: &TxnResponse) -> Result<u64, LockError> {
+pub(crate) fn revision(op: Op, answer: &TxnResponse) -> Result<u64, LockError> {
     answer
         .header()
         .and_then(|h| u64::try_from(h.revision()).ok())
@@ -221,7 +267,7 @@ fn revision(op: Op, answer: &TxnResponse) -> Result<u64, LockError> {
 }
 
 /// The key-value pair read by the `index`-th operation of a transaction's branch.
-fn read(answer: &TxnResponse, index: usize) -> Option<etcd_client::KeyValue> {
+pub(crate) fn read(answer: &TxnResponse, index: usize) -> Option<etcd_client::KeyValue> {
     match answer.op_responses().into_iter().nth(index)? {
         TxnOpResponse::Get(get) => get.kvs().first().cloned(),
         _ => None,
@@ -229,11 +275,12 @@ fn read(answer: &TxnResponse, index: usize) -> Option<etcd_client::KeyValue> {
 }
 
 fn put_on(key: Vec<u8>, token: &Token, lease: i64) -> TxnOp {
-    TxnOp::put(
-        key,
-        layout::value(token),
-        Some(PutOptions::new().with_lease(lease)),
-    )
+    put_on_value(key, layout::value(token), lease)
+}
+
+/// `Put(key, value)` on the lease `lease`.
+pub(crate) fn put_on_value(key: Vec<u8>, value: Vec<u8>, lease: i64) -> TxnOp {
+    TxnOp::put(key, value, Some(PutOptions::new().with_lease(lease)))
 }
 
 #[async_trait]
@@ -272,6 +319,36 @@ impl Lock for EtcdLock {
             holder_ttl,
             announces,
         })
+    }
+
+    async fn try_acquire_kind(
+        &self,
+        name: &str,
+        kind: Kind,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        match kind {
+            Kind::Mutex => self.try_acquire(name, token, ttl).await,
+            Kind::Semaphore { permits, max } => {
+                self.try_semaphore(name, (permits, max), token, ttl).await
+            }
+            Kind::Fair { queued } => self.try_fair(name, queued, token, ttl).await,
+            Kind::Read { writer_preference } => {
+                self.try_read(name, writer_preference, token, ttl).await
+            }
+            Kind::Write { writer_preference } => {
+                self.try_write(name, writer_preference, token, ttl).await
+            }
+            other => Err(LockError::Unsupported {
+                backend: BACKEND,
+                kind: other.label(),
+            }),
+        }
+    }
+
+    async fn permits_in_use(&self, name: &str) -> Result<u32, LockError> {
+        self.semaphore_in_use(name).await
     }
 
     async fn try_acquire_all(
@@ -340,28 +417,29 @@ impl Lock for EtcdLock {
     async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
         let started = Instant::now();
         let client = self.client().await?;
-        let key = self.key(lease.name());
+        let (key, stored) = self.held(lease);
         let id = lease_id(lease.token(), lease.name());
-        let ours = Txn::new().when([Compare::value(
-            key,
-            CompareOp::Equal,
-            layout::value(lease.token()),
-        )]);
+        let ours = Txn::new().when([Compare::value(key, CompareOp::Equal, stored)]);
         let mut leases = client.lease_client();
         let (ours, kept, granted) = tokio::join!(
             self.txn(&client, Op::Extend, ours),
-            bounded(Op::Extend, TimeoutPhase::Command, self.timeout(), async {
-                match leases.keep_alive(id).await {
-                    Ok((_keeper, mut stream)) => {
-                        // `keep_alive` has read the first answer; the stream is dropped here.
-                        drop(stream.message());
-                        Ok(true)
+            bounded(
+                Op::Extend,
+                TimeoutPhase::Command,
+                self.command_timeout(),
+                async {
+                    match leases.keep_alive(id).await {
+                        Ok((_keeper, mut stream)) => {
+                            // `keep_alive` has read the first answer; the stream is dropped here.
+                            drop(stream.message());
+                            Ok(true)
+                        }
+                        Err(etcd_client::Error::LeaseKeepAliveError(_)) => Ok(false),
+                        Err(err) => Err(err),
                     }
-                    Err(etcd_client::Error::LeaseKeepAliveError(_)) => Ok(false),
-                    Err(err) => Err(err),
                 }
-            }),
-            granted_ttl(&client, id, self.timeout()),
+            ),
+            granted_ttl(&client, id, self.command_timeout()),
         );
         if !(ours?.succeeded() && kept?) {
             return Ok(None);
@@ -376,14 +454,46 @@ impl Lock for EtcdLock {
 
     async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
         let client = self.client().await?;
-        let key = self.key(lease.name());
-        let txn = Txn::new()
-            .when([Compare::value(
-                key.clone(),
-                CompareOp::Equal,
-                layout::value(lease.token()),
-            )])
+        let (key, stored) = self.held(lease);
+        let mut txn = Txn::new()
+            .when([Compare::value(key.clone(), CompareOp::Equal, stored)])
             .and_then([TxnOp::delete(key, None)]);
+        if let Kind::Fair { .. } = lease.kind() {
+            // A fair waiter's entry goes with its token, granted or not.
+            let entry = fair::entry_key(self.prefix(), lease.name(), lease.token());
+            self.revoke_later(&client, fair::entry_lease(lease.token(), lease.name()));
+            let (lock_key, _) = self.held(lease);
+            txn = Txn::new()
+                .when([Compare::value(
+                    lock_key.clone(),
+                    CompareOp::Equal,
+                    layout::value(lease.token()),
+                )])
+                .and_then([
+                    TxnOp::delete(lock_key, None),
+                    TxnOp::delete(entry.clone(), None),
+                ])
+                .or_else([TxnOp::delete(entry, None)]);
+        }
+        if let Kind::Write {
+            writer_preference: true,
+        } = lease.kind()
+        {
+            // A waiting writer's record goes with its token, granted or not.
+            let record = read_write::waiting_key(self.prefix(), lease.name(), lease.token());
+            self.revoke_later(
+                &client,
+                read_write::waiting_lease(lease.token(), lease.name()),
+            );
+            let (lock_key, stored) = self.held(lease);
+            txn = Txn::new()
+                .when([Compare::value(lock_key.clone(), CompareOp::Equal, stored)])
+                .and_then([
+                    TxnOp::delete(lock_key, None),
+                    TxnOp::delete(record.clone(), None),
+                ])
+                .or_else([TxnOp::delete(record, None)]);
+        }
         let answer = self.txn(&client, Op::Release, txn).await?;
         self.revoke_later(&client, lease_id(lease.token(), lease.name()));
         Ok(answer.succeeded())
@@ -443,7 +553,7 @@ impl Lock for EtcdLock {
         bounded(
             Op::Connect,
             TimeoutPhase::Command,
-            self.timeout(),
+            self.command_timeout(),
             kv.get(self.key(""), Some(options)),
         )
         .await

@@ -5,7 +5,10 @@ mod client;
 mod config;
 mod error;
 mod etcd_lock;
+mod fair;
 mod layout;
+mod read_write;
+mod semaphore;
 mod watch;
 
 pub use config::{

@@ -22,6 +22,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::client::{Clients, Target};
+use crate::semaphore;
 
 /// Backoff between reconnects of a broken feed: doubled from the first to the last.
 const RECONNECT_FIRST: Duration = Duration::from_millis(50);
@@ -192,11 +193,15 @@ async fn follow(
             if event.event_type() != EventType::Delete {
                 continue;
             }
-            if let Some(signal) = event
-                .kv()
-                .and_then(|kv| signals.get(kv.key()))
-                .and_then(Weak::upgrade)
-            {
+            let Some(kv) = event.kv() else { continue };
+            // A semaphore holder's key wakes the waiters of its name's lock key.
+            let named = semaphore::name_of(prefix, kv.key()).map(|name| {
+                let mut key = prefix.to_vec();
+                key.extend_from_slice(name);
+                key
+            });
+            let key = named.as_deref().unwrap_or(kv.key());
+            if let Some(signal) = signals.get(key).and_then(Weak::upgrade) {
                 signal.notify();
             }
         }

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use crate::conn::{Conn, Connections};
 use crate::error::{breaks_connection, from_redis, timeout};
 use crate::layout::Keys;
-use crate::native::{Command, Native, is_refusal};
+use crate::native::{self, Command, Native, is_refusal};
 use crate::replication::Replication;
 use crate::scripts::Lua;
 use crate::topology::Topology;
@@ -79,6 +79,38 @@ impl Executor {
             .arg(keys.len())
             .arg(keys)
             .arg(args);
+        self.eval(op, script, &call, keys[0]).await
+    }
+
+    /// [`Self::run`] with arguments that may be any bytes (a holder's note), not only text.
+    pub(crate) async fn run_bytes<T: FromRedisValue>(
+        &self,
+        op: Op,
+        script: &Lua,
+        keys: &[&str],
+        args: &[&[u8]],
+    ) -> Result<(T, Conn), LockError> {
+        let size = keys.iter().map(|k| k.len()).sum::<usize>()
+            + args.iter().map(|a| a.len()).sum::<usize>()
+            + 64;
+        let mut call = redis::Cmd::with_capacity(3 + keys.len() + args.len(), size);
+        call.arg("EVALSHA")
+            .arg(script.sha1())
+            .arg(keys.len())
+            .arg(keys)
+            .arg(args);
+        self.eval(op, script, &call, keys[0]).await
+    }
+
+    /// Sends the EVALSHA `call` of `script`, loading the script and calling again once on
+    /// NOSCRIPT, bounded by the command timeout; `key` is the lock key (for errors and WAIT).
+    async fn eval<T: FromRedisValue>(
+        &self,
+        op: Op,
+        script: &Lua,
+        call: &redis::Cmd,
+        key: &str,
+    ) -> Result<(T, Conn), LockError> {
         let mut conn = self.conns.get().await?;
         let started = Instant::now();
         let first = tokio::time::timeout(self.command_timeout, async {
@@ -96,7 +128,7 @@ impl Executor {
             }
         })
         .await;
-        self.settle(first, conn, op, keys[0], started)
+        self.settle(first, conn, op, key, started)
     }
 
     /// Sends one plain command, bounded by the command timeout like [`Self::run`].
@@ -156,6 +188,34 @@ impl Executor {
         let generation = conn.generation();
         if !self.native.usable(command, generation) {
             return Ok(None);
+        }
+        if self.native.must_ask(command, generation) {
+            let started = Instant::now();
+            let answer = tokio::time::timeout(
+                self.command_timeout,
+                native::ask(command).query_async::<redis::Value>(&mut conn.conn),
+            )
+            .await;
+            match answer {
+                Ok(Ok(answer)) if native::has_command(&answer) => {
+                    self.native.known(command, generation);
+                }
+                // Unknown there, or an error reply (the ACL denies `COMMAND`: NOPERM): the
+                // script, on this connection.
+                Ok(Ok(_)) => {
+                    self.native.refused(command, generation);
+                    return Ok(None);
+                }
+                Ok(Err(err)) if !breaks_connection(&err) => {
+                    self.native.refused(command, generation);
+                    return Ok(None);
+                }
+                broken => {
+                    let reply = broken.map(|r| r.map(|_| ()));
+                    self.settle(reply, conn, op, key, started)?;
+                    return Ok(None);
+                }
+            }
         }
         let started = Instant::now();
         let reply = tokio::time::timeout(

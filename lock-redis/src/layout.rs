@@ -17,6 +17,12 @@ const RELEASED_SUFFIX: &str = ":distlock-released";
 /// beside the lock key, written by the grant, expiring with the lease.
 const HOLDER_SUFFIX: &str = ":distlock-holder";
 
+/// The end of the key that holds the note written beside a mutex grant
+/// ([`Lock::annotate`](lock_core::backend::Lock::annotate)): the grant's token, its fencing
+/// token and the note, kept as long as the fencing counter. What leader election's observers
+/// read (`lua/describe_holder.lua`).
+const NOTE_SUFFIX: &str = ":distlock-note";
+
 /// The ends of the keys of a read-write lock: its writer (a string), its readers and its
 /// waiting writers (sorted sets scored by expiry).
 const WRITER_SUFFIX: &str = ":distlock-writer";
@@ -164,7 +170,7 @@ fn reserved(key: &str) -> bool {
 /// answer to "which keys does the lock `n` use". Every kind's operations take their keys from
 /// here, and [`LockKeys`], the operators' list, is made here; no other code knows a suffix.
 ///
-/// Derived on demand rather than all at once: an acquire needs two of the twelve, and each is
+/// Derived on demand rather than all at once: an acquire needs two of the thirteen, and each is
 /// an allocation on the hot path.
 #[derive(Debug, Clone)]
 pub(crate) struct Keys {
@@ -229,6 +235,11 @@ impl Keys {
         derived(&self.key, HOLDER_SUFFIX)
     }
 
+    /// The key of the note written beside a mutex grant (see [`NOTE_SUFFIX`]).
+    pub(crate) fn note(&self) -> String {
+        derived(&self.key, NOTE_SUFFIX)
+    }
+
     /// The read-write lock's keys: writer, readers, waiting writers.
     pub(crate) fn read_write(&self) -> [String; 3] {
         [WRITER_SUFFIX, READERS_SUFFIX, WAITING_WRITERS_SUFFIX]
@@ -275,6 +286,7 @@ impl Keys {
                     queue,
                     entries,
                     self.released(),
+                    self.note(),
                 ]
             }
             _ => vec![
@@ -282,6 +294,7 @@ impl Keys {
                 self.fence(),
                 self.released(),
                 self.holder(),
+                self.note(),
             ],
         }
     }
@@ -296,6 +309,7 @@ impl Keys {
             fence: self.fence(),
             released: self.released(),
             holder: self.holder(),
+            note: self.note(),
             writer,
             readers,
             writers_waiting,
@@ -324,6 +338,11 @@ pub struct LockKeys {
     pub released: String,
     /// The holder's description, a JSON string, when the grant wrote one.
     pub holder: String,
+    /// The note written beside a mutex (or fair) grant by
+    /// [`Lock::annotate`](lock_core::backend::Lock::annotate): a string, the grant's token, a
+    /// newline, its fencing token, a newline, then the note's bytes; kept as long as the
+    /// fencing counter, and shown only while its token holds the key.
+    pub note: String,
     /// The read-write lock's writer token (a string).
     pub writer: String,
     /// The read-write lock's readers (sorted set: token → expiry in server ms).
@@ -352,6 +371,8 @@ pub enum DerivedKey {
     Released,
     /// [`LockKeys::holder`].
     Holder,
+    /// [`LockKeys::note`].
+    Note,
     /// [`LockKeys::writer`].
     Writer,
     /// [`LockKeys::readers`].
@@ -369,10 +390,11 @@ pub enum DerivedKey {
 }
 
 /// Every derived key's ending, with what it is. A lock key may end with none of them.
-const DERIVED: [(&str, DerivedKey); 10] = [
+const DERIVED: [(&str, DerivedKey); 11] = [
     (FENCE_SUFFIX, DerivedKey::Fence),
     (RELEASED_SUFFIX, DerivedKey::Released),
     (HOLDER_SUFFIX, DerivedKey::Holder),
+    (NOTE_SUFFIX, DerivedKey::Note),
     (WRITER_SUFFIX, DerivedKey::Writer),
     (READERS_SUFFIX, DerivedKey::Readers),
     (WAITING_WRITERS_SUFFIX, DerivedKey::WritersWaiting),
@@ -392,10 +414,11 @@ impl LockKeys {
     /// Every key the lock of `kind` may write, in this order: for a mutex the key, its fencing
     /// counter, its waiting mark (named like the release channel, left by a busy attempt; see
     /// the crate README, "Release announcements") and its holder's description (with
-    /// [`holder_metadata`](crate::RedisLockBuilder::holder_metadata)); for a read-write lock
+    /// [`holder_metadata`](crate::RedisLockBuilder::holder_metadata)), then the note written
+    /// beside a grant ([`Lock::annotate`](lock_core::backend::Lock::annotate)); for a read-write lock
     /// its writer, readers and waiting writers and the fencing counter; for a semaphore its
     /// holders and counts; for a fair lock the mutex's key and counter, its queue's two (by
-    /// arrival, by lapse) and the waiting mark. (The release channel is
+    /// arrival, by lapse), the waiting mark and the note. (The release channel is
     /// [`released`](LockKeys::released) for every kind.)
     #[must_use]
     pub fn of_kind(&self, kind: Kind) -> Vec<String> {
@@ -467,6 +490,7 @@ mod tests {
                 (&keys.fence, DerivedKey::Fence),
                 (&keys.released, DerivedKey::Released),
                 (&keys.holder, DerivedKey::Holder),
+                (&keys.note, DerivedKey::Note),
                 (&keys.writer, DerivedKey::Writer),
                 (&keys.readers, DerivedKey::Readers),
                 (&keys.writers_waiting, DerivedKey::WritersWaiting),
@@ -487,6 +511,10 @@ mod tests {
         assert_eq!(
             LockKeys::of_key("order:42").holder,
             "{order:42}:distlock-holder"
+        );
+        assert_eq!(
+            LockKeys::of_key("order:42").note,
+            "{order:42}:distlock-note"
         );
     }
 

@@ -3,10 +3,14 @@
 //! extension. Each replaces a script call (EVALSHA: ~10,000 server instructions of Lua set-up
 //! and ~1,500 per argument, `scripts/script-cost.sh`) with a plain command.
 //!
-//! Capability is learned on the first refusal, not asked for: a server without the command
-//! answers `ERR unknown command` (`DELIFEQ` on Redis 7.x) or `ERR syntax error` (`SET … IFEQ`
-//! on Redis 7.x), an ACL user denied it answers `NOPERM`; a refused command did nothing, so the
-//! caller runs the script instead. The refusal is remembered for the connection it came from
+//! `SET … IFEQ` is learned on the first refusal: Redis 7.x answers `ERR syntax error`, an ACL
+//! user denied it `NOPERM`, and a refused command did nothing, so the caller runs the script
+//! instead. `DELIFEQ` is asked for first, once per connection, with `COMMAND INFO DELIFEQ`:
+//! a server that does not know a command answers `ERR unknown command …, with args beginning
+//! with: …` and echoes the first 128 bytes of the arguments, which can cut a multi-byte
+//! character of the lock's name in two; redis-rs cannot read such a reply and drops the
+//! connection ("broken pipe" for every command on it). The question carries no user data. A
+//! refusal or an unknown command is remembered for the connection it came from
 //! (`Conn::generation`): a replaced connection, maybe to another server after a failover,
 //! asks again once. Redis 8.4's `DELEX key IFEQ value` is not used: no Redis 8.4 server is in
 //! the test matrix, and an untested path is not shipped.
@@ -27,6 +31,9 @@ pub(crate) struct Native {
     release_refused_on: AtomicU64,
     /// The generation of the connection that refused `SET … IFEQ`, or [`NOT_REFUSED`].
     extend_refused_on: AtomicU64,
+    /// The generation of the connection that said it knows `DELIFEQ` (`COMMAND INFO`), or
+    /// [`NOT_REFUSED`] (not asked yet).
+    release_known_on: AtomicU64,
 }
 
 /// One of the native commands.
@@ -45,6 +52,20 @@ impl Native {
             enabled,
             release_refused_on: AtomicU64::new(NOT_REFUSED),
             extend_refused_on: AtomicU64::new(NOT_REFUSED),
+            release_known_on: AtomicU64::new(NOT_REFUSED),
+        }
+    }
+
+    /// Whether `command` must be asked about on the connection of `generation` before it is
+    /// sent with user data (`DELIFEQ`, until that connection said it knows it).
+    pub(crate) fn must_ask(&self, command: Command, generation: u64) -> bool {
+        command == Command::Release && self.release_known_on.load(Ordering::Relaxed) != generation
+    }
+
+    /// Remembers that the connection of `generation` knows `command`.
+    pub(crate) fn known(&self, command: Command, generation: u64) {
+        if command == Command::Release {
+            self.release_known_on.store(generation, Ordering::Relaxed);
         }
     }
 
@@ -65,6 +86,22 @@ impl Native {
         self.refused_on(command)
             .store(generation, Ordering::Relaxed);
     }
+}
+
+/// The question [`Native::must_ask`] asks: `COMMAND INFO DELIFEQ`, answered by one entry per
+/// name, nil for a command the server does not have.
+pub(crate) fn ask(command: Command) -> redis::Cmd {
+    let mut cmd = redis::cmd("COMMAND");
+    cmd.arg("INFO").arg(match command {
+        Command::Release => "DELIFEQ",
+        Command::Extend => "SET",
+    });
+    cmd
+}
+
+/// Whether the answer to [`ask`] says the server has the command.
+pub(crate) fn has_command(answer: &Value) -> bool {
+    matches!(answer, Value::Array(entries) if entries.first().is_some_and(|e| !matches!(e, Value::Nil)))
 }
 
 /// Whether `reply` says the server will not run the command at all — it does not know it, does

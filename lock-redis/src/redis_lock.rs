@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use lock_core::backend::{
-    Attempt, Capabilities, Fencing, Handover, Lock, MultiAttempt, MultiLock, ReleaseWatch,
+    Attempt, Capabilities, Fencing, Handover, Holder, Lock, MultiAttempt, MultiLock, ReleaseWatch,
     TokenScale, acquire_in_order,
 };
 use lock_core::{Kind, Lease, LockError, Token, check_name, check_ttl};
@@ -16,7 +16,7 @@ use tokio::time::Instant;
 
 use crate::error::BACKEND;
 use crate::executor::Executor;
-use crate::kinds::{Grants, fair, multi, mutex, read_write, semaphore};
+use crate::kinds::{Grants, fair, multi, mutex, note, read_write, semaphore};
 use crate::layout::{Keys, LockKeys, token_value};
 use crate::subscriber::Subscriber;
 use crate::topology::Topology;
@@ -206,7 +206,9 @@ impl Lock for RedisLock {
     /// share a script. Fencing tokens `max(clock in µs, counter + 1)` per name, strict; none
     /// (0) with [`fencing(false)`](crate::RedisLockBuilder::fencing), the user's opt-out. Releases
     /// announced when the lock has a pub/sub connection (built with a URL, or a pool plus
-    /// [`pubsub_url`](crate::RedisLockBuilder::pubsub_url)).
+    /// [`pubsub_url`](crate::RedisLockBuilder::pubsub_url)). Holder descriptions (what leader
+    /// election's observers read) when grants carry fencing tokens: without them there is no
+    /// term to describe.
     fn capabilities(&self) -> Capabilities {
         let multi = if self.topology() == Topology::Cluster {
             MultiLock::InOrder
@@ -225,6 +227,7 @@ impl Lock for RedisLock {
             .with_multi(multi)
             .with_fencing(fencing)
             .with_announcements(self.subscriber.is_some())
+            .with_holders(self.grants.fencing())
     }
 
     async fn try_acquire(
@@ -376,6 +379,48 @@ impl Lock for RedisLock {
             Kind::Fair { .. } => fair::release(exec, grants, &keys, lease).await,
             _ => semaphore::release(exec, grants, &keys, lease).await,
         }
+    }
+
+    /// One EVALSHA of `lua/describe_holder.lua`: the key, its PTTL, the note key and the
+    /// fencing counter read in one atomic step. The fencing token is the one the holder wrote
+    /// in its note ([`Lock::annotate`]); before it wrote one, the fencing counter's value for
+    /// a distlock holder (a `dl:` token: the last fence issued is its own), and 0 for a
+    /// foreign holder (redis-py, node-redlock) or a holder whose lock was built with
+    /// [`fencing(false)`](crate::RedisLockBuilder::fencing) while the counter is absent. (A
+    /// `fencing(false)` holder whose name also had fenced grants shows the counter's last
+    /// fence until it writes a note: that lock declares no holder descriptions.)
+    ///
+    /// # Errors
+    /// [`LockError::InvalidInput`] for a bad name or one that ends like a derived key;
+    /// [`LockError::WrongType`] when the lock key holds another type;
+    /// [`LockError::Timeout`] / [`LockError::Backend`] when Redis fails.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it changes nothing.
+    async fn describe_holder(&self, name: &str) -> Result<Option<Holder>, LockError> {
+        check_name(name)?;
+        let keys = self.checked_keys(name)?;
+        note::describe(&self.exec, &keys).await
+    }
+
+    /// One EVALSHA of `lua/annotate.lua`: if the key still holds the lease's token, `SET` the
+    /// note key to the token, the fencing token and `note`, kept for the fencing counter's
+    /// retention ([`fence_retention`](crate::RedisLockBuilder::fence_retention)) rather than
+    /// the lease's TTL, so renewals never touch it; the token in the record keeps it from ever
+    /// being shown with a later grant. `Ok(false)` for a lease that is no longer ours, or of a
+    /// kind other than the mutex and the fair lock. The write is not confirmed by replicas
+    /// ([`ReplicaPolicy`](crate::ReplicaPolicy)): a note lost in a failover reads as none.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidInput`] for a note over [`MAX_NOTE_BYTES`](crate::MAX_NOTE_BYTES)
+    /// (nothing sent); [`LockError::WrongType`] when the lock key holds another
+    /// type; [`LockError::Timeout`] / [`LockError::Backend`] when Redis fails.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropped, the note is written or not.
+    async fn annotate(&self, lease: &Lease, note: &[u8]) -> Result<bool, LockError> {
+        let keys = self.keys(lease.name());
+        note::annotate(&self.exec, &self.grants, &keys, lease, note).await
     }
 
     /// Connects if there is no connection, then sends one `PING`, both bounded by their

@@ -175,6 +175,13 @@ pub(crate) static SEMAPHORE_IN_USE: Lazy = LazyLock::new(|| {
     )
 });
 
+/// A note beside a mutex grant, if the grant still holds; see `lua/annotate.lua`.
+pub(crate) static ANNOTATE: Lazy = LazyLock::new(|| Lua::new(include_str!("../lua/annotate.lua")));
+/// The holder of a mutex, its fencing token and note, in one read; see
+/// `lua/describe_holder.lua`.
+pub(crate) static DESCRIBE_HOLDER: Lazy =
+    LazyLock::new(|| Lua::new(include_str!("../lua/describe_holder.lua")));
+
 /// The release scripts of one lock: announcing with `SPUBLISH` (sharded pub/sub, answered by
 /// the slot's own node) on a Redis Cluster, `PUBLISH` elsewhere.
 #[derive(Debug, Clone, Copy)]
@@ -211,7 +218,9 @@ impl Releases {
 /// every master), all in one pipeline. Otherwise the first burst of concurrent calls (a renewal
 /// batch of a thousand leases) would each hit NOSCRIPT and load the script again.
 pub(crate) async fn preload(conn: &mut impl redis::aio::ConnectionLike) -> redis::RedisResult<()> {
-    let kinds: [&Lua; 14] = [
+    let kinds: [&Lua; 16] = [
+        &ANNOTATE,
+        &DESCRIBE_HOLDER,
         &MULTI_ACQUIRE,
         &FAIR_ACQUIRE,
         &FAIR_RELEASE,

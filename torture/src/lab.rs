@@ -88,16 +88,18 @@ impl Lab {
                 (0..n).map(|_| store()).collect::<io::Result<Vec<_>>>()?,
                 None,
             ),
-            Topology::Cluster => (
-                Vec::new(),
-                Some(
-                    RedisCluster::builder()
-                        .masters(3)
-                        .replicas_per_master(1)
-                        .node_timeout(CLUSTER_NODE_TIMEOUT)
-                        .start()?,
-                ),
-            ),
+            Topology::Cluster => {
+                let builder = RedisCluster::builder()
+                    .masters(3)
+                    .replicas_per_master(1)
+                    .node_timeout(CLUSTER_NODE_TIMEOUT);
+                // The cluster's nodes are the chosen server too: a Valkey Cluster for `valkey`.
+                let builder = match server {
+                    Server::Redis => builder,
+                    Server::Valkey => builder.valkey(),
+                };
+                (Vec::new(), Some(builder.start()?))
+            }
         };
         let addrs: Vec<_> = servers
             .iter()

@@ -45,7 +45,7 @@ struct Cli {
     /// The workers run the strict data-loss checks (`RedisLockBuilder::strict`).
     #[arg(long)]
     strict: bool,
-    /// The server of the lock's Redis stores in single-server and Redlock scenarios.
+    /// The server of the lock's Redis stores in single-server, Redlock and cluster scenarios.
     #[arg(long, value_enum, default_value_t = ServerArg::Redis)]
     server: ServerArg,
 }

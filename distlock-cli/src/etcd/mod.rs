@@ -22,7 +22,7 @@ use crate::{print_listing, print_show};
 const SCHEME: &str = "etcd://";
 
 /// The key prefix lock-etcd's lockers use by default (`EtcdLockBuilder::prefix`).
-pub(crate) const DEFAULT_PREFIX: &str = "distlock/";
+pub(crate) const DEFAULT_PREFIX: &str = lock_etcd::DEFAULT_PREFIX;
 
 /// Whether the URLs name etcd members (the first decides; mixing is refused at connect).
 pub(crate) fn is_etcd(urls: &[String]) -> bool {

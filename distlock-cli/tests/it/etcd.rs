@@ -1,16 +1,20 @@
 //! `ls`, `show` and `release --token` on `etcd://` URLs, against a 3-member etcd cluster
-//! started for the test: the holder is read with its token, TTL and fencing token (the key's
-//! revision); a wrong token changes nothing; the holder's token deletes the key; every member
-//! given, comma separated or one `--url` each; a cluster that is down fails in one line.
+//! started for the test, with the lock taken through `EtcdLock`: the holder is read with its
+//! token, TTL and fencing token (the guard's, which is the key's revision); a wrong token
+//! changes nothing; the holder's token deletes the key and the holder's guard finds it lost;
+//! every member given, comma separated or one `--url` each; a cluster that is down fails in
+//! one line.
 
 use std::net::TcpListener;
 use std::process::{Command, Output};
 use std::time::Duration;
 
 use etcd_client::{Client, Compare, CompareOp, PutOptions, Txn, TxnOp};
+use lock_core::Locker;
+use lock_etcd::EtcdLock;
 use lock_testkit::EtcdCluster;
 
-use crate::common::{distlock, find, json, locks, stderr, stdout};
+use crate::common::{distlock, find, json, locks, stderr, stdout, token_of};
 
 /// `etcd://host:port` for each member.
 fn urls(cluster: &EtcdCluster) -> Vec<String> {
@@ -21,9 +25,9 @@ fn urls(cluster: &EtcdCluster) -> Vec<String> {
         .collect()
 }
 
-/// Writes a holder of `name` the way lock-etcd's grant does (its layout: key `distlock/` +
-/// name, value `dl:` + 32 hex digits, on a lease of its own, put only if the key is absent):
-/// the fencing token is the put's revision, which is returned.
+/// Writes a holder of `name` in lock-etcd's layout (key `distlock/` + name, the value, on a
+/// lease of its own, put only if the key is absent), as another client could: the put's
+/// revision.
 async fn hold(client: &mut Client, name: &str, value: &str, ttl_s: i64) -> i64 {
     let lease = client.lease_grant(ttl_s, None).await.expect("lease").id();
     let key = format!("distlock/{name}");
@@ -74,8 +78,17 @@ async fn ls_show_and_release_on_a_three_member_cluster() {
     let mut client = Client::connect(cluster.endpoints(), None)
         .await
         .expect("client");
-    let token = "dl:0123456789abcdef0123456789abcdef";
-    let fence = hold(&mut client, "job:nightly", token, 30).await;
+    let locker = Locker::new(EtcdLock::new(cluster.endpoints()).expect("lock"));
+    let guard = locker
+        .lock("job:nightly")
+        .lease(Duration::from_secs(30))
+        .wait(Duration::from_secs(5))
+        .acquire()
+        .await
+        .expect("acquire");
+    let owned = token_of(&guard);
+    let token = owned.as_str();
+    let fence = i64::try_from(guard.fencing_token()).expect("a revision");
     hold(
         &mut client,
         "job:other",
@@ -143,9 +156,9 @@ async fn ls_show_and_release_on_a_three_member_cluster() {
     assert!(stderr(&forced).contains("terminal"), "{}", stderr(&forced));
 
     // Every member as its own --url.
-    let u = urls.clone();
+    let (u, t) = (urls.clone(), owned.clone());
     let right = tokio::task::spawn_blocking(move || {
-        distlock_repeated(&u, &["release", "job:nightly", "--token", token])
+        distlock_repeated(&u, &["release", "job:nightly", "--token", &t])
     })
     .await
     .expect("run");
@@ -153,6 +166,11 @@ async fn ls_show_and_release_on_a_three_member_cluster() {
     assert!(stdout(&right).contains("released"), "{}", stdout(&right));
     let gone = client.get("distlock/job:nightly", None).await.expect("get");
     assert!(gone.kvs().is_empty(), "the key is deleted");
+    // The holder learns it at its next renewal, or at its release.
+    assert!(
+        guard.release().await.is_err(),
+        "the released holder no longer owns the lock"
+    );
     let shown = json(&run(&urls, &["show", "job:nightly", "--json"]).await);
     assert_eq!(shown["held"], false);
     let again = run(&urls, &["release", "job:nightly", "--token", token]).await;

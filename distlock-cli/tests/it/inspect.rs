@@ -1,6 +1,6 @@
 //! `ls` and `show` describe locks of every kind — holder token, TTL, last fencing token,
-//! waiters, holder metadata, readers, permits — and never list a lock's own derived keys as
-//! locks; on a single server and on a cluster.
+//! waiters, holder metadata, readers, permits — and never list a lock's own derived keys (notes
+//! included) as locks; on a single server and on a cluster.
 
 use std::time::Duration;
 
@@ -73,6 +73,20 @@ async fn every_kind(urls: Vec<String>) {
             .arg("{order:2}:distlock-holder")
             .arg(stale.to_string()),
     );
+    // Notes beside grants (`Lock::annotate`, what leader election writes): one of the holder's
+    // grant, one left by a lock released since (notes outlive their grants). Neither is a lock.
+    let _: () = query(
+        &urls,
+        redis::cmd("SET")
+            .arg("{order:1}:distlock-note")
+            .arg(format!("{token}\n{}\npod-a", order.fencing_token())),
+    );
+    let _: () = query(
+        &urls,
+        redis::cmd("SET")
+            .arg("{gone:1}:distlock-note")
+            .arg("dl:00000000000000000000000000000000\n7\npod-b"),
+    );
 
     let urls_c = urls.clone();
     let waited = tokio::task::spawn_blocking(move || {
@@ -139,7 +153,7 @@ async fn every_kind(urls: Vec<String>) {
     assert_eq!(fair_row["token"], token_of(&fair).as_str());
     assert_eq!(fair_row["fair_queue"].as_array().map(Vec::len), Some(1));
 
-    // Exactly these locks: no row for a fencing counter, channel or holder key.
+    // Exactly these locks: no row for a fencing counter, channel, holder or note key.
     let names: Vec<String> = locks(&doc)
         .iter()
         .map(|l| {

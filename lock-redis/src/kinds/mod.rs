@@ -8,6 +8,7 @@
 pub(crate) mod fair;
 pub(crate) mod multi;
 pub(crate) mod mutex;
+pub(crate) mod note;
 pub(crate) mod read_write;
 pub(crate) mod semaphore;
 

@@ -94,6 +94,23 @@ async fn a_least_privilege_user_can_do_everything_distlock_needs() {
         .await
         .expect("tagged name");
     tagged.release().await.expect("ours");
+    // Leader election: the record beside the grant (annotate) and its observers
+    // (describe_holder) need no more commands.
+    let leadership = holder_side
+        .elect("leader")
+        .value("pod-a")
+        .campaign()
+        .await
+        .expect("elected as the ACL user");
+    let leader = holder_side
+        .elect("leader")
+        .leader()
+        .await
+        .expect("read as the ACL user")
+        .expect("a leader");
+    assert_eq!(leader.term(), leadership.term());
+    assert_eq!(leader.value_str(), Some("pod-a"));
+    leadership.resign().await.expect("ours");
 }
 
 #[tokio::test]

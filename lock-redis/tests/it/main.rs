@@ -24,6 +24,7 @@ mod foreign_holder;
 mod grace;
 mod handoff;
 mod holder_metadata;
+mod holder_notes;
 mod interop;
 mod kinds_layout;
 mod kinds_processes;

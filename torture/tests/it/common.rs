@@ -17,9 +17,20 @@ pub(crate) fn run_short(scenario: &Scenario) -> Outcome {
 
 /// [`run_short`] with the lock's Redis stores on `server`.
 pub(crate) fn run_short_on(scenario: &Scenario, server: Server) -> Outcome {
+    run_on(scenario, server, None)
+}
+
+/// [`run_short`], but for `duration` instead of the short form's length: for a verdict that
+/// needs many fault cycles.
+pub(crate) fn run_for(scenario: &Scenario, duration: std::time::Duration) -> Outcome {
+    run_on(scenario, Server::Redis, Some(duration))
+}
+
+fn run_on(scenario: &Scenario, server: Server, duration: Option<std::time::Duration>) -> Outcome {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
     let options = Options {
         server,
+        duration,
         ..Options::short(env!("CARGO_BIN_EXE_torture"))
     };
     let outcome = run(scenario, &options).expect("the run takes place");

@@ -41,3 +41,16 @@ fn the_delayed_restart_rule_keeps_exclusion() {
     common::assert_verdict(&outcome);
     assert_eq!(outcome.report.overlaps.len(), 0);
 }
+
+/// Issue 26's bar for Redlock: at least 5 cycles of a node restarted empty under a holder on a
+/// bare quorum, 0 second quorums (5 of 5 before the grace period).
+#[test]
+fn five_immediate_restarts_never_form_a_second_quorum() {
+    let outcome = common::run_for(
+        &scenario::redlock_restart_empty(),
+        std::time::Duration::from_secs(32),
+    );
+    common::assert_verdict(&outcome);
+    assert!(outcome.cycles >= 5, "only {} cycles", outcome.cycles);
+    assert_eq!(outcome.report.overlaps.len(), 0);
+}

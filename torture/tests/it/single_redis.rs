@@ -84,3 +84,17 @@ fn memory_pressure_lets_no_stale_write_through() {
     assert_eq!(r.stale_accepted + r.stale_accepted_in_log, 0);
     assert_eq!(r.token_regressions, 0);
 }
+
+/// Issue 26's bar: a Redis restarted empty at least 12 times under a renewed holder and waiting
+/// worker processes grants the lock twice 0 times (7 of 12 before the grace period), and the
+/// verdict holds every next grant to after the grace.
+#[test]
+fn twelve_restarts_empty_never_grant_twice() {
+    let outcome = common::run_for(
+        &scenario::redis_restart_empty(),
+        std::time::Duration::from_secs(38),
+    );
+    common::assert_verdict(&outcome);
+    assert!(outcome.cycles >= 12, "only {} restarts", outcome.cycles);
+    assert_eq!(outcome.report.overlaps.len(), 0);
+}

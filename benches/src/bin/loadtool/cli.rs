@@ -112,12 +112,23 @@ pub(crate) enum Part {
     P8,
     /// S10 on PostgreSQL's lease table: the plain and the fair lock across processes.
     P10,
+    /// S1 on etcd (`EtcdLock`), interleaved with the bare etcd transactions it sends.
+    E1,
+    /// S3 on etcd: 8 workers on one name.
+    E3,
+    /// S5 on etcd: 10,000 locks held with renewal; keep-alive traffic and CPU per lease period.
+    E5,
+    /// Failover on a 3-member etcd: the leader killed while a task takes and releases the
+    /// lock; the time from the kill to the next grant.
+    EFailover,
 }
 
 impl Part {
     /// The parts run on a PostgreSQL server.
     pub(crate) const POSTGRES: [Part; 6] =
         [Part::P1, Part::P3, Part::P5, Part::P7, Part::P8, Part::P10];
+    /// The parts run on etcd.
+    pub(crate) const ETCD: [Part; 4] = [Part::E1, Part::E3, Part::E5, Part::EFailover];
 }
 
 /// The tokio runtime flavour.
@@ -250,6 +261,10 @@ impl Plan {
                 Part::P7,
                 Part::P8,
                 Part::P10,
+                Part::E1,
+                Part::E3,
+                Part::E5,
+                Part::EFailover,
             ]
         } else {
             cli.only.clone()
@@ -296,5 +311,15 @@ impl Plan {
     /// Whether any part runs on PostgreSQL.
     pub(crate) fn has_postgres(&self) -> bool {
         Part::POSTGRES.iter().any(|p| self.has(*p))
+    }
+
+    /// Whether any part runs on etcd.
+    pub(crate) fn has_etcd(&self) -> bool {
+        Part::ETCD.iter().any(|p| self.has(*p))
+    }
+
+    /// How many times the failover part kills the leader.
+    pub(crate) fn failovers(&self) -> usize {
+        if self.mode == "quick" { 3 } else { 10 }
     }
 }

@@ -37,6 +37,8 @@ pub(crate) enum Client {
     Hand(HandLock),
     /// rslock's `LockManager` (one server, or a Redlock's nodes).
     Rslock(rslock::LockManager),
+    /// E1's baseline: etcd's transactions sent alone with etcd-client (see [`crate::etcd`]).
+    EtcdBare(Box<crate::etcd::BareEtcd>),
 }
 
 impl Client {
@@ -79,6 +81,7 @@ impl Client {
                     .map_err(|e| e.to_string())?;
             }
             Self::Rslock(manager) => crate::rslock::cycle(manager, name, TTL).await?,
+            Self::EtcdBare(bare) => bare.cycle(name).await?,
         }
         Ok(())
     }

@@ -6,6 +6,11 @@
 //! by its normalised text: calls, and planning + execution time with `track_planning` on; the
 //! probe's own queries left out) and the
 //! CPU time of the server's processes from `/proc`.
+//!
+//! For etcd (E1, E3, E5) the counts are gRPC messages the server received, by method
+//! (`grpc_server_msg_received_total` on the member's `/metrics`: for a unary call one message, for
+//! a stream one per message, so a lease keep-alive counts once per renewal), and the CPU time of
+//! the member's process from `/proc`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -24,7 +29,20 @@ const PROBE_COMMANDS: [&str; 4] = ["info", "pubsub|numsub", "client|list", "conf
 pub(crate) struct Probe {
     conns: Vec<MultiplexedConnection>,
     postgres: Option<PgProbe>,
+    etcd: Option<EtcdProbe>,
 }
+
+/// Where an etcd member serves `/metrics` (its client port), and its process.
+struct EtcdProbe {
+    port: u16,
+    server_pid: Option<u32>,
+}
+
+/// The counter of the gRPC messages an etcd member received, by service and method.
+const ETCD_MESSAGES: &str = "grpc_server_msg_received_total{";
+
+/// How long reading an etcd member's `/metrics` may take.
+const ETCD_METRICS_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A probe connection to a PostgreSQL server, and the server's postmaster (for its CPU time).
 struct PgProbe {
@@ -101,6 +119,7 @@ impl Probe {
         Ok(Self {
             conns,
             postgres: None,
+            etcd: None,
         })
     }
 
@@ -121,6 +140,30 @@ impl Probe {
         Ok(Self {
             conns: Vec::new(),
             postgres: Some(PgProbe { client, server_pid }),
+            etcd: None,
+        })
+    }
+
+    /// A probe of the etcd member whose client port (serving `/metrics`) is `port` and whose
+    /// process is `server_pid`.
+    pub(crate) fn etcd(port: u16, server_pid: Option<u32>) -> Self {
+        Self {
+            conns: Vec::new(),
+            postgres: None,
+            etcd: Some(EtcdProbe { port, server_pid }),
+        }
+    }
+
+    /// The etcd member's message counters now, by method (`txn`, `leasegrant`, ...).
+    async fn etcd_snapshot(etcd: &EtcdProbe) -> std::io::Result<Snapshot> {
+        let text = tokio::time::timeout(ETCD_METRICS_TIMEOUT, http_get(etcd.port, "/metrics"))
+            .await
+            .map_err(|_| std::io::Error::other("etcd's /metrics did not answer"))??;
+        Ok(Snapshot {
+            stats: parse_etcd_messages(&text),
+            server_cpu: etcd.server_pid.map_or(0.0, procfs::tree_cpu_seconds),
+            client_cpu: procfs::cpu_time(),
+            at: Instant::now(),
         })
     }
 
@@ -157,6 +200,11 @@ impl Probe {
 
     /// The servers' counters now, summed.
     pub(crate) async fn snapshot(&mut self) -> redis::RedisResult<Snapshot> {
+        if let Some(etcd) = &self.etcd {
+            return Self::etcd_snapshot(etcd)
+                .await
+                .map_err(redis::RedisError::from);
+        }
         if let Some(pg) = &self.postgres {
             return Self::postgres_snapshot(pg)
                 .await
@@ -278,6 +326,11 @@ impl Delta {
     /// Calls of `command`.
     pub(crate) fn calls(&self, command: &str) -> u64 {
         self.stats.get(command).map_or(0, |s| s.0)
+    }
+
+    /// Share of one core the probed servers used over the window.
+    pub(crate) fn server_cpu_share(&self) -> f64 {
+        self.server_cpu_s / self.wall_s.max(1e-9)
     }
 
     /// Divided by `ops` operations.
@@ -408,5 +461,71 @@ mod tests {
         twice.add(&before.until(&after));
         assert_eq!(twice.calls("set"), 40);
         assert!((twice.cost(20).commands_per_op - 4.0).abs() < 1e-9);
+    }
+}
+
+/// `GET path` from `127.0.0.1:port` over HTTP/1.0 (the connection closes after the answer);
+/// the body.
+async fn http_get(port: u16, path: &str) -> std::io::Result<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+    stream
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").as_bytes())
+        .await?;
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await?;
+    let answer = String::from_utf8_lossy(&answer);
+    let (head, body) = answer
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| std::io::Error::other("not an HTTP answer"))?;
+    if !(head.starts_with("HTTP/1.") && head.split_whitespace().nth(1) == Some("200")) {
+        return Err(std::io::Error::other(format!(
+            "GET {path}: {}",
+            head.lines().next().unwrap_or_default()
+        )));
+    }
+    Ok(body.to_owned())
+}
+
+/// `grpc_server_msg_received_total` by method, lower case (`txn`, `leasekeepalive`, ...), from
+/// a Prometheus text exposition; the µs column stays 0 (etcd's basic metrics have no per-call
+/// time).
+fn parse_etcd_messages(text: &str) -> BTreeMap<String, (u64, u64)> {
+    let mut stats = BTreeMap::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix(ETCD_MESSAGES) else {
+            continue;
+        };
+        let Some((labels, value)) = rest.split_once("} ") else {
+            continue;
+        };
+        let method = labels
+            .split(',')
+            .find_map(|l| l.strip_prefix("grpc_method=\""))
+            .map(|m| m.trim_end_matches('"').to_lowercase());
+        // A counter: a whole number, printed without a fraction below 1e15 (larger ones,
+        // in exponent form, do not occur in a run).
+        let count = value.trim().parse::<u64>().ok();
+        if let (Some(method), Some(count)) = (method, count) {
+            stats.entry(method).or_insert((0, 0)).0 += count;
+        }
+    }
+    stats
+}
+
+#[cfg(test)]
+mod etcd_tests {
+    use super::parse_etcd_messages;
+
+    #[test]
+    fn etcd_messages_by_method() {
+        let text = "# TYPE grpc_server_msg_received_total counter\n\
+            grpc_server_msg_received_total{grpc_method=\"Txn\",grpc_service=\"etcdserverpb.KV\",grpc_type=\"unary\"} 12\n\
+            grpc_server_msg_received_total{grpc_method=\"LeaseKeepAlive\",grpc_service=\"etcdserverpb.Lease\",grpc_type=\"bidi_stream\"} 7\n\
+            grpc_server_msg_sent_total{grpc_method=\"Txn\",grpc_service=\"etcdserverpb.KV\",grpc_type=\"unary\"} 12\n";
+        let stats = parse_etcd_messages(text);
+        assert_eq!(stats.get("txn"), Some(&(12, 0)));
+        assert_eq!(stats.get("leasekeepalive"), Some(&(7, 0)));
+        assert_eq!(stats.len(), 2);
     }
 }

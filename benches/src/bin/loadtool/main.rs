@@ -34,7 +34,13 @@
 //!
 //! and the lock kinds on the lease table:
 //!
-//! - P7, P8, P10: S7, S8 and S10 on `PostgresLock`, with S10's counter on Redis.
+//! - P7, P8, P10: S7, S8 and S10 on `PostgresLock`, with S10's counter on Redis;
+//!
+//! and those of issue 23, on etcd (`EtcdLock`, throwaway members of lock-testkit's):
+//!
+//! - E1: S1 on one member, interleaved with the bare etcd transactions it sends;
+//! - E3: S3 on one member; E5: S5 on one member (keep-alive messages, CPU per lease period);
+//! - failover: the leader of 3 members killed under a looping task, kill → next grant.
 //!
 //! Prints tables, writes `run.json` and `chart.svg`. `--help` lists the options; see
 //! `benches/README.md` for what each figure means.
@@ -47,6 +53,7 @@ mod cli;
 mod clock;
 mod counted;
 mod cycles;
+mod etcd;
 mod fairness;
 mod handoff;
 mod info;
@@ -187,6 +194,7 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
         s10: Vec::new(),
         postgres: None,
         servers: Vec::new(),
+        etcd: None,
         targets: Vec::new(),
         failures: Vec::new(),
     };
@@ -456,6 +464,7 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
             locks: plan.s5_locks,
             lease_ms: u64::try_from(plan.s5_lease.as_millis()).unwrap_or(u64::MAX),
             periods: plan.s5_periods,
+            server_pid: None,
         };
         renewal::run(&url, plan.runtime.as_arg(), params)
     };
@@ -541,6 +550,10 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
             &mut progress,
             counter_url.as_deref(),
         )?);
+    }
+
+    if plan.has_etcd() {
+        run.etcd = Some(etcd::run(&plan, &runtime, &mut progress)?);
     }
 
     progress.next();
@@ -781,6 +794,45 @@ fn steps(plan: &Plan, bench: bool) -> Vec<(String, Duration)> {
                 contention + secs(0.5),
             ));
         }
+    }
+    if plan.has(Part::E1) || plan.has(Part::E3) || plan.has(Part::E5) {
+        s.push(("starting etcd".to_owned(), secs(2.0)));
+    }
+    if plan.has(Part::E1) {
+        let rounds = plan.s1_rounds;
+        for round in 1..=rounds {
+            for client in [etcd::BARE, etcd::BARE_OWN_LEASE, etcd::DISTLOCK] {
+                s.push((
+                    format!("E1 round {round}/{rounds}: {client}"),
+                    cycle / rounds,
+                ));
+            }
+        }
+    }
+    if plan.has(Part::E3) {
+        s.push((
+            format!(
+                "E3 {} workers, one name: {}",
+                plan.s3_workers,
+                etcd::DISTLOCK
+            ),
+            contention,
+        ));
+    }
+    if plan.has(Part::E5) {
+        s.push((
+            format!("E5 {} renewed locks on etcd (child process)", plan.s5_locks),
+            renewal,
+        ));
+    }
+    if plan.has(Part::EFailover) {
+        s.push((
+            format!(
+                "etcd failover: the leader of 3 killed {} times",
+                plan.failovers()
+            ),
+            secs(5.0 * plan.failovers() as f64),
+        ));
     }
     s.push(("writing the report".into(), secs(0.5)));
     s

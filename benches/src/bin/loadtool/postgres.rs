@@ -261,6 +261,7 @@ pub(crate) fn run(
             locks: plan.s5_locks,
             lease_ms: u64::try_from(plan.s5_lease.as_millis()).unwrap_or(u64::MAX),
             periods: plan.s5_periods,
+            server_pid: None,
         };
         out.p5 = Some(renewal::run(&url, plan.runtime.as_arg(), params)?);
     }

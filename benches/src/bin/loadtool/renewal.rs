@@ -9,6 +9,8 @@
 //! around the backend, releases everything and prints one JSON line.
 //!
 //! P5 is S5 on `PostgresLock` (the lease table): the same child, with [`Backend::PostgresTable`].
+//! E5 is S5 on `EtcdLock`, with [`Backend::Etcd`]: the server's side is counted in gRPC messages
+//! (a keep-alive is one) and the member's CPU time.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +18,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use lock_core::backend::Lock;
 use lock_core::{LockError, LockRequest, Locker, LockerBuilder};
+use lock_etcd::EtcdLock;
 use lock_postgres::PostgresLock;
 use lock_redis::RedisLock;
 use serde::{Deserialize, Serialize};
@@ -80,6 +83,8 @@ pub(crate) enum Backend {
     Redis,
     /// `PostgresLock`, the lease table (P5).
     PostgresTable,
+    /// `EtcdLock` on one etcd member (E5); the URL is the member's client URL.
+    Etcd,
 }
 
 /// What the parent asks of the child.
@@ -91,6 +96,9 @@ pub(crate) struct Params {
     pub(crate) locks: usize,
     pub(crate) lease_ms: u64,
     pub(crate) periods: u32,
+    /// E5: the etcd member's process, whose CPU time the child's probe reads.
+    #[serde(default)]
+    pub(crate) server_pid: Option<u32>,
 }
 
 impl Params {
@@ -140,6 +148,13 @@ pub(crate) struct RenewalRun {
     pub(crate) server_statements: u64,
     /// Guards that were no longer held at the end (should be 0).
     pub(crate) lost: usize,
+    /// E5: lease keep-alive messages the etcd member received in the window.
+    #[serde(default)]
+    pub(crate) server_keepalives: u64,
+    /// Share of one core the server used in the window (E5: the etcd member's process; 0
+    /// where the child cannot tell).
+    #[serde(default)]
+    pub(crate) server_cpu_share: f64,
 }
 
 /// [`Memory`] for the record.
@@ -166,6 +181,7 @@ impl RenewalRun {
         match self.backend {
             Backend::Redis => self.kind.scenario(),
             Backend::PostgresTable => "P5",
+            Backend::Etcd => "E5",
         }
     }
 }
@@ -198,6 +214,16 @@ pub(crate) async fn child(url: &str, params: Params) -> Result<RenewalRun, Strin
                 Probe::postgres(url, None)
                     .await
                     .map_err(|e| e.to_string())?,
+            )
+        }
+        Backend::Etcd => {
+            let port = url
+                .rsplit_once(':')
+                .and_then(|(_, port)| port.trim_end_matches('/').parse::<u16>().ok())
+                .ok_or_else(|| format!("E5: no port in the etcd URL {url:?}"))?;
+            (
+                Arc::new(Counted::new(Arc::new(EtcdLock::new([url]).map_err(err)?))),
+                Probe::etcd(port, params.server_pid),
             )
         }
     };
@@ -251,6 +277,8 @@ pub(crate) async fn child(url: &str, params: Params) -> Result<RenewalRun, Strin
         server_evalsha: window_delta.calls("evalsha"),
         server_statements: window_delta.total_calls(),
         lost,
+        server_keepalives: window_delta.calls("leasekeepalive"),
+        server_cpu_share: window_delta.server_cpu_share(),
     })
 }
 

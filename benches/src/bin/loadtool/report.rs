@@ -31,6 +31,7 @@ pub(crate) fn print(run: &Run) {
     fairness(run);
     scale(run);
     postgres(run);
+    etcd(run);
     targets(run);
     if !run.failures.is_empty() {
         println!("\nFAILURES (the figures above are not a valid measurement):");
@@ -502,6 +503,15 @@ fn renewal_rows(t: &mut Table, r: &RenewalRun) {
             r.renewals_per_round_trip,
             r.server_evalsha
         ),
+        Backend::Etcd => format!(
+            "{} gRPC messages on the server ({:.0} per period, {} of them lease keep-alives), \
+             from {} extend_many batches of {:.0}",
+            r.server_statements,
+            r.server_statements as f64 / f64::from(r.periods.max(1)),
+            r.server_keepalives,
+            r.renewal_round_trips,
+            r.renewals_per_round_trip
+        ),
         Backend::PostgresTable => format!(
             "{} statements on the server ({:.0} per period; each its own round trip on one of \
              the pool's connections), from {} extend_many batches of {:.0}",
@@ -617,11 +627,94 @@ fn postgres(run: &Run) {
     }
 }
 
+/// E1, E3, E5 and the failover: etcd.
+fn etcd(run: &Run) {
+    let Some(etcd) = &run.etcd else {
+        return;
+    };
+    if !etcd.e1.is_empty() {
+        println!(
+            "\nE1 uncontended on etcd {} (one member, 1 task): acquire + release cycles",
+            etcd.version
+        );
+        let rows: Vec<&CycleRun> = etcd.e1.iter().collect();
+        println!(
+            "{}",
+            cycle_table(&rows, "gRPC messages/cycle", |c| c.commands_per_op)
+        );
+        if let (Some(d), Some(b)) = (etcd.e1(crate::etcd::DISTLOCK), etcd.e1(crate::etcd::BARE)) {
+            println!(
+                "  distlock: {:.0} % of its bare transactions ({:.0} of {:.0} cycles/s)",
+                ratio(d.per_second, b.per_second) * 100.0,
+                d.per_second,
+                b.per_second
+            );
+        }
+        println!(
+            "  cmds: gRPC messages the member received (grpc_server_msg_received_total); server \
+             CPU: the etcd process, /proc"
+        );
+    }
+    if let Some(e3) = &etcd.e3 {
+        println!(
+            "\nE3 contended on etcd: {} workers, one name, {:.0} ms hold, distlock's defaults",
+            run.plan.s3_workers,
+            run.plan.s3_hold.as_secs_f64() * 1e3
+        );
+        println!("{}", handoff_table(std::slice::from_ref(e3)));
+    }
+    if let Some(r) = &etcd.e5 {
+        println!("\nE5 renewal at scale on etcd (one member)");
+        let mut t = table(&["scenario", "figure", "value"]);
+        renewal_rows(&mut t, r);
+        let period = r.periods.max(1) as f64;
+        for (figure, value) in [
+            (
+                "keep-alive messages per lease period",
+                format!("{:.0}", r.server_keepalives as f64 / period),
+            ),
+            (
+                "etcd CPU, share of one core",
+                format!("{:.1} %", r.server_cpu_share * 100.0),
+            ),
+        ] {
+            t.add_row(vec!["E5".to_owned(), figure.to_owned(), value]);
+        }
+        println!("{t}");
+    }
+    if let Some(f) = &etcd.failover {
+        println!(
+            "\netcd failover: the leader of {} members killed {} times under a task taking and \
+             releasing one lock (command timeout {} ms, lease {} ms)",
+            f.members, f.kills, f.command_timeout_ms, f.ttl_ms
+        );
+        let mut t = table(&["figure", "p50 ms", "p99 ms", "max ms"]);
+        for (figure, l) in [
+            ("kill → next grant", &f.kill_to_grant),
+            ("kill → new leader agreed", &f.kill_to_leader),
+        ] {
+            t.add_row(vec![
+                figure.to_owned(),
+                format!("{:.0}", l.p50_us / 1e3),
+                format!("{:.0}", l.p99_us / 1e3),
+                format!("{:.0}", l.max_us / 1e3),
+            ]);
+        }
+        println!("{t}");
+        println!(
+            "  {} cycles, {} failed rounds (first: {})",
+            f.cycles,
+            f.errors,
+            f.first_error.as_deref().unwrap_or("-")
+        );
+    }
+}
+
 fn targets(run: &Run) {
     if run.targets.is_empty() {
         return;
     }
-    println!("\nTargets (issues 3, 4, 7, 13, 14, 15 and 17)");
+    println!("\nTargets (issues 3, 4, 7, 13, 14, 15, 17 and 23)");
     let mut t = table(&["target", "issues", "goal", "measured", "met"]);
     for target in &run.targets {
         t.add_row(vec![

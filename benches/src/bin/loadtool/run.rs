@@ -75,6 +75,8 @@ pub(crate) struct Run {
     /// S1 and S2 on the run's redis-server and on a Valkey server, in alternating rounds
     /// (issue 25); empty when not run.
     pub(crate) servers: Vec<crate::servers::ServerRun>,
+    /// E1, E3, E5 and the failover on etcd (issue 23).
+    pub(crate) etcd: Option<crate::etcd::EtcdRun>,
     pub(crate) targets: Vec<Target>,
     /// Correctness failures and errors: a run with any is not a valid measurement.
     pub(crate) failures: Vec<String>,
@@ -367,6 +369,7 @@ impl Run {
         self.judge_kinds(&mut t);
         self.judge_fairness(&mut t);
         t.extend(crate::postgres::targets(self.postgres.as_ref()));
+        t.extend(crate::etcd::targets(self.etcd.as_ref()));
         self.targets = t;
     }
 
@@ -640,6 +643,9 @@ impl Run {
                 r.exclusion_violations
             ));
         }
+        if let Some(etcd) = &self.etcd {
+            etcd_failures(etcd, &mut failures);
+        }
         self.failures.extend(failures);
     }
 }
@@ -651,4 +657,36 @@ pub(crate) fn counts(counts: &[u64]) -> String {
         .map(u64::to_string)
         .collect::<Vec<_>>()
         .join(" / ")
+}
+
+/// The errors, lost updates and lost leases of the etcd parts.
+fn etcd_failures(etcd: &crate::etcd::EtcdRun, failures: &mut Vec<String>) {
+    for r in etcd.e1.iter().filter(|r| r.errors > 0) {
+        failures.push(format!(
+            "E1 {}: {} errors (first: {})",
+            r.client,
+            r.errors,
+            r.first_error.as_deref().unwrap_or("?")
+        ));
+    }
+    if let Some(r) = &etcd.e3
+        && (r.errors > 0 || r.lost_updates > 0 || r.exclusion_violations > 0)
+    {
+        failures.push(format!(
+            "E3 {}: {} errors (first: {}), {} lost updates, {} exclusion violations",
+            r.client,
+            r.errors,
+            r.first_error.as_deref().unwrap_or("-"),
+            r.lost_updates,
+            r.exclusion_violations
+        ));
+    }
+    if let Some(r) = &etcd.e5
+        && r.lost > 0
+    {
+        failures.push(format!(
+            "E5: {} of {} leases lost while renewing",
+            r.lost, r.locks
+        ));
+    }
 }

@@ -1,0 +1,164 @@
+//! The fair lock: the mutex of the name, granted only to the oldest waiter in the name's queue.
+//!
+//! A waiter's queue entry is the key `prefix + "\0fair/" + len(name) + ":" + name + "/" + token`
+//! on a lease of its own that lasts [`fair_entry_ttl`] and is kept alive by each attempt, so an
+//! entry whose waiter stopped trying lapses by itself. Its creation revision is its place: an
+//! attempt keeps the place it has (the entry is put only if absent). A queued attempt is two
+//! transactions: put the entry if absent and read its creation revision; then, if the lock key
+//! is absent and every entry of the name was created at or after ours (a range compare: we are
+//! the head), put the lock key on the holder's lease and delete our entry. A single try
+//! (`queued: false`) is one transaction, granted only when the lock key is absent and the queue
+//! is empty. Releasing a token deletes its entry too, granted or not.
+
+use std::time::Duration;
+
+use etcd_client::{Compare, CompareOp, Txn, TxnOp};
+use lock_core::backend::Attempt;
+use lock_core::{Kind, Lease, LockError, Op, TimeoutPhase, Token, fair_entry_ttl, valid_until};
+use tokio::time::Instant;
+
+use crate::error::bounded;
+use crate::etcd_lock::{EtcdLock, put_on_value, read, revision};
+use crate::layout::{lease_id, value};
+use crate::semaphore::{range_end, under};
+
+/// What separates the fair queue's keys from the lock keys under the prefix.
+pub(crate) const MARK: &[u8] = b"\0fair/";
+
+/// How soon a waiter that is not the head tries again when the lock is free (the head is about
+/// to take it; its grant is not announced, its release is).
+const NOT_HEAD_RETRY: Duration = Duration::from_millis(100);
+
+/// The queue entry of `token` for `name`.
+pub(crate) fn entry_key(prefix: &str, name: &str, token: &Token) -> Vec<u8> {
+    let mut key = under(MARK, prefix, name);
+    key.extend_from_slice(token.to_hex().as_str().as_bytes());
+    key
+}
+
+/// The id of the lease of `token`'s queue entry for `name` (not the lock's lease: the entry
+/// lives on while the lock's lease of a busy attempt is revoked).
+pub(crate) fn entry_lease(token: &Token, name: &str) -> i64 {
+    lease_id(token, &format!("\0fair/{name}"))
+}
+
+impl EtcdLock {
+    /// One attempt at the fair lock of `name`; see the module docs.
+    pub(crate) async fn try_fair(
+        &self,
+        name: &str,
+        queued: bool,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        let started = Instant::now();
+        let client = self.client().await?;
+        let lock_key = self.key(name);
+        let id = lease_id(&token, name);
+        let start = under(MARK, self.prefix(), name);
+        let end = range_end(&start);
+        let kind = Kind::Fair { queued };
+        let (head, took) = if queued {
+            let entry = entry_key(self.prefix(), name, &token);
+            let qid = entry_lease(&token, name);
+            let (lock_lease, entry_lease) = tokio::join!(
+                self.grant(&client, Op::Acquire, id, ttl),
+                self.keep_or_grant(qid, fair_entry_ttl(ttl)),
+            );
+            lock_lease?;
+            entry_lease?;
+            let place = Txn::new().and_then([
+                TxnOp::txn(
+                    Txn::new()
+                        .when([Compare::create_revision(entry.clone(), CompareOp::Equal, 0)])
+                        .and_then([put_on_value(entry.clone(), value(&token), qid)]),
+                ),
+                TxnOp::get(entry.clone(), None),
+            ]);
+            let placed = self.txn(&client, Op::Acquire, place).await?;
+            let mine = read(&placed, 1)
+                .map(|kv| kv.create_revision())
+                .ok_or_else(|| crate::error::malformed(Op::Acquire, "the queue entry"))?;
+            (
+                Compare::create_revision(start, CompareOp::Greater, mine - 1).with_range(end),
+                vec![TxnOp::delete(entry, None)],
+            )
+        } else {
+            self.grant(&client, Op::Acquire, id, ttl).await?;
+            (
+                Compare::version(start, CompareOp::Equal, 0).with_range(end),
+                Vec::new(),
+            )
+        };
+        let mut then = vec![put_on_value(lock_key.clone(), value(&token), id)];
+        then.extend(took);
+        let txn = Txn::new()
+            .when([
+                Compare::create_revision(lock_key.clone(), CompareOp::Equal, 0),
+                head,
+            ])
+            .and_then(then)
+            .or_else([TxnOp::get(lock_key, None)]);
+        let answer = self.txn(&client, Op::Acquire, txn).await?;
+        if answer.succeeded() {
+            if queued {
+                self.revoke_later(&client, entry_lease(&token, name));
+            }
+            let fencing = revision(Op::Acquire, &answer)?;
+            let lease = Lease::new(name, token, fencing, valid_until(started, ttl)).with_kind(kind);
+            return Ok(Attempt::Acquired(lease));
+        }
+        self.revoke_later(&client, id);
+        let holder = read(&answer, 0);
+        if holder.is_none() {
+            // Free, but another waiter is ahead.
+            return Ok(Attempt::Busy {
+                holder_ttl: Some(NOT_HEAD_RETRY),
+                announces: true,
+            });
+        }
+        let (holder_ttl, announces) = self.busy(&client, holder.as_ref()).await;
+        Ok(Attempt::Busy {
+            holder_ttl,
+            announces,
+        })
+    }
+
+    /// Keeps the lease `id` alive, or grants it for `ttl` when it does not exist (the first
+    /// attempt of a waiter, or its entry lapsed).
+    pub(crate) async fn keep_or_grant(&self, id: i64, ttl: Duration) -> Result<(), LockError> {
+        let client = self.client().await?;
+        let mut leases = client.lease_client();
+        let kept = bounded(
+            Op::Acquire,
+            TimeoutPhase::Command,
+            self.command_timeout(),
+            async {
+                match leases.keep_alive(id).await {
+                    Ok(_) => Ok(true),
+                    Err(etcd_client::Error::LeaseKeepAliveError(_)) => Ok(false),
+                    Err(err) => Err(err),
+                }
+            },
+        )
+        .await?;
+        if kept {
+            return Ok(());
+        }
+        self.grant(&client, Op::Acquire, id, ttl).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::semaphore::name_of;
+
+    #[test]
+    fn entries_name_their_lock_and_lease_apart_from_it() {
+        let token = Token::from_bytes([3; 16]);
+        let entry = entry_key("p/", "a/b", &token);
+        assert_eq!(name_of(b"p/", &entry), Some(&b"a/b"[..]));
+        assert_ne!(entry_lease(&token, "a/b"), lease_id(&token, "a/b"));
+    }
+}

@@ -1,0 +1,199 @@
+//! The read-write lock: the writer is the name's lock key, each reader a key of its own.
+//!
+//! - A reader of `name` is `prefix + "\0rwr/" + len(name) + ":" + name + "/" + token` on the
+//!   reader's own lease. A read attempt is one transaction: if the lock key is absent (no
+//!   writer) and, with writer preference, no waiting-writer record exists, put the reader's
+//!   key. Its fencing token is the last write's: the revision of the fence key
+//!   `prefix + "\0rwf/" + len(name) + ":" + name + "/"`, which every write grant puts (0 when the
+//!   name was never written).
+//! - A write attempt is one transaction: if the lock key is absent and no reader key exists,
+//!   put the lock key on the writer's lease and the fence key, and delete the writer's
+//!   waiting record; else, with writer preference, put (or keep) the waiting record
+//!   `prefix + "\0rww/" + … + token` on a lease of its own that lasts the attempt's TTL, so new
+//!   readers are refused until the writer gets in, gives up (its token's release deletes the
+//!   record) or stops trying (the record lapses).
+//!
+//! The fence key holds nothing and has no lease: one key per name ever write-locked, like
+//! lock-redis's fencing counter.
+
+use std::time::Duration;
+
+use etcd_client::{Compare, CompareOp, GetOptions, Txn, TxnOp};
+use lock_core::backend::Attempt;
+use lock_core::{Kind, Lease, LockError, Op, Token, valid_until};
+use tokio::time::Instant;
+
+use crate::etcd_lock::{EtcdLock, put_on_value, read, revision};
+use crate::layout::{lease_id, value};
+use crate::semaphore::{range_end, under};
+
+/// The space of readers' keys.
+pub(crate) const READERS: &[u8] = b"\0rwr/";
+/// The space of waiting writers' records.
+pub(crate) const WAITING: &[u8] = b"\0rww/";
+/// The space of fence keys.
+const FENCE: &[u8] = b"\0rwf/";
+
+/// The key of the reader `token` of `name`.
+pub(crate) fn reader_key(prefix: &str, name: &str, token: &Token) -> Vec<u8> {
+    let mut key = under(READERS, prefix, name);
+    key.extend_from_slice(token.to_hex().as_str().as_bytes());
+    key
+}
+
+/// The waiting record of the writer `token` of `name`.
+pub(crate) fn waiting_key(prefix: &str, name: &str, token: &Token) -> Vec<u8> {
+    let mut key = under(WAITING, prefix, name);
+    key.extend_from_slice(token.to_hex().as_str().as_bytes());
+    key
+}
+
+/// The lease of the waiting record of `token` (not the writer's lock lease).
+pub(crate) fn waiting_lease(token: &Token, name: &str) -> i64 {
+    lease_id(token, &format!("\0rww/{name}"))
+}
+
+/// "No key in the range of `name` under `mark`": a range compare on `version == 0`.
+fn none_under(mark: &[u8], prefix: &str, name: &str) -> Compare {
+    let start = under(mark, prefix, name);
+    let end = range_end(&start);
+    Compare::version(start, CompareOp::Equal, 0).with_range(end)
+}
+
+/// The first key of `name` under `mark`.
+fn first_under(mark: &[u8], prefix: &str, name: &str) -> TxnOp {
+    let start = under(mark, prefix, name);
+    let end = range_end(&start);
+    TxnOp::get(start, Some(GetOptions::new().with_range(end).with_limit(1)))
+}
+
+impl EtcdLock {
+    /// One read attempt; see the module docs.
+    pub(crate) async fn try_read(
+        &self,
+        name: &str,
+        writer_preference: bool,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        let started = Instant::now();
+        let client = self.client().await?;
+        let id = lease_id(&token, name);
+        self.grant(&client, Op::Acquire, id, ttl).await?;
+        let prefix = self.prefix();
+        let lock_key = self.key(name);
+        let mut when = vec![Compare::create_revision(
+            lock_key.clone(),
+            CompareOp::Equal,
+            0,
+        )];
+        if writer_preference {
+            when.push(none_under(WAITING, prefix, name));
+        }
+        let txn = Txn::new()
+            .when(when)
+            .and_then([
+                put_on_value(reader_key(prefix, name, &token), value(&token), id),
+                TxnOp::get(under(FENCE, prefix, name), None),
+            ])
+            .or_else([
+                TxnOp::get(lock_key, None),
+                first_under(WAITING, prefix, name),
+            ]);
+        let answer = self.txn(&client, Op::Acquire, txn).await?;
+        if answer.succeeded() {
+            let fencing = read(&answer, 1)
+                .and_then(|kv| u64::try_from(kv.mod_revision()).ok())
+                .unwrap_or(0);
+            let lease = Lease::new(name, token, fencing, valid_until(started, ttl))
+                .with_kind(Kind::Read { writer_preference });
+            return Ok(Attempt::Acquired(lease));
+        }
+        self.revoke_later(&client, id);
+        // Behind a writer: its TTL; behind a waiting writer only: its record's.
+        let holder = read(&answer, 0).or_else(|| read(&answer, 1));
+        let (holder_ttl, _) = self.busy(&client, holder.as_ref()).await;
+        Ok(Attempt::Busy {
+            holder_ttl,
+            announces: true,
+        })
+    }
+
+    /// One write attempt; see the module docs.
+    pub(crate) async fn try_write(
+        &self,
+        name: &str,
+        writer_preference: bool,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        let started = Instant::now();
+        let client = self.client().await?;
+        let id = lease_id(&token, name);
+        let wid = waiting_lease(&token, name);
+        let prefix = self.prefix();
+        let waiting = waiting_key(prefix, name, &token);
+        if writer_preference {
+            let (lock_lease, record_lease) = tokio::join!(
+                self.grant(&client, Op::Acquire, id, ttl),
+                self.keep_or_grant(wid, ttl),
+            );
+            lock_lease?;
+            record_lease?;
+        } else {
+            self.grant(&client, Op::Acquire, id, ttl).await?;
+        }
+        let lock_key = self.key(name);
+        let mut otherwise = vec![
+            TxnOp::get(lock_key.clone(), None),
+            first_under(READERS, prefix, name),
+        ];
+        if writer_preference {
+            otherwise.push(put_on_value(waiting.clone(), value(&token), wid));
+        }
+        let txn = Txn::new()
+            .when([
+                Compare::create_revision(lock_key.clone(), CompareOp::Equal, 0),
+                none_under(READERS, prefix, name),
+            ])
+            .and_then([
+                put_on_value(lock_key, value(&token), id),
+                TxnOp::put(under(FENCE, prefix, name), Vec::new(), None),
+                TxnOp::delete(waiting, None),
+            ])
+            .or_else(otherwise);
+        let answer = self.txn(&client, Op::Acquire, txn).await?;
+        if answer.succeeded() {
+            if writer_preference {
+                self.revoke_later(&client, wid);
+            }
+            let fencing = revision(Op::Acquire, &answer)?;
+            let lease = Lease::new(name, token, fencing, valid_until(started, ttl))
+                .with_kind(Kind::Write { writer_preference });
+            return Ok(Attempt::Acquired(lease));
+        }
+        self.revoke_later(&client, id);
+        let holder = read(&answer, 0).or_else(|| read(&answer, 1));
+        let (holder_ttl, _) = self.busy(&client, holder.as_ref()).await;
+        Ok(Attempt::Busy {
+            holder_ttl,
+            announces: true,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::semaphore::name_of;
+
+    #[test]
+    fn readers_and_records_name_their_lock() {
+        let token = Token::from_bytes([4; 16]);
+        let reader = reader_key("p/", "x", &token);
+        let record = waiting_key("p/", "x", &token);
+        assert_eq!(name_of(b"p/", &reader), Some(&b"x"[..]));
+        assert_eq!(name_of(b"p/", &record), Some(&b"x"[..]));
+        assert_ne!(waiting_lease(&token, "x"), lease_id(&token, "x"));
+    }
+}

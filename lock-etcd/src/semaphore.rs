@@ -1,0 +1,218 @@
+//! The counting semaphore: one key per holder, ranked by creation revision.
+//!
+//! A holder of `permits` of the `max` permits of `name` is the key
+//! `prefix + "\0sem/" + len(name) + ":" + name + "/" + token`, holding
+//! `dl:<token> <permits> <max>` on the holder's own lease (the length makes the keys of two
+//! names never share a range, whatever bytes the names hold). An attempt is one transaction
+//! that puts the attempt's key and reads every holder key of the name, sorted by creation
+//! revision; it is granted when the permits of the keys created before it, plus its own, fit
+//! in `max`, and otherwise deletes its key again (busy).
+//!
+//! Why that is safe: take the holders granted at any moment, and the last of them by creation
+//! revision. When it read, every other one already existed (each was created before it and is
+//! still held), so their permits plus its own fit in `max`. Revision order is etcd's: no key
+//! can appear later with a smaller creation revision. Expired holders vanish with their lease,
+//! so nothing needs pruning. The price: an attempt that turns out busy holds its key for one
+//! round trip, during which a later attempt counts it (a spurious busy, retried; never an
+//! excess grant).
+
+use std::time::Duration;
+
+use etcd_client::{DeleteOptions, GetOptions, SortOrder, SortTarget, Txn, TxnOp, TxnOpResponse};
+use lock_core::backend::Attempt;
+use lock_core::{Kind, Lease, LockError, Op, Token, valid_until};
+use tokio::time::Instant;
+
+use crate::etcd_lock::EtcdLock;
+use crate::layout::{lease_id, value};
+
+/// What separates the semaphore keys from the lock keys under the prefix.
+pub(crate) const MARK: &[u8] = b"\0sem/";
+
+/// The range that holds every holder key of `name`.
+pub(crate) fn holders(prefix: &str, name: &str) -> Vec<u8> {
+    under(MARK, prefix, name)
+}
+
+/// The start of the range of `name`'s keys in the space `mark` (semaphore holders, fair
+/// waiters): `prefix + mark + len(name) + ":" + name + "/"`.
+pub(crate) fn under(mark: &[u8], prefix: &str, name: &str) -> Vec<u8> {
+    let mut key = Vec::with_capacity(prefix.len() + mark.len() + name.len() + 8);
+    key.extend_from_slice(prefix.as_bytes());
+    key.extend_from_slice(mark);
+    key.extend_from_slice(format!("{}:", name.len()).as_bytes());
+    key.extend_from_slice(name.as_bytes());
+    key.push(b'/');
+    key
+}
+
+/// The key of the holder `token` of `name`.
+pub(crate) fn holder_key(prefix: &str, name: &str, token: &Token) -> Vec<u8> {
+    let mut key = holders(prefix, name);
+    key.extend_from_slice(token.to_hex().as_str().as_bytes());
+    key
+}
+
+/// What the holder `token` stores: its token in the lock layout, its permits and `max`.
+pub(crate) fn holder_value(token: &Token, permits: u32, max: u32) -> Vec<u8> {
+    let mut stored = value(token);
+    stored.extend_from_slice(format!(" {permits} {max}").as_bytes());
+    stored
+}
+
+/// The permits and `max` a holder's value says (`None` for a value this layout never writes).
+fn parse(stored: &[u8]) -> Option<(u32, u32)> {
+    let text = std::str::from_utf8(stored).ok()?;
+    let mut parts = text.split(' ').skip(1);
+    let permits = parts.next()?.parse().ok()?;
+    let max = parts.next()?.parse().ok()?;
+    Some((permits, max))
+}
+
+/// The name whose semaphore holder or fair waiter the key `key` (under `prefix`) is.
+pub(crate) fn name_of<'k>(prefix: &[u8], key: &'k [u8]) -> Option<&'k [u8]> {
+    let rest = key.strip_prefix(prefix)?;
+    let rest = [
+        MARK,
+        crate::fair::MARK,
+        crate::read_write::READERS,
+        crate::read_write::WAITING,
+    ]
+    .iter()
+    .find_map(|mark| rest.strip_prefix(*mark))?;
+    let colon = rest.iter().position(|b| *b == b':')?;
+    let len: usize = std::str::from_utf8(&rest[..colon]).ok()?.parse().ok()?;
+    rest.get(colon + 1..colon + 1 + len)
+}
+
+pub(crate) fn range_end(start: &[u8]) -> Vec<u8> {
+    let mut end = start.to_vec();
+    // `holders` ends with '/', which is below 0xff: adding one ends the range at the next key.
+    if let Some(last) = end.last_mut() {
+        *last += 1;
+    }
+    end
+}
+
+/// Every holder key of `name`, oldest first, read in one request (or as a transaction's op).
+fn read_all(prefix: &str, name: &str) -> TxnOp {
+    let start = holders(prefix, name);
+    let options = GetOptions::new()
+        .with_range(range_end(&start))
+        .with_sort(SortTarget::Create, SortOrder::Ascend);
+    TxnOp::get(start, Some(options))
+}
+
+impl EtcdLock {
+    /// One attempt at `permits` of `max` of `name`; see the module docs.
+    pub(crate) async fn try_semaphore(
+        &self,
+        name: &str,
+        (permits, max): (u32, u32),
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        let started = Instant::now();
+        let client = self.client().await?;
+        let id = lease_id(&token, name);
+        self.grant(&client, Op::Acquire, id, ttl).await?;
+        let key = holder_key(self.prefix(), name, &token);
+        let txn = Txn::new().and_then([
+            crate::etcd_lock::put_on_value(key.clone(), holder_value(&token, permits, max), id),
+            read_all(self.prefix(), name),
+        ]);
+        let answer = self.txn(&client, Op::Acquire, txn).await?;
+        let holders = match answer.op_responses().into_iter().nth(1) {
+            Some(TxnOpResponse::Get(get)) => get.kvs().to_vec(),
+            _ => Vec::new(),
+        };
+        let mut before = 0_u64;
+        let mut verdict = None;
+        for holder in &holders {
+            let Some((their_permits, their_max)) = parse(holder.value()) else {
+                continue;
+            };
+            if their_max != max {
+                verdict = Some(Err(LockError::PermitsMismatch {
+                    name: name.to_owned(),
+                    max,
+                    held_max: their_max,
+                }));
+                break;
+            }
+            if holder.key() == key.as_slice() {
+                let fits = before + u64::from(permits) <= u64::from(max);
+                verdict = Some(Ok(fits));
+                break;
+            }
+            before += u64::from(their_permits);
+        }
+        if let Some(Ok(true)) = verdict {
+            let lease = Lease::new(name, token, 0, valid_until(started, ttl))
+                .with_kind(Kind::Semaphore { permits, max });
+            return Ok(Attempt::Acquired(lease));
+        }
+        // Busy or refused: take the key back now (its lease would end it too).
+        let mut kv = client.kv_client();
+        let _ = tokio::time::timeout(
+            self.command_timeout(),
+            kv.delete(key, None::<DeleteOptions>),
+        )
+        .await;
+        self.revoke_later(&client, id);
+        if let Some(Err(err)) = verdict {
+            return Err(err);
+        }
+        let oldest = holders.iter().find(|h| parse(h.value()).is_some());
+        let (holder_ttl, _) = self.busy(&client, oldest).await;
+        Ok(Attempt::Busy {
+            holder_ttl,
+            announces: true,
+        })
+    }
+
+    /// The permits held now of `name`.
+    pub(crate) async fn semaphore_in_use(&self, name: &str) -> Result<u32, LockError> {
+        let client = self.client().await?;
+        let answer = self
+            .txn(
+                &client,
+                Op::Acquire,
+                Txn::new().and_then([read_all(self.prefix(), name)]),
+            )
+            .await?;
+        let Some(TxnOpResponse::Get(get)) = answer.op_responses().into_iter().next() else {
+            return Ok(0);
+        };
+        let held: u64 = get
+            .kvs()
+            .iter()
+            .filter_map(|kv| parse(kv.value()))
+            .map(|(permits, _)| u64::from(permits))
+            .sum();
+        Ok(u32::try_from(held).unwrap_or(u32::MAX))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_of_two_names_never_share_a_range() {
+        let token = Token::from_bytes([1; 16]);
+        let a = holder_key("p/", "a", &token);
+        let ab = holder_key("p/", "a/b", &token);
+        assert!(a.starts_with(&holders("p/", "a")));
+        assert!(!ab.starts_with(&holders("p/", "a")));
+        assert_eq!(name_of(b"p/", &ab), Some(&b"a/b"[..]));
+        assert_eq!(name_of(b"p/", b"p/plain-lock"), None);
+    }
+
+    #[test]
+    fn values_say_permits_and_max() {
+        let token = Token::from_bytes([2; 16]);
+        assert_eq!(parse(&holder_value(&token, 2, 5)), Some((2, 5)));
+        assert_eq!(parse(b"dl:abc"), None);
+    }
+}

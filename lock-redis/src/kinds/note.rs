@@ -1,0 +1,102 @@
+//! Holder descriptions for observers ([`Lock::describe_holder`], [`Lock::annotate`]): a note
+//! beside a mutex (or fair) grant, in its own key (`{key}:distlock-note`, see `layout.rs`),
+//! holding the grant's token, its fencing token and the note. The lock key keeps the plain
+//! token (the layout redis-py and node-redlock share), so the fencing token an observer needs
+//! travels in the note, or, before the holder wrote one, comes from the fencing counter.
+//!
+//! [`Lock::describe_holder`]: lock_core::backend::Lock::describe_holder
+//! [`Lock::annotate`]: lock_core::backend::Lock::annotate
+
+use std::time::Duration;
+
+use lock_core::backend::Holder;
+use lock_core::{Kind, Lease, LockError, Op};
+
+use super::{Grants, unexpected};
+use crate::executor::Executor;
+use crate::layout::{Keys, token_value};
+use crate::scripts::{ANNOTATE, DESCRIBE_HOLDER};
+
+/// The largest note [`annotate`] writes, in bytes (64 KiB): a note names a leader (a pod, an
+/// address), and every observer reads it on every change.
+pub const MAX_NOTE_BYTES: usize = 64 * 1024;
+
+/// Writes `note` beside the mutex (or fair) `lease` while its token holds the key: one
+/// EVALSHA of `lua/annotate.lua`. `Ok(false)` when the lease is no longer ours, or is of
+/// another kind (its key is not the mutex's).
+pub(crate) async fn annotate(
+    exec: &Executor,
+    grants: &Grants,
+    keys: &Keys,
+    lease: &Lease,
+    note: &[u8],
+) -> Result<bool, LockError> {
+    if note.len() > MAX_NOTE_BYTES {
+        return Err(LockError::invalid(format!(
+            "the note is {} bytes; at most {MAX_NOTE_BYTES} are kept",
+            note.len()
+        )));
+    }
+    if !matches!(lease.kind(), Kind::Mutex | Kind::Fair { .. }) {
+        return Ok(false);
+    }
+    let token = token_value(lease.token());
+    let fence = lease.fencing_token().to_string();
+    // The note lives as long as the fencing counter, not the lease: renewals need not touch it
+    // (see `lua/annotate.lua`); at least a millisecond, which PX needs.
+    let retention = grants.fence_retention_ms().max(1).to_string();
+    let note_key = keys.note();
+    let (written, _conn): (i64, _) = exec
+        .run_bytes(
+            Op::Extend,
+            &ANNOTATE,
+            &[keys.key(), &note_key],
+            &[
+                token.as_str().as_bytes(),
+                fence.as_bytes(),
+                note,
+                retention.as_bytes(),
+            ],
+        )
+        .await?;
+    Ok(written == 1)
+}
+
+/// The holder of the mutex at `keys`, in one atomic read (`lua/describe_holder.lua`): `None`
+/// when the key is absent.
+pub(crate) async fn describe(exec: &Executor, keys: &Keys) -> Result<Option<Holder>, LockError> {
+    let (note_key, fence_key) = (keys.note(), keys.fence());
+    let (reply, _conn): (Option<Vec<redis::Value>>, _) = exec
+        .run(
+            Op::Acquire,
+            &DESCRIBE_HOLDER,
+            &[keys.key(), &note_key, &fence_key],
+            &[],
+        )
+        .await?;
+    let Some(reply) = reply else {
+        return Ok(None);
+    };
+    let bad = || unexpected(format!("unexpected describe_holder reply {reply:?}"));
+    let (pttl, fence, note) = match &reply[..] {
+        [pttl, fence] => (pttl, fence, None),
+        [pttl, fence, note] => (pttl, fence, Some(note)),
+        _ => return Err(bad()),
+    };
+    let pttl: i64 = redis::from_redis_value_ref(pttl).map_err(|_| bad())?;
+    let fence: String = redis::from_redis_value_ref(fence).map_err(|_| bad())?;
+    // A counter that is not a number (someone else's key) tells no term: 0, like a foreign
+    // holder's.
+    let fencing_token = fence.parse::<u64>().unwrap_or(0);
+    // PTTL -1: the key never expires (not written by distlock); -2 cannot follow a GET that
+    // found it, in one script.
+    let ttl = u64::try_from(pttl).ok().map(Duration::from_millis);
+    let holder = Holder::new(fencing_token, ttl);
+    Ok(Some(match note {
+        Some(note) => {
+            let note: Vec<u8> = redis::from_redis_value_ref(note).map_err(|_| bad())?;
+            holder.with_note(note)
+        }
+        None => holder,
+    }))
+}
