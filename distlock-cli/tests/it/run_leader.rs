@@ -193,3 +193,31 @@ fn once_exits_with_the_lost_code_and_wait_needs_once() {
         crate::common::stderr(&output)
     );
 }
+
+#[test]
+fn leader_names_the_candidate_that_leads() {
+    let server = RedisServer::start().expect("redis-server");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("starts");
+    let name = "cron:shown";
+    let urls = [server.url()];
+    let nobody = crate::common::distlock(&urls, &["--json", "leader", name]);
+    assert_eq!(
+        crate::common::json(&nobody)["leader"],
+        serde_json::Value::Null
+    );
+
+    let mut candidates = vec![candidate(&server.url(), name, &file, &["--value", "pod-a"])];
+    let start = wait_starts(&file, 1, Duration::from_secs(15))[0];
+    let doc = crate::common::json(&crate::common::distlock(&urls, &["--json", "leader", name]));
+    assert_eq!(doc["leader"]["term"], start.term, "{doc:#}");
+    assert_eq!(doc["leader"]["value"], "pod-a", "{doc:#}");
+    assert!(doc["leader"]["since_ms"].as_u64().is_some(), "{doc:#}");
+    let text = crate::common::distlock(&urls, &["leader", name]);
+    let shown = crate::common::stdout(&text);
+    assert!(
+        shown.contains(&start.term.to_string()) && shown.contains("pod-a"),
+        "{shown}"
+    );
+    end_all(&mut candidates);
+}

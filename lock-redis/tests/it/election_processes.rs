@@ -2,7 +2,8 @@
 //! three candidate processes, one leader at a time by an independent witness, terms strictly
 //! increasing; the leader SIGSTOPped past its lease and then SIGKILLed, a new leader within
 //! the lease and a second each time, the paused leader's late fenced write rejected and its
-//! work cancelled. On one server, on a 3-master cluster and on Valkey.
+//! work cancelled; an observer process that sees every term in order. On one server, on a
+//! 3-master cluster and on Valkey.
 
 use lock_core::Locker;
 use lock_redis::RedisLock;
@@ -75,4 +76,15 @@ async fn on_valkey_a_paused_or_killed_leader_is_replaced_and_fenced_off() {
     .await
     .unwrap_or_else(|e| panic!("{e}"));
     eprintln!("{failovers:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observer_process_sees_every_term_in_order() {
+    let server = common::server();
+    election::observer_sees_every_term(
+        &lock_testkit::child_test!(candidate),
+        &[(URL_VAR, server.url())],
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
 }
