@@ -243,6 +243,9 @@ impl Connections {
             }
             // Once per new connection, never per command: a restart or a failover always
             // breaks the connection, so the next one is where it shows.
+            // (A Cluster's facts are per master, read elsewhere; without the `cluster` feature
+            // every handle is multiplexed, hence the allow.)
+            #[allow(irrefutable_let_patterns)]
             if let Handle::Multiplexed(conn) = &mut handle {
                 self.watch.learn(conn).await;
             }
