@@ -17,8 +17,8 @@ use crate::executor::Executor;
 use crate::layout::{Keys, token_value};
 use crate::scripts::{ANNOTATE, DESCRIBE_HOLDER};
 
-/// The largest note [`annotate`] writes, in bytes (64 KiB): a note names a leader (a pod, an
-/// address), and every observer reads it on every change.
+/// The largest note [`annotate`](lock_core::backend::Lock::annotate) writes, in bytes (64 KiB):
+/// a note names a leader (a pod, an address), and every observer reads it on every change.
 pub const MAX_NOTE_BYTES: usize = 64 * 1024;
 
 /// Writes `note` beside the mutex (or fair) `lease` while its token holds the key: one
