@@ -550,16 +550,16 @@ fn assemble(source: Source, settings: Settings) -> RedisLock {
         interval: settings.subscriber_ping,
         timeout: settings.command_timeout,
     });
-    let exec = Executor::new(
-        Connections::new(
-            source,
-            settings.connect_timeout,
-            Watch::new(settings.grace, settings.server, &settings.prefix),
-        ),
-        settings.command_timeout,
-        settings.replication,
-    )
-    .with_native_commands(settings.native_commands);
+    let conns = Connections::new(
+        source,
+        settings.connect_timeout,
+        Watch::new(settings.grace, settings.server, &settings.prefix),
+    );
+    #[cfg(feature = "cluster")]
+    let conns =
+        conns.with_cluster_grace(settings.grace, &settings.prefix, settings.command_timeout);
+    let exec = Executor::new(conns, settings.command_timeout, settings.replication)
+        .with_native_commands(settings.native_commands);
     let grants = Grants::new(
         settings.fencing,
         ms(settings.fence_retention),

@@ -124,6 +124,9 @@ pub(crate) struct Connections {
     next_generation: AtomicU64,
     /// What the server said about itself on each new connection, and its grace period.
     watch: Watch,
+    /// On a Redis Cluster: every node's facts and grace period, and who owns which slots.
+    #[cfg(feature = "cluster")]
+    cluster: Option<crate::cluster_grace::ClusterWatch>,
 }
 
 struct HeldConnection {
@@ -174,7 +177,32 @@ impl Connections {
             refill: tokio::sync::Mutex::new(()),
             next_generation: AtomicU64::new(0),
             watch,
+            #[cfg(feature = "cluster")]
+            cluster: None,
         }
+    }
+
+    /// On a Redis Cluster, watches every master's grace period (see `cluster_grace.rs`);
+    /// `limit` bounds each refresh. Other deployments are left as they are.
+    #[cfg(feature = "cluster")]
+    pub(crate) fn with_cluster_grace(
+        mut self,
+        settings: crate::grace::GraceSettings,
+        prefix: &str,
+        limit: Duration,
+    ) -> Self {
+        if matches!(self.source, Source::Cluster(_)) {
+            self.cluster = Some(crate::cluster_grace::ClusterWatch::new(
+                settings, prefix, limit,
+            ));
+        }
+        self
+    }
+
+    /// The cluster's grace state, on a Redis Cluster.
+    #[cfg(feature = "cluster")]
+    pub(crate) fn cluster_grace(&self) -> Option<&crate::cluster_grace::ClusterWatch> {
+        self.cluster.as_ref()
     }
 
     /// The server's grace state, as the connections have learned it.
@@ -243,11 +271,18 @@ impl Connections {
             }
             // Once per new connection, never per command: a restart or a failover always
             // breaks the connection, so the next one is where it shows.
-            // (A Cluster's facts are per master, read elsewhere; without the `cluster` feature
-            // every handle is multiplexed, hence the allow.)
-            #[allow(irrefutable_let_patterns)]
-            if let Handle::Multiplexed(conn) = &mut handle {
-                self.watch.learn(conn).await;
+            match &mut handle {
+                Handle::Multiplexed(conn) => self.watch.learn(conn).await,
+                // The first look at the cluster's nodes (a cluster connection re-routes after a
+                // failover by itself, so later looks come from `Executor::grace_left`).
+                #[cfg(feature = "cluster")]
+                Handle::Cluster(conn) => {
+                    if let Some(cluster) = &self.cluster
+                        && !cluster.inert()
+                    {
+                        cluster.refresh(conn).await;
+                    }
+                }
             }
             let generation = self.next_generation.fetch_add(1, Ordering::Relaxed) + 1;
             self.current

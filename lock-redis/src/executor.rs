@@ -145,22 +145,53 @@ impl Executor {
         self.settle(reply, conn, op, key, started)
     }
 
-    /// Whether a grant of a lease of `ttl` may be made now (see `grace.rs`): `Ok(None)` yes,
-    /// `Ok(Some(left))` not for `left`, the server's grace period; a `ttl` above the grace is
-    /// logged once. No I/O, and no lock taken outside a grace period.
+    /// Whether a grant of a lease of `ttl` on `keys` may be made now (see `grace.rs`):
+    /// `Ok(None)` yes, `Ok(Some(left))` not for `left`, the server's grace period; a `ttl`
+    /// above the grace is logged once. No I/O, and no lock taken outside a grace period.
     /// A restart or a failover shows on the next *new* connection, which learns the server's
     /// facts before it carries any command; so asked again after a grant, this also covers a
     /// grant made on a connection that was new.
     ///
+    /// On a Redis Cluster the answer is the grace of the masters that own the slots of `keys`,
+    /// and the node facts are refreshed first when they are due (see `cluster_grace.rs`): a
+    /// failure since the last refresh, or a refresh older than
+    /// [`CLUSTER_GRACE_REFRESH`](crate::CLUSTER_GRACE_REFRESH).
+    ///
     /// # Errors
     /// Strict mode and a server that may evict lock keys (see
     /// [`EvictionRisk`](crate::EvictionRisk)).
-    pub(crate) fn grace_left(&self, ttl: Duration) -> Result<Option<Duration>, LockError> {
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropped mid-refresh, the node facts stay as they were.
+    pub(crate) async fn grace_left(
+        &self,
+        ttl: Duration,
+        keys: &[&str],
+    ) -> Result<Option<Duration>, LockError> {
         let watch = self.conns.watch();
         watch.check_lease(ttl);
         if watch.inert() {
             return Ok(None);
         }
+        #[cfg(feature = "cluster")]
+        if let Some(cluster) = self.conns.cluster_grace() {
+            if cluster.needs_refresh() {
+                // Boxed, as connecting is (`Connections::get`): the refresh is rare, and
+                // inline it would grow every acquire's future.
+                Box::pin(async {
+                    if let Ok(Conn {
+                        conn: crate::conn::Handle::Cluster(mut conn),
+                        ..
+                    }) = self.conns.get().await
+                    {
+                        cluster.refresh(&mut conn).await;
+                    }
+                })
+                .await;
+            }
+            return cluster.verdict(keys);
+        }
+        let _ = keys;
         watch.verdict()
     }
 
@@ -257,9 +288,17 @@ impl Executor {
                 if breaks_connection(&err) {
                     self.conns.discard(&conn);
                 }
+                #[cfg(feature = "cluster")]
+                if let Some(cluster) = self.conns.cluster_grace() {
+                    cluster.saw_error(&err);
+                }
                 Err(from_redis(err, op, key, started.elapsed()))
             }
             Err(_) => {
+                #[cfg(feature = "cluster")]
+                if let Some(cluster) = self.conns.cluster_grace() {
+                    cluster.saw_timeout();
+                }
                 // The reply may still come; the connection is in an unknown state.
                 self.conns.discard(&conn);
                 Err(timeout(TimeoutPhase::Command, started.elapsed()))

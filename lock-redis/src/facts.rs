@@ -85,14 +85,18 @@ impl ServerFacts {
 pub(crate) async fn read<C: ConnectionLike + Send>(
     conn: &mut C,
 ) -> redis::RedisResult<ServerFacts> {
-    let info: String = redis::cmd("INFO")
-        .arg("server")
+    let info: String = info_cmd().query_async(conn).await?;
+    Ok(ServerFacts::parse(&info))
+}
+
+/// The `INFO` command whose reply [`ServerFacts::parse`] reads.
+pub(crate) fn info_cmd() -> redis::Cmd {
+    let mut cmd = redis::cmd("INFO");
+    cmd.arg("server")
         .arg("replication")
         .arg("memory")
-        .arg("persistence")
-        .query_async(conn)
-        .await?;
-    Ok(ServerFacts::parse(&info))
+        .arg("persistence");
+    cmd
 }
 
 /// Whether the server's AOF is fsynced on every write (`CONFIG GET appendfsync` = `always`):

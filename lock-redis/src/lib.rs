@@ -1,6 +1,8 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "cluster")]
+mod cluster_grace;
 mod config;
 mod conn;
 mod error;
@@ -19,6 +21,8 @@ mod subscriber;
 mod tls;
 mod topology;
 
+#[cfg(feature = "cluster")]
+pub use cluster_grace::CLUSTER_GRACE_REFRESH;
 pub use config::DEFAULT_SUBSCRIBER_PING_INTERVAL;
 pub use config::{
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION, RedisLockBuilder,

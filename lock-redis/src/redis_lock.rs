@@ -150,11 +150,16 @@ impl RedisLock {
     /// [`RedisLockBuilder::grace`](crate::RedisLockBuilder::grace)): busy for the time left, as
     /// if a holder that never announces its release held it, so a `Locker` polls and tries
     /// again when it ends. `None` when a grant may be sent.
-    fn in_grace(&self, ttl: Duration) -> Result<Option<Attempt>, LockError> {
-        Ok(self.exec.grace_left(ttl)?.map(|left| Attempt::Busy {
-            holder_ttl: Some(left),
-            announces: false,
-        }))
+    /// On a Redis Cluster, the grace of the masters that own the slots of `keys`.
+    async fn in_grace(&self, ttl: Duration, keys: &[&str]) -> Result<Option<Attempt>, LockError> {
+        Ok(self
+            .exec
+            .grace_left(ttl, keys)
+            .await?
+            .map(|left| Attempt::Busy {
+                holder_ttl: Some(left),
+                announces: false,
+            }))
     }
 
     /// `attempt`, unless it granted on a connection that found the server in its grace period
@@ -164,7 +169,13 @@ impl RedisLock {
         let Attempt::Acquired(lease) = attempt else {
             return Ok(attempt);
         };
-        match self.exec.grace_left(ttl) {
+        // Only a Cluster asks by slot: elsewhere no key is built on the grant path.
+        let key = if self.topology() == Topology::Cluster {
+            self.key(lease.name())
+        } else {
+            String::new()
+        };
+        match self.exec.grace_left(ttl, &[&key]).await {
             Ok(None) => Ok(Attempt::Acquired(lease)),
             refused => {
                 self.give_back(&lease).await;
@@ -238,7 +249,7 @@ impl Lock for RedisLock {
     ) -> Result<Attempt, LockError> {
         let ttl_ms = check_ttl(ttl)?;
         let keys = self.checked_keys(name)?;
-        if let Some(busy) = self.in_grace(ttl)? {
+        if let Some(busy) = self.in_grace(ttl, &[keys.key()]).await? {
             return Ok(busy);
         }
         let attempt =
@@ -260,7 +271,7 @@ impl Lock for RedisLock {
         }
         let ttl_ms = check_ttl(ttl)?;
         let keys = self.checked_keys(name)?;
-        if let Some(busy) = self.in_grace(ttl)? {
+        if let Some(busy) = self.in_grace(ttl, &[keys.key()]).await? {
             return Ok(busy);
         }
         let (exec, grants) = (&self.exec, &self.grants);
@@ -300,10 +311,11 @@ impl Lock for RedisLock {
             .iter()
             .map(|name| self.checked_keys(name))
             .collect::<Result<Vec<_>, _>>()?;
+        let key_names: Vec<&str> = keys.iter().map(Keys::key).collect();
         if let Some(Attempt::Busy {
             holder_ttl,
             announces,
-        }) = self.in_grace(ttl)?
+        }) = self.in_grace(ttl, &key_names).await?
         {
             return Ok(MultiAttempt::Busy {
                 index: 0,
@@ -321,7 +333,7 @@ impl Lock for RedisLock {
         let MultiAttempt::Acquired(leases) = attempt else {
             return Ok(attempt);
         };
-        match self.exec.grace_left(ttl) {
+        match self.exec.grace_left(ttl, &key_names).await {
             Ok(None) => Ok(MultiAttempt::Acquired(leases)),
             refused => {
                 for lease in &leases {

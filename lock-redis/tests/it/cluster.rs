@@ -376,6 +376,119 @@ async fn wait_for_replicas_prevents_double_grants_when_a_master_dies() {
     }
 }
 
+/// Issue 26 on a Cluster: the master of the lock's slot fails over to a replica that lacks the
+/// grant. The contender, connected before, grants nothing on that master's slots until the
+/// holder's lease is over, and grants a name on another master at once meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failover_to_a_lagging_replica_grants_nothing_on_its_slots_during_the_grace() {
+    const LEASE: Duration = Duration::from_secs(15);
+    let mut cluster = RedisCluster::start().expect("cluster");
+    let lock = || {
+        RedisLock::builder()
+            .cluster_urls(cluster.urls())
+            .connect_timeout(Duration::from_secs(3))
+            .command_timeout(Duration::from_secs(1))
+            .grace(LEASE)
+            .build()
+            .expect("cluster URLs")
+    };
+    let holder = Locker::new(lock());
+    let contender = Locker::new(lock());
+    let name = "grace:job";
+    let victim = node_of(&cluster, name);
+    let replica = cluster.replica_of(victim).expect("a replica");
+    let elsewhere = (0..1_000)
+        .map(|i| format!("grace:other:{i}"))
+        .find(|n| node_of(&cluster, n) != victim)
+        .expect("a name on another master");
+
+    // The contender's first look: a fresh cluster grants at once.
+    let fresh = contender
+        .lock("grace:fresh")
+        .fixed_ttl(LEASE)
+        .try_acquire()
+        .await
+        .expect("no error")
+        .expect("a fresh cluster grants at once");
+    fresh.release().await.expect("released");
+
+    // The replica is stopped and its link cut (a stopped process still receives into its
+    // socket buffer), so the grant never reaches it.
+    cluster.nodes()[replica]
+        .server()
+        .pause()
+        .expect("SIGSTOP the replica");
+    cluster.nodes()[victim]
+        .command(&["CLIENT", "KILL", "TYPE", "replica"])
+        .expect("cut the replication link");
+    let held = holder
+        .lock(name)
+        .fixed_ttl(LEASE)
+        .await
+        .expect("granted on the old master");
+    cluster.kill(victim);
+    cluster.nodes()[replica]
+        .server()
+        .resume()
+        .expect("SIGCONT the replica");
+    let promoted = cluster
+        .wait_for_failover(key_slot(name))
+        .expect("the replica took over");
+    assert_eq!(promoted, replica);
+    assert_eq!(
+        cluster.nodes()[replica]
+            .command(&["EXISTS", name])
+            .expect("EXISTS")
+            .trim(),
+        "0",
+        "the promoted replica lacks the grant"
+    );
+    assert!(
+        Instant::now() < held.valid_until().into_std(),
+        "the failover took longer than the lease: nothing left to test"
+    );
+
+    // The contender saw the master change: that master's slots grant nothing...
+    let refused = contender
+        .lock(name)
+        .fixed_ttl(LEASE)
+        .try_acquire()
+        .await
+        .expect("no error");
+    assert!(
+        refused.is_none(),
+        "granted on the promoted replica during the holder's lease"
+    );
+    // ...while another master's grant at once.
+    let other = contender
+        .lock(elsewhere.as_str())
+        .fixed_ttl(LEASE)
+        .try_acquire()
+        .await
+        .expect("no error")
+        .expect("another master's slots grant at once");
+    assert!(
+        Instant::now() < held.valid_until().into_std(),
+        "granted elsewhere while the holder's lease still ran"
+    );
+    other.release().await.expect("released");
+
+    let got = contender
+        .lock(name)
+        .fixed_ttl(LEASE)
+        .wait(LEASE * 3)
+        .await
+        .expect("granted after the grace");
+    let got_from = got.valid_until() - LEASE;
+    assert!(
+        got_from >= held.valid_until(),
+        "two valid leases at once: the grant began {:?} before the holder's lease ended",
+        held.valid_until() - got_from
+    );
+    got.release().await.expect("released");
+    drop(held.leak());
+}
+
 on_both_servers!(
     names_over_many_slots_lock_on_their_own_masters,
     tasks_exclude_each_other_on_a_cluster,
