@@ -9,5 +9,5 @@
 // re-exported item's own documentation.
 pub use lock_etcd::{
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PREFIX, EtcdLock, EtcdLockBuilder,
-    etcd_client,
+    MAX_NOTE_BYTES, etcd_client,
 };

@@ -10,7 +10,7 @@ use etcd_client::{
 };
 use futures::future::join_all;
 use lock_core::backend::{
-    Attempt, Capabilities, Fencing, Handover, Lock, MultiAttempt, MultiLock, ReleaseWatch,
+    Attempt, Capabilities, Fencing, Handover, Holder, Lock, MultiAttempt, MultiLock, ReleaseWatch,
     TokenScale,
 };
 use lock_core::{Kind, Lease, LockError, Op, TimeoutPhase, Token, valid_until};
@@ -25,14 +25,16 @@ use crate::{fair, read_write, semaphore};
 
 /// What this backend offers: every kind (mutex, read-write, semaphore, fair), the multi-lock in one transaction, fencing tokens
 /// that are etcd revisions (one counter for the whole cluster, kept through restarts and
-/// leader changes), and releases announced through a watch.
+/// leader changes), releases announced through a watch, and holder descriptions (a note
+/// beside the grant, on its lease; `note.rs`).
 const CAPABILITIES: Capabilities = Capabilities::MUTEX
     .with_semaphore()
     .with_fair()
     .with_read_write()
     .with_multi(MultiLock::Atomic)
     .with_fencing(Fencing::Strict(TokenScale::Counter))
-    .with_announcements(true);
+    .with_announcements(true)
+    .with_holders(true);
 
 /// A lock backend on etcd: a grant is a committed Raft entry, so it survives the loss of any
 /// minority of members, restarts and leader changes, and the fencing token is the revision of
@@ -55,6 +57,9 @@ const CAPABILITIES: Capabilities = Capabilities::MUTEX
 /// - the fair lock (`try_acquire_kind`): a queue entry per waiter, the head by creation
 ///   revision (the crate README, "The fair lock").
 /// - `watch`: one watch per runtime on the key prefix (deletions only).
+/// - `annotate`: one transaction (if the key holds the token, put the note key on the grant's
+///   lease); `describe_holder`: one transaction reading the key and the note key, then the
+///   lease's TTL (the crate README, "Holder descriptions").
 ///
 /// Cheap to clone (the clients, the watch feeds and the settings are shared).
 #[derive(Debug, Clone)]
@@ -544,6 +549,43 @@ impl Lock for EtcdLock {
             )
             .await
             .map(Some)
+    }
+
+    /// One `Txn` reading the lock key and its note key `\0note/…/` together, then one
+    /// `LeaseTimeToLive` of the key's lease (a second request: etcd has no lease TTL in a
+    /// transaction). The term (`fencing_token`) is the lock key's `mod_revision`, the revision
+    /// of the grant or hand-over that wrote the current holder, which is the fencing token that
+    /// grant returned; renewals do not change it. A holder written by another client (no `dl:`
+    /// value) has term 0 and no note. The TTL is in etcd's whole seconds (rounded down), zero
+    /// when the lease ran out between the two requests, `None` for a key without a lease.
+    /// `None` when the key is absent. A reader of the read-write lock or a semaphore holder is
+    /// not a holder of the mutex: `None` for them.
+    ///
+    /// # Errors
+    /// [`LockError::Timeout`] (command timeout, per request) / [`LockError::Backend`] when
+    /// etcd fails.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it changes nothing.
+    async fn describe_holder(&self, name: &str) -> Result<Option<Holder>, LockError> {
+        self.read_holder(name).await
+    }
+
+    /// One `Txn`: if the lock key holds the lease's token, put the note key (the grant's
+    /// `dl:` value, a newline, `note`) on the grant's own etcd lease, so the note lasts
+    /// exactly as long as the grant (released: revoked; expired: gone with the key) and a
+    /// renewal needs no write. Replaces this grant's earlier note. `Ok(false)` for a lease
+    /// that is no longer ours (nothing written), or of a kind other than the mutex and the
+    /// fair lock (as on lock-redis).
+    ///
+    /// # Errors
+    /// [`LockError::InvalidInput`] for a note over [`MAX_NOTE_BYTES`](crate::MAX_NOTE_BYTES)
+    /// (nothing sent); [`LockError::Timeout`] / [`LockError::Backend`] when etcd fails.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropped, the note is written or not.
+    async fn annotate(&self, lease: &Lease, note: &[u8]) -> Result<bool, LockError> {
+        self.write_note(lease, note).await
     }
 
     async fn ping(&self) -> Result<(), LockError> {

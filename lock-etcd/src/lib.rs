@@ -7,6 +7,7 @@ mod error;
 mod etcd_lock;
 mod fair;
 mod layout;
+mod note;
 mod read_write;
 mod semaphore;
 mod watch;
@@ -16,6 +17,7 @@ pub use config::{
 };
 pub use etcd_lock::EtcdLock;
 pub use lock_core::LockError;
+pub use note::MAX_NOTE_BYTES;
 
 /// The etcd client `EtcdLock` is built on, re-exported so its version always matches.
 pub use etcd_client;

@@ -3,6 +3,7 @@
 //! leader at a time by an independent witness, terms strictly increasing; the leader
 //! SIGSTOPped past its lease and then SIGKILLed, a new leader within the lease and a second
 //! each time, the paused leader's late fenced write rejected and its work cancelled.
+//! A fourth process observing sees every term in order.
 
 use std::time::Duration;
 
@@ -44,4 +45,18 @@ async fn one_leader_at_a_time_and_a_paused_or_killed_leader_is_replaced() {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     eprintln!("{failovers:?}");
+}
+
+/// A fourth process observes while three candidates lead in turn, each SIGKILLed once it has
+/// led: it sees every term in order, read from the holder descriptions (`\0note/` beside the
+/// leader key, the term its revision).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observer_process_sees_every_term_in_order() {
+    let cluster = common::one_member();
+    election::observer_sees_every_term(
+        &lock_testkit::child_test!(candidate),
+        &[(ENDPOINTS_VAR, cluster.endpoints().join(","))],
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
 }

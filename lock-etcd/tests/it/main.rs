@@ -9,3 +9,4 @@ mod conformance;
 mod election_processes;
 mod errors;
 mod faults;
+mod holder_notes;
