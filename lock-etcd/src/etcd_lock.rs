@@ -300,6 +300,7 @@ impl Lock for EtcdLock {
         token: Token,
         ttl: Duration,
     ) -> Result<Attempt, LockError> {
+        layout::check_name(name)?;
         let started = Instant::now();
         let client = self.client().await?;
         let (key, id) = (self.key(name), lease_id(&token, name));
@@ -333,6 +334,7 @@ impl Lock for EtcdLock {
         token: Token,
         ttl: Duration,
     ) -> Result<Attempt, LockError> {
+        layout::check_name(name)?;
         match kind {
             Kind::Mutex => self.try_acquire(name, token, ttl).await,
             Kind::Semaphore { permits, max } => {
@@ -362,6 +364,9 @@ impl Lock for EtcdLock {
         token: Token,
         ttl: Duration,
     ) -> Result<MultiAttempt, LockError> {
+        for name in names {
+            layout::check_name(name)?;
+        }
         let started = Instant::now();
         let client = self.client().await?;
         let ids: Vec<i64> = names.iter().map(|n| lease_id(&token, n)).collect();

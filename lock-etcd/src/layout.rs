@@ -18,6 +18,24 @@ pub(crate) fn key(prefix: &str, name: &str) -> Vec<u8> {
     key
 }
 
+/// Checks a lock name for etcd: lock-core's rules (not empty, at most `MAX_NAME_LEN` bytes), and
+/// no NUL as its first byte. Names that start with NUL are distlock's own key spaces under the
+/// prefix (`\0sem/`, `\0fair/`, `\0rwr/`, `\0rww/`, `\0rwf/`, `\0note/`): a lock of such a
+/// name would share keys with another lock's semaphore holders, readers or note.
+///
+/// # Errors
+/// [`LockError::InvalidInput`](lock_core::LockError::InvalidInput) for a name that breaks them.
+pub(crate) fn check_name(name: &str) -> Result<(), lock_core::LockError> {
+    lock_core::check_name(name)?;
+    if name.starts_with('\0') {
+        return Err(lock_core::LockError::invalid(
+            "a lock name on etcd must not start with NUL: those keys are distlock's own \
+             (semaphore holders, readers, fair queues, notes)",
+        ));
+    }
+    Ok(())
+}
+
 /// The value a holder with `token` stores: `dl:` + 32 hex digits.
 pub(crate) fn value(token: &Token) -> Vec<u8> {
     let mut value = Vec::with_capacity(VALUE_PREFIX.len() + 32);

@@ -101,6 +101,11 @@ async fn describe_keys(
         let Some(name) = key.strip_prefix(target.prefix.as_str()) else {
             continue;
         };
+        // Names that start with NUL are lock-etcd's own key spaces (semaphore holders,
+        // readers, fair queues, election notes), never a lock: lock-etcd refuses such names.
+        if name.starts_with('\0') {
+            continue;
+        }
         let ours = value.starts_with(TOKEN_PREFIX);
         // A key without a lease never expires: not a lock of any client that keeps the rule.
         if !keep(name) || !(ours || (foreign && kv.lease() != 0)) {

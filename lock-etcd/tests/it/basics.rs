@@ -53,3 +53,23 @@ async fn grant_busy_release_and_increasing_fence() {
     );
     assert!(lock.release(&third).await.expect("answers"));
 }
+
+#[tokio::test]
+async fn a_name_in_distlocks_own_key_spaces_is_refused() {
+    let cluster = one_member();
+    let lock = lock_on(&cluster);
+    for name in ["\0sem/1:n/", "\0note/1:n/", "\0"] {
+        let token = Token::generate().expect("rng");
+        match lock.try_acquire(name, token, TTL).await {
+            Err(lock_core::LockError::InvalidInput { .. }) => {}
+            other => panic!("{name:?}: expected InvalidInput, got {other:?}"),
+        }
+    }
+    // A NUL further in is an ordinary byte of the name.
+    let token = Token::generate().expect("rng");
+    let Attempt::Acquired(lease) = lock.try_acquire("a\0b", token, TTL).await.expect("answers")
+    else {
+        panic!("a free name was busy");
+    };
+    assert!(lock.release(&lease).await.expect("answers"));
+}
