@@ -169,7 +169,12 @@ impl RedisLock {
         let Attempt::Acquired(lease) = attempt else {
             return Ok(attempt);
         };
-        let key = self.keys(lease.name()).into_key();
+        // Only a Cluster asks by slot: elsewhere no key is built on the grant path.
+        let key = if self.topology() == Topology::Cluster {
+            self.key(lease.name())
+        } else {
+            String::new()
+        };
         match self.exec.grace_left(ttl, &[&key]).await {
             Ok(None) => Ok(Attempt::Acquired(lease)),
             refused => {
