@@ -15,6 +15,10 @@ use crate::worker::Backend;
 /// over.
 const CLUSTER_NODE_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// How long the lock master's replica lags (stopped, its link cut) before the master is
+/// killed in the cluster scenarios: a few of the workers' grants and renewals.
+const REPLICA_LAG: Duration = Duration::from_millis(500);
+
 /// Members of the etcd scenarios' cluster: 3 survives the loss of any one.
 const ETCD_MEMBERS: usize = 3;
 /// How long a restarted etcd cluster may take to become healthy again.
@@ -258,13 +262,25 @@ impl Lab {
     }
 
     /// `SIGKILL`s the cluster master that owns `lock`'s slot; returns the slot.
+    ///
+    /// Its replica lags first: it is stopped and its link cut (a stopped process still
+    /// receives into its socket buffer) for [`REPLICA_LAG`] while the workers grant and renew
+    /// on the master, and resumed once the master is dead, so it is promoted without the
+    /// grants of that window: the failover that loses grants.
     pub(crate) fn kill_lock_master(&mut self, lock: &str) -> io::Result<u16> {
         let cluster = self.cluster_mut()?;
         let slot = cluster.slot_of(lock)?;
         let master = cluster.master_for_slot(slot)?;
+        let replica = cluster.replica_of(master)?;
+        cluster.nodes()[replica].server().pause()?;
+        let cut = cluster.nodes()[master].command(&["CLIENT", "KILL", "TYPE", "replica"]);
+        if cut.is_ok() {
+            std::thread::sleep(REPLICA_LAG);
+        }
         cluster.kill(master);
+        cluster.nodes()[replica].server().resume()?;
         self.killed = Some(master);
-        Ok(slot)
+        cut.map(|_| slot)
     }
 
     /// Waits until a live master owns `lock`'s slot again.

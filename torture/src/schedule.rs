@@ -168,7 +168,7 @@ impl fmt::Display for Step {
             Step::Pause(n) => write!(f, "SIGSTOP node {n}"),
             Step::Fill { node, mb } => write!(f, "write {mb} MB of other keys to node {node}"),
             Step::Resume(n) => write!(f, "SIGCONT node {n}"),
-            Step::KillLockMaster => f.write_str("SIGKILL the lock's master"),
+            Step::KillLockMaster => f.write_str("SIGKILL the lock's master (its replica lagging)"),
             Step::AwaitFailover => f.write_str("replica took over"),
             Step::RestartKilledMaster => f.write_str("restart the old master"),
             Step::StopPostgres { fast: true } => f.write_str("stop PostgreSQL (fast)"),
