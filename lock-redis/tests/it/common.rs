@@ -181,7 +181,9 @@ impl Server {
 }
 
 /// Each check (an `async fn(Server)` of the calling module) as a test on each server:
-/// `redis_server::name` and `valkey_server::name`.
+/// `redis_server::name` and `valkey_server::name`. (Its users are the cluster and Sentinel
+/// modules, which build only with those features.)
+#[allow(unused_macros)]
 macro_rules! on_both_servers {
     ($($check:ident),+ $(,)?) => {
         mod redis_server {
