@@ -69,6 +69,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Release(args) => release::release(&target, &args, cli.json).await,
+        Command::Run(args) if args.leader => leader::run(&target, args).await,
         Command::Run(args) => run::run(&target, args).await,
         Command::Leader(args) => leader::show(&target, &args, cli.json).await,
         Command::Watch(args) => watch::watch(&target, &args, cli.json).await,

@@ -52,11 +52,9 @@ impl Signals {
     }
 }
 
-/// Acquires `args.name`, runs the command while renewing, and answers the exit code.
+/// Acquires `args.name`, runs the command while renewing, and answers the exit code. (`run
+/// --leader` goes to `leader::run` instead; `main` picks.)
 pub(crate) async fn run(target: &Target, args: RunArgs) -> Result<ExitCode, Failure> {
-    if args.leader {
-        return crate::leader::run(target, args).await;
-    }
     let wait = args.wait_limit().unwrap_or(Duration::from_secs(10));
     // The grant describes its holder (host, pid, since, and the command as the note), so
     // `distlock ls` and `show` on another machine say who runs what.

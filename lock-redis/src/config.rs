@@ -7,12 +7,13 @@ use deadpool_redis::{Manager, Pool, Runtime};
 use lock_core::LockError;
 
 use crate::conn::{Connections, Source};
-use crate::executor::{Executor, ms};
+use crate::executor::Executor;
 use crate::grace::{DEFAULT_GRACE, GraceSettings, Watch};
 use crate::kinds::Grants;
 use crate::redis_lock::RedisLock;
 use crate::replication::{ReplicaPolicy, Replication};
 use crate::subscriber::{Origin, Ping, Subscriber};
+use crate::units::ms;
 
 /// How long getting a connection may take, connecting included, by default: 2 s.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);

@@ -16,6 +16,7 @@ use crate::native::{self, Command, Native, is_refusal};
 use crate::replication::Replication;
 use crate::scripts::Lua;
 use crate::topology::Topology;
+use crate::units::ms;
 
 /// Runs commands and scripts for one `RedisLock`: its connections, its command timeout and the
 /// replicas that must confirm its writes.
@@ -343,11 +344,6 @@ impl Executor {
             None => Ok(()),
         }
     }
-}
-
-/// `d` in whole milliseconds, saturating.
-pub(crate) fn ms(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

@@ -29,8 +29,8 @@ use redis::aio::ConnectionLike;
 use tokio::time::Instant;
 
 use crate::error::BACKEND;
-use crate::executor::ms;
 use crate::facts::{self, ServerFacts};
+use crate::units::ms;
 
 /// The grace period by default: [`lock_core::DEFAULT_LEASE`] (30 s), the lease a `Locker`
 /// grants unless told otherwise. It must be at least the longest lease or `fixed_ttl` any

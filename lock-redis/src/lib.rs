@@ -20,6 +20,7 @@ mod subscriber;
 #[cfg(feature = "tls")]
 mod tls;
 mod topology;
+mod units;
 
 #[cfg(feature = "cluster")]
 pub use cluster_grace::CLUSTER_GRACE_REFRESH;

@@ -38,7 +38,7 @@ pub(crate) enum Client {
     /// rslock's `LockManager` (one server, or a Redlock's nodes).
     Rslock(rslock::LockManager),
     /// E1's baseline: etcd's transactions sent alone with etcd-client (see [`crate::etcd`]).
-    EtcdBare(Box<crate::etcd::BareEtcd>),
+    EtcdBare(Box<crate::etcd_bare::BareEtcd>),
 }
 
 impl Client {

@@ -20,7 +20,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use etcd_client::{Client, Compare, CompareOp, PutOptions, Txn, TxnOp};
 use lock_core::Locker;
 use lock_etcd::EtcdLock;
 use lock_testkit::EtcdCluster;
@@ -30,6 +29,7 @@ use tokio::time::Instant;
 
 use crate::cli::{Part, Plan};
 use crate::cycles::{self, Client as CycleClient, CycleRun};
+use crate::etcd_bare::BareEtcd;
 use crate::handoff::{self, Contender, HandoffRun};
 use crate::info::Probe;
 use crate::progress::Progress;
@@ -62,87 +62,6 @@ const FAILOVER_COMMAND_TIMEOUT: Duration = Duration::from_millis(500);
 const E5_MIN_LEASE: Duration = Duration::from_secs(10);
 /// The lease the failover's task takes.
 const FAILOVER_TTL: Duration = Duration::from_secs(2);
-
-/// E1's bare client: etcd-client, sending the transactions distlock sends, nothing else.
-#[derive(Clone)]
-pub(crate) struct BareEtcd {
-    client: Client,
-    /// The lease every put goes on; `None`: a lease of its own per cycle.
-    lease: Option<i64>,
-}
-
-impl BareEtcd {
-    /// Connects to `endpoint`; with `shared_lease`, grants the one lease every cycle uses
-    /// (an hour long: it outlives the run).
-    async fn connect(endpoint: &str, shared_lease: bool) -> Result<Self, String> {
-        let mut client = Client::connect([endpoint], None)
-            .await
-            .map_err(|e| format!("connecting to etcd at {endpoint}: {e}"))?;
-        let lease = if shared_lease {
-            Some(
-                client
-                    .lease_grant(3_600, None)
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .id(),
-            )
-        } else {
-            None
-        };
-        Ok(Self { client, lease })
-    }
-
-    /// One acquire + release of the free lock `name`: a put-if-absent transaction (else read
-    /// the holder), then a compare-and-delete transaction.
-    pub(crate) async fn cycle(&self, name: &str) -> Result<(), String> {
-        let key = format!("bare/{name}");
-        let value = format!("dl:{:032x}", fastrand::u128(..));
-        let (lease, own) = match self.lease {
-            Some(id) => (id, false),
-            None => {
-                let ttl = i64::try_from(cycles::TTL.as_secs()).unwrap_or(i64::MAX);
-                let id = self
-                    .client
-                    .lease_client()
-                    .grant(ttl, None)
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .id();
-                (id, true)
-            }
-        };
-        let mut kv = self.client.kv_client();
-        let put = Txn::new()
-            .when([Compare::create_revision(key.as_str(), CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(
-                key.as_str(),
-                value.as_str(),
-                Some(PutOptions::new().with_lease(lease)),
-            )])
-            .or_else([TxnOp::get(key.as_str(), None)]);
-        if !kv.txn(put).await.map_err(|e| e.to_string())?.succeeded() {
-            return Err("the lock was busy".into());
-        }
-        let delete = Txn::new()
-            .when([Compare::value(
-                key.as_str(),
-                CompareOp::Equal,
-                value.as_str(),
-            )])
-            .and_then([TxnOp::delete(key.as_str(), None)]);
-        if !kv.txn(delete).await.map_err(|e| e.to_string())?.succeeded() {
-            return Err("the lock was no longer ours".into());
-        }
-        if own {
-            // In the background, as EtcdLock revokes its lease after a release.
-            let mut leases = self.client.lease_client();
-            tokio::spawn(async move {
-                let _ = leases.revoke(lease).await;
-            });
-        }
-        Ok(())
-    }
-}
 
 /// The failover's measurements.
 #[derive(Debug, Clone, Serialize)]
@@ -261,8 +180,12 @@ fn e1(
         for label in E1_CLIENTS {
             made.push(match label {
                 DISTLOCK => CycleClient::Locker(Locker::new(lock(endpoint)?), None),
-                BARE => CycleClient::EtcdBare(Box::new(BareEtcd::connect(endpoint, true).await?)),
-                _ => CycleClient::EtcdBare(Box::new(BareEtcd::connect(endpoint, false).await?)),
+                BARE => CycleClient::EtcdBare(Box::new(
+                    BareEtcd::connect(endpoint, true, cycles::TTL).await?,
+                )),
+                _ => CycleClient::EtcdBare(Box::new(
+                    BareEtcd::connect(endpoint, false, cycles::TTL).await?,
+                )),
             });
         }
         Ok::<_, String>(made)

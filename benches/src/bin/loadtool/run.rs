@@ -16,29 +16,9 @@ use crate::stats::ratio;
 use crate::target::{Target, not_run, target};
 use crate::waiters::WaitersRun;
 
-/// distlock through its `Locker`, as users call it.
-pub(crate) const DISTLOCK: &str = "distlock";
-/// distlock through its `Locker` with a fixed TTL (`.fixed_ttl(..)`: no renewal).
-pub(crate) const DISTLOCK_TTL: &str = "distlock, fixed ttl";
-/// distlock through its `Locker` on a `RedisLock` built with `fencing(false)`: a grant is one
-/// plain `SET NX PX GET`, like the hand-written lock's.
-pub(crate) const UNFENCED: &str = "distlock, no fencing";
-/// `RedisLock` called directly, without the `Locker`.
-pub(crate) const BACKEND: &str = "distlock backend only";
-/// The hand-written redis-rs lock.
-pub(crate) const HAND: &str = "hand-written";
-/// rslock 0.10's `LockManager`.
-pub(crate) const RSLOCK: &str = "rslock";
-
-/// S4's label of distlock's Redlock over `nodes` servers.
-pub(crate) fn redlock_label(nodes: usize) -> String {
-    format!("Redlock, {nodes} nodes")
-}
-
-/// S4's label of rslock over `nodes` servers.
-pub(crate) fn rslock_label(nodes: usize) -> String {
-    format!("{RSLOCK}, {nodes} nodes")
-}
+pub(crate) use crate::labels::{
+    BACKEND, DISTLOCK, DISTLOCK_TTL, HAND, RSLOCK, UNFENCED, redlock_label, rslock_label,
+};
 
 /// Everything a run measured.
 #[derive(Debug, Clone, Serialize)]

@@ -15,8 +15,8 @@ use tokio::runtime::Runtime;
 
 use crate::cycles::{self, Client};
 use crate::info::Probe;
+use crate::labels::{DISTLOCK, HAND, UNFENCED};
 use crate::progress::Progress;
-use crate::run::{DISTLOCK, HAND, UNFENCED};
 use crate::step::{block, slug};
 use crate::window::Timing;
 
