@@ -1,10 +1,15 @@
-//! [`EtcdLockBuilder`]: where the cluster is, the key prefix, the timeouts and the credentials.
+//! [`EtcdLockBuilder`]: where the cluster is, the key prefix, the timeouts and the credentials;
+//! [`EtcdLock`]'s constructors, and the assembly of its shared state.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use lock_core::LockError;
 
+use crate::client::Target;
 use crate::etcd_lock::EtcdLock;
+use crate::executor::Executor;
+use crate::watch::Watches;
 
 /// How long connecting to an endpoint (and authenticating) may take by default.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -14,6 +19,27 @@ pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
 /// The prefix of every lock key by default: the lock `order:42` is the key
 /// `distlock/order:42`.
 pub const DEFAULT_PREFIX: &str = "distlock/";
+
+impl EtcdLock {
+    /// A builder: endpoints, key prefix, timeouts, credentials.
+    pub fn builder() -> EtcdLockBuilder {
+        EtcdLockBuilder::default()
+    }
+
+    /// A lock on the cluster whose members' client URLs are `endpoints`
+    /// (`http://host:port`), with the default prefix and timeouts.
+    ///
+    /// # Errors
+    /// As [`EtcdLockBuilder::build`]: [`LockError::InvalidInput`] for no endpoint or a
+    /// malformed one.
+    pub fn new<I, S>(endpoints: I) -> Result<Self, LockError>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self::builder().endpoints(endpoints).build()
+    }
+}
 
 /// Configures an [`EtcdLock`]; see [`EtcdLock::builder`].
 #[derive(Debug, Clone)]
@@ -107,7 +133,17 @@ impl EtcdLockBuilder {
                 "etcd timeouts must be greater than zero",
             ));
         }
-        Ok(EtcdLock::from_builder(self))
+        Ok(EtcdLock::from_executor(Executor {
+            prefix: self.prefix,
+            target: Arc::new(Target {
+                endpoints: self.endpoints,
+                connect_timeout: self.connect_timeout,
+                command_timeout: self.command_timeout,
+                user: self.user,
+            }),
+            clients: Arc::default(),
+            watches: Watches::default(),
+        }))
     }
 }
 

@@ -1,13 +1,11 @@
-//! [`EtcdLock`]: the type, its requests, and the `impl Lock` over them.
+//! [`EtcdLock`]: the type and the `impl Lock` that picks the kind (the requests are the
+//! executor's, the kinds its methods).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use etcd_client::{
-    Client, Compare, CompareOp, GetOptions, LeaseGrantOptions, PutOptions, Txn, TxnOp,
-    TxnOpResponse, TxnResponse,
-};
+use etcd_client::{Client, Compare, CompareOp, GetOptions, Txn, TxnOp};
 use futures::future::join_all;
 use lock_core::backend::{
     Attempt, Capabilities, Fencing, Handover, Holder, Lock, MultiAttempt, MultiLock, ReleaseWatch,
@@ -16,12 +14,9 @@ use lock_core::backend::{
 use lock_core::{Kind, Lease, LockError, Op, TimeoutPhase, Token, valid_until};
 use tokio::time::Instant;
 
-use crate::client::{Clients, Target};
-use crate::config::EtcdLockBuilder;
-use crate::error::{BACKEND, bounded, malformed};
-use crate::layout::{self, is_ours_layout, lease_id, ttl_seconds};
-use crate::watch::Watches;
-use crate::{fair, read_write, semaphore};
+use crate::error::{BACKEND, bounded};
+use crate::executor::{Executor, put_on_value, read, revision};
+use crate::layout::{self, lease_id};
 
 /// What this backend offers: every kind (mutex, read-write, semaphore, fair), the multi-lock in one transaction, fencing tokens
 /// that are etcd revisions (one counter for the whole cluster, kept through restarts and
@@ -64,57 +59,21 @@ const CAPABILITIES: Capabilities = Capabilities::MUTEX
 /// Cheap to clone (the clients, the watch feeds and the settings are shared).
 #[derive(Debug, Clone)]
 pub struct EtcdLock {
-    inner: Arc<Inner>,
-}
-
-#[derive(Debug)]
-struct Inner {
-    prefix: String,
-    target: Arc<Target>,
-    clients: Arc<Clients>,
-    watches: Watches,
+    inner: Arc<Executor>,
 }
 
 impl EtcdLock {
-    /// A builder: endpoints, key prefix, timeouts, credentials.
-    pub fn builder() -> EtcdLockBuilder {
-        EtcdLockBuilder::default()
-    }
-
-    /// A lock on the cluster whose members' client URLs are `endpoints`
-    /// (`http://host:port`), with the default prefix and timeouts.
-    ///
-    /// # Errors
-    /// As [`EtcdLockBuilder::build`]: [`LockError::InvalidInput`] for no endpoint or a
-    /// malformed one.
-    pub fn new<I, S>(endpoints: I) -> Result<Self, LockError>
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        Self::builder().endpoints(endpoints).build()
-    }
-
-    pub(crate) fn from_builder(builder: EtcdLockBuilder) -> Self {
+    /// The lock over `inner`, which the builder assembled.
+    pub(crate) fn from_executor(inner: Executor) -> Self {
         Self {
-            inner: Arc::new(Inner {
-                prefix: builder.prefix,
-                target: Arc::new(Target {
-                    endpoints: builder.endpoints,
-                    connect_timeout: builder.connect_timeout,
-                    command_timeout: builder.command_timeout,
-                    user: builder.user,
-                }),
-                clients: Arc::default(),
-                watches: Watches::default(),
-            }),
+            inner: Arc::new(inner),
         }
     }
 
     /// The prefix before every lock name.
     #[must_use]
     pub fn prefix(&self) -> &str {
-        &self.inner.prefix
+        self.inner.prefix()
     }
 
     /// The members' client URLs this lock was given.
@@ -126,7 +85,7 @@ impl EtcdLock {
     /// The etcd key of the lock `name` (the prefix, then the name).
     #[must_use]
     pub fn key(&self, name: &str) -> Vec<u8> {
-        layout::key(&self.inner.prefix, name)
+        self.inner.key(name)
     }
 
     /// The etcd client of the current tokio runtime, connected if it was not: for tools that
@@ -138,154 +97,27 @@ impl EtcdLock {
     /// # Cancel safety
     /// Cancel safe.
     pub async fn client(&self) -> Result<Client, LockError> {
-        self.inner.clients.get(&self.inner.target).await
-    }
-
-    pub(crate) fn command_timeout(&self) -> Duration {
-        self.inner.target.command_timeout
-    }
-
-    /// Grants the lease `id` for `ttl`. A lease left with that id by an attempt of the same
-    /// token that was cancelled is revoked and granted again, once.
-    pub(crate) async fn grant(
-        &self,
-        client: &Client,
-        op: Op,
-        id: i64,
-        ttl: Duration,
-    ) -> Result<(), LockError> {
-        let seconds = ttl_seconds(ttl);
-        let mut leases = client.lease_client();
-        let options = || Some(LeaseGrantOptions::new().with_id(id));
-        match bounded(
-            op,
-            TimeoutPhase::Command,
-            self.command_timeout(),
-            leases.grant(seconds, options()),
-        )
-        .await
-        {
-            Err(LockError::Backend { source, .. })
-                if source.to_string().contains("lease already exists") =>
-            {
-                bounded(
-                    op,
-                    TimeoutPhase::Command,
-                    self.command_timeout(),
-                    leases.revoke(id),
-                )
-                .await?;
-                bounded(
-                    op,
-                    TimeoutPhase::Command,
-                    self.command_timeout(),
-                    leases.grant(seconds, options()),
-                )
-                .await?;
-                Ok(())
-            }
-            other => other.map(drop),
-        }
-    }
-
-    /// Sends `txn`, bounded by the command timeout.
-    pub(crate) async fn txn(
-        &self,
-        client: &Client,
-        op: Op,
-        txn: Txn,
-    ) -> Result<TxnResponse, LockError> {
-        let mut kv = client.kv_client();
-        bounded(
-            op,
-            TimeoutPhase::Command,
-            self.command_timeout(),
-            kv.txn(txn),
-        )
-        .await
-    }
-
-    /// Revokes lease `id` in the background (a lease with no key left, or a lock released):
-    /// it would run out by itself; revoking frees it at once. Errors are ignored.
-    pub(crate) fn revoke_later(&self, client: &Client, id: i64) {
-        let mut leases = client.lease_client();
-        let timeout = self.command_timeout();
-        drop(tokio::spawn(async move {
-            let _ = tokio::time::timeout(timeout, leases.revoke(id)).await;
-        }));
+        self.inner.client().await
     }
 
     /// The key and the value a lease holds, by its kind.
     fn held(&self, lease: &Lease) -> (Vec<u8>, Vec<u8>) {
         match lease.kind() {
             Kind::Semaphore { permits, max } => (
-                semaphore::holder_key(self.prefix(), lease.name(), lease.token()),
-                semaphore::holder_value(lease.token(), permits, max),
+                layout::holder_key(self.prefix(), lease.name(), lease.token()),
+                layout::holder_value(lease.token(), permits, max),
             ),
             Kind::Read { .. } => (
-                read_write::reader_key(self.prefix(), lease.name(), lease.token()),
+                layout::reader_key(self.prefix(), lease.name(), lease.token()),
                 layout::value(lease.token()),
             ),
             _ => (self.key(lease.name()), layout::value(lease.token())),
         }
     }
-
-    /// The busy answer for the holder `kv` read by a transaction's else branch: its lease's
-    /// remaining TTL (one more request) and whether it announces.
-    pub(crate) async fn busy(
-        &self,
-        client: &Client,
-        holder: Option<&etcd_client::KeyValue>,
-    ) -> (Option<Duration>, bool) {
-        let Some(kv) = holder else {
-            // Deleted between the compare and the read cannot happen in one transaction; a
-            // missing read is answered as "try again soon".
-            return (Some(Duration::ZERO), true);
-        };
-        let announces = is_ours_layout(kv.value());
-        if kv.lease() == 0 {
-            return (None, announces);
-        }
-        let mut leases = client.lease_client();
-        let ttl = tokio::time::timeout(
-            self.command_timeout(),
-            leases.time_to_live(kv.lease(), None),
-        )
-        .await;
-        let holder_ttl = match ttl {
-            Ok(Ok(answer)) => Some(Duration::from_secs(
-                u64::try_from(answer.ttl()).unwrap_or(0),
-            )),
-            _ => None,
-        };
-        (holder_ttl, announces)
-    }
-}
-
-/// The revision of a transaction's answer: the fencing token of what it wrote.
-pub(crate) fn revision(op: Op, answer: &TxnResponse) -> Result<u64, LockError> {
-    answer
-        .header()
-        .and_then(|h| u64::try_from(h.revision()).ok())
-        .filter(|r| *r > 0)
-        .ok_or_else(|| malformed(op, "a header revision"))
-}
-
-/// The key-value pair read by the `index`-th operation of a transaction's branch.
-pub(crate) fn read(answer: &TxnResponse, index: usize) -> Option<etcd_client::KeyValue> {
-    match answer.op_responses().into_iter().nth(index)? {
-        TxnOpResponse::Get(get) => get.kvs().first().cloned(),
-        _ => None,
-    }
 }
 
 fn put_on(key: Vec<u8>, token: &Token, lease: i64) -> TxnOp {
     put_on_value(key, layout::value(token), lease)
-}
-
-/// `Put(key, value)` on the lease `lease`.
-pub(crate) fn put_on_value(key: Vec<u8>, value: Vec<u8>, lease: i64) -> TxnOp {
-    TxnOp::put(key, value, Some(PutOptions::new().with_lease(lease)))
 }
 
 #[async_trait]
@@ -304,12 +136,12 @@ impl Lock for EtcdLock {
         let started = Instant::now();
         let client = self.client().await?;
         let (key, id) = (self.key(name), lease_id(&token, name));
-        self.grant(&client, Op::Acquire, id, ttl).await?;
+        self.inner.grant(&client, Op::Acquire, id, ttl).await?;
         let txn = Txn::new()
             .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
             .and_then([put_on(key.clone(), &token, id)])
             .or_else([TxnOp::get(key, None)]);
-        let answer = self.txn(&client, Op::Acquire, txn).await?;
+        let answer = self.inner.txn(&client, Op::Acquire, txn).await?;
         if answer.succeeded() {
             let fencing = revision(Op::Acquire, &answer)?;
             return Ok(Attempt::Acquired(Lease::new(
@@ -319,8 +151,8 @@ impl Lock for EtcdLock {
                 valid_until(started, ttl),
             )));
         }
-        self.revoke_later(&client, id);
-        let (holder_ttl, announces) = self.busy(&client, read(&answer, 0).as_ref()).await;
+        self.inner.revoke_later(&client, id);
+        let (holder_ttl, announces) = self.inner.busy(&client, read(&answer, 0).as_ref()).await;
         Ok(Attempt::Busy {
             holder_ttl,
             announces,
@@ -338,14 +170,20 @@ impl Lock for EtcdLock {
         match kind {
             Kind::Mutex => self.try_acquire(name, token, ttl).await,
             Kind::Semaphore { permits, max } => {
-                self.try_semaphore(name, (permits, max), token, ttl).await
+                self.inner
+                    .try_semaphore(name, (permits, max), token, ttl)
+                    .await
             }
-            Kind::Fair { queued } => self.try_fair(name, queued, token, ttl).await,
+            Kind::Fair { queued } => self.inner.try_fair(name, queued, token, ttl).await,
             Kind::Read { writer_preference } => {
-                self.try_read(name, writer_preference, token, ttl).await
+                self.inner
+                    .try_read(name, writer_preference, token, ttl)
+                    .await
             }
             Kind::Write { writer_preference } => {
-                self.try_write(name, writer_preference, token, ttl).await
+                self.inner
+                    .try_write(name, writer_preference, token, ttl)
+                    .await
             }
             other => Err(LockError::Unsupported {
                 backend: BACKEND,
@@ -355,7 +193,7 @@ impl Lock for EtcdLock {
     }
 
     async fn permits_in_use(&self, name: &str) -> Result<u32, LockError> {
-        self.semaphore_in_use(name).await
+        self.inner.semaphore_in_use(name).await
     }
 
     async fn try_acquire_all(
@@ -372,12 +210,12 @@ impl Lock for EtcdLock {
         let ids: Vec<i64> = names.iter().map(|n| lease_id(&token, n)).collect();
         let granted = join_all(
             ids.iter()
-                .map(|id| self.grant(&client, Op::Acquire, *id, ttl)),
+                .map(|id| self.inner.grant(&client, Op::Acquire, *id, ttl)),
         )
         .await;
         if let Some(Err(err)) = granted.into_iter().find(Result::is_err) {
             for id in &ids {
-                self.revoke_later(&client, *id);
+                self.inner.revoke_later(&client, *id);
             }
             return Err(err);
         }
@@ -399,7 +237,7 @@ impl Lock for EtcdLock {
                     .map(|k| TxnOp::get(k.clone(), Some(GetOptions::new())))
                     .collect::<Vec<_>>(),
             );
-        let answer = self.txn(&client, Op::Acquire, txn).await?;
+        let answer = self.inner.txn(&client, Op::Acquire, txn).await?;
         if answer.succeeded() {
             let fencing = revision(Op::Acquire, &answer)?;
             let until = valid_until(started, ttl);
@@ -411,12 +249,15 @@ impl Lock for EtcdLock {
             ));
         }
         for id in &ids {
-            self.revoke_later(&client, *id);
+            self.inner.revoke_later(&client, *id);
         }
         let index = (0..names.len())
             .find(|i| read(&answer, *i).is_some())
             .unwrap_or(0);
-        let (holder_ttl, announces) = self.busy(&client, read(&answer, index).as_ref()).await;
+        let (holder_ttl, announces) = self
+            .inner
+            .busy(&client, read(&answer, index).as_ref())
+            .await;
         Ok(MultiAttempt::Busy {
             index,
             holder_ttl,
@@ -432,11 +273,11 @@ impl Lock for EtcdLock {
         let ours = Txn::new().when([Compare::value(key, CompareOp::Equal, stored)]);
         let mut leases = client.lease_client();
         let (ours, kept, granted) = tokio::join!(
-            self.txn(&client, Op::Extend, ours),
+            self.inner.txn(&client, Op::Extend, ours),
             bounded(
                 Op::Extend,
                 TimeoutPhase::Command,
-                self.command_timeout(),
+                self.inner.command_timeout(),
                 async {
                     match leases.keep_alive(id).await {
                         Ok((_keeper, mut stream)) => {
@@ -449,7 +290,7 @@ impl Lock for EtcdLock {
                     }
                 }
             ),
-            granted_ttl(&client, id, self.command_timeout()),
+            granted_ttl(&client, id, self.inner.command_timeout()),
         );
         if !(ours?.succeeded() && kept?) {
             return Ok(None);
@@ -470,8 +311,9 @@ impl Lock for EtcdLock {
             .and_then([TxnOp::delete(key, None)]);
         if let Kind::Fair { .. } = lease.kind() {
             // A fair waiter's entry goes with its token, granted or not.
-            let entry = fair::entry_key(self.prefix(), lease.name(), lease.token());
-            self.revoke_later(&client, fair::entry_lease(lease.token(), lease.name()));
+            let entry = layout::entry_key(self.prefix(), lease.name(), lease.token());
+            self.inner
+                .revoke_later(&client, layout::entry_lease(lease.token(), lease.name()));
             let (lock_key, _) = self.held(lease);
             txn = Txn::new()
                 .when([Compare::value(
@@ -490,11 +332,9 @@ impl Lock for EtcdLock {
         } = lease.kind()
         {
             // A waiting writer's record goes with its token, granted or not.
-            let record = read_write::waiting_key(self.prefix(), lease.name(), lease.token());
-            self.revoke_later(
-                &client,
-                read_write::waiting_lease(lease.token(), lease.name()),
-            );
+            let record = layout::waiting_key(self.prefix(), lease.name(), lease.token());
+            self.inner
+                .revoke_later(&client, layout::waiting_lease(lease.token(), lease.name()));
             let (lock_key, stored) = self.held(lease);
             txn = Txn::new()
                 .when([Compare::value(lock_key.clone(), CompareOp::Equal, stored)])
@@ -504,8 +344,9 @@ impl Lock for EtcdLock {
                 ])
                 .or_else([TxnOp::delete(record, None)]);
         }
-        let answer = self.txn(&client, Op::Release, txn).await?;
-        self.revoke_later(&client, lease_id(lease.token(), lease.name()));
+        let answer = self.inner.txn(&client, Op::Release, txn).await?;
+        self.inner
+            .revoke_later(&client, lease_id(lease.token(), lease.name()));
         Ok(answer.succeeded())
     }
 
@@ -519,7 +360,7 @@ impl Lock for EtcdLock {
         let client = self.client().await?;
         let key = self.key(lease.name());
         let id = lease_id(&to, lease.name());
-        self.grant(&client, Op::Acquire, id, ttl).await?;
+        self.inner.grant(&client, Op::Acquire, id, ttl).await?;
         let txn = Txn::new()
             .when([Compare::value(
                 key.clone(),
@@ -527,12 +368,13 @@ impl Lock for EtcdLock {
                 layout::value(lease.token()),
             )])
             .and_then([put_on(key, &to, id)]);
-        let answer = self.txn(&client, Op::Acquire, txn).await?;
+        let answer = self.inner.txn(&client, Op::Acquire, txn).await?;
         if !answer.succeeded() {
-            self.revoke_later(&client, id);
+            self.inner.revoke_later(&client, id);
             return Ok(Handover::NotOwned);
         }
-        self.revoke_later(&client, lease_id(lease.token(), lease.name()));
+        self.inner
+            .revoke_later(&client, lease_id(lease.token(), lease.name()));
         let fencing = revision(Op::Acquire, &answer)?;
         Ok(Handover::Handed(Lease::new(
             lease.name(),
@@ -573,7 +415,7 @@ impl Lock for EtcdLock {
     /// # Cancel safety
     /// Cancel safe: it changes nothing.
     async fn describe_holder(&self, name: &str) -> Result<Option<Holder>, LockError> {
-        self.read_holder(name).await
+        self.inner.read_holder(name).await
     }
 
     /// One `Txn`: if the lock key holds the lease's token, put the note key (the grant's
@@ -590,7 +432,7 @@ impl Lock for EtcdLock {
     /// # Cancel safety
     /// Cancel safe: dropped, the note is written or not.
     async fn annotate(&self, lease: &Lease, note: &[u8]) -> Result<bool, LockError> {
-        self.write_note(lease, note).await
+        self.inner.write_note(lease, note).await
     }
 
     async fn ping(&self) -> Result<(), LockError> {
@@ -600,7 +442,7 @@ impl Lock for EtcdLock {
         bounded(
             Op::Connect,
             TimeoutPhase::Command,
-            self.command_timeout(),
+            self.inner.command_timeout(),
             kv.get(self.key(""), Some(options)),
         )
         .await

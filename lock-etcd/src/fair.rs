@@ -14,35 +14,17 @@ use std::time::Duration;
 
 use etcd_client::{Compare, CompareOp, Txn, TxnOp};
 use lock_core::backend::Attempt;
-use lock_core::{Kind, Lease, LockError, Op, TimeoutPhase, Token, fair_entry_ttl, valid_until};
+use lock_core::{Kind, Lease, LockError, Op, Token, fair_entry_ttl, valid_until};
 use tokio::time::Instant;
 
-use crate::error::bounded;
-use crate::etcd_lock::{EtcdLock, put_on_value, read, revision};
-use crate::layout::{lease_id, value};
-use crate::semaphore::{range_end, under};
-
-/// What separates the fair queue's keys from the lock keys under the prefix.
-pub(crate) const MARK: &[u8] = b"\0fair/";
+use crate::executor::{Executor, put_on_value, read, revision};
+use crate::layout::{FAIR as MARK, entry_key, entry_lease, lease_id, range_end, under, value};
 
 /// How soon a waiter that is not the head tries again when the lock is free (the head is about
 /// to take it; its grant is not announced, its release is).
 const NOT_HEAD_RETRY: Duration = Duration::from_millis(100);
 
-/// The queue entry of `token` for `name`.
-pub(crate) fn entry_key(prefix: &str, name: &str, token: &Token) -> Vec<u8> {
-    let mut key = under(MARK, prefix, name);
-    key.extend_from_slice(token.to_hex().as_str().as_bytes());
-    key
-}
-
-/// The id of the lease of `token`'s queue entry for `name` (not the lock's lease: the entry
-/// lives on while the lock's lease of a busy attempt is revoked).
-pub(crate) fn entry_lease(token: &Token, name: &str) -> i64 {
-    lease_id(token, &format!("\0fair/{name}"))
-}
-
-impl EtcdLock {
+impl Executor {
     /// One attempt at the fair lock of `name`; see the module docs.
     pub(crate) async fn try_fair(
         &self,
@@ -123,36 +105,12 @@ impl EtcdLock {
             announces,
         })
     }
-
-    /// Keeps the lease `id` alive, or grants it for `ttl` when it does not exist (the first
-    /// attempt of a waiter, or its entry lapsed).
-    pub(crate) async fn keep_or_grant(&self, id: i64, ttl: Duration) -> Result<(), LockError> {
-        let client = self.client().await?;
-        let mut leases = client.lease_client();
-        let kept = bounded(
-            Op::Acquire,
-            TimeoutPhase::Command,
-            self.command_timeout(),
-            async {
-                match leases.keep_alive(id).await {
-                    Ok(_) => Ok(true),
-                    Err(etcd_client::Error::LeaseKeepAliveError(_)) => Ok(false),
-                    Err(err) => Err(err),
-                }
-            },
-        )
-        .await?;
-        if kept {
-            return Ok(());
-        }
-        self.grant(&client, Op::Acquire, id, ttl).await
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::semaphore::name_of;
+    use crate::layout::name_of;
 
     #[test]
     fn entries_name_their_lock_and_lease_apart_from_it() {

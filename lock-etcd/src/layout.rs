@@ -1,5 +1,7 @@
 //! The data layout: one key per lock, holding the holder's token, attached to a lease of the
-//! holder's own whose id is derived from the token.
+//! holder's own whose id is derived from the token; and the key spaces beside the lock keys
+//! (semaphore holders, fair queues, readers, waiting writers, fences, notes), the one place
+//! that knows them.
 
 use std::time::Duration;
 
@@ -77,6 +79,105 @@ pub(crate) fn lease_id(token: &Token, name: &str) -> i64 {
 pub(crate) fn ttl_seconds(ttl: Duration) -> i64 {
     let whole = ttl.as_secs() + u64::from(ttl.subsec_nanos() > 0);
     i64::try_from(whole.max(1)).unwrap_or(i64::MAX)
+}
+
+/// What separates the semaphore keys from the lock keys under the prefix.
+pub(crate) const SEMAPHORE: &[u8] = b"\0sem/";
+
+/// What separates the fair queue's keys from the lock keys under the prefix.
+pub(crate) const FAIR: &[u8] = b"\0fair/";
+
+/// The space of readers' keys.
+pub(crate) const READERS: &[u8] = b"\0rwr/";
+/// The space of waiting writers' records.
+pub(crate) const WAITING: &[u8] = b"\0rww/";
+/// The space of fence keys.
+pub(crate) const FENCE: &[u8] = b"\0rwf/";
+
+/// What separates the note keys from the lock keys under the prefix.
+pub(crate) const NOTE: &[u8] = b"\0note/";
+
+/// The start of the range of `name`'s keys in the space `mark` (semaphore holders, fair
+/// waiters): `prefix + mark + len(name) + ":" + name + "/"`.
+pub(crate) fn under(mark: &[u8], prefix: &str, name: &str) -> Vec<u8> {
+    let mut key = Vec::with_capacity(prefix.len() + mark.len() + name.len() + 8);
+    key.extend_from_slice(prefix.as_bytes());
+    key.extend_from_slice(mark);
+    key.extend_from_slice(format!("{}:", name.len()).as_bytes());
+    key.extend_from_slice(name.as_bytes());
+    key.push(b'/');
+    key
+}
+
+pub(crate) fn range_end(start: &[u8]) -> Vec<u8> {
+    let mut end = start.to_vec();
+    // `holders` ends with '/', which is below 0xff: adding one ends the range at the next key.
+    if let Some(last) = end.last_mut() {
+        *last += 1;
+    }
+    end
+}
+
+/// The name whose semaphore holder or fair waiter the key `key` (under `prefix`) is.
+pub(crate) fn name_of<'k>(prefix: &[u8], key: &'k [u8]) -> Option<&'k [u8]> {
+    let rest = key.strip_prefix(prefix)?;
+    let rest = [SEMAPHORE, FAIR, READERS, WAITING]
+        .iter()
+        .find_map(|mark| rest.strip_prefix(*mark))?;
+    let colon = rest.iter().position(|b| *b == b':')?;
+    let len: usize = std::str::from_utf8(&rest[..colon]).ok()?.parse().ok()?;
+    rest.get(colon + 1..colon + 1 + len)
+}
+
+/// The range that holds every holder key of `name`.
+pub(crate) fn holders(prefix: &str, name: &str) -> Vec<u8> {
+    under(SEMAPHORE, prefix, name)
+}
+
+/// The key of the holder `token` of `name`.
+pub(crate) fn holder_key(prefix: &str, name: &str, token: &Token) -> Vec<u8> {
+    let mut key = holders(prefix, name);
+    key.extend_from_slice(token.to_hex().as_str().as_bytes());
+    key
+}
+
+/// What the holder `token` stores: its token in the lock layout, its permits and `max`.
+pub(crate) fn holder_value(token: &Token, permits: u32, max: u32) -> Vec<u8> {
+    let mut stored = value(token);
+    stored.extend_from_slice(format!(" {permits} {max}").as_bytes());
+    stored
+}
+
+/// The queue entry of `token` for `name`.
+pub(crate) fn entry_key(prefix: &str, name: &str, token: &Token) -> Vec<u8> {
+    let mut key = under(FAIR, prefix, name);
+    key.extend_from_slice(token.to_hex().as_str().as_bytes());
+    key
+}
+
+/// The id of the lease of `token`'s queue entry for `name` (not the lock's lease: the entry
+/// lives on while the lock's lease of a busy attempt is revoked).
+pub(crate) fn entry_lease(token: &Token, name: &str) -> i64 {
+    lease_id(token, &format!("\0fair/{name}"))
+}
+
+/// The key of the reader `token` of `name`.
+pub(crate) fn reader_key(prefix: &str, name: &str, token: &Token) -> Vec<u8> {
+    let mut key = under(READERS, prefix, name);
+    key.extend_from_slice(token.to_hex().as_str().as_bytes());
+    key
+}
+
+/// The waiting record of the writer `token` of `name`.
+pub(crate) fn waiting_key(prefix: &str, name: &str, token: &Token) -> Vec<u8> {
+    let mut key = under(WAITING, prefix, name);
+    key.extend_from_slice(token.to_hex().as_str().as_bytes());
+    key
+}
+
+/// The lease of the waiting record of `token` (not the writer's lock lease).
+pub(crate) fn waiting_lease(token: &Token, name: &str) -> i64 {
+    lease_id(token, &format!("\0rww/{name}"))
 }
 
 #[cfg(test)]

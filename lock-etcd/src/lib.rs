@@ -5,6 +5,7 @@ mod client;
 mod config;
 mod error;
 mod etcd_lock;
+mod executor;
 mod fair;
 mod layout;
 mod note;

@@ -23,12 +23,8 @@ use lock_core::backend::Holder;
 use lock_core::{Kind, Lease, LockError, Op, TimeoutPhase};
 
 use crate::error::bounded;
-use crate::etcd_lock::{EtcdLock, put_on_value, read};
-use crate::layout::{self, is_ours_layout, lease_id};
-use crate::semaphore::under;
-
-/// What separates the note keys from the lock keys under the prefix.
-pub(crate) const MARK: &[u8] = b"\0note/";
+use crate::executor::{Executor, put_on_value, read};
+use crate::layout::{self, NOTE as MARK, is_ours_layout, lease_id, under};
 
 /// The largest note [`EtcdLock::annotate`](lock_core::backend::Lock::annotate) writes, in
 /// bytes (64 KiB, as lock-redis's): a note names a leader (a pod, an address), and every
@@ -54,7 +50,7 @@ fn note_of<'v>(written: &'v [u8], stored: &[u8]) -> Option<&'v [u8]> {
     written.strip_prefix(stored)?.strip_prefix(b"\n")
 }
 
-impl EtcdLock {
+impl Executor {
     /// One `Txn`: if the lock key holds the lease's token, put the note key on the grant's
     /// lease; see the module docs.
     pub(crate) async fn write_note(&self, lease: &Lease, note: &[u8]) -> Result<bool, LockError> {

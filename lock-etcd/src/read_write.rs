@@ -23,35 +23,11 @@ use lock_core::backend::Attempt;
 use lock_core::{Kind, Lease, LockError, Op, Token, valid_until};
 use tokio::time::Instant;
 
-use crate::etcd_lock::{EtcdLock, put_on_value, read, revision};
-use crate::layout::{lease_id, value};
-use crate::semaphore::{range_end, under};
-
-/// The space of readers' keys.
-pub(crate) const READERS: &[u8] = b"\0rwr/";
-/// The space of waiting writers' records.
-pub(crate) const WAITING: &[u8] = b"\0rww/";
-/// The space of fence keys.
-const FENCE: &[u8] = b"\0rwf/";
-
-/// The key of the reader `token` of `name`.
-pub(crate) fn reader_key(prefix: &str, name: &str, token: &Token) -> Vec<u8> {
-    let mut key = under(READERS, prefix, name);
-    key.extend_from_slice(token.to_hex().as_str().as_bytes());
-    key
-}
-
-/// The waiting record of the writer `token` of `name`.
-pub(crate) fn waiting_key(prefix: &str, name: &str, token: &Token) -> Vec<u8> {
-    let mut key = under(WAITING, prefix, name);
-    key.extend_from_slice(token.to_hex().as_str().as_bytes());
-    key
-}
-
-/// The lease of the waiting record of `token` (not the writer's lock lease).
-pub(crate) fn waiting_lease(token: &Token, name: &str) -> i64 {
-    lease_id(token, &format!("\0rww/{name}"))
-}
+use crate::executor::{Executor, put_on_value, read, revision};
+use crate::layout::{
+    FENCE, READERS, WAITING, lease_id, range_end, reader_key, under, value, waiting_key,
+    waiting_lease,
+};
 
 /// "No key in the range of `name` under `mark`": a range compare on `version == 0`.
 fn none_under(mark: &[u8], prefix: &str, name: &str) -> Compare {
@@ -67,7 +43,7 @@ fn first_under(mark: &[u8], prefix: &str, name: &str) -> TxnOp {
     TxnOp::get(start, Some(GetOptions::new().with_range(end).with_limit(1)))
 }
 
-impl EtcdLock {
+impl Executor {
     /// One read attempt; see the module docs.
     pub(crate) async fn try_read(
         &self,
@@ -185,7 +161,7 @@ impl EtcdLock {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::semaphore::name_of;
+    use crate::layout::name_of;
 
     #[test]
     fn readers_and_records_name_their_lock() {

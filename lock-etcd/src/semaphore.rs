@@ -23,42 +23,8 @@ use lock_core::backend::Attempt;
 use lock_core::{Kind, Lease, LockError, Op, Token, valid_until};
 use tokio::time::Instant;
 
-use crate::etcd_lock::EtcdLock;
-use crate::layout::{lease_id, value};
-
-/// What separates the semaphore keys from the lock keys under the prefix.
-pub(crate) const MARK: &[u8] = b"\0sem/";
-
-/// The range that holds every holder key of `name`.
-pub(crate) fn holders(prefix: &str, name: &str) -> Vec<u8> {
-    under(MARK, prefix, name)
-}
-
-/// The start of the range of `name`'s keys in the space `mark` (semaphore holders, fair
-/// waiters): `prefix + mark + len(name) + ":" + name + "/"`.
-pub(crate) fn under(mark: &[u8], prefix: &str, name: &str) -> Vec<u8> {
-    let mut key = Vec::with_capacity(prefix.len() + mark.len() + name.len() + 8);
-    key.extend_from_slice(prefix.as_bytes());
-    key.extend_from_slice(mark);
-    key.extend_from_slice(format!("{}:", name.len()).as_bytes());
-    key.extend_from_slice(name.as_bytes());
-    key.push(b'/');
-    key
-}
-
-/// The key of the holder `token` of `name`.
-pub(crate) fn holder_key(prefix: &str, name: &str, token: &Token) -> Vec<u8> {
-    let mut key = holders(prefix, name);
-    key.extend_from_slice(token.to_hex().as_str().as_bytes());
-    key
-}
-
-/// What the holder `token` stores: its token in the lock layout, its permits and `max`.
-pub(crate) fn holder_value(token: &Token, permits: u32, max: u32) -> Vec<u8> {
-    let mut stored = value(token);
-    stored.extend_from_slice(format!(" {permits} {max}").as_bytes());
-    stored
-}
+use crate::executor::{Executor, put_on_value};
+use crate::layout::{holder_key, holder_value, holders, lease_id, range_end};
 
 /// The permits and `max` a holder's value says (`None` for a value this layout never writes).
 fn parse(stored: &[u8]) -> Option<(u32, u32)> {
@@ -67,31 +33,6 @@ fn parse(stored: &[u8]) -> Option<(u32, u32)> {
     let permits = parts.next()?.parse().ok()?;
     let max = parts.next()?.parse().ok()?;
     Some((permits, max))
-}
-
-/// The name whose semaphore holder or fair waiter the key `key` (under `prefix`) is.
-pub(crate) fn name_of<'k>(prefix: &[u8], key: &'k [u8]) -> Option<&'k [u8]> {
-    let rest = key.strip_prefix(prefix)?;
-    let rest = [
-        MARK,
-        crate::fair::MARK,
-        crate::read_write::READERS,
-        crate::read_write::WAITING,
-    ]
-    .iter()
-    .find_map(|mark| rest.strip_prefix(*mark))?;
-    let colon = rest.iter().position(|b| *b == b':')?;
-    let len: usize = std::str::from_utf8(&rest[..colon]).ok()?.parse().ok()?;
-    rest.get(colon + 1..colon + 1 + len)
-}
-
-pub(crate) fn range_end(start: &[u8]) -> Vec<u8> {
-    let mut end = start.to_vec();
-    // `holders` ends with '/', which is below 0xff: adding one ends the range at the next key.
-    if let Some(last) = end.last_mut() {
-        *last += 1;
-    }
-    end
 }
 
 /// Every holder key of `name`, oldest first, read in one request (or as a transaction's op).
@@ -103,7 +44,7 @@ fn read_all(prefix: &str, name: &str) -> TxnOp {
     TxnOp::get(start, Some(options))
 }
 
-impl EtcdLock {
+impl Executor {
     /// One attempt at `permits` of `max` of `name`; see the module docs.
     pub(crate) async fn try_semaphore(
         &self,
@@ -118,7 +59,7 @@ impl EtcdLock {
         self.grant(&client, Op::Acquire, id, ttl).await?;
         let key = holder_key(self.prefix(), name, &token);
         let txn = Txn::new().and_then([
-            crate::etcd_lock::put_on_value(key.clone(), holder_value(&token, permits, max), id),
+            put_on_value(key.clone(), holder_value(&token, permits, max), id),
             read_all(self.prefix(), name),
         ]);
         let answer = self.txn(&client, Op::Acquire, txn).await?;
@@ -197,6 +138,7 @@ impl EtcdLock {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::layout::name_of;
 
     #[test]
     fn keys_of_two_names_never_share_a_range() {

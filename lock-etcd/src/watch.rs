@@ -22,7 +22,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::client::{Clients, Target};
-use crate::semaphore;
+use crate::layout;
 
 /// Backoff between reconnects of a broken feed: doubled from the first to the last.
 const RECONNECT_FIRST: Duration = Duration::from_millis(50);
@@ -195,7 +195,7 @@ async fn follow(
             }
             let Some(kv) = event.kv() else { continue };
             // A semaphore holder's key wakes the waiters of its name's lock key.
-            let named = semaphore::name_of(prefix, kv.key()).map(|name| {
+            let named = layout::name_of(prefix, kv.key()).map(|name| {
                 let mut key = prefix.to_vec();
                 key.extend_from_slice(name);
                 key

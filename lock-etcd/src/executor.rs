@@ -1,0 +1,191 @@
+//! [`Executor`]: the state every operation shares (the prefix, the clients, the watch feeds,
+//! the timeouts) and the requests the kinds are made of (lease grants, transactions, busy
+//! answers). A leaf below `etcd_lock.rs` and the kinds, so neither imports the other.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use etcd_client::{Client, LeaseGrantOptions, PutOptions, Txn, TxnOp, TxnOpResponse, TxnResponse};
+use lock_core::{LockError, Op, TimeoutPhase};
+
+use crate::client::{Clients, Target};
+use crate::error::{bounded, malformed};
+use crate::layout::{self, is_ours_layout, ttl_seconds};
+use crate::watch::Watches;
+
+/// The shared state of an [`EtcdLock`](crate::EtcdLock), built by the builder.
+#[derive(Debug)]
+pub(crate) struct Executor {
+    pub(crate) prefix: String,
+    pub(crate) target: Arc<Target>,
+    pub(crate) clients: Arc<Clients>,
+    pub(crate) watches: Watches,
+}
+
+impl Executor {
+    /// The prefix before every lock name.
+    pub(crate) fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The etcd key of the lock `name` (the prefix, then the name).
+    pub(crate) fn key(&self, name: &str) -> Vec<u8> {
+        layout::key(&self.prefix, name)
+    }
+
+    /// The etcd client of the current tokio runtime, connected if it was not.
+    pub(crate) async fn client(&self) -> Result<Client, LockError> {
+        self.clients.get(&self.target).await
+    }
+
+    pub(crate) fn command_timeout(&self) -> Duration {
+        self.target.command_timeout
+    }
+
+    /// Grants the lease `id` for `ttl`. A lease left with that id by an attempt of the same
+    /// token that was cancelled is revoked and granted again, once.
+    pub(crate) async fn grant(
+        &self,
+        client: &Client,
+        op: Op,
+        id: i64,
+        ttl: Duration,
+    ) -> Result<(), LockError> {
+        let seconds = ttl_seconds(ttl);
+        let mut leases = client.lease_client();
+        let options = || Some(LeaseGrantOptions::new().with_id(id));
+        match bounded(
+            op,
+            TimeoutPhase::Command,
+            self.command_timeout(),
+            leases.grant(seconds, options()),
+        )
+        .await
+        {
+            Err(LockError::Backend { source, .. })
+                if source.to_string().contains("lease already exists") =>
+            {
+                bounded(
+                    op,
+                    TimeoutPhase::Command,
+                    self.command_timeout(),
+                    leases.revoke(id),
+                )
+                .await?;
+                bounded(
+                    op,
+                    TimeoutPhase::Command,
+                    self.command_timeout(),
+                    leases.grant(seconds, options()),
+                )
+                .await?;
+                Ok(())
+            }
+            other => other.map(drop),
+        }
+    }
+
+    /// Sends `txn`, bounded by the command timeout.
+    pub(crate) async fn txn(
+        &self,
+        client: &Client,
+        op: Op,
+        txn: Txn,
+    ) -> Result<TxnResponse, LockError> {
+        let mut kv = client.kv_client();
+        bounded(
+            op,
+            TimeoutPhase::Command,
+            self.command_timeout(),
+            kv.txn(txn),
+        )
+        .await
+    }
+
+    /// Revokes lease `id` in the background (a lease with no key left, or a lock released):
+    /// it would run out by itself; revoking frees it at once. Errors are ignored.
+    pub(crate) fn revoke_later(&self, client: &Client, id: i64) {
+        let mut leases = client.lease_client();
+        let timeout = self.command_timeout();
+        drop(tokio::spawn(async move {
+            let _ = tokio::time::timeout(timeout, leases.revoke(id)).await;
+        }));
+    }
+
+    /// The busy answer for the holder `kv` read by a transaction's else branch: its lease's
+    /// remaining TTL (one more request) and whether it announces.
+    pub(crate) async fn busy(
+        &self,
+        client: &Client,
+        holder: Option<&etcd_client::KeyValue>,
+    ) -> (Option<Duration>, bool) {
+        let Some(kv) = holder else {
+            // Deleted between the compare and the read cannot happen in one transaction; a
+            // missing read is answered as "try again soon".
+            return (Some(Duration::ZERO), true);
+        };
+        let announces = is_ours_layout(kv.value());
+        if kv.lease() == 0 {
+            return (None, announces);
+        }
+        let mut leases = client.lease_client();
+        let ttl = tokio::time::timeout(
+            self.command_timeout(),
+            leases.time_to_live(kv.lease(), None),
+        )
+        .await;
+        let holder_ttl = match ttl {
+            Ok(Ok(answer)) => Some(Duration::from_secs(
+                u64::try_from(answer.ttl()).unwrap_or(0),
+            )),
+            _ => None,
+        };
+        (holder_ttl, announces)
+    }
+
+    /// Keeps the lease `id` alive, or grants it for `ttl` when it does not exist (the first
+    /// attempt of a waiter, or its entry lapsed).
+    pub(crate) async fn keep_or_grant(&self, id: i64, ttl: Duration) -> Result<(), LockError> {
+        let client = self.client().await?;
+        let mut leases = client.lease_client();
+        let kept = bounded(
+            Op::Acquire,
+            TimeoutPhase::Command,
+            self.command_timeout(),
+            async {
+                match leases.keep_alive(id).await {
+                    Ok(_) => Ok(true),
+                    Err(etcd_client::Error::LeaseKeepAliveError(_)) => Ok(false),
+                    Err(err) => Err(err),
+                }
+            },
+        )
+        .await?;
+        if kept {
+            return Ok(());
+        }
+        self.grant(&client, Op::Acquire, id, ttl).await
+    }
+}
+
+/// The revision of a transaction's answer: the fencing token of what it wrote.
+pub(crate) fn revision(op: Op, answer: &TxnResponse) -> Result<u64, LockError> {
+    answer
+        .header()
+        .and_then(|h| u64::try_from(h.revision()).ok())
+        .filter(|r| *r > 0)
+        .ok_or_else(|| malformed(op, "a header revision"))
+}
+
+/// The key-value pair read by the `index`-th operation of a transaction's branch.
+pub(crate) fn read(answer: &TxnResponse, index: usize) -> Option<etcd_client::KeyValue> {
+    match answer.op_responses().into_iter().nth(index)? {
+        TxnOpResponse::Get(get) => get.kvs().first().cloned(),
+        _ => None,
+    }
+}
+
+/// `Put(key, value)` on the lease `lease`.
+pub(crate) fn put_on_value(key: Vec<u8>, value: Vec<u8>, lease: i64) -> TxnOp {
+    TxnOp::put(key, value, Some(PutOptions::new().with_lease(lease)))
+}
