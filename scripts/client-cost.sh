@@ -6,11 +6,14 @@
 #
 # Each client runs N and 2N cycles (benches/examples/s1_cycles.rs) under callgrind against a
 # throwaway redis-server on a free loopback port; the difference divided by N is the cost of
-# one cycle, free of start-up. Needs valgrind, redis-server and python3. About a minute.
+# one cycle, free of start-up. Needs valgrind and python3; installs redis-server and protoc if
+# missing. About a minute.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 N=${N:-2000}
+bash scripts/ensure-redis.sh
+bash scripts/ensure-etcd.sh # protoc: the bench crate's etcd-client needs it to build
 for tool in valgrind redis-server python3; do
   command -v "$tool" >/dev/null || { echo "client-cost: $tool is missing" >&2; exit 1; }
 done

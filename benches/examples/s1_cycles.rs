@@ -1,10 +1,14 @@
 //! Runs N uncontended acquire + release cycles of one client against a Redis URL and exits:
 //! the workload `scripts/client-cost.sh` counts instructions of under callgrind.
 //!
-//! `cargo run --release -p distlock-bench --example s1_cycles -- <redis-url> <client> <cycles>`
-//! with `client` one of `hand` (the hand-written lock), `rslock` (rslock 0.10's `LockManager`
-//! over the one server: `lock` + `Lock::release`), `unfenced` (`Locker` over a `RedisLock`
-//! built with `fencing(false)`) and `fenced` (the defaults).
+//! `cargo run --release -p distlock-bench --example s1_cycles -- <redis-url> <client> <cycles>
+//! [tasks]` with `client` one of `hand` (the hand-written lock), `rslock` (rslock 0.10's
+//! `LockManager` over the one server: `lock` + `Lock::release`), `unfenced` (`Locker` over a
+//! `RedisLock` built with `fencing(false)`) and `fenced` (the defaults).
+//!
+//! With `tasks` above 1 (S2's shape, for a profiler: `perf record`, or callgrind), that many
+//! tasks share the cycles on a two-worker multi-thread runtime, each on its own name, so what
+//! grows with concurrency shows against the same count on one task.
 
 use std::time::Duration;
 
@@ -12,53 +16,100 @@ use distlock_bench::HandLock;
 use lock_core::Locker;
 use lock_redis::RedisLock;
 
-const USAGE: &str = "usage: s1_cycles <redis-url> <hand|rslock|unfenced|fenced> <cycles>";
+const USAGE: &str = "usage: s1_cycles <redis-url> <hand|rslock|unfenced|fenced> <cycles> [tasks]";
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<(), Failure> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [url, client, cycles] = args.as_slice() else {
-        return Err(USAGE.into());
+    let (url, client, cycles, tasks) = match args.as_slice() {
+        [url, client, cycles] => (url, client, cycles, "1"),
+        [url, client, cycles, tasks] => (url, client, cycles, tasks.as_str()),
+        _ => return Err(USAGE.into()),
     };
     let cycles: u32 = cycles.parse().map_err(|_| USAGE)?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let tasks: u32 = tasks.parse().map_err(|_| USAGE)?;
+    if tasks == 0 {
+        return Err(USAGE.into());
+    }
+    let runtime = if tasks == 1 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()?
+    };
+    let client = Client::connect(url, client, &runtime)?;
     runtime.block_on(async move {
-        match client.as_str() {
-            "hand" => {
-                let hand = HandLock::connect(url).await?;
-                for _ in 0..cycles {
-                    let token = hand
-                        .try_acquire("s1:hand", Duration::from_secs(30))
-                        .await?
-                        .ok_or("the lock was busy")?;
-                    hand.release("s1:hand", &token).await?;
-                }
-            }
-            "rslock" => {
-                let manager = rslock::LockManager::new(vec![url.as_str()]);
-                for _ in 0..cycles {
-                    let lock = manager.lock("s1:rslock", Duration::from_secs(30)).await?;
-                    lock.release().await;
-                }
-            }
+        let mut running = tokio::task::JoinSet::new();
+        for task in 0..tasks {
+            let (client, name) = (client.clone(), format!("s1:{task}"));
+            let share = cycles / tasks + u32::from(task < cycles % tasks);
+            running.spawn(async move { client.cycles(&name, share).await });
+        }
+        while let Some(done) = running.join_next().await {
+            done??;
+        }
+        Ok(())
+    })
+}
+
+type Failure = Box<dyn std::error::Error + Send + Sync>;
+
+/// One of the clients compared, connected.
+#[derive(Clone)]
+enum Client {
+    Hand(HandLock),
+    Rslock(std::sync::Arc<rslock::LockManager>),
+    Locker(Locker),
+}
+
+impl Client {
+    fn connect(
+        url: &str,
+        client: &str,
+        runtime: &tokio::runtime::Runtime,
+    ) -> Result<Self, Failure> {
+        Ok(match client {
+            "hand" => Self::Hand(runtime.block_on(HandLock::connect(url))?),
+            "rslock" => Self::Rslock(std::sync::Arc::new(rslock::LockManager::new(vec![url]))),
             "unfenced" | "fenced" => {
                 let lock = RedisLock::builder()
-                    .url(url.as_str())
+                    .url(url)
                     .fencing(client == "fenced")
                     .build()?;
-                let locker = Locker::new(lock);
-                for _ in 0..cycles {
+                Self::Locker(Locker::new(lock))
+            }
+            _ => return Err(USAGE.into()),
+        })
+    }
+
+    /// `cycles` acquire + release cycles of the free lock `name`.
+    async fn cycles(&self, name: &str, cycles: u32) -> Result<(), Failure> {
+        for _ in 0..cycles {
+            match self {
+                Self::Hand(hand) => {
+                    let token = hand
+                        .try_acquire(name, Duration::from_secs(30))
+                        .await?
+                        .ok_or("the lock was busy")?;
+                    hand.release(name, &token).await?;
+                }
+                Self::Rslock(manager) => {
+                    let lock = manager.lock(name, Duration::from_secs(30)).await?;
+                    lock.release().await;
+                }
+                Self::Locker(locker) => {
                     let guard = locker
-                        .lock("s1:distlock")
+                        .lock(name)
                         .try_acquire()
                         .await?
                         .ok_or("the lock was busy")?;
                     guard.release().await?;
                 }
             }
-            _ => return Err(USAGE.into()),
         }
         Ok(())
-    })
+    }
 }

@@ -59,12 +59,7 @@ impl Guard {
         waiters: Arc<Waiters>,
         owner: Option<(Arc<Owners>, tokio::task::Id)>,
     ) -> Self {
-        held.labels().gauge(metric::HELD, 1.0);
-        let permits = held.kind().permits();
-        if permits > 0 {
-            held.labels()
-                .gauge(metric::PERMITS_HELD, f64::from(permits));
-        }
+        // Counted in `distlock_held` by the grant (`Labels::granted`), with its other series.
         Self {
             lock,
             held,
@@ -328,16 +323,9 @@ impl Guard {
         {
             owners.leave(*task, &Arc::from(self.held.name()), self.held.kind());
         }
-        self.held.labels().gauge(metric::HELD, -1.0);
-        let permits = self.held.kind().permits();
-        if permits > 0 {
-            self.held
-                .labels()
-                .gauge(metric::PERMITS_HELD, -f64::from(permits));
-        }
         self.held
             .labels()
-            .record(metric::HELD_SECONDS, self.held.held_for());
+            .ended(self.held.held_for(), self.held.kind().permits());
     }
 }
 

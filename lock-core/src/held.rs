@@ -10,6 +10,15 @@ use tokio::time::Instant;
 use crate::metric::{self, Labels};
 use crate::{Kind, Lease, Token};
 
+/// The op lock of a lease, taken by [`HeldLease::ops_owned`]; given back when dropped.
+pub(crate) struct OpPermit(Arc<HeldLease>);
+
+impl Drop for OpPermit {
+    fn drop(&mut self) {
+        self.0.ops.add_permits(1);
+    }
+}
+
 pub(crate) struct HeldLease {
     name: Arc<str>,
     token: Token,
@@ -30,7 +39,9 @@ pub(crate) struct HeldLease {
     changed: Notify,
     /// Serialises extends and the release of this lease: a release waits for a renewal in
     /// flight, so no renewal ever reaches the backend after the release (Redisson #7272).
-    ops: Arc<tokio::sync::Mutex<()>>,
+    /// A one-permit semaphore held in place, rather than an `Arc<Mutex>`, so that a grant
+    /// allocates once, not twice; the renewer's owned permit is [`OpPermit`].
+    ops: tokio::sync::Semaphore,
     /// The TTL each renewal asks for.
     renew_ttl: Duration,
     /// Renewal stops extending past this instant (the cap on total hold time).
@@ -59,7 +70,7 @@ impl HeldLease {
             stop_margin,
             renewing: AtomicBool::new(renew_ttl.is_some()),
             changed: Notify::new(),
-            ops: Arc::new(tokio::sync::Mutex::new(())),
+            ops: tokio::sync::Semaphore::new(1),
             renew_ttl: renew_ttl.unwrap_or(Duration::ZERO),
             hold_until: max_hold.and_then(|cap| acquired_at.checked_add(cap)),
             acquired_at,
@@ -68,15 +79,19 @@ impl HeldLease {
     }
 
     /// Waits for the op lock (for an extend or the release).
-    pub(crate) async fn op(&self) -> tokio::sync::MutexGuard<'_, ()> {
-        self.ops.lock().await
+    pub(crate) async fn op(&self) -> tokio::sync::SemaphorePermit<'_> {
+        match self.ops.acquire().await {
+            Ok(permit) => permit,
+            // The semaphore is never closed.
+            Err(_) => unreachable!("the op lock of a lease is never closed"),
+        }
     }
 
-    /// Takes the op lock if it is free, without waiting (for the renewer).
-    pub(crate) fn ops_owned(
-        self: Arc<Self>,
-    ) -> Result<tokio::sync::OwnedMutexGuard<()>, tokio::sync::TryLockError> {
-        Arc::clone(&self.ops).try_lock_owned()
+    /// Takes the op lock if it is free, without waiting (for the renewer), as a permit that
+    /// keeps the lease alive and gives the lock back when dropped.
+    pub(crate) fn ops_owned(self: Arc<Self>) -> Option<OpPermit> {
+        self.ops.try_acquire().ok()?.forget();
+        Some(OpPermit(self))
     }
 
     /// The labels of the metric series of this lease.

@@ -330,6 +330,12 @@ pub(crate) struct Fixed {
     keys: Vec<Key>,
     /// [`ACQUIRED_TOTAL`] with each `via`, in the order of [`Via::ALL`].
     acquired: [Key; 4],
+    /// The series every acquire and release records, at hand without a search by name.
+    attempts: Key,
+    wait: Key,
+    held: Key,
+    held_seconds: Key,
+    permits_held: Key,
 }
 
 impl Fixed {
@@ -412,10 +418,16 @@ impl Labels {
             ]));
             Key::from_static_parts(ACQUIRED_TOTAL, labels)
         });
+        let key = |name| Key::from_static_parts(name, labels);
         let fixed: &'static Fixed = Box::leak(Box::new(Fixed {
             labels,
             keys,
             acquired,
+            attempts: key(ACQUIRE_ATTEMPTS_TOTAL),
+            wait: key(ACQUIRE_WAIT_SECONDS),
+            held: key(HELD),
+            held_seconds: key(HELD_SECONDS),
+            permits_held: key(PERMITS_HELD),
         }));
         sets.push(((backend, kind), fixed));
         fixed
@@ -449,6 +461,66 @@ impl Labels {
             ),
         };
         counter.increment(1);
+    }
+
+    /// Counts an attempt sent to the backend in [`ACQUIRE_ATTEMPTS_TOTAL`].
+    pub(crate) fn attempted(&self) {
+        match self.fixed {
+            Some(fixed) => metrics::with_recorder(|r| {
+                r.register_counter(&fixed.attempts, &METADATA).increment(1);
+            }),
+            None => self.count(ACQUIRE_ATTEMPTS_TOTAL),
+        }
+    }
+
+    /// A guard handed out: counted in [`ACQUIRED_TOTAL`] by `via`, its wait recorded in
+    /// [`ACQUIRE_WAIT_SECONDS`], and counted in [`HELD`] (and its `permits`, if any, in
+    /// [`PERMITS_HELD`]). The recorder is looked up once for all of them: each look-up is a
+    /// thread-local access, and these run on every grant.
+    pub(crate) fn granted(&self, via: Via, waited: Duration, permits: u32) {
+        let Some(fixed) = self.fixed else {
+            self.acquired(via);
+            self.record(ACQUIRE_WAIT_SECONDS, waited);
+            self.gauge(HELD, 1.0);
+            if permits > 0 {
+                self.gauge(PERMITS_HELD, f64::from(permits));
+            }
+            return;
+        };
+        metrics::with_recorder(|r| {
+            r.register_counter(&fixed.acquired[via as usize], &METADATA)
+                .increment(1);
+            r.register_histogram(&fixed.wait, &METADATA)
+                .record(waited.as_secs_f64());
+            r.register_gauge(&fixed.held, &METADATA).increment(1.0);
+            if permits > 0 {
+                r.register_gauge(&fixed.permits_held, &METADATA)
+                    .increment(f64::from(permits));
+            }
+        });
+    }
+
+    /// A guard's hold ended (release, loss of its guard, leak): [`HELD`] (and [`PERMITS_HELD`]
+    /// by its `permits`) goes down, and the hold is recorded in [`HELD_SECONDS`]; one look-up
+    /// of the recorder, as [`Labels::granted`].
+    pub(crate) fn ended(&self, held_for: Duration, permits: u32) {
+        let Some(fixed) = self.fixed else {
+            self.gauge(HELD, -1.0);
+            if permits > 0 {
+                self.gauge(PERMITS_HELD, -f64::from(permits));
+            }
+            self.record(HELD_SECONDS, held_for);
+            return;
+        };
+        metrics::with_recorder(|r| {
+            r.register_gauge(&fixed.held, &METADATA).decrement(1.0);
+            if permits > 0 {
+                r.register_gauge(&fixed.permits_held, &METADATA)
+                    .decrement(f64::from(permits));
+            }
+            r.register_histogram(&fixed.held_seconds, &METADATA)
+                .record(held_for.as_secs_f64());
+        });
     }
 
     pub(crate) fn count_with(&self, name: &'static str, key: &'static str, value: &'static str) {

@@ -15,6 +15,7 @@
 //! so waiters in other processes get their chance.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -35,6 +36,10 @@ pub(crate) const MAX_LOCAL_HANDOFFS: u32 = 8;
 #[derive(Default)]
 pub(crate) struct Waiters {
     queues: Mutex<HashMap<Arc<str>, Queue>>,
+    /// How many names have a line (the map's length, stored under its lock): the uncontended
+    /// cycle — nobody of this process waits for any name — asks this one atomic instead of
+    /// taking the map's lock and hashing the name, three times per acquire and release.
+    named: AtomicUsize,
 }
 
 /// The waiters of one kind for one name.
@@ -159,21 +164,33 @@ impl Waiters {
         let queue = queues.entry(Arc::clone(name)).or_insert_with(Queue::new);
         queue.next_ticket += 1;
         let id = queue.next_ticket;
+        let local = queue.local.clone();
         let line = queue.line_mut(class);
         line.tickets.push_back((id, ttl));
         let turn = Arc::clone(&line.turn);
+        self.named.store(queues.len(), Ordering::SeqCst);
         Ticket {
             waiters: Arc::clone(self),
             name: Arc::clone(name),
             class,
             id,
             turn,
-            local: queue.local.clone(),
+            local,
         }
+    }
+
+    /// Whether no name has a line here: nobody of this process waits. Read without the map's
+    /// lock; a waiter that joins after this answer sends its own attempt to the backend after
+    /// joining, so it sees whatever the caller did before asking.
+    fn nobody_waits(&self) -> bool {
+        self.named.load(Ordering::SeqCst) == 0
     }
 
     /// Whether anyone in this process waits for `name` in `class`'s line.
     pub(crate) fn has_waiters(&self, name: &str, class: Class) -> bool {
+        if self.nobody_waits() {
+            return false;
+        }
         self.queues()
             .get(name)
             .is_some_and(|q| !q.line(class).tickets.is_empty())
@@ -181,6 +198,9 @@ impl Waiters {
 
     /// A guard of this process released `name` (or tried to): wake the heads of its lines.
     pub(crate) fn released(&self, name: &str) {
+        if self.nobody_waits() {
+            return;
+        }
         if let Some(queue) = self.queues().get_mut(name) {
             queue.holder = None;
             queue.handoffs_in_row = 0;
@@ -192,6 +212,9 @@ impl Waiters {
     /// the head's, if someone waits and the name has not been handed on
     /// [`MAX_LOCAL_HANDOFFS`] times in a row; `None` when the guard should release it plainly.
     pub(crate) fn successor(&self, name: &str) -> Option<Duration> {
+        if self.nobody_waits() {
+            return None;
+        }
         let queues = self.queues();
         let queue = queues.get(name)?;
         if queue.handoffs_in_row >= MAX_LOCAL_HANDOFFS || queue.handed.is_some() {
@@ -327,6 +350,7 @@ impl Drop for Ticket {
             // The last waiter left: drop the lines and with them the backend subscription (and
             // release a lease handed over but never taken).
             let queue = queues.remove(&self.name);
+            self.waiters.named.store(queues.len(), Ordering::SeqCst);
             drop(queues);
             drop(queue);
         } else if was_head {

@@ -221,6 +221,11 @@ impl Connections {
         }
     }
 
+    /// The generation of the newest connection made (0 before the first).
+    pub(crate) fn newest_generation(&self) -> u64 {
+        self.next_generation.load(Ordering::Relaxed)
+    }
+
     /// The current runtime's shared connection, if it has one. Connections of runtimes that
     /// are gone are dropped here.
     fn shared(&self, runtime: tokio::runtime::Id) -> Option<Conn> {

@@ -196,6 +196,21 @@ impl Executor {
         watch.verdict()
     }
 
+    /// Whether a native `command` is worth building before [`Self::native`] is asked: native
+    /// commands are on, this is not a Cluster, and the newest connection has not refused it.
+    /// A hint without I/O, so that a server known to lack the command (Redis 7) costs a release
+    /// or an extension no pipeline built for nothing (~3,500 client instructions per release,
+    /// `scripts/client-cost.sh`); [`Self::native`] still decides on the connection it sends on.
+    pub(crate) fn may_go_native(&self, command: Command) -> bool {
+        if self.topology() == Topology::Cluster {
+            return false;
+        }
+        match self.conns.newest_generation() {
+            0 => self.native.usable(command, u64::MAX),
+            newest => self.native.usable(command, newest),
+        }
+    }
+
     /// Sends `pipe`, native commands on the slot of `key` whose first is `command`, bounded by
     /// the command timeout like [`Self::run`], and answers each command's reply (an error reply
     /// as [`Value::ServerError`](redis::Value::ServerError): the pipeline must ignore errors).

@@ -188,7 +188,7 @@ impl Locker {
             Arc::clone(lock),
             Lease::new(Arc::clone(name), token, 0, Instant::now()).with_kind(kind),
         );
-        labels.count(metric::ACQUIRE_ATTEMPTS_TOTAL);
+        labels.attempted();
         // The mutex goes straight to `try_acquire`: through `try_acquire_kind` every attempt
         // would box a second future (async_trait) only to forward to it.
         let result = match kind {
@@ -224,7 +224,7 @@ impl Locker {
                 ReleaseOnDrop::new(Arc::clone(lock), lease)
             })
             .collect();
-        labels.count(metric::ACQUIRE_ATTEMPTS_TOTAL);
+        labels.attempted();
         let result = lock.as_ref().try_acquire_all(names, token, ttl).await;
         match &result {
             Err(error) if error.may_have_applied() => {
@@ -249,8 +249,7 @@ impl Locker {
         options: &Options,
     ) -> Guard {
         let inner = &self.inner;
-        labels.acquired(via);
-        labels.record(metric::ACQUIRE_WAIT_SECONDS, started.elapsed());
+        labels.granted(via, started.elapsed(), lease.kind().permits());
         let renewal = options.renewal();
         let held = Arc::new(HeldLease::new(
             &lease,

@@ -124,7 +124,7 @@ pub(crate) async fn extend(
     let key = keys.key();
     let started = Instant::now();
     let value = token_value(lease.token());
-    if grants.holder.is_none() {
+    if grants.holder.is_none() && exec.may_go_native(native::Command::Extend) {
         let mut pipe = redis::pipe();
         pipe.ignore_errors()
             .cmd("SET")
@@ -225,6 +225,7 @@ pub(crate) async fn release(
     let value = token_value(lease.token());
     let channel = keys.released();
     if grants.holder.is_none()
+        && exec.may_go_native(native::Command::Release)
         && let Some(released) = release_natively(exec, keys, value.as_str(), &channel).await?
     {
         return Ok(released);
