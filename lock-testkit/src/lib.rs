@@ -130,8 +130,8 @@ mod signal;
 mod tls;
 
 pub use binary::{
-    VALKEY_VERSION, redis_server_binary, try_redis_server_binary, try_valkey_server_binary,
-    valkey_install_dir,
+    VALKEY_VERSION, cache_dir, redis_server_binary, try_redis_server_binary,
+    try_valkey_server_binary, valkey_install_dir,
 };
 pub use cluster::{CLUSTER_SLOTS, ClusterNode, RedisCluster, RedisClusterBuilder, SlotMigration};
 pub use etcd::{
