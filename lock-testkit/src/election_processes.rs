@@ -3,9 +3,11 @@
 //! independent witness, a Redis server of its own that no candidate uses for the election.
 //!
 //! A backend's test binary has one `#[ignore]`d child test that builds a [`Locker`] on its
-//! backend and calls [`candidate`]; its parent tests call [`one_leader_at_a_time`] and
-//! [`paused_and_killed_leaders`] with that child's name and the environment the child needs
-//! (its server's URL). What the candidates do, by [`ROLE_VAR`]:
+//! backend, at the store its parent names ([`store`]), and calls [`candidate`]; its parent tests
+//! name that child and the store in [`Candidates::new`] and call the checks on it:
+//! [`Candidates::one_leader_at_a_time`], [`Candidates::paused_and_killed_leaders`],
+//! [`Candidates::observer_sees_every_term`]. Each starts the witness and the candidates, and
+//! panics with what went wrong. What the candidates do, by [`ROLE_VAR`]:
 //!
 //! - **rounds**: campaign, raise the witness counter (it must then be 1), record the term,
 //!   work a little, lower the counter, resign; [`ROUNDS`] times. The parent checks that the
@@ -16,6 +18,23 @@
 //!   rejects a smaller term than the largest seen and logs every attempt in the same atomic
 //!   step), and every term's start and end is logged. The parent SIGSTOPs the leader past its
 //!   lease, then SIGKILLs the next one, and judges from the logs.
+//!
+//! ```ignore
+//! #[tokio::test]
+//! #[ignore = "a candidate process of the election tests"]
+//! async fn candidate() {
+//!     let lock = RedisLock::builder().url(&election::store()[0]).build().expect("lock");
+//!     election::candidate(Locker::new(lock)).await;
+//! }
+//!
+//! #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+//! async fn one_leader_at_a_time() {
+//!     let server = RedisServer::start().expect("redis-server");
+//!     Candidates::new(lock_testkit::child_test!(candidate), [server.url()])
+//!         .one_leader_at_a_time()
+//!         .await;
+//! }
+//! ```
 
 use std::time::{Duration, Instant};
 
@@ -26,6 +45,9 @@ use tokio::process::Child;
 
 use crate::RedisServer;
 
+/// The environment variable that carries the candidates' store to them: its address, or several
+/// (a cluster's nodes, Redlock's masters, etcd's members) separated by commas; see [`store`].
+pub const STORE_VAR: &str = "DISTLOCK_ELECTION_STORE";
 /// The environment variable that carries the witness's URL to the candidates.
 pub const WITNESS_VAR: &str = "DISTLOCK_ELECTION_WITNESS";
 /// The environment variable that tells a candidate what to do: `rounds`, `serve` or
@@ -69,6 +91,95 @@ const TERMS: &str = "election:terms";
 const COUNTER: &str = "election:leaders";
 const VIOLATIONS: &str = "election:violations";
 const OBSERVED: &str = "election:observed";
+
+/// In a candidate process: the addresses of the store its parent named in
+/// [`Candidates::new`] ([`STORE_VAR`], split at the commas), in their order.
+///
+/// # Panics
+/// When the environment lacks [`STORE_VAR`] (the process was not started by [`Candidates`]).
+#[must_use]
+pub fn store() -> Vec<String> {
+    std::env::var(STORE_VAR)
+        .expect("the candidates' store (DISTLOCK_ELECTION_STORE)")
+        .split(',')
+        .map(str::to_owned)
+        .collect()
+}
+
+/// One backend's candidates: the `#[ignore]`d child test that runs [`candidate`] on the backend
+/// (named with [`child_test!`](crate::child_test)) and the store it campaigns in. Each check
+/// starts its own witness and candidate processes, stops them when done, and panics with what
+/// went wrong.
+#[derive(Debug, Clone)]
+pub struct Candidates {
+    child: String,
+    env: Vec<(&'static str, String)>,
+}
+
+impl Candidates {
+    /// The candidates that the child test `child` runs, each at the store whose addresses are
+    /// `store` (one, or several: a cluster's nodes, Redlock's masters, etcd's members), which
+    /// the child reads with [`store`].
+    ///
+    /// # Panics
+    /// When `store` is empty or an address holds a comma.
+    pub fn new(
+        child: impl Into<String>,
+        store: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        let store: Vec<String> = store.into_iter().map(Into::into).collect();
+        assert!(!store.is_empty(), "the candidates need a store");
+        assert!(
+            store.iter().all(|address| !address.contains(',')),
+            "a store address with a comma: {store:?}"
+        );
+        Self {
+            child: child.into(),
+            env: vec![(STORE_VAR, store.join(","))],
+        }
+    }
+
+    /// Three candidates lead [`ROUNDS`] terms each: the witness counter never reads more than
+    /// 1, and the terms, recorded inside them, strictly increase.
+    ///
+    /// # Panics
+    /// When that breaks, or a process or the witness fails.
+    pub async fn one_leader_at_a_time(&self) {
+        one_leader_at_a_time(&self.child, &self.env)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    /// Three `serve` candidates. The leader is SIGSTOPped: a new leader starts within
+    /// [`LEASE`] + [`FAILOVER_SLACK`]; the old leader's late write with its term is rejected
+    /// by the fenced resource; on SIGCONT its term ends as `Lost` (its `lost()` fired) and its
+    /// work writes no more. Then the new leader is SIGKILLed: another starts within the same
+    /// bound. Throughout, the resource never accepted a term smaller than one it had accepted.
+    /// Prints how long each failover took, and returns it.
+    ///
+    /// # Panics
+    /// When a check fails, or a process or the witness fails.
+    pub async fn paused_and_killed_leaders(&self) -> Failovers {
+        let failovers = paused_and_killed_leaders(&self.child, &self.env)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        eprintln!("{failovers:?}");
+        failovers
+    }
+
+    /// A fourth process observes (`Election::observe`) while three `serve` candidates lead in
+    /// turn, each leader SIGKILLed once it has led: the observer sees every term that started
+    /// while it ran, in increasing order, none twice and none skipped. For backends that
+    /// describe their holders (`Capabilities::holders`).
+    ///
+    /// # Panics
+    /// When that breaks, or a process or the witness fails.
+    pub async fn observer_sees_every_term(&self) {
+        observer_sees_every_term(&self.child, &self.env)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+}
 
 /// A connection to the witness.
 async fn witness(url: &str) -> MultiplexedConnection {
@@ -193,14 +304,8 @@ async fn observe(election: &lock_core::Election, mut conn: MultiplexedConnection
     }
 }
 
-/// A fourth process observes (`Election::observe`) while three `serve` candidates lead in
-/// turn, each leader SIGKILLed once it has led: the observer sees every term that started
-/// while it ran, in increasing order, none twice and none skipped. For backends that
-/// describe their holders (`Capabilities::holders`).
-///
-/// # Errors
-/// What went wrong, for the test to fail with.
-pub async fn observer_sees_every_term(child: &str, env: &[(&str, String)]) -> Result<(), String> {
+/// [`Candidates::observer_sees_every_term`]: `Err` with what went wrong.
+async fn observer_sees_every_term(child: &str, env: &[(&str, String)]) -> Result<(), String> {
     let server = RedisServer::start().map_err(|e| format!("the witness: {e}"))?;
     let mut conn = witness(&server.url()).await;
     let with_role = |role: &str| {
@@ -283,12 +388,8 @@ pub async fn observer_sees_every_term(child: &str, env: &[(&str, String)]) -> Re
     Ok(())
 }
 
-/// Three candidates lead [`ROUNDS`] terms each: the witness counter never reads more than 1,
-/// and the terms, recorded inside them, strictly increase.
-///
-/// # Errors
-/// What went wrong, for the test to fail with.
-pub async fn one_leader_at_a_time(child: &str, env: &[(&str, String)]) -> Result<(), String> {
+/// [`Candidates::one_leader_at_a_time`]: `Err` with what went wrong.
+async fn one_leader_at_a_time(child: &str, env: &[(&str, String)]) -> Result<(), String> {
     let server = RedisServer::start().map_err(|e| format!("the witness: {e}"))?;
     let mut env = env.to_vec();
     env.push((WITNESS_VAR, server.url()));
@@ -416,15 +517,8 @@ pub struct Failovers {
     pub after_kill: Duration,
 }
 
-/// Three `serve` candidates. The leader is SIGSTOPped: a new leader starts within
-/// [`LEASE`] + [`FAILOVER_SLACK`]; the old leader's late write with its term is rejected by
-/// the fenced resource; on SIGCONT its term ends as `Lost` (its `lost()` fired) and its work
-/// writes no more. Then the new leader is SIGKILLed: another starts within the same bound.
-/// Throughout, the resource never accepted a term smaller than one it had accepted.
-///
-/// # Errors
-/// What went wrong, for the test to fail with.
-pub async fn paused_and_killed_leaders(
+/// [`Candidates::paused_and_killed_leaders`]: `Err` with what went wrong.
+async fn paused_and_killed_leaders(
     child: &str,
     env: &[(&str, String)],
 ) -> Result<Failovers, String> {

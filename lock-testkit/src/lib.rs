@@ -72,6 +72,9 @@
 //! tasks or OS processes update one counter under one name, and it must end exact.
 //! [`fair_order`] is the fair lock's order check across OS processes that the backends share:
 //! the contended loop, the mark of a queued request, and the judge of the grant records.
+//! [`election_processes`] is leader election across OS processes, judged by an independent
+//! witness, and [`holders`] the holder-description checks (`Lock::describe_holder`,
+//! `Lock::annotate`) that the backends describing their holders share.
 //!
 //! ```no_run
 //! use lock_testkit::{KeepData, RedisServer};
@@ -114,6 +117,7 @@ pub mod election_processes;
 mod etcd;
 pub mod exclusion;
 pub mod fair_order;
+pub mod holders;
 mod launch;
 mod pgbouncer;
 mod poll;
@@ -130,8 +134,8 @@ mod signal;
 mod tls;
 
 pub use binary::{
-    VALKEY_VERSION, redis_server_binary, try_redis_server_binary, try_valkey_server_binary,
-    valkey_install_dir,
+    VALKEY_VERSION, cache_dir, redis_server_binary, try_redis_server_binary,
+    try_valkey_server_binary, valkey_install_dir,
 };
 pub use cluster::{CLUSTER_SLOTS, ClusterNode, RedisCluster, RedisClusterBuilder, SlotMigration};
 pub use etcd::{

@@ -12,8 +12,13 @@ pub(crate) fn one_member() -> EtcdCluster {
 
 /// A lock on every member of `cluster`, with short timeouts.
 pub(crate) fn lock_on(cluster: &EtcdCluster) -> EtcdLock {
+    lock_at(cluster.endpoints())
+}
+
+/// A lock on the members at `endpoints`, with short timeouts.
+pub(crate) fn lock_at(endpoints: Vec<String>) -> EtcdLock {
     EtcdLock::builder()
-        .endpoints(cluster.endpoints())
+        .endpoints(endpoints)
         .connect_timeout(Duration::from_secs(2))
         .command_timeout(Duration::from_secs(2))
         .build()

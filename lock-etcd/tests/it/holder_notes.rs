@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use lock_core::backend::{Attempt, Handover, Lock};
-use lock_core::{Kind, LockError, Locker, Token};
+use lock_core::{Kind, Locker, Token};
 use lock_etcd::etcd_client::{Client, PutOptions};
 use lock_etcd::{EtcdLock, MAX_NOTE_BYTES};
+use lock_testkit::holders;
 
 use crate::common::{lock_on, one_member};
 
@@ -42,44 +43,16 @@ async fn annotate_then_describe() {
     let cluster = one_member();
     let lock = lock_on(&cluster);
     let client = lock.client().await.expect("connects");
-    assert!(lock.capabilities().holders, "EtcdLock describes holders");
-    assert_eq!(lock.describe_holder("order:42").await.expect("reads"), None);
-
     let locker = Locker::new(lock.clone());
-    let mut guard = locker
-        .lock("order:42")
-        .fixed_ttl(TTL)
-        .await
-        .expect("granted");
-    let holder = lock
-        .describe_holder("order:42")
-        .await
-        .expect("reads")
-        .expect("held");
-    assert!(guard.fencing_token() > 0);
-    assert_eq!(holder.fencing_token, guard.fencing_token(), "the term");
-    assert_eq!(holder.note, None, "no note written yet");
-    assert!(
-        holder.ttl.is_some_and(|t| t > Duration::ZERO && t <= TTL),
-        "{holder:?}"
-    );
-
-    assert!(
-        lock.annotate(&guard.lease(), b"pod-a:8080\nsecond line")
-            .await
-            .expect("writes"),
-        "our lease: written"
-    );
-    let holder = lock
-        .describe_holder("order:42")
-        .await
-        .expect("reads")
-        .expect("held");
-    assert_eq!(holder.fencing_token, guard.fencing_token());
-    assert_eq!(
-        holder.note.as_deref(),
-        Some(&b"pod-a:8080\nsecond line"[..])
-    );
+    // The term is the grant's fencing token; then the note is written.
+    let mut guard = holders::annotate_then_describe(
+        &lock,
+        &locker,
+        "order:42",
+        TTL,
+        b"pod-a:8080\nsecond line",
+    )
+    .await;
 
     // The lock key keeps `dl:` + token; the note key holds that value, a newline and the note,
     // on the same etcd lease as the lock key.
@@ -95,16 +68,8 @@ async fn annotate_then_describe() {
 
     // A renewal (a lease keep-alive) changes neither the term nor the note.
     guard.extend(TTL).await.expect("renewed");
-    let holder = lock
-        .describe_holder("order:42")
-        .await
-        .expect("reads")
-        .expect("held");
-    assert_eq!(holder.fencing_token, guard.fencing_token());
-    assert_eq!(
-        holder.note.as_deref(),
-        Some(&b"pod-a:8080\nsecond line"[..])
-    );
+    let term = guard.fencing_token();
+    holders::assert_holder(&lock, "order:42", term, Some(b"pod-a:8080\nsecond line")).await;
 
     // A second note replaces the first.
     assert!(
@@ -112,14 +77,10 @@ async fn annotate_then_describe() {
             .await
             .expect("writes")
     );
-    let holder = lock.describe_holder("order:42").await.expect("reads");
-    assert_eq!(
-        holder.and_then(|h| h.note).as_deref(),
-        Some(&b"pod-a:9090"[..])
-    );
+    holders::assert_holder(&lock, "order:42", term, Some(b"pod-a:9090")).await;
 
     guard.release().await.expect("released");
-    assert_eq!(lock.describe_holder("order:42").await.expect("reads"), None);
+    holders::assert_no_holder(&lock, "order:42").await;
     // The release revokes the lease in the background, and the note goes with it.
     let mut gone = false;
     for _ in 0..50 {
@@ -146,33 +107,8 @@ async fn an_earlier_grants_note_is_never_shown_with_a_later_grant() {
     assert!(raw(&client, &note_key("order:42")).await.is_some());
 
     let second = grant(&lock, "order:42").await;
-    assert!(second.fencing_token() > first.fencing_token());
-    let holder = lock
-        .describe_holder("order:42")
-        .await
-        .expect("reads")
-        .expect("held");
-    assert_eq!(holder.fencing_token, second.fencing_token());
-    assert_eq!(
-        holder.note, None,
-        "the first grant's note is not the second's"
-    );
-
-    assert!(
-        !lock.annotate(&first, b"late").await.expect("answers"),
-        "a stale lease writes no note"
-    );
-    let holder = lock.describe_holder("order:42").await.expect("reads");
-    assert_eq!(holder.and_then(|h| h.note), None);
-
-    assert!(lock.annotate(&second, b"second").await.expect("writes"));
-    let holder = lock
-        .describe_holder("order:42")
-        .await
-        .expect("reads")
-        .expect("held");
-    assert_eq!(holder.note.as_deref(), Some(&b"second"[..]));
-    assert_eq!(holder.fencing_token, second.fencing_token());
+    holders::a_later_grant_starts_without_a_note(&lock, "order:42", &first, &second, b"second")
+        .await;
     assert!(lock.release(&second).await.expect("answers"));
     lock.release(&first).await.expect("answers");
 }
@@ -187,33 +123,12 @@ async fn a_hand_over_starts_a_new_term_without_the_old_note() {
     let Handover::Handed(second) = lock.hand_over(&first, to, TTL).await.expect("answers") else {
         panic!("hand-over refused");
     };
-    assert!(second.fencing_token() > first.fencing_token());
-    let holder = lock
-        .describe_holder("order:42")
-        .await
-        .expect("reads")
-        .expect("held");
-    assert_eq!(holder.fencing_token, second.fencing_token(), "the new term");
-    assert_eq!(
-        holder.note, None,
-        "the old holder's note is not the new one's"
-    );
-    assert!(
-        !lock
-            .annotate(&first, b"pod-a again")
-            .await
-            .expect("answers")
-    );
-    assert!(lock.annotate(&second, b"pod-b").await.expect("writes"));
-    // A keep-alive of the new grant leaves its term alone.
+    // The new term starts without the old holder's note, and only the new holder writes one.
+    holders::a_later_grant_starts_without_a_note(&lock, "order:42", &first, &second, b"pod-b")
+        .await;
+    // A keep-alive of the new grant leaves its term and its note alone.
     assert!(lock.extend(&second, TTL).await.expect("answers").is_some());
-    let holder = lock
-        .describe_holder("order:42")
-        .await
-        .expect("reads")
-        .expect("held");
-    assert_eq!(holder.fencing_token, second.fencing_token());
-    assert_eq!(holder.note.as_deref(), Some(&b"pod-b"[..]));
+    holders::assert_holder(&lock, "order:42", second.fencing_token(), Some(b"pod-b")).await;
     assert!(lock.release(&second).await.expect("answers"));
 }
 
@@ -235,22 +150,8 @@ async fn a_foreign_holder_has_no_term() {
     kv.put(lock.key("forever"), "another-client", None)
         .await
         .expect("put");
-    let holder = lock
-        .describe_holder("leased")
-        .await
-        .expect("reads")
-        .expect("held by the other client");
-    assert_eq!(holder.fencing_token, 0);
-    assert_eq!(holder.note, None);
-    assert!(
-        holder.ttl.is_some_and(|t| t <= Duration::from_secs(5)),
-        "{holder:?}"
-    );
-    let holder = lock
-        .describe_holder("forever")
-        .await
-        .expect("reads")
-        .expect("held by the other client");
+    holders::a_foreign_holder_has_no_term(&lock, "leased", Duration::from_secs(5)).await;
+    let holder = holders::holder(&lock, "forever").await;
     assert_eq!(
         (holder.fencing_token, holder.ttl),
         (0, None),
@@ -263,22 +164,7 @@ async fn bad_input_and_other_kinds() {
     let cluster = one_member();
     let lock = lock_on(&cluster);
     let lease = grant(&lock, "order:42").await;
-    let big = vec![b'x'; MAX_NOTE_BYTES + 1];
-    let answer = lock.annotate(&lease, &big).await;
-    assert!(
-        matches!(answer, Err(LockError::InvalidInput { .. })),
-        "{answer:?}"
-    );
-    assert!(
-        lock.annotate(&lease, &big[..MAX_NOTE_BYTES])
-            .await
-            .expect("the largest note is written")
-    );
-    let holder = lock.describe_holder("order:42").await.expect("reads");
-    assert_eq!(
-        holder.and_then(|h| h.note).map(|n| n.len()),
-        Some(MAX_NOTE_BYTES)
-    );
+    holders::notes_are_bounded(&lock, &lease, MAX_NOTE_BYTES).await;
     assert!(lock.release(&lease).await.expect("answers"));
 
     // A semaphore permit is not the mutex's holder: no note, nobody described.
@@ -318,21 +204,9 @@ async fn an_election_on_etcd_has_observers() {
         .expect("reads");
     assert!(first.is_none(), "nobody leads yet: {first:?}");
 
-    let leadership = candidate
-        .elect("scheduler")
-        .value("pod-a")
-        .lease(TTL)
-        .campaign()
-        .await
-        .expect("elected");
-    let leader = observer
-        .elect("scheduler")
-        .leader()
-        .await
-        .expect("reads")
-        .expect("a leader");
-    assert_eq!(leader.term(), leadership.term());
-    assert_eq!(leader.value_str(), Some("pod-a"));
+    let (leadership, leader) =
+        holders::a_leader_is_described(candidate.elect("scheduler").lease(TTL), &observer, "pod-a")
+            .await;
     assert!(leader.is_recorded() && leader.since().is_some());
     let client = lock.client().await.expect("connects");
     let (value, _, revision) = raw(&client, &lock.key("scheduler")).await.expect("held");
@@ -352,19 +226,11 @@ async fn an_election_on_etcd_has_observers() {
     assert_eq!(seen.term(), leadership.term());
     assert_eq!(seen.value_str(), Some("pod-a"));
 
-    leadership.resign().await.expect("ours");
+    holders::a_resignation_leaves_no_leader(leadership, &observer).await;
     let after = tokio::time::timeout(within, changes.next())
         .await
         .expect("the resignation in time")
         .expect("the stream goes on")
         .expect("reads");
     assert!(after.is_none(), "nobody leads after resigning: {after:?}");
-    assert!(
-        observer
-            .elect("scheduler")
-            .leader()
-            .await
-            .expect("reads")
-            .is_none()
-    );
 }

@@ -22,8 +22,13 @@ pub fn server() -> PostgresServer {
 
 /// A lock on `server` with short timeouts (no migration).
 pub fn unmigrated(server: &PostgresServer) -> PostgresLock {
+    unmigrated_at(server.url())
+}
+
+/// A lock on the server at `url` with short timeouts (no migration).
+pub fn unmigrated_at(url: String) -> PostgresLock {
     PostgresLock::builder()
-        .url(server.url())
+        .url(url)
         .connect_timeout(Duration::from_secs(2))
         .statement_timeout(Duration::from_secs(2))
         .build()

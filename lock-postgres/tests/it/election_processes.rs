@@ -4,66 +4,39 @@
 //! the lease and a second each time, the paused leader's late fenced write rejected and its
 //! work cancelled; an observer process that sees every term in order.
 
-use std::time::Duration;
-
 use lock_core::Locker;
-use lock_postgres::PostgresLock;
-use lock_testkit::election_processes as election;
+use lock_testkit::PostgresServer;
+use lock_testkit::election_processes::{self as election, Candidates};
 
 use crate::common;
-
-/// The candidates' PostgreSQL.
-const URL_VAR: &str = "DISTLOCK_ELECTION_PG_URL";
 
 #[tokio::test]
 #[ignore = "a candidate process of the election tests"]
 async fn candidate() {
-    let url = std::env::var(URL_VAR).expect("the server's URL");
-    let lock = PostgresLock::builder()
-        .url(url)
-        .connect_timeout(Duration::from_secs(2))
-        .statement_timeout(Duration::from_secs(2))
-        .build()
-        .expect("lock");
+    let lock = common::unmigrated_at(election::store().remove(0));
     election::candidate(Locker::new(lock)).await;
+}
+
+/// The candidates on `server`, its lease table made once before they start.
+async fn candidates(server: &PostgresServer) -> Candidates {
+    drop(common::lock(server).await);
+    Candidates::new(lock_testkit::child_test!(candidate), [server.url()])
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_leader_at_a_time_and_terms_increase() {
     let server = common::server();
-    // The lease table, made once before the candidates start.
-    drop(common::lock(&server).await);
-    election::one_leader_at_a_time(
-        &lock_testkit::child_test!(candidate),
-        &[(URL_VAR, server.url())],
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
+    candidates(&server).await.one_leader_at_a_time().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_or_killed_leader_is_replaced_and_fenced_off() {
     let server = common::server();
-    // The lease table, made once before the candidates start.
-    drop(common::lock(&server).await);
-    let failovers = election::paused_and_killed_leaders(
-        &lock_testkit::child_test!(candidate),
-        &[(URL_VAR, server.url())],
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
-    eprintln!("{failovers:?}");
+    candidates(&server).await.paused_and_killed_leaders().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_observer_process_sees_every_term_in_order() {
     let server = common::server();
-    // The lease table, made once before the candidates start.
-    drop(common::lock(&server).await);
-    election::observer_sees_every_term(
-        &lock_testkit::child_test!(candidate),
-        &[(URL_VAR, server.url())],
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
+    candidates(&server).await.observer_sees_every_term().await;
 }

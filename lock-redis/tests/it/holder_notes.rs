@@ -9,6 +9,7 @@ use lock_core::backend::Lock;
 use lock_core::{LockError, Locker};
 use lock_redis::{MAX_NOTE_BYTES, RedisLock};
 use lock_testkit::RedisServer;
+use lock_testkit::holders;
 
 use crate::common::{get, lock_on, pttl, raw, server, token_of, valkey};
 
@@ -23,47 +24,15 @@ fn on(server: &RedisServer) -> (Arc<RedisLock>, Locker) {
 async fn annotate_then_describe_on(server: &RedisServer) {
     let (lock, locker) = on(server);
     let mut conn = raw(server).await;
-    assert!(
-        lock.capabilities().holders,
-        "a fenced RedisLock describes holders"
-    );
-    assert_eq!(lock.describe_holder("order:42").await.expect("reads"), None);
-    let guard = locker
-        .lock("order:42")
-        .fixed_ttl(Duration::from_secs(10))
-        .await
-        .expect("granted");
-    // Before any note: the term comes from the fencing counter.
-    let holder = lock
-        .describe_holder("order:42")
-        .await
-        .expect("reads")
-        .expect("held");
-    assert_eq!(holder.fencing_token, guard.fencing_token());
-    assert!(guard.fencing_token() > 0);
-    assert_eq!(holder.note, None);
-    assert!(
-        holder
-            .ttl
-            .is_some_and(|t| t > Duration::ZERO && t <= Duration::from_secs(10)),
-        "{holder:?}"
-    );
-
-    let written = lock
-        .annotate(&guard.lease(), b"pod-a:8080\nsecond line")
-        .await
-        .expect("writes");
-    assert!(written, "our lease: written");
-    let holder = lock
-        .describe_holder("order:42")
-        .await
-        .expect("reads")
-        .expect("held");
-    assert_eq!(holder.fencing_token, guard.fencing_token());
-    assert_eq!(
-        holder.note.as_deref(),
-        Some(&b"pod-a:8080\nsecond line"[..])
-    );
+    // Before any note the term comes from the fencing counter; then the note is written.
+    let guard = holders::annotate_then_describe(
+        &*lock,
+        &locker,
+        "order:42",
+        Duration::from_secs(10),
+        b"pod-a:8080\nsecond line",
+    )
+    .await;
 
     // The lock key is untouched: still the plain token (the redis-py / node-redlock layout),
     // and the note key carries the grant's token and fencing token in front of the note.
@@ -82,7 +51,7 @@ async fn annotate_then_describe_on(server: &RedisServer) {
     // The note outlives a renewal without being touched: it lasts the counter's retention.
     assert!(pttl(&mut conn, NOTE).await > 3_600_000);
     guard.release().await.expect("released");
-    assert_eq!(lock.describe_holder("order:42").await.expect("reads"), None);
+    holders::assert_no_holder(&*lock, "order:42").await;
 }
 
 #[tokio::test]
@@ -113,37 +82,14 @@ async fn an_earlier_grants_note_is_never_shown_with_a_later_grant() {
         .fixed_ttl(Duration::from_secs(10))
         .await
         .expect("granted");
-    let holder = lock
-        .describe_holder("order:42")
-        .await
-        .expect("reads")
-        .expect("held");
-    assert_eq!(
-        holder.note, None,
-        "the first grant's note is not the second's"
-    );
-    assert_eq!(holder.fencing_token, second.fencing_token());
-    assert!(second.fencing_token() > stale.fencing_token());
-    // The stale lease can no longer write a note.
-    assert!(!lock.annotate(&stale, b"late").await.expect("answers"));
-    let holder = lock
-        .describe_holder("order:42")
-        .await
-        .expect("reads")
-        .expect("held");
-    assert_eq!(holder.note, None);
-    assert!(
-        lock.annotate(&second.lease(), b"second")
-            .await
-            .expect("writes")
-    );
-    let holder = lock
-        .describe_holder("order:42")
-        .await
-        .expect("reads")
-        .expect("held");
-    assert_eq!(holder.note.as_deref(), Some(&b"second"[..]));
-    assert_eq!(holder.fencing_token, second.fencing_token());
+    holders::a_later_grant_starts_without_a_note(
+        &*lock,
+        "order:42",
+        &stale,
+        &second.lease(),
+        b"second",
+    )
+    .await;
     second.release().await.expect("released");
 }
 
@@ -165,17 +111,7 @@ async fn a_foreign_holder_has_no_term() {
         .query_async(&mut conn)
         .await
         .expect("SET");
-    let holder = lock
-        .describe_holder("order:42")
-        .await
-        .expect("reads")
-        .expect("held by the foreign client");
-    assert_eq!(holder.fencing_token, 0);
-    assert_eq!(holder.note, None);
-    assert!(
-        holder.ttl.is_some_and(|t| t <= Duration::from_secs(5)),
-        "{holder:?}"
-    );
+    holders::a_foreign_holder_has_no_term(&*lock, "order:42", Duration::from_secs(5)).await;
 }
 
 #[tokio::test]
@@ -184,17 +120,7 @@ async fn bad_input_and_wrong_types_are_typed_errors() {
     let (lock, locker) = on(&server);
     let mut conn = raw(&server).await;
     let guard = locker.lock("order:42").await.expect("granted");
-    let big = vec![b'x'; MAX_NOTE_BYTES + 1];
-    let answer = lock.annotate(&guard.lease(), &big).await;
-    assert!(
-        matches!(answer, Err(LockError::InvalidInput { .. })),
-        "{answer:?}"
-    );
-    assert!(
-        lock.annotate(&guard.lease(), &big[..MAX_NOTE_BYTES])
-            .await
-            .expect("the largest note is written")
-    );
+    holders::notes_are_bounded(&*lock, &guard.lease(), MAX_NOTE_BYTES).await;
     guard.release().await.expect("released");
 
     let answer = lock.describe_holder("order:42:distlock-note").await;
@@ -239,34 +165,14 @@ async fn an_election_on_redis_has_observers() {
     let (_lock, locker) = on(&server);
     let mut conn = raw(&server).await;
     let observer = Locker::new(lock_on(&server));
-    let leadership = locker
-        .elect("scheduler")
-        .value("pod-a")
-        .campaign()
-        .await
-        .expect("elected");
-    let leader = observer
-        .elect("scheduler")
-        .leader()
-        .await
-        .expect("reads")
-        .expect("a leader");
-    assert_eq!(leader.term(), leadership.term());
-    assert_eq!(leader.value_str(), Some("pod-a"));
+    let (leadership, _) =
+        holders::a_leader_is_described(locker.elect("scheduler"), &observer, "pod-a").await;
     let value = get(&mut conn, "scheduler").await.expect("held");
     assert!(
         value.starts_with("dl:") && value.len() == 35,
         "the key holds the plain token: {value:?}"
     );
-    leadership.resign().await.expect("ours");
-    assert!(
-        observer
-            .elect("scheduler")
-            .leader()
-            .await
-            .expect("reads")
-            .is_none()
-    );
+    holders::a_resignation_leaves_no_leader(leadership, &observer).await;
 }
 
 /// Through Sentinel: the leader's term and value read from the primary, and again from the
@@ -286,20 +192,8 @@ async fn an_election_through_sentinel_survives_a_failover() {
     };
     assert!(lock().capabilities().holders);
     let (candidate, observer) = (Locker::new(lock()), Locker::new(lock()));
-    let leadership = candidate
-        .elect("scheduler")
-        .value("pod-a")
-        .campaign()
-        .await
-        .expect("elected");
-    let leader = observer
-        .elect("scheduler")
-        .leader()
-        .await
-        .expect("reads")
-        .expect("a leader");
-    assert_eq!(leader.term(), leadership.term());
-    assert_eq!(leader.value_str(), Some("pod-a"));
+    let (leadership, _) =
+        holders::a_leader_is_described(candidate.elect("scheduler"), &observer, "pod-a").await;
 
     set.primary_server()
         .expect("primary")
