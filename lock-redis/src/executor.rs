@@ -105,7 +105,7 @@ impl Executor {
 
     /// Sends the EVALSHA `call` of `script`, loading the script and calling again once on
     /// NOSCRIPT, bounded by the command timeout; `key` is the lock key (for errors and WAIT).
-    async fn eval<T: FromRedisValue>(
+    pub(crate) async fn eval<T: FromRedisValue>(
         &self,
         op: Op,
         script: &Lua,
@@ -118,12 +118,9 @@ impl Executor {
             match call.query_async(&mut conn.conn).await {
                 Err(err) if err.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
                     // Flushed, or a restarted or failed-over server: load it, call again once.
-                    redis::cmd("SCRIPT")
-                        .arg("LOAD")
-                        .arg(script.source())
-                        .exec_async(&mut conn.conn)
-                        .await?;
-                    call.query_async(&mut conn.conn).await
+                    // Boxed: rare, and inline it would double the future every lock operation
+                    // allocates (past the allocator's per-thread cache for small blocks).
+                    Box::pin(load_and_call(&mut conn.conn, script, call)).await
                 }
                 answer => answer,
             }
@@ -351,14 +348,28 @@ impl Executor {
         op: Op,
     ) -> Result<(), LockError> {
         match &self.replication {
+            // Boxed: only a lock that asks replicas pays for it, with a round trip anyway;
+            // inline it would grow the future of every acquire and extension.
             Some(replication) => {
-                replication
-                    .confirm(&mut conn.conn, key, self.command_timeout, op)
-                    .await
+                Box::pin(replication.confirm(&mut conn.conn, key, self.command_timeout, op)).await
             }
             None => Ok(()),
         }
     }
+}
+
+/// Loads `script` and sends its EVALSHA `call` again, after a NOSCRIPT answer.
+async fn load_and_call<T: FromRedisValue>(
+    conn: &mut crate::conn::Handle,
+    script: &Lua,
+    call: &redis::Cmd,
+) -> redis::RedisResult<T> {
+    redis::cmd("SCRIPT")
+        .arg("LOAD")
+        .arg(script.source())
+        .exec_async(conn)
+        .await?;
+    call.query_async(conn).await
 }
 
 #[cfg(test)]
@@ -400,5 +411,34 @@ mod future_sizes {
         let keys = Keys::from_key("k");
         let mark = exec.mark_waiting(&keys, Duration::from_secs(1), b"dl:0");
         assert!(size_of_val(&mark) < LIMIT, "mark: {}", size_of_val(&mark));
+    }
+
+    /// The futures `RedisLock` boxes on every acquire and release (async_trait) are served by
+    /// glibc's per-thread cache only up to 1,032-byte blocks: a larger one takes the slow path of
+    /// `malloc` on every call, and was a visible share of the client's time under load (`perf`
+    /// over S2: `_int_malloc`). The rare paths (loading a flushed script, asking a new connection
+    /// about `DELIFEQ`, announcing a native release) are boxed apart for this.
+    #[test]
+    fn the_boxed_lock_futures_fit_the_allocators_cache() {
+        use lock_core::{Lease, Lock, Token};
+        const CACHED: usize = 1016;
+        let lock = crate::RedisLock::builder()
+            .url("redis://127.0.0.1:1/")
+            .build()
+            .expect("a lock");
+        let token = Token::from_bytes([1; 16]);
+        let acquire = lock.try_acquire("k", token, Duration::from_secs(1));
+        let lease = Lease::new("k", token, 0, Instant::now());
+        let release = lock.release(&lease);
+        assert!(
+            size_of_val(&*acquire) <= CACHED,
+            "try_acquire: {}",
+            size_of_val(&*acquire)
+        );
+        assert!(
+            size_of_val(&*release) <= CACHED,
+            "release: {}",
+            size_of_val(&*release)
+        );
     }
 }

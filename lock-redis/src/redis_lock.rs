@@ -178,7 +178,8 @@ impl RedisLock {
         match self.exec.grace_left(ttl, &[&key]).await {
             Ok(None) => Ok(Attempt::Acquired(lease)),
             refused => {
-                self.give_back(&lease).await;
+                // Boxed: rare, and inline it would grow every acquire's future.
+                Box::pin(self.give_back(&lease)).await;
                 Ok(Attempt::Busy {
                     holder_ttl: refused?,
                     announces: false,

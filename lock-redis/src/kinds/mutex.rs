@@ -38,58 +38,14 @@ pub(crate) async fn try_acquire(
     token: Token,
     ttl_ms: u64,
 ) -> Result<Attempt, LockError> {
-    let key = keys.key();
     let started = Instant::now();
     let value = token_value(&token);
+    // Each way of asking in an `async fn` of its own: the attempt's future (boxed and
+    // allocated on every attempt) then holds the larger of the two, not both.
     let (reply, mut conn) = if grants.fencing {
-        let fence = keys.fence();
-        let (ttl_arg, retention_arg) = (ttl_ms.to_string(), grants.fence_retention_ms.to_string());
-        let described = grants.holder.as_ref().map(|h| h.of(value.as_str()));
-        let mut args = vec![value.as_str(), &ttl_arg, &retention_arg];
-        args.extend(described.as_deref());
-        let (answer, conn) = exec
-            .run::<Vec<i64>>(Op::Acquire, &ACQUIRE, &[key, &fence], &args)
-            .await?;
-        let reply = match answer[..] {
-            [1, fence] => AcquireReply::Granted(u64::try_from(fence).unwrap_or(0)),
-            // PTTL: -1 when the key has no expiry (not a lock we know), else ms left.
-            [_, pttl, announces] => AcquireReply::Busy {
-                holder_ttl: u64::try_from(pttl).ok().map(Duration::from_millis),
-                announces: announces == 1,
-            },
-            _ => return Err(unexpected(format!("unexpected acquire reply {answer:?}"))),
-        };
-        (reply, conn)
+        ask_fenced(exec, grants, keys, value.as_str(), ttl_ms).await?
     } else {
-        // Without fencing the script has nothing to add to one `SET NX`: a plain command
-        // saves the server the script call (~10,000 instructions and ~1,500 per argument).
-        let mut set = redis::Cmd::with_capacity(7, key.len() + 64);
-        set.arg("SET")
-            .arg(key)
-            .arg(value.as_str())
-            .arg("NX")
-            .arg("PX")
-            .arg(ttl_ms)
-            .arg("GET");
-        let (holder, conn) = exec.send::<Option<Vec<u8>>>(Op::Acquire, &set, key).await?;
-        // nil: ours, with no fencing token. A holder's token: busy, for how long unknown.
-        let reply = match holder {
-            None => AcquireReply::Granted(0),
-            Some(holder) => {
-                let announces = announces(&holder);
-                if announces {
-                    // The holder's TTL is unknown here; a waiter polls within this request's
-                    // TTL, and marks again on each busy answer.
-                    exec.mark_waiting(keys, Duration::from_millis(ttl_ms), &holder)
-                        .await;
-                }
-                AcquireReply::Busy {
-                    holder_ttl: None,
-                    announces,
-                }
-            }
-        };
-        (reply, conn)
+        ask_plain(exec, keys, value.as_str(), ttl_ms).await?
     };
     match reply {
         AcquireReply::Granted(fencing_token) => {
@@ -109,6 +65,89 @@ pub(crate) async fn try_acquire(
             announces,
         }),
     }
+}
+
+/// The fenced attempt: `lua/acquire.lua` (grant with a fencing token, or mark the waiter). Its
+/// EVALSHA is written here, numbers and all, rather than from strings through
+/// [`Executor::run`]: the strings would live across the round trip in the attempt's future.
+async fn ask_fenced(
+    exec: &Executor,
+    grants: &Grants,
+    keys: &Keys,
+    value: &str,
+    ttl_ms: u64,
+) -> Result<(AcquireReply, Conn), LockError> {
+    let key = keys.key();
+    let fence = keys.fence();
+    let described = grants.holder.as_ref().map(|h| h.of(value));
+    let mut call = redis::Cmd::with_capacity(
+        9,
+        key.len() + fence.len() + value.len() + described.as_ref().map_or(0, String::len) + 96,
+    );
+    call.arg("EVALSHA")
+        .arg(ACQUIRE.sha1())
+        .arg(2)
+        .arg(key)
+        .arg(&fence)
+        .arg(value)
+        .arg(ttl_ms)
+        .arg(grants.fence_retention_ms);
+    if let Some(described) = &described {
+        call.arg(described);
+    }
+    drop((fence, described));
+    let (answer, conn) = exec
+        .eval::<Vec<i64>>(Op::Acquire, &ACQUIRE, &call, key)
+        .await?;
+    let reply = match answer[..] {
+        [1, fence] => AcquireReply::Granted(u64::try_from(fence).unwrap_or(0)),
+        // PTTL: -1 when the key has no expiry (not a lock we know), else ms left.
+        [_, pttl, announces] => AcquireReply::Busy {
+            holder_ttl: u64::try_from(pttl).ok().map(Duration::from_millis),
+            announces: announces == 1,
+        },
+        _ => return Err(unexpected(format!("unexpected acquire reply {answer:?}"))),
+    };
+    Ok((reply, conn))
+}
+
+/// The attempt without fencing: one `SET NX PX GET`, then, when a distlock holder has the lock,
+/// the waiting mark. The script would add nothing to one `SET NX`, and a plain command saves the
+/// server the script call (~10,000 instructions and ~1,500 per argument).
+async fn ask_plain(
+    exec: &Executor,
+    keys: &Keys,
+    value: &str,
+    ttl_ms: u64,
+) -> Result<(AcquireReply, Conn), LockError> {
+    let key = keys.key();
+    let mut set = redis::Cmd::with_capacity(7, key.len() + 64);
+    set.arg("SET")
+        .arg(key)
+        .arg(value)
+        .arg("NX")
+        .arg("PX")
+        .arg(ttl_ms)
+        .arg("GET");
+    let (holder, conn) = exec.send::<Option<Vec<u8>>>(Op::Acquire, &set, key).await?;
+    // nil: ours, with no fencing token. A holder's token: busy, for how long unknown.
+    let reply = match holder {
+        None => AcquireReply::Granted(0),
+        Some(holder) => {
+            let announces = announces(&holder);
+            if announces {
+                // The holder's TTL is unknown here; a waiter polls within this request's TTL,
+                // and marks again on each busy answer. Boxed: only a busy answer marks, and
+                // inline the mark would grow the future every attempt allocates.
+                Box::pin(exec.mark_waiting(keys, Duration::from_millis(ttl_ms), &holder)).await;
+            }
+            AcquireReply::Busy {
+                holder_ttl: None,
+                announces,
+            }
+        }
+    };
+    Ok((reply, conn))
 }
 
 /// Extends the mutex (or fair) `lease` to `ttl_ms` from now if its key still holds its token:
