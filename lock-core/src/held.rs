@@ -51,14 +51,16 @@ pub(crate) struct HeldLease {
 }
 
 impl HeldLease {
+    /// The state of `lease`, granted at `now`.
     pub(crate) fn new(
         lease: &Lease,
         labels: Labels,
         renew_ttl: Option<Duration>,
         max_hold: Option<Duration>,
         stop_margin: Duration,
+        now: Instant,
     ) -> Self {
-        let acquired_at = Instant::now();
+        let acquired_at = now;
         Self {
             name: Arc::clone(lease.shared_name()),
             token: *lease.token(),

@@ -83,11 +83,12 @@ impl Renewer {
         }
     }
 
-    /// Starts renewing `held` a third of its TTL from now, on the current runtime's watchdog.
+    /// Starts renewing `held`, granted at `now`, a third of its TTL after that, on the current
+    /// runtime's watchdog.
     ///
     /// Must be called within a tokio runtime (the watchdog is spawned there on first use).
-    pub(crate) fn track(&self, held: Arc<HeldLease>) {
-        let due = Instant::now() + held.renew_period();
+    pub(crate) fn track(&self, held: Arc<HeldLease>, now: Instant) {
+        let due = now + held.renew_period();
         let shared = self.watchdog();
         let wake = {
             let mut inbox = shared.lock();
@@ -395,6 +396,7 @@ mod tests {
             Some(ttl),
             None,
             ttl / 5,
+            Instant::now(),
         ))
     }
 
@@ -415,11 +417,11 @@ mod tests {
         // its inbox.
         let held: Vec<_> = (0..100).map(|i| lease(i, &labels)).collect();
         for lease in &held {
-            renewer.track(Arc::clone(lease));
+            renewer.track(Arc::clone(lease), Instant::now());
         }
         for i in 0..10_000 {
             let released = lease(100 + i, &labels);
-            renewer.track(Arc::clone(&released));
+            renewer.track(Arc::clone(&released), Instant::now());
             released.stop_renewing();
         }
         let dogs = renewer.dogs.lock().unwrap_or_else(PoisonError::into_inner);

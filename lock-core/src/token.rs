@@ -46,11 +46,20 @@ impl Token {
     /// The 32-character lowercase hex form, without allocating.
     #[must_use]
     pub fn to_hex(&self) -> TokenHex {
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        /// Each byte's two hex digits: one look-up per byte, on every acquire and release.
+        const PAIRS: [[u8; 2]; 256] = {
+            const DIGITS: &[u8; 16] = b"0123456789abcdef";
+            let mut pairs = [[0u8; 2]; 256];
+            let mut byte = 0;
+            while byte < 256 {
+                pairs[byte] = [DIGITS[byte >> 4], DIGITS[byte & 0x0f]];
+                byte += 1;
+            }
+            pairs
+        };
         let mut out = [0u8; 32];
-        for (i, b) in self.0.iter().enumerate() {
-            out[2 * i] = DIGITS[usize::from(b >> 4)];
-            out[2 * i + 1] = DIGITS[usize::from(b & 0x0f)];
+        for (pair, byte) in out.chunks_exact_mut(2).zip(self.0) {
+            pair.copy_from_slice(&PAIRS[usize::from(byte)]);
         }
         TokenHex(out)
     }
@@ -61,6 +70,13 @@ impl Token {
 pub struct TokenHex([u8; 32]);
 
 impl TokenHex {
+    /// The 32 hex characters, as bytes (ASCII): for a buffer that takes them as they are,
+    /// without the UTF-8 check of [`as_str`](Self::as_str).
+    #[must_use]
+    pub const fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
     /// The 32 hex characters.
     #[must_use]
     pub fn as_str(&self) -> &str {

@@ -125,7 +125,7 @@ pub const TOKEN_PREFIX: &str = "dl:";
 pub fn token_value(token: &lock_core::Token) -> TokenValue {
     let mut value = [0u8; 35];
     value[..3].copy_from_slice(TOKEN_PREFIX.as_bytes());
-    value[3..].copy_from_slice(token.to_hex().as_str().as_bytes());
+    value[3..].copy_from_slice(token.to_hex().as_bytes());
     TokenValue(value)
 }
 

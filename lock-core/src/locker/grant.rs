@@ -249,7 +249,13 @@ impl Locker {
         options: &Options,
     ) -> Guard {
         let inner = &self.inner;
-        labels.granted(via, started.elapsed(), lease.kind().permits());
+        // One reading of the clock for the wait, the hold's start and the first renewal.
+        let now = Instant::now();
+        labels.granted(
+            via,
+            now.saturating_duration_since(started),
+            lease.kind().permits(),
+        );
         let renewal = options.renewal();
         let held = Arc::new(HeldLease::new(
             &lease,
@@ -257,9 +263,10 @@ impl Locker {
             renewal,
             options.max_hold(),
             options.stop_margin_for(options.ttl()),
+            now,
         ));
         if renewal.is_some() {
-            inner.renewer.track(Arc::clone(&held));
+            inner.renewer.track(Arc::clone(&held), now);
         }
         let owner = inner
             .owners
