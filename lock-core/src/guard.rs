@@ -321,7 +321,7 @@ impl Guard {
             ..
         }) = &self.outer
         {
-            owners.leave(*task, &Arc::from(self.held.name()), self.held.kind());
+            owners.leave(*task, self.held.shared_name(), self.held.kind());
         }
         self.held
             .labels()

@@ -120,6 +120,11 @@ impl HeldLease {
         }
     }
 
+    /// The name, shared (a map key without a copy of the text).
+    pub(crate) fn shared_name(&self) -> &Arc<str> {
+        &self.name
+    }
+
     pub(crate) fn name(&self) -> &str {
         &self.name
     }

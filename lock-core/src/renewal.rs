@@ -89,28 +89,25 @@ impl Renewer {
     /// Must be called within a tokio runtime (the watchdog is spawned there on first use).
     pub(crate) fn track(&self, held: Arc<HeldLease>, now: Instant) {
         let due = now + held.renew_period();
-        let shared = self.watchdog();
-        let wake = {
-            let mut inbox = shared.lock();
-            inbox.push(due, held);
-            inbox.armed.is_none_or(|armed| due < armed)
-        };
-        if wake {
-            shared.wake.notify_one();
+        let runtime = Handle::current();
+        let mut dogs = self.dogs.lock().unwrap_or_else(PoisonError::into_inner);
+        // The usual case, the runtime's watchdog running: queued under the lock of the list,
+        // without a clone of its handle (an atomic shared by every worker thread, per grant).
+        if let Some(dog) = dogs
+            .iter()
+            .find(|dog| dog.runtime == runtime.id() && !dog.task.is_finished())
+        {
+            dog.shared.queue(due, held);
+            return;
         }
+        let shared = Self::start_watchdog(&self.lock, &mut dogs, &runtime);
+        drop(dogs);
+        shared.queue(due, held);
     }
 
-    /// The current runtime's watchdog, started if it has none. Watchdogs whose runtime is gone
+    /// Starts the watchdog of `runtime`, which has none running. Watchdogs whose runtime is gone
     /// are dropped here, and their leases move to this one, due at once.
-    fn watchdog(&self) -> Arc<Shared> {
-        let runtime = Handle::current();
-        let id = runtime.id();
-        let mut dogs = self.dogs.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(dog) = dogs.iter().find(|dog| dog.runtime == id)
-            && !dog.task.is_finished()
-        {
-            return Arc::clone(&dog.shared);
-        }
+    fn start_watchdog(lock: &Arc<dyn Lock>, dogs: &mut Vec<Dog>, runtime: &Handle) -> Arc<Shared> {
         let mut orphans = Vec::new();
         dogs.retain(|dog| {
             let alive = !dog.task.is_finished();
@@ -126,9 +123,9 @@ impl Renewer {
             }),
             wake: Notify::new(),
         });
-        let task = runtime.spawn(run(Arc::clone(&self.lock), Arc::clone(&shared)));
+        let task = runtime.spawn(run(Arc::clone(lock), Arc::clone(&shared)));
         dogs.push(Dog {
-            runtime: id,
+            runtime: runtime.id(),
             shared: Arc::clone(&shared),
             task,
         });
@@ -162,6 +159,18 @@ impl Inbox {
 }
 
 impl Shared {
+    /// Queues `held`, due at `due`, and wakes the task if it must look sooner than its timer.
+    fn queue(&self, due: Instant, held: Arc<HeldLease>) {
+        let wake = {
+            let mut inbox = self.lock();
+            inbox.push(due, held);
+            inbox.armed.is_none_or(|armed| due < armed)
+        };
+        if wake {
+            self.wake.notify_one();
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Inbox> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
