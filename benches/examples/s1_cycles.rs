@@ -6,9 +6,12 @@
 //! `LockManager` over the one server: `lock` + `Lock::release`), `unfenced` (`Locker` over a
 //! `RedisLock` built with `fencing(false)`) and `fenced` (the defaults).
 //!
-//! With `tasks` above 1 (S2's shape, for a profiler: `perf record`, or callgrind), that many
-//! tasks share the cycles on a two-worker multi-thread runtime, each on its own name, so what
-//! grows with concurrency shows against the same count on one task.
+//! `redlock` is distlock's fenced Redlock (`Locker` over a `Redlock` of `RedisLock`s): give the
+//! node URLs comma-separated, as for `rslock` over several nodes (S4's clients).
+//!
+//! With `tasks` (S2's shape with 32, for a profiler: `perf record`, or callgrind), that many
+//! tasks share the cycles on a two-worker multi-thread runtime, as the load tool runs them,
+//! each on its own name, so what grows with concurrency shows against one task.
 
 use std::time::Duration;
 
@@ -20,26 +23,27 @@ const USAGE: &str = "usage: s1_cycles <redis-url> <hand|rslock|unfenced|fenced> 
 
 fn main() -> Result<(), Failure> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    // Without a task count: one task on a current-thread runtime (what client-cost.sh counts).
+    // With one: that many tasks on a two-worker multi-thread runtime, as the load tool runs.
     let (url, client, cycles, tasks) = match args.as_slice() {
-        [url, client, cycles] => (url, client, cycles, "1"),
-        [url, client, cycles, tasks] => (url, client, cycles, tasks.as_str()),
+        [url, client, cycles] => (url, client, cycles, None),
+        [url, client, cycles, tasks] => (url, client, cycles, Some(tasks.as_str())),
         _ => return Err(USAGE.into()),
     };
     let cycles: u32 = cycles.parse().map_err(|_| USAGE)?;
-    let tasks: u32 = tasks.parse().map_err(|_| USAGE)?;
+    let runtime = match tasks {
+        None => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?,
+        Some(_) => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()?,
+    };
+    let tasks: u32 = tasks.unwrap_or("1").parse().map_err(|_| USAGE)?;
     if tasks == 0 {
         return Err(USAGE.into());
     }
-    let runtime = if tasks == 1 {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?
-    } else {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()?
-    };
     let client = Client::connect(url, client, &runtime)?;
     runtime.block_on(async move {
         let mut running = tokio::task::JoinSet::new();
@@ -73,7 +77,18 @@ impl Client {
     ) -> Result<Self, Failure> {
         Ok(match client {
             "hand" => Self::Hand(runtime.block_on(HandLock::connect(url))?),
-            "rslock" => Self::Rslock(std::sync::Arc::new(rslock::LockManager::new(vec![url]))),
+            "rslock" => Self::Rslock(std::sync::Arc::new(rslock::LockManager::new(
+                url.split(',').collect::<Vec<_>>(),
+            ))),
+            "redlock" => {
+                let nodes = url
+                    .split(',')
+                    .map(|url| RedisLock::builder().url(url).build())
+                    .collect::<Result<Vec<_>, _>>()?;
+                Self::Locker(Locker::new(
+                    lock_redlock::Redlock::builder().nodes(nodes).build()?,
+                ))
+            }
             "unfenced" | "fenced" => {
                 let lock = RedisLock::builder()
                     .url(url)
