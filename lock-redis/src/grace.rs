@@ -283,6 +283,10 @@ impl Watch {
     /// # Errors
     /// [`LockError::Backend`] (not retryable) with an [`EvictionRisk`] source, in strict mode.
     pub(crate) fn verdict(&self) -> Result<Option<Duration>, LockError> {
+        // Nothing to tell (the usual case): answered without reading the clock, twice per grant.
+        if !self.alert.load(Ordering::Acquire) {
+            return Ok(None);
+        }
         self.verdict_at(Instant::now())
     }
 

@@ -167,6 +167,9 @@ impl Locker {
     /// preference left a record of itself: its release stays armed in `record` until the next
     /// attempt (which reuses the token, renewing the record) or the end of the request (which
     /// drops it, withdrawing the record).
+    ///
+    /// `asked_at` is when the request began: the armed release's lease needs an instant, and
+    /// one the caller holds saves a reading of the clock per attempt.
     pub(super) async fn attempt(
         &self,
         name: &Arc<str>,
@@ -174,6 +177,7 @@ impl Locker {
         ttl: Duration,
         labels: &Labels,
         record: &mut Option<ReleaseOnDrop>,
+        asked_at: Instant,
     ) -> Result<Attempt, LockError> {
         let lock = &self.inner.lock;
         let token = match record.take() {
@@ -186,7 +190,7 @@ impl Locker {
         };
         let pending = ReleaseOnDrop::new(
             Arc::clone(lock),
-            Lease::new(Arc::clone(name), token, 0, Instant::now()).with_kind(kind),
+            Lease::new(Arc::clone(name), token, 0, asked_at).with_kind(kind),
         );
         labels.attempted();
         // The mutex goes straight to `try_acquire`: through `try_acquire_kind` every attempt

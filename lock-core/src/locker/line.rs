@@ -227,7 +227,14 @@ impl Waiter<'_, '_> {
         let line = self.line;
         let attempt = line
             .locker
-            .attempt(line.name, self.kind, self.ttl, self.labels, self.record)
+            .attempt(
+                line.name,
+                self.kind,
+                self.ttl,
+                self.labels,
+                self.record,
+                self.pace.started(),
+            )
             .await;
         match attempt {
             Ok(Attempt::Acquired(lease)) => Ok(Ok(self.grant(lease, Via::Attempt))),

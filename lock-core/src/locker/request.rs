@@ -346,7 +346,14 @@ impl LockRequest {
             return Ok(None);
         }
         let attempt = locker
-            .attempt(&self.name, single_try(self.kind), ttl, labels, &mut None)
+            .attempt(
+                &self.name,
+                single_try(self.kind),
+                ttl,
+                labels,
+                &mut None,
+                started,
+            )
             .await?;
         Ok(match attempt {
             Attempt::Acquired(lease) => Some(locker.grant(
