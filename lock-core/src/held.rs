@@ -238,35 +238,25 @@ impl HeldLease {
     /// Resolves when the lease is lost: the renewer gave up, or the stop point
     /// (`valid_until - stop_margin`) passed without being moved.
     pub(crate) async fn lost(self: Arc<Self>) {
-        loop {
-            let changed = self.changed.notified();
-            tokio::pin!(changed);
-            // Registered before the checks, so a change between check and wait is not missed.
-            changed.as_mut().enable();
-            if self.is_lost() {
-                return;
-            }
-            let until = self.stop_at();
-            tokio::select! {
-                () = changed => {}
-                () = tokio::time::sleep_until(until) => {
-                    if self.stop_at() <= Instant::now() {
-                        self.reach_stop_point();
-                        return;
-                    }
-                }
-            }
-        }
+        self.until(Self::is_lost).await;
     }
 
     /// Resolves when the lease is at risk (a renewal failed, the lease still valid) or lost,
     /// whichever comes first.
     pub(crate) async fn at_risk(self: Arc<Self>) {
+        self.until(|held| held.at_risk.load(Ordering::Acquire) || held.is_lost())
+            .await;
+    }
+
+    /// Resolves once `done` holds, looking again whenever the lease changes; reaching the stop
+    /// point without a renewal moving it loses the lease (which ends every such wait).
+    async fn until(&self, done: impl Fn(&Self) -> bool) {
         loop {
             let changed = self.changed.notified();
             tokio::pin!(changed);
+            // Registered before the checks, so a change between check and wait is not missed.
             changed.as_mut().enable();
-            if self.at_risk.load(Ordering::Acquire) || self.is_lost() {
+            if done(self) {
                 return;
             }
             let until = self.stop_at();

@@ -50,4 +50,6 @@ pub use locker::{
 };
 pub use memory::MemoryLock;
 pub use token::{ParseTokenError, Token, TokenHex};
-pub use validate::{MAX_NAME_LEN, MAX_TTL, MIN_TTL, check_name, check_ttl};
+pub use validate::{
+    MAX_NAME_LEN, MAX_NOTE_BYTES, MAX_TTL, MIN_TTL, check_name, check_note, check_ttl,
+};

@@ -165,6 +165,19 @@ impl MemoryLock {
                 announces: true,
             };
         }
+        Attempt::Acquired(self.grant_mutex(store, name, token, ttl, now))
+    }
+
+    /// Makes `token` the holder of the mutex `name` from `now` for `ttl`, with the next fencing
+    /// token: the grant of a plain and of a fair request alike.
+    fn grant_mutex(
+        &self,
+        store: &mut Store,
+        name: &str,
+        token: Token,
+        ttl: Duration,
+        now: Instant,
+    ) -> Lease {
         let expires = valid_until(now, ttl);
         let fence = self.next_fence();
         store.locks.insert(
@@ -175,7 +188,7 @@ impl MemoryLock {
                 fence,
             },
         );
-        Attempt::Acquired(Lease::new(name, token, fence, expires))
+        Lease::new(name, token, fence, expires)
     }
 
     /// A reader's share or the write lock, by `kind`, with writer preference as it says.
@@ -252,17 +265,8 @@ impl MemoryLock {
             if queue.is_empty() {
                 store.fair.remove(name);
             }
-            let expires = valid_until(now, ttl);
-            let fence = self.next_fence();
-            store.locks.insert(
-                name.to_owned(),
-                Entry {
-                    token,
-                    expires,
-                    fence,
-                },
-            );
-            return Attempt::Acquired(Lease::new(name, token, fence, expires).with_kind(kind));
+            let lease = self.grant_mutex(store, name, token, ttl, now);
+            return Attempt::Acquired(lease.with_kind(kind));
         }
         // Until the holder's expiry, or the lapse of the entry ahead of us.
         let busy_until = holder.or_else(|| queue.first().map(|(_, lapses)| *lapses));

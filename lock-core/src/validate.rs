@@ -15,6 +15,26 @@ pub const MIN_TTL: Duration = Duration::from_millis(1);
 /// this is the largest millisecond count Lua scripts (whose numbers are doubles) hold exactly.
 pub const MAX_TTL: Duration = Duration::from_millis((1 << 53) - 1);
 
+/// The largest note a backend's [`annotate`](crate::backend::Lock::annotate) writes, in bytes
+/// (64 KiB): a note names a leader (a pod, an address), and every observer reads it on every
+/// change. The same for every backend that keeps notes.
+pub const MAX_NOTE_BYTES: usize = 64 * 1024;
+
+/// Checks a holder's note for [`annotate`](crate::backend::Lock::annotate): at most
+/// [`MAX_NOTE_BYTES`] bytes.
+///
+/// # Errors
+/// [`LockError::InvalidInput`] for a longer note.
+pub fn check_note(note: &[u8]) -> Result<(), LockError> {
+    if note.len() > MAX_NOTE_BYTES {
+        return Err(LockError::invalid(format!(
+            "the note is {} bytes; at most {MAX_NOTE_BYTES} are kept",
+            note.len()
+        )));
+    }
+    Ok(())
+}
+
 /// Checks a lock name: not empty, at most [`MAX_NAME_LEN`] bytes.
 ///
 /// # Errors

@@ -152,11 +152,10 @@ impl Lock for EtcdLock {
             )));
         }
         self.inner.revoke_later(&client, id);
-        let (holder_ttl, announces) = self.inner.busy(&client, read(&answer, 0).as_ref()).await;
-        Ok(Attempt::Busy {
-            holder_ttl,
-            announces,
-        })
+        Ok(self
+            .inner
+            .busy(&client, read(&answer, 0).as_ref(), false)
+            .await)
     }
 
     async fn try_acquire_kind(
@@ -256,7 +255,7 @@ impl Lock for EtcdLock {
             .unwrap_or(0);
         let (holder_ttl, announces) = self
             .inner
-            .busy(&client, read(&answer, index).as_ref())
+            .holder_state(&client, read(&answer, index).as_ref())
             .await;
         Ok(MultiAttempt::Busy {
             index,

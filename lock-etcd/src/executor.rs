@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use etcd_client::{Client, LeaseGrantOptions, PutOptions, Txn, TxnOp, TxnOpResponse, TxnResponse};
+use lock_core::backend::Attempt;
 use lock_core::{LockError, Op, TimeoutPhase};
 
 use crate::client::{Clients, Target};
@@ -112,9 +113,25 @@ impl Executor {
         }));
     }
 
-    /// The busy answer for the holder `kv` read by a transaction's else branch: its lease's
-    /// remaining TTL (one more request) and whether it announces.
+    /// The busy answer for the holder `kv` read by a transaction's else branch (see
+    /// [`Self::holder_state`]); it announces its release also where every holder is distlock's
+    /// (`every_holder_announces`: the read-write lock's and the semaphore's own key spaces).
     pub(crate) async fn busy(
+        &self,
+        client: &Client,
+        holder: Option<&etcd_client::KeyValue>,
+        every_holder_announces: bool,
+    ) -> Attempt {
+        let (holder_ttl, announces) = self.holder_state(client, holder).await;
+        Attempt::Busy {
+            holder_ttl,
+            announces: announces || every_holder_announces,
+        }
+    }
+
+    /// The holder `kv` read by a transaction's else branch: its lease's remaining TTL (one more
+    /// request) and whether it announces (its value is distlock's layout).
+    pub(crate) async fn holder_state(
         &self,
         client: &Client,
         holder: Option<&etcd_client::KeyValue>,

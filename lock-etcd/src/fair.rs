@@ -99,11 +99,7 @@ impl Executor {
                 announces: true,
             });
         }
-        let (holder_ttl, announces) = self.busy(&client, holder.as_ref()).await;
-        Ok(Attempt::Busy {
-            holder_ttl,
-            announces,
-        })
+        Ok(self.busy(&client, holder.as_ref(), false).await)
     }
 }
 

@@ -26,10 +26,8 @@ use crate::error::bounded;
 use crate::executor::{Executor, put_on_value, read};
 use crate::layout::{self, NOTE as MARK, is_ours_layout, lease_id, under};
 
-/// The largest note [`EtcdLock::annotate`](lock_core::backend::Lock::annotate) writes, in
-/// bytes (64 KiB, as lock-redis's): a note names a leader (a pod, an address), and every
-/// observer reads it on every change. etcd's own limit on a request is 1.5 MiB by default.
-pub const MAX_NOTE_BYTES: usize = 64 * 1024;
+// etcd's own limit on a request is 1.5 MiB by default, well above the note's.
+pub use lock_core::MAX_NOTE_BYTES;
 
 /// The note key of `name`.
 pub(crate) fn note_key(prefix: &str, name: &str) -> Vec<u8> {
@@ -54,12 +52,7 @@ impl Executor {
     /// One `Txn`: if the lock key holds the lease's token, put the note key on the grant's
     /// lease; see the module docs.
     pub(crate) async fn write_note(&self, lease: &Lease, note: &[u8]) -> Result<bool, LockError> {
-        if note.len() > MAX_NOTE_BYTES {
-            return Err(LockError::invalid(format!(
-                "the note is {} bytes; at most {MAX_NOTE_BYTES} are kept",
-                note.len()
-            )));
-        }
+        lock_core::check_note(note)?;
         // The mutex and the fair lock hold the name's lock key on the lease derived from the
         // token and the name; other kinds hold other keys (and a writer is not a "holder" of
         // the mutex to observers), as on lock-redis.

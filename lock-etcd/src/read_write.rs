@@ -88,11 +88,7 @@ impl Executor {
         self.revoke_later(&client, id);
         // Behind a writer: its TTL; behind a waiting writer only: its record's.
         let holder = read(&answer, 0).or_else(|| read(&answer, 1));
-        let (holder_ttl, _) = self.busy(&client, holder.as_ref()).await;
-        Ok(Attempt::Busy {
-            holder_ttl,
-            announces: true,
-        })
+        Ok(self.busy(&client, holder.as_ref(), true).await)
     }
 
     /// One write attempt; see the module docs.
@@ -150,11 +146,7 @@ impl Executor {
         }
         self.revoke_later(&client, id);
         let holder = read(&answer, 0).or_else(|| read(&answer, 1));
-        let (holder_ttl, _) = self.busy(&client, holder.as_ref()).await;
-        Ok(Attempt::Busy {
-            holder_ttl,
-            announces: true,
-        })
+        Ok(self.busy(&client, holder.as_ref(), true).await)
     }
 }
 

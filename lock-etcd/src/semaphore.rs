@@ -105,11 +105,7 @@ impl Executor {
             return Err(err);
         }
         let oldest = holders.iter().find(|h| parse(h.value()).is_some());
-        let (holder_ttl, _) = self.busy(&client, oldest).await;
-        Ok(Attempt::Busy {
-            holder_ttl,
-            announces: true,
-        })
+        Ok(self.busy(&client, oldest, true).await)
     }
 
     /// The permits held now of `name`.

@@ -73,45 +73,19 @@ impl Executor {
     }
 
     /// Runs one script (EVALSHA, loading it on NOSCRIPT) with a bounded wait for its reply,
-    /// replacing the connection if the failure shows it broken. `keys[0]` is the lock key.
-    /// Returns the connection it used, for a `WAIT` on the same one.
-    pub(crate) async fn run<T: FromRedisValue>(
+    /// replacing the connection if the failure shows it broken. `keys[0]` is the lock key;
+    /// `args` are text (`&str`) or any bytes (`&[u8]`, a holder's note). Returns the connection
+    /// it used, for a `WAIT` on the same one.
+    pub(crate) async fn run<T: FromRedisValue, A: AsRef<[u8]> + redis::ToRedisArgs + Sync>(
         &self,
         op: Op,
         script: &Lua,
         keys: &[&str],
-        args: &[&str],
+        args: &[A],
     ) -> Result<(T, Conn), LockError> {
-        // EVALSHA written straight into one command buffer: redis-rs's `ScriptInvocation`
-        // would first copy every key and argument into a vector of its own (an allocation
-        // each, on every lock operation).
-        let size = keys.iter().chain(args).map(|a| a.len()).sum::<usize>() + 64;
-        let mut call = redis::Cmd::with_capacity(3 + keys.len() + args.len(), size);
-        call.arg("EVALSHA")
-            .arg(script.sha1())
-            .arg(keys.len())
-            .arg(keys)
-            .arg(args);
-        self.eval(op, script, &call, keys[0]).await
-    }
-
-    /// [`Self::run`] with arguments that may be any bytes (a holder's note), not only text.
-    pub(crate) async fn run_bytes<T: FromRedisValue>(
-        &self,
-        op: Op,
-        script: &Lua,
-        keys: &[&str],
-        args: &[&[u8]],
-    ) -> Result<(T, Conn), LockError> {
-        let size = keys.iter().map(|k| k.len()).sum::<usize>()
-            + args.iter().map(|a| a.len()).sum::<usize>()
-            + 64;
-        let mut call = redis::Cmd::with_capacity(3 + keys.len() + args.len(), size);
-        call.arg("EVALSHA")
-            .arg(script.sha1())
-            .arg(keys.len())
-            .arg(keys)
-            .arg(args);
+        let arg_bytes = args.iter().map(|a| a.as_ref().len()).sum();
+        let mut call = evalsha(script, keys, args.len(), arg_bytes);
+        call.arg(args);
         self.eval(op, script, &call, keys[0]).await
     }
 
@@ -370,6 +344,20 @@ impl Executor {
     }
 }
 
+/// The start of an EVALSHA of `script` on `keys`, sized for `args` arguments of `arg_bytes`
+/// bytes in all, which the caller adds with `.arg(..)`. Written straight into one command
+/// buffer: redis-rs's `ScriptInvocation` would first copy every key and argument into a vector
+/// of its own (an allocation each, on every lock operation).
+pub(crate) fn evalsha(script: &Lua, keys: &[&str], args: usize, arg_bytes: usize) -> redis::Cmd {
+    let size = keys.iter().map(|k| k.len()).sum::<usize>() + arg_bytes + 64;
+    let mut call = redis::Cmd::with_capacity(3 + keys.len() + args, size);
+    call.arg("EVALSHA")
+        .arg(script.sha1())
+        .arg(keys.len())
+        .arg(keys);
+    call
+}
+
 /// Loads `script` and sends its EVALSHA `call` again, after a NOSCRIPT answer.
 async fn load_and_call<T: FromRedisValue>(
     conn: &mut crate::conn::Handle,
@@ -415,7 +403,7 @@ mod future_sizes {
             Duration::from_secs(1),
             None,
         );
-        let run = exec.run::<i64>(Op::Release, &RELEASE, &["k"], &["a", "b"]);
+        let run = exec.run::<i64, &str>(Op::Release, &RELEASE, &["k"], &["a", "b"]);
         assert!(size_of_val(&run) < LIMIT, "run: {}", size_of_val(&run));
         let get = redis::cmd("GET");
         let send = exec.send::<i64>(Op::Acquire, &get, "k");

@@ -10,7 +10,7 @@ use tokio::time::Instant;
 
 use super::{Grants, confirm_grant, unexpected};
 use crate::conn::Conn;
-use crate::executor::Executor;
+use crate::executor::{Executor, evalsha};
 use crate::layout::{Keys, announces, token_value};
 use crate::native;
 use crate::scripts::{ACQUIRE, EXTEND, HANDOVER};
@@ -80,18 +80,9 @@ async fn ask_fenced(
     let key = keys.key();
     let fence = keys.fence();
     let described = grants.holder.as_ref().map(|h| h.of(value));
-    let mut call = redis::Cmd::with_capacity(
-        9,
-        key.len() + fence.len() + value.len() + described.as_ref().map_or(0, String::len) + 96,
-    );
-    call.arg("EVALSHA")
-        .arg(ACQUIRE.sha1())
-        .arg(2)
-        .arg(key)
-        .arg(&fence)
-        .arg(value)
-        .arg(ttl_ms)
-        .arg(grants.fence_retention_ms);
+    let arg_bytes = value.len() + described.as_ref().map_or(0, String::len) + 40;
+    let mut call = evalsha(&ACQUIRE, &[key, &fence], 4, arg_bytes);
+    call.arg(value).arg(ttl_ms).arg(grants.fence_retention_ms);
     if let Some(described) = &described {
         call.arg(described);
     }

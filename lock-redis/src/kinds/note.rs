@@ -17,9 +17,7 @@ use crate::executor::Executor;
 use crate::layout::{Keys, token_value};
 use crate::scripts::{ANNOTATE, DESCRIBE_HOLDER};
 
-/// The largest note [`annotate`](lock_core::backend::Lock::annotate) writes, in bytes (64 KiB):
-/// a note names a leader (a pod, an address), and every observer reads it on every change.
-pub const MAX_NOTE_BYTES: usize = 64 * 1024;
+pub use lock_core::MAX_NOTE_BYTES;
 
 /// Writes `note` beside the mutex (or fair) `lease` while its token holds the key: one
 /// EVALSHA of `lua/annotate.lua`. `Ok(false)` when the lease is no longer ours, or is of
@@ -31,12 +29,7 @@ pub(crate) async fn annotate(
     lease: &Lease,
     note: &[u8],
 ) -> Result<bool, LockError> {
-    if note.len() > MAX_NOTE_BYTES {
-        return Err(LockError::invalid(format!(
-            "the note is {} bytes; at most {MAX_NOTE_BYTES} are kept",
-            note.len()
-        )));
-    }
+    lock_core::check_note(note)?;
     if !matches!(lease.kind(), Kind::Mutex | Kind::Fair { .. }) {
         return Ok(false);
     }
@@ -47,7 +40,7 @@ pub(crate) async fn annotate(
     let retention = grants.fence_retention_ms().max(1).to_string();
     let note_key = keys.note();
     let (written, _conn): (i64, _) = exec
-        .run_bytes(
+        .run(
             Op::Extend,
             &ANNOTATE,
             &[keys.key(), &note_key],
@@ -71,7 +64,7 @@ pub(crate) async fn describe(exec: &Executor, keys: &Keys) -> Result<Option<Hold
             Op::Acquire,
             &DESCRIBE_HOLDER,
             &[keys.key(), &note_key, &fence_key],
-            &[],
+            &[] as &[&str],
         )
         .await?;
     let Some(reply) = reply else {

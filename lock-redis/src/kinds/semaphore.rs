@@ -101,7 +101,12 @@ pub(crate) async fn release(
 pub(crate) async fn in_use(exec: &Executor, keys: &Keys) -> Result<u32, LockError> {
     let [holders, counts] = keys.semaphore();
     let (used, _): (i64, Conn) = exec
-        .run(Op::Acquire, &SEMAPHORE_IN_USE, &[&holders, &counts], &[])
+        .run(
+            Op::Acquire,
+            &SEMAPHORE_IN_USE,
+            &[&holders, &counts],
+            &[] as &[&str],
+        )
         .await?;
     Ok(u32::try_from(used).unwrap_or(0))
 }
