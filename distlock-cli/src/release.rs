@@ -34,15 +34,20 @@ pub(crate) async fn release(
     }
     if !json {
         let now = holder_token(target, &args.name).await?;
-        match now {
-            Some(other) => eprintln!(
-                "distlock: not released: {:?} is held with another token ({other})",
-                args.name
-            ),
-            None => eprintln!("distlock: not released: {:?} is not held", args.name),
-        }
+        explain_not_released(&args.name, now.as_deref());
     }
     Ok(ExitCode::from(FAILURE))
+}
+
+/// Says on stderr why `name` was not released: held with another token (`holder`'s), or not
+/// held at all.
+pub(crate) fn explain_not_released(name: &str, holder: Option<&str>) {
+    match holder {
+        Some(other) => {
+            eprintln!("distlock: not released: {name:?} is held with another token ({other})");
+        }
+        None => eprintln!("distlock: not released: {name:?} is not held"),
+    }
 }
 
 /// The token of whoever holds the exclusive lock `name` now, if anyone.

@@ -9,7 +9,7 @@ use super::read::describe;
 use super::{EtcdTarget, bounded};
 use crate::cli::ReleaseArgs;
 use crate::exit::{FAILURE, Failure};
-use crate::release::{confirm, refuse_without_terminal};
+use crate::release::{confirm, explain_not_released, refuse_without_terminal};
 
 /// Releases `args.name` if it is held with the given token (or, with `--force`, with the token
 /// it has now, after the operator confirms on a terminal).
@@ -72,13 +72,7 @@ pub(crate) async fn release(
                 .and_then(|kv| kv.value_str().ok().map(str::to_owned)),
             _ => None,
         });
-        match now {
-            Some(other) => eprintln!(
-                "distlock: not released: {:?} is held with another token ({other})",
-                args.name
-            ),
-            None => eprintln!("distlock: not released: {:?} is not held", args.name),
-        }
+        explain_not_released(&args.name, now.as_deref());
     }
     Ok(ExitCode::from(FAILURE))
 }
