@@ -16,6 +16,7 @@ use tokio::time::Instant;
 
 use crate::error::{BACKEND, bounded};
 use crate::executor::{Executor, put_on_value, read, revision};
+use crate::kinds::{read_write, semaphore};
 use crate::layout::{self, lease_id};
 
 /// What this backend offers: every kind (mutex, read-write, semaphore, fair), the multi-lock in one transaction, fencing tokens
@@ -169,20 +170,14 @@ impl Lock for EtcdLock {
         match kind {
             Kind::Mutex => self.try_acquire(name, token, ttl).await,
             Kind::Semaphore { permits, max } => {
-                self.inner
-                    .try_semaphore(name, (permits, max), token, ttl)
-                    .await
+                semaphore::try_acquire(&self.inner, name, (permits, max), token, ttl).await
             }
             Kind::Fair { queued } => self.inner.try_fair(name, queued, token, ttl).await,
             Kind::Read { writer_preference } => {
-                self.inner
-                    .try_read(name, writer_preference, token, ttl)
-                    .await
+                read_write::try_read(&self.inner, name, writer_preference, token, ttl).await
             }
             Kind::Write { writer_preference } => {
-                self.inner
-                    .try_write(name, writer_preference, token, ttl)
-                    .await
+                read_write::try_write(&self.inner, name, writer_preference, token, ttl).await
             }
             other => Err(LockError::Unsupported {
                 backend: BACKEND,
@@ -192,7 +187,7 @@ impl Lock for EtcdLock {
     }
 
     async fn permits_in_use(&self, name: &str) -> Result<u32, LockError> {
-        self.inner.semaphore_in_use(name).await
+        semaphore::in_use(&self.inner, name).await
     }
 
     async fn try_acquire_all(

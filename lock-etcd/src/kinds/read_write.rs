@@ -43,111 +43,109 @@ fn first_under(mark: &[u8], prefix: &str, name: &str) -> TxnOp {
     TxnOp::get(start, Some(GetOptions::new().with_range(end).with_limit(1)))
 }
 
-impl Executor {
-    /// One read attempt; see the module docs.
-    pub(crate) async fn try_read(
-        &self,
-        name: &str,
-        writer_preference: bool,
-        token: Token,
-        ttl: Duration,
-    ) -> Result<Attempt, LockError> {
-        let started = Instant::now();
-        let client = self.client().await?;
-        let id = lease_id(&token, name);
-        self.grant(&client, Op::Acquire, id, ttl).await?;
-        let prefix = self.prefix();
-        let lock_key = self.key(name);
-        let mut when = vec![Compare::create_revision(
-            lock_key.clone(),
-            CompareOp::Equal,
-            0,
-        )];
-        if writer_preference {
-            when.push(none_under(WAITING, prefix, name));
-        }
-        let txn = Txn::new()
-            .when(when)
-            .and_then([
-                put_on_value(reader_key(prefix, name, &token), value(&token), id),
-                TxnOp::get(under(FENCE, prefix, name), None),
-            ])
-            .or_else([
-                TxnOp::get(lock_key, None),
-                first_under(WAITING, prefix, name),
-            ]);
-        let answer = self.txn(&client, Op::Acquire, txn).await?;
-        if answer.succeeded() {
-            let fencing = read(&answer, 1)
-                .and_then(|kv| u64::try_from(kv.mod_revision()).ok())
-                .unwrap_or(0);
-            let lease = Lease::new(name, token, fencing, valid_until(started, ttl))
-                .with_kind(Kind::Read { writer_preference });
-            return Ok(Attempt::Acquired(lease));
-        }
-        self.revoke_later(&client, id);
-        // Behind a writer: its TTL; behind a waiting writer only: its record's.
-        let holder = read(&answer, 0).or_else(|| read(&answer, 1));
-        Ok(self.busy(&client, holder.as_ref(), true).await)
+/// One read attempt; see the module docs.
+pub(crate) async fn try_read(
+    exec: &Executor,
+    name: &str,
+    writer_preference: bool,
+    token: Token,
+    ttl: Duration,
+) -> Result<Attempt, LockError> {
+    let started = Instant::now();
+    let client = exec.client().await?;
+    let id = lease_id(&token, name);
+    exec.grant(&client, Op::Acquire, id, ttl).await?;
+    let prefix = exec.prefix();
+    let lock_key = exec.key(name);
+    let mut when = vec![Compare::create_revision(
+        lock_key.clone(),
+        CompareOp::Equal,
+        0,
+    )];
+    if writer_preference {
+        when.push(none_under(WAITING, prefix, name));
     }
+    let txn = Txn::new()
+        .when(when)
+        .and_then([
+            put_on_value(reader_key(prefix, name, &token), value(&token), id),
+            TxnOp::get(under(FENCE, prefix, name), None),
+        ])
+        .or_else([
+            TxnOp::get(lock_key, None),
+            first_under(WAITING, prefix, name),
+        ]);
+    let answer = exec.txn(&client, Op::Acquire, txn).await?;
+    if answer.succeeded() {
+        let fencing = read(&answer, 1)
+            .and_then(|kv| u64::try_from(kv.mod_revision()).ok())
+            .unwrap_or(0);
+        let lease = Lease::new(name, token, fencing, valid_until(started, ttl))
+            .with_kind(Kind::Read { writer_preference });
+        return Ok(Attempt::Acquired(lease));
+    }
+    exec.revoke_later(&client, id);
+    // Behind a writer: its TTL; behind a waiting writer only: its record's.
+    let holder = read(&answer, 0).or_else(|| read(&answer, 1));
+    Ok(exec.busy(&client, holder.as_ref(), true).await)
+}
 
-    /// One write attempt; see the module docs.
-    pub(crate) async fn try_write(
-        &self,
-        name: &str,
-        writer_preference: bool,
-        token: Token,
-        ttl: Duration,
-    ) -> Result<Attempt, LockError> {
-        let started = Instant::now();
-        let client = self.client().await?;
-        let id = lease_id(&token, name);
-        let wid = waiting_lease(&token, name);
-        let prefix = self.prefix();
-        let waiting = waiting_key(prefix, name, &token);
-        if writer_preference {
-            let (lock_lease, record_lease) = tokio::join!(
-                self.grant(&client, Op::Acquire, id, ttl),
-                self.keep_or_grant(wid, ttl),
-            );
-            lock_lease?;
-            record_lease?;
-        } else {
-            self.grant(&client, Op::Acquire, id, ttl).await?;
-        }
-        let lock_key = self.key(name);
-        let mut otherwise = vec![
-            TxnOp::get(lock_key.clone(), None),
-            first_under(READERS, prefix, name),
-        ];
-        if writer_preference {
-            otherwise.push(put_on_value(waiting.clone(), value(&token), wid));
-        }
-        let txn = Txn::new()
-            .when([
-                Compare::create_revision(lock_key.clone(), CompareOp::Equal, 0),
-                none_under(READERS, prefix, name),
-            ])
-            .and_then([
-                put_on_value(lock_key, value(&token), id),
-                TxnOp::put(under(FENCE, prefix, name), Vec::new(), None),
-                TxnOp::delete(waiting, None),
-            ])
-            .or_else(otherwise);
-        let answer = self.txn(&client, Op::Acquire, txn).await?;
-        if answer.succeeded() {
-            if writer_preference {
-                self.revoke_later(&client, wid);
-            }
-            let fencing = revision(Op::Acquire, &answer)?;
-            let lease = Lease::new(name, token, fencing, valid_until(started, ttl))
-                .with_kind(Kind::Write { writer_preference });
-            return Ok(Attempt::Acquired(lease));
-        }
-        self.revoke_later(&client, id);
-        let holder = read(&answer, 0).or_else(|| read(&answer, 1));
-        Ok(self.busy(&client, holder.as_ref(), true).await)
+/// One write attempt; see the module docs.
+pub(crate) async fn try_write(
+    exec: &Executor,
+    name: &str,
+    writer_preference: bool,
+    token: Token,
+    ttl: Duration,
+) -> Result<Attempt, LockError> {
+    let started = Instant::now();
+    let client = exec.client().await?;
+    let id = lease_id(&token, name);
+    let wid = waiting_lease(&token, name);
+    let prefix = exec.prefix();
+    let waiting = waiting_key(prefix, name, &token);
+    if writer_preference {
+        let (lock_lease, record_lease) = tokio::join!(
+            exec.grant(&client, Op::Acquire, id, ttl),
+            exec.keep_or_grant(wid, ttl),
+        );
+        lock_lease?;
+        record_lease?;
+    } else {
+        exec.grant(&client, Op::Acquire, id, ttl).await?;
     }
+    let lock_key = exec.key(name);
+    let mut otherwise = vec![
+        TxnOp::get(lock_key.clone(), None),
+        first_under(READERS, prefix, name),
+    ];
+    if writer_preference {
+        otherwise.push(put_on_value(waiting.clone(), value(&token), wid));
+    }
+    let txn = Txn::new()
+        .when([
+            Compare::create_revision(lock_key.clone(), CompareOp::Equal, 0),
+            none_under(READERS, prefix, name),
+        ])
+        .and_then([
+            put_on_value(lock_key, value(&token), id),
+            TxnOp::put(under(FENCE, prefix, name), Vec::new(), None),
+            TxnOp::delete(waiting, None),
+        ])
+        .or_else(otherwise);
+    let answer = exec.txn(&client, Op::Acquire, txn).await?;
+    if answer.succeeded() {
+        if writer_preference {
+            exec.revoke_later(&client, wid);
+        }
+        let fencing = revision(Op::Acquire, &answer)?;
+        let lease = Lease::new(name, token, fencing, valid_until(started, ttl))
+            .with_kind(Kind::Write { writer_preference });
+        return Ok(Attempt::Acquired(lease));
+    }
+    exec.revoke_later(&client, id);
+    let holder = read(&answer, 0).or_else(|| read(&answer, 1));
+    Ok(exec.busy(&client, holder.as_ref(), true).await)
 }
 
 #[cfg(test)]

@@ -44,91 +44,89 @@ fn read_all(prefix: &str, name: &str) -> TxnOp {
     TxnOp::get(start, Some(options))
 }
 
-impl Executor {
-    /// One attempt at `permits` of `max` of `name`; see the module docs.
-    pub(crate) async fn try_semaphore(
-        &self,
-        name: &str,
-        (permits, max): (u32, u32),
-        token: Token,
-        ttl: Duration,
-    ) -> Result<Attempt, LockError> {
-        let started = Instant::now();
-        let client = self.client().await?;
-        let id = lease_id(&token, name);
-        self.grant(&client, Op::Acquire, id, ttl).await?;
-        let key = holder_key(self.prefix(), name, &token);
-        let txn = Txn::new().and_then([
-            put_on_value(key.clone(), holder_value(&token, permits, max), id),
-            read_all(self.prefix(), name),
-        ]);
-        let answer = self.txn(&client, Op::Acquire, txn).await?;
-        let holders = match answer.op_responses().into_iter().nth(1) {
-            Some(TxnOpResponse::Get(get)) => get.kvs().to_vec(),
-            _ => Vec::new(),
+/// One attempt at `permits` of `max` of `name`; see the module docs.
+pub(crate) async fn try_acquire(
+    exec: &Executor,
+    name: &str,
+    (permits, max): (u32, u32),
+    token: Token,
+    ttl: Duration,
+) -> Result<Attempt, LockError> {
+    let started = Instant::now();
+    let client = exec.client().await?;
+    let id = lease_id(&token, name);
+    exec.grant(&client, Op::Acquire, id, ttl).await?;
+    let key = holder_key(exec.prefix(), name, &token);
+    let txn = Txn::new().and_then([
+        put_on_value(key.clone(), holder_value(&token, permits, max), id),
+        read_all(exec.prefix(), name),
+    ]);
+    let answer = exec.txn(&client, Op::Acquire, txn).await?;
+    let holders = match answer.op_responses().into_iter().nth(1) {
+        Some(TxnOpResponse::Get(get)) => get.kvs().to_vec(),
+        _ => Vec::new(),
+    };
+    let mut before = 0_u64;
+    let mut verdict = None;
+    for holder in &holders {
+        let Some((their_permits, their_max)) = parse(holder.value()) else {
+            continue;
         };
-        let mut before = 0_u64;
-        let mut verdict = None;
-        for holder in &holders {
-            let Some((their_permits, their_max)) = parse(holder.value()) else {
-                continue;
-            };
-            if their_max != max {
-                verdict = Some(Err(LockError::PermitsMismatch {
-                    name: name.to_owned(),
-                    max,
-                    held_max: their_max,
-                }));
-                break;
-            }
-            if holder.key() == key.as_slice() {
-                let fits = before + u64::from(permits) <= u64::from(max);
-                verdict = Some(Ok(fits));
-                break;
-            }
-            before += u64::from(their_permits);
+        if their_max != max {
+            verdict = Some(Err(LockError::PermitsMismatch {
+                name: name.to_owned(),
+                max,
+                held_max: their_max,
+            }));
+            break;
         }
-        if let Some(Ok(true)) = verdict {
-            let lease = Lease::new(name, token, 0, valid_until(started, ttl))
-                .with_kind(Kind::Semaphore { permits, max });
-            return Ok(Attempt::Acquired(lease));
+        if holder.key() == key.as_slice() {
+            let fits = before + u64::from(permits) <= u64::from(max);
+            verdict = Some(Ok(fits));
+            break;
         }
-        // Busy or refused: take the key back now (its lease would end it too).
-        let mut kv = client.kv_client();
-        let _ = tokio::time::timeout(
-            self.command_timeout(),
-            kv.delete(key, None::<DeleteOptions>),
-        )
-        .await;
-        self.revoke_later(&client, id);
-        if let Some(Err(err)) = verdict {
-            return Err(err);
-        }
-        let oldest = holders.iter().find(|h| parse(h.value()).is_some());
-        Ok(self.busy(&client, oldest, true).await)
+        before += u64::from(their_permits);
     }
+    if let Some(Ok(true)) = verdict {
+        let lease = Lease::new(name, token, 0, valid_until(started, ttl))
+            .with_kind(Kind::Semaphore { permits, max });
+        return Ok(Attempt::Acquired(lease));
+    }
+    // Busy or refused: take the key back now (its lease would end it too).
+    let mut kv = client.kv_client();
+    let _ = tokio::time::timeout(
+        exec.command_timeout(),
+        kv.delete(key, None::<DeleteOptions>),
+    )
+    .await;
+    exec.revoke_later(&client, id);
+    if let Some(Err(err)) = verdict {
+        return Err(err);
+    }
+    let oldest = holders.iter().find(|h| parse(h.value()).is_some());
+    Ok(exec.busy(&client, oldest, true).await)
+}
 
-    /// The permits held now of `name`.
-    pub(crate) async fn semaphore_in_use(&self, name: &str) -> Result<u32, LockError> {
-        let client = self.client().await?;
-        let answer = self
-            .txn(
-                &client,
-                Op::Acquire,
-                Txn::new().and_then([read_all(self.prefix(), name)]),
-            )
-            .await?;
-        let Some(TxnOpResponse::Get(get)) = answer.op_responses().into_iter().next() else {
-            return Ok(0);
-        };
-        let held: u64 = get
-            .kvs()
-            .iter()
-            .filter_map(|kv| parse(kv.value()))
-            .map(|(permits, _)| u64::from(permits))
-            .sum();
-        Ok(u32::try_from(held).unwrap_or(u32::MAX))
-    }
+/// The permits held now of `name`.
+pub(crate) async fn in_use(exec: &Executor, name: &str) -> Result<u32, LockError> {
+    let client = exec.client().await?;
+    let answer = exec
+        .txn(
+            &client,
+            Op::Acquire,
+            Txn::new().and_then([read_all(exec.prefix(), name)]),
+        )
+        .await?;
+    let Some(TxnOpResponse::Get(get)) = answer.op_responses().into_iter().next() else {
+        return Ok(0);
+    };
+    let held: u64 = get
+        .kvs()
+        .iter()
+        .filter_map(|kv| parse(kv.value()))
+        .map(|(permits, _)| u64::from(permits))
+        .sum();
+    Ok(u32::try_from(held).unwrap_or(u32::MAX))
 }
 
 #[cfg(test)]
