@@ -16,13 +16,13 @@ use tokio::time::Instant;
 
 use crate::error::{BACKEND, bounded};
 use crate::executor::{Executor, put_on_value, read, revision};
-use crate::kinds::{read_write, semaphore};
+use crate::kinds::{fair, note, read_write, semaphore};
 use crate::layout::{self, lease_id};
 
 /// What this backend offers: every kind (mutex, read-write, semaphore, fair), the multi-lock in one transaction, fencing tokens
 /// that are etcd revisions (one counter for the whole cluster, kept through restarts and
 /// leader changes), releases announced through a watch, and holder descriptions (a note
-/// beside the grant, on its lease; `note.rs`).
+/// beside the grant, on its lease; `kinds/note.rs`).
 const CAPABILITIES: Capabilities = Capabilities::MUTEX
     .with_semaphore()
     .with_fair()
@@ -172,7 +172,7 @@ impl Lock for EtcdLock {
             Kind::Semaphore { permits, max } => {
                 semaphore::try_acquire(&self.inner, name, (permits, max), token, ttl).await
             }
-            Kind::Fair { queued } => self.inner.try_fair(name, queued, token, ttl).await,
+            Kind::Fair { queued } => fair::try_acquire(&self.inner, name, queued, token, ttl).await,
             Kind::Read { writer_preference } => {
                 read_write::try_read(&self.inner, name, writer_preference, token, ttl).await
             }
@@ -409,7 +409,7 @@ impl Lock for EtcdLock {
     /// # Cancel safety
     /// Cancel safe: it changes nothing.
     async fn describe_holder(&self, name: &str) -> Result<Option<Holder>, LockError> {
-        self.inner.read_holder(name).await
+        note::describe(&self.inner, name).await
     }
 
     /// One `Txn`: if the lock key holds the lease's token, put the note key (the grant's
@@ -426,7 +426,7 @@ impl Lock for EtcdLock {
     /// # Cancel safety
     /// Cancel safe: dropped, the note is written or not.
     async fn annotate(&self, lease: &Lease, note: &[u8]) -> Result<bool, LockError> {
-        self.inner.write_note(lease, note).await
+        note::annotate(&self.inner, lease, note).await
     }
 
     async fn ping(&self) -> Result<(), LockError> {

@@ -180,6 +180,11 @@ pub(crate) fn waiting_lease(token: &Token, name: &str) -> i64 {
     lease_id(token, &format!("\0rww/{name}"))
 }
 
+/// The note key of `name` (the holder description beside its grant, `kinds/note.rs`).
+pub(crate) fn note_key(prefix: &str, name: &str) -> Vec<u8> {
+    under(NOTE, prefix, name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,6 +206,12 @@ mod tests {
         assert_ne!(ids[0], ids[1]);
         assert_ne!(ids[0], ids[2]);
         assert_eq!(lease_id(&a, "x"), ids[0], "derived, so the same every time");
+    }
+
+    #[test]
+    fn note_keys_never_share_a_range_with_other_names() {
+        assert_ne!(note_key("p/", "a"), note_key("p/", "a/b"));
+        assert!(note_key("p/", "a").starts_with(b"p/\0note/1:a/"));
     }
 
     #[test]

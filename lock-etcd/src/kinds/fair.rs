@@ -24,83 +24,81 @@ use crate::layout::{FAIR as MARK, entry_key, entry_lease, lease_id, range_end, u
 /// to take it; its grant is not announced, its release is).
 const NOT_HEAD_RETRY: Duration = Duration::from_millis(100);
 
-impl Executor {
-    /// One attempt at the fair lock of `name`; see the module docs.
-    pub(crate) async fn try_fair(
-        &self,
-        name: &str,
-        queued: bool,
-        token: Token,
-        ttl: Duration,
-    ) -> Result<Attempt, LockError> {
-        let started = Instant::now();
-        let client = self.client().await?;
-        let lock_key = self.key(name);
-        let id = lease_id(&token, name);
-        let start = under(MARK, self.prefix(), name);
-        let end = range_end(&start);
-        let kind = Kind::Fair { queued };
-        let (head, took) = if queued {
-            let entry = entry_key(self.prefix(), name, &token);
-            let qid = entry_lease(&token, name);
-            let (lock_lease, entry_lease) = tokio::join!(
-                self.grant(&client, Op::Acquire, id, ttl),
-                self.keep_or_grant(qid, fair_entry_ttl(ttl)),
-            );
-            lock_lease?;
-            entry_lease?;
-            let place = Txn::new().and_then([
-                TxnOp::txn(
-                    Txn::new()
-                        .when([Compare::create_revision(entry.clone(), CompareOp::Equal, 0)])
-                        .and_then([put_on_value(entry.clone(), value(&token), qid)]),
-                ),
-                TxnOp::get(entry.clone(), None),
-            ]);
-            let placed = self.txn(&client, Op::Acquire, place).await?;
-            let mine = read(&placed, 1)
-                .map(|kv| kv.create_revision())
-                .ok_or_else(|| crate::error::malformed(Op::Acquire, "the queue entry"))?;
-            (
-                Compare::create_revision(start, CompareOp::Greater, mine - 1).with_range(end),
-                vec![TxnOp::delete(entry, None)],
-            )
-        } else {
-            self.grant(&client, Op::Acquire, id, ttl).await?;
-            (
-                Compare::version(start, CompareOp::Equal, 0).with_range(end),
-                Vec::new(),
-            )
-        };
-        let mut then = vec![put_on_value(lock_key.clone(), value(&token), id)];
-        then.extend(took);
-        let txn = Txn::new()
-            .when([
-                Compare::create_revision(lock_key.clone(), CompareOp::Equal, 0),
-                head,
-            ])
-            .and_then(then)
-            .or_else([TxnOp::get(lock_key, None)]);
-        let answer = self.txn(&client, Op::Acquire, txn).await?;
-        if answer.succeeded() {
-            if queued {
-                self.revoke_later(&client, entry_lease(&token, name));
-            }
-            let fencing = revision(Op::Acquire, &answer)?;
-            let lease = Lease::new(name, token, fencing, valid_until(started, ttl)).with_kind(kind);
-            return Ok(Attempt::Acquired(lease));
+/// One attempt at the fair lock of `name`; see the module docs.
+pub(crate) async fn try_acquire(
+    exec: &Executor,
+    name: &str,
+    queued: bool,
+    token: Token,
+    ttl: Duration,
+) -> Result<Attempt, LockError> {
+    let started = Instant::now();
+    let client = exec.client().await?;
+    let lock_key = exec.key(name);
+    let id = lease_id(&token, name);
+    let start = under(MARK, exec.prefix(), name);
+    let end = range_end(&start);
+    let kind = Kind::Fair { queued };
+    let (head, took) = if queued {
+        let entry = entry_key(exec.prefix(), name, &token);
+        let qid = entry_lease(&token, name);
+        let (lock_lease, entry_lease) = tokio::join!(
+            exec.grant(&client, Op::Acquire, id, ttl),
+            exec.keep_or_grant(qid, fair_entry_ttl(ttl)),
+        );
+        lock_lease?;
+        entry_lease?;
+        let place = Txn::new().and_then([
+            TxnOp::txn(
+                Txn::new()
+                    .when([Compare::create_revision(entry.clone(), CompareOp::Equal, 0)])
+                    .and_then([put_on_value(entry.clone(), value(&token), qid)]),
+            ),
+            TxnOp::get(entry.clone(), None),
+        ]);
+        let placed = exec.txn(&client, Op::Acquire, place).await?;
+        let mine = read(&placed, 1)
+            .map(|kv| kv.create_revision())
+            .ok_or_else(|| crate::error::malformed(Op::Acquire, "the queue entry"))?;
+        (
+            Compare::create_revision(start, CompareOp::Greater, mine - 1).with_range(end),
+            vec![TxnOp::delete(entry, None)],
+        )
+    } else {
+        exec.grant(&client, Op::Acquire, id, ttl).await?;
+        (
+            Compare::version(start, CompareOp::Equal, 0).with_range(end),
+            Vec::new(),
+        )
+    };
+    let mut then = vec![put_on_value(lock_key.clone(), value(&token), id)];
+    then.extend(took);
+    let txn = Txn::new()
+        .when([
+            Compare::create_revision(lock_key.clone(), CompareOp::Equal, 0),
+            head,
+        ])
+        .and_then(then)
+        .or_else([TxnOp::get(lock_key, None)]);
+    let answer = exec.txn(&client, Op::Acquire, txn).await?;
+    if answer.succeeded() {
+        if queued {
+            exec.revoke_later(&client, entry_lease(&token, name));
         }
-        self.revoke_later(&client, id);
-        let holder = read(&answer, 0);
-        if holder.is_none() {
-            // Free, but another waiter is ahead.
-            return Ok(Attempt::Busy {
-                holder_ttl: Some(NOT_HEAD_RETRY),
-                announces: true,
-            });
-        }
-        Ok(self.busy(&client, holder.as_ref(), false).await)
+        let fencing = revision(Op::Acquire, &answer)?;
+        let lease = Lease::new(name, token, fencing, valid_until(started, ttl)).with_kind(kind);
+        return Ok(Attempt::Acquired(lease));
     }
+    exec.revoke_later(&client, id);
+    let holder = read(&answer, 0);
+    if holder.is_none() {
+        // Free, but another waiter is ahead.
+        return Ok(Attempt::Busy {
+            holder_ttl: Some(NOT_HEAD_RETRY),
+            announces: true,
+        });
+    }
+    Ok(exec.busy(&client, holder.as_ref(), false).await)
 }
 
 #[cfg(test)]

@@ -24,15 +24,10 @@ use lock_core::{Kind, Lease, LockError, Op, TimeoutPhase};
 
 use crate::error::bounded;
 use crate::executor::{Executor, put_on_value, read};
-use crate::layout::{self, NOTE as MARK, is_ours_layout, lease_id, under};
+use crate::layout::{self, is_ours_layout, lease_id, note_key};
 
 // etcd's own limit on a request is 1.5 MiB by default, well above the note's.
 pub use lock_core::MAX_NOTE_BYTES;
-
-/// The note key of `name`.
-pub(crate) fn note_key(prefix: &str, name: &str) -> Vec<u8> {
-    under(MARK, prefix, name)
-}
 
 /// What the note key holds: the grant's stored value, a newline, the note.
 fn note_value(stored: &[u8], note: &[u8]) -> Vec<u8> {
@@ -48,89 +43,91 @@ fn note_of<'v>(written: &'v [u8], stored: &[u8]) -> Option<&'v [u8]> {
     written.strip_prefix(stored)?.strip_prefix(b"\n")
 }
 
-impl Executor {
-    /// One `Txn`: if the lock key holds the lease's token, put the note key on the grant's
-    /// lease; see the module docs.
-    pub(crate) async fn write_note(&self, lease: &Lease, note: &[u8]) -> Result<bool, LockError> {
-        lock_core::check_note(note)?;
-        // The mutex and the fair lock hold the name's lock key on the lease derived from the
-        // token and the name; other kinds hold other keys (and a writer is not a "holder" of
-        // the mutex to observers), as on lock-redis.
-        if !matches!(lease.kind(), Kind::Mutex | Kind::Fair { .. }) {
-            return Ok(false);
-        }
-        let client = self.client().await?;
-        let stored = layout::value(lease.token());
-        let id = lease_id(lease.token(), lease.name());
-        let txn = Txn::new()
-            .when([Compare::value(
-                self.key(lease.name()),
-                CompareOp::Equal,
-                stored.clone(),
-            )])
-            .and_then([put_on_value(
-                note_key(self.prefix(), lease.name()),
-                note_value(&stored, note),
-                id,
-            )]);
-        Ok(self.txn(&client, Op::Extend, txn).await?.succeeded())
+/// One `Txn`: if the lock key holds the lease's token, put the note key on the grant's
+/// lease; see the module docs.
+pub(crate) async fn annotate(
+    exec: &Executor,
+    lease: &Lease,
+    note: &[u8],
+) -> Result<bool, LockError> {
+    lock_core::check_note(note)?;
+    // The mutex and the fair lock hold the name's lock key on the lease derived from the
+    // token and the name; other kinds hold other keys (and a writer is not a "holder" of
+    // the mutex to observers), as on lock-redis.
+    if !matches!(lease.kind(), Kind::Mutex | Kind::Fair { .. }) {
+        return Ok(false);
     }
+    let client = exec.client().await?;
+    let stored = layout::value(lease.token());
+    let id = lease_id(lease.token(), lease.name());
+    let txn = Txn::new()
+        .when([Compare::value(
+            exec.key(lease.name()),
+            CompareOp::Equal,
+            stored.clone(),
+        )])
+        .and_then([put_on_value(
+            note_key(exec.prefix(), lease.name()),
+            note_value(&stored, note),
+            id,
+        )]);
+    Ok(exec.txn(&client, Op::Extend, txn).await?.succeeded())
+}
 
-    /// One `Txn` reading the lock key and the note key together, then, for a leased holder,
-    /// `LeaseTimeToLive`; see the module docs.
-    pub(crate) async fn read_holder(&self, name: &str) -> Result<Option<Holder>, LockError> {
-        let client = self.client().await?;
-        let txn = Txn::new().and_then([
-            TxnOp::get(self.key(name), None),
-            TxnOp::get(note_key(self.prefix(), name), None),
-        ]);
-        let answer = self.txn(&client, Op::Acquire, txn).await?;
-        let Some(holder) = read(&answer, 0) else {
-            return Ok(None);
-        };
-        // A holder written by another client has no distlock grant, so no term: 0, as on
-        // lock-redis. A distlock grant's term is the revision that wrote its value.
-        let fencing_token = if is_ours_layout(holder.value()) {
-            u64::try_from(holder.mod_revision()).unwrap_or(0)
-        } else {
-            0
-        };
-        let ttl = self.lease_left(&client, holder.lease()).await?;
-        let described = Holder::new(fencing_token, ttl);
-        Ok(Some(
-            match read(&answer, 1)
-                .as_ref()
-                .and_then(|kv| note_of(kv.value(), holder.value()))
-            {
-                Some(note) if fencing_token > 0 => described.with_note(note.to_vec()),
-                _ => described,
-            },
-        ))
-    }
+/// One `Txn` reading the lock key and the note key together, then, for a leased holder,
+/// `LeaseTimeToLive`; see the module docs.
+pub(crate) async fn describe(exec: &Executor, name: &str) -> Result<Option<Holder>, LockError> {
+    let client = exec.client().await?;
+    let txn = Txn::new().and_then([
+        TxnOp::get(exec.key(name), None),
+        TxnOp::get(note_key(exec.prefix(), name), None),
+    ]);
+    let answer = exec.txn(&client, Op::Acquire, txn).await?;
+    let Some(holder) = read(&answer, 0) else {
+        return Ok(None);
+    };
+    // A holder written by another client has no distlock grant, so no term: 0, as on
+    // lock-redis. A distlock grant's term is the revision that wrote its value.
+    let fencing_token = if is_ours_layout(holder.value()) {
+        u64::try_from(holder.mod_revision()).unwrap_or(0)
+    } else {
+        0
+    };
+    let ttl = lease_left(exec, &client, holder.lease()).await?;
+    let described = Holder::new(fencing_token, ttl);
+    Ok(Some(
+        match read(&answer, 1)
+            .as_ref()
+            .and_then(|kv| note_of(kv.value(), holder.value()))
+        {
+            Some(note) if fencing_token > 0 => described.with_note(note.to_vec()),
+            _ => described,
+        },
+    ))
+}
 
-    /// What lease `id` has left, in etcd's whole seconds: `None` for a key without a lease
-    /// (it never expires), zero for a lease that ran out since the key was read.
-    async fn lease_left(
-        &self,
-        client: &etcd_client::Client,
-        id: i64,
-    ) -> Result<Option<Duration>, LockError> {
-        if id == 0 {
-            return Ok(None);
-        }
-        let mut leases = client.lease_client();
-        let answer = bounded(
-            Op::Acquire,
-            TimeoutPhase::Command,
-            self.command_timeout(),
-            leases.time_to_live(id, None),
-        )
-        .await?;
-        // etcd answers -1 for a lease that is gone.
-        Ok(Some(Duration::from_secs(
-            u64::try_from(answer.ttl()).unwrap_or(0),
-        )))
+/// What lease `id` has left, in etcd's whole seconds: `None` for a key without a lease
+/// (it never expires), zero for a lease that ran out since the key was read.
+async fn lease_left(
+    exec: &Executor,
+    client: &etcd_client::Client,
+    id: i64,
+) -> Result<Option<Duration>, LockError> {
+    if id == 0 {
+        return Ok(None);
     }
+    let mut leases = client.lease_client();
+    let answer = bounded(
+        Op::Acquire,
+        TimeoutPhase::Command,
+        exec.command_timeout(),
+        leases.time_to_live(id, None),
+    )
+    .await?;
+    // etcd answers -1 for a lease that is gone.
+    Ok(Some(Duration::from_secs(
+        u64::try_from(answer.ttl()).unwrap_or(0),
+    )))
 }
 
 #[cfg(test)]
@@ -150,11 +147,5 @@ mod tests {
         assert_eq!(note_of(&written, &b), None);
         assert_eq!(note_of(&note_value(&a, b""), &a), Some(&b""[..]));
         assert_eq!(note_of(&a, &a), None, "no separator: not a note");
-    }
-
-    #[test]
-    fn note_keys_never_share_a_range_with_other_names() {
-        assert_ne!(note_key("p/", "a"), note_key("p/", "a/b"));
-        assert!(note_key("p/", "a").starts_with(b"p/\0note/1:a/"));
     }
 }
