@@ -1,23 +1,22 @@
-//! [`EtcdLock`]: the type and the `impl Lock` that picks the kind (the requests are the
-//! executor's, the kinds its methods).
+//! [`EtcdLock`]: the type and its one `impl Lock`, which picks the kind (the kinds are the
+//! functions of `kinds/`, over the executor, which sends the requests).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use etcd_client::{Client, Compare, CompareOp, GetOptions, Txn, TxnOp};
-use futures::future::join_all;
+use etcd_client::{Client, GetOptions};
 use lock_core::backend::{
     Attempt, Capabilities, Fencing, Handover, Holder, Lock, MultiAttempt, MultiLock, ReleaseWatch,
     TokenScale,
 };
-use lock_core::{Kind, Lease, LockError, Op, TimeoutPhase, Token, valid_until};
+use lock_core::{Kind, Lease, LockError, Op, TimeoutPhase, Token};
 use tokio::time::Instant;
 
 use crate::error::{BACKEND, bounded};
-use crate::executor::{Executor, put_on_value, read, revision};
-use crate::kinds::{fair, note, read_write, semaphore};
-use crate::layout::{self, lease_id};
+use crate::executor::Executor;
+use crate::kinds::{fair, multi, mutex, note, read_write, semaphore};
+use crate::layout;
 
 /// What this backend offers: every kind (mutex, read-write, semaphore, fair), the multi-lock in one transaction, fencing tokens
 /// that are etcd revisions (one counter for the whole cluster, kept through restarts and
@@ -100,25 +99,6 @@ impl EtcdLock {
     pub async fn client(&self) -> Result<Client, LockError> {
         self.inner.client().await
     }
-
-    /// The key and the value a lease holds, by its kind.
-    fn held(&self, lease: &Lease) -> (Vec<u8>, Vec<u8>) {
-        match lease.kind() {
-            Kind::Semaphore { permits, max } => (
-                layout::holder_key(self.prefix(), lease.name(), lease.token()),
-                layout::holder_value(lease.token(), permits, max),
-            ),
-            Kind::Read { .. } => (
-                layout::reader_key(self.prefix(), lease.name(), lease.token()),
-                layout::value(lease.token()),
-            ),
-            _ => (self.key(lease.name()), layout::value(lease.token())),
-        }
-    }
-}
-
-fn put_on(key: Vec<u8>, token: &Token, lease: i64) -> TxnOp {
-    put_on_value(key, layout::value(token), lease)
 }
 
 #[async_trait]
@@ -134,29 +114,7 @@ impl Lock for EtcdLock {
         ttl: Duration,
     ) -> Result<Attempt, LockError> {
         layout::check_name(name)?;
-        let started = Instant::now();
-        let client = self.client().await?;
-        let (key, id) = (self.key(name), lease_id(&token, name));
-        self.inner.grant(&client, Op::Acquire, id, ttl).await?;
-        let txn = Txn::new()
-            .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-            .and_then([put_on(key.clone(), &token, id)])
-            .or_else([TxnOp::get(key, None)]);
-        let answer = self.inner.txn(&client, Op::Acquire, txn).await?;
-        if answer.succeeded() {
-            let fencing = revision(Op::Acquire, &answer)?;
-            return Ok(Attempt::Acquired(Lease::new(
-                name,
-                token,
-                fencing,
-                valid_until(started, ttl),
-            )));
-        }
-        self.inner.revoke_later(&client, id);
-        Ok(self
-            .inner
-            .busy(&client, read(&answer, 0).as_ref(), false)
-            .await)
+        mutex::try_acquire(&self.inner, name, token, ttl).await
     }
 
     async fn try_acquire_kind(
@@ -199,149 +157,23 @@ impl Lock for EtcdLock {
         for name in names {
             layout::check_name(name)?;
         }
-        let started = Instant::now();
-        let client = self.client().await?;
-        let ids: Vec<i64> = names.iter().map(|n| lease_id(&token, n)).collect();
-        let granted = join_all(
-            ids.iter()
-                .map(|id| self.inner.grant(&client, Op::Acquire, *id, ttl)),
-        )
-        .await;
-        if let Some(Err(err)) = granted.into_iter().find(Result::is_err) {
-            for id in &ids {
-                self.inner.revoke_later(&client, *id);
-            }
-            return Err(err);
-        }
-        let keys: Vec<Vec<u8>> = names.iter().map(|n| self.key(n)).collect();
-        let txn = Txn::new()
-            .when(
-                keys.iter()
-                    .map(|k| Compare::create_revision(k.clone(), CompareOp::Equal, 0))
-                    .collect::<Vec<_>>(),
-            )
-            .and_then(
-                keys.iter()
-                    .zip(&ids)
-                    .map(|(k, id)| put_on(k.clone(), &token, *id))
-                    .collect::<Vec<_>>(),
-            )
-            .or_else(
-                keys.iter()
-                    .map(|k| TxnOp::get(k.clone(), Some(GetOptions::new())))
-                    .collect::<Vec<_>>(),
-            );
-        let answer = self.inner.txn(&client, Op::Acquire, txn).await?;
-        if answer.succeeded() {
-            let fencing = revision(Op::Acquire, &answer)?;
-            let until = valid_until(started, ttl);
-            return Ok(MultiAttempt::Acquired(
-                names
-                    .iter()
-                    .map(|n| Lease::new(Arc::clone(n), token, fencing, until))
-                    .collect(),
-            ));
-        }
-        for id in &ids {
-            self.inner.revoke_later(&client, *id);
-        }
-        let index = (0..names.len())
-            .find(|i| read(&answer, *i).is_some())
-            .unwrap_or(0);
-        let (holder_ttl, announces) = self
-            .inner
-            .holder_state(&client, read(&answer, index).as_ref())
-            .await;
-        Ok(MultiAttempt::Busy {
-            index,
-            holder_ttl,
-            announces,
-        })
+        multi::try_acquire_all(&self.inner, names, token, ttl).await
     }
 
     async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
-        let started = Instant::now();
-        let client = self.client().await?;
-        let (key, stored) = self.held(lease);
-        let id = lease_id(lease.token(), lease.name());
-        let ours = Txn::new().when([Compare::value(key, CompareOp::Equal, stored)]);
-        let mut leases = client.lease_client();
-        let (ours, kept, granted) = tokio::join!(
-            self.inner.txn(&client, Op::Extend, ours),
-            bounded(
-                Op::Extend,
-                TimeoutPhase::Command,
-                self.inner.command_timeout(),
-                async {
-                    match leases.keep_alive(id).await {
-                        Ok((_keeper, mut stream)) => {
-                            // `keep_alive` has read the first answer; the stream is dropped here.
-                            drop(stream.message());
-                            Ok(true)
-                        }
-                        Err(etcd_client::Error::LeaseKeepAliveError(_)) => Ok(false),
-                        Err(err) => Err(err),
-                    }
-                }
-            ),
-            granted_ttl(&client, id, self.inner.command_timeout()),
-        );
-        if !(ours?.succeeded() && kept?) {
-            return Ok(None);
-        }
-        // A keep-alive restores the TTL the lease was granted with; a longer one asked now is
-        // capped at it (see the README), so the validity never outlasts the key.
-        Ok(Some(valid_until(
-            started,
-            granted.map_or(ttl, |g| ttl.min(g)),
-        )))
+        mutex::extend(&self.inner, lease, ttl).await
     }
 
+    /// The fair lock's queue entry and a waiting writer's record go with their token, granted
+    /// or not; every other kind holds one key.
     async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
-        let client = self.client().await?;
-        let (key, stored) = self.held(lease);
-        let mut txn = Txn::new()
-            .when([Compare::value(key.clone(), CompareOp::Equal, stored)])
-            .and_then([TxnOp::delete(key, None)]);
-        if let Kind::Fair { .. } = lease.kind() {
-            // A fair waiter's entry goes with its token, granted or not.
-            let entry = layout::entry_key(self.prefix(), lease.name(), lease.token());
-            self.inner
-                .revoke_later(&client, layout::entry_lease(lease.token(), lease.name()));
-            let (lock_key, _) = self.held(lease);
-            txn = Txn::new()
-                .when([Compare::value(
-                    lock_key.clone(),
-                    CompareOp::Equal,
-                    layout::value(lease.token()),
-                )])
-                .and_then([
-                    TxnOp::delete(lock_key, None),
-                    TxnOp::delete(entry.clone(), None),
-                ])
-                .or_else([TxnOp::delete(entry, None)]);
+        match lease.kind() {
+            Kind::Fair { .. } => fair::release(&self.inner, lease).await,
+            Kind::Write {
+                writer_preference: true,
+            } => read_write::release_writer(&self.inner, lease).await,
+            _ => mutex::release(&self.inner, lease).await,
         }
-        if let Kind::Write {
-            writer_preference: true,
-        } = lease.kind()
-        {
-            // A waiting writer's record goes with its token, granted or not.
-            let record = layout::waiting_key(self.prefix(), lease.name(), lease.token());
-            self.inner
-                .revoke_later(&client, layout::waiting_lease(lease.token(), lease.name()));
-            let (lock_key, stored) = self.held(lease);
-            txn = Txn::new()
-                .when([Compare::value(lock_key.clone(), CompareOp::Equal, stored)])
-                .and_then([
-                    TxnOp::delete(lock_key, None),
-                    TxnOp::delete(record.clone(), None),
-                ])
-                .or_else([TxnOp::delete(record, None)]);
-        }
-        let answer = self.inner.txn(&client, Op::Release, txn).await?;
-        self.inner
-            .revoke_later(&client, lease_id(lease.token(), lease.name()));
-        Ok(answer.succeeded())
     }
 
     async fn hand_over(
@@ -350,32 +182,7 @@ impl Lock for EtcdLock {
         to: Token,
         ttl: Duration,
     ) -> Result<Handover, LockError> {
-        let started = Instant::now();
-        let client = self.client().await?;
-        let key = self.key(lease.name());
-        let id = lease_id(&to, lease.name());
-        self.inner.grant(&client, Op::Acquire, id, ttl).await?;
-        let txn = Txn::new()
-            .when([Compare::value(
-                key.clone(),
-                CompareOp::Equal,
-                layout::value(lease.token()),
-            )])
-            .and_then([put_on(key, &to, id)]);
-        let answer = self.inner.txn(&client, Op::Acquire, txn).await?;
-        if !answer.succeeded() {
-            self.inner.revoke_later(&client, id);
-            return Ok(Handover::NotOwned);
-        }
-        self.inner
-            .revoke_later(&client, lease_id(lease.token(), lease.name()));
-        let fencing = revision(Op::Acquire, &answer)?;
-        Ok(Handover::Handed(Lease::new(
-            lease.name(),
-            to,
-            fencing,
-            valid_until(started, ttl),
-        )))
+        mutex::hand_over(&self.inner, lease, to, ttl).await
     }
 
     async fn watch(&self, name: &str) -> Result<Option<ReleaseWatch>, LockError> {
@@ -445,17 +252,5 @@ impl Lock for EtcdLock {
 
     fn capabilities(&self) -> Capabilities {
         CAPABILITIES
-    }
-}
-
-/// The TTL lease `id` was granted with, if etcd says (`None` when it does not answer in time:
-/// the caller then trusts the TTL it asked for at the grant, which the lease was given).
-async fn granted_ttl(client: &Client, id: i64, timeout: Duration) -> Option<Duration> {
-    let mut leases = client.lease_client();
-    match tokio::time::timeout(timeout, leases.time_to_live(id, None)).await {
-        Ok(Ok(answer)) if answer.granted_ttl() > 0 => Some(Duration::from_secs(
-            u64::try_from(answer.granted_ttl()).ok()?,
-        )),
-        _ => None,
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use etcd_client::{Client, LeaseGrantOptions, PutOptions, Txn, TxnOp, TxnOpResponse, TxnResponse};
 use lock_core::backend::Attempt;
-use lock_core::{LockError, Op, TimeoutPhase};
+use lock_core::{LockError, Op, TimeoutPhase, Token};
 
 use crate::client::{Clients, Target};
 use crate::error::{bounded, malformed};
@@ -200,6 +200,11 @@ pub(crate) fn read(answer: &TxnResponse, index: usize) -> Option<etcd_client::Ke
         TxnOpResponse::Get(get) => get.kvs().first().cloned(),
         _ => None,
     }
+}
+
+/// `Put(key, token's value)` on the lease `lease`: a holder of the lock key.
+pub(crate) fn put_on(key: Vec<u8>, token: &Token, lease: i64) -> TxnOp {
+    put_on_value(key, layout::value(token), lease)
 }
 
 /// `Put(key, value)` on the lease `lease`.

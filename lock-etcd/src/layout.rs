@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use lock_core::Token;
+use lock_core::{Kind, Lease, Token};
 
 /// What a distlock holder's value starts with, followed by the token's 32 hex digits: the
 /// layout of lock-redis, so a waiter can tell a distlock holder (which announces its release)
@@ -173,6 +173,22 @@ pub(crate) fn waiting_key(prefix: &str, name: &str, token: &Token) -> Vec<u8> {
     let mut key = under(WAITING, prefix, name);
     key.extend_from_slice(token.to_hex().as_str().as_bytes());
     key
+}
+
+/// The key `lease` holds and the value it put there, by its kind: a semaphore holder's key, a
+/// reader's key, or the name's lock key (the mutex, the fair lock, a writer).
+pub(crate) fn held(prefix: &str, lease: &Lease) -> (Vec<u8>, Vec<u8>) {
+    match lease.kind() {
+        Kind::Semaphore { permits, max } => (
+            holder_key(prefix, lease.name(), lease.token()),
+            holder_value(lease.token(), permits, max),
+        ),
+        Kind::Read { .. } => (
+            reader_key(prefix, lease.name(), lease.token()),
+            value(lease.token()),
+        ),
+        _ => (key(prefix, lease.name()), value(lease.token())),
+    }
 }
 
 /// The lease of the waiting record of `token` (not the writer's lock lease).

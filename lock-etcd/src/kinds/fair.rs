@@ -17,6 +17,7 @@ use lock_core::backend::Attempt;
 use lock_core::{Kind, Lease, LockError, Op, Token, fair_entry_ttl, valid_until};
 use tokio::time::Instant;
 
+use super::mutex;
 use crate::executor::{Executor, put_on_value, read, revision};
 use crate::layout::{FAIR as MARK, entry_key, entry_lease, lease_id, range_end, under, value};
 
@@ -99,6 +100,28 @@ pub(crate) async fn try_acquire(
         });
     }
     Ok(exec.busy(&client, holder.as_ref(), false).await)
+}
+
+/// Releases the fair `lease`: one transaction (if the lock key holds its token, delete it and
+/// its queue entry; else delete the entry alone), its entry's lease revoked in the background:
+/// a fair waiter's entry goes with its token, granted or not.
+pub(crate) async fn release(exec: &Executor, lease: &Lease) -> Result<bool, LockError> {
+    let client = exec.client().await?;
+    let entry = entry_key(exec.prefix(), lease.name(), lease.token());
+    exec.revoke_later(&client, entry_lease(lease.token(), lease.name()));
+    let lock_key = exec.key(lease.name());
+    let txn = Txn::new()
+        .when([Compare::value(
+            lock_key.clone(),
+            CompareOp::Equal,
+            value(lease.token()),
+        )])
+        .and_then([
+            TxnOp::delete(lock_key, None),
+            TxnOp::delete(entry.clone(), None),
+        ])
+        .or_else([TxnOp::delete(entry, None)]);
+    mutex::send_release(exec, &client, lease, txn).await
 }
 
 #[cfg(test)]

@@ -5,6 +5,8 @@
 //! read-write lock", "The fair lock", "Holder descriptions") and in each file's header.
 
 pub(crate) mod fair;
+pub(crate) mod multi;
+pub(crate) mod mutex;
 pub(crate) mod note;
 pub(crate) mod read_write;
 pub(crate) mod semaphore;

@@ -23,9 +23,10 @@ use lock_core::backend::Attempt;
 use lock_core::{Kind, Lease, LockError, Op, Token, valid_until};
 use tokio::time::Instant;
 
+use super::mutex;
 use crate::executor::{Executor, put_on_value, read, revision};
 use crate::layout::{
-    FENCE, READERS, WAITING, lease_id, range_end, reader_key, under, value, waiting_key,
+    FENCE, READERS, WAITING, held, lease_id, range_end, reader_key, under, value, waiting_key,
     waiting_lease,
 };
 
@@ -146,6 +147,25 @@ pub(crate) async fn try_write(
     exec.revoke_later(&client, id);
     let holder = read(&answer, 0).or_else(|| read(&answer, 1));
     Ok(exec.busy(&client, holder.as_ref(), true).await)
+}
+
+/// Releases the write `lease` of a writer with preference: one transaction (if the lock key
+/// holds its token, delete it and the writer's waiting record; else delete the record alone),
+/// the record's lease revoked in the background: a waiting writer's record goes with its
+/// token, granted or not.
+pub(crate) async fn release_writer(exec: &Executor, lease: &Lease) -> Result<bool, LockError> {
+    let client = exec.client().await?;
+    let record = waiting_key(exec.prefix(), lease.name(), lease.token());
+    exec.revoke_later(&client, waiting_lease(lease.token(), lease.name()));
+    let (lock_key, stored) = held(exec.prefix(), lease);
+    let txn = Txn::new()
+        .when([Compare::value(lock_key.clone(), CompareOp::Equal, stored)])
+        .and_then([
+            TxnOp::delete(lock_key, None),
+            TxnOp::delete(record.clone(), None),
+        ])
+        .or_else([TxnOp::delete(record, None)]);
+    mutex::send_release(exec, &client, lease, txn).await
 }
 
 #[cfg(test)]
