@@ -21,7 +21,7 @@ use crate::layout;
 /// What this backend offers: every kind (mutex, read-write, semaphore, fair), the multi-lock in one transaction, fencing tokens
 /// that are etcd revisions (one counter for the whole cluster, kept through restarts and
 /// leader changes), releases announced through a watch, and holder descriptions (a note
-/// beside the grant, on its lease; `kinds/note.rs`).
+/// beside the grant, on its etcd lease; `kinds/note.rs`).
 const CAPABILITIES: Capabilities = Capabilities::MUTEX
     .with_semaphore()
     .with_fair()
@@ -35,16 +35,16 @@ const CAPABILITIES: Capabilities = Capabilities::MUTEX
 /// minority of members, restarts and leader changes, and the fencing token is the revision of
 /// the transaction that wrote the grant.
 ///
-/// - `try_acquire`: a lease of the holder's own (its id derived from the token), then one
-///   transaction: if the key's `create_revision` is 0 (absent), put the token on that lease,
-///   else read the holder. Granted: the fencing token is the put's revision. Busy: the
-///   holder's remaining lease TTL, and whether it announces (a distlock value).
-/// - `extend`: a keep-alive of the lease, and a check that the key still holds the token.
-/// - `release`: one transaction (if the value is the token, delete the key), then the lease
-///   is revoked in the background.
-/// - `hand_over`: a lease for the new token, then one transaction (if the value is the old
-///   token, put the new one on the new lease): a new revision, so a new fencing token.
-/// - `try_acquire_all`: every name's lease, then one transaction over every key.
+/// - `try_acquire`: an etcd lease of the holder's own (its id derived from the token), then
+///   one transaction: if the key's `create_revision` is 0 (absent), put the token on that etcd
+///   lease, else read the holder. Granted: the fencing token is the put's revision. Busy: the
+///   holder's remaining etcd lease TTL, and whether it announces (a distlock value).
+/// - `extend`: a keep-alive of the etcd lease, and a check that the key still holds the token.
+/// - `release`: one transaction (if the value is the token, delete the key), then the etcd
+///   lease is revoked in the background.
+/// - `hand_over`: an etcd lease for the new token, then one transaction (if the value is the
+///   old token, put the new one on the new etcd lease): a new revision, so a new fencing token.
+/// - `try_acquire_all`: every name's etcd lease, then one transaction over every key.
 /// - the semaphore (`try_acquire_kind`): a key per holder, granted by its rank in creation
 ///   revision order (the crate README, "The semaphore").
 /// - the read-write lock (`try_acquire_kind`): the writer is the lock key, each reader a key of
@@ -53,8 +53,8 @@ const CAPABILITIES: Capabilities = Capabilities::MUTEX
 ///   revision (the crate README, "The fair lock").
 /// - `watch`: one watch per runtime on the key prefix (deletions only).
 /// - `annotate`: one transaction (if the key holds the token, put the note key on the grant's
-///   lease); `describe_holder`: one transaction reading the key and the note key, then the
-///   lease's TTL (the crate README, "Holder descriptions").
+///   etcd lease); `describe_holder`: one transaction reading the key and the note key, then
+///   the etcd lease's TTL (the crate README, "Holder descriptions").
 ///
 /// Cheap to clone (the clients, the watch feeds and the settings are shared).
 #[derive(Debug, Clone)]
@@ -200,12 +200,12 @@ impl Lock for EtcdLock {
     }
 
     /// One `Txn` reading the lock key and its note key `\0note/…/` together, then one
-    /// `LeaseTimeToLive` of the key's lease (a second request: etcd has no lease TTL in a
+    /// `LeaseTimeToLive` of the key's etcd lease (a second request: etcd has no lease TTL in a
     /// transaction). The term (`fencing_token`) is the lock key's `mod_revision`, the revision
     /// of the grant or hand-over that wrote the current holder, which is the fencing token that
     /// grant returned; renewals do not change it. A holder written by another client (no `dl:`
     /// value) has term 0 and no note. The TTL is in etcd's whole seconds (rounded down), zero
-    /// when the lease ran out between the two requests, `None` for a key without a lease.
+    /// when the etcd lease ran out between the two requests, `None` for a key without one.
     /// `None` when the key is absent. A reader of the read-write lock or a semaphore holder is
     /// not a holder of the mutex: `None` for them.
     ///

@@ -1,12 +1,12 @@
 //! The fair lock: the mutex of the name, granted only to the oldest waiter in the name's queue.
 //!
 //! A waiter's queue entry is the key `prefix + "\0fair/" + len(name) + ":" + name + "/" + token`
-//! on a lease of its own that lasts [`fair_entry_ttl`] and is kept alive by each attempt, so an
+//! on an etcd lease of its own that lasts [`fair_entry_ttl`] and is kept alive by each attempt, so an
 //! entry whose waiter stopped trying lapses by itself. Its creation revision is its place: an
 //! attempt keeps the place it has (the entry is put only if absent). A queued attempt is two
 //! transactions: put the entry if absent and read its creation revision; then, if the lock key
 //! is absent and every entry of the name was created at or after ours (a range compare: we are
-//! the head), put the lock key on the holder's lease and delete our entry. A single try
+//! the head), put the lock key on the holder's etcd lease and delete our entry. A single try
 //! (`queued: false`) is one transaction, granted only when the lock key is absent and the queue
 //! is empty. Releasing a token deletes its entry too, granted or not.
 
@@ -19,7 +19,7 @@ use tokio::time::Instant;
 
 use super::mutex;
 use crate::executor::{Executor, put_on_value, read, revision};
-use crate::layout::{FAIR as MARK, entry_key, entry_lease, lease_id, range_end, under, value};
+use crate::layout::{EtcdLease, FAIR as MARK, entry_key, range_end, under, value};
 
 /// How soon a waiter that is not the head tries again when the lock is free (the head is about
 /// to take it; its grant is not announced, its release is).
@@ -36,24 +36,24 @@ pub(crate) async fn try_acquire(
     let started = Instant::now();
     let client = exec.client().await?;
     let lock_key = exec.key(name);
-    let id = lease_id(&token, name);
+    let etcd_lease = EtcdLease::of_grant(&token, name);
     let start = under(MARK, exec.prefix(), name);
     let end = range_end(&start);
     let kind = Kind::Fair { queued };
     let (head, took) = if queued {
         let entry = entry_key(exec.prefix(), name, &token);
-        let qid = entry_lease(&token, name);
-        let (lock_lease, entry_lease) = tokio::join!(
-            exec.grant(&client, Op::Acquire, id, ttl),
-            exec.keep_or_grant(qid, fair_entry_ttl(ttl)),
+        let entry_etcd_lease = EtcdLease::of_queue_entry(&token, name);
+        let (granted, kept) = tokio::join!(
+            exec.grant_etcd_lease(&client, Op::Acquire, etcd_lease, ttl),
+            exec.keep_or_grant_etcd_lease(entry_etcd_lease, fair_entry_ttl(ttl)),
         );
-        lock_lease?;
-        entry_lease?;
+        granted?;
+        kept?;
         let place = Txn::new().and_then([
             TxnOp::txn(
                 Txn::new()
                     .when([Compare::create_revision(entry.clone(), CompareOp::Equal, 0)])
-                    .and_then([put_on_value(entry.clone(), value(&token), qid)]),
+                    .and_then([put_on_value(entry.clone(), value(&token), entry_etcd_lease)]),
             ),
             TxnOp::get(entry.clone(), None),
         ]);
@@ -66,13 +66,14 @@ pub(crate) async fn try_acquire(
             vec![TxnOp::delete(entry, None)],
         )
     } else {
-        exec.grant(&client, Op::Acquire, id, ttl).await?;
+        exec.grant_etcd_lease(&client, Op::Acquire, etcd_lease, ttl)
+            .await?;
         (
             Compare::version(start, CompareOp::Equal, 0).with_range(end),
             Vec::new(),
         )
     };
-    let mut then = vec![put_on_value(lock_key.clone(), value(&token), id)];
+    let mut then = vec![put_on_value(lock_key.clone(), value(&token), etcd_lease)];
     then.extend(took);
     let txn = Txn::new()
         .when([
@@ -84,13 +85,13 @@ pub(crate) async fn try_acquire(
     let answer = exec.txn(&client, Op::Acquire, txn).await?;
     if answer.succeeded() {
         if queued {
-            exec.revoke_later(&client, entry_lease(&token, name));
+            exec.revoke_etcd_lease_later(&client, EtcdLease::of_queue_entry(&token, name));
         }
         let fencing = revision(Op::Acquire, &answer)?;
         let lease = Lease::new(name, token, fencing, valid_until(started, ttl)).with_kind(kind);
         return Ok(Attempt::Acquired(lease));
     }
-    exec.revoke_later(&client, id);
+    exec.revoke_etcd_lease_later(&client, etcd_lease);
     let holder = read(&answer, 0);
     if holder.is_none() {
         // Free, but another waiter is ahead.
@@ -103,12 +104,16 @@ pub(crate) async fn try_acquire(
 }
 
 /// Releases the fair `lease`: one transaction (if the lock key holds its token, delete it and
-/// its queue entry; else delete the entry alone), its entry's lease revoked in the background:
+/// its queue entry; else delete the entry alone), its entry's etcd lease revoked in the
+/// background:
 /// a fair waiter's entry goes with its token, granted or not.
 pub(crate) async fn release(exec: &Executor, lease: &Lease) -> Result<bool, LockError> {
     let client = exec.client().await?;
     let entry = entry_key(exec.prefix(), lease.name(), lease.token());
-    exec.revoke_later(&client, entry_lease(lease.token(), lease.name()));
+    exec.revoke_etcd_lease_later(
+        &client,
+        EtcdLease::of_queue_entry(lease.token(), lease.name()),
+    );
     let lock_key = exec.key(lease.name());
     let txn = Txn::new()
         .when([Compare::value(
@@ -134,6 +139,9 @@ mod tests {
         let token = Token::from_bytes([3; 16]);
         let entry = entry_key("p/", "a/b", &token);
         assert_eq!(name_of(b"p/", &entry), Some(&b"a/b"[..]));
-        assert_ne!(entry_lease(&token, "a/b"), lease_id(&token, "a/b"));
+        assert_ne!(
+            EtcdLease::of_queue_entry(&token, "a/b"),
+            EtcdLease::of_grant(&token, "a/b")
+        );
     }
 }

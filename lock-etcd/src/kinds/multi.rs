@@ -11,10 +11,11 @@ use lock_core::{Lease, LockError, Op, Token, valid_until};
 use tokio::time::Instant;
 
 use crate::executor::{Executor, put_on, read, revision};
-use crate::layout::lease_id;
+use crate::layout::EtcdLease;
 
-/// One attempt at every name of `names`: each name's lease, then one transaction over every
-/// key (if none exists, put each on its lease; else read them all, for the first holder).
+/// One attempt at every name of `names`: each name's etcd lease, then one transaction over
+/// every key (if none exists, put each on its etcd lease; else read them all, for the first
+/// holder).
 pub(crate) async fn try_acquire_all(
     exec: &Executor,
     names: &[Arc<str>],
@@ -23,21 +24,29 @@ pub(crate) async fn try_acquire_all(
 ) -> Result<MultiAttempt, LockError> {
     let started = Instant::now();
     let client = exec.client().await?;
-    let ids: Vec<i64> = names.iter().map(|n| lease_id(&token, n)).collect();
+    let etcd_leases: Vec<EtcdLease> = names
+        .iter()
+        .map(|n| EtcdLease::of_grant(&token, n))
+        .collect();
     let granted = join_all(
-        ids.iter()
-            .map(|id| exec.grant(&client, Op::Acquire, *id, ttl)),
+        etcd_leases
+            .iter()
+            .map(|etcd_lease| exec.grant_etcd_lease(&client, Op::Acquire, *etcd_lease, ttl)),
     )
     .await;
     if let Some(Err(err)) = granted.into_iter().find(Result::is_err) {
-        for id in &ids {
-            exec.revoke_later(&client, *id);
+        for etcd_lease in &etcd_leases {
+            exec.revoke_etcd_lease_later(&client, *etcd_lease);
         }
         return Err(err);
     }
     let keys: Vec<Vec<u8>> = names.iter().map(|n| exec.key(n)).collect();
     let answer = exec
-        .txn(&client, Op::Acquire, all_or_none(&keys, &ids, &token))
+        .txn(
+            &client,
+            Op::Acquire,
+            all_or_none(&keys, &etcd_leases, &token),
+        )
         .await?;
     if answer.succeeded() {
         let fencing = revision(Op::Acquire, &answer)?;
@@ -49,8 +58,8 @@ pub(crate) async fn try_acquire_all(
                 .collect(),
         ));
     }
-    for id in &ids {
-        exec.revoke_later(&client, *id);
+    for etcd_lease in &etcd_leases {
+        exec.revoke_etcd_lease_later(&client, *etcd_lease);
     }
     let index = (0..names.len())
         .find(|i| read(&answer, *i).is_some())
@@ -65,9 +74,9 @@ pub(crate) async fn try_acquire_all(
     })
 }
 
-/// The transaction: if no key of `keys` exists, put `token` under each on its lease of `ids`;
-/// else read every key.
-fn all_or_none(keys: &[Vec<u8>], ids: &[i64], token: &Token) -> Txn {
+/// The transaction: if no key of `keys` exists, put `token` under each on its etcd lease of
+/// `etcd_leases`; else read every key.
+fn all_or_none(keys: &[Vec<u8>], etcd_leases: &[EtcdLease], token: &Token) -> Txn {
     Txn::new()
         .when(
             keys.iter()
@@ -76,8 +85,8 @@ fn all_or_none(keys: &[Vec<u8>], ids: &[i64], token: &Token) -> Txn {
         )
         .and_then(
             keys.iter()
-                .zip(ids)
-                .map(|(k, id)| put_on(k.clone(), token, *id))
+                .zip(etcd_leases)
+                .map(|(k, etcd_lease)| put_on(k.clone(), token, *etcd_lease))
                 .collect::<Vec<_>>(),
         )
         .or_else(

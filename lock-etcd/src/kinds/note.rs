@@ -4,9 +4,9 @@
 //! The note of `name` is one key in a space of its own,
 //! `prefix + "\0note/" + len(name) + ":" + name + "/"`, holding the grant's value (`dl:` +
 //! token), a newline and the note, **on the grant's own etcd lease**: it expires and is revoked
-//! with the grant, and a renewal (a lease keep-alive) keeps both alive without touching either.
+//! with the grant, and a renewal (an etcd lease keep-alive) keeps both alive without touching either.
 //! The lock key itself keeps `dl:` + token. The value in front of the note ties it to one
-//! grant: a note left by an earlier grant (written just before a release, before its lease was
+//! grant: a note left by an earlier grant (written just before a release, before its etcd lease was
 //! revoked in the background) is never shown with a later one.
 //!
 //! The term is the lock key's `mod_revision`: the revision of the transaction that wrote the
@@ -24,7 +24,7 @@ use lock_core::{Kind, Lease, LockError, Op, TimeoutPhase};
 
 use crate::error::bounded;
 use crate::executor::{Executor, put_on_value, read};
-use crate::layout::{self, is_ours_layout, lease_id, note_key};
+use crate::layout::{self, EtcdLease, is_ours_layout, note_key};
 
 // etcd's own limit on a request is 1.5 MiB by default, well above the note's.
 pub use lock_core::MAX_NOTE_BYTES;
@@ -43,7 +43,7 @@ fn note_of<'v>(written: &'v [u8], stored: &[u8]) -> Option<&'v [u8]> {
     written.strip_prefix(stored)?.strip_prefix(b"\n")
 }
 
-/// One `Txn`: if the lock key holds the lease's token, put the note key on the grant's
+/// One `Txn`: if the lock key holds the lease's token, put the note key on the grant's etcd
 /// lease; see the module docs.
 pub(crate) async fn annotate(
     exec: &Executor,
@@ -51,7 +51,7 @@ pub(crate) async fn annotate(
     note: &[u8],
 ) -> Result<bool, LockError> {
     lock_core::check_note(note)?;
-    // The mutex and the fair lock hold the name's lock key on the lease derived from the
+    // The mutex and the fair lock hold the name's lock key on the etcd lease derived from the
     // token and the name; other kinds hold other keys (and a writer is not a "holder" of
     // the mutex to observers), as on lock-redis.
     if !matches!(lease.kind(), Kind::Mutex | Kind::Fair { .. }) {
@@ -59,7 +59,7 @@ pub(crate) async fn annotate(
     }
     let client = exec.client().await?;
     let stored = layout::value(lease.token());
-    let id = lease_id(lease.token(), lease.name());
+    let etcd_lease = EtcdLease::of_grant(lease.token(), lease.name());
     let txn = Txn::new()
         .when([Compare::value(
             exec.key(lease.name()),
@@ -69,12 +69,12 @@ pub(crate) async fn annotate(
         .and_then([put_on_value(
             note_key(exec.prefix(), lease.name()),
             note_value(&stored, note),
-            id,
+            etcd_lease,
         )]);
     Ok(exec.txn(&client, Op::Extend, txn).await?.succeeded())
 }
 
-/// One `Txn` reading the lock key and the note key together, then, for a leased holder,
+/// One `Txn` reading the lock key and the note key together, then, for a holder on an etcd lease,
 /// `LeaseTimeToLive`; see the module docs.
 pub(crate) async fn describe(exec: &Executor, name: &str) -> Result<Option<Holder>, LockError> {
     let client = exec.client().await?;
@@ -93,7 +93,7 @@ pub(crate) async fn describe(exec: &Executor, name: &str) -> Result<Option<Holde
     } else {
         0
     };
-    let ttl = lease_left(exec, &client, holder.lease()).await?;
+    let ttl = etcd_lease_left(exec, &client, holder.lease()).await?;
     let described = Holder::new(fencing_token, ttl);
     Ok(Some(
         match read(&answer, 1)
@@ -106,9 +106,10 @@ pub(crate) async fn describe(exec: &Executor, name: &str) -> Result<Option<Holde
     ))
 }
 
-/// What lease `id` has left, in etcd's whole seconds: `None` for a key without a lease
-/// (it never expires), zero for a lease that ran out since the key was read.
-async fn lease_left(
+/// What the etcd lease `id` has left, in etcd's whole seconds: `None` for a key without an
+/// etcd lease (`id` 0: it never expires), zero for an etcd lease that ran out since the key
+/// was read.
+async fn etcd_lease_left(
     exec: &Executor,
     client: &etcd_client::Client,
     id: i64,
@@ -124,7 +125,7 @@ async fn lease_left(
         leases.time_to_live(id, None),
     )
     .await?;
-    // etcd answers -1 for a lease that is gone.
+    // etcd answers -1 for an etcd lease that is gone.
     Ok(Some(Duration::from_secs(
         u64::try_from(answer.ttl()).unwrap_or(0),
     )))

@@ -2,7 +2,7 @@
 //!
 //! A holder of `permits` of the `max` permits of `name` is the key
 //! `prefix + "\0sem/" + len(name) + ":" + name + "/" + token`, holding
-//! `dl:<token> <permits> <max>` on the holder's own lease (the length makes the keys of two
+//! `dl:<token> <permits> <max>` on the holder's own etcd lease (the length makes the keys of two
 //! names never share a range, whatever bytes the names hold). An attempt is one transaction
 //! that puts the attempt's key and reads every holder key of the name, sorted by creation
 //! revision; it is granted when the permits of the keys created before it, plus its own, fit
@@ -11,7 +11,7 @@
 //! Why that is safe: take the holders granted at any moment, and the last of them by creation
 //! revision. When it read, every other one already existed (each was created before it and is
 //! still held), so their permits plus its own fit in `max`. Revision order is etcd's: no key
-//! can appear later with a smaller creation revision. Expired holders vanish with their lease,
+//! can appear later with a smaller creation revision. Expired holders vanish with their etcd lease,
 //! so nothing needs pruning. The price: an attempt that turns out busy holds its key for one
 //! round trip, during which a later attempt counts it (a spurious busy, retried; never an
 //! excess grant).
@@ -24,7 +24,7 @@ use lock_core::{Kind, Lease, LockError, Op, Token, valid_until};
 use tokio::time::Instant;
 
 use crate::executor::{Executor, put_on_value};
-use crate::layout::{holder_key, holder_value, holders, lease_id, range_end};
+use crate::layout::{EtcdLease, holder_key, holder_value, holders, range_end};
 
 /// The permits and `max` a holder's value says (`None` for a value this layout never writes).
 fn parse(stored: &[u8]) -> Option<(u32, u32)> {
@@ -54,11 +54,12 @@ pub(crate) async fn try_acquire(
 ) -> Result<Attempt, LockError> {
     let started = Instant::now();
     let client = exec.client().await?;
-    let id = lease_id(&token, name);
-    exec.grant(&client, Op::Acquire, id, ttl).await?;
+    let etcd_lease = EtcdLease::of_grant(&token, name);
+    exec.grant_etcd_lease(&client, Op::Acquire, etcd_lease, ttl)
+        .await?;
     let key = holder_key(exec.prefix(), name, &token);
     let txn = Txn::new().and_then([
-        put_on_value(key.clone(), holder_value(&token, permits, max), id),
+        put_on_value(key.clone(), holder_value(&token, permits, max), etcd_lease),
         read_all(exec.prefix(), name),
     ]);
     let answer = exec.txn(&client, Op::Acquire, txn).await?;
@@ -92,14 +93,14 @@ pub(crate) async fn try_acquire(
             .with_kind(Kind::Semaphore { permits, max });
         return Ok(Attempt::Acquired(lease));
     }
-    // Busy or refused: take the key back now (its lease would end it too).
+    // Busy or refused: take the key back now (its etcd lease would end it too).
     let mut kv = client.kv_client();
     let _ = tokio::time::timeout(
         exec.command_timeout(),
         kv.delete(key, None::<DeleteOptions>),
     )
     .await;
-    exec.revoke_later(&client, id);
+    exec.revoke_etcd_lease_later(&client, etcd_lease);
     if let Some(Err(err)) = verdict {
         return Err(err);
     }
