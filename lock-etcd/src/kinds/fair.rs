@@ -12,12 +12,13 @@
 
 use std::time::Duration;
 
-use etcd_client::{Compare, CompareOp, Txn, TxnOp};
+use etcd_client::{Client, Compare, CompareOp, Txn, TxnOp};
 use lock_core::backend::Attempt;
 use lock_core::{Kind, Lease, LockError, Op, Token, fair_entry_ttl, valid_until};
 use tokio::time::Instant;
 
 use super::mutex;
+use crate::error::malformed;
 use crate::executor::{Executor, put_on_value, read, revision};
 use crate::layout::{EtcdLease, FAIR as MARK, entry_key, range_end, under, value};
 
@@ -37,37 +38,13 @@ pub(crate) async fn try_acquire(
     let client = exec.client().await?;
     let lock_key = exec.key(name);
     let etcd_lease = EtcdLease::of_grant(&token, name);
-    let start = under(MARK, exec.prefix(), name);
-    let end = range_end(&start);
     let kind = Kind::Fair { queued };
     let (head, took) = if queued {
-        let entry = entry_key(exec.prefix(), name, &token);
-        let entry_etcd_lease = EtcdLease::of_queue_entry(&token, name);
-        let (granted, kept) = tokio::join!(
-            exec.grant_etcd_lease(&client, Op::Acquire, etcd_lease, ttl),
-            exec.keep_or_grant_etcd_lease(entry_etcd_lease, fair_entry_ttl(ttl)),
-        );
-        granted?;
-        kept?;
-        let place = Txn::new().and_then([
-            TxnOp::txn(
-                Txn::new()
-                    .when([Compare::create_revision(entry.clone(), CompareOp::Equal, 0)])
-                    .and_then([put_on_value(entry.clone(), value(&token), entry_etcd_lease)]),
-            ),
-            TxnOp::get(entry.clone(), None),
-        ]);
-        let placed = exec.txn(&client, Op::Acquire, place).await?;
-        let mine = read(&placed, 1)
-            .map(|kv| kv.create_revision())
-            .ok_or_else(|| crate::error::malformed(Op::Acquire, "the queue entry"))?;
-        (
-            Compare::create_revision(start, CompareOp::Greater, mine - 1).with_range(end),
-            vec![TxnOp::delete(entry, None)],
-        )
+        take_place(exec, &client, name, &token, etcd_lease, ttl).await?
     } else {
         exec.grant_etcd_lease(&client, Op::Acquire, etcd_lease, ttl)
             .await?;
+        let (start, end) = queue(exec.prefix(), name);
         (
             Compare::version(start, CompareOp::Equal, 0).with_range(end),
             Vec::new(),
@@ -101,6 +78,52 @@ pub(crate) async fn try_acquire(
         });
     }
     Ok(exec.busy(&client, holder.as_ref(), false).await)
+}
+
+/// Takes `token`'s place in the queue of `name`, or keeps the one it has: the grant's
+/// `etcd_lease` and the entry's (kept alive), then one transaction that puts the entry if absent and
+/// reads its creation revision. Answers the compare "this entry is the head" and the operation
+/// that deletes the entry with the grant.
+async fn take_place(
+    exec: &Executor,
+    client: &Client,
+    name: &str,
+    token: &Token,
+    etcd_lease: EtcdLease,
+    ttl: Duration,
+) -> Result<(Compare, Vec<TxnOp>), LockError> {
+    let entry = entry_key(exec.prefix(), name, token);
+    let entry_etcd_lease = EtcdLease::of_queue_entry(token, name);
+    let (granted, kept) = tokio::join!(
+        exec.grant_etcd_lease(client, Op::Acquire, etcd_lease, ttl),
+        exec.keep_or_grant_etcd_lease(entry_etcd_lease, fair_entry_ttl(ttl)),
+    );
+    granted?;
+    kept?;
+    let place = Txn::new().and_then([
+        TxnOp::txn(
+            Txn::new()
+                .when([Compare::create_revision(entry.clone(), CompareOp::Equal, 0)])
+                .and_then([put_on_value(entry.clone(), value(token), entry_etcd_lease)]),
+        ),
+        TxnOp::get(entry.clone(), None),
+    ]);
+    let placed = exec.txn(client, Op::Acquire, place).await?;
+    let mine = read(&placed, 1)
+        .map(|kv| kv.create_revision())
+        .ok_or_else(|| malformed(Op::Acquire, "the queue entry"))?;
+    let (start, end) = queue(exec.prefix(), name);
+    Ok((
+        Compare::create_revision(start, CompareOp::Greater, mine - 1).with_range(end),
+        vec![TxnOp::delete(entry, None)],
+    ))
+}
+
+/// The range of every queue entry of `name`: its start and its end.
+fn queue(prefix: &str, name: &str) -> (Vec<u8>, Vec<u8>) {
+    let start = under(MARK, prefix, name);
+    let end = range_end(&start);
+    (start, end)
 }
 
 /// Releases the fair `lease`: one transaction (if the lock key holds its token, delete it and
