@@ -13,7 +13,7 @@ use crate::watch::Watches;
 
 /// How long connecting to an endpoint (and authenticating) may take by default.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
-/// How long one request (a transaction, a lease grant, a keep-alive) may wait for its answer
+/// How long one request (a transaction, an etcd lease grant, a keep-alive) may wait for its answer
 /// by default.
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
 /// The prefix of every lock key by default: the lock `order:42` is the key

@@ -1,27 +1,27 @@
-//! [`EtcdLock`]: the type and the `impl Lock` that picks the kind (the requests are the
-//! executor's, the kinds its methods).
+//! [`EtcdLock`]: the type and its one `impl Lock`, which picks the kind (the kinds are the
+//! functions of `kinds/`, over the executor, which sends the requests).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use etcd_client::{Client, Compare, CompareOp, GetOptions, Txn, TxnOp};
-use futures::future::join_all;
+use etcd_client::{Client, GetOptions};
 use lock_core::backend::{
     Attempt, Capabilities, Fencing, Handover, Holder, Lock, MultiAttempt, MultiLock, ReleaseWatch,
     TokenScale,
 };
-use lock_core::{Kind, Lease, LockError, Op, TimeoutPhase, Token, valid_until};
+use lock_core::{Kind, Lease, LockError, Op, TimeoutPhase, Token};
 use tokio::time::Instant;
 
 use crate::error::{BACKEND, bounded};
-use crate::executor::{Executor, put_on_value, read, revision};
-use crate::layout::{self, lease_id};
+use crate::executor::Executor;
+use crate::kinds::{fair, multi, mutex, note, read_write, semaphore};
+use crate::layout;
 
 /// What this backend offers: every kind (mutex, read-write, semaphore, fair), the multi-lock in one transaction, fencing tokens
 /// that are etcd revisions (one counter for the whole cluster, kept through restarts and
 /// leader changes), releases announced through a watch, and holder descriptions (a note
-/// beside the grant, on its lease; `note.rs`).
+/// beside the grant, on its etcd lease; `kinds/note.rs`).
 const CAPABILITIES: Capabilities = Capabilities::MUTEX
     .with_semaphore()
     .with_fair()
@@ -35,16 +35,16 @@ const CAPABILITIES: Capabilities = Capabilities::MUTEX
 /// minority of members, restarts and leader changes, and the fencing token is the revision of
 /// the transaction that wrote the grant.
 ///
-/// - `try_acquire`: a lease of the holder's own (its id derived from the token), then one
-///   transaction: if the key's `create_revision` is 0 (absent), put the token on that lease,
-///   else read the holder. Granted: the fencing token is the put's revision. Busy: the
-///   holder's remaining lease TTL, and whether it announces (a distlock value).
-/// - `extend`: a keep-alive of the lease, and a check that the key still holds the token.
-/// - `release`: one transaction (if the value is the token, delete the key), then the lease
-///   is revoked in the background.
-/// - `hand_over`: a lease for the new token, then one transaction (if the value is the old
-///   token, put the new one on the new lease): a new revision, so a new fencing token.
-/// - `try_acquire_all`: every name's lease, then one transaction over every key.
+/// - `try_acquire`: an etcd lease of the holder's own (its id derived from the token), then
+///   one transaction: if the key's `create_revision` is 0 (absent), put the token on that etcd
+///   lease, else read the holder. Granted: the fencing token is the put's revision. Busy: the
+///   holder's remaining etcd lease TTL, and whether it announces (a distlock value).
+/// - `extend`: a keep-alive of the etcd lease, and a check that the key still holds the token.
+/// - `release`: one transaction (if the value is the token, delete the key), then the etcd
+///   lease is revoked in the background.
+/// - `hand_over`: an etcd lease for the new token, then one transaction (if the value is the
+///   old token, put the new one on the new etcd lease): a new revision, so a new fencing token.
+/// - `try_acquire_all`: every name's etcd lease, then one transaction over every key.
 /// - the semaphore (`try_acquire_kind`): a key per holder, granted by its rank in creation
 ///   revision order (the crate README, "The semaphore").
 /// - the read-write lock (`try_acquire_kind`): the writer is the lock key, each reader a key of
@@ -53,8 +53,8 @@ const CAPABILITIES: Capabilities = Capabilities::MUTEX
 ///   revision (the crate README, "The fair lock").
 /// - `watch`: one watch per runtime on the key prefix (deletions only).
 /// - `annotate`: one transaction (if the key holds the token, put the note key on the grant's
-///   lease); `describe_holder`: one transaction reading the key and the note key, then the
-///   lease's TTL (the crate README, "Holder descriptions").
+///   etcd lease); `describe_holder`: one transaction reading the key and the note key, then
+///   the etcd lease's TTL (the crate README, "Holder descriptions").
 ///
 /// Cheap to clone (the clients, the watch feeds and the settings are shared).
 #[derive(Debug, Clone)]
@@ -99,25 +99,6 @@ impl EtcdLock {
     pub async fn client(&self) -> Result<Client, LockError> {
         self.inner.client().await
     }
-
-    /// The key and the value a lease holds, by its kind.
-    fn held(&self, lease: &Lease) -> (Vec<u8>, Vec<u8>) {
-        match lease.kind() {
-            Kind::Semaphore { permits, max } => (
-                layout::holder_key(self.prefix(), lease.name(), lease.token()),
-                layout::holder_value(lease.token(), permits, max),
-            ),
-            Kind::Read { .. } => (
-                layout::reader_key(self.prefix(), lease.name(), lease.token()),
-                layout::value(lease.token()),
-            ),
-            _ => (self.key(lease.name()), layout::value(lease.token())),
-        }
-    }
-}
-
-fn put_on(key: Vec<u8>, token: &Token, lease: i64) -> TxnOp {
-    put_on_value(key, layout::value(token), lease)
 }
 
 #[async_trait]
@@ -133,29 +114,7 @@ impl Lock for EtcdLock {
         ttl: Duration,
     ) -> Result<Attempt, LockError> {
         layout::check_name(name)?;
-        let started = Instant::now();
-        let client = self.client().await?;
-        let (key, id) = (self.key(name), lease_id(&token, name));
-        self.inner.grant(&client, Op::Acquire, id, ttl).await?;
-        let txn = Txn::new()
-            .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-            .and_then([put_on(key.clone(), &token, id)])
-            .or_else([TxnOp::get(key, None)]);
-        let answer = self.inner.txn(&client, Op::Acquire, txn).await?;
-        if answer.succeeded() {
-            let fencing = revision(Op::Acquire, &answer)?;
-            return Ok(Attempt::Acquired(Lease::new(
-                name,
-                token,
-                fencing,
-                valid_until(started, ttl),
-            )));
-        }
-        self.inner.revoke_later(&client, id);
-        Ok(self
-            .inner
-            .busy(&client, read(&answer, 0).as_ref(), false)
-            .await)
+        mutex::try_acquire(&self.inner, name, token, ttl).await
     }
 
     async fn try_acquire_kind(
@@ -169,20 +128,14 @@ impl Lock for EtcdLock {
         match kind {
             Kind::Mutex => self.try_acquire(name, token, ttl).await,
             Kind::Semaphore { permits, max } => {
-                self.inner
-                    .try_semaphore(name, (permits, max), token, ttl)
-                    .await
+                semaphore::try_acquire(&self.inner, name, (permits, max), token, ttl).await
             }
-            Kind::Fair { queued } => self.inner.try_fair(name, queued, token, ttl).await,
+            Kind::Fair { queued } => fair::try_acquire(&self.inner, name, queued, token, ttl).await,
             Kind::Read { writer_preference } => {
-                self.inner
-                    .try_read(name, writer_preference, token, ttl)
-                    .await
+                read_write::try_read(&self.inner, name, writer_preference, token, ttl).await
             }
             Kind::Write { writer_preference } => {
-                self.inner
-                    .try_write(name, writer_preference, token, ttl)
-                    .await
+                read_write::try_write(&self.inner, name, writer_preference, token, ttl).await
             }
             other => Err(LockError::Unsupported {
                 backend: BACKEND,
@@ -192,7 +145,7 @@ impl Lock for EtcdLock {
     }
 
     async fn permits_in_use(&self, name: &str) -> Result<u32, LockError> {
-        self.inner.semaphore_in_use(name).await
+        semaphore::in_use(&self.inner, name).await
     }
 
     async fn try_acquire_all(
@@ -204,149 +157,23 @@ impl Lock for EtcdLock {
         for name in names {
             layout::check_name(name)?;
         }
-        let started = Instant::now();
-        let client = self.client().await?;
-        let ids: Vec<i64> = names.iter().map(|n| lease_id(&token, n)).collect();
-        let granted = join_all(
-            ids.iter()
-                .map(|id| self.inner.grant(&client, Op::Acquire, *id, ttl)),
-        )
-        .await;
-        if let Some(Err(err)) = granted.into_iter().find(Result::is_err) {
-            for id in &ids {
-                self.inner.revoke_later(&client, *id);
-            }
-            return Err(err);
-        }
-        let keys: Vec<Vec<u8>> = names.iter().map(|n| self.key(n)).collect();
-        let txn = Txn::new()
-            .when(
-                keys.iter()
-                    .map(|k| Compare::create_revision(k.clone(), CompareOp::Equal, 0))
-                    .collect::<Vec<_>>(),
-            )
-            .and_then(
-                keys.iter()
-                    .zip(&ids)
-                    .map(|(k, id)| put_on(k.clone(), &token, *id))
-                    .collect::<Vec<_>>(),
-            )
-            .or_else(
-                keys.iter()
-                    .map(|k| TxnOp::get(k.clone(), Some(GetOptions::new())))
-                    .collect::<Vec<_>>(),
-            );
-        let answer = self.inner.txn(&client, Op::Acquire, txn).await?;
-        if answer.succeeded() {
-            let fencing = revision(Op::Acquire, &answer)?;
-            let until = valid_until(started, ttl);
-            return Ok(MultiAttempt::Acquired(
-                names
-                    .iter()
-                    .map(|n| Lease::new(Arc::clone(n), token, fencing, until))
-                    .collect(),
-            ));
-        }
-        for id in &ids {
-            self.inner.revoke_later(&client, *id);
-        }
-        let index = (0..names.len())
-            .find(|i| read(&answer, *i).is_some())
-            .unwrap_or(0);
-        let (holder_ttl, announces) = self
-            .inner
-            .holder_state(&client, read(&answer, index).as_ref())
-            .await;
-        Ok(MultiAttempt::Busy {
-            index,
-            holder_ttl,
-            announces,
-        })
+        multi::try_acquire_all(&self.inner, names, token, ttl).await
     }
 
     async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
-        let started = Instant::now();
-        let client = self.client().await?;
-        let (key, stored) = self.held(lease);
-        let id = lease_id(lease.token(), lease.name());
-        let ours = Txn::new().when([Compare::value(key, CompareOp::Equal, stored)]);
-        let mut leases = client.lease_client();
-        let (ours, kept, granted) = tokio::join!(
-            self.inner.txn(&client, Op::Extend, ours),
-            bounded(
-                Op::Extend,
-                TimeoutPhase::Command,
-                self.inner.command_timeout(),
-                async {
-                    match leases.keep_alive(id).await {
-                        Ok((_keeper, mut stream)) => {
-                            // `keep_alive` has read the first answer; the stream is dropped here.
-                            drop(stream.message());
-                            Ok(true)
-                        }
-                        Err(etcd_client::Error::LeaseKeepAliveError(_)) => Ok(false),
-                        Err(err) => Err(err),
-                    }
-                }
-            ),
-            granted_ttl(&client, id, self.inner.command_timeout()),
-        );
-        if !(ours?.succeeded() && kept?) {
-            return Ok(None);
-        }
-        // A keep-alive restores the TTL the lease was granted with; a longer one asked now is
-        // capped at it (see the README), so the validity never outlasts the key.
-        Ok(Some(valid_until(
-            started,
-            granted.map_or(ttl, |g| ttl.min(g)),
-        )))
+        mutex::extend(&self.inner, lease, ttl).await
     }
 
+    /// The fair lock's queue entry and a waiting writer's record go with their token, granted
+    /// or not; every other kind holds one key.
     async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
-        let client = self.client().await?;
-        let (key, stored) = self.held(lease);
-        let mut txn = Txn::new()
-            .when([Compare::value(key.clone(), CompareOp::Equal, stored)])
-            .and_then([TxnOp::delete(key, None)]);
-        if let Kind::Fair { .. } = lease.kind() {
-            // A fair waiter's entry goes with its token, granted or not.
-            let entry = layout::entry_key(self.prefix(), lease.name(), lease.token());
-            self.inner
-                .revoke_later(&client, layout::entry_lease(lease.token(), lease.name()));
-            let (lock_key, _) = self.held(lease);
-            txn = Txn::new()
-                .when([Compare::value(
-                    lock_key.clone(),
-                    CompareOp::Equal,
-                    layout::value(lease.token()),
-                )])
-                .and_then([
-                    TxnOp::delete(lock_key, None),
-                    TxnOp::delete(entry.clone(), None),
-                ])
-                .or_else([TxnOp::delete(entry, None)]);
+        match lease.kind() {
+            Kind::Fair { .. } => fair::release(&self.inner, lease).await,
+            Kind::Write {
+                writer_preference: true,
+            } => read_write::release_writer(&self.inner, lease).await,
+            _ => mutex::release(&self.inner, lease).await,
         }
-        if let Kind::Write {
-            writer_preference: true,
-        } = lease.kind()
-        {
-            // A waiting writer's record goes with its token, granted or not.
-            let record = layout::waiting_key(self.prefix(), lease.name(), lease.token());
-            self.inner
-                .revoke_later(&client, layout::waiting_lease(lease.token(), lease.name()));
-            let (lock_key, stored) = self.held(lease);
-            txn = Txn::new()
-                .when([Compare::value(lock_key.clone(), CompareOp::Equal, stored)])
-                .and_then([
-                    TxnOp::delete(lock_key, None),
-                    TxnOp::delete(record.clone(), None),
-                ])
-                .or_else([TxnOp::delete(record, None)]);
-        }
-        let answer = self.inner.txn(&client, Op::Release, txn).await?;
-        self.inner
-            .revoke_later(&client, lease_id(lease.token(), lease.name()));
-        Ok(answer.succeeded())
     }
 
     async fn hand_over(
@@ -355,32 +182,7 @@ impl Lock for EtcdLock {
         to: Token,
         ttl: Duration,
     ) -> Result<Handover, LockError> {
-        let started = Instant::now();
-        let client = self.client().await?;
-        let key = self.key(lease.name());
-        let id = lease_id(&to, lease.name());
-        self.inner.grant(&client, Op::Acquire, id, ttl).await?;
-        let txn = Txn::new()
-            .when([Compare::value(
-                key.clone(),
-                CompareOp::Equal,
-                layout::value(lease.token()),
-            )])
-            .and_then([put_on(key, &to, id)]);
-        let answer = self.inner.txn(&client, Op::Acquire, txn).await?;
-        if !answer.succeeded() {
-            self.inner.revoke_later(&client, id);
-            return Ok(Handover::NotOwned);
-        }
-        self.inner
-            .revoke_later(&client, lease_id(lease.token(), lease.name()));
-        let fencing = revision(Op::Acquire, &answer)?;
-        Ok(Handover::Handed(Lease::new(
-            lease.name(),
-            to,
-            fencing,
-            valid_until(started, ttl),
-        )))
+        mutex::hand_over(&self.inner, lease, to, ttl).await
     }
 
     async fn watch(&self, name: &str) -> Result<Option<ReleaseWatch>, LockError> {
@@ -398,12 +200,12 @@ impl Lock for EtcdLock {
     }
 
     /// One `Txn` reading the lock key and its note key `\0note/…/` together, then one
-    /// `LeaseTimeToLive` of the key's lease (a second request: etcd has no lease TTL in a
+    /// `LeaseTimeToLive` of the key's etcd lease (a second request: etcd has no lease TTL in a
     /// transaction). The term (`fencing_token`) is the lock key's `mod_revision`, the revision
     /// of the grant or hand-over that wrote the current holder, which is the fencing token that
     /// grant returned; renewals do not change it. A holder written by another client (no `dl:`
     /// value) has term 0 and no note. The TTL is in etcd's whole seconds (rounded down), zero
-    /// when the lease ran out between the two requests, `None` for a key without a lease.
+    /// when the etcd lease ran out between the two requests, `None` for a key without one.
     /// `None` when the key is absent. A reader of the read-write lock or a semaphore holder is
     /// not a holder of the mutex: `None` for them.
     ///
@@ -414,7 +216,7 @@ impl Lock for EtcdLock {
     /// # Cancel safety
     /// Cancel safe: it changes nothing.
     async fn describe_holder(&self, name: &str) -> Result<Option<Holder>, LockError> {
-        self.inner.read_holder(name).await
+        note::describe(&self.inner, name).await
     }
 
     /// One `Txn`: if the lock key holds the lease's token, put the note key (the grant's
@@ -431,7 +233,7 @@ impl Lock for EtcdLock {
     /// # Cancel safety
     /// Cancel safe: dropped, the note is written or not.
     async fn annotate(&self, lease: &Lease, note: &[u8]) -> Result<bool, LockError> {
-        self.inner.write_note(lease, note).await
+        note::annotate(&self.inner, lease, note).await
     }
 
     async fn ping(&self) -> Result<(), LockError> {
@@ -450,17 +252,5 @@ impl Lock for EtcdLock {
 
     fn capabilities(&self) -> Capabilities {
         CAPABILITIES
-    }
-}
-
-/// The TTL lease `id` was granted with, if etcd says (`None` when it does not answer in time:
-/// the caller then trusts the TTL it asked for at the grant, which the lease was given).
-async fn granted_ttl(client: &Client, id: i64, timeout: Duration) -> Option<Duration> {
-    let mut leases = client.lease_client();
-    match tokio::time::timeout(timeout, leases.time_to_live(id, None)).await {
-        Ok(Ok(answer)) if answer.granted_ttl() > 0 => Some(Duration::from_secs(
-            u64::try_from(answer.granted_ttl()).ok()?,
-        )),
-        _ => None,
     }
 }

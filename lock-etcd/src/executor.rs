@@ -1,5 +1,5 @@
 //! [`Executor`]: the state every operation shares (the prefix, the clients, the watch feeds,
-//! the timeouts) and the requests the kinds are made of (lease grants, transactions, busy
+//! the timeouts) and the requests the kinds are made of (etcd lease grants, transactions, busy
 //! answers). A leaf below `etcd_lock.rs` and the kinds, so neither imports the other.
 
 use std::sync::Arc;
@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use etcd_client::{Client, LeaseGrantOptions, PutOptions, Txn, TxnOp, TxnOpResponse, TxnResponse};
 use lock_core::backend::Attempt;
-use lock_core::{LockError, Op, TimeoutPhase};
+use lock_core::{LockError, Op, TimeoutPhase, Token};
 
 use crate::client::{Clients, Target};
 use crate::error::{bounded, malformed};
-use crate::layout::{self, is_ours_layout, ttl_seconds};
+use crate::layout::{self, EtcdLease, is_ours_layout, ttl_seconds};
 use crate::watch::Watches;
 
 /// The shared state of an [`EtcdLock`](crate::EtcdLock), built by the builder.
@@ -43,16 +43,16 @@ impl Executor {
         self.target.command_timeout
     }
 
-    /// Grants the lease `id` for `ttl`. A lease left with that id by an attempt of the same
-    /// token that was cancelled is revoked and granted again, once.
-    pub(crate) async fn grant(
+    /// Grants `etcd_lease` for `ttl`. An etcd lease left with that id by an attempt of the
+    /// same token that was cancelled is revoked and granted again, once.
+    pub(crate) async fn grant_etcd_lease(
         &self,
         client: &Client,
         op: Op,
-        id: i64,
+        etcd_lease: EtcdLease,
         ttl: Duration,
     ) -> Result<(), LockError> {
-        let seconds = ttl_seconds(ttl);
+        let (id, seconds) = (etcd_lease.id(), ttl_seconds(ttl));
         let mut leases = client.lease_client();
         let options = || Some(LeaseGrantOptions::new().with_id(id));
         match bounded(
@@ -103,13 +103,13 @@ impl Executor {
         .await
     }
 
-    /// Revokes lease `id` in the background (a lease with no key left, or a lock released):
-    /// it would run out by itself; revoking frees it at once. Errors are ignored.
-    pub(crate) fn revoke_later(&self, client: &Client, id: i64) {
+    /// Revokes `etcd_lease` in the background (an etcd lease with no key left, or a lock
+    /// released): it would run out by itself; revoking frees it at once. Errors are ignored.
+    pub(crate) fn revoke_etcd_lease_later(&self, client: &Client, etcd_lease: EtcdLease) {
         let mut leases = client.lease_client();
         let timeout = self.command_timeout();
         drop(tokio::spawn(async move {
-            let _ = tokio::time::timeout(timeout, leases.revoke(id)).await;
+            let _ = tokio::time::timeout(timeout, leases.revoke(etcd_lease.id())).await;
         }));
     }
 
@@ -129,8 +129,8 @@ impl Executor {
         }
     }
 
-    /// The holder `kv` read by a transaction's else branch: its lease's remaining TTL (one more
-    /// request) and whether it announces (its value is distlock's layout).
+    /// The holder `kv` read by a transaction's else branch: its etcd lease's remaining TTL (one
+    /// more request) and whether it announces (its value is distlock's layout).
     pub(crate) async fn holder_state(
         &self,
         client: &Client,
@@ -160,9 +160,13 @@ impl Executor {
         (holder_ttl, announces)
     }
 
-    /// Keeps the lease `id` alive, or grants it for `ttl` when it does not exist (the first
+    /// Keeps `etcd_lease` alive, or grants it for `ttl` when it does not exist (the first
     /// attempt of a waiter, or its entry lapsed).
-    pub(crate) async fn keep_or_grant(&self, id: i64, ttl: Duration) -> Result<(), LockError> {
+    pub(crate) async fn keep_or_grant_etcd_lease(
+        &self,
+        etcd_lease: EtcdLease,
+        ttl: Duration,
+    ) -> Result<(), LockError> {
         let client = self.client().await?;
         let mut leases = client.lease_client();
         let kept = bounded(
@@ -170,7 +174,7 @@ impl Executor {
             TimeoutPhase::Command,
             self.command_timeout(),
             async {
-                match leases.keep_alive(id).await {
+                match leases.keep_alive(etcd_lease.id()).await {
                     Ok(_) => Ok(true),
                     Err(etcd_client::Error::LeaseKeepAliveError(_)) => Ok(false),
                     Err(err) => Err(err),
@@ -181,7 +185,8 @@ impl Executor {
         if kept {
             return Ok(());
         }
-        self.grant(&client, Op::Acquire, id, ttl).await
+        self.grant_etcd_lease(&client, Op::Acquire, etcd_lease, ttl)
+            .await
     }
 }
 
@@ -202,7 +207,16 @@ pub(crate) fn read(answer: &TxnResponse, index: usize) -> Option<etcd_client::Ke
     }
 }
 
-/// `Put(key, value)` on the lease `lease`.
-pub(crate) fn put_on_value(key: Vec<u8>, value: Vec<u8>, lease: i64) -> TxnOp {
-    TxnOp::put(key, value, Some(PutOptions::new().with_lease(lease)))
+/// `Put(key, token's value)` on `etcd_lease`: a holder of the lock key.
+pub(crate) fn put_on(key: Vec<u8>, token: &Token, etcd_lease: EtcdLease) -> TxnOp {
+    put_on_value(key, layout::value(token), etcd_lease)
+}
+
+/// `Put(key, value)` on `etcd_lease`.
+pub(crate) fn put_on_value(key: Vec<u8>, value: Vec<u8>, etcd_lease: EtcdLease) -> TxnOp {
+    TxnOp::put(
+        key,
+        value,
+        Some(PutOptions::new().with_lease(etcd_lease.id())),
+    )
 }

@@ -1,11 +1,11 @@
-//! The data layout: one key per lock, holding the holder's token, attached to a lease of the
-//! holder's own whose id is derived from the token; and the key spaces beside the lock keys
+//! The data layout: one key per lock, holding the holder's token, attached to an etcd lease of
+//! the holder's own whose id is derived from the token ([`EtcdLease`]); and the key spaces beside the lock keys
 //! (semaphore holders, fair queues, readers, waiting writers, fences, notes), the one place
 //! that knows them.
 
 use std::time::Duration;
 
-use lock_core::Token;
+use lock_core::{Kind, Lease, Token};
 
 /// What a distlock holder's value starts with, followed by the token's 32 hex digits: the
 /// layout of lock-redis, so a waiter can tell a distlock holder (which announces its release)
@@ -51,15 +51,46 @@ pub(crate) fn is_ours_layout(value: &[u8]) -> bool {
     value.starts_with(VALUE_PREFIX.as_bytes())
 }
 
+/// An etcd lease, by its id: etcd's own expiring grant, which every key put on it goes with.
+/// Not distlock's [`Lease`] (a granted lock), though each distlock lease is carried by one: the
+/// grant's keys sit on the etcd lease of [`EtcdLease::of_grant`], and a renewal keeps that etcd
+/// lease alive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct EtcdLease(i64);
+
+impl EtcdLease {
+    /// The etcd lease that carries the keys of `name` held with `token`.
+    pub(crate) fn of_grant(token: &Token, name: &str) -> Self {
+        Self(etcd_lease_id(token, name))
+    }
+
+    /// The etcd lease of `token`'s queue entry for the fair lock `name` (not the grant's: the
+    /// entry lives on while the grant's etcd lease of a busy attempt is revoked).
+    pub(crate) fn of_queue_entry(token: &Token, name: &str) -> Self {
+        Self(etcd_lease_id(token, &format!("\0fair/{name}")))
+    }
+
+    /// The etcd lease of the waiting record of the writer `token` of `name` (not the writer's
+    /// grant's).
+    pub(crate) fn of_waiting_record(token: &Token, name: &str) -> Self {
+        Self(etcd_lease_id(token, &format!("\0rww/{name}")))
+    }
+
+    /// The id etcd's requests name this lease by.
+    pub(crate) fn id(self) -> i64 {
+        self.0
+    }
+}
+
 /// The id of the etcd lease that carries the key of `name` held with `token`: 63 bits of the
 /// token mixed with a hash of the name (FNV-1a), never 0 (etcd's "pick one for me").
 ///
 /// Deriving it, rather than remembering what the server chose, is what lets `extend` and
-/// `release` act on a [`Lease`](lock_core::Lease) alone (it has no room for backend data), and
-/// a cancelled acquire be cleaned up by its token. Tokens are 128 random bits, fresh for every
-/// acquisition, so two grants share a lease id with odds of 2⁻⁶³; if they did, the second
-/// grant's lease request fails (etcd refuses an id in use) and nothing is granted.
-pub(crate) fn lease_id(token: &Token, name: &str) -> i64 {
+/// `release` act on a distlock [`Lease`] alone (it has no room for backend data), and a
+/// cancelled acquire be cleaned up by its token. Tokens are 128 random bits, fresh for every
+/// acquisition, so two grants share an etcd lease id with odds of 2⁻⁶³; if they did, the
+/// second grant's etcd lease request fails (etcd refuses an id in use) and nothing is granted.
+fn etcd_lease_id(token: &Token, name: &str) -> i64 {
     const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
     const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
     let mut hash = FNV_OFFSET;
@@ -155,12 +186,6 @@ pub(crate) fn entry_key(prefix: &str, name: &str, token: &Token) -> Vec<u8> {
     key
 }
 
-/// The id of the lease of `token`'s queue entry for `name` (not the lock's lease: the entry
-/// lives on while the lock's lease of a busy attempt is revoked).
-pub(crate) fn entry_lease(token: &Token, name: &str) -> i64 {
-    lease_id(token, &format!("\0fair/{name}"))
-}
-
 /// The key of the reader `token` of `name`.
 pub(crate) fn reader_key(prefix: &str, name: &str, token: &Token) -> Vec<u8> {
     let mut key = under(READERS, prefix, name);
@@ -175,9 +200,25 @@ pub(crate) fn waiting_key(prefix: &str, name: &str, token: &Token) -> Vec<u8> {
     key
 }
 
-/// The lease of the waiting record of `token` (not the writer's lock lease).
-pub(crate) fn waiting_lease(token: &Token, name: &str) -> i64 {
-    lease_id(token, &format!("\0rww/{name}"))
+/// The key `lease` holds and the value it put there, by its kind: a semaphore holder's key, a
+/// reader's key, or the name's lock key (the mutex, the fair lock, a writer).
+pub(crate) fn held(prefix: &str, lease: &Lease) -> (Vec<u8>, Vec<u8>) {
+    match lease.kind() {
+        Kind::Semaphore { permits, max } => (
+            holder_key(prefix, lease.name(), lease.token()),
+            holder_value(lease.token(), permits, max),
+        ),
+        Kind::Read { .. } => (
+            reader_key(prefix, lease.name(), lease.token()),
+            value(lease.token()),
+        ),
+        _ => (key(prefix, lease.name()), value(lease.token())),
+    }
+}
+
+/// The note key of `name` (the holder description beside its grant, `kinds/note.rs`).
+pub(crate) fn note_key(prefix: &str, name: &str) -> Vec<u8> {
+    under(NOTE, prefix, name)
 }
 
 #[cfg(test)]
@@ -193,14 +234,29 @@ mod tests {
     }
 
     #[test]
-    fn lease_ids_are_positive_and_differ_by_name_and_token() {
+    fn etcd_lease_ids_are_positive_and_differ_by_name_and_token() {
         let a = Token::from_bytes([7; 16]);
         let b = Token::from_bytes([8; 16]);
-        let ids = [lease_id(&a, "x"), lease_id(&a, "y"), lease_id(&b, "x")];
+        let ids = [
+            etcd_lease_id(&a, "x"),
+            etcd_lease_id(&a, "y"),
+            etcd_lease_id(&b, "x"),
+        ];
         assert!(ids.iter().all(|id| *id > 0), "{ids:?}");
         assert_ne!(ids[0], ids[1]);
         assert_ne!(ids[0], ids[2]);
-        assert_eq!(lease_id(&a, "x"), ids[0], "derived, so the same every time");
+        assert_eq!(
+            etcd_lease_id(&a, "x"),
+            ids[0],
+            "derived, so the same every time"
+        );
+        assert_eq!(EtcdLease::of_grant(&a, "x").id(), ids[0]);
+    }
+
+    #[test]
+    fn note_keys_never_share_a_range_with_other_names() {
+        assert_ne!(note_key("p/", "a"), note_key("p/", "a/b"));
+        assert!(note_key("p/", "a").starts_with(b"p/\0note/1:a/"));
     }
 
     #[test]

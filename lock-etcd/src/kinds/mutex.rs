@@ -1,0 +1,170 @@
+//! The mutex: one holder, its `dl:` token under the lock key, on an etcd lease of the holder's
+//! own (its id derived from the token and the name, `EtcdLease::of_grant`); the fencing token is
+//! the revision of the transaction that put it. Every kind's lease is extended here (one etcd
+//! lease per grant, whatever key it carries), and released here unless its kind leaves more
+//! behind (the fair lock's queue entry, a waiting writer's record).
+
+use std::time::Duration;
+
+use etcd_client::{Client, Compare, CompareOp, Txn, TxnOp};
+use lock_core::backend::{Attempt, Handover};
+use lock_core::{Lease, LockError, Op, TimeoutPhase, Token, valid_until};
+use tokio::time::Instant;
+
+use crate::error::bounded;
+use crate::executor::{Executor, put_on, read, revision};
+use crate::layout::{self, EtcdLease, held};
+
+/// One attempt at the mutex `name`: the holder's etcd lease, then one transaction: if the key's
+/// `create_revision` is 0 (absent), put the token on that lease, else read the holder.
+pub(crate) async fn try_acquire(
+    exec: &Executor,
+    name: &str,
+    token: Token,
+    ttl: Duration,
+) -> Result<Attempt, LockError> {
+    let started = Instant::now();
+    let client = exec.client().await?;
+    let (key, etcd_lease) = (exec.key(name), EtcdLease::of_grant(&token, name));
+    exec.grant_etcd_lease(&client, Op::Acquire, etcd_lease, ttl)
+        .await?;
+    let txn = Txn::new()
+        .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
+        .and_then([put_on(key.clone(), &token, etcd_lease)])
+        .or_else([TxnOp::get(key, None)]);
+    let answer = exec.txn(&client, Op::Acquire, txn).await?;
+    if answer.succeeded() {
+        let fencing = revision(Op::Acquire, &answer)?;
+        return Ok(Attempt::Acquired(Lease::new(
+            name,
+            token,
+            fencing,
+            valid_until(started, ttl),
+        )));
+    }
+    exec.revoke_etcd_lease_later(&client, etcd_lease);
+    Ok(exec.busy(&client, read(&answer, 0).as_ref(), false).await)
+}
+
+/// Extends `lease`, of any kind: a keep-alive of the etcd lease of its grant, and a check that its key
+/// still holds its value, side by side.
+pub(crate) async fn extend(
+    exec: &Executor,
+    lease: &Lease,
+    ttl: Duration,
+) -> Result<Option<Instant>, LockError> {
+    let started = Instant::now();
+    let client = exec.client().await?;
+    let (key, stored) = held(exec.prefix(), lease);
+    let etcd_lease = EtcdLease::of_grant(lease.token(), lease.name());
+    let ours = Txn::new().when([Compare::value(key, CompareOp::Equal, stored)]);
+    let mut leases = client.lease_client();
+    let (ours, kept, granted) = tokio::join!(
+        exec.txn(&client, Op::Extend, ours),
+        bounded(
+            Op::Extend,
+            TimeoutPhase::Command,
+            exec.command_timeout(),
+            async {
+                match leases.keep_alive(etcd_lease.id()).await {
+                    Ok((_keeper, mut stream)) => {
+                        // `keep_alive` has read the first answer; the stream is dropped here.
+                        drop(stream.message());
+                        Ok(true)
+                    }
+                    Err(etcd_client::Error::LeaseKeepAliveError(_)) => Ok(false),
+                    Err(err) => Err(err),
+                }
+            }
+        ),
+        granted_ttl(&client, etcd_lease, exec.command_timeout()),
+    );
+    if !(ours?.succeeded() && kept?) {
+        return Ok(None);
+    }
+    // A keep-alive restores the TTL the etcd lease was granted with; a longer one asked now is
+    // capped at it (see the README), so the validity never outlasts the key.
+    Ok(Some(valid_until(
+        started,
+        granted.map_or(ttl, |g| ttl.min(g)),
+    )))
+}
+
+/// The TTL `etcd_lease` was granted with, if etcd says (`None` when it does not answer in
+/// time: the caller then trusts the TTL it asked for at the grant, which the etcd lease was
+/// given).
+async fn granted_ttl(
+    client: &Client,
+    etcd_lease: EtcdLease,
+    timeout: Duration,
+) -> Option<Duration> {
+    let mut leases = client.lease_client();
+    let asked = leases.time_to_live(etcd_lease.id(), None);
+    match tokio::time::timeout(timeout, asked).await {
+        Ok(Ok(answer)) if answer.granted_ttl() > 0 => Some(Duration::from_secs(
+            u64::try_from(answer.granted_ttl()).ok()?,
+        )),
+        _ => None,
+    }
+}
+
+/// Releases `lease` (the mutex, a reader, a semaphore holder, a writer without preference):
+/// one transaction (if its key holds its value, delete the key).
+pub(crate) async fn release(exec: &Executor, lease: &Lease) -> Result<bool, LockError> {
+    let client = exec.client().await?;
+    let (key, stored) = held(exec.prefix(), lease);
+    let txn = Txn::new()
+        .when([Compare::value(key.clone(), CompareOp::Equal, stored)])
+        .and_then([TxnOp::delete(key, None)]);
+    send_release(exec, &client, lease, txn).await
+}
+
+/// Sends the release transaction `txn` of `lease`, then revokes the etcd lease of its grant in
+/// the background: whether the transaction found the lease ours.
+pub(crate) async fn send_release(
+    exec: &Executor,
+    client: &Client,
+    lease: &Lease,
+    txn: Txn,
+) -> Result<bool, LockError> {
+    let answer = exec.txn(client, Op::Release, txn).await?;
+    exec.revoke_etcd_lease_later(client, EtcdLease::of_grant(lease.token(), lease.name()));
+    Ok(answer.succeeded())
+}
+
+/// Hands the mutex `lease` over to `to`: an etcd lease for the new token, then one transaction
+/// (if the value is the old token, put the new one on the new etcd lease): a new revision, so a new
+/// fencing token.
+pub(crate) async fn hand_over(
+    exec: &Executor,
+    lease: &Lease,
+    to: Token,
+    ttl: Duration,
+) -> Result<Handover, LockError> {
+    let started = Instant::now();
+    let client = exec.client().await?;
+    let key = exec.key(lease.name());
+    let etcd_lease = EtcdLease::of_grant(&to, lease.name());
+    exec.grant_etcd_lease(&client, Op::Acquire, etcd_lease, ttl)
+        .await?;
+    let txn = Txn::new()
+        .when([Compare::value(
+            key.clone(),
+            CompareOp::Equal,
+            layout::value(lease.token()),
+        )])
+        .and_then([put_on(key, &to, etcd_lease)]);
+    let answer = exec.txn(&client, Op::Acquire, txn).await?;
+    if !answer.succeeded() {
+        exec.revoke_etcd_lease_later(&client, etcd_lease);
+        return Ok(Handover::NotOwned);
+    }
+    exec.revoke_etcd_lease_later(&client, EtcdLease::of_grant(lease.token(), lease.name()));
+    let fencing = revision(Op::Acquire, &answer)?;
+    Ok(Handover::Handed(Lease::new(
+        lease.name(),
+        to,
+        fencing,
+        valid_until(started, ttl),
+    )))
+}
