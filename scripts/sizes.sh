@@ -95,9 +95,9 @@ def blank(src):
             out.append(keep_newlines(src[i:j]))
             i = j
         elif c == "'":
-            # A char literal ('x', '\n', '\u{7f}', '{') or a lifetime ('a, 'static).
+            # A char literal ('x', '\n', '\'', '\u{7f}', '{') or a lifetime ('a, 'static).
             if src[i + 1:i + 2] == "\\":
-                j = src.find("'", i + 2)
+                j = src.find("'", i + 3)
                 j = n if j < 0 else j + 1
             elif src[i + 2:i + 3] == "'":
                 j = i + 3
