@@ -33,27 +33,28 @@ pub(crate) enum LockKind {
 
 /// A count option's value (`permits = 2`, `max = 8`) and where it was written.
 #[derive(Clone)]
-pub(crate) struct Count {
-    pub(crate) value: u32,
+struct Count {
+    /// The count.
+    value: u32,
     /// The option's name.
-    pub(crate) key: Span,
+    key: Span,
     /// The literal.
-    pub(crate) span: Span,
+    span: Span,
 }
 
 /// The kind options as written, each with where it was written.
 #[derive(Clone, Default)]
 pub(crate) struct KindOptions {
     /// `read`: a read share of a read-write lock.
-    pub(crate) read: Option<Span>,
+    read: Option<Span>,
     /// `write`: the write lock of a read-write lock.
-    pub(crate) write: Option<Span>,
+    write: Option<Span>,
     /// `fair`: the fair lock.
-    pub(crate) fair: Option<Span>,
+    fair: Option<Span>,
     /// `permits = k`: the semaphore permits a call takes (needs `max`).
-    pub(crate) permits: Option<Count>,
+    permits: Option<Count>,
     /// `max = n`: a counting semaphore with `n` permits.
-    pub(crate) max: Option<Count>,
+    max: Option<Count>,
 }
 
 impl KindOptions {
@@ -212,7 +213,7 @@ fn check_multi_kind(option: &str, span: Span, multi: bool) -> syn::Result<()> {
         span,
         format!(
             "`{option}` does not go with a list of templates: a multi-lock takes mutexes only \
- (`Locker::lock_all`); drop `{option}`, or lock one name"
+             (`Locker::lock_all`); drop `{option}`, or lock one name"
         ),
     ))
 }
