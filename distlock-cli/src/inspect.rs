@@ -173,7 +173,8 @@ async fn describe_batch(
         .collect())
 }
 
-/// The locks in one lock's replies (see [`queue_reads`]).
+/// The locks in one lock's replies (see [`queue_reads`]): each kind keeps its own keys, so one
+/// name can show as several kinds, and each kind's replies are decoded on their own.
 fn read_one(
     name: &str,
     key: &str,
@@ -182,7 +183,7 @@ fn read_one(
     foreign: bool,
     node: &str,
 ) -> Vec<LockInfo> {
-    let at = |i: usize| r.get(i).unwrap_or(&Value::Nil);
+    let at = |i: usize| reply(r, i);
     let base = LockInfo {
         name: name.to_owned(),
         key: key.to_owned(),
@@ -206,70 +207,99 @@ fn read_one(
         info
     };
     let mut found = Vec::new();
-    if text(at(0)).as_deref() == Some("string") {
-        let value = text(at(1)).unwrap_or_default();
-        let ttl = number_signed(at(2));
-        let ours = value.starts_with(TOKEN_PREFIX);
-        if ours || (foreign && ttl > 0) {
-            let fair_queue: Vec<String> = strings(at(14));
-            let queued = number(at(15));
-            found.push(with_holder(LockInfo {
-                kind: if !ours {
-                    "foreign"
-                } else if queued > 0 {
-                    "fair"
-                } else {
-                    "mutex"
-                },
-                token: Some(value),
-                ttl_ms: (ttl >= 0).then_some(ttl),
-                queued,
-                fair_queue,
-                ..base.clone()
-            }));
-        }
+    found.extend(string_lock(r, &base, foreign).map(with_holder));
+    found.extend(read_write_lock(r, &base, now_ms).map(with_holder));
+    found.extend(semaphore_lock(r, base, now_ms));
+    found
+}
+
+/// The lock on the name's string key: a mutex, a fair lock when its queue is not empty, or with
+/// `foreign` another client's key with a TTL.
+fn string_lock(r: &[Value], base: &LockInfo, foreign: bool) -> Option<LockInfo> {
+    let at = |i: usize| reply(r, i);
+    if text(at(0)).as_deref() != Some("string") {
+        return None;
     }
+    let value = text(at(1)).unwrap_or_default();
+    let ttl = number_signed(at(2));
+    let ours = value.starts_with(TOKEN_PREFIX);
+    if !(ours || (foreign && ttl > 0)) {
+        return None;
+    }
+    let fair_queue: Vec<String> = strings(at(14));
+    let queued = number(at(15));
+    Some(LockInfo {
+        kind: if !ours {
+            "foreign"
+        } else if queued > 0 {
+            "fair"
+        } else {
+            "mutex"
+        },
+        token: Some(value),
+        ttl_ms: (ttl >= 0).then_some(ttl),
+        queued,
+        fair_queue,
+        ..base.clone()
+    })
+}
+
+/// The read-write lock: its writer (with the writer key's TTL) and its readers, when either is
+/// there.
+fn read_write_lock(r: &[Value], base: &LockInfo, now_ms: i64) -> Option<LockInfo> {
+    let at = |i: usize| reply(r, i);
     let writer = text(at(6));
     let readers = number(at(8));
-    if writer.is_some() || readers > 0 {
-        let ttl = number_signed(at(7));
-        found.push(with_holder(LockInfo {
-            kind: "read-write",
-            token: writer.clone(),
-            ttl_ms: writer.is_some().then_some(ttl).filter(|t| *t >= 0),
-            queued: number(at(10)),
-            readers: Some(Members {
-                count: readers,
-                shown: members(at(9), now_ms, None),
-            }),
-            ..base.clone()
-        }));
+    if writer.is_none() && readers == 0 {
+        return None;
     }
+    let ttl = number_signed(at(7));
+    Some(LockInfo {
+        kind: "read-write",
+        token: writer.clone(),
+        ttl_ms: writer.is_some().then_some(ttl).filter(|t| *t >= 0),
+        queued: number(at(10)),
+        readers: Some(Members {
+            count: readers,
+            shown: members(at(9), now_ms, None),
+        }),
+        ..base.clone()
+    })
+}
+
+/// The semaphore: its holders and, from its counts hash, `max` and `used`.
+fn semaphore_lock(r: &[Value], base: LockInfo, now_ms: i64) -> Option<LockInfo> {
+    let at = |i: usize| reply(r, i);
     let holders = number(at(11));
-    if holders > 0 {
-        let counts = pairs(at(13));
-        let count = |field: &str| {
-            counts
-                .iter()
-                .find(|(f, _)| f == field)
-                .and_then(|(_, v)| v.parse().ok())
-        };
-        let shown = members(at(12), now_ms, Some(&counts));
-        found.push(LockInfo {
-            kind: "semaphore",
-            permits: Some(Permits {
-                max: count("max"),
-                used: count("used"),
-                holders: Members {
-                    count: holders,
-                    shown,
-                },
-            }),
-            ttl_ms: None,
-            ..base
-        });
+    if holders == 0 {
+        return None;
     }
-    found
+    let counts = pairs(at(13));
+    let count = |field: &str| {
+        counts
+            .iter()
+            .find(|(f, _)| f == field)
+            .and_then(|(_, v)| v.parse().ok())
+    };
+    let shown = members(at(12), now_ms, Some(&counts));
+    Some(LockInfo {
+        kind: "semaphore",
+        permits: Some(Permits {
+            max: count("max"),
+            used: count("used"),
+            holders: Members {
+                count: holders,
+                shown,
+            },
+        }),
+        ttl_ms: None,
+        ..base
+    })
+}
+
+/// The reply at `i` of one lock's replies (see [`queue_reads`]), nil when missing.
+fn reply(r: &[Value], i: usize) -> &Value {
+    r.get(i).unwrap_or(&Value::Nil)
 }
 
 /// Lists every held lock whose name matches `pattern`, master by master: SCAN with COUNT

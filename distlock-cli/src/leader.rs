@@ -201,7 +201,7 @@ pub(crate) async fn show(
             other => Failure::from(other),
         })?;
     if json {
-        crate::print_json(&serde_json::json!({
+        crate::output::print_json(&serde_json::json!({
             "name": args.name,
             "leader": leader.as_ref().map(LeaderDoc::from),
         }))?;

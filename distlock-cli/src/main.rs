@@ -8,6 +8,7 @@ mod exit;
 mod guardian;
 mod inspect;
 mod leader;
+mod output;
 mod release;
 mod render;
 mod run;
@@ -21,6 +22,7 @@ use clap::Parser;
 use crate::cli::{Cli, Command};
 use crate::connect::Target;
 use crate::exit::{FAILURE, Failure};
+use crate::output::{print_listing, print_show};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
@@ -74,50 +76,4 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Leader(args) => leader::show(&target, &args, cli.json).await,
         Command::Watch(args) => watch::watch(&target, &args, cli.json).await,
     }
-}
-
-/// `ls`'s output: the listing as JSON, or a table, or a line saying nothing matched.
-fn print_listing(listing: &inspect::Listing, pattern: &str, json: bool) -> Result<(), Failure> {
-    if json {
-        print_json(listing)?;
-    } else if listing.locks.is_empty() {
-        println!("no held locks match {pattern:?}");
-    } else {
-        println!(
-            "{}",
-            render::text(&render::lock_table(&listing.locks, None))
-        );
-    }
-    Ok(())
-}
-
-/// `show`'s output: the locks named `name` as JSON, or one table each, or a line saying it is
-/// not held.
-fn print_show(name: &str, locks: &[inspect::LockInfo], json: bool) -> Result<(), Failure> {
-    if json {
-        print_json(&serde_json::json!({
-            "name": name,
-            "held": !locks.is_empty(),
-            "locks": locks,
-        }))
-    } else {
-        if locks.is_empty() {
-            println!("{name:?} is not held");
-        }
-        for (i, lock) in locks.iter().enumerate() {
-            if i > 0 {
-                println!();
-            }
-            println!("{}", render::text(&render::show_table(lock)));
-        }
-        Ok(())
-    }
-}
-
-/// `value` as one JSON document on stdout.
-pub(crate) fn print_json(value: &impl serde::Serialize) -> Result<(), Failure> {
-    let text = serde_json::to_string_pretty(value)
-        .map_err(|e| Failure::new(FAILURE, format!("JSON: {e}")))?;
-    println!("{text}");
-    Ok(())
 }

@@ -145,55 +145,121 @@ fn locked_body(
     let here = Span::mixed_site();
     let outcome = format_ident!("__distlock_outcome", span = here);
     let out = format_ident!("__distlock_out", span = here);
-    let error = format_ident!("__distlock_error", span = here);
-    let ret = format_ident!("__distlock_ret", span = here);
-
-    // The rendered name (or names), its type, and the support function that locks it.
-    let (name, ty_of_name, rendered, run) = if args.is_multi() {
-        let names = args
-            .templates
-            .iter()
-            .zip(templates)
-            .map(|(lit, template)| render(lit, template));
-        (
-            format_ident!("__distlock_names", span = here),
-            quote!(::std::vec::Vec<::std::string::String>),
-            quote!(::std::vec![#(#names),*]),
-            quote!(::distlock::__private::run_all),
-        )
-    } else {
-        let name = render(args.first_template(), &templates[0]);
-        (
-            format_ident!("__distlock_name", span = here),
-            quote!(::std::string::String),
-            name,
-            quote!(::distlock::__private::run),
-        )
-    };
+    let Names {
+        name,
+        ty: ty_of_name,
+        rendered,
+        run,
+    } = names(args, templates, here);
     let locker = match &args.locker {
         Some(expr) => quote_spanned!(expr.span()=>
             ::core::option::Option::Some(::distlock::__private::locker(&(#expr)))
         ),
         None => quote!(::core::option::Option::None),
     };
+    let spec = spec(args);
+    let pin_output = pin_output(output, here);
+    let (pattern, on_error) = on_error(args.skip.is_some(), output, here);
+    quote! {
+        let #name: #ty_of_name = #rendered;
+        let #outcome = #run(
+            #locker,
+            #name,
+            #spec,
+            move || async move {
+                #pin_output
+                #(#stmts)*
+            },
+        )
+        .await;
+        match #outcome {
+            ::core::result::Result::Ok(#out) => #out,
+            ::core::result::Result::Err(#pattern) => #on_error,
+        }
+    }
+}
+
+/// The rendered name (or names) of the expansion, and the support function that locks it.
+struct Names {
+    /// The local that holds it.
+    name: syn::Ident,
+    /// Its type: a `String`, or a `Vec<String>` for a list.
+    ty: TokenStream,
+    /// The expression that renders it.
+    rendered: TokenStream,
+    /// `__private::run`, or `__private::run_all` for a list.
+    run: TokenStream,
+}
+
+/// The name of a single template, or the names of a list (a multi-lock).
+fn names(args: &Args, templates: &[template::Template], here: Span) -> Names {
+    if args.is_multi() {
+        let names = args
+            .templates
+            .iter()
+            .zip(templates)
+            .map(|(lit, template)| render(lit, template));
+        Names {
+            name: format_ident!("__distlock_names", span = here),
+            ty: quote!(::std::vec::Vec<::std::string::String>),
+            rendered: quote!(::std::vec![#(#names),*]),
+            run: quote!(::distlock::__private::run_all),
+        }
+    } else {
+        Names {
+            name: format_ident!("__distlock_name", span = here),
+            ty: quote!(::std::string::String),
+            rendered: render(args.first_template(), &templates[0]),
+            run: quote!(::distlock::__private::run),
+        }
+    }
+}
+
+/// `::distlock::__private::Spec { .. }`: the label, the kind and the timing options.
+fn spec(args: &Args) -> TokenStream {
     let label = args.label();
-    let ttl = duration::option_tokens(args.ttl.as_ref().map(|t| t.duration));
+    let lease = &args.lease;
+    let ttl = duration::option_tokens(lease.ttl.as_ref().map(|t| t.duration));
     let wait = duration::option_tokens(args.wait());
-    let max_hold = duration::option_tokens(args.max_hold.as_ref().map(|t| t.duration));
-    let min_hold = duration::option_tokens(args.min_hold.as_ref().map(|t| t.duration));
+    let max_hold = duration::option_tokens(lease.max_hold.as_ref().map(|t| t.duration));
+    let min_hold = duration::option_tokens(lease.min_hold.as_ref().map(|t| t.duration));
     let skip = args.skip.is_some();
     let kind = kind_tokens(args.kind());
+    quote! {
+        ::distlock::__private::Spec {
+            label: #label,
+            kind: #kind,
+            ttl: #ttl,
+            wait: #wait,
+            max_hold: #max_hold,
+            min_hold: #min_hold,
+            skip: #skip,
+        }
+    }
+}
 
+/// A `return` that never runs, which pins the body's type to the function's output when that
+/// can be named (so that `?` and `.into()` in the body infer it).
+fn pin_output(output: &Output, here: Span) -> Option<TokenStream> {
+    let ret = format_ident!("__distlock_ret", span = here);
     let ty = &output.ty;
-    let pin_output = output.nameable.then(|| {
+    output.nameable.then(|| {
         quote! {
             if let ::core::option::Option::Some(#ret) = ::core::option::Option::None::<#ty> {
                 #[allow(unreachable_code)]
                 return #ret;
             }
         }
-    });
-    let (pattern, on_error) = match (skip, output.nameable) {
+    })
+}
+
+/// The pattern of a lock failure and the function's output for it: the skipped value for
+/// `skip`, else the error converted by the error policy (spanned on the output type, so that a
+/// type without the policy is pointed at).
+fn on_error(skip: bool, output: &Output, here: Span) -> (TokenStream, TokenStream) {
+    let error = format_ident!("__distlock_error", span = here);
+    let ty = &output.ty;
+    match (skip, output.nameable) {
         (true, true) => (
             quote!(_),
             quote_spanned!(output.span=> <#ty as ::distlock::__private::Skippable>::skipped()),
@@ -212,31 +278,6 @@ fn locked_body(
             quote!(#error),
             quote!(::distlock::__private::LockResult::from_lock_error(#error)),
         ),
-    };
-    quote! {
-        let #name: #ty_of_name = #rendered;
-        let #outcome = #run(
-            #locker,
-            #name,
-            ::distlock::__private::Spec {
-                label: #label,
-                kind: #kind,
-                ttl: #ttl,
-                wait: #wait,
-                max_hold: #max_hold,
-                min_hold: #min_hold,
-                skip: #skip,
-            },
-            move || async move {
-                #pin_output
-                #(#stmts)*
-            },
-        )
-        .await;
-        match #outcome {
-            ::core::result::Result::Ok(#out) => #out,
-            ::core::result::Result::Err(#pattern) => #on_error,
-        }
     }
 }
 

@@ -16,7 +16,7 @@ use etcd_client::{Client, ConnectOptions};
 
 use crate::cli::{Cli, Command, TargetArgs};
 use crate::exit::{BACKEND, Failure, USAGE, one_line};
-use crate::{print_listing, print_show};
+use crate::output::{print_listing, print_show};
 
 /// The scheme of an etcd member's URL on the command line.
 const SCHEME: &str = "etcd://";
