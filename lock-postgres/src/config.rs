@@ -6,7 +6,7 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use lock_core::LockError;
 use tokio_postgres::NoTls;
 
-use crate::PostgresLock;
+use crate::postgres_lock::PostgresLock;
 use crate::statements::Statements;
 
 /// How long getting a connection may take, connecting and authenticating included, by
@@ -19,6 +19,21 @@ pub const DEFAULT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(1);
 /// How many pooled connections a lock opens at most by default: 4 (the release listener has
 /// one more of its own per tokio runtime).
 pub const DEFAULT_POOL_SIZE: usize = 4;
+
+impl PostgresLock {
+    /// Starts configuring a lock; see [`PostgresLockBuilder`].
+    pub fn builder() -> PostgresLockBuilder {
+        PostgresLockBuilder::default()
+    }
+
+    /// A lock on the database at `url`, with default settings. Connects on first use.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidInput`] when the URL does not parse.
+    pub fn from_url(url: &str) -> Result<Self, LockError> {
+        Self::builder().url(url).build()
+    }
+}
 
 /// Configures a [`PostgresLock`]; from [`PostgresLock::builder`].
 ///

@@ -24,8 +24,8 @@ impl fmt::Display for MissingTable {
             f,
             "the lock's schema (the lease table `{}`, version {}) is missing or older: run \
              `PostgresLock::migrate()` or the SQL in `lock_postgres::MIGRATION` once ({})",
-            crate::TABLE,
-            crate::SCHEMA_VERSION,
+            crate::sql::TABLE,
+            crate::sql::SCHEMA_VERSION,
             Describe(&self.source)
         )
     }

@@ -15,10 +15,8 @@ mod postgres_lock;
 mod sql;
 mod statements;
 
-pub use advisory::{
-    DEFAULT_ADVISORY_POOL_SIZE, PostgresAdvisoryLock, PostgresAdvisoryLockBuilder,
-    TransactionPooler, advisory_key,
-};
+pub use advisory::builder::{DEFAULT_ADVISORY_POOL_SIZE, PostgresAdvisoryLockBuilder};
+pub use advisory::{PostgresAdvisoryLock, TransactionPooler, advisory_key};
 pub use config::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE, DEFAULT_STATEMENT_TIMEOUT, PostgresLockBuilder,
 };

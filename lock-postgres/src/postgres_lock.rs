@@ -1,4 +1,6 @@
-//! `PostgresLock`: the [`Lock`] backend on a PostgreSQL lease table.
+//! `PostgresLock`: the [`Lock`] backend on a PostgreSQL lease table. The type, its operator
+//! methods, and the `impl Lock` that picks the kind's functions (`kinds/`); construction lives
+//! with its configuration (`config.rs`, which also holds `PostgresLock::builder`).
 
 use std::fmt;
 use std::sync::Arc;
@@ -7,23 +9,15 @@ use std::time::Duration;
 use async_trait::async_trait;
 use deadpool_postgres::Pool;
 use lock_core::backend::{Attempt, Handover, Holder, Lock, MultiAttempt, ReleaseWatch};
-use lock_core::{
-    Kind, Lease, LockError, Op, TimeoutPhase, Token, check_name, check_ttl, valid_until,
-};
+use lock_core::{Kind, Lease, LockError, Op, TimeoutPhase, Token, check_name, check_ttl};
 use tokio::time::Instant;
-use tokio_postgres::Row;
-use tokio_postgres::types::Type;
 
-use crate::config::PostgresLockBuilder;
-use crate::error::{BACKEND, from_pg, timeout, unexpected};
-use crate::executor::{Executor, millis};
-use crate::grant::{GrantStatement, borrowed, param};
-use crate::kinds::{
-    IN_USE, release_statement, released, try_all_at_once, try_fair, try_read_write, try_semaphore,
-};
+use crate::error::{BACKEND, from_pg, timeout};
+use crate::executor::Executor;
+use crate::kinds::{self, fair, multi, mutex, note, read_write, semaphore};
 use crate::listener::Listener;
 use crate::pool::{client, discard};
-use crate::sql::{ACQUIRE, ANNOTATE, DESCRIBE_HOLDER, HAND_OVER, LeaseTable, MIGRATION, PING};
+use crate::sql::{MIGRATION, PING};
 use crate::statements::Statements;
 
 /// A distributed lock on PostgreSQL (≥ 12): one row per lock name in the lease table
@@ -44,6 +38,8 @@ use crate::statements::Statements;
 ///
 /// Every statement is bounded by the statement timeout and connecting by the connect timeout,
 /// so a PostgreSQL that is down or hangs yields a typed error in bounded time.
+///
+/// [`PostgresLockBuilder::prepared_statements`]: crate::PostgresLockBuilder::prepared_statements
 pub struct PostgresLock {
     /// The pool and the limits its statements run within.
     exec: Executor,
@@ -53,19 +49,6 @@ pub struct PostgresLock {
 }
 
 impl PostgresLock {
-    /// Starts configuring a lock; see [`PostgresLockBuilder`].
-    pub fn builder() -> PostgresLockBuilder {
-        PostgresLockBuilder::default()
-    }
-
-    /// A lock on the database at `url`, with default settings. Connects on first use.
-    ///
-    /// # Errors
-    /// [`LockError::InvalidInput`] when the URL does not parse.
-    pub fn from_url(url: &str) -> Result<Self, LockError> {
-        Self::builder().url(url).build()
-    }
-
     pub(crate) fn assemble(
         pool: Pool,
         listen: Option<tokio_postgres::Config>,
@@ -87,12 +70,16 @@ impl PostgresLock {
 
     /// Whether the lock prepares its statements (see
     /// [`PostgresLockBuilder::prepared_statements`]).
+    ///
+    /// [`PostgresLockBuilder::prepared_statements`]: crate::PostgresLockBuilder::prepared_statements
     #[must_use]
     pub fn prepared_statements(&self) -> bool {
         self.exec.statements == Statements::Prepared
     }
 
     /// How long getting a connection may take (see [`PostgresLockBuilder::connect_timeout`]).
+    ///
+    /// [`PostgresLockBuilder::connect_timeout`]: crate::PostgresLockBuilder::connect_timeout
     #[must_use]
     pub fn connect_timeout(&self) -> Duration {
         self.exec.connect_timeout
@@ -100,6 +87,8 @@ impl PostgresLock {
 
     /// How long one statement may wait for its reply (see
     /// [`PostgresLockBuilder::statement_timeout`]).
+    ///
+    /// [`PostgresLockBuilder::statement_timeout`]: crate::PostgresLockBuilder::statement_timeout
     #[must_use]
     pub fn statement_timeout(&self) -> Duration {
         self.exec.statement_timeout
@@ -149,7 +138,7 @@ impl Lock for PostgresLock {
     /// Every kind: the mutex, the read-write lock, the semaphore and the fair lock (schema
     /// version 2, [`MIGRATION`](crate::MIGRATION)). The multi-lock in one statement. Strict fencing tokens per name, `greatest(counter + 1, clock in
     /// µs)`. Releases announced (`NOTIFY`) when the lock listens, i.e. unless built with
-    /// [`announcements(false)`](PostgresLockBuilder::announcements) or from a pool without a
+    /// [`announcements(false)`](crate::PostgresLockBuilder::announcements) or from a pool without a
     /// listening configuration.
     fn capabilities(&self) -> lock_core::backend::Capabilities {
         use lock_core::backend::{Capabilities, Fencing, MultiLock, TokenScale};
@@ -172,50 +161,7 @@ impl Lock for PostgresLock {
     ) -> Result<Attempt, LockError> {
         check_name(name)?;
         let ttl_ms = check_ttl(ttl)?;
-        let started = Instant::now();
-        let rows = self
-            .exec
-            .grant(GrantStatement {
-                op: Op::Acquire,
-                sql: ACQUIRE,
-                params: vec![
-                    param(name.to_owned(), Type::TEXT),
-                    param(token.to_hex().as_str().to_owned(), Type::TEXT),
-                    param(millis(ttl_ms), Type::INT8),
-                ],
-                left_behind: crate::kinds::first_is_true,
-                name: name.to_owned(),
-                undo: release_statement(name, token.to_hex().as_str(), Kind::Mutex),
-            })
-            .await?;
-        let [row] = &rows[..] else {
-            return Err(unexpected(
-                Op::Acquire,
-                format!("{} rows from acquire", rows.len()),
-            ));
-        };
-        let read = |row: &Row| -> Result<(bool, i64, i64), tokio_postgres::Error> {
-            Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?))
-        };
-        let (ours, fencing_token, left_ms) = read(row).map_err(|e| unexpected(Op::Acquire, e))?;
-        if ours {
-            let fencing_token = u64::try_from(fencing_token).unwrap_or(0);
-            let valid = valid_until(started, Duration::from_millis(ttl_ms));
-            Ok(Attempt::Acquired(Lease::new(
-                name,
-                token,
-                fencing_token,
-                valid,
-            )))
-        } else {
-            Ok(Attempt::Busy {
-                holder_ttl: Some(Duration::from_millis(
-                    u64::try_from(left_ms).unwrap_or_default(),
-                )),
-                // Every row is a distlock holder's, and every release is announced.
-                announces: true,
-            })
-        }
+        mutex::try_acquire(&self.exec, name, token, ttl_ms).await
     }
 
     /// Every kind, each one statement: the mutex through [`Lock::try_acquire`], the others
@@ -235,12 +181,14 @@ impl Lock for PostgresLock {
         let ttl_ms = check_ttl(ttl)?;
         match kind {
             Kind::Read { .. } | Kind::Write { .. } => {
-                try_read_write(&self.exec, name, kind, token, ttl_ms).await
+                read_write::try_acquire(&self.exec, name, kind, token, ttl_ms).await
             }
             Kind::Semaphore { permits, max } => {
-                try_semaphore(&self.exec, name, permits, max, token, ttl_ms).await
+                semaphore::try_acquire(&self.exec, name, permits, max, token, ttl_ms).await
             }
-            Kind::Fair { queued } => try_fair(&self.exec, name, queued, token, ttl_ms).await,
+            Kind::Fair { queued } => {
+                fair::try_acquire(&self.exec, name, queued, token, ttl_ms).await
+            }
             // The mutex returned above; a kind added to lock-core later is refused.
             other => Err(LockError::Unsupported {
                 backend: BACKEND,
@@ -261,43 +209,20 @@ impl Lock for PostgresLock {
             check_name(name)?;
         }
         let ttl_ms = check_ttl(ttl)?;
-        try_all_at_once(&self.exec, names, token, ttl_ms).await
+        multi::try_all_at_once(&self.exec, names, token, ttl_ms).await
     }
 
     /// The permits of the live holders of `name`: one `SELECT sum(permits)`.
     async fn permits_in_use(&self, name: &str) -> Result<u32, LockError> {
         check_name(name)?;
-        let rows = self
-            .exec
-            .query(Op::Acquire, IN_USE, &[(&name, Type::TEXT)])
-            .await?;
-        let used: i64 = rows
-            .first()
-            .ok_or_else(|| unexpected(Op::Acquire, "no row from the permit count"))?
-            .try_get(0)
-            .map_err(|e| unexpected(Op::Acquire, e))?;
-        Ok(u32::try_from(used).unwrap_or(u32::MAX))
+        semaphore::in_use(&self.exec, name).await
     }
 
     /// One `UPDATE … WHERE name = $1 AND token = $2 AND expires_at > clock_timestamp()` of the
     /// table the lease's kind lives in: its own row, no other holder's expiry moves.
     async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
         let ttl_ms = check_ttl(ttl)?;
-        let started = Instant::now();
-        let (hex, ms) = (lease.token().to_hex(), millis(ttl_ms));
-        let rows = self
-            .exec
-            .query(
-                Op::Extend,
-                LeaseTable::of(lease.kind()).extend(),
-                &[
-                    (&lease.name(), Type::TEXT),
-                    (&hex.as_str(), Type::TEXT),
-                    (&ms, Type::INT8),
-                ],
-            )
-            .await?;
-        Ok((!rows.is_empty()).then(|| valid_until(started, Duration::from_millis(ttl_ms))))
+        kinds::extend(&self.exec, lease, ttl_ms).await
     }
 
     /// The leases of each table in one `UPDATE … FROM unnest(…)` statement (one for the mutex
@@ -323,35 +248,7 @@ impl Lock for PostgresLock {
         ttl: Duration,
     ) -> Result<Handover, LockError> {
         let ttl_ms = check_ttl(ttl)?;
-        let started = Instant::now();
-        let to_hex = to.to_hex().as_str().to_owned();
-        let rows = self
-            .exec
-            .grant(GrantStatement {
-                op: Op::Acquire,
-                sql: HAND_OVER,
-                params: vec![
-                    param(lease.name().to_owned(), Type::TEXT),
-                    param(lease.token().to_hex().as_str().to_owned(), Type::TEXT),
-                    param(to_hex.clone(), Type::TEXT),
-                    param(millis(ttl_ms), Type::INT8),
-                ],
-                left_behind: |rows| !rows.is_empty(),
-                name: lease.name().to_owned(),
-                undo: release_statement(lease.name(), &to_hex, Kind::Mutex),
-            })
-            .await?;
-        let Some(row) = rows.first() else {
-            return Ok(Handover::NotOwned);
-        };
-        let fencing_token: i64 = row.try_get(0).map_err(|e| unexpected(Op::Acquire, e))?;
-        let valid = valid_until(started, Duration::from_millis(ttl_ms));
-        Ok(Handover::Handed(Lease::new(
-            lease.name(),
-            to,
-            u64::try_from(fencing_token).unwrap_or(0),
-            valid,
-        )))
+        mutex::hand_over(&self.exec, lease, to, ttl_ms).await
     }
 
     /// One statement of the lease's kind, announcing with `pg_notify` in the same statement:
@@ -359,13 +256,14 @@ impl Lock for PostgresLock {
     /// `distlock_rw_release` / `distlock_fair_release` (which also withdraw a waiting writer's
     /// record or a fair waiter's place).
     async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
-        let (sql, params) =
-            release_statement(lease.name(), lease.token().to_hex().as_str(), lease.kind());
-        let rows = self
-            .exec
-            .query(Op::Release, sql, &borrowed(&params))
-            .await?;
-        Ok(released(lease.kind(), &rows))
+        let exec = &self.exec;
+        match lease.kind() {
+            Kind::Read { .. } | Kind::Write { .. } => read_write::release(exec, lease).await,
+            Kind::Semaphore { .. } => semaphore::release(exec, lease).await,
+            // Fair leases tell the queue's head.
+            Kind::Fair { .. } => fair::release(exec, lease).await,
+            _ => mutex::release(exec, lease).await,
+        }
     }
 
     /// Subscribes to the releases of `name` on the lock's shared listening connection (one per
@@ -402,45 +300,13 @@ impl Lock for PostgresLock {
     /// table `distlock_notes`).
     async fn describe_holder(&self, name: &str) -> Result<Option<Holder>, LockError> {
         check_name(name)?;
-        let rows = self
-            .exec
-            .query(Op::Acquire, DESCRIBE_HOLDER, &[(&name, Type::TEXT)])
-            .await?;
-        let Some(row) = rows.first() else {
-            return Ok(None);
-        };
-        let read = |row: &Row| -> Result<(i64, i64, Option<Vec<u8>>), tokio_postgres::Error> {
-            Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?))
-        };
-        let (fence, left_ms, note) = read(row).map_err(|e| unexpected(Op::Acquire, e))?;
-        let ttl = Duration::from_millis(u64::try_from(left_ms).unwrap_or_default());
-        let holder = Holder::new(u64::try_from(fence).unwrap_or(0), Some(ttl));
-        Ok(Some(match note {
-            Some(note) => holder.with_note(note),
-            None => holder,
-        }))
+        note::describe(&self.exec, name).await
     }
 
     /// One `INSERT … SELECT … ON CONFLICT` into `distlock_notes`, only while the lease's token
     /// holds the name. The mutex and the fair lock only (their lease rows).
     async fn annotate(&self, lease: &Lease, note: &[u8]) -> Result<bool, LockError> {
-        if !matches!(lease.kind(), Kind::Mutex | Kind::Fair { .. }) {
-            return Ok(false);
-        }
-        let hex = lease.token().to_hex();
-        let rows = self
-            .exec
-            .query(
-                Op::Extend,
-                ANNOTATE,
-                &[
-                    (&lease.name(), Type::TEXT),
-                    (&hex.as_str(), Type::TEXT),
-                    (&note, Type::BYTEA),
-                ],
-            )
-            .await?;
-        Ok(!rows.is_empty())
+        note::annotate(&self.exec, lease, note).await
     }
 }
 

@@ -1,4 +1,7 @@
-//! The lease table and the one statement behind each lock operation.
+//! The schema, and the statements that are not one kind's own: the mutex's on the lease table
+//! (acquire, release, hand-over; the load tool reads them from this file), each table's
+//! extend, the listener's and the advisory mode's. The other kinds' statements and the notes'
+//! are in their files under `kinds/`.
 //!
 //! Every statement takes the lock name and tokens as bind parameters (never spliced into the
 //! text) and reads time only from the server's clock (`clock_timestamp()`).
@@ -170,24 +173,6 @@ UPDATE distlock_leases SET
     fencing_token = greatest(fencing_token + 1, (extract(epoch FROM clock_timestamp()) * 1000000)::int8)
 WHERE name = $1 AND token = $2 AND expires_at > clock_timestamp()
 RETURNING fencing_token";
-
-/// The holder of the mutex `$1` now: its fencing token, the milliseconds left of its lease, and
-/// the note its token wrote (null when none). No row when nobody holds it.
-pub(crate) const DESCRIBE_HOLDER: &str = "\
-SELECT l.fencing_token,
-    greatest(0, ceil(extract(epoch FROM l.expires_at - clock_timestamp()) * 1000))::int8,
-    n.note
-FROM distlock_leases l LEFT JOIN distlock_notes n ON n.name = l.name AND n.token = l.token
-WHERE l.name = $1 AND l.token IS NOT NULL AND l.expires_at > clock_timestamp()";
-
-/// Write the note `$3` beside the mutex `$1`, if token `$2` holds it: one row per name, for
-/// that token. A row when written.
-pub(crate) const ANNOTATE: &str = "\
-INSERT INTO distlock_notes AS n (name, token, note)
-SELECT $1, $2, $3 FROM distlock_leases l
-WHERE l.name = $1 AND l.token = $2 AND l.expires_at > clock_timestamp()
-ON CONFLICT (name) DO UPDATE SET token = excluded.token, note = excluded.note
-RETURNING 1";
 
 /// The connectivity check.
 pub(crate) const PING: &str = "SELECT 1";

@@ -1,4 +1,6 @@
-//! `Redlock`: the [`Lock`] over N independent nodes.
+//! `Redlock`: the [`Lock`] over N independent nodes. The type, its operator methods, and the
+//! `impl Lock` that sends the mutex's operations to their functions (`kinds/`); construction
+//! lives with its configuration (`config.rs`, which also holds `Redlock::builder`).
 
 use std::fmt;
 use std::sync::Arc;
@@ -6,17 +8,16 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use lock_core::backend::{Attempt, Lock, ReleaseWatch};
-use lock_core::{Lease, LockError, Op, Token, check_ttl, valid_until};
+use lock_core::{Lease, LockError, Op, Token, check_ttl};
 use tokio::time::Instant;
 
-use crate::acquire::AcquireRound;
-use crate::config::{Config, RedlockBuilder, default_node_timeout};
-use crate::error::{BACKEND, QuorumNotReached, ValidityExpired};
+use crate::error::BACKEND;
+use crate::kinds::mutex::{self, Plan};
 use crate::node::Node;
-use crate::releasing::{Pending, pending_on, settled};
-use crate::round::{Fanout, Until, Verdict};
+use crate::round::{Fanout, Until};
+use crate::settings::{Config, default_node_timeout};
 use crate::shared::Shared;
-use crate::tally::{Decision, drift, quorum, validity};
+use crate::tally::{Decision, drift, quorum};
 use crate::telemetry;
 
 /// A lock over N independent lock stores — normally N [`RedisLock`]s, one per Redis master —
@@ -49,17 +50,13 @@ use crate::telemetry;
 /// its own (spawned on the current tokio runtime), so it never strands a key on a slow node.
 ///
 /// [`RedisLock`]: https://docs.rs/lock-redis
+/// [`QuorumNotReached`]: crate::QuorumNotReached
 #[derive(Clone)]
 pub struct Redlock {
     shared: Arc<Shared>,
 }
 
 impl Redlock {
-    /// Starts configuring a Redlock; see [`RedlockBuilder`].
-    pub fn builder() -> RedlockBuilder {
-        RedlockBuilder::default()
-    }
-
     pub(crate) fn assemble(nodes: Vec<Node>, config: Config) -> Self {
         Self {
             shared: Arc::new(Shared::new(nodes, config)),
@@ -104,9 +101,9 @@ impl Redlock {
         configured.min(ttl.saturating_sub(self.drift(ttl)))
     }
 
-    /// The TTL in whole milliseconds, as the nodes apply it, and its drift allowance; an error
-    /// when no lease of that TTL could ever be valid.
-    fn plan(&self, ttl: Duration) -> Result<(Duration, Duration), LockError> {
+    /// The TTL in whole milliseconds, as the nodes apply it, its drift allowance and the node
+    /// timeout; an error when no lease of that TTL could ever be valid.
+    fn plan(&self, ttl: Duration) -> Result<Plan, LockError> {
         let ttl = Duration::from_millis(check_ttl(ttl)?);
         let drift = self.drift(ttl);
         if ttl <= drift {
@@ -115,19 +112,17 @@ impl Redlock {
                  a Redlock lease needs a longer TTL"
             )));
         }
-        Ok((ttl, drift))
+        Ok(Plan {
+            ttl,
+            drift,
+            node_timeout: self.node_timeout(ttl),
+        })
     }
 }
 
 /// The bound on one node's answer to [`Redlock::ping`](Lock::ping), beyond the node's own
 /// connect and command timeouts: a start-up check may have to connect first.
 pub const PING_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// The error for a round that failing nodes left without a quorum.
-fn no_quorum(op: Op, verdict: Verdict) -> LockError {
-    QuorumNotReached::new(op, &verdict.tally, verdict.first_error)
-        .into_lock_error(!verdict.tally.fatal_blocks())
-}
 
 #[async_trait]
 impl Lock for Redlock {
@@ -187,27 +182,19 @@ impl Lock for Redlock {
     /// Cancel safe in effect: dropped, the round goes on in a task of its own and releases
     /// whatever it acquired once the attempts finish. (The `Locker` also releases the token, as
     /// for any backend.)
+    ///
+    /// [`QuorumNotReached`]: crate::QuorumNotReached
+    /// [`ValidityExpired`]: crate::ValidityExpired
     async fn try_acquire(
         &self,
         name: &str,
         token: Token,
         ttl: Duration,
     ) -> Result<Attempt, LockError> {
-        let (ttl, drift) = self.plan(ttl).inspect_err(|_| {
+        let plan = self.plan(ttl).inspect_err(|_| {
             telemetry::quorum_outcome(Op::Acquire, "invalid");
         })?;
-        let round = AcquireRound {
-            shared: Arc::clone(&self.shared),
-            name: Arc::from(name),
-            token,
-            ttl,
-            drift,
-            node_timeout: self.node_timeout(ttl),
-            // Before the round starts, so every release answered before this call is seen.
-            releases: self.shared.releasing.in_flight(name),
-            started: Instant::now(),
-        };
-        round.run().await
+        mutex::try_acquire(&self.shared, name, token, plan).await
     }
 
     /// Extends `lease` on all N nodes to `ttl` from now; `Some(start + ttl − drift)` iff a
@@ -240,60 +227,12 @@ impl Lock for Redlock {
     /// # Cancel safety
     /// Cancel safe: dropped, the lease is unchanged or extended (the nodes' calls still out,
     /// repairs included, are seen through in the background).
+    ///
+    /// [`QuorumNotReached`]: crate::QuorumNotReached
+    /// [`ValidityExpired`]: crate::ValidityExpired
     async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
-        let (ttl, drift) = self.plan(ttl)?;
-        let started = Instant::now();
-        let shared_lease = Arc::new(lease.clone());
-        let calls = self.shared.nodes.iter().enumerate().map(|(i, node)| {
-            let (lock, lease) = (Arc::clone(&node.lock), Arc::clone(&shared_lease));
-            async move { (i, lock.as_ref().extend(&lease, ttl).await) }
-        });
-        let node_timeout = self.node_timeout(ttl);
-        let deadline = started + node_timeout;
-        // Every node that is not lagging, not just the quorum: the answers of all of them tell
-        // which nodes lost the key and need a repair.
-        let verdict = Fanout::new(&self.shared, Op::Extend, Option::is_some, calls, deadline)
-            .decide(Until::All)
-            .await;
-        let (outcome, result) = match verdict.decision {
-            Decision::Quorum => {
-                let elapsed = verdict.decided_at.saturating_duration_since(started);
-                if validity(ttl, drift, elapsed).is_some() {
-                    if verdict.refused.contains(&true) {
-                        // The keys extended just now expire `ttl` after `started`: so does
-                        // the repaired one (rounded up to the nodes' whole milliseconds).
-                        let left = ttl.saturating_sub(started.elapsed());
-                        let left = Duration::from_millis(
-                            u64::try_from(left.as_micros().div_ceil(1000)).unwrap_or(u64::MAX),
-                        );
-                        if !left.is_zero() {
-                            crate::repair::run(
-                                &self.shared,
-                                lease,
-                                &verdict.refused,
-                                left,
-                                node_timeout,
-                            )
-                            .await;
-                        }
-                    }
-                    ("extended", Ok(Some(valid_until(started, ttl - drift))))
-                } else {
-                    let error = ValidityExpired {
-                        op: Op::Extend,
-                        granted: verdict.tally.yes,
-                        ttl,
-                        elapsed,
-                        drift,
-                    };
-                    ("validity_expired", Err(error.into_lock_error()))
-                }
-            }
-            Decision::NoQuorum if verdict.tally.refusals_block() => ("not_owned", Ok(None)),
-            Decision::NoQuorum => ("no_quorum", Err(no_quorum(Op::Extend, verdict))),
-        };
-        telemetry::quorum_outcome(Op::Extend, outcome);
-        result
+        let plan = self.plan(ttl)?;
+        mutex::extend(&self.shared, lease, plan).await
     }
 
     /// Releases `lease` on all N nodes (compare-and-delete with its token on each, whether or
@@ -329,53 +268,10 @@ impl Lock for Redlock {
     /// # Cancel safety
     /// Cancel safe: dropped, the round still releases on every node in the background, and an
     /// acquire of the name made after the drop waits for it on each node.
+    ///
+    /// [`QuorumNotReached`]: crate::QuorumNotReached
     async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
-        let shared_lease = Arc::new(lease.clone());
-        // Acquire attempts of this lease still in flight: release those nodes after them.
-        let pending = self.shared.pending_acquires(lease.token());
-        // Extend repairs of the name still in flight: release those nodes after them.
-        let repairs = self.shared.repairing.in_flight(lease.name());
-        let calls = self.shared.nodes.iter().enumerate().map(|(i, node)| {
-            let (lock, lease) = (Arc::clone(&node.lock), Arc::clone(&shared_lease));
-            let pending = pending.clone();
-            let repairs: Vec<Pending> = repairs
-                .iter()
-                .filter(|repair| pending_on(repair, i))
-                .cloned()
-                .collect();
-            async move {
-                // Bounded by the round's deadline; each repair by its own node timeout.
-                settled(repairs, i).await;
-                if let Some(mut pending) = pending {
-                    // Bounded by the acquire's own node timeout, and by the round's deadline.
-                    // An error means the acquire round ended: nothing is pending.
-                    drop(
-                        pending
-                            .wait_for(|p| !p.get(i).copied().unwrap_or(false))
-                            .await,
-                    );
-                }
-                (i, lock.as_ref().release(&lease).await)
-            }
-        });
-        let deadline = Instant::now() + self.shared.release_timeout();
-        let verdict = Fanout::new(
-            &self.shared,
-            Op::Release,
-            |released| *released,
-            calls,
-            deadline,
-        )
-        .releasing(shared_lease)
-        .decide(Until::All)
-        .await;
-        let (outcome, result) = match verdict.decision {
-            Decision::Quorum => ("released", Ok(true)),
-            Decision::NoQuorum if verdict.tally.refusals_block() => ("not_owned", Ok(false)),
-            Decision::NoQuorum => ("no_quorum", Err(no_quorum(Op::Release, verdict))),
-        };
-        telemetry::quorum_outcome(Op::Release, outcome);
-        result
+        mutex::release(&self.shared, lease).await
     }
 
     /// Pings every node at once (each bounded by [`PING_TIMEOUT`] on top of its own timeouts)
@@ -389,6 +285,8 @@ impl Lock for Redlock {
     ///
     /// # Cancel safety
     /// Cancel safe: it changes nothing.
+    ///
+    /// [`QuorumNotReached`]: crate::QuorumNotReached
     async fn ping(&self) -> Result<(), LockError> {
         let calls = self.shared.nodes.iter().enumerate().map(|(i, node)| {
             let lock = Arc::clone(&node.lock);
@@ -400,7 +298,7 @@ impl Lock for Redlock {
             .await;
         match verdict.decision {
             Decision::Quorum => Ok(()),
-            Decision::NoQuorum => Err(no_quorum(Op::Connect, verdict)),
+            Decision::NoQuorum => Err(verdict.no_quorum(Op::Connect)),
         }
     }
 

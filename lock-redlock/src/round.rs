@@ -20,6 +20,7 @@ use lock_core::backend::{Detach, Detached};
 use lock_core::{Lease, LockError, Op, TimeoutPhase};
 use tokio::time::{Instant, Sleep, sleep_until};
 
+use crate::error::QuorumNotReached;
 use crate::releasing::ReleaseTrack;
 use crate::shared::Shared;
 use crate::tally::{Decision, Tally};
@@ -36,6 +37,15 @@ pub(crate) struct Verdict {
     /// The nodes counted as saying no by the decision (an extend's "not ours": the repair
     /// after a quorum extend goes to these).
     pub(crate) refused: Vec<bool>,
+}
+
+impl Verdict {
+    /// The error for a round that failing nodes left without a quorum (non-retryable when
+    /// the nodes' non-retryable errors alone prevented it).
+    pub(crate) fn no_quorum(self, op: Op) -> LockError {
+        QuorumNotReached::new(op, &self.tally, self.first_error)
+            .into_lock_error(!self.tally.fatal_blocks())
+    }
 }
 
 /// How long [`Fanout::decide`] waits.

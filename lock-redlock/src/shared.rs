@@ -9,9 +9,9 @@ use std::time::Duration;
 use lock_core::Token;
 use tokio::sync::watch;
 
-use crate::config::{Config, NODE_TIMEOUT_CEILING};
 use crate::node::Node;
 use crate::releasing::Releasing;
+use crate::settings::{Config, NODE_TIMEOUT_CEILING};
 
 /// What every round of one `Redlock` shares.
 pub(crate) struct Shared {

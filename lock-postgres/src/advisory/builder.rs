@@ -5,12 +5,27 @@ use std::time::Duration;
 use deadpool_postgres::Pool;
 use lock_core::LockError;
 
-use crate::PostgresAdvisoryLock;
+use super::PostgresAdvisoryLock;
 use crate::config::PostgresLockBuilder;
 
 /// How many pooled connections a [`PostgresAdvisoryLock`] opens at most by default: 16. Each
 /// held lease keeps one for as long as it is held.
 pub const DEFAULT_ADVISORY_POOL_SIZE: usize = 16;
+
+impl PostgresAdvisoryLock {
+    /// Starts configuring a lock; see [`PostgresAdvisoryLockBuilder`].
+    pub fn builder() -> PostgresAdvisoryLockBuilder {
+        PostgresAdvisoryLockBuilder::default()
+    }
+
+    /// A lock on the database at `url`, with default settings. Connects on first use.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidInput`] when the URL does not parse.
+    pub fn from_url(url: &str) -> Result<Self, LockError> {
+        Self::builder().url(url).build()
+    }
+}
 
 /// Configures a [`PostgresAdvisoryLock`]; from [`PostgresAdvisoryLock::builder`]. The
 /// connection settings are those of [`PostgresLockBuilder`].

@@ -1,6 +1,6 @@
 //! `PostgresAdvisoryLock`: the [`Lock`] backend on PostgreSQL session advisory locks.
 
-mod builder;
+pub(crate) mod builder;
 mod key;
 mod pooler;
 mod session;
@@ -18,7 +18,6 @@ use tokio::time::Instant;
 use tokio_postgres::Row;
 use tokio_postgres::types::{ToSql, Type};
 
-pub use builder::{DEFAULT_ADVISORY_POOL_SIZE, PostgresAdvisoryLockBuilder};
 pub use key::advisory_key;
 pub use pooler::TransactionPooler;
 
@@ -75,19 +74,6 @@ pub struct PostgresAdvisoryLock {
 }
 
 impl PostgresAdvisoryLock {
-    /// Starts configuring a lock; see [`PostgresAdvisoryLockBuilder`].
-    pub fn builder() -> PostgresAdvisoryLockBuilder {
-        PostgresAdvisoryLockBuilder::default()
-    }
-
-    /// A lock on the database at `url`, with default settings. Connects on first use.
-    ///
-    /// # Errors
-    /// [`LockError::InvalidInput`] when the URL does not parse.
-    pub fn from_url(url: &str) -> Result<Self, LockError> {
-        Self::builder().url(url).build()
-    }
-
     fn assemble(pool: Pool, connect_timeout: Duration, statement_timeout: Duration) -> Self {
         Self {
             pool,
@@ -149,6 +135,72 @@ impl PostgresAdvisoryLock {
         .await
         .map_err(|_| timeout(TimeoutPhase::Command, started.elapsed()))
     }
+
+    /// Takes the session lock on `held`'s connection, setting its `idle_session_timeout` to
+    /// `idle` in the same statement: the session's server process and when the statement was
+    /// sent, or `None` when another session holds the lock. Before the lock's first grant, it
+    /// checks the server ([`Self::learn_server`]). On an error the session's state is unknown
+    /// (it may hold the lock): the caller discards it.
+    async fn take(
+        &self,
+        held: &HeldSession,
+        idle: &str,
+    ) -> Result<Option<(i32, Instant)>, LockError> {
+        if self.idle_default.get().is_none() {
+            self.learn_server(held).await?;
+        }
+        let started = Instant::now();
+        let params: [(&(dyn ToSql + Sync), Type); 2] =
+            [(&held.key, Type::INT8), (&idle, Type::TEXT)];
+        // A session lock survives its statement's error: the caller's discard releases it.
+        let rows = self
+            .on_held(held, ADVISORY_ACQUIRE, &params)
+            .await?
+            .map_err(acquire_error)?;
+        let read = |row: &Row| -> Result<(bool, i32), tokio_postgres::Error> {
+            Ok((row.try_get(0)?, row.try_get(1)?))
+        };
+        let (got, pid) = match &rows[..] {
+            [row] => read(row).map_err(|e| unexpected(Op::Acquire, e))?,
+            _ => {
+                return Err(unexpected(
+                    Op::Acquire,
+                    format!("{} rows from acquire", rows.len()),
+                ));
+            }
+        };
+        Ok(got.then_some((pid, started)))
+    }
+
+    /// Once per lock, on a session that has set nothing yet, before its first grant: reads the
+    /// `idle_session_timeout` sessions start with, and refuses a look-alike by name (its
+    /// advisory locks may not exclude at all) or a server older than 14.
+    async fn learn_server(&self, held: &HeldSession) -> Result<(), LockError> {
+        let rows = self
+            .on_held(held, ADVISORY_IDLE_DEFAULT, &[])
+            .await?
+            .map_err(|err| from_pg(err, Op::Acquire))?;
+        let _ = self.idle_default.set(server_setup(&rows)?);
+        Ok(())
+    }
+}
+
+/// The error of a failed acquire statement: a server without `idle_session_timeout` (older
+/// than 14) is told so, and not retried.
+fn acquire_error(err: tokio_postgres::Error) -> LockError {
+    if err.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_OBJECT) {
+        return LockError::Backend {
+            backend: BACKEND,
+            op: Op::Acquire,
+            retryable: false,
+            source: format!(
+                "the advisory mode needs PostgreSQL 14 or later (idle_session_timeout): {}",
+                crate::error::describe(&err)
+            )
+            .into(),
+        };
+    }
+    from_pg(err, Op::Acquire)
 }
 
 #[async_trait]
@@ -187,82 +239,23 @@ impl Lock for PostgresAdvisoryLock {
         let idle = idle_timeout(ttl_ms, self.statement_timeout)?;
         let key = advisory_key(name);
         let mut held = HeldSession::new(client(&self.pool, self.connect_timeout).await?, key);
-        if self.idle_default.get().is_none() {
-            // Once per lock, on a session that has set nothing yet.
-            match self.on_held(&held, ADVISORY_IDLE_DEFAULT, &[]).await {
-                Ok(Ok(rows)) => {
-                    // Once per lock, before its first grant: a look-alike's advisory locks may
-                    // not exclude at all, so it is refused by name (and its connection closed).
-                    match server_setup(&rows) {
-                        Ok(value) => {
-                            let _ = self.idle_default.set(value);
-                        }
-                        Err(refused) => {
-                            held.discard(self.connect_timeout);
-                            return Err(refused);
-                        }
-                    }
-                }
-                Ok(Err(err)) => return Err(from_pg(err, Op::Acquire)),
-                Err(timed_out) => {
-                    held.discard(self.connect_timeout);
-                    return Err(timed_out);
-                }
-            }
-        }
-        let started = Instant::now();
-        let rows = match self
-            .on_held(
-                &held,
-                ADVISORY_ACQUIRE,
-                &[(&key, Type::INT8), (&idle.as_str(), Type::TEXT)],
-            )
-            .await
-        {
-            Ok(Ok(rows)) => rows,
-            // Closing the connection releases a lock the statement may have taken (a session
-            // lock survives its statement's error).
-            Ok(Err(err)) => {
-                drop(held);
-                if err.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_OBJECT) {
-                    return Err(LockError::Backend {
-                        backend: BACKEND,
-                        op: Op::Acquire,
-                        retryable: false,
-                        source: format!(
-                            "the advisory mode needs PostgreSQL 14 or later \
-                             (idle_session_timeout): {}",
-                            crate::error::describe(&err)
-                        )
-                        .into(),
-                    });
-                }
-                return Err(from_pg(err, Op::Acquire));
-            }
-            Err(timed_out) => {
+        // The one discard path: whatever failed (a statement that timed out and may still run,
+        // an error, a refused server), the session may hold the lock, so its connection is
+        // closed and what it still runs cancelled.
+        let taken = match self.take(&held, &idle).await {
+            Ok(taken) => taken,
+            Err(error) => {
                 held.discard(self.connect_timeout);
-                return Err(timed_out);
+                return Err(error);
             }
         };
-        let read = |row: &Row| -> Result<(bool, i32), tokio_postgres::Error> {
-            Ok((row.try_get(0)?, row.try_get(1)?))
-        };
-        let (got, pid) = match &rows[..] {
-            [row] => read(row).map_err(|e| unexpected(Op::Acquire, e))?,
-            _ => {
-                return Err(unexpected(
-                    Op::Acquire,
-                    format!("{} rows from acquire", rows.len()),
-                ));
-            }
-        };
-        if !got {
+        let Some((pid, started)) = taken else {
             held.mark_clean(); // nothing taken, nothing set: back to the pool
             return Ok(Attempt::Busy {
                 holder_ttl: None,
                 announces: false,
             });
-        }
+        };
         held.pid = pid;
         self.map().insert((name.to_owned(), token), Arc::new(held));
         let valid = valid_until(started, Duration::from_millis(ttl_ms));

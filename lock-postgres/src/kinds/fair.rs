@@ -5,13 +5,14 @@
 use std::time::Duration;
 
 use lock_core::backend::Attempt;
-use lock_core::{Kind, LockError, Op, Token, fair_entry_ttl, valid_until};
+use lock_core::{Kind, Lease, LockError, Op, Token, fair_entry_ttl, valid_until};
 use tokio::time::Instant;
 use tokio_postgres::types::Type;
 
-use super::{attempt, left_behind, release_statement};
+use super::{Release, attempt, first_is_true, left_behind, name_and_token, run_release};
 use crate::executor::{Executor, millis};
 use crate::grant::{GrantStatement, param};
+use crate::sql::{CHANNEL, TURN_CHANNEL};
 
 /// `distlock_fair_acquire(name, token, ttl_ms, entry_ms)`.
 const FAIR_ACQUIRE: &str =
@@ -19,11 +20,11 @@ const FAIR_ACQUIRE: &str =
 
 /// `distlock_fair_release(name, token, channel, turn_channel)`: the holder's release or a
 /// waiter's withdrawal; `true` when the lock was the token's.
-pub(crate) const FAIR_RELEASE: &str = "SELECT distlock_fair_release($1, $2, $3, $4)";
+const FAIR_RELEASE: &str = "SELECT distlock_fair_release($1, $2, $3, $4)";
 
 /// One attempt at the fair lock `name`; a `queued` attempt that finds it busy takes (or
 /// keeps) a place in the queue: one call of `distlock_fair_acquire`.
-pub(crate) async fn try_fair(
+pub(crate) async fn try_acquire(
     exec: &Executor,
     name: &str,
     queued: bool,
@@ -50,9 +51,24 @@ pub(crate) async fn try_fair(
             ],
             left_behind: left_behind(kind),
             name: name.to_owned(),
-            undo: release_statement(name, &hex, kind),
+            undo: release_statement(name, &hex),
         })
         .await?;
     let valid = valid_until(started, Duration::from_millis(ttl_ms));
     attempt(&rows, name, kind, token, valid)
+}
+
+/// Releases the fair lock `lease` (or withdraws its waiter's place): one call of
+/// `distlock_fair_release`, which tells the queue's new head alone, on the turn channel.
+pub(crate) async fn release(exec: &Executor, lease: &Lease) -> Result<bool, LockError> {
+    let statement = release_statement(lease.name(), lease.token().to_hex().as_str());
+    run_release(exec, statement, first_is_true).await
+}
+
+/// The release of the fair lock `name` by `hex`.
+fn release_statement(name: &str, hex: &str) -> Release {
+    let mut params = name_and_token(name, hex);
+    params.push(param(CHANNEL, Type::TEXT));
+    params.push(param(TURN_CHANNEL, Type::TEXT));
+    (FAIR_RELEASE, params)
 }

@@ -1,69 +1,82 @@
-//! The kinds beyond the mutex, each one function call per operation on the schema's version 2
-//! (`sql/migration.sql`): the read-write lock, the semaphore and the fair lock. Every acquire
-//! goes through [`Executor::grant`](crate::executor::Executor::grant), so a grant whose caller
-//! is gone is given back by its kind's own release. Plain functions over the executor: nothing
-//! here needs the lock itself.
+//! The kinds of lock on the lease table, one file each: the mutex, the read-write lock, the
+//! semaphore, the fair lock, the multi-lock and the holder's note, each one statement or one
+//! function call per operation (`sql/migration.sql`, schema version 3). Plain functions over
+//! the [`Executor`]: nothing here needs the lock itself; `PostgresLock`'s `impl Lock` picks the
+//! kind. Every acquire goes through [`Executor::grant`], so a grant whose caller is gone is
+//! given back by its kind's own release. What the kinds share is here: the extend of a lease
+//! row, how a release runs, and the reading of a grant function's answer. It names none of
+//! the kinds' files.
 
-mod fair;
-mod multi;
-mod read_write;
-mod semaphore;
+pub(crate) mod fair;
+pub(crate) mod multi;
+pub(crate) mod mutex;
+pub(crate) mod note;
+pub(crate) mod read_write;
+pub(crate) mod semaphore;
 
 use std::time::Duration;
 
 use lock_core::backend::Attempt;
-use lock_core::{Kind, Lease, LockError, Op, Token};
+use lock_core::{Kind, Lease, LockError, Op, Token, valid_until};
 use tokio::time::Instant;
 use tokio_postgres::Row;
-
-use crate::error::unexpected;
-use crate::grant::{Params, param};
-use crate::sql::{CHANNEL, RELEASE, TURN_CHANNEL};
 use tokio_postgres::types::Type;
 
-/// The statement that releases the lease `hex` of `name` held as `kind` (or withdraws its
-/// waiter's record), with its parameters; [`released`] reads its answer.
-pub(crate) fn release_statement(name: &str, hex: &str, kind: Kind) -> (&'static str, Params) {
-    let (name, hex) = (
+use crate::error::unexpected;
+use crate::executor::{Executor, millis};
+use crate::grant::{Params, borrowed, param};
+use crate::sql::LeaseTable;
+
+/// Extends `lease` to `ttl_ms` from now: one `UPDATE … WHERE name = $1 AND token = $2 AND
+/// expires_at > clock_timestamp()` of the table its kind lives in, so only its own row moves.
+/// `None` when the lease is no longer ours.
+pub(crate) async fn extend(
+    exec: &Executor,
+    lease: &Lease,
+    ttl_ms: u64,
+) -> Result<Option<Instant>, LockError> {
+    let started = Instant::now();
+    let (hex, ms) = (lease.token().to_hex(), millis(ttl_ms));
+    let rows = exec
+        .query(
+            Op::Extend,
+            LeaseTable::of(lease.kind()).extend(),
+            &[
+                (&lease.name(), Type::TEXT),
+                (&hex.as_str(), Type::TEXT),
+                (&ms, Type::INT8),
+            ],
+        )
+        .await?;
+    Ok((!rows.is_empty()).then(|| valid_until(started, Duration::from_millis(ttl_ms))))
+}
+
+/// A statement that gives back what a grant left (a lease, or a waiter's record), with its
+/// parameters: each kind's release, which is also the undo of its grants.
+type Release = (&'static str, Params);
+
+/// Runs a kind's release statement (which announces the release in the same statement);
+/// `ours` tells from its rows whether the lease was ours.
+async fn run_release(
+    exec: &Executor,
+    (sql, params): Release,
+    ours: fn(&[Row]) -> bool,
+) -> Result<bool, LockError> {
+    let rows = exec.query(Op::Release, sql, &borrowed(&params)).await?;
+    Ok(ours(&rows))
+}
+
+/// The parameters every release starts with: the lock name and the holder's token.
+fn name_and_token(name: &str, hex: &str) -> Params {
+    vec![
         param(name.to_owned(), Type::TEXT),
         param(hex.to_owned(), Type::TEXT),
-    );
-    let channel = param(CHANNEL, Type::TEXT);
-    match kind {
-        Kind::Read { .. } => (
-            read_write::RW_RELEASE,
-            vec![name, hex, param(false, Type::BOOL), channel],
-        ),
-        Kind::Write { .. } => (
-            read_write::RW_RELEASE,
-            vec![name, hex, param(true, Type::BOOL), channel],
-        ),
-        Kind::Semaphore { .. } => (semaphore::SEMAPHORE_RELEASE, vec![name, hex, channel]),
-        Kind::Fair { .. } => (
-            fair::FAIR_RELEASE,
-            vec![name, hex, channel, param(TURN_CHANNEL, Type::TEXT)],
-        ),
-        _ => (RELEASE, vec![name, hex, channel]),
-    }
+    ]
 }
-
-/// Whether the rows of [`release_statement`] for `kind` say the lease was ours: a row for the
-/// mutex and the semaphore (plain statements), `true` from the functions of the others.
-pub(crate) fn released(kind: Kind, rows: &[Row]) -> bool {
-    match kind {
-        Kind::Read { .. } | Kind::Write { .. } | Kind::Fair { .. } => first_is_true(rows),
-        _ => !rows.is_empty(),
-    }
-}
-
-pub(crate) use fair::try_fair;
-pub(crate) use multi::try_all_at_once;
-pub(crate) use read_write::try_read_write;
-pub(crate) use semaphore::{IN_USE, try_semaphore};
 
 /// Whether the first column of the first row is `true`: the answer of every grant function of
 /// the read-write and fair locks (`granted`).
-pub(crate) fn first_is_true(rows: &[Row]) -> bool {
+fn first_is_true(rows: &[Row]) -> bool {
     rows.first()
         .and_then(|row| row.try_get::<_, bool>(0).ok())
         .unwrap_or(false)
@@ -74,7 +87,7 @@ pub(crate) fn first_is_true(rows: &[Row]) -> bool {
 /// records its waiters, every answer does (a grant, or the record of a busy attempt), so a
 /// caller that is gone has its record withdrawn after the statement, never before it; for the
 /// others, a grant.
-pub(crate) fn left_behind(kind: Kind) -> fn(&[Row]) -> bool {
+fn left_behind(kind: Kind) -> fn(&[Row]) -> bool {
     if kind.records_waiter() {
         |_| true
     } else {
@@ -85,7 +98,7 @@ pub(crate) fn left_behind(kind: Kind) -> fn(&[Row]) -> bool {
 /// The attempt a grant function's row `(granted, fencing_token, wait_ms)` says: a lease of
 /// `kind` valid until `valid`, or busy for `wait_ms` (every holder on this schema is a distlock
 /// holder, whose release is announced).
-pub(crate) fn attempt(
+fn attempt(
     rows: &[Row],
     name: &str,
     kind: Kind,
@@ -115,7 +128,7 @@ pub(crate) fn attempt(
 }
 
 /// Busy, the blocker gone in `wait_ms` at the latest (unless renewed).
-pub(crate) fn busy(wait_ms: i64) -> Attempt {
+fn busy(wait_ms: i64) -> Attempt {
     Attempt::Busy {
         holder_ttl: Some(Duration::from_millis(
             u64::try_from(wait_ms).unwrap_or_default(),

@@ -38,60 +38,19 @@ pub(crate) async fn try_all_at_once(
     token: Token,
     ttl_ms: u64,
 ) -> Result<MultiAttempt, LockError> {
-    let owned: Vec<String> = names.iter().map(|n| n.to_string()).collect();
-    let hex = token.to_hex().as_str().to_owned();
+    let grant = statement(names, token, ttl_ms);
     let started = Instant::now();
-    let rows = exec
-        .grant(GrantStatement {
-            op: Op::Acquire,
-            sql: MULTI_ACQUIRE,
-            params: vec![
-                param(owned.clone(), Type::TEXT_ARRAY),
-                param(hex.clone(), Type::TEXT),
-                param(millis(ttl_ms), Type::INT8),
-            ],
-            left_behind: first_is_true,
-            name: owned.join(", "),
-            undo: (
-                MULTI_RELEASE,
-                vec![
-                    param(owned, Type::TEXT_ARRAY),
-                    param(hex, Type::TEXT),
-                    param(CHANNEL, Type::TEXT),
-                ],
-            ),
-        })
-        .await?;
+    let rows = exec.grant(grant).await?;
     let [row] = &rows[..] else {
         return Err(unexpected(
             Op::Acquire,
             format!("{} rows from a multi-lock acquire", rows.len()),
         ));
     };
-    type Answer = (bool, i32, i64, Option<Vec<i64>>);
-    let read = |row: &Row| -> Result<Answer, tokio_postgres::Error> {
-        Ok((
-            row.try_get(0)?,
-            row.try_get(1)?,
-            row.try_get(2)?,
-            row.try_get(3)?,
-        ))
-    };
     let (granted, busy_index, wait_ms, fences) =
         read(row).map_err(|e| unexpected(Op::Acquire, e))?;
     if !granted {
-        let index = usize::try_from(busy_index)
-            .ok()
-            .and_then(|i| i.checked_sub(1))
-            .filter(|i| *i < names.len())
-            .ok_or_else(|| unexpected(Op::Acquire, format!("busy index {busy_index}")))?;
-        return Ok(MultiAttempt::Busy {
-            index,
-            holder_ttl: Some(Duration::from_millis(
-                u64::try_from(wait_ms).unwrap_or_default(),
-            )),
-            announces: true,
-        });
+        return busy(names, busy_index, wait_ms);
     }
     let fences = fences.unwrap_or_default();
     if fences.len() != names.len() {
@@ -115,4 +74,59 @@ pub(crate) async fn try_all_at_once(
             })
             .collect(),
     ))
+}
+
+/// The call of `distlock_multi_acquire` for `names`, with the release of every name it grants
+/// as its undo.
+fn statement(names: &[Arc<str>], token: Token, ttl_ms: u64) -> GrantStatement {
+    let owned: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    let hex = token.to_hex().as_str().to_owned();
+    GrantStatement {
+        op: Op::Acquire,
+        sql: MULTI_ACQUIRE,
+        params: vec![
+            param(owned.clone(), Type::TEXT_ARRAY),
+            param(hex.clone(), Type::TEXT),
+            param(millis(ttl_ms), Type::INT8),
+        ],
+        left_behind: first_is_true,
+        name: owned.join(", "),
+        undo: (
+            MULTI_RELEASE,
+            vec![
+                param(owned, Type::TEXT_ARRAY),
+                param(hex, Type::TEXT),
+                param(CHANNEL, Type::TEXT),
+            ],
+        ),
+    }
+}
+
+/// The row of `distlock_multi_acquire`: granted, the busy name's index (from 1), the wait in
+/// ms, and the fencing tokens of a grant.
+type Answer = (bool, i32, i64, Option<Vec<i64>>);
+
+fn read(row: &Row) -> Result<Answer, tokio_postgres::Error> {
+    Ok((
+        row.try_get(0)?,
+        row.try_get(1)?,
+        row.try_get(2)?,
+        row.try_get(3)?,
+    ))
+}
+
+/// Busy at the name `busy_index` (counted from 1) of `names`, for `wait_ms`.
+fn busy(names: &[Arc<str>], busy_index: i32, wait_ms: i64) -> Result<MultiAttempt, LockError> {
+    let index = usize::try_from(busy_index)
+        .ok()
+        .and_then(|i| i.checked_sub(1))
+        .filter(|i| *i < names.len())
+        .ok_or_else(|| unexpected(Op::Acquire, format!("busy index {busy_index}")))?;
+    Ok(MultiAttempt::Busy {
+        index,
+        holder_ttl: Some(Duration::from_millis(
+            u64::try_from(wait_ms).unwrap_or_default(),
+        )),
+        announces: true,
+    })
 }

@@ -9,10 +9,11 @@ use tokio::time::Instant;
 use tokio_postgres::Row;
 use tokio_postgres::types::Type;
 
-use super::{busy, release_statement};
+use super::{Release, busy, name_and_token, run_release};
 use crate::error::unexpected;
 use crate::executor::{Executor, millis};
 use crate::grant::{GrantStatement, param};
+use crate::sql::CHANNEL;
 
 /// `distlock_semaphore_acquire(name, token, permits, max, ttl_ms)`.
 const SEMAPHORE_ACQUIRE: &str =
@@ -20,7 +21,7 @@ const SEMAPHORE_ACQUIRE: &str =
 
 /// Return the permits of holder `$2` of `$1` and announce it on `$3`, pruning the name's expired
 /// holders on the way. One row when the permits were the holder's (its lease had not ended).
-pub(crate) const SEMAPHORE_RELEASE: &str = "\
+const SEMAPHORE_RELEASE: &str = "\
 WITH gone AS (
     DELETE FROM distlock_permits
     WHERE name = $1 AND (token = $2 OR expires_at <= clock_timestamp())
@@ -29,7 +30,7 @@ WITH gone AS (
 SELECT pg_notify($3, $1)::text FROM gone WHERE token = $2 AND expires_at > clock_timestamp()";
 
 /// The permits of `$1` held now.
-pub(crate) const IN_USE: &str = "\
+const IN_USE: &str = "\
 SELECT coalesce(sum(permits), 0)::int8 FROM distlock_permits
 WHERE name = $1 AND expires_at > clock_timestamp()";
 
@@ -40,7 +41,7 @@ fn granted(rows: &[Row]) -> bool {
 
 /// One attempt at `permits` of the `max` permits of `name`, all or none: one call of
 /// `distlock_semaphore_acquire`.
-pub(crate) async fn try_semaphore(
+pub(crate) async fn try_acquire(
     exec: &Executor,
     name: &str,
     permits: u32,
@@ -65,7 +66,7 @@ pub(crate) async fn try_semaphore(
             ],
             left_behind: granted,
             name: name.to_owned(),
-            undo: release_statement(name, &hex, kind),
+            undo: release_statement(name, &hex),
         })
         .await?;
     let [row] = &rows[..] else {
@@ -96,4 +97,31 @@ pub(crate) async fn try_semaphore(
             format!("semaphore acquire status {other}"),
         )),
     }
+}
+
+/// The permits of the live holders of `name`: one `SELECT sum(permits)`.
+pub(crate) async fn in_use(exec: &Executor, name: &str) -> Result<u32, LockError> {
+    let rows = exec
+        .query(Op::Acquire, IN_USE, &[(&name, Type::TEXT)])
+        .await?;
+    let used: i64 = rows
+        .first()
+        .ok_or_else(|| unexpected(Op::Acquire, "no row from the permit count"))?
+        .try_get(0)
+        .map_err(|e| unexpected(Op::Acquire, e))?;
+    Ok(u32::try_from(used).unwrap_or(u32::MAX))
+}
+
+/// Returns the permits of the semaphore holder `lease`: one `DELETE`, announced on the release
+/// channel in the same statement; a row when they were its own.
+pub(crate) async fn release(exec: &Executor, lease: &Lease) -> Result<bool, LockError> {
+    let statement = release_statement(lease.name(), lease.token().to_hex().as_str());
+    run_release(exec, statement, |rows| !rows.is_empty()).await
+}
+
+/// The release of the permits of holder `hex` of `name`.
+fn release_statement(name: &str, hex: &str) -> Release {
+    let mut params = name_and_token(name, hex);
+    params.push(param(CHANNEL, Type::TEXT));
+    (SEMAPHORE_RELEASE, params)
 }
