@@ -271,12 +271,17 @@ impl RedisLockBuilder {
 
     /// Whether each grant describes its holder (default: no): host, process id, the grant's
     /// time (this client's wall clock, Unix ms) and the [`holder_note`](Self::holder_note),
-    /// as JSON under `{key}:distlock-holder` beside the lock key — in its cluster slot,
-    /// written by the acquire script itself (no extra round trip), expiring, renewed, handed
-    /// over and deleted with the lease. `distlock ls` and `distlock show` print it. The lock
-    /// key's value stays the plain token, so redis-py and node-redlock interop is unchanged.
-    /// Mutex grants only (the read-write lock, the semaphore and the fair lock write none), and
-    /// only with fencing on (the description is written by the fenced acquire script).
+    /// as JSON, written as the grant's note (`{key}:distlock-note`, the key
+    /// [`Lock::annotate`](lock_core::backend::Lock::annotate) writes: the grant's token, its
+    /// fencing token, the note) beside the lock key — in its cluster slot, written by the
+    /// acquire script itself (no extra round trip), expiring, renewed, handed over and deleted
+    /// with the lease. [`Lock::describe_holder`](lock_core::backend::Lock::describe_holder)
+    /// returns it as the holder's note, and `distlock ls` and `distlock show` print it; a note
+    /// the holder writes later replaces it. The lock key's value stays the plain token, so
+    /// redis-py and node-redlock interop is unchanged. Mutex grants only (the read-write lock,
+    /// the semaphore and the fair lock write none), and only with fencing on (the description
+    /// is written by the fenced acquire script). Leader election writes its own record as the
+    /// note: a candidate needs no holder metadata.
     ///
     /// Its cost, per uncontended acquire + release cycle: one `SET` in the acquire script and
     /// one `DEL` in the release script, and the description's bytes (see the crate README).
@@ -337,8 +342,8 @@ impl RedisLockBuilder {
     /// compare-and-set where it has them (default: yes): `DELIFEQ` (Valkey ≥ 9.0) instead of
     /// the release script, `SET … IFEQ … PX` (Valkey ≥ 8.1) instead of the extend script —
     /// plain commands, cheaper for the server than a script call. Only for mutex (and fair)
-    /// leases without [`holder_metadata`](Self::holder_metadata), whose description must be
-    /// deleted and extended with the lock, and not on a Redis Cluster (see the crate README,
+    /// leases without [`holder_metadata`](Self::holder_metadata), whose description (the
+    /// grant's note) must be deleted and extended with the lock, and not on a Redis Cluster (see the crate README,
     /// "Native commands on Valkey"); fenced grants stay a script either way.
     ///
     /// A server without them (Redis 7.x answers `ERR unknown command` or `ERR syntax error`),

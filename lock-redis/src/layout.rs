@@ -13,14 +13,18 @@ const FENCE_SUFFIX: &str = ":distlock-fence";
 /// The end of every release channel name (and of the waiting mark, a key of the same name).
 const RELEASED_SUFFIX: &str = ":distlock-released";
 
-/// The end of the key that describes a lock's holder (host, pid, since, note): a JSON string
-/// beside the lock key, written by the grant, expiring with the lease.
+/// The end of the key where the previous release described a lock's holder (host, pid, since,
+/// note; a JSON string written by the grant). Nothing writes it now: the description is the
+/// grant's note ([`NOTE_SUFFIX`]). Still read for one release, so that a holder granted by that
+/// version shows, and still refused as a lock name.
 const HOLDER_SUFFIX: &str = ":distlock-holder";
 
 /// The end of the key that holds the note written beside a mutex grant
 /// ([`Lock::annotate`](lock_core::backend::Lock::annotate)): the grant's token, its fencing
-/// token and the note, kept as long as the fencing counter. What leader election's observers
-/// read (`lua/describe_holder.lua`).
+/// token and the note, kept as long as the fencing counter. A grant with holder metadata writes
+/// its description here, in the same layout, expiring with its lease. The one holder
+/// description: what leader election's observers and `distlock ls`/`show` read
+/// (`lua/describe_holder.lua`, `holder.rs`).
 const NOTE_SUFFIX: &str = ":distlock-note";
 
 /// The ends of the keys of a read-write lock: its writer (a string), its readers and its
@@ -161,7 +165,7 @@ impl Keys {
         derived(&self.key, RELEASED_SUFFIX)
     }
 
-    /// The key describing the holder (see [`HOLDER_SUFFIX`]).
+    /// The key where the previous release described the holder (see [`HOLDER_SUFFIX`]).
     pub(crate) fn holder(&self) -> String {
         derived(&self.key, HOLDER_SUFFIX)
     }
@@ -267,7 +271,9 @@ pub struct LockKeys {
     /// A key of the same name is the waiting mark, left by a busy attempt (see the crate
     /// README, "Release announcements").
     pub released: String,
-    /// The holder's description, a JSON string, when the grant wrote one.
+    /// Where the previous release described the holder (a JSON string). Nothing writes it
+    /// now: the description is the grant's [`note`](LockKeys::note). It is read for one
+    /// release, so that a holder granted by that version still shows.
     pub holder: String,
     /// The note written beside a mutex (or fair) grant by
     /// [`Lock::annotate`](lock_core::backend::Lock::annotate): a string, the grant's token, a
@@ -344,9 +350,10 @@ impl LockKeys {
 
     /// Every key the lock of `kind` may write, in this order: for a mutex the key, its fencing
     /// counter, its waiting mark (named like the release channel, left by a busy attempt; see
-    /// the crate README, "Release announcements") and its holder's description (with
-    /// [`holder_metadata`](crate::RedisLockBuilder::holder_metadata)), then the note written
-    /// beside a grant ([`Lock::annotate`](lock_core::backend::Lock::annotate)); for a read-write lock
+    /// the crate README, "Release announcements") and the previous release's description of
+    /// its holder (see [`LockKeys::holder`]), then the note written beside a grant
+    /// ([`Lock::annotate`](lock_core::backend::Lock::annotate), or the grant itself with
+    /// [`holder_metadata`](crate::RedisLockBuilder::holder_metadata)); for a read-write lock
     /// its writer, readers and waiting writers and the fencing counter; for a semaphore its
     /// holders and counts; for a fair lock the mutex's key and counter, its queue's two (by
     /// arrival, by lapse), the waiting mark and the note. (The release channel is
@@ -457,9 +464,13 @@ mod tests {
             let fence = fence_key(key);
             let mark = format!("{}released", &fence[..fence.len() - "fence".len()]);
             assert_eq!(mark, release_channel(key), "key {key:?}");
-            // ... and the holder's description the same way (lua/acquire.lua, handover.lua).
+            // ... and the previous release's description of the holder the same way.
             let holder = format!("{}holder", &fence[..fence.len() - "fence".len()]);
             assert_eq!(holder, holder_key(key), "key {key:?}");
+            // ... and the note, where a grant writes its description (lua/acquire.lua,
+            // handover.lua).
+            let note = format!("{}note", &fence[..fence.len() - "fence".len()]);
+            assert_eq!(note, Keys::from_key(key).note(), "key {key:?}");
         }
     }
 

@@ -32,6 +32,7 @@ pub use grace::{
     DEFAULT_GRACE, EvictionRisk, METRIC_EVICTION_RISK_TOTAL, METRIC_GRACE_REFUSED_TOTAL,
     METRIC_GRACE_SECONDS,
 };
+pub use holder::HolderReplies;
 pub use kinds::note::MAX_NOTE_BYTES;
 pub use layout::{DerivedKey, LockKeys, TOKEN_PREFIX, TokenValue, token_value};
 pub use lock_core::LockError;
