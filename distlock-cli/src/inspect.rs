@@ -3,9 +3,10 @@
 
 use std::collections::HashSet;
 
-use lock_redis::{LockKeys, TOKEN_PREFIX};
+use lock_core::backend::Holder;
+use lock_redis::{HolderReplies, LockKeys, TOKEN_PREFIX};
 use redis::Value;
-use serde::{Deserialize, Serialize};
+use serde::{Serialize, Serializer};
 
 use crate::connect::{Node, Target};
 use crate::exit::{Failure, USAGE};
@@ -47,7 +48,9 @@ pub(crate) struct LockInfo {
     pub(crate) permits: Option<Permits>,
     /// The fair queue, first in line first.
     pub(crate) fair_queue: Vec<String>,
-    /// What the holder said about itself, when its description matches its token.
+    /// What the holder said about itself (its grant's note, or the previous release's
+    /// description of its token), as lock-redis reads it; shown as [`description`].
+    #[serde(serialize_with = "serialize_holder")]
     pub(crate) holder: Option<Holder>,
     /// The master it lives on (`host:port`).
     pub(crate) node: String,
@@ -79,21 +82,40 @@ pub(crate) struct Permits {
     pub(crate) holders: Members,
 }
 
-/// The holder's description (`{key}:distlock-holder`, written by the grant).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct Holder {
-    pub(crate) token: String,
-    #[serde(default)]
-    pub(crate) host: Option<String>,
-    #[serde(default)]
-    pub(crate) pid: Option<u64>,
-    #[serde(default)]
-    pub(crate) label: Option<String>,
-    /// When the lock was granted, Unix milliseconds.
-    #[serde(default)]
-    pub(crate) since_ms: Option<u64>,
-    #[serde(default)]
-    pub(crate) note: Option<String>,
+/// A holder's description as fields: the JSON object a grant with holder metadata writes
+/// (`host`, `pid`, `note`, `since_ms`, `token`; `label` from older writers), or else its note
+/// as text under `note`.
+pub(crate) fn description(holder: &Holder) -> serde_json::Map<String, serde_json::Value> {
+    let Some(note) = &holder.note else {
+        return serde_json::Map::new();
+    };
+    match serde_json::from_slice(note) {
+        Ok(serde_json::Value::Object(fields)) => fields,
+        _ => serde_json::Map::from_iter([(
+            "note".to_owned(),
+            String::from_utf8_lossy(note).into_owned().into(),
+        )]),
+    }
+}
+
+/// `--json`: the holder as its [`description`]'s fields.
+fn serialize_holder<S: Serializer>(holder: &Option<Holder>, out: S) -> Result<S::Ok, S::Error> {
+    holder.as_ref().map(description).serialize(out)
+}
+
+/// The holder of the lock key whose value is `at(1)`, read by lock-redis's one reader from the
+/// replies of [`queue_reads`]; `None` when it said nothing about itself.
+fn holder_of(at: impl Fn(usize) -> Option<Vec<u8>>, pttl_ms: i64) -> Option<Holder> {
+    let (value, note, fence, legacy) = (at(1), at(16), at(3), at(4));
+    HolderReplies {
+        value: value.as_deref(),
+        pttl_ms,
+        note: note.as_deref(),
+        fence: fence.as_deref(),
+        legacy: legacy.as_deref(),
+    }
+    .holder()
+    .filter(|holder| holder.note.is_some())
 }
 
 /// Every held lock (of every kind) named `key`, read in one round trip from its master.
@@ -141,10 +163,11 @@ fn queue_reads(pipe: &mut redis::Pipeline, keys: &LockKeys, sharded: bool) {
         .arg(0)
         .arg(MEMBERS_SHOWN - 1);
     pipe.cmd("ZCARD").arg(&keys.fair_queue);
+    pipe.cmd("GET").arg(&keys.note);
 }
 
 /// How many replies [`queue_reads`] asks for.
-const READS: usize = 16;
+const READS: usize = 17;
 
 /// Reads the locks `(name, key)` on `node` in one pipeline, after one `TIME` (the server's
 /// clock, which scores readers' and holders' expiries). `foreign`: keep string keys with a TTL
@@ -199,11 +222,11 @@ fn read_one(
         holder: None,
         node: node.to_owned(),
     };
-    let holder: Option<Holder> = text(at(4)).and_then(|json| serde_json::from_str(&json).ok());
+    let holder = holder_of(|i| raw(at(i)), number_signed(at(2)));
     let with_holder = |mut info: LockInfo| {
         info.holder = holder
             .clone()
-            .filter(|h| Some(&h.token) == info.token.as_ref());
+            .filter(|_| info.token.as_deref().map(str::as_bytes) == raw(at(1)).as_deref());
         info
     };
     let mut found = Vec::new();
@@ -384,6 +407,15 @@ fn server_ms(reply: Option<&Value>) -> i64 {
             secs.unwrap_or(0) * 1000 + micros.unwrap_or(0) / 1000
         }
         _ => 0,
+    }
+}
+
+/// A string reply's bytes, `None` for nil, errors and arrays.
+fn raw(value: &Value) -> Option<Vec<u8>> {
+    match value {
+        Value::BulkString(b) => Some(b.clone()),
+        Value::SimpleString(s) => Some(s.clone().into_bytes()),
+        _ => None,
     }
 }
 

@@ -7,7 +7,6 @@ use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use lock_core::{Leader, Leadership, LockError, Locker};
-use lock_redis::RedisLock;
 
 use crate::cli::{LeaderArgs, RunArgs};
 use crate::connect::Target;
@@ -38,8 +37,10 @@ pub(crate) async fn run(target: &Target, args: RunArgs) -> Result<ExitCode, Fail
         .value
         .clone()
         .unwrap_or_else(|| format!("{}:{}", hostname(), std::process::id()));
-    let note = format!("distlock run --leader -- {}", args.command.join(" "));
-    let locker = Locker::new(target.lock_with(RedisLock::builder().holder_note(note))?);
+    // No holder metadata: the holder's one description is its grant's note, where the
+    // election writes its record (value and since); a description written by the grant would
+    // stand as the leader's value until then.
+    let locker = Locker::new(target.lock()?);
     let election = locker
         .elect(args.name.as_str())
         .value(value)

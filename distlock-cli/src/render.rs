@@ -4,7 +4,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use comfy_table::{ContentArrangement, Table, presets};
 
-use crate::inspect::{Holder, LockInfo, Members};
+use lock_core::backend::Holder;
+
+use crate::inspect::{LockInfo, Members, description};
 
 /// A table without borders (like `docker ps`: easy to read, `grep` and `awk`), as wide as the
 /// terminal when there is one.
@@ -91,20 +93,36 @@ fn waiters(lock: &LockInfo) -> String {
     }
 }
 
-/// `host pid label`, the parts the holder gave.
+/// A text field of a holder's [`description`].
+fn field(fields: &serde_json::Map<String, serde_json::Value>, name: &str) -> Option<String> {
+    fields.get(name)?.as_str().map(str::to_owned)
+}
+
+/// A number field of a holder's [`description`].
+fn number(fields: &serde_json::Map<String, serde_json::Value>, name: &str) -> Option<u64> {
+    fields.get(name)?.as_u64()
+}
+
+/// `host pid label`, the parts the holder gave; its note when it gave none of them.
 fn held_by(holder: &Holder) -> String {
+    let fields = description(holder);
     let mut parts = Vec::new();
-    if let Some(host) = &holder.host {
-        parts.push(host.clone());
+    if let Some(host) = field(&fields, "host") {
+        parts.push(host);
     }
-    if let Some(pid) = holder.pid {
+    if let Some(pid) = number(&fields, "pid") {
         parts.push(format!("pid {pid}"));
     }
-    if let Some(label) = &holder.label {
-        parts.push(label.clone());
+    if let Some(label) = field(&fields, "label") {
+        parts.push(label);
     }
-    if let Some(since) = holder.since_ms {
+    if let Some(since) = number(&fields, "since_ms") {
         parts.push(format!("for {}", age(since)));
+    }
+    if parts.is_empty()
+        && let Some(note) = field(&fields, "note")
+    {
+        parts.push(note);
     }
     if parts.is_empty() {
         "-".into()
@@ -135,20 +153,19 @@ pub(crate) fn show_table(lock: &LockInfo) -> Table {
     ]);
     t.add_row(vec!["waiters".into(), lock.waiters.to_string()]);
     if let Some(holder) = &lock.holder {
-        for (field, value) in [
-            ("holder host", holder.host.clone()),
-            ("holder pid", holder.pid.map(|p| p.to_string())),
-            ("holder label", holder.label.clone()),
+        let fields = description(holder);
+        for (name, value) in [
+            ("holder host", field(&fields, "host")),
+            ("holder pid", number(&fields, "pid").map(|p| p.to_string())),
+            ("holder label", field(&fields, "label")),
             (
                 "held since",
-                holder
-                    .since_ms
-                    .map(|s| format!("{} ({} ago)", timestamp(s), age(s))),
+                number(&fields, "since_ms").map(|s| format!("{} ({} ago)", timestamp(s), age(s))),
             ),
-            ("holder note", holder.note.clone()),
+            ("holder note", field(&fields, "note")),
         ] {
             if let Some(value) = value {
-                t.add_row(vec![field.to_owned(), value]);
+                t.add_row(vec![name.to_owned(), value]);
             }
         }
     }

@@ -8,9 +8,10 @@
 -- ARGV[1]  the token's value: 'dl:' and 32 hex characters (layout.rs, TOKEN_PREFIX)
 -- ARGV[2]  TTL in milliseconds
 -- ARGV[3]  how long the fencing counter is kept after the last grant, in milliseconds
--- ARGV[4]  optional: the holder's description (JSON, see layout.rs HOLDER_SUFFIX), stored on a
---          grant beside the key with the same TTL, under the counter's name with 'holder' for
---          'fence' (layout.rs derives both by suffix). The key's own value stays the plain token.
+-- ARGV[4]  optional: the holder's description (JSON, see holder.rs), stored on a grant as the
+--          grant's note (annotate.lua's layout: token '\n' fencing token '\n' note) with the
+--          same TTL, under the counter's name with 'note' for 'fence' (layout.rs derives both by
+--          suffix). The key's own value stays the plain token.
 --
 -- Returns {1, fencing token} when granted, {0, holder's PTTL in ms, announces} when held
 -- (PTTL -1: the key never expires; announces 1 when the holder's value starts with 'dl:', a
@@ -47,6 +48,8 @@ if err then
 end
 if ARGV[4] then
   -- Best effort (pcall), like the mark: a description refused mid-migration is left out.
-  redis.pcall('SET', string.sub(KEYS[2], 1, -6) .. 'holder', ARGV[4], 'PX', ARGV[2])
+  -- The fence as digits: a Lua number would be written as 1.7e+15 (fence.lua).
+  local note = ARGV[1] .. '\n' .. string.format('%.0f', fence) .. '\n' .. ARGV[4]
+  redis.pcall('SET', string.sub(KEYS[2], 1, -6) .. 'note', note, 'PX', ARGV[2])
 end
 return {1, fence}

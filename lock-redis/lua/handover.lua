@@ -12,8 +12,8 @@
 -- ARGV[3]  the next holder's TTL in milliseconds
 -- ARGV[4]  the waiting mark (same slot, not declared: see release.lua)
 -- ARGV[5]  how long the fencing counter is kept, in milliseconds (with KEYS[2])
--- ARGV[6]  optional (with KEYS[2]): the next holder's description, replacing the releasing
---          holder's (see acquire.lua)
+-- ARGV[6]  optional (with KEYS[2]): the next holder's description, written as its grant's
+--          note over the releasing holder's (see acquire.lua)
 --
 -- Returns {1, fencing token (0 without KEYS[2])} when handed over, {0, 0} when the lock was no
 -- longer the releasing lease's (left untouched). A key of another type raises WRONGTYPE.
@@ -39,6 +39,7 @@ if redis.pcall('GET', ARGV[4]) == ARGV[1] then
 end
 if ARGV[6] and KEYS[2] then
   -- Best effort (pcall): see acquire.lua.
-  redis.pcall('SET', string.sub(KEYS[2], 1, -6) .. 'holder', ARGV[6], 'PX', ARGV[3])
+  local note = ARGV[2] .. '\n' .. string.format('%.0f', fence) .. '\n' .. ARGV[6]
+  redis.pcall('SET', string.sub(KEYS[2], 1, -6) .. 'note', note, 'PX', ARGV[3])
 end
 return {1, fence}

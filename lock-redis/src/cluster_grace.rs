@@ -16,7 +16,7 @@
 //!
 //! A refresh is one `CLUSTER SLOTS` (any node) and one `INFO` per node it lists, masters and
 //! replicas, so a replica is known as a replica before it is promoted. Each node's facts go to
-//! a [`Watch`] of its own, labelled with its address, which applies the single-server rules,
+//! a [`GraceState`] of its own, labelled with its address, which applies the single-server rules,
 //! logs and metrics unchanged: a new `run_id`, a replica that became master, or a new
 //! replication id starts a grace for that node, and so for the slots it owns. A node first seen
 //! after the first look that is a master and was promoted (`second_repl_offset` is not −1) is
@@ -39,8 +39,8 @@ use redis::{ErrorKind, RedisError, ServerErrorKind, Value};
 use tokio::time::Instant;
 
 use crate::facts::{self, ServerFacts};
-use crate::grace::{GraceSettings, Strict, Watch};
-use crate::layout::key_slot;
+use crate::grace::{GraceSettings, GraceState, Strict};
+use crate::slot::key_slot;
 
 /// How old a Redis Cluster's node facts may get before the next acquire refreshes them
 /// (`CLUSTER SLOTS` and one `INFO` per node): 2 s. It bounds how long a failover that the
@@ -57,9 +57,9 @@ struct Owned {
     master: String,
 }
 
-/// The grace state of a whole cluster: one [`Watch`] per node address, and who owns which
+/// The grace state of a whole cluster: one [`GraceState`] per node address, and who owns which
 /// slots, as the last refresh found.
-pub(crate) struct ClusterWatch {
+pub(crate) struct ClusterGrace {
     settings: GraceSettings,
     prefix: String,
     /// How long a refresh may take.
@@ -78,10 +78,10 @@ struct State {
     /// Owned slot ranges, sorted by their first slot.
     slots: Vec<Owned>,
     /// Every node seen, by address.
-    nodes: HashMap<String, Arc<Watch>>,
+    nodes: HashMap<String, Arc<GraceState>>,
 }
 
-impl ClusterWatch {
+impl ClusterGrace {
     pub(crate) fn new(settings: GraceSettings, prefix: &str, limit: Duration) -> Self {
         Self {
             settings,
@@ -124,7 +124,7 @@ impl ClusterWatch {
     }
 
     /// Reads `CLUSTER SLOTS` and every listed node's `INFO` over `conn`, bounded by the
-    /// command timeout, and feeds each node's facts to its [`Watch`]. Failures are logged,
+    /// command timeout, and feeds each node's facts to its [`GraceState`]. Failures are logged,
     /// not returned: the facts then stay as they were, and the next acquire tries again.
     pub(crate) async fn refresh(&self, conn: &mut ClusterConnection) {
         let _one = self.refreshing.lock().await;
@@ -154,7 +154,11 @@ impl ClusterWatch {
         for (address, facts) in facts.iter().cloned() {
             let known = state.nodes.contains_key(&address);
             let watch = Arc::clone(state.nodes.entry(address.clone()).or_insert_with(|| {
-                Arc::new(Watch::new(self.settings, address.clone(), &self.prefix))
+                Arc::new(GraceState::new(
+                    self.settings,
+                    address.clone(),
+                    &self.prefix,
+                ))
             }));
             if !first_look && !known && facts.is_master() && facts.second_repl_offset != -1 {
                 // A master we never saw, promoted at some point: it may have been promoted
@@ -163,9 +167,9 @@ impl ClusterWatch {
                     role: "slave".to_owned(),
                     ..facts.clone()
                 };
-                watch.observe(was, &Strict::default(), now);
+                watch.record(was, &Strict::default(), now);
             }
-            watch.observe(facts, &Strict::default(), now);
+            watch.record(facts, &Strict::default(), now);
         }
         // A master that did not answer may be a promoted replica the cluster client does not
         // know yet: try again before the next grant instead of granting on old facts.
@@ -182,9 +186,9 @@ impl ClusterWatch {
     /// unknown grants (the cluster's facts could not be read). No I/O.
     ///
     /// # Errors
-    /// As [`Watch::verdict`]: strict mode and a master that may evict lock keys.
+    /// As [`GraceState::verdict`]: strict mode and a master that may evict lock keys.
     pub(crate) fn verdict(&self, keys: &[&str]) -> Result<Option<Duration>, LockError> {
-        let watches: Vec<Arc<Watch>> = {
+        let watches: Vec<Arc<GraceState>> = {
             let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
             keys.iter()
                 .filter_map(|key| owner(&state.slots, key_slot(key)))
@@ -362,7 +366,7 @@ mod tests {
 
     #[test]
     fn failures_that_may_show_a_failover_mark_the_state_stale() {
-        let watch = ClusterWatch::new(
+        let watch = ClusterGrace::new(
             GraceSettings {
                 grace: Duration::from_secs(1),
                 strict: false,

@@ -1,32 +1,22 @@
-//! Building a [`RedisLock`]: its constructors, its builder, and the assembly of its parts.
-//! The lock's own file never names its configuration, so the two import one way.
+//! Building a [`RedisLock`]: its constructors and its builder, whose `build` checks the
+//! settings, opens the connection source (`source.rs`) and assembles the lock
+//! (`settings.rs`). The lock's own file never names its configuration, so they import one way.
 
 use std::time::Duration;
 
-use deadpool_redis::{Manager, Pool, Runtime};
+use deadpool_redis::Pool;
 use lock_core::LockError;
 
-use crate::conn::{Connections, Source};
-use crate::executor::Executor;
-use crate::grace::{DEFAULT_GRACE, GraceSettings, Watch};
-use crate::kinds::Grants;
+use crate::conn::Source;
+use crate::grace::{DEFAULT_GRACE, GraceSettings};
+use crate::holder::Describe;
 use crate::redis_lock::RedisLock;
 use crate::replication::{ReplicaPolicy, Replication};
-use crate::subscriber::{Origin, Ping, Subscriber};
-use crate::units::ms;
-
-/// How long getting a connection may take, connecting included, by default: 2 s.
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// How long one command may wait for its reply by default: 1 s.
-pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(1);
-
-/// How often the release subscriber sends `PING` on its subscribed connection by default: 5 s.
-/// See [`RedisLockBuilder::subscriber_ping_interval`].
-pub const DEFAULT_SUBSCRIBER_PING_INTERVAL: Duration = Duration::from_secs(5);
-
-/// How long a name's fencing counter is kept after its last grant by default: 24 h.
-pub const DEFAULT_FENCE_RETENTION: Duration = Duration::from_secs(24 * 3600);
+use crate::settings::{
+    DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION,
+    DEFAULT_SUBSCRIBER_PING_INTERVAL, Settings, assemble,
+};
+use crate::source::SourceSettings;
 
 impl RedisLock {
     /// Starts configuring a lock; see [`RedisLockBuilder`].
@@ -69,18 +59,9 @@ impl RedisLock {
 #[derive(Default)]
 #[must_use]
 pub struct RedisLockBuilder {
-    url: Option<String>,
-    pool: Option<Pool>,
-    #[cfg(feature = "cluster")]
-    cluster_urls: Option<Vec<String>>,
-    #[cfg(feature = "cluster")]
-    cluster_pool: Option<deadpool_redis::cluster::Pool>,
-    #[cfg(feature = "sentinel")]
-    sentinel: Option<(Vec<String>, String)>,
+    /// Where Redis is: URL, pool, cluster, sentinels, pub/sub URL, TLS.
+    source: SourceSettings,
     replication: Option<Replication>,
-    pubsub_url: Option<String>,
-    #[cfg(feature = "tls")]
-    tls: crate::tls::TlsSettings,
     announcements: Option<bool>,
     prefix: String,
     connect_timeout: Option<Duration>,
@@ -101,14 +82,14 @@ impl RedisLockBuilder {
     /// the lock keeps one in use (see the crate docs). With the `tls` feature, `rediss://`
     /// connects over TLS (see [`tls_ca_cert`](RedisLockBuilder::tls_ca_cert)).
     pub fn url(mut self, url: impl Into<String>) -> Self {
-        self.url = Some(url.into());
+        self.source.url = Some(url.into());
         self
     }
 
     /// Use an existing pool instead of a URL. Release announcements then need
     /// [`pubsub_url`](RedisLockBuilder::pubsub_url).
     pub fn pool(mut self, pool: Pool) -> Self {
-        self.pool = Some(pool);
+        self.source.pool = Some(pool);
         self
     }
 
@@ -119,7 +100,7 @@ impl RedisLockBuilder {
     /// sharded pub/sub (`SPUBLISH`/`SSUBSCRIBE`), answered by the slot's own node.
     #[cfg(feature = "cluster")]
     pub fn cluster_urls<S: Into<String>>(mut self, urls: impl IntoIterator<Item = S>) -> Self {
-        self.cluster_urls = Some(urls.into_iter().map(Into::into).collect());
+        self.source.cluster_urls = Some(urls.into_iter().map(Into::into).collect());
         self
     }
 
@@ -128,7 +109,7 @@ impl RedisLockBuilder {
     /// (used only by the subscriber).
     #[cfg(feature = "cluster")]
     pub fn cluster_pool(mut self, pool: deadpool_redis::cluster::Pool) -> Self {
-        self.cluster_pool = Some(pool);
+        self.source.cluster_pool = Some(pool);
         self
     }
 
@@ -140,7 +121,7 @@ impl RedisLockBuilder {
         sentinel_urls: impl IntoIterator<Item = S>,
         master_name: impl Into<String>,
     ) -> Self {
-        self.sentinel = Some((
+        self.source.sentinel = Some((
             sentinel_urls.into_iter().map(Into::into).collect(),
             master_name.into(),
         ));
@@ -169,7 +150,7 @@ impl RedisLockBuilder {
     /// Where the pub/sub connection for release announcements connects (default: the
     /// [`url`](RedisLockBuilder::url)); needed with a [`pool`](RedisLockBuilder::pool).
     pub fn pubsub_url(mut self, url: impl Into<String>) -> Self {
-        self.pubsub_url = Some(url.into());
+        self.source.pubsub_url = Some(url.into());
         self
     }
 
@@ -191,7 +172,7 @@ impl RedisLockBuilder {
     /// ```
     #[cfg(feature = "tls")]
     pub fn tls_ca_cert(mut self, pem: impl Into<Vec<u8>>) -> Self {
-        self.tls.ca_cert_pem = Some(pem.into());
+        self.source.tls.ca_cert_pem = Some(pem.into());
         self
     }
 
@@ -203,7 +184,7 @@ impl RedisLockBuilder {
         cert_pem: impl Into<Vec<u8>>,
         key_pem: impl Into<Vec<u8>>,
     ) -> Self {
-        self.tls.client_cert = Some((cert_pem.into(), key_pem.into()));
+        self.source.tls.client_cert = Some((cert_pem.into(), key_pem.into()));
         self
     }
 
@@ -290,12 +271,17 @@ impl RedisLockBuilder {
 
     /// Whether each grant describes its holder (default: no): host, process id, the grant's
     /// time (this client's wall clock, Unix ms) and the [`holder_note`](Self::holder_note),
-    /// as JSON under `{key}:distlock-holder` beside the lock key — in its cluster slot,
-    /// written by the acquire script itself (no extra round trip), expiring, renewed, handed
-    /// over and deleted with the lease. `distlock ls` and `distlock show` print it. The lock
-    /// key's value stays the plain token, so redis-py and node-redlock interop is unchanged.
-    /// Mutex grants only (the read-write lock, the semaphore and the fair lock write none), and
-    /// only with fencing on (the description is written by the fenced acquire script).
+    /// as JSON, written as the grant's note (`{key}:distlock-note`, the key
+    /// [`Lock::annotate`](lock_core::backend::Lock::annotate) writes: the grant's token, its
+    /// fencing token, the note) beside the lock key — in its cluster slot, written by the
+    /// acquire script itself (no extra round trip), expiring, renewed, handed over and deleted
+    /// with the lease. [`Lock::describe_holder`](lock_core::backend::Lock::describe_holder)
+    /// returns it as the holder's note, and `distlock ls` and `distlock show` print it; a note
+    /// the holder writes later replaces it. The lock key's value stays the plain token, so
+    /// redis-py and node-redlock interop is unchanged. Mutex grants only (the read-write lock,
+    /// the semaphore and the fair lock write none), and only with fencing on (the description
+    /// is written by the fenced acquire script). Leader election writes its own record as the
+    /// note: a candidate needs no holder metadata.
     ///
     /// Its cost, per uncontended acquire + release cycle: one `SET` in the acquire script and
     /// one `DEL` in the release script, and the description's bytes (see the crate README).
@@ -356,8 +342,8 @@ impl RedisLockBuilder {
     /// compare-and-set where it has them (default: yes): `DELIFEQ` (Valkey ≥ 9.0) instead of
     /// the release script, `SET … IFEQ … PX` (Valkey ≥ 8.1) instead of the extend script —
     /// plain commands, cheaper for the server than a script call. Only for mutex (and fair)
-    /// leases without [`holder_metadata`](Self::holder_metadata), whose description must be
-    /// deleted and extended with the lock, and not on a Redis Cluster (see the crate README,
+    /// leases without [`holder_metadata`](Self::holder_metadata), whose description (the
+    /// grant's note) must be deleted and extended with the lock, and not on a Redis Cluster (see the crate README,
     /// "Native commands on Valkey"); fenced grants stay a script either way.
     ///
     /// A server without them (Redis 7.x answers `ERR unknown command` or `ERR syntax error`),
@@ -378,15 +364,29 @@ impl RedisLockBuilder {
     /// URL, for a cluster or sentinels, or hold no valid certificate; holder metadata with
     /// fencing off.
     pub fn build(self) -> Result<RedisLock, LockError> {
+        let settings = self.validated()?;
+        let opened = self
+            .source
+            .open(settings.connect_timeout, settings.command_timeout)?;
+        Ok(assemble(
+            opened.source,
+            Settings {
+                pubsub: opened.pubsub.filter(|_| self.announcements.unwrap_or(true)),
+                server: opened.server,
+                ..settings
+            },
+        ))
+    }
+
+    /// The settings past the connection source, checked, with their defaults filled in; the
+    /// subscriber's origin and the server's label are the source's.
+    fn validated(&self) -> Result<Settings, LockError> {
         let fencing = self.fencing.unwrap_or(true);
         if self.holder_metadata && !fencing {
             return Err(LockError::invalid(
                 "holder metadata is written by the fenced acquire script: it needs fencing on",
             ));
         }
-        let holder = self
-            .holder_metadata
-            .then(|| crate::holder::Describe::here(self.holder_note.as_deref()));
         let connect_timeout = positive(
             "connect timeout",
             self.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT),
@@ -401,197 +401,44 @@ impl RedisLockBuilder {
                 "the fence retention {fence_retention:?} is out of range"
             ))
         })?;
-        let announcements = self.announcements.unwrap_or(true);
         let grace = self.grace.unwrap_or(DEFAULT_GRACE);
         if grace > lock_core::MAX_TTL {
             return Err(LockError::invalid(format!(
                 "the grace period {grace:?} is above the maximum TTL"
             )));
         }
-        let grace = GraceSettings {
-            grace,
-            strict: self.strict,
-        };
-        let mut server = String::from("pool");
-        #[cfg(feature = "tls")]
-        crate::tls::ensure_crypto_provider(); // also for a `pool` of yours over rediss://
-        #[cfg(feature = "tls")]
-        let tls = &self.tls;
-        #[cfg(not(feature = "tls"))]
-        let tls = &NoTls;
-        let pubsub_client = |url: &str| {
-            redis::Client::open(tls.connection_info(url)?)
-                .map(Origin::Client)
-                .map_err(|e| LockError::invalid(format!("bad pub/sub URL: {e}")))
-        };
-        let mut chosen = Vec::new();
-        let mut pubsub = None;
-        if let Some(url) = &self.url {
-            let target = tls.connection_info(url)?;
-            server = target.addr().to_string();
-            chosen.push(Source::Single(pool_from(target, connect_timeout)?));
-            pubsub = Some(pubsub_client(self.pubsub_url.as_deref().unwrap_or(url))?);
-        }
-        if let Some(pool) = self.pool {
-            chosen.push(Source::Single(pool));
-            pubsub = self.pubsub_url.as_deref().map(pubsub_client).transpose()?;
-        }
-        #[cfg(feature = "cluster")]
-        match (self.cluster_pool, self.cluster_urls) {
-            (Some(pool), urls) => {
-                chosen.push(Source::Cluster(pool));
-                pubsub = urls.map(Origin::Cluster);
-            }
-            (None, Some(urls)) => {
-                chosen.push(Source::Cluster(cluster_pool(
-                    &urls,
-                    connect_timeout,
-                    command_timeout,
-                )?));
-                pubsub = Some(Origin::Cluster(urls));
-            }
-            (None, None) => {}
-        }
-        #[cfg(feature = "sentinel")]
-        if let Some((urls, master)) = self.sentinel {
-            server = format!("sentinel:{master}");
-            chosen.push(Source::Sentinel(sentinel_pool(
-                &urls,
-                &master,
-                connect_timeout,
-                command_timeout,
-            )?));
-            let client = redis::sentinel::SentinelClient::build(
-                urls,
-                master,
-                None,
-                redis::sentinel::SentinelServerType::Master,
-            )
-            .map_err(|e| LockError::invalid(format!("bad sentinel URLs: {e}")))?;
-            pubsub = Some(Origin::Sentinel(client));
-        }
-        #[cfg(feature = "tls")]
-        if !self.tls.is_empty() && self.url.is_none() && self.pubsub_url.is_none() {
-            // Cluster and sentinel clients take their TLS settings elsewhere; silently
-            // ignoring a CA would connect with the system trust store instead.
-            return Err(LockError::invalid(
-                "TLS certificates apply to a url or pubsub_url; cluster and sentinel \
-                 connections verify rediss:// against the system trust store",
-            ));
-        }
-        if chosen.len() != 1 {
-            return Err(LockError::invalid(if chosen.is_empty() {
-                "a RedisLock needs a URL, a pool, cluster URLs or sentinels"
-            } else {
-                "give a RedisLock one of: a URL, a pool, a cluster, sentinels"
-            }));
-        }
-        let source = chosen.remove(0);
-        Ok(assemble(
-            source,
-            Settings {
-                prefix: self.prefix,
-                connect_timeout,
-                command_timeout,
-                fence_retention,
-                fencing,
-                holder,
-                pubsub: pubsub.filter(|_| announcements),
-                replication: self.replication,
+        Ok(Settings {
+            prefix: self.prefix.clone(),
+            connect_timeout,
+            command_timeout,
+            fence_retention,
+            fencing,
+            holder: self
+                .holder_metadata
+                .then(|| Describe::here(self.holder_note.as_deref())),
+            pubsub: None,
+            replication: self.replication,
+            grace: GraceSettings {
                 grace,
-                server,
-                native_commands: self.native_commands.unwrap_or(true),
-                subscriber_ping: self
-                    .subscriber_ping
-                    .unwrap_or(DEFAULT_SUBSCRIBER_PING_INTERVAL),
+                strict: self.strict,
             },
-        ))
+            server: String::new(),
+            native_commands: self.native_commands.unwrap_or(true),
+            subscriber_ping: self
+                .subscriber_ping
+                .unwrap_or(DEFAULT_SUBSCRIBER_PING_INTERVAL),
+        })
     }
 }
 
 impl std::fmt::Debug for RedisLockBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisLockBuilder")
-            .field("url", &self.url)
+            .field("url", &self.source.url)
             .field("prefix", &self.prefix)
             .field("connect_timeout", &self.connect_timeout)
             .field("command_timeout", &self.command_timeout)
             .finish_non_exhaustive()
-    }
-}
-
-/// What a `RedisLock` is assembled from, past its pool.
-struct Settings {
-    prefix: String,
-    connect_timeout: Duration,
-    command_timeout: Duration,
-    fence_retention: Duration,
-    /// Whether grants carry fencing tokens.
-    fencing: bool,
-    /// What grants say about their holder, if they describe it.
-    holder: Option<crate::holder::Describe>,
-    /// Where the release subscriber connects, if announcements are on.
-    pubsub: Option<Origin>,
-    /// Replicas that must confirm each grant and renewal.
-    replication: Option<Replication>,
-    /// The store grace period.
-    grace: GraceSettings,
-    /// The server's label in logs and metrics.
-    server: String,
-    /// Whether releases and extensions try native commands first.
-    native_commands: bool,
-    /// The subscriber's `PING` interval; zero: off.
-    subscriber_ping: Duration,
-}
-
-/// The lock over connections from `source`, with `settings`.
-fn assemble(source: Source, settings: Settings) -> RedisLock {
-    let pubsub_limit = settings.connect_timeout + settings.command_timeout;
-    let ping = (!settings.subscriber_ping.is_zero()).then_some(Ping {
-        interval: settings.subscriber_ping,
-        timeout: settings.command_timeout,
-    });
-    let conns = Connections::new(
-        source,
-        settings.connect_timeout,
-        Watch::new(settings.grace, settings.server, &settings.prefix),
-    );
-    #[cfg(feature = "cluster")]
-    let conns =
-        conns.with_cluster_grace(settings.grace, &settings.prefix, settings.command_timeout);
-    let exec = Executor::new(conns, settings.command_timeout, settings.replication)
-        .with_native_commands(settings.native_commands);
-    let grants = Grants::new(
-        settings.fencing,
-        ms(settings.fence_retention),
-        settings.holder,
-        exec.topology(),
-    );
-    let subscriber = settings
-        .pubsub
-        .map(|origin| Subscriber::new(origin, pubsub_limit, ping));
-    RedisLock::new(exec, grants, subscriber, settings.prefix)
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Self {
-            prefix: String::new(),
-            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-            command_timeout: DEFAULT_COMMAND_TIMEOUT,
-            fence_retention: DEFAULT_FENCE_RETENTION,
-            fencing: true,
-            holder: None,
-            pubsub: None,
-            replication: None,
-            grace: GraceSettings {
-                grace: DEFAULT_GRACE,
-                strict: false,
-            },
-            server: String::from("pool"),
-            native_commands: true,
-            subscriber_ping: DEFAULT_SUBSCRIBER_PING_INTERVAL,
-        }
     }
 }
 
@@ -601,71 +448,4 @@ fn positive(what: &str, d: Duration) -> Result<Duration, LockError> {
     } else {
         Ok(d)
     }
-}
-
-/// Without the `tls` feature a URL is only parsed; `rediss://` gets a hint at the feature.
-#[cfg(not(feature = "tls"))]
-struct NoTls;
-
-#[cfg(not(feature = "tls"))]
-impl NoTls {
-    fn connection_info(&self, url: &str) -> Result<redis::ConnectionInfo, LockError> {
-        redis::IntoConnectionInfo::into_connection_info(url).map_err(|e| {
-            let hint = if url.starts_with("rediss://") {
-                " (rediss:// needs the `tls` feature)"
-            } else {
-                ""
-            };
-            LockError::invalid(format!("bad Redis URL: {e}{hint}"))
-        })
-    }
-}
-
-fn pool_from(target: redis::ConnectionInfo, connect_timeout: Duration) -> Result<Pool, LockError> {
-    // redis-rs has timeouts of its own (1 s to connect, 500 ms per reply). Connecting uses ours;
-    // replies are bounded by the timeout `RedisLock` puts around every command (which also
-    // replaces a hung connection), so redis-rs's would only be a second timer per command.
-    let config = redis::AsyncConnectionConfig::new()
-        .set_connection_timeout(Some(connect_timeout))
-        .set_response_timeout(None);
-    let manager = Manager::new_with_config(target, config)
-        .map_err(|e| LockError::invalid(format!("bad Redis URL: {e}")))?;
-    Pool::builder(manager)
-        .max_size(4)
-        .runtime(Runtime::Tokio1)
-        .build()
-        .map_err(|e| LockError::invalid(format!("cannot make a pool: {e}")))
-}
-
-#[cfg(feature = "cluster")]
-fn cluster_pool(
-    urls: &[String],
-    connect_timeout: Duration,
-    command_timeout: Duration,
-) -> Result<deadpool_redis::cluster::Pool, LockError> {
-    let mut config = deadpool_redis::cluster::Config::from_urls(urls.to_vec());
-    config.pool = Some(deadpool_redis::PoolConfig::new(4));
-    let _ = (connect_timeout, command_timeout); // bounded by our own timeouts around each call
-    config
-        .create_pool(Some(Runtime::Tokio1))
-        .map_err(|e| LockError::invalid(format!("cannot make a cluster pool: {e}")))
-}
-
-#[cfg(feature = "sentinel")]
-fn sentinel_pool(
-    urls: &[String],
-    master: &str,
-    connect_timeout: Duration,
-    command_timeout: Duration,
-) -> Result<deadpool_redis::sentinel::Pool, LockError> {
-    let mut config = deadpool_redis::sentinel::Config::from_urls(
-        urls.to_vec(),
-        master.to_owned(),
-        deadpool_redis::sentinel::SentinelServerType::Master,
-    );
-    config.pool = Some(deadpool_redis::PoolConfig::new(4));
-    let _ = (connect_timeout, command_timeout); // bounded by our own timeouts around each call
-    config
-        .create_pool(Some(Runtime::Tokio1))
-        .map_err(|e| LockError::invalid(format!("cannot make a sentinel pool: {e}")))
 }

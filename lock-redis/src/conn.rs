@@ -27,7 +27,7 @@ use redis::{Cmd, Pipeline, RedisFuture, Value};
 use tokio::time::Instant;
 
 use crate::error::{BACKEND, timeout};
-use crate::grace::Watch;
+use crate::grace::GraceState;
 use crate::topology::Topology;
 
 /// Where connections come from.
@@ -123,10 +123,10 @@ pub(crate) struct Connections {
     /// Numbers the connections, so a discard drops exactly the one that failed.
     next_generation: AtomicU64,
     /// What the server said about itself on each new connection, and its grace period.
-    watch: Watch,
+    watch: GraceState,
     /// On a Redis Cluster: every node's facts and grace period, and who owns which slots.
     #[cfg(feature = "cluster")]
-    cluster: Option<crate::cluster_grace::ClusterWatch>,
+    cluster: Option<crate::cluster_grace::ClusterGrace>,
 }
 
 struct HeldConnection {
@@ -169,7 +169,7 @@ impl Conn {
 }
 
 impl Connections {
-    pub(crate) fn new(source: Source, connect_timeout: Duration, watch: Watch) -> Self {
+    pub(crate) fn new(source: Source, connect_timeout: Duration, watch: GraceState) -> Self {
         Self {
             source,
             connect_timeout,
@@ -192,7 +192,7 @@ impl Connections {
         limit: Duration,
     ) -> Self {
         if matches!(self.source, Source::Cluster(_)) {
-            self.cluster = Some(crate::cluster_grace::ClusterWatch::new(
+            self.cluster = Some(crate::cluster_grace::ClusterGrace::new(
                 settings, prefix, limit,
             ));
         }
@@ -201,12 +201,12 @@ impl Connections {
 
     /// The cluster's grace state, on a Redis Cluster.
     #[cfg(feature = "cluster")]
-    pub(crate) fn cluster_grace(&self) -> Option<&crate::cluster_grace::ClusterWatch> {
+    pub(crate) fn cluster_grace(&self) -> Option<&crate::cluster_grace::ClusterGrace> {
         self.cluster.as_ref()
     }
 
     /// The server's grace state, as the connections have learned it.
-    pub(crate) fn watch(&self) -> &Watch {
+    pub(crate) fn watch(&self) -> &GraceState {
         &self.watch
     }
 

@@ -391,7 +391,7 @@ mod future_sizes {
             Connections::new(
                 Source::Single(pool),
                 Duration::from_secs(1),
-                crate::grace::Watch::new(
+                crate::grace::GraceState::new(
                     crate::grace::GraceSettings {
                         grace: Duration::ZERO,
                         strict: false,

@@ -91,7 +91,7 @@ pub(crate) struct GraceSettings {
 
 /// The grace state of one server (a single Redis, or the master a Sentinel names): what it last
 /// said about itself, and until when it grants nothing.
-pub(crate) struct Watch {
+pub(crate) struct GraceState {
     settings: GraceSettings,
     /// The server's label in logs and metrics.
     server: String,
@@ -123,7 +123,7 @@ pub(crate) struct Learned {
     pub(crate) changed: Option<Duration>,
 }
 
-impl Watch {
+impl GraceState {
     pub(crate) fn new(settings: GraceSettings, server: String, prefix: &str) -> Self {
         Self {
             settings,
@@ -171,7 +171,7 @@ impl Watch {
             strict.fsync_always = facts.aof_enabled && facts::fsyncs_every_write(conn).await;
             strict.marker = self.read_marker(conn).await;
         }
-        let learned = self.observe(facts, &strict, Instant::now());
+        let learned = self.record(facts, &strict, Instant::now());
         if let Some(left) = learned.changed {
             self.write_marker(conn, left).await;
         }
@@ -208,7 +208,7 @@ impl Watch {
 
     /// Compares `facts` with the last ones seen, at `now`; starts or lengthens the grace
     /// episode the rules call for (see the module docs).
-    pub(crate) fn observe(&self, facts: ServerFacts, strict: &Strict, now: Instant) -> Learned {
+    pub(crate) fn record(&self, facts: ServerFacts, strict: &Strict, now: Instant) -> Learned {
         let grace = self.settings.grace;
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let mut learned = Learned { changed: None };
@@ -377,31 +377,31 @@ mod tests {
         }
     }
 
-    fn watch(grace: u64, strict: bool) -> Watch {
+    fn watch(grace: u64, strict: bool) -> GraceState {
         let settings = GraceSettings {
             grace: Duration::from_secs(grace),
             strict,
         };
-        Watch::new(settings, "test".into(), "")
+        GraceState::new(settings, "test".into(), "")
     }
 
     #[test]
     fn a_first_connection_grants_at_once_a_restart_does_not() {
         let w = watch(10, false);
         let now = Instant::now();
-        w.observe(facts("a", 0), &Strict::default(), now);
+        w.record(facts("a", 0), &Strict::default(), now);
         assert_eq!(
             w.verdict_at(now).expect("no refusal"),
             None,
             "a fresh server: no grace"
         );
-        w.observe(facts("a", 5), &Strict::default(), now);
+        w.record(facts("a", 5), &Strict::default(), now);
         assert_eq!(
             w.verdict_at(now).expect("no refusal"),
             None,
             "the same server: no grace"
         );
-        let learned = w.observe(facts("b", 0), &Strict::default(), now);
+        let learned = w.record(facts("b", 0), &Strict::default(), now);
         assert_eq!(learned.changed, Some(Duration::from_secs(10)));
         assert_eq!(
             w.verdict_at(now).expect("no refusal"),
@@ -420,8 +420,8 @@ mod tests {
         let w = watch(10, false);
         let mut replica = facts("a", 100);
         replica.role = "slave".into();
-        w.observe(replica, &Strict::default(), Instant::now());
-        w.observe(facts("a", 100), &Strict::default(), Instant::now());
+        w.record(replica, &Strict::default(), Instant::now());
+        w.record(facts("a", 100), &Strict::default(), Instant::now());
         assert!(
             w.verdict().expect("no refusal").is_some(),
             "a replica that became master"
@@ -432,7 +432,7 @@ mod tests {
     fn strict_mode_reads_uptime_persistence_and_the_marker() {
         let w = watch(10, true);
         let now = Instant::now();
-        w.observe(facts("a", 4), &Strict::default(), now);
+        w.record(facts("a", 4), &Strict::default(), now);
         assert_eq!(
             w.verdict_at(now).expect("no refusal"),
             Some(Duration::from_secs(6))
@@ -445,7 +445,7 @@ mod tests {
             fsync_always: true,
             marker: None,
         };
-        w.observe(aof, &fsync, now);
+        w.record(aof, &fsync, now);
         assert_eq!(
             w.verdict_at(now).expect("no refusal"),
             None,
@@ -457,7 +457,7 @@ mod tests {
             fsync_always: false,
             marker: Some(Duration::from_secs(3)),
         };
-        w.observe(facts("a", 100), &marked, now);
+        w.record(facts("a", 100), &marked, now);
         assert_eq!(
             w.verdict_at(now).expect("no refusal"),
             Some(Duration::from_secs(3))
@@ -476,14 +476,14 @@ mod tests {
         evicting.maxmemory = 4 << 20;
         evicting.maxmemory_policy = "allkeys-lru".into();
         let lenient = watch(10, false);
-        lenient.observe(evicting.clone(), &Strict::default(), Instant::now());
+        lenient.record(evicting.clone(), &Strict::default(), Instant::now());
         assert_eq!(
             lenient.verdict().expect("no refusal"),
             None,
             "by default, a warning only"
         );
         let strict = watch(10, true);
-        strict.observe(evicting, &Strict::default(), Instant::now());
+        strict.record(evicting, &Strict::default(), Instant::now());
         let err = strict.verdict().expect_err("refused");
         assert!(!err.is_retryable(), "{err}");
         assert!(err.to_string().contains("redis"), "{err}");

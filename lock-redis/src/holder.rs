@@ -1,9 +1,20 @@
-//! The holder's description: who holds a lock, written by the grant itself beside the lock key
-//! (`{key}:distlock-holder`, see `layout.rs`), for operators (`distlock ls`, `distlock show`).
-//! The lock key's own value stays the plain token, so redis-py and node-redlock interop is
-//! unchanged.
+//! Holder descriptions, written and read. One description per grant: the note beside the lock
+//! key (`{key}:distlock-note`, see `layout.rs`: the grant's token, its fencing token, the note),
+//! which [`Lock::annotate`](lock_core::backend::Lock::annotate) writes, and which a grant
+//! writes itself with [holder metadata](crate::RedisLockBuilder::holder_metadata) (host, pid,
+//! note, since: [`Describe`]). One reader, [`HolderReplies::holder`], for
+//! [`Lock::describe_holder`](lock_core::backend::Lock::describe_holder) and for operators'
+//! tools (`distlock ls`, `distlock show`), always as a [`Holder`]. The lock key's own value
+//! stays the plain token, so redis-py and node-redlock interop is unchanged.
+//!
+//! The previous release wrote the description under `{key}:distlock-holder` instead; it is
+//! still read, for one release, so that a holder granted by that version still shows.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use lock_core::backend::Holder;
+
+use crate::layout::TOKEN_PREFIX;
 
 /// What a `RedisLock` built with
 /// [`holder_metadata`](crate::RedisLockBuilder::holder_metadata) says about its holders: the
@@ -41,6 +52,79 @@ impl Describe {
     }
 }
 
+/// The replies a holder is read from, each as the store gave it: the lock key's value and
+/// PTTL, and the values of its note key, its fencing counter and the previous version's
+/// description key ([`LockKeys`](crate::LockKeys) `note`, `fence` and `holder`). Read them in
+/// one step (a script or a pipeline), so that they belong together.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HolderReplies<'a> {
+    /// The lock key's value (`GET`), the holder's token; `None` when the key is absent.
+    pub value: Option<&'a [u8]>,
+    /// The lock key's `PTTL` in milliseconds (-1: no expiry).
+    pub pttl_ms: i64,
+    /// The note key's value (`GET`): token, `\n`, fencing token, `\n`, note.
+    pub note: Option<&'a [u8]>,
+    /// The fencing counter's value (`GET`): the last fencing token issued for the name.
+    pub fence: Option<&'a [u8]>,
+    /// The previous version's description (`GET` of `{key}:distlock-holder`, JSON).
+    pub legacy: Option<&'a [u8]>,
+}
+
+impl HolderReplies<'_> {
+    /// The holder these replies describe, `None` when nobody holds the lock. Its note is the
+    /// one written beside its own grant (a note left by an earlier grant, another token, is
+    /// not shown), or the description the previous version wrote for its token (one grant
+    /// never has both: only its own holder writes either). Its fencing token is the one its
+    /// note carries; else, for a distlock holder (a `dl:` token), the fencing counter's (a
+    /// fenced grant sets the counter in the same script that sets the key, so the last token
+    /// issued is the holder's); else 0, like any other client's holder (redis-py,
+    /// node-redlock).
+    #[must_use]
+    pub fn holder(&self) -> Option<Holder> {
+        let value = self.value?;
+        // PTTL -1: the key never expires (not written by distlock).
+        let ttl = u64::try_from(self.pttl_ms).ok().map(Duration::from_millis);
+        let own = self.note.and_then(|note| own_note(note, value));
+        // A counter that is not a number (someone else's key) tells no term: 0.
+        let counter = || {
+            self.fence
+                .and_then(|f| std::str::from_utf8(f).ok()?.parse().ok())
+                .filter(|_| value.starts_with(TOKEN_PREFIX.as_bytes()))
+                .unwrap_or(0)
+        };
+        let fencing_token = own.map_or_else(counter, |(fence, _)| fence);
+        let holder = Holder::new(fencing_token, ttl);
+        let legacy = self.legacy.filter(|legacy| describes(legacy, value));
+        Some(match (legacy, own) {
+            (Some(legacy), _) => holder.with_note(legacy),
+            (None, Some((_, note))) => holder.with_note(note),
+            (None, None) => holder,
+        })
+    }
+}
+
+/// The fencing token and the note of `note` (token `\n` fencing token `\n` note) when it was
+/// written beside the grant of `token`. Tokens and fencing tokens never hold a newline.
+fn own_note<'a>(note: &'a [u8], token: &[u8]) -> Option<(u64, &'a [u8])> {
+    let mut parts = note.splitn(3, |&b| b == b'\n');
+    let (written_for, fence, text) = (parts.next()?, parts.next()?, parts.next()?);
+    if written_for != token {
+        return None;
+    }
+    // A fencing token that is not a number tells no term: 0, as the counter's would.
+    let fence = std::str::from_utf8(fence).ok()?.parse().unwrap_or(0);
+    Some((fence, text))
+}
+
+/// Whether the previous version's description `legacy` (JSON with a `token` field) describes
+/// the holder of `token`.
+fn describes(legacy: &[u8], token: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(legacy)
+        .ok()
+        .and_then(|json| json.get("token")?.as_str().map(|t| t.as_bytes() == token))
+        .unwrap_or(false)
+}
+
 /// The host's name as the kernel knows it (`/proc/sys/kernel/hostname`), else `HOSTNAME`, else
 /// `unknown`: std has no portable call for it, and it is read once per `RedisLock`.
 fn hostname() -> String {
@@ -72,5 +156,68 @@ mod tests {
         let plain = Describe::here(None).of("dl:01");
         let value: serde_json::Value = serde_json::from_str(&plain).expect("valid JSON");
         assert!(value["note"].is_null());
+    }
+
+    const TOKEN: &[u8] = b"dl:00ff";
+
+    fn read(note: Option<&[u8]>, fence: Option<&[u8]>, legacy: Option<&[u8]>) -> Option<Holder> {
+        HolderReplies {
+            value: Some(TOKEN),
+            pttl_ms: 5_000,
+            note,
+            fence,
+            legacy,
+        }
+        .holder()
+    }
+
+    #[test]
+    fn the_holders_own_note_is_its_description() {
+        let ttl = Some(Duration::from_secs(5));
+        assert_eq!(
+            read(Some(b"dl:00ff\n7\npod-a\nline two"), Some(b"9"), None),
+            Some(Holder::new(7, ttl).with_note(&b"pod-a\nline two"[..]))
+        );
+        // An earlier grant's note (another token) is not this holder's: the counter's term.
+        assert_eq!(
+            read(Some(b"dl:0011\n3\npod-b"), Some(b"9"), None),
+            Some(Holder::new(9, ttl))
+        );
+        assert_eq!(read(None, None, None), Some(Holder::new(0, ttl)));
+        let nobody = HolderReplies {
+            note: Some(b"dl:00ff\n7\npod-a"),
+            ..HolderReplies::default()
+        };
+        assert_eq!(nobody.holder(), None);
+    }
+
+    #[test]
+    fn a_foreign_holder_has_no_term_and_no_expiry_shows_as_none() {
+        let foreign = HolderReplies {
+            value: Some(b"3f2a"),
+            pttl_ms: -1,
+            fence: Some(b"9"),
+            ..HolderReplies::default()
+        };
+        assert_eq!(foreign.holder(), Some(Holder::new(0, None)));
+    }
+
+    #[test]
+    fn the_previous_releases_description_shows_for_its_token_only() {
+        let ttl = Some(Duration::from_secs(5));
+        let legacy = Describe::here(Some("nightly")).of("dl:00ff");
+        assert_eq!(
+            read(None, Some(b"9"), Some(legacy.as_bytes())),
+            Some(Holder::new(9, ttl).with_note(legacy.as_bytes()))
+        );
+        let stale = Describe::here(None).of("dl:0011");
+        assert_eq!(
+            read(None, Some(b"9"), Some(stale.as_bytes())),
+            Some(Holder::new(9, ttl))
+        );
+        assert_eq!(
+            read(None, Some(b"9"), Some(b"not json")),
+            Some(Holder::new(9, ttl))
+        );
     }
 }

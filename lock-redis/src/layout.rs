@@ -3,9 +3,9 @@
 //! "which keys does the lock `n` use": every kind's operations take their keys from it, and the
 //! operators' list ([`LockKeys`]) is made from it.
 
-use std::sync::OnceLock;
-
 use lock_core::{Kind, LockError};
+
+use crate::slot::derived;
 
 /// The end of every fencing counter key. Lock keys may not end with it (see [`reserved`]).
 const FENCE_SUFFIX: &str = ":distlock-fence";
@@ -13,14 +13,18 @@ const FENCE_SUFFIX: &str = ":distlock-fence";
 /// The end of every release channel name (and of the waiting mark, a key of the same name).
 const RELEASED_SUFFIX: &str = ":distlock-released";
 
-/// The end of the key that describes a lock's holder (host, pid, since, note): a JSON string
-/// beside the lock key, written by the grant, expiring with the lease.
+/// The end of the key where the previous release described a lock's holder (host, pid, since,
+/// note; a JSON string written by the grant). Nothing writes it now: the description is the
+/// grant's note ([`NOTE_SUFFIX`]). Still read for one release, so that a holder granted by that
+/// version shows, and still refused as a lock name.
 const HOLDER_SUFFIX: &str = ":distlock-holder";
 
 /// The end of the key that holds the note written beside a mutex grant
 /// ([`Lock::annotate`](lock_core::backend::Lock::annotate)): the grant's token, its fencing
-/// token and the note, kept as long as the fencing counter. What leader election's observers
-/// read (`lua/describe_holder.lua`).
+/// token and the note, kept as long as the fencing counter. A grant with holder metadata writes
+/// its description here, in the same layout, expiring with its lease. The one holder
+/// description: what leader election's observers and `distlock ls`/`show` read
+/// (`lua/describe_holder.lua`, `holder.rs`).
 const NOTE_SUFFIX: &str = ":distlock-note";
 
 /// The ends of the keys of a read-write lock: its writer (a string), its readers and its
@@ -39,75 +43,6 @@ const PERMIT_COUNTS_SUFFIX: &str = ":distlock-permit-counts";
 const FAIR_QUEUE_SUFFIX: &str = ":distlock-fair-queue";
 const FAIR_ENTRIES_SUFFIX: &str = ":distlock-fair-entries";
 const TURN_SUFFIX: &str = ":distlock-turn:";
-
-/// Redis Cluster has 16,384 hash slots.
-const SLOTS: u16 = 16_384;
-
-/// The cluster hash slot of `key`: CRC16 (XMODEM) of its hash tag, or of the whole key when it
-/// has none, modulo 16,384 (Redis Cluster specification, "Hash tags").
-#[must_use]
-pub fn key_slot(key: &str) -> u16 {
-    const CRC16: crc::Crc<u16> = crc::Crc::<u16>::new(&crc::CRC_16_XMODEM);
-    let hashed = hash_tag(key).unwrap_or(key);
-    CRC16.checksum(hashed.as_bytes()) % SLOTS
-}
-
-/// The hash tag of `key`: what lies between its first `{` and the first `}` after it, when that
-/// is not empty.
-fn hash_tag(key: &str) -> Option<&str> {
-    let open = key.find('{')?;
-    let rest = &key[open + 1..];
-    let close = rest.find('}')?;
-    (close > 0).then(|| &rest[..close])
-}
-
-/// `key`'s derived key with `suffix`, starting so that it hashes to `key`'s slot:
-/// - `key` has a hash tag: `key` itself (appending keeps the tag);
-/// - `key` is not empty and has no `}`: `{key}` (the whole key becomes the tag);
-/// - otherwise (a `}` but no usable tag, say `a}b`, or the empty key): `{t}key`, where `t` is a
-///   short tag of the same slot.
-///
-/// Written into one buffer of the right size: this runs on every acquire and release, where
-/// `format!` cost more than the rest of the key handling (callgrind).
-fn derived(key: &str, suffix: &str) -> String {
-    let mut k = String::with_capacity(key.len() + suffix.len() + 12);
-    if hash_tag(key).is_some() {
-        k.push_str(key);
-    } else if !key.is_empty() && !key.contains('}') {
-        k.push('{');
-        k.push_str(key);
-        k.push('}');
-    } else {
-        k.push('{');
-        k.push_str(&slot_tag(key_slot(key)).to_string());
-        k.push('}');
-        k.push_str(key);
-    }
-    k.push_str(suffix);
-    k
-}
-
-/// A short tag whose slot is `slot`: the first decimal number that hashes there, found once for
-/// all 16,384 slots (about 160,000 CRCs, a few milliseconds) and kept.
-fn slot_tag(slot: u16) -> u32 {
-    static TAGS: OnceLock<Vec<u32>> = OnceLock::new();
-    let tags = TAGS.get_or_init(|| {
-        let mut tags = vec![u32::MAX; usize::from(SLOTS)];
-        let mut missing = usize::from(SLOTS);
-        let mut n = 0u32;
-        // Bounded: every slot is hit well before 2^24 numbers (expected ~170,000).
-        while missing > 0 && n < 1 << 24 {
-            let s = usize::from(key_slot(&n.to_string()));
-            if tags[s] == u32::MAX {
-                tags[s] = n;
-                missing -= 1;
-            }
-            n += 1;
-        }
-        tags
-    });
-    tags[usize::from(slot)]
-}
 
 /// How a value that distlock wrote under a lock key starts: the token follows, as 32 lowercase
 /// hex characters (`dl:` + hex, 35 characters in all).
@@ -230,7 +165,7 @@ impl Keys {
         derived(&self.key, RELEASED_SUFFIX)
     }
 
-    /// The key describing the holder (see [`HOLDER_SUFFIX`]).
+    /// The key where the previous release described the holder (see [`HOLDER_SUFFIX`]).
     pub(crate) fn holder(&self) -> String {
         derived(&self.key, HOLDER_SUFFIX)
     }
@@ -336,7 +271,9 @@ pub struct LockKeys {
     /// A key of the same name is the waiting mark, left by a busy attempt (see the crate
     /// README, "Release announcements").
     pub released: String,
-    /// The holder's description, a JSON string, when the grant wrote one.
+    /// Where the previous release described the holder (a JSON string). Nothing writes it
+    /// now: the description is the grant's [`note`](LockKeys::note). It is read for one
+    /// release, so that a holder granted by that version still shows.
     pub holder: String,
     /// The note written beside a mutex (or fair) grant by
     /// [`Lock::annotate`](lock_core::backend::Lock::annotate): a string, the grant's token, a
@@ -413,9 +350,10 @@ impl LockKeys {
 
     /// Every key the lock of `kind` may write, in this order: for a mutex the key, its fencing
     /// counter, its waiting mark (named like the release channel, left by a busy attempt; see
-    /// the crate README, "Release announcements") and its holder's description (with
-    /// [`holder_metadata`](crate::RedisLockBuilder::holder_metadata)), then the note written
-    /// beside a grant ([`Lock::annotate`](lock_core::backend::Lock::annotate)); for a read-write lock
+    /// the crate README, "Release announcements") and the previous release's description of
+    /// its holder (see [`LockKeys::holder`]), then the note written beside a grant
+    /// ([`Lock::annotate`](lock_core::backend::Lock::annotate), or the grant itself with
+    /// [`holder_metadata`](crate::RedisLockBuilder::holder_metadata)); for a read-write lock
     /// its writer, readers and waiting writers and the fencing counter; for a semaphore its
     /// holders and counts; for a fair lock the mutex's key and counter, its queue's two (by
     /// arrival, by lapse), the waiting mark and the note. (The release channel is
@@ -458,6 +396,7 @@ impl LockKeys {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::slot::key_slot;
 
     // The derivations under the names these tests grew up with.
     fn fence_key(key: &str) -> String {
@@ -525,24 +464,14 @@ mod tests {
             let fence = fence_key(key);
             let mark = format!("{}released", &fence[..fence.len() - "fence".len()]);
             assert_eq!(mark, release_channel(key), "key {key:?}");
-            // ... and the holder's description the same way (lua/acquire.lua, handover.lua).
+            // ... and the previous release's description of the holder the same way.
             let holder = format!("{}holder", &fence[..fence.len() - "fence".len()]);
             assert_eq!(holder, holder_key(key), "key {key:?}");
+            // ... and the note, where a grant writes its description (lua/acquire.lua,
+            // handover.lua).
+            let note = format!("{}note", &fence[..fence.len() - "fence".len()]);
+            assert_eq!(note, Keys::from_key(key).note(), "key {key:?}");
         }
-    }
-
-    #[test]
-    fn slots_match_the_cluster_spec_examples() {
-        // Values from the Redis Cluster specification and CLUSTER KEYSLOT.
-        assert_eq!(key_slot("123456789"), 12_739);
-        assert_eq!(key_slot("foo"), 12_182);
-        assert_eq!(
-            key_slot("{user1000}.following"),
-            key_slot("{user1000}.followers")
-        );
-        assert_eq!(key_slot("foo{}{bar}"), key_slot("foo{}{bar}"));
-        assert_eq!(key_slot("foo{{bar}}zap"), key_slot("{bar"));
-        assert_eq!(key_slot("foo{bar}{zap}"), key_slot("bar"));
     }
 
     #[test]
@@ -597,13 +526,6 @@ mod tests {
             if !reserved(&key) {
                 proptest::prop_assert_ne!(fence_key(&key), key.clone());
             }
-        }
-    }
-
-    #[test]
-    fn every_slot_has_a_tag() {
-        for slot in 0..SLOTS {
-            assert_eq!(key_slot(&slot_tag(slot).to_string()), slot);
         }
     }
 }

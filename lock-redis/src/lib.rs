@@ -16,6 +16,9 @@ mod native;
 mod redis_lock;
 mod replication;
 mod scripts;
+mod settings;
+mod slot;
+mod source;
 mod subscriber;
 #[cfg(feature = "tls")]
 mod tls;
@@ -24,19 +27,22 @@ mod units;
 
 #[cfg(feature = "cluster")]
 pub use cluster_grace::CLUSTER_GRACE_REFRESH;
-pub use config::DEFAULT_SUBSCRIBER_PING_INTERVAL;
-pub use config::{
-    DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION, RedisLockBuilder,
-};
+pub use config::RedisLockBuilder;
 pub use grace::{
     DEFAULT_GRACE, EvictionRisk, METRIC_EVICTION_RISK_TOTAL, METRIC_GRACE_REFUSED_TOTAL,
     METRIC_GRACE_SECONDS,
 };
+pub use holder::HolderReplies;
 pub use kinds::note::MAX_NOTE_BYTES;
-pub use layout::{DerivedKey, LockKeys, TOKEN_PREFIX, TokenValue, key_slot, token_value};
+pub use layout::{DerivedKey, LockKeys, TOKEN_PREFIX, TokenValue, token_value};
 pub use lock_core::LockError;
 pub use redis_lock::RedisLock;
 pub use replication::{NotReplicated, ReplicaPolicy};
+pub use settings::{
+    DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION,
+    DEFAULT_SUBSCRIBER_PING_INTERVAL,
+};
+pub use slot::key_slot;
 pub use topology::Topology;
 
 /// The pool crate `RedisLock` is built on, re-exported so its version always matches.

@@ -394,9 +394,12 @@ impl Lock for RedisLock {
         }
     }
 
-    /// One EVALSHA of `lua/describe_holder.lua`: the key, its PTTL, the note key and the
-    /// fencing counter read in one atomic step. The fencing token is the one the holder wrote
-    /// in its note ([`Lock::annotate`]); before it wrote one, the fencing counter's value for
+    /// One EVALSHA of `lua/describe_holder.lua`: the key, its PTTL, the note key, the fencing
+    /// counter and the previous release's description key read in one atomic step, decoded by
+    /// [`HolderReplies::holder`](crate::HolderReplies::holder), the one reader `distlock`
+    /// uses too. The note is the one written beside the holder's grant ([`Lock::annotate`], or
+    /// the grant's own description with holder metadata). The fencing token is the one the
+    /// holder's note carries; without one, the fencing counter's value for
     /// a distlock holder (a `dl:` token: the last fence issued is its own), and 0 for a
     /// foreign holder (redis-py, node-redlock) or a holder whose lock was built with
     /// [`fencing(false)`](crate::RedisLockBuilder::fencing) while the counter is absent. (A

@@ -117,7 +117,7 @@ async fn send(conn: &mut Handle, wait: redis::Cmd, key: &str) -> redis::RedisRes
         #[cfg(feature = "cluster")]
         Handle::Cluster(c) => {
             use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
-            let route = Route::new(crate::layout::key_slot(key), SlotAddr::Master);
+            let route = Route::new(crate::slot::key_slot(key), SlotAddr::Master);
             let value = c
                 .route_command(
                     wait,

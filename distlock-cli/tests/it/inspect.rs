@@ -51,8 +51,8 @@ async fn every_kind(urls: Vec<String>) {
             .acquire()
             .await;
     });
-    // Holder metadata as the grant scripts write it: shown when its token is the holder's,
-    // ignored when it is stale (another token).
+    // Holder metadata as the previous release's grant scripts wrote it (still read for one
+    // release): shown when its token is the holder's, ignored when it is stale (another token).
     let described = serde_json::json!({
         "token": token, "host": "web-1", "pid": 4242, "label": "checkout",
         "since_ms": 1_700_000_000_000u64, "note": "order batch"

@@ -127,9 +127,12 @@ async fn the_holder_is_described_while_the_command_runs() {
     assert_eq!(shown["pid"], u64::from(child.id()), "{shown}");
     assert_eq!(shown["note"], "distlock run -- sleep 3", "{shown}");
     assert!(child.wait().expect("wait").success());
-    let left: Option<String> = query(
+    // The description is the grant's note; nothing is written under the previous release's key.
+    let left: Option<String> = query(&urls, redis::cmd("GET").arg("{report:daily}:distlock-note"));
+    assert_eq!(left, None, "deleted with the release");
+    let old: Option<String> = query(
         &urls,
         redis::cmd("GET").arg("{report:daily}:distlock-holder"),
     );
-    assert_eq!(left, None, "deleted with the release");
+    assert_eq!(old, None, "never written");
 }

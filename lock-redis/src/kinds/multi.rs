@@ -12,8 +12,9 @@ use tokio::time::Instant;
 use super::{Grants, gave_back, mutex, unexpected};
 use crate::conn::Conn;
 use crate::executor::Executor;
-use crate::layout::{Keys, key_slot, token_value};
+use crate::layout::{Keys, token_value};
 use crate::scripts::MULTI_ACQUIRE;
+use crate::slot::key_slot;
 use crate::topology::Topology;
 
 /// One attempt at the mutexes `names` (at `keys`, in the same order) for `ttl_ms` in one
@@ -35,16 +36,8 @@ pub(crate) async fn try_in_one_script(
     }
     let started = Instant::now();
     let value = token_value(&token);
-    let mut all_keys: Vec<String> = keys.iter().map(|k| k.key().to_owned()).collect();
-    if grants.fencing {
-        all_keys.extend(keys.iter().map(Keys::fence));
-    }
-    let retention = if grants.fencing {
-        grants.fence_retention_ms.to_string()
-    } else {
-        String::new()
-    };
-    let (ttl_arg, count) = (ttl_ms.to_string(), keys.len().to_string());
+    let all_keys = script_keys(grants, keys);
+    let [ttl_arg, retention, count] = script_args(grants, keys, ttl_ms);
     let key_refs: Vec<&str> = all_keys.iter().map(String::as_str).collect();
     let (reply, mut conn): (Vec<redis::Value>, Conn) = exec
         .run(
@@ -54,15 +47,7 @@ pub(crate) async fn try_in_one_script(
             &[value.as_str(), &ttl_arg, &retention, &count],
         )
         .await?;
-    // Integers, and on a busy answer the holder's token last.
-    let answer: Vec<i64> = reply
-        .iter()
-        .map_while(|value| match value {
-            redis::Value::Int(n) => Some(*n),
-            _ => None,
-        })
-        .collect();
-    match answer[..] {
+    match integers(&reply)[..] {
         [1, ref fences @ ..] if fences.len() == names.len() => {
             let valid = valid_until(started, Duration::from_millis(ttl_ms));
             let leases: Vec<Lease> = names
@@ -106,4 +91,35 @@ pub(crate) async fn try_in_one_script(
             "unexpected multi acquire reply {reply:?}"
         ))),
     }
+}
+
+/// The script's keys: every lock key, then, with fencing, every fencing counter.
+fn script_keys(grants: &Grants, keys: &[Keys]) -> Vec<String> {
+    let mut all_keys: Vec<String> = keys.iter().map(|k| k.key().to_owned()).collect();
+    if grants.fencing {
+        all_keys.extend(keys.iter().map(Keys::fence));
+    }
+    all_keys
+}
+
+/// The script's arguments after the token: the TTL, the counters' retention (empty without
+/// fencing) and how many locks there are.
+fn script_args(grants: &Grants, keys: &[Keys], ttl_ms: u64) -> [String; 3] {
+    let retention = if grants.fencing {
+        grants.fence_retention_ms.to_string()
+    } else {
+        String::new()
+    };
+    [ttl_ms.to_string(), retention, keys.len().to_string()]
+}
+
+/// The leading integers of the script's reply (on a busy answer the holder's token follows).
+fn integers(reply: &[redis::Value]) -> Vec<i64> {
+    reply
+        .iter()
+        .map_while(|value| match value {
+            redis::Value::Int(n) => Some(*n),
+            _ => None,
+        })
+        .collect()
 }

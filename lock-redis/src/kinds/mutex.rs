@@ -143,7 +143,7 @@ async fn ask_plain(
 
 /// Extends the mutex (or fair) `lease` to `ttl_ms` from now if its key still holds its token:
 /// `SET key token IFEQ token PX ttl` where the server has it and the lease has no holder
-/// description (whose key must expire with it), else `lua/extend.lua`, a compare-and-pexpire.
+/// description (whose note must expire with it), else `lua/extend.lua`, a compare-and-pexpire.
 pub(crate) async fn extend(
     exec: &Executor,
     grants: &Grants,
@@ -180,7 +180,8 @@ pub(crate) async fn extend(
         }
     }
     let ttl_arg = ttl_ms.to_string();
-    let holder = grants.holder.as_ref().map(|_| keys.holder());
+    // The description the grant wrote (its note) expires with the lease.
+    let holder = grants.holder.as_ref().map(|_| keys.note());
     let mut args = vec![value.as_str(), &ttl_arg];
     args.extend(holder.as_deref());
     let (extended, mut conn): (i64, Conn) = exec.run(Op::Extend, &EXTEND, &[key], &args).await?;
@@ -260,7 +261,8 @@ pub(crate) async fn release(
     {
         return Ok(released);
     }
-    let holder = grants.holder.as_ref().map(|_| keys.holder());
+    // The description the grant wrote (its note) goes with the lock.
+    let holder = grants.holder.as_ref().map(|_| keys.note());
     let mut args = vec![value.as_str(), &channel];
     args.extend(holder.as_deref());
     let (released, _): (i64, Conn) = exec
@@ -277,14 +279,15 @@ pub(crate) async fn release_value(
     keys: &Keys,
     token_value: &str,
 ) -> Result<bool, LockError> {
-    let (channel, holder) = (keys.released(), keys.holder());
-    // The holder's description goes with the lock, whoever wrote it.
+    let (channel, note, legacy) = (keys.released(), keys.note(), keys.holder());
+    // The holder's description goes with the lock, whoever wrote it: its note, or the
+    // previous version's description.
     let (released, _conn): (i64, _) = exec
         .run(
             Op::Release,
             grants.releases.mutex,
             &[keys.key()],
-            &[token_value, &channel, &holder],
+            &[token_value, &channel, &note, &legacy],
         )
         .await?;
     Ok(released == 1)

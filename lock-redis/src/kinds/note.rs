@@ -1,19 +1,19 @@
 //! Holder descriptions for observers ([`Lock::describe_holder`], [`Lock::annotate`]): a note
 //! beside a mutex (or fair) grant, in its own key (`{key}:distlock-note`, see `layout.rs`),
-//! holding the grant's token, its fencing token and the note. The lock key keeps the plain
+//! holding the grant's token, its fencing token and the note — the one holder description,
+//! which a grant with holder metadata writes too (`holder.rs`). The lock key keeps the plain
 //! token (the layout redis-py and node-redlock share), so the fencing token an observer needs
 //! travels in the note, or, before the holder wrote one, comes from the fencing counter.
 //!
 //! [`Lock::describe_holder`]: lock_core::backend::Lock::describe_holder
 //! [`Lock::annotate`]: lock_core::backend::Lock::annotate
 
-use std::time::Duration;
-
 use lock_core::backend::Holder;
 use lock_core::{Kind, Lease, LockError, Op};
 
 use super::{Grants, unexpected};
 use crate::executor::Executor;
+use crate::holder::HolderReplies;
 use crate::layout::{Keys, token_value};
 use crate::scripts::{ANNOTATE, DESCRIBE_HOLDER};
 
@@ -55,15 +55,15 @@ pub(crate) async fn annotate(
     Ok(written == 1)
 }
 
-/// The holder of the mutex at `keys`, in one atomic read (`lua/describe_holder.lua`): `None`
-/// when the key is absent.
+/// The holder of the mutex at `keys`, in one atomic read (`lua/describe_holder.lua`) decoded by
+/// the one reader of holder descriptions ([`HolderReplies`]): `None` when the key is absent.
 pub(crate) async fn describe(exec: &Executor, keys: &Keys) -> Result<Option<Holder>, LockError> {
-    let (note_key, fence_key) = (keys.note(), keys.fence());
+    let (note_key, fence_key, legacy_key) = (keys.note(), keys.fence(), keys.holder());
     let (reply, _conn): (Option<Vec<redis::Value>>, _) = exec
         .run(
             Op::Acquire,
             &DESCRIBE_HOLDER,
-            &[keys.key(), &note_key, &fence_key],
+            &[keys.key(), &note_key, &fence_key, &legacy_key],
             &[] as &[&str],
         )
         .await?;
@@ -71,25 +71,22 @@ pub(crate) async fn describe(exec: &Executor, keys: &Keys) -> Result<Option<Hold
         return Ok(None);
     };
     let bad = || unexpected(format!("unexpected describe_holder reply {reply:?}"));
-    let (pttl, fence, note) = match &reply[..] {
-        [pttl, fence] => (pttl, fence, None),
-        [pttl, fence, note] => (pttl, fence, Some(note)),
-        _ => return Err(bad()),
+    let bytes = |value: &redis::Value| match value {
+        redis::Value::Nil => Ok(None),
+        redis::Value::BulkString(b) => Ok(Some(b.clone())),
+        _ => Err(bad()),
     };
-    let pttl: i64 = redis::from_redis_value_ref(pttl).map_err(|_| bad())?;
-    let fence: String = redis::from_redis_value_ref(fence).map_err(|_| bad())?;
-    // A counter that is not a number (someone else's key) tells no term: 0, like a foreign
-    // holder's.
-    let fencing_token = fence.parse::<u64>().unwrap_or(0);
-    // PTTL -1: the key never expires (not written by distlock); -2 cannot follow a GET that
-    // found it, in one script.
-    let ttl = u64::try_from(pttl).ok().map(Duration::from_millis);
-    let holder = Holder::new(fencing_token, ttl);
-    Ok(Some(match note {
-        Some(note) => {
-            let note: Vec<u8> = redis::from_redis_value_ref(note).map_err(|_| bad())?;
-            holder.with_note(note)
-        }
-        None => holder,
-    }))
+    let [value, pttl, note, fence, legacy] = &reply[..] else {
+        return Err(bad());
+    };
+    let (value, note, fence, legacy) = (bytes(value)?, bytes(note)?, bytes(fence)?, bytes(legacy)?);
+    let pttl_ms: i64 = redis::from_redis_value_ref(pttl).map_err(|_| bad())?;
+    Ok(HolderReplies {
+        value: value.as_deref(),
+        pttl_ms,
+        note: note.as_deref(),
+        fence: fence.as_deref(),
+        legacy: legacy.as_deref(),
+    }
+    .holder())
 }

@@ -1,15 +1,21 @@
-//! Holder metadata: a lock built with `holder_metadata` describes its holder beside the key
-//! (`{key}:distlock-holder`, JSON), written by the grant, renewed, handed over and deleted with
-//! the lease; the lock key itself keeps the plain token.
+//! Holder metadata: a lock built with `holder_metadata` describes its holder as the grant's
+//! note (`{key}:distlock-note`: the token, the fencing token, then JSON), written by the grant,
+//! renewed, handed over and deleted with the lease, and read back by `describe_holder`; the
+//! lock key itself keeps the plain token. The previous release's description
+//! (`{key}:distlock-holder`) is no longer written, and still read.
 
 use std::time::Duration;
 
+use lock_core::backend::Lock;
 use lock_core::{LockError, Locker};
 use lock_redis::RedisLock;
 
 use crate::common::{self, get, pttl, raw, server, token_of};
 
-const HOLDER: &str = "{order:42}:distlock-holder";
+/// Where the grant writes its description: its note.
+const HOLDER: &str = "{order:42}:distlock-note";
+/// Where the previous release wrote it.
+const LEGACY: &str = "{order:42}:distlock-holder";
 
 fn described(server: &lock_testkit::RedisServer) -> RedisLock {
     RedisLock::builder()
@@ -19,8 +25,18 @@ fn described(server: &lock_testkit::RedisServer) -> RedisLock {
         .expect("valid")
 }
 
-fn parse(json: &str) -> serde_json::Value {
-    serde_json::from_str(json).expect("the description is JSON")
+/// The description in a note (token, fencing token, JSON), checked to be the note of the grant
+/// of `token`.
+fn parse(note: &str, token: &str) -> serde_json::Value {
+    let mut parts = note.splitn(3, '\n');
+    assert_eq!(
+        parts.next(),
+        Some(token),
+        "the note of {token}'s grant: {note}"
+    );
+    let fence = parts.next().and_then(|f| f.parse::<u64>().ok());
+    assert!(fence.is_some_and(|f| f > 0), "a fencing token: {note}");
+    serde_json::from_str(parts.next().expect("a note")).expect("the description is JSON")
 }
 
 #[tokio::test]
@@ -39,7 +55,8 @@ async fn a_grant_describes_its_holder_until_the_release() {
         Some(token.as_str()),
         "the lock key keeps the plain token"
     );
-    let holder = parse(&get(&mut conn, HOLDER).await.expect("a description"));
+    let note = get(&mut conn, HOLDER).await.expect("a description");
+    let holder = parse(&note, &token);
     assert_eq!(holder["token"], token.as_str());
     assert_eq!(holder["pid"], u64::from(std::process::id()));
     assert_eq!(holder["note"], "nightly settlement");
@@ -48,6 +65,24 @@ async fn a_grant_describes_its_holder_until_the_release() {
     assert!(
         (1..=10_000).contains(&ttl),
         "expires with the lease: {ttl} ms"
+    );
+    let described = locker
+        .backend_lock()
+        .describe_holder("order:42")
+        .await
+        .expect("reads")
+        .expect("held");
+    assert_eq!(described.fencing_token, guard.fencing_token());
+    let json = note.splitn(3, '\n').nth(2).expect("a note");
+    assert_eq!(
+        described.note.as_deref(),
+        Some(json.as_bytes()),
+        "the one description"
+    );
+    assert_eq!(
+        get(&mut conn, LEGACY).await,
+        None,
+        "the old key is not written"
     );
 
     guard
@@ -82,7 +117,10 @@ async fn a_handover_describes_the_next_holder() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     first.release().await.expect("released");
     let next = next.await.expect("no panic");
-    let holder = parse(&get(&mut conn, HOLDER).await.expect("a description"));
+    let holder = parse(
+        &get(&mut conn, HOLDER).await.expect("a description"),
+        &token_of(&next),
+    );
     assert_eq!(
         holder["token"],
         token_of(&next).as_str(),
@@ -99,7 +137,60 @@ async fn without_holder_metadata_nothing_is_written_beside_the_key() {
     let locker = Locker::new(common::lock_on(&server));
     let guard = locker.lock("order:42").await.expect("granted");
     assert_eq!(get(&mut conn, HOLDER).await, None);
+    assert_eq!(get(&mut conn, LEGACY).await, None);
     guard.release().await.expect("released");
+}
+
+#[tokio::test]
+async fn a_description_the_previous_release_wrote_still_shows() {
+    let server = server();
+    let mut conn = raw(&server).await;
+    let lock = common::lock_on(&server);
+    let locker = Locker::new(common::lock_on(&server));
+    let guard = locker.lock("order:42").await.expect("granted");
+    let token = token_of(&guard);
+    let old = serde_json::json!({
+        "host": "web-1", "pid": 4242, "note": "nightly", "token": token, "since_ms": 1
+    })
+    .to_string();
+    let _: () = redis::cmd("SET")
+        .arg(LEGACY)
+        .arg(&old)
+        .arg("PX")
+        .arg(30_000)
+        .query_async(&mut conn)
+        .await
+        .expect("SET");
+    let described = lock.describe_holder("order:42").await.expect("reads");
+    assert_eq!(
+        described.and_then(|h| h.note),
+        Some(old.as_bytes().into()),
+        "shown as the holder's note"
+    );
+    // Another token's: not this holder's.
+    let stale = old.replace(token.as_str(), "dl:00000000000000000000000000000000");
+    let _: () = redis::cmd("SET")
+        .arg(LEGACY)
+        .arg(&stale)
+        .query_async(&mut conn)
+        .await
+        .expect("SET");
+    let described = lock.describe_holder("order:42").await.expect("reads");
+    assert_eq!(described.and_then(|h| h.note), None);
+    // An operator's release by token deletes it with the lock.
+    let _: () = redis::cmd("SET")
+        .arg(LEGACY)
+        .arg(&old)
+        .query_async(&mut conn)
+        .await
+        .expect("SET");
+    assert!(
+        lock.release_token("order:42", &token)
+            .await
+            .expect("released")
+    );
+    assert_eq!(get(&mut conn, LEGACY).await, None, "deleted with the lock");
+    drop(guard);
 }
 
 #[test]
