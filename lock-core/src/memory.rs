@@ -381,8 +381,8 @@ impl Lock for MemoryLock {
     /// store's mutex, not the set); strict fencing tokens from one counter. No announcements:
     /// the store lives in one process, whose `Locker`s wake their own waiters, so waiters on
     /// another `Locker` over the same store poll.
-    fn capabilities(&self) -> crate::capabilities::Capabilities {
-        use crate::capabilities::{Capabilities, Fencing, MultiLock, TokenScale};
+    fn capabilities(&self) -> crate::backend::Capabilities {
+        use crate::backend::{Capabilities, Fencing, MultiLock, TokenScale};
         Capabilities::MUTEX
             .with_read_write()
             .with_semaphore()

@@ -20,8 +20,8 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::held::HeldLease;
 use crate::metric;
+use crate::runtime::held::HeldLease;
 use crate::{Lease, Lock, LockError};
 
 /// Leases due within this much of the earliest are renewed in the same batch.

@@ -6,8 +6,14 @@
 //! implements [`Lock`] with these types and inherits the `Locker`'s policy: waiting, wake-ups,
 //! renewal, metrics, tracing, the macro.
 
-pub use crate::capabilities::{Capabilities, Fencing, MultiLock, TokenScale};
-pub use crate::detached::{Detach, Detached, Work};
-pub use crate::holder::Holder;
-pub use crate::lock::{Attempt, Handover, Lock, MultiAttempt, acquire_in_order};
-pub use crate::signal::{ReleaseSignal, ReleaseWatch};
+mod capabilities;
+mod detached;
+mod holder;
+mod lock;
+mod signal;
+
+pub use capabilities::{Capabilities, Fencing, MultiLock, TokenScale};
+pub use detached::{Detach, Detached, Work};
+pub use holder::Holder;
+pub use lock::{Attempt, Handover, Lock, MultiAttempt, acquire_in_order};
+pub use signal::{ReleaseSignal, ReleaseWatch};
