@@ -7,13 +7,13 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::cleanup::ReleaseOnDrop;
-use crate::handoff::end_lease;
-use crate::held::HeldLease;
 use crate::metric;
-use crate::owners::Owners;
-use crate::renewal::Renewer;
-use crate::waiters::Waiters;
+use crate::runtime::cleanup::ReleaseOnDrop;
+use crate::runtime::handoff::end_lease;
+use crate::runtime::held::HeldLease;
+use crate::runtime::owners::Owners;
+use crate::runtime::renewal::Renewer;
+use crate::runtime::waiters::Waiters;
 use crate::{Lease, Lock, LockError, check_ttl};
 
 /// Owns a granted lease until [`Guard::release`], [`Guard::leak`] or drop.

@@ -4,30 +4,20 @@
 
 pub mod backend;
 mod backoff;
-mod capabilities;
-mod cleanup;
-mod detached;
 mod election;
 mod error;
 mod guard;
-mod handoff;
-mod held;
-mod holder;
 mod kind;
 mod lease;
 mod lease_text;
-mod lock;
 mod locker;
 mod memory;
 pub mod metric;
-mod owners;
-mod renewal;
 #[cfg(feature = "axum")]
 mod response;
-mod signal;
+mod runtime;
 mod token;
 mod validate;
-mod waiters;
 
 pub use backoff::Backoff;
 pub use election::{

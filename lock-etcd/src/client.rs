@@ -1,12 +1,13 @@
 //! One etcd client per tokio runtime: the client's channel runs tasks on the runtime that made
-//! it, and one `EtcdLock` may serve several runtimes (every `#[tokio::test]` has its own).
+//! it, and one `EtcdLock` may serve several runtimes (every `#[tokio::test]` has its own). A
+//! client whose runtime is gone is dropped at the next look-up.
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use etcd_client::{Client, ConnectOptions};
+use lock_core::backend::PerRuntime;
 use lock_core::{LockError, Op, TimeoutPhase};
-use tokio::runtime::{Handle, Id};
+use tokio::runtime::Handle;
 
 use crate::error::bounded;
 
@@ -22,30 +23,26 @@ pub(crate) struct Target {
 /// The clients made so far, by runtime.
 #[derive(Default)]
 pub(crate) struct Clients {
-    made: Mutex<Vec<(Id, Client)>>,
+    made: PerRuntime<Client>,
 }
 
 impl std::fmt::Debug for Clients {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Clients")
-            .field("runtimes", &self.lock().len())
+            .field("runtimes", &self.made.len())
             .finish()
     }
 }
 
 impl Clients {
-    fn lock(&self) -> MutexGuard<'_, Vec<(Id, Client)>> {
-        self.made.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// The current runtime's client, connected (and authenticated) if it has none.
     ///
     /// # Errors
     /// A `Connect` timeout, or [`LockError::Backend`] (not retryable for bad credentials).
     pub(crate) async fn get(&self, target: &Target) -> Result<Client, LockError> {
         let runtime = Handle::current().id();
-        if let Some((_, client)) = self.lock().iter().find(|(id, _)| *id == runtime) {
-            return Ok(client.clone());
+        if let Some(client) = self.made.get(runtime, Client::clone) {
+            return Ok(client);
         }
         let mut options = ConnectOptions::new()
             .with_connect_timeout(target.connect_timeout)
@@ -64,12 +61,7 @@ impl Clients {
             Client::connect(&target.endpoints, Some(options)),
         )
         .await?;
-        let mut made = self.lock();
-        // Runtimes that shut down leave their clients behind; a few stay until the lock goes.
-        if let Some((_, first)) = made.iter().find(|(id, _)| *id == runtime) {
-            return Ok(first.clone());
-        }
-        made.push((runtime, client.clone()));
-        Ok(client)
+        // Another task of this runtime may have connected meanwhile: the first client stays.
+        Ok(self.made.insert(client, Client::clone))
     }
 }

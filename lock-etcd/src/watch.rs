@@ -10,14 +10,13 @@
 //! breaks, every signal is bumped (a release may have been missed; waiters just retry) and the
 //! feed reconnects with a bounded backoff.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use etcd_client::{EventType, WatchFilterType, WatchOptions};
-use lock_core::backend::ReleaseWatch;
-use lock_core::{LockError, ReleaseSignal, TimeoutPhase};
-use tokio::runtime::{Handle, Id};
+use lock_core::backend::{PerRuntime, ReleaseWatch, SignalTable};
+use lock_core::{LockError, TimeoutPhase};
+use tokio::runtime::Handle;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -29,16 +28,11 @@ const RECONNECT_FIRST: Duration = Duration::from_millis(50);
 const RECONNECT_LAST: Duration = Duration::from_secs(1);
 
 /// The signals of the names watched now, by key; an entry lives as long as a watch holds it.
-type Signals = Arc<Mutex<HashMap<Vec<u8>, Weak<ReleaseSignal>>>>;
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
+type Signals = SignalTable<Vec<u8>>;
 
 /// One runtime's feed: its signals, whether its watch is in force, and the handle whose drop
 /// ends its task.
 struct Feed {
-    runtime: Id,
     signals: Signals,
     in_force: watch::Receiver<bool>,
     /// Dropped with the feed (with the `EtcdLock`): the task sees its channel closed and ends.
@@ -48,13 +42,13 @@ struct Feed {
 /// The feeds of one `EtcdLock`.
 #[derive(Default)]
 pub(crate) struct Watches {
-    feeds: Mutex<Vec<Feed>>,
+    feeds: PerRuntime<Feed>,
 }
 
 impl std::fmt::Debug for Watches {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Watches")
-            .field("feeds", &lock(&self.feeds).len())
+            .field("feeds", &self.feeds.len())
             .finish()
     }
 }
@@ -73,22 +67,11 @@ impl Watches {
         key: Vec<u8>,
     ) -> Result<ReleaseWatch, LockError> {
         let (signals, mut in_force) = self.feed(clients, target, prefix);
-        let signal = {
-            let mut signals = lock(&signals);
-            signals.retain(|_, weak| weak.strong_count() > 0);
-            match signals.get(&key).and_then(Weak::upgrade) {
-                Some(signal) => signal,
-                None => {
-                    let signal = Arc::new(ReleaseSignal::new());
-                    signals.insert(key, Arc::downgrade(&signal));
-                    signal
-                }
-            }
-        };
+        let watcher = signals.watch(key);
         let started = Instant::now();
         let waited = tokio::time::timeout(target.command_timeout, in_force.wait_for(|on| *on));
         match waited.await {
-            Ok(Ok(_)) => Ok(ReleaseWatch::new(ReleaseSignal::clone(&signal), signal)),
+            Ok(Ok(_)) => Ok(watcher.into_release_watch()),
             _ => Err(LockError::Timeout {
                 phase: TimeoutPhase::Command,
                 elapsed: started.elapsed(),
@@ -96,38 +79,35 @@ impl Watches {
         }
     }
 
-    /// The current runtime's feed, started if it has none.
+    /// The current runtime's feed, started if it has none (or its task is gone with an earlier
+    /// runtime, whose feed is dropped then).
     fn feed(
         &self,
         clients: &Arc<Clients>,
         target: &Arc<Target>,
         prefix: &[u8],
     ) -> (Signals, watch::Receiver<bool>) {
-        let runtime = Handle::current();
-        let mut feeds = lock(&self.feeds);
-        // A feed whose runtime shut down has no task any more.
-        feeds.retain(|feed| feed.in_force.has_changed().is_ok());
-        if let Some(feed) = feeds.iter().find(|feed| feed.runtime == runtime.id()) {
-            return (Arc::clone(&feed.signals), feed.in_force.clone());
-        }
-        let signals = Signals::default();
-        let (in_force_tx, in_force) = watch::channel(false);
-        let (stop, stopped) = watch::channel(());
-        drop(runtime.spawn(run(
-            Arc::clone(clients),
-            Arc::clone(target),
-            prefix.to_vec(),
-            Arc::clone(&signals),
-            in_force_tx,
-            stopped,
-        )));
-        feeds.push(Feed {
-            runtime: runtime.id(),
-            signals: Arc::clone(&signals),
-            in_force: in_force.clone(),
-            _stop: stop,
-        });
-        (signals, in_force)
+        let start = |runtime: &Handle| {
+            let signals = Signals::new();
+            let (in_force_tx, in_force) = watch::channel(false);
+            let (stop, stopped) = watch::channel(());
+            let task = runtime.spawn(run(
+                Arc::clone(clients),
+                Arc::clone(target),
+                prefix.to_vec(),
+                signals.clone(),
+                in_force_tx,
+                stopped,
+            ));
+            let feed = Feed {
+                signals,
+                in_force,
+                _stop: stop,
+            };
+            (feed, task)
+        };
+        self.feeds
+            .get_or_start(start, |feed| (feed.signals.clone(), feed.in_force.clone()))
     }
 }
 
@@ -149,9 +129,7 @@ async fn run(
         }
         // The stream broke: a release may have gone unannounced.
         in_force.send_replace(false);
-        for signal in lock(&signals).values().filter_map(Weak::upgrade) {
-            signal.notify();
-        }
+        signals.notify_all();
         tokio::select! {
             _ = stopped.changed() => return,
             () = tokio::time::sleep(backoff) => {}
@@ -188,7 +166,6 @@ async fn follow(
         if response.canceled() {
             return;
         }
-        let signals = lock(signals);
         for event in response.events() {
             if event.event_type() != EventType::Delete {
                 continue;
@@ -201,9 +178,7 @@ async fn follow(
                 key
             });
             let key = named.as_deref().unwrap_or(kv.key());
-            if let Some(signal) = signals.get(key).and_then(Weak::upgrade) {
-                signal.notify();
-            }
+            signals.notify(key);
         }
     }
 }

@@ -16,17 +16,17 @@
 //! runtimes, in sequence (every `#[tokio::test]` has its own) or at once. So each runtime that
 //! waits gets its own feed, and a feed whose runtime is gone is replaced on the next watch.
 
-use std::collections::HashMap;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
-use lock_core::backend::{ReleaseSignal, ReleaseWatch};
+use lock_core::backend::{PerRuntime, ReleaseWatch, SignalTable};
 use lock_core::{LockError, Op, TimeoutPhase};
-use tokio::runtime::{Handle, Id};
+use tokio::runtime::Handle;
 use tokio::sync::{oneshot, watch};
+use tokio::task::JoinHandle;
 use tokio_postgres::{AsyncMessage, NoTls};
 
 use crate::error::{BACKEND, retryable, timeout};
@@ -40,7 +40,7 @@ pub(crate) struct Listener {
     config: tokio_postgres::Config,
     /// Bound on connecting plus `LISTEN`.
     limit: Duration,
-    feeds: Mutex<Vec<Feed>>,
+    feeds: PerRuntime<Feed>,
     /// Set once a feed found a [`Lookalike`] without `LISTEN`/`NOTIFY`: from then on waiters
     /// get no watch (they poll) and no feed is started.
     no_notify: Arc<AtomicBool>,
@@ -48,18 +48,10 @@ pub(crate) struct Listener {
 
 /// One runtime's listening task, and the names its waiters watch.
 struct Feed {
-    runtime: Id,
-    names: Arc<Mutex<Names>>,
+    names: SignalTable<String>,
     state: watch::Receiver<State>,
     /// Dropped with the `PostgresLock`: the task then ends.
     _stop: oneshot::Sender<()>,
-}
-
-type Names = HashMap<String, Entry>;
-
-struct Entry {
-    signal: ReleaseSignal,
-    watchers: usize,
 }
 
 /// Where the listening connection stands.
@@ -98,67 +90,44 @@ impl Failure {
     }
 }
 
-/// Kept inside a `ReleaseWatch`: dropping the last one for a name forgets the name.
-struct Unwatch {
-    name: String,
-    names: Arc<Mutex<Names>>,
-}
-
-impl Drop for Unwatch {
-    fn drop(&mut self) {
-        let mut names = lock(&self.names);
-        if let Some(entry) = names.get_mut(&self.name) {
-            entry.watchers -= 1;
-            if entry.watchers == 0 {
-                names.remove(&self.name);
-            }
-        }
-    }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 impl Listener {
     pub(crate) fn new(config: tokio_postgres::Config, limit: Duration) -> Self {
         Self {
             config,
             limit,
-            feeds: Mutex::new(Vec::new()),
+            feeds: PerRuntime::new(),
             no_notify: Arc::new(AtomicBool::new(false)),
         }
     }
 
     /// The current runtime's feed, started if it has none (or its task is gone with an earlier
-    /// runtime, whose feed is dropped here).
-    fn feed(&self) -> (Arc<Mutex<Names>>, watch::Receiver<State>) {
-        let runtime = Handle::current();
-        let id = runtime.id();
-        let mut feeds = lock(&self.feeds);
-        // A task that is gone has dropped its state sender.
-        feeds.retain(|feed| feed.state.has_changed().is_ok());
-        if let Some(feed) = feeds.iter().find(|feed| feed.runtime == id) {
-            return (Arc::clone(&feed.names), feed.state.clone());
-        }
-        let names = Arc::<Mutex<Names>>::default();
+    /// runtime, whose feed is dropped then).
+    fn feed(&self) -> (SignalTable<String>, watch::Receiver<State>) {
+        self.feeds.get_or_start(
+            |runtime| self.start(runtime),
+            |feed| (feed.names.clone(), feed.state.clone()),
+        )
+    }
+
+    /// Spawns a feed's task on `runtime`.
+    fn start(&self, runtime: &Handle) -> (Feed, JoinHandle<()>) {
+        let names = SignalTable::new();
         let (state_tx, state) = watch::channel(State::Connecting);
         let (stop, stopped) = oneshot::channel();
-        drop(runtime.spawn(run(
+        let task = runtime.spawn(run(
             self.config.clone(),
-            Arc::clone(&names),
+            names.clone(),
             state_tx,
             stopped,
             self.limit,
             Arc::clone(&self.no_notify),
-        )));
-        feeds.push(Feed {
-            runtime: id,
-            names: Arc::clone(&names),
-            state: state.clone(),
+        ));
+        let feed = Feed {
+            names,
+            state,
             _stop: stop,
-        });
-        (names, state)
+        };
+        (feed, task)
     }
 
     /// Registers the fair waiter `token` (its hex form, the payload of its turn) and returns
@@ -174,20 +143,8 @@ impl Listener {
             return Ok(None);
         }
         let (names, mut state) = self.feed();
-        let signal = {
-            let mut names = lock(&names);
-            let entry = names.entry(name.to_owned()).or_insert_with(|| Entry {
-                signal: ReleaseSignal::new(),
-                watchers: 0,
-            });
-            entry.watchers += 1;
-            entry.signal.clone()
-        };
-        // From here on, dropping `keep` (also on error or cancellation) undoes the count.
-        let keep = Unwatch {
-            name: name.to_owned(),
-            names,
-        };
+        // From here on, dropping `watcher` (also on error or cancellation) undoes the count.
+        let watcher = names.watch(name.to_owned());
         let started = tokio::time::Instant::now();
         let settled = tokio::time::timeout(self.limit, async {
             state
@@ -197,7 +154,7 @@ impl Listener {
         })
         .await;
         match settled {
-            Ok(Ok(State::Listening)) => Ok(Some(ReleaseWatch::new(signal, keep))),
+            Ok(Ok(State::Listening)) => Ok(Some(watcher.into_release_watch())),
             Ok(Ok(State::NoNotify)) => Ok(None),
             Ok(Ok(State::Failed(failure))) => Err(failure.to_error(started.elapsed())),
             Ok(Ok(State::Connecting)) | Ok(Err(_)) => Err(LockError::Backend {
@@ -217,7 +174,7 @@ type Messages = Pin<Box<dyn Stream<Item = Result<AsyncMessage, tokio_postgres::E
 /// `PostgresLock` is dropped (or its runtime shuts down).
 async fn run(
     config: tokio_postgres::Config,
-    names: Arc<Mutex<Names>>,
+    names: SignalTable<String>,
     state: watch::Sender<State>,
     mut stop: oneshot::Receiver<()>,
     limit: Duration,
@@ -241,9 +198,7 @@ async fn run(
             Ok(Ok(Connected::Listening(client, mut messages))) => {
                 state.send_replace(State::Listening);
                 // Releases announced while nobody listened are lost: everyone looks again.
-                for entry in lock(&names).values() {
-                    entry.signal.notify();
-                }
+                names.notify_all();
                 loop {
                     tokio::select! {
                         _ = &mut stop => return,
@@ -293,7 +248,7 @@ enum Connected {
 /// too).
 async fn connect(
     config: &tokio_postgres::Config,
-    names: &Mutex<Names>,
+    names: &SignalTable<String>,
 ) -> Result<Connected, tokio_postgres::Error> {
     let (client, mut connection) = config.connect(NoTls).await?;
     let mut messages: Messages = Box::pin(futures::stream::poll_fn(move |cx| {
@@ -311,7 +266,7 @@ async fn connect(
 async fn driving<T>(
     request: impl Future<Output = Result<T, tokio_postgres::Error>>,
     messages: &mut Messages,
-    names: &Mutex<Names>,
+    names: &SignalTable<String>,
 ) -> Result<T, tokio_postgres::Error> {
     tokio::pin!(request);
     loop {
@@ -341,19 +296,13 @@ fn turn_key(token: &str) -> String {
 
 /// Hands a notification to the signal it is for: a release to the watchers of the name in its
 /// payload, a fair turn to the watcher of the token in its payload (filed under [`turn_key`]).
-fn dispatch(names: &Mutex<Names>, message: &AsyncMessage) {
+fn dispatch(names: &SignalTable<String>, message: &AsyncMessage) {
     let AsyncMessage::Notification(note) = message else {
         return;
     };
-    let names = lock(names);
-    let entry = if note.channel() == CHANNEL {
-        names.get(note.payload())
+    if note.channel() == CHANNEL {
+        names.notify(note.payload());
     } else if note.channel() == TURN_CHANNEL {
-        names.get(&turn_key(note.payload()))
-    } else {
-        None
-    };
-    if let Some(entry) = entry {
-        entry.signal.notify();
+        names.notify(&turn_key(note.payload()));
     }
 }

@@ -14,13 +14,13 @@
 //! `#[tokio::test]` has its own) or at once, so it shares one connection **per runtime**: a
 //! runtime's operations never ride on a connection another runtime drives, so a runtime that
 //! shuts down breaks no command of another (a shared connection did, with "broken pipe", when
-//! its runtime ended mid-command). A runtime's connection remembers its runtime and is dropped
-//! once that runtime is gone.
+//! its runtime ended mid-command). A runtime's connection is dropped once that runtime is gone
+//! (a [`PerRuntime`] tells), and leaves the pool for good then.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
+use lock_core::backend::PerRuntime;
 use lock_core::{LockError, Op, TimeoutPhase};
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{Cmd, Pipeline, RedisFuture, Value};
@@ -116,8 +116,9 @@ impl ConnectionLike for Handle {
 pub(crate) struct Connections {
     source: Source,
     connect_timeout: Duration,
-    /// The shared connection of each runtime that uses this lock, by runtime.
-    current: Mutex<Vec<(tokio::runtime::Id, HeldConnection)>>,
+    /// The shared connection of each runtime that uses this lock; one whose runtime is gone
+    /// leaves the pool for good.
+    current: PerRuntime<HeldConnection>,
     /// Serialises refills so a broken connection is replaced once, not by every waiting task.
     refill: tokio::sync::Mutex<()>,
     /// Numbers the connections, so a discard drops exactly the one that failed.
@@ -132,26 +133,21 @@ pub(crate) struct Connections {
 struct HeldConnection {
     pooled: Pooled,
     generation: u64,
-    runtime: RuntimeProbe,
 }
 
-/// A task that never ends, on the runtime that made the connection: finished once that runtime
-/// has shut down (and the connection's driver with it).
-struct RuntimeProbe(tokio::task::JoinHandle<()>);
-
-impl RuntimeProbe {
-    fn here() -> Self {
-        Self(tokio::spawn(std::future::pending()))
+impl HeldConnection {
+    /// A handle to it, for one operation.
+    fn conn(&self) -> Conn {
+        Conn {
+            conn: self.pooled.handle(),
+            generation: self.generation,
+        }
     }
 
-    fn is_gone(&self) -> bool {
-        self.0.is_finished()
-    }
-}
-
-impl Drop for RuntimeProbe {
-    fn drop(&mut self) {
-        self.0.abort();
+    /// Its runtime is gone, and the connection's driver with it.
+    fn retire(self) {
+        tracing::debug!("the runtime of a shared connection is gone; dropping it");
+        self.pooled.discard();
     }
 }
 
@@ -173,7 +169,7 @@ impl Connections {
         Self {
             source,
             connect_timeout,
-            current: Mutex::new(Vec::new()),
+            current: PerRuntime::with_retire(HeldConnection::retire),
             refill: tokio::sync::Mutex::new(()),
             next_generation: AtomicU64::new(0),
             watch,
@@ -229,18 +225,7 @@ impl Connections {
     /// The current runtime's shared connection, if it has one. Connections of runtimes that
     /// are gone are dropped here.
     fn shared(&self, runtime: tokio::runtime::Id) -> Option<Conn> {
-        let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
-        while let Some(at) = current.iter().position(|(_, held)| held.runtime.is_gone()) {
-            tracing::debug!("the runtime of a shared connection is gone; dropping it");
-            current.swap_remove(at).1.pooled.discard();
-        }
-        current
-            .iter()
-            .find(|(id, _)| *id == runtime)
-            .map(|(_, held)| Conn {
-                conn: held.pooled.handle(),
-                generation: held.generation,
-            })
+        self.current.get(runtime, HeldConnection::conn)
     }
 
     /// The shared connection, connecting first if there is none.
@@ -290,17 +275,9 @@ impl Connections {
                 }
             }
             let generation = self.next_generation.fetch_add(1, Ordering::Relaxed) + 1;
+            // The refill lock is held: no other connection of this runtime came meanwhile.
             self.current
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push((
-                    runtime,
-                    HeldConnection {
-                        pooled,
-                        generation,
-                        runtime: RuntimeProbe::here(),
-                    },
-                ));
+                .insert(HeldConnection { pooled, generation }, |_| ());
             Ok(Conn {
                 conn: handle,
                 generation,
@@ -324,13 +301,11 @@ impl Connections {
     /// Throws away the connection `conn` came from, if it is still the shared one; it leaves the
     /// pool for good, so the next operation connects anew.
     pub(crate) fn discard(&self, conn: &Conn) {
-        let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(at) = current
-            .iter()
-            .position(|(_, held)| held.generation == conn.generation)
+        let generation = conn.generation;
+        if let Some(held) = self
+            .current
+            .remove_where(|held| held.generation == generation)
         {
-            let (_, held) = current.swap_remove(at);
-            drop(current);
             held.pooled.discard();
         }
     }

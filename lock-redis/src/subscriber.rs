@@ -22,16 +22,18 @@
 //! runtimes, in sequence (every `#[tokio::test]` has its own) or at once. So each runtime that
 //! waits gets its own feed, and a feed whose runtime is gone is replaced on the next watch.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::collections::HashSet;
+use std::ops::ControlFlow;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use lock_core::backend::{ReleaseSignal, ReleaseWatch};
+use lock_core::backend::{PerRuntime, ReleaseWatch, SignalTable};
 use lock_core::{LockError, Op, TimeoutPhase};
 use redis::aio::{PubSubSink, PubSubStream};
-use tokio::runtime::{Handle, Id};
+use tokio::runtime::Handle;
 use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::error::{BACKEND, from_redis, timeout};
@@ -72,50 +74,18 @@ pub(crate) struct Subscriber {
     timeout: Duration,
     /// The liveness check of the subscribed connection; `None`: off.
     ping: Option<Ping>,
-    feeds: Mutex<Vec<Feed>>,
+    feeds: PerRuntime<Feed>,
 }
 
 /// One runtime's subscriber task, and the channels its waiters watch.
 struct Feed {
-    runtime: Id,
-    channels: Arc<Mutex<Channels>>,
+    channels: SignalTable<String>,
     task: mpsc::UnboundedSender<Request>,
-}
-
-type Channels = HashMap<String, Entry>;
-
-struct Entry {
-    signal: ReleaseSignal,
-    watchers: usize,
 }
 
 enum Request {
     Subscribe(String, oneshot::Sender<Result<(), redis::RedisError>>),
     Unsubscribe(String),
-}
-
-/// Kept inside a `ReleaseWatch`: dropping the last one for a channel unsubscribes it.
-struct Unsubscribe {
-    channel: String,
-    channels: Arc<Mutex<Channels>>,
-    task: mpsc::UnboundedSender<Request>,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-impl Drop for Unsubscribe {
-    fn drop(&mut self) {
-        let mut channels = lock(&self.channels);
-        if let Some(entry) = channels.get_mut(&self.channel) {
-            entry.watchers -= 1;
-            if entry.watchers == 0 {
-                channels.remove(&self.channel);
-                let _ = self.task.send(Request::Unsubscribe(self.channel.clone()));
-            }
-        }
-    }
 }
 
 impl Subscriber {
@@ -129,73 +99,59 @@ impl Subscriber {
             origin: Arc::new(tokio::sync::Mutex::new(origin)),
             timeout,
             ping,
-            feeds: Mutex::new(Vec::new()),
+            feeds: PerRuntime::new(),
         }
     }
 
     /// The current runtime's feed, started if it has none (or its task is gone with an earlier
-    /// runtime, whose feed is dropped here).
-    fn feed(&self) -> (Arc<Mutex<Channels>>, mpsc::UnboundedSender<Request>) {
-        let runtime = Handle::current();
-        let id = runtime.id();
-        let mut feeds = lock(&self.feeds);
-        feeds.retain(|feed| !feed.task.is_closed());
-        if let Some(feed) = feeds.iter().find(|feed| feed.runtime == id) {
-            return (Arc::clone(&feed.channels), feed.task.clone());
-        }
-        let (tx, rx) = mpsc::unbounded_channel();
-        let channels = Arc::<Mutex<Channels>>::default();
-        self.start(&runtime, Arc::clone(&channels), rx);
-        feeds.push(Feed {
-            runtime: id,
-            channels: Arc::clone(&channels),
-            task: tx.clone(),
-        });
-        (channels, tx)
+    /// runtime, whose feed is dropped then).
+    fn feed(&self) -> (SignalTable<String>, mpsc::UnboundedSender<Request>) {
+        self.feeds.get_or_start(
+            |runtime| self.start(runtime),
+            |feed| (feed.channels.clone(), feed.task.clone()),
+        )
     }
 
     /// Spawns a feed's task on `runtime`.
-    fn start(
-        &self,
-        runtime: &Handle,
-        channels: Arc<Mutex<Channels>>,
-        requests: mpsc::UnboundedReceiver<Request>,
-    ) {
+    fn start(&self, runtime: &Handle) -> (Feed, JoinHandle<()>) {
+        let (task, requests) = mpsc::unbounded_channel();
+        // Weak: the table lives in the task, which ends once no sender is left.
+        let unsubscribe = task.downgrade();
+        let channels = SignalTable::on_last(move |channel| {
+            if let Some(task) = unsubscribe.upgrade() {
+                let _ = task.send(Request::Unsubscribe(channel));
+            }
+        });
+        let feed = Feed {
+            channels: channels.clone(),
+            task,
+        };
         #[cfg(feature = "cluster")]
         if let Some(urls) = &self.cluster {
-            drop(runtime.spawn(run_cluster(urls.clone(), channels, requests, self.timeout)));
-            return;
+            let run = run_cluster(urls.clone(), channels, requests, self.timeout);
+            return (feed, runtime.spawn(run));
         }
         let origin = Arc::clone(&self.origin);
-        drop(runtime.spawn(run(origin, channels, requests, self.timeout, self.ping)));
+        let run = run(origin, channels, requests, self.timeout, self.ping);
+        (feed, runtime.spawn(run))
     }
 
     /// Subscribes to `channel` (if not already) and returns a watch on it once the server has
     /// confirmed the subscription.
     pub(crate) async fn watch(&self, channel: String) -> Result<ReleaseWatch, LockError> {
         let (channels, task) = self.feed();
-        let signal = {
-            let mut channels = lock(&channels);
-            let entry = channels.entry(channel.clone()).or_insert_with(|| Entry {
-                signal: ReleaseSignal::new(),
-                watchers: 0,
-            });
-            entry.watchers += 1;
-            entry.signal.clone()
-        };
-        // From here on, dropping `keep` (also on error or cancellation) undoes the count.
-        let keep = Unsubscribe {
-            channel: channel.clone(),
-            channels,
-            task: task.clone(),
-        };
+        // From here on, dropping `watcher` (also on error or cancellation) undoes the count; the
+        // last watcher of the channel unsubscribes it.
+        let watcher = channels.watch(channel.clone());
         let (done, confirmed) = oneshot::channel();
         let started = tokio::time::Instant::now();
         if task.send(Request::Subscribe(channel, done)).is_err() {
             return Err(stopped());
         }
         match tokio::time::timeout(self.timeout, confirmed).await {
-            Ok(Ok(Ok(()))) => Ok(ReleaseWatch::new(signal, keep)),
+            // The sender keeps the task alive while a watch lives, as long as the watch needs
+            // its unsubscribe (it goes after the watcher: a tuple drops in order).
+            Ok(Ok(Ok(()))) => Ok(ReleaseWatch::new(watcher.signal().clone(), (watcher, task))),
             Ok(Ok(Err(err))) => Err(from_redis(err, Op::Acquire, "", started.elapsed())),
             Ok(Err(_)) => Err(stopped()),
             Err(_) => Err(timeout(TimeoutPhase::Command, started.elapsed())),
@@ -217,83 +173,113 @@ fn stopped() -> LockError {
 /// `RedisLock` is dropped.
 async fn run(
     origin: SharedOrigin,
-    channels: Arc<Mutex<Channels>>,
+    channels: SignalTable<String>,
     mut requests: mpsc::UnboundedReceiver<Request>,
     limit: Duration,
     ping: Option<Ping>,
 ) {
     loop {
-        let (mut sink, mut stream, mut subscribed) =
-            match bounded(limit, connect(&origin, &channels)).await {
-                Ok(parts) => parts,
-                Err(error) => {
-                    tracing::debug!(%error, "release subscriber cannot connect; retrying");
-                    // Fail the subscriptions asked for meanwhile; their waiters poll instead.
-                    tokio::select! {
-                        request = requests.recv() => match request {
-                            Some(Request::Subscribe(_, done)) => { let _ = done.send(Err(error)); }
-                            Some(Request::Unsubscribe(_)) => {}
-                            None => return,
-                        },
-                        () = tokio::time::sleep(RECONNECT_AFTER) => {}
-                    }
-                    continue;
+        let connected = match bounded(limit, connect(&origin, &channels)).await {
+            Ok(connected) => connected,
+            Err(error) => {
+                tracing::debug!(%error, "release subscriber cannot connect; retrying");
+                if refuse_meanwhile(&mut requests, error).await.is_break() {
+                    return;
                 }
-            };
-        // An interval too long to add to the clock means never.
-        let mut next_ping = ping.and_then(|ping| Instant::now().checked_add(ping.interval));
-        loop {
-            tokio::select! {
-                () = ping_due(next_ping) => {
-                    // `ping_due` never resolves without a ping.
-                    if let Some(ping) = ping {
-                        // Messages that arrive meanwhile wait in the stream: none is lost.
-                        let answer = bounded(ping.timeout, sink.ping::<redis::Value>()).await;
-                        if let Err(error) = answer {
-                            tracing::warn!(
-                                %error,
-                                timeout = ?ping.timeout,
-                                "release subscriber: no answer to PING on the subscribed \
-                                 connection (a dead link); reconnecting and subscribing again"
-                            );
-                            break;
-                        }
-                        next_ping = Instant::now().checked_add(ping.interval);
-                    }
-                }
-                request = requests.recv() => match request {
-                    Some(Request::Subscribe(channel, done)) => {
-                        // `connect` may have subscribed it already (it was asked for meanwhile).
-                        if subscribed.contains(&channel) {
-                            let _ = done.send(Ok(()));
-                            continue;
-                        }
-                        let result = bounded(limit, sink.subscribe(&channel)).await;
-                        let broken = result.is_err();
-                        if !broken {
-                            subscribed.insert(channel);
-                        }
-                        let _ = done.send(result);
-                        if broken { break; }
-                    }
-                    Some(Request::Unsubscribe(channel)) => {
-                        subscribed.remove(&channel);
-                        if bounded(limit, sink.unsubscribe(&channel)).await.is_err() { break; }
-                    }
-                    None => return,
-                },
-                message = stream.next() => match message {
-                    Some(message) => {
-                        if let Some(entry) = lock(&channels).get(message.get_channel_name()) {
-                            entry.signal.notify();
-                        }
-                    }
-                    None => break, // the connection dropped
-                },
+                continue;
             }
+        };
+        if serve(connected, &channels, &mut requests, limit, ping)
+            .await
+            .is_break()
+        {
+            return;
         }
         tracing::debug!("release subscriber connection lost; reconnecting");
         tokio::time::sleep(RECONNECT_AFTER).await;
+    }
+}
+
+/// While no connection is up, for [`RECONNECT_AFTER`]: fails the subscriptions asked for
+/// meanwhile with `error` (their waiters poll instead). Breaks when the `RedisLock` is gone.
+async fn refuse_meanwhile(
+    requests: &mut mpsc::UnboundedReceiver<Request>,
+    error: redis::RedisError,
+) -> ControlFlow<()> {
+    tokio::select! {
+        request = requests.recv() => match request {
+            Some(Request::Subscribe(_, done)) => { let _ = done.send(Err(error)); }
+            Some(Request::Unsubscribe(_)) => {}
+            None => return ControlFlow::Break(()),
+        },
+        () = tokio::time::sleep(RECONNECT_AFTER) => {}
+    }
+    ControlFlow::Continue(())
+}
+
+/// A connected subscriber: its sink, its stream and the channels it subscribed.
+type Connected = (PubSubSink, PubSubStream, HashSet<String>);
+
+/// One life of the connection: follows requests, messages and pings until the connection
+/// breaks (continue: reconnect) or the `RedisLock` is gone (break).
+async fn serve(
+    (mut sink, mut stream, mut subscribed): Connected,
+    channels: &SignalTable<String>,
+    requests: &mut mpsc::UnboundedReceiver<Request>,
+    limit: Duration,
+    ping: Option<Ping>,
+) -> ControlFlow<()> {
+    // An interval too long to add to the clock means never.
+    let mut next_ping = ping.and_then(|ping| Instant::now().checked_add(ping.interval));
+    loop {
+        tokio::select! {
+            () = ping_due(next_ping) => {
+                // `ping_due` never resolves without a ping.
+                if let Some(ping) = ping {
+                    // Messages that arrive meanwhile wait in the stream: none is lost.
+                    let answer = bounded(ping.timeout, sink.ping::<redis::Value>()).await;
+                    if let Err(error) = answer {
+                        tracing::warn!(
+                            %error,
+                            timeout = ?ping.timeout,
+                            "release subscriber: no answer to PING on the subscribed \
+                             connection (a dead link); reconnecting and subscribing again"
+                        );
+                        return ControlFlow::Continue(());
+                    }
+                    next_ping = Instant::now().checked_add(ping.interval);
+                }
+            }
+            request = requests.recv() => match request {
+                Some(Request::Subscribe(channel, done)) => {
+                    // `connect` may have subscribed it already (it was asked for meanwhile).
+                    if subscribed.contains(&channel) {
+                        let _ = done.send(Ok(()));
+                        continue;
+                    }
+                    let result = bounded(limit, sink.subscribe(&channel)).await;
+                    let broken = result.is_err();
+                    if !broken {
+                        subscribed.insert(channel);
+                    }
+                    let _ = done.send(result);
+                    if broken { return ControlFlow::Continue(()); }
+                }
+                Some(Request::Unsubscribe(channel)) => {
+                    subscribed.remove(&channel);
+                    if bounded(limit, sink.unsubscribe(&channel)).await.is_err() {
+                        return ControlFlow::Continue(());
+                    }
+                }
+                None => return ControlFlow::Break(()),
+            },
+            message = stream.next() => match message {
+                Some(message) => {
+                    channels.notify(message.get_channel_name());
+                }
+                None => return ControlFlow::Continue(()), // the connection dropped
+            },
+        }
     }
 }
 
@@ -322,8 +308,8 @@ async fn bounded<T>(
 /// announced while no connection listened are lost, so everyone looks again.
 async fn connect(
     origin: &tokio::sync::Mutex<Origin>,
-    channels: &Mutex<Channels>,
-) -> Result<(PubSubSink, PubSubStream, HashSet<String>), redis::RedisError> {
+    channels: &SignalTable<String>,
+) -> Result<Connected, redis::RedisError> {
     let client = match &mut *origin.lock().await {
         Origin::Client(client) => client.clone(),
         #[cfg(feature = "sentinel")]
@@ -332,13 +318,11 @@ async fn connect(
         Origin::Cluster(_) => unreachable!("cluster subscriptions run in run_cluster"),
     };
     let (mut sink, stream) = client.get_async_pubsub().await?.split();
-    let live: Vec<String> = lock(channels).keys().cloned().collect();
+    let live = channels.keys();
     for channel in &live {
         sink.subscribe(channel).await?;
     }
-    for entry in lock(channels).values() {
-        entry.signal.notify();
-    }
+    channels.notify_all();
     Ok((sink, stream, live.into_iter().collect()))
 }
 
@@ -349,7 +333,7 @@ async fn connect(
 #[cfg(feature = "cluster")]
 async fn run_cluster(
     urls: Vec<String>,
-    channels: Arc<Mutex<Channels>>,
+    channels: SignalTable<String>,
     mut requests: mpsc::UnboundedReceiver<Request>,
     limit: Duration,
 ) {
@@ -373,13 +357,8 @@ async fn run_cluster(
             Ok(conn) => break conn,
             Err(error) => {
                 tracing::debug!(%error, "cluster subscriber cannot connect; retrying");
-                tokio::select! {
-                    request = requests.recv() => match request {
-                        Some(Request::Subscribe(_, done)) => { let _ = done.send(Err(error)); }
-                        Some(Request::Unsubscribe(_)) => {}
-                        None => return,
-                    },
-                    () = tokio::time::sleep(RECONNECT_AFTER) => {}
+                if refuse_meanwhile(&mut requests, error).await.is_break() {
+                    return;
                 }
             }
         }
@@ -399,21 +378,11 @@ async fn run_cluster(
             },
             push = pushes.recv() => match push {
                 Some(push) if push.kind == PushKind::SMessage => {
-                    let signal = match push.data.first() {
-                        Some(redis::Value::BulkString(name)) => {
-                            lock(&channels).get(String::from_utf8_lossy(name).as_ref()).map(|e| e.signal.clone())
-                        }
-                        _ => None,
-                    };
-                    if let Some(signal) = signal {
-                        signal.notify();
+                    if let Some(redis::Value::BulkString(name)) = push.data.first() {
+                        channels.notify(String::from_utf8_lossy(name).as_ref());
                     }
                 }
-                Some(push) if push.kind == PushKind::Disconnection => {
-                    for entry in lock(&channels).values() {
-                        entry.signal.notify();
-                    }
-                }
+                Some(push) if push.kind == PushKind::Disconnection => channels.notify_all(),
                 Some(_) => {}
                 None => return,
             },

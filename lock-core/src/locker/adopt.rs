@@ -9,11 +9,11 @@ use std::time::Duration;
 use metrics::SharedString;
 use tokio::time::Instant;
 
-use super::grant::Locker;
+use super::handle::Locker;
 use super::options::Options;
 use crate::backend::Handover;
-use crate::cleanup::ReleaseOnDrop;
 use crate::metric::Via;
+use crate::runtime::cleanup::ReleaseOnDrop;
 use crate::{Guard, Kind, Lease, LockError, Token, check_name};
 
 /// A request to turn a kept [`Lease`] back into a renewed [`Guard`], made by

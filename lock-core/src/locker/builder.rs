@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::grant::Locker;
+use super::handle::Locker;
 use super::options::Options;
 use crate::backend::Lock;
 use crate::{Backoff, metric};

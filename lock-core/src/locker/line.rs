@@ -7,13 +7,13 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::grant::{Locker, single_try};
+use super::handle::{Locker, single_try};
 use super::options::Options;
 use super::pace::{Pace, changed};
 use crate::backend::{Attempt, ReleaseWatch};
-use crate::cleanup::ReleaseOnDrop;
 use crate::metric::{self, Labels, Via};
-use crate::waiters::{Signals, Ticket};
+use crate::runtime::cleanup::ReleaseOnDrop;
+use crate::runtime::waiters::{Signals, Ticket};
 use crate::{Guard, Kind, Lease, LockError, Token};
 
 /// One request's wait for one name of one kind.

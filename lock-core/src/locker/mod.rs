@@ -6,13 +6,13 @@
 //! - `builder`: [`LockerBuilder`];
 //! - `request`: [`LockRequest`], one name; `multi`: [`MultiRequest`] and [`MultiGuard`];
 //! - `line`: the wait for one name, in this process's line for it;
-//! - `grant`: the `Locker` type and its shared state; one attempt, one grant, one nested guard;
+//! - `handle`: the `Locker` type and its shared state; one attempt, one grant, one nested guard;
 //! - `options`: the options both request types hold; `pace`: a wait's deadline, error budget
 //!   and delay, and the span and outcome metrics of an acquire.
 
 mod adopt;
 mod builder;
-mod grant;
+mod handle;
 mod line;
 mod multi;
 mod options;
@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 pub use adopt::AdoptRequest;
 pub use builder::LockerBuilder;
-pub use grant::Locker;
+pub use handle::Locker;
 pub use multi::{MAX_MULTI, MultiGuard, MultiRequest};
 pub use options::{DEFAULT_LEASE, DEFAULT_RETRY_ERRORS_FOR, DEFAULT_WAIT, default_stop_margin};
 pub use request::LockRequest;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use metrics::SharedString;
 
-use super::grant::Locker;
+use super::handle::Locker;
 use super::options::Options;
 use super::pace::{changed, instrumented};
 use crate::backend::{MultiAttempt, ReleaseWatch};

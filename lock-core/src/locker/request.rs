@@ -10,7 +10,7 @@ use metrics::SharedString;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use super::grant::{Locker, single_try};
+use super::handle::{Locker, single_try};
 use super::line::Line;
 use super::options::Options;
 use super::pace::{failure_reason, instrumented, report};

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use crate::cleanup::ReleaseOnDrop;
-use crate::waiters::Waiters;
+use crate::runtime::cleanup::ReleaseOnDrop;
+use crate::runtime::waiters::Waiters;
 use crate::{Handover, Lease, Lock, LockError, Token};
 
 /// Ends `lease`: a mutex lease is handed to the head of this process's line for the name when there is one

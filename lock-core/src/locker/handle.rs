@@ -15,13 +15,13 @@ use tokio::time::Instant;
 use super::options::Options;
 use super::pace::{Pace, RetryWarnings};
 use crate::backend::{Attempt, Lock, MultiAttempt};
-use crate::cleanup::ReleaseOnDrop;
-use crate::held::HeldLease;
 use crate::kind::Class;
 use crate::metric::{self, Labels, Via};
-use crate::owners::Owners;
-use crate::renewal::Renewer;
-use crate::waiters::{Ticket, Waiters};
+use crate::runtime::cleanup::ReleaseOnDrop;
+use crate::runtime::held::HeldLease;
+use crate::runtime::owners::Owners;
+use crate::runtime::renewal::Renewer;
+use crate::runtime::waiters::{Ticket, Waiters};
 use crate::{Backoff, Guard, Kind, Lease, LockError, Token};
 
 /// Takes locks on one backend: validates input, waits a bounded time for held locks, renews the

@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use tokio::task::Id;
 
-use crate::held::HeldLease;
 use crate::kind::{Class, Kind};
+use crate::runtime::held::HeldLease;
 
 /// Which lease each (task, name) pair holds. Hashed with foldhash (seeded per process): every
 /// grant and release hashes its name here, and SipHash, the standard map's, cost ~600 client

@@ -7,21 +7,25 @@
 //! The task runs on the runtime that granted the lease, never on "the first runtime that used
 //! the `Locker`": that runtime may be gone (every `#[tokio::test]` has its own, and so do services
 //! that build a runtime per component), and a task on a dropped runtime never runs again. So a
-//! `Locker` keeps one watchdog per live runtime. When a runtime shuts down, its watchdog's task is
-//! dropped; it hands its leases back, and the next grant on another runtime adopts them.
+//! `Locker` keeps one watchdog per live runtime (a [`PerRuntime`]). When a runtime shuts down,
+//! its watchdog's task is dropped; it hands its leases back, and the next grant on another
+//! runtime adopts them.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use tokio::runtime::{Handle, Id};
+use tokio::runtime::Handle;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::held::HeldLease;
+use crate::backend::PerRuntime;
+
 use crate::metric;
+use crate::runtime::held::HeldLease;
 use crate::{Lease, Lock, LockError};
 
 /// Leases due within this much of the earliest are renewed in the same batch.
@@ -44,14 +48,26 @@ const SWEEP_FROM: usize = 64;
 /// The handle a `Locker` keeps: the watchdogs it started, one per runtime.
 pub(crate) struct Renewer {
     lock: Arc<dyn Lock>,
-    dogs: Mutex<Vec<Dog>>,
+    dogs: PerRuntime<Dog>,
+    /// The leases of watchdogs whose runtime is gone, until a grant adopts them.
+    orphans: Arc<Orphans>,
 }
 
-/// One runtime's watchdog task and what it shares with the `Locker`.
+/// One runtime's watchdog: what it shares with the `Locker`. Its task tells the `PerRuntime`
+/// that holds it whether its runtime is still there.
 struct Dog {
-    runtime: Id,
     shared: Arc<Shared>,
-    task: JoinHandle<()>,
+    orphans: Arc<Orphans>,
+}
+
+/// Leases whose watchdog went with its runtime, for the next grant, on any runtime, to hand to
+/// its own watchdog.
+#[derive(Default)]
+struct Orphans {
+    leases: Mutex<Vec<(Instant, Arc<HeldLease>)>>,
+    /// Whether `leases` may hold any: read on every grant, so that grants pay one load, not a
+    /// lock, while there are none.
+    any: AtomicBool,
 }
 
 /// What a `Locker` and one watchdog task share. New leases go into `inbox`; the task is woken
@@ -79,7 +95,8 @@ impl Renewer {
     pub(crate) fn new(lock: Arc<dyn Lock>) -> Self {
         Self {
             lock,
-            dogs: Mutex::new(Vec::new()),
+            dogs: PerRuntime::with_retire(Dog::retire),
+            orphans: Arc::default(),
         }
     }
 
@@ -89,57 +106,68 @@ impl Renewer {
     /// Must be called within a tokio runtime (the watchdog is spawned there on first use).
     pub(crate) fn track(&self, held: Arc<HeldLease>, now: Instant) {
         let due = now + held.renew_period();
-        let runtime = Handle::current();
-        let mut dogs = self.dogs.lock().unwrap_or_else(PoisonError::into_inner);
-        // The usual case, the runtime's watchdog running: queued under the lock of the list,
-        // without a clone of its handle (an atomic shared by every worker thread, per grant).
-        if let Some(dog) = dogs
-            .iter()
-            .find(|dog| dog.runtime == runtime.id() && !dog.task.is_finished())
-        {
-            dog.shared.queue(due, held);
-            return;
-        }
-        let shared = Self::start_watchdog(&self.lock, &mut dogs, &runtime);
-        drop(dogs);
-        shared.queue(due, held);
+        // Queued under the lock of the list, without a clone of the watchdog's shared state.
+        self.dogs.get_or_start(
+            |runtime| self.start_watchdog(runtime),
+            |dog| {
+                dog.shared.queue(due, held);
+                if self.orphans.any.load(Ordering::Acquire) {
+                    dog.shared.adopt(self.orphans.take());
+                }
+            },
+        );
     }
 
-    /// Starts the watchdog of `runtime`, which has none running. Watchdogs whose runtime is gone
-    /// are dropped here, and their leases move to this one, due at once.
-    fn start_watchdog(lock: &Arc<dyn Lock>, dogs: &mut Vec<Dog>, runtime: &Handle) -> Arc<Shared> {
-        let mut orphans = Vec::new();
-        dogs.retain(|dog| {
-            let alive = !dog.task.is_finished();
-            if !alive {
-                orphans.append(&mut dog.shared.lock().new);
-            }
-            alive
-        });
+    /// Starts the watchdog of `runtime`, which has none running; it starts with the leases of
+    /// watchdogs whose runtime is gone, due at once.
+    fn start_watchdog(&self, runtime: &Handle) -> (Dog, JoinHandle<()>) {
         let shared = Arc::new(Shared {
             state: Mutex::new(Inbox {
-                new: orphans,
+                new: self.orphans.take(),
                 ..Inbox::default()
             }),
             wake: Notify::new(),
         });
-        let task = runtime.spawn(run(Arc::clone(lock), Arc::clone(&shared)));
-        dogs.push(Dog {
-            runtime: runtime.id(),
-            shared: Arc::clone(&shared),
-            task,
-        });
-        shared
+        let task = runtime.spawn(run(Arc::clone(&self.lock), Arc::clone(&shared)));
+        let dog = Dog {
+            shared,
+            orphans: Arc::clone(&self.orphans),
+        };
+        (dog, task)
     }
 }
 
 impl Drop for Renewer {
     fn drop(&mut self) {
-        let dogs = self.dogs.get_mut().unwrap_or_else(PoisonError::into_inner);
-        for dog in dogs.drain(..) {
+        self.dogs.for_each(|dog| {
             dog.shared.lock().closed = true;
             dog.shared.wake.notify_one();
+        });
+    }
+}
+
+impl Dog {
+    /// The watchdog's runtime is gone, and its task with it: the task's state, dropped, put
+    /// every lease it still renewed in the inbox; they become orphans.
+    fn retire(self) {
+        let leases = std::mem::take(&mut self.shared.lock().new);
+        if !leases.is_empty() {
+            self.orphans.leases().extend(leases);
+            self.orphans.any.store(true, Ordering::Release);
         }
+    }
+}
+
+impl Orphans {
+    fn leases(&self) -> std::sync::MutexGuard<'_, Vec<(Instant, Arc<HeldLease>)>> {
+        self.leases.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes every orphan.
+    fn take(&self) -> Vec<(Instant, Arc<HeldLease>)> {
+        let mut leases = self.leases();
+        self.any.store(false, Ordering::Release);
+        std::mem::take(&mut *leases)
     }
 }
 
@@ -169,6 +197,15 @@ impl Shared {
         if wake {
             self.wake.notify_one();
         }
+    }
+
+    /// Takes in orphans of another watchdog, and wakes the task to look at them.
+    fn adopt(&self, orphans: Vec<(Instant, Arc<HeldLease>)>) {
+        if orphans.is_empty() {
+            return;
+        }
+        self.lock().new.extend(orphans);
+        self.wake.notify_one();
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inbox> {
@@ -433,14 +470,11 @@ mod tests {
             renewer.track(Arc::clone(&released), Instant::now());
             released.stop_renewing();
         }
-        let dogs = renewer.dogs.lock().unwrap_or_else(PoisonError::into_inner);
-        let queued: Vec<_> = dogs[0]
-            .shared
-            .lock()
-            .new
-            .iter()
-            .map(|(_, held)| Arc::clone(held))
-            .collect();
+        let mut queued = Vec::new();
+        renewer.dogs.for_each(|dog| {
+            let inbox = dog.shared.lock();
+            queued.extend(inbox.new.iter().map(|(_, held)| Arc::clone(held)));
+        });
         assert!(
             queued.len() < 100 + 2 * SWEEP_FROM,
             "{} leases queued for 100 held",

@@ -6,8 +6,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::time::Instant;
 
-use crate::capabilities::Capabilities;
-use crate::holder::Holder;
+use crate::backend::Capabilities;
+use crate::backend::Holder;
 use crate::{Kind, Lease, LockError, ReleaseWatch, Token};
 
 /// The answer to one acquire attempt.

@@ -22,9 +22,9 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::cleanup::ReleaseOnDrop;
-use crate::held::HeldLease;
 use crate::kind::Class;
+use crate::runtime::cleanup::ReleaseOnDrop;
+use crate::runtime::held::HeldLease;
 use crate::{Lease, Lock, ReleaseSignal, ReleaseWatch};
 
 /// How many times in a row a name is handed from one task of this process to the next before
@@ -35,7 +35,7 @@ pub(crate) const MAX_LOCAL_HANDOFFS: u32 = 8;
 
 #[derive(Default)]
 pub(crate) struct Waiters {
-    queues: Mutex<HashMap<Arc<str>, Queue>>,
+    queues: Mutex<HashMap<Arc<str>, Waiting>>,
     /// How many names have a line (the map's length, stored under its lock): the uncontended
     /// cycle — nobody of this process waits for any name — asks this one atomic instead of
     /// taking the map's lock and hashing the name, three times per acquire and release.
@@ -44,16 +44,17 @@ pub(crate) struct Waiters {
 
 /// The waiters of one kind for one name.
 #[derive(Default)]
-struct Line {
+struct Queue {
     /// Tickets in arrival order, each with the TTL its waiter asks for.
     tickets: VecDeque<(u64, Duration)>,
     /// Wakes the waiters in line when the head changes.
     turn: Arc<Notify>,
 }
 
-struct Queue {
-    /// One line per [`Class`], indexed by it.
-    lines: [Line; 5],
+/// Everything this process keeps for one name that has waiters.
+struct Waiting {
+    /// One queue per [`Class`], indexed by it.
+    queues: [Queue; 5],
     next_ticket: u64,
     /// Bumped when a guard of this process releases the name: the fast local handoff.
     local: ReleaseSignal,
@@ -102,10 +103,10 @@ fn excludes(holder: Class, waiter: Class) -> bool {
     }
 }
 
-impl Queue {
+impl Waiting {
     fn new() -> Self {
         Self {
-            lines: Default::default(),
+            queues: Default::default(),
             next_ticket: 0,
             local: ReleaseSignal::new(),
             remote: None,
@@ -115,21 +116,21 @@ impl Queue {
         }
     }
 
-    fn line(&self, class: Class) -> &Line {
-        &self.lines[class as usize]
+    fn queue(&self, class: Class) -> &Queue {
+        &self.queues[class as usize]
     }
 
-    fn line_mut(&mut self, class: Class) -> &mut Line {
-        &mut self.lines[class as usize]
+    fn queue_mut(&mut self, class: Class) -> &mut Queue {
+        &mut self.queues[class as usize]
     }
 
     /// The ticket at the head of `class`'s line.
     fn head(&self, class: Class) -> Option<u64> {
-        self.line(class).tickets.front().map(|(id, _)| *id)
+        self.queue(class).tickets.front().map(|(id, _)| *id)
     }
 
     fn is_empty(&self) -> bool {
-        self.lines.iter().all(|line| line.tickets.is_empty())
+        self.queues.iter().all(|line| line.tickets.is_empty())
     }
 }
 
@@ -153,7 +154,7 @@ pub(crate) struct Signals {
 }
 
 impl Waiters {
-    fn queues(&self) -> MutexGuard<'_, HashMap<Arc<str>, Queue>> {
+    fn queues(&self) -> MutexGuard<'_, HashMap<Arc<str>, Waiting>> {
         self.queues.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -161,11 +162,11 @@ impl Waiters {
     /// over.
     pub(crate) fn join(self: &Arc<Self>, name: &Arc<str>, class: Class, ttl: Duration) -> Ticket {
         let mut queues = self.queues();
-        let queue = queues.entry(Arc::clone(name)).or_insert_with(Queue::new);
+        let queue = queues.entry(Arc::clone(name)).or_insert_with(Waiting::new);
         queue.next_ticket += 1;
         let id = queue.next_ticket;
         let local = queue.local.clone();
-        let line = queue.line_mut(class);
+        let line = queue.queue_mut(class);
         line.tickets.push_back((id, ttl));
         let turn = Arc::clone(&line.turn);
         self.named.store(queues.len(), Ordering::SeqCst);
@@ -193,7 +194,7 @@ impl Waiters {
         }
         self.queues()
             .get(name)
-            .is_some_and(|q| !q.line(class).tickets.is_empty())
+            .is_some_and(|q| !q.queue(class).tickets.is_empty())
     }
 
     /// A guard of this process released `name` (or tried to): wake the heads of its lines.
@@ -221,7 +222,7 @@ impl Waiters {
             return None;
         }
         queue
-            .line(Class::Mutex)
+            .queue(Class::Mutex)
             .tickets
             .front()
             .map(|(_, ttl)| *ttl)
@@ -343,7 +344,7 @@ impl Drop for Ticket {
         };
         let was_head = queue.head(self.class) == Some(self.id);
         queue
-            .line_mut(self.class)
+            .queue_mut(self.class)
             .tickets
             .retain(|(id, _)| *id != self.id);
         if queue.is_empty() {
@@ -365,7 +366,7 @@ impl Drop for Ticket {
                 queue.holder = None;
                 queue.local.notify();
             }
-            queue.line(self.class).turn.notify_waiters();
+            queue.queue(self.class).turn.notify_waiters();
             drop(queues);
             drop(untaken);
         }
