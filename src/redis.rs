@@ -13,7 +13,7 @@ pub use lock_redis::{
     LockKeys, MAX_NOTE_BYTES, NotReplicated, RedisLock, RedisLockBuilder, ReplicaPolicy,
     TOKEN_PREFIX, TokenValue, Topology, key_slot, token_value,
 };
-// The release subscriber's liveness check (issue 26).
+// The release subscriber's liveness check (a ping on the subscription connection).
 pub use lock_redis::DEFAULT_SUBSCRIBER_PING_INTERVAL;
 
 // The redis crate (redis-rs) the backend is built on, one version with deadpool-redis: use it

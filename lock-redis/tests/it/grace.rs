@@ -1,4 +1,4 @@
-//! The store grace period (issue 26): a Redis that may have lost grants grants nothing until
+//! The store grace period: a Redis that may have lost grants grants nothing until
 //! the longest lease could have run out; a fresh Redis grants at once; strict mode covers a
 //! process that never saw the old server and refuses a server that may evict lock keys; a full
 //! Redis under `noeviction` gives a retryable error, never a grant. The same over several
