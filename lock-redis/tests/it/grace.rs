@@ -9,7 +9,11 @@ use std::time::{Duration, Instant};
 
 use lock_core::backend::{Attempt, Lock};
 use lock_core::{LockError, Locker, Token};
-use lock_redis::{EvictionRisk, METRIC_EVICTION_RISK_TOTAL, METRIC_GRACE_REFUSED_TOTAL, RedisLock};
+use lock_redis::metric::{
+    EVICTION_RISK_TOTAL as METRIC_EVICTION_RISK_TOTAL,
+    GRACE_REFUSED_TOTAL as METRIC_GRACE_REFUSED_TOTAL,
+};
+use lock_redis::{EvictionRisk, RedisLock};
 use lock_testkit::{KeepData, RedisServer};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 
