@@ -1,6 +1,7 @@
-//! The crate-root paths of backend settings and helpers from before they had a module per
-//! backend (`distlock::redis`, `distlock::postgres`, `distlock::redlock`): deprecated copies,
-//! kept for one release. A `pub use` cannot carry `#[deprecated]`, hence consts and wrapper fns.
+//! The crate-root paths of backend types, settings and helpers from before they had a module
+//! per backend (`distlock::redis`, `distlock::postgres`, `distlock::redlock`, `distlock::etcd`):
+//! deprecated copies, kept for one release. A `pub use` cannot carry `#[deprecated]`, hence
+//! type aliases, consts and wrapper fns.
 
 #[cfg(any(feature = "redis", feature = "postgres", feature = "redlock"))]
 use std::time::Duration;
@@ -70,30 +71,30 @@ pub const DEFAULT_DRIFT_CONSTANT: Duration = crate::redlock::DEFAULT_DRIFT_CONST
 #[deprecated(note = "use `distlock::redlock::DEFAULT_DRIFT_FACTOR`")]
 pub const DEFAULT_DRIFT_FACTOR: f64 = crate::redlock::DEFAULT_DRIFT_FACTOR;
 
-/// Redlock's per-node error counter: use [`redlock::METRIC_NODE_ERRORS`](crate::redlock::METRIC_NODE_ERRORS).
+/// Redlock's per-node error counter: use [`redlock::metric::NODE_ERRORS`](crate::redlock::metric::NODE_ERRORS).
 #[cfg(feature = "redlock")]
-#[deprecated(note = "use `distlock::redlock::METRIC_NODE_ERRORS`")]
-pub const METRIC_NODE_ERRORS: &str = crate::redlock::METRIC_NODE_ERRORS;
+#[deprecated(note = "use `distlock::redlock::metric::NODE_ERRORS`")]
+pub const METRIC_NODE_ERRORS: &str = crate::redlock::metric::NODE_ERRORS;
 
-/// Redlock's per-node grant counter: use [`redlock::METRIC_NODE_GRANTS`](crate::redlock::METRIC_NODE_GRANTS).
+/// Redlock's per-node grant counter: use [`redlock::metric::NODE_GRANTS`](crate::redlock::metric::NODE_GRANTS).
 #[cfg(feature = "redlock")]
-#[deprecated(note = "use `distlock::redlock::METRIC_NODE_GRANTS`")]
-pub const METRIC_NODE_GRANTS: &str = crate::redlock::METRIC_NODE_GRANTS;
+#[deprecated(note = "use `distlock::redlock::metric::NODE_GRANTS`")]
+pub const METRIC_NODE_GRANTS: &str = crate::redlock::metric::NODE_GRANTS;
 
-/// Redlock's per-node refusal counter: use [`redlock::METRIC_NODE_REFUSALS`](crate::redlock::METRIC_NODE_REFUSALS).
+/// Redlock's per-node refusal counter: use [`redlock::metric::NODE_REFUSALS`](crate::redlock::metric::NODE_REFUSALS).
 #[cfg(feature = "redlock")]
-#[deprecated(note = "use `distlock::redlock::METRIC_NODE_REFUSALS`")]
-pub const METRIC_NODE_REFUSALS: &str = crate::redlock::METRIC_NODE_REFUSALS;
+#[deprecated(note = "use `distlock::redlock::metric::NODE_REFUSALS`")]
+pub const METRIC_NODE_REFUSALS: &str = crate::redlock::metric::NODE_REFUSALS;
 
-/// Redlock's per-node timeout counter: use [`redlock::METRIC_NODE_TIMEOUTS`](crate::redlock::METRIC_NODE_TIMEOUTS).
+/// Redlock's per-node timeout counter: use [`redlock::metric::NODE_TIMEOUTS`](crate::redlock::metric::NODE_TIMEOUTS).
 #[cfg(feature = "redlock")]
-#[deprecated(note = "use `distlock::redlock::METRIC_NODE_TIMEOUTS`")]
-pub const METRIC_NODE_TIMEOUTS: &str = crate::redlock::METRIC_NODE_TIMEOUTS;
+#[deprecated(note = "use `distlock::redlock::metric::NODE_TIMEOUTS`")]
+pub const METRIC_NODE_TIMEOUTS: &str = crate::redlock::metric::NODE_TIMEOUTS;
 
-/// Redlock's round outcome counter: use [`redlock::METRIC_QUORUM`](crate::redlock::METRIC_QUORUM).
+/// Redlock's round outcome counter: use [`redlock::metric::QUORUM`](crate::redlock::metric::QUORUM).
 #[cfg(feature = "redlock")]
-#[deprecated(note = "use `distlock::redlock::METRIC_QUORUM`")]
-pub const METRIC_QUORUM: &str = crate::redlock::METRIC_QUORUM;
+#[deprecated(note = "use `distlock::redlock::metric::QUORUM`")]
+pub const METRIC_QUORUM: &str = crate::redlock::metric::QUORUM;
 
 /// The most Redlock's default node timeout allows: use [`redlock::NODE_TIMEOUT_CEILING`](crate::redlock::NODE_TIMEOUT_CEILING).
 #[cfg(feature = "redlock")]
@@ -158,9 +159,116 @@ pub const fn quorum(nodes: usize) -> usize {
 }
 
 /// Describes Redlock's per-node metrics to the installed recorder: use
-/// [`redlock::describe_metrics`](crate::redlock::describe_metrics).
+/// [`redlock::metric::describe`](crate::redlock::metric::describe).
 #[cfg(feature = "redlock")]
-#[deprecated(note = "use `distlock::redlock::describe_metrics`")]
+#[deprecated(note = "use `distlock::redlock::metric::describe`")]
 pub fn describe_redlock_metrics() {
-    crate::redlock::describe_metrics();
+    crate::redlock::metric::describe();
 }
+
+// The backends' types.
+
+/// The Redis lock: use [`redis::RedisLock`](crate::redis::RedisLock).
+#[cfg(feature = "redis")]
+#[deprecated(note = "use `distlock::redis::RedisLock`")]
+pub type RedisLock = crate::redis::RedisLock;
+
+/// The Redis lock's builder: use [`redis::RedisLockBuilder`](crate::redis::RedisLockBuilder).
+#[cfg(feature = "redis")]
+#[deprecated(note = "use `distlock::redis::RedisLockBuilder`")]
+pub type RedisLockBuilder = crate::redis::RedisLockBuilder;
+
+/// The Redis server may evict lock keys: use [`redis::EvictionRisk`](crate::redis::EvictionRisk).
+#[cfg(feature = "redis")]
+#[deprecated(note = "use `distlock::redis::EvictionRisk`")]
+pub type EvictionRisk = crate::redis::EvictionRisk;
+
+/// A Redis grant not replicated as asked: use [`redis::NotReplicated`](crate::redis::NotReplicated).
+#[cfg(feature = "redis")]
+#[deprecated(note = "use `distlock::redis::NotReplicated`")]
+pub type NotReplicated = crate::redis::NotReplicated;
+
+/// What the Redis lock asks of replicas: use [`redis::ReplicaPolicy`](crate::redis::ReplicaPolicy).
+#[cfg(feature = "redis")]
+#[deprecated(note = "use `distlock::redis::ReplicaPolicy`")]
+pub type ReplicaPolicy = crate::redis::ReplicaPolicy;
+
+/// The value stored under a Redis lock key: use [`redis::TokenValue`](crate::redis::TokenValue).
+#[cfg(feature = "redis")]
+#[deprecated(note = "use `distlock::redis::TokenValue`")]
+pub type TokenValue = crate::redis::TokenValue;
+
+/// The PostgreSQL lease-table lock: use [`postgres::PostgresLock`](crate::postgres::PostgresLock).
+#[cfg(feature = "postgres")]
+#[deprecated(note = "use `distlock::postgres::PostgresLock`")]
+pub type PostgresLock = crate::postgres::PostgresLock;
+
+/// The PostgreSQL lock's builder: use [`postgres::PostgresLockBuilder`](crate::postgres::PostgresLockBuilder).
+#[cfg(feature = "postgres")]
+#[deprecated(note = "use `distlock::postgres::PostgresLockBuilder`")]
+pub type PostgresLockBuilder = crate::postgres::PostgresLockBuilder;
+
+/// The PostgreSQL advisory lock: use [`postgres::PostgresAdvisoryLock`](crate::postgres::PostgresAdvisoryLock).
+#[cfg(feature = "postgres")]
+#[deprecated(note = "use `distlock::postgres::PostgresAdvisoryLock`")]
+pub type PostgresAdvisoryLock = crate::postgres::PostgresAdvisoryLock;
+
+/// The PostgreSQL advisory lock's builder: use [`postgres::PostgresAdvisoryLockBuilder`](crate::postgres::PostgresAdvisoryLockBuilder).
+#[cfg(feature = "postgres")]
+#[deprecated(note = "use `distlock::postgres::PostgresAdvisoryLockBuilder`")]
+pub type PostgresAdvisoryLockBuilder = crate::postgres::PostgresAdvisoryLockBuilder;
+
+/// The PostgreSQL lease table is missing: use [`postgres::MissingTable`](crate::postgres::MissingTable).
+#[cfg(feature = "postgres")]
+#[deprecated(note = "use `distlock::postgres::MissingTable`")]
+pub type MissingTable = crate::postgres::MissingTable;
+
+/// A PostgreSQL client error: use [`postgres::PostgresError`](crate::postgres::PostgresError).
+#[cfg(feature = "postgres")]
+#[deprecated(note = "use `distlock::postgres::PostgresError`")]
+pub type PostgresError = crate::postgres::PostgresError;
+
+/// A PostgreSQL pooler refused prepared statements: use [`postgres::PreparedStatementsUnsupported`](crate::postgres::PreparedStatementsUnsupported).
+#[cfg(feature = "postgres")]
+#[deprecated(note = "use `distlock::postgres::PreparedStatementsUnsupported`")]
+pub type PreparedStatementsUnsupported = crate::postgres::PreparedStatementsUnsupported;
+
+/// A PostgreSQL transaction pooler under the advisory lock: use [`postgres::TransactionPooler`](crate::postgres::TransactionPooler).
+#[cfg(feature = "postgres")]
+#[deprecated(note = "use `distlock::postgres::TransactionPooler`")]
+pub type TransactionPooler = crate::postgres::TransactionPooler;
+
+/// The etcd lock: use [`etcd::EtcdLock`](crate::etcd::EtcdLock).
+#[cfg(feature = "etcd")]
+#[deprecated(note = "use `distlock::etcd::EtcdLock`")]
+pub type EtcdLock = crate::etcd::EtcdLock;
+
+/// The etcd lock's builder: use [`etcd::EtcdLockBuilder`](crate::etcd::EtcdLockBuilder).
+#[cfg(feature = "etcd")]
+#[deprecated(note = "use `distlock::etcd::EtcdLockBuilder`")]
+pub type EtcdLockBuilder = crate::etcd::EtcdLockBuilder;
+
+/// The Redlock lock: use [`redlock::Redlock`](crate::redlock::Redlock).
+#[cfg(feature = "redlock")]
+#[deprecated(note = "use `distlock::redlock::Redlock`")]
+pub type Redlock = crate::redlock::Redlock;
+
+/// The Redlock lock's builder: use [`redlock::RedlockBuilder`](crate::redlock::RedlockBuilder).
+#[cfg(feature = "redlock")]
+#[deprecated(note = "use `distlock::redlock::RedlockBuilder`")]
+pub type RedlockBuilder = crate::redlock::RedlockBuilder;
+
+/// Too few Redlock nodes granted: use [`redlock::QuorumNotReached`](crate::redlock::QuorumNotReached).
+#[cfg(feature = "redlock")]
+#[deprecated(note = "use `distlock::redlock::QuorumNotReached`")]
+pub type QuorumNotReached = crate::redlock::QuorumNotReached;
+
+/// A Redlock quorum that left no validity: use [`redlock::ValidityExpired`](crate::redlock::ValidityExpired).
+#[cfg(feature = "redlock")]
+#[deprecated(note = "use `distlock::redlock::ValidityExpired`")]
+pub type ValidityExpired = crate::redlock::ValidityExpired;
+
+/// The Redis store grace period by default: use [`redis::DEFAULT_GRACE`](crate::redis::DEFAULT_GRACE).
+#[cfg(feature = "redis")]
+#[deprecated(note = "use `distlock::redis::DEFAULT_GRACE`")]
+pub const DEFAULT_GRACE: Duration = crate::redis::DEFAULT_GRACE;

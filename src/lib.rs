@@ -8,18 +8,27 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+// The backend-neutral names: lock-core's user-facing types, limits and helpers (the facade's
+// `exports` test checks that every name of lock-core's lib.rs is here).
 pub use lock_core::{
     Backoff, BoxError, DEFAULT_LEASE, DEFAULT_RETRY_ERRORS_FOR, DEFAULT_WAIT, FAIR_ENTRY_TTL,
     Guard, Kind, Lease, LeaseWatch, LockError, LockRequest, Locker, LockerBuilder, MAX_MULTI,
-    MAX_NAME_LEN, MAX_PERMITS, MAX_TTL, MIN_TTL, MemoryLock, MultiGuard, MultiRequest, Op,
-    ParseTokenError, TimeoutPhase, Token, TokenHex, check_name, check_ttl, fair_entry_ttl, metric,
-    valid_until,
+    MAX_NAME_LEN, MAX_NOTE_BYTES, MAX_PERMITS, MAX_TTL, MIN_TTL, MemoryLock, MultiGuard,
+    MultiRequest, Op, ParseTokenError, TimeoutPhase, Token, TokenHex, check_name, check_note,
+    check_ttl, fair_entry_ttl, valid_until,
 };
 // Leader election, the stop margin and adopting a kept lease (lock-core).
 pub use lock_core::{
     AdoptRequest, DEFAULT_OBSERVE_POLL, Election, ElectionRun, Leader, Leadership, ParseLeaseError,
     TermEnd, TermEvent, default_stop_margin,
 };
+
+// Every metric series, the `Locker`'s and the backends'.
+pub mod metrics;
+// lock-core's `metric` module at its old path (`distlock::metric`), for one release: a module
+// re-export cannot carry `#[deprecated]`.
+#[doc(hidden)]
+pub use lock_core::metric;
 
 // What a backend implements and uses (the `Lock` trait, attempts, release signals): users of a
 // lock need none of it, so it has a module of its own.
@@ -30,9 +39,9 @@ pub use lock_core::backend::{
     Attempt, Handover, Lock, MultiAttempt, ReleaseSignal, ReleaseWatch, acquire_in_order,
 };
 
-// One module per backend, as in sqlx: its settings and helpers under their own names
-// (`distlock::postgres::DEFAULT_POOL_SIZE`). The types are also here at the root, the ones a
-// service names when it builds a locker or matches an error.
+// One module per backend, as in sqlx: everything its crate exports, under the crate's own names
+// (`distlock::redis::RedisLock`, `distlock::postgres::DEFAULT_POOL_SIZE`), and the client crates
+// it is built on under theirs (`distlock::postgres::tokio_postgres`).
 #[cfg(feature = "etcd")]
 #[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
 pub mod etcd;
@@ -46,60 +55,41 @@ pub mod redis;
 #[cfg_attr(docsrs, doc(cfg(feature = "redlock")))]
 pub mod redlock;
 
-// The Redis backend: one server, and with features `cluster` / `sentinel` / `tls` those
-// topologies (feature `redis`, on by default). Plain comments, not doc comments: a doc comment
-// on a `pub use` is prepended to every re-exported item's own documentation.
-#[cfg(feature = "redis")]
-#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
-pub use lock_redis::{
-    DEFAULT_GRACE, EvictionRisk, NotReplicated, RedisLock, RedisLockBuilder, ReplicaPolicy,
-    TokenValue, deadpool_redis,
-};
-
-// The PostgreSQL backend: a lease table, releases announced with LISTEN/NOTIFY, and its opt-in
-// advisory mode, session advisory locks with sqlx's keys (feature `postgres`).
-#[cfg(feature = "postgres")]
-#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
-pub use lock_postgres::{
-    MissingTable, PostgresAdvisoryLock, PostgresAdvisoryLockBuilder, PostgresError, PostgresLock,
-    PostgresLockBuilder, PreparedStatementsUnsupported, TransactionPooler, deadpool_postgres,
-    tokio_postgres,
-};
-
-// The etcd backend: a grant is a committed transaction, the fencing token its revision
-// (feature `etcd`).
-#[cfg(feature = "etcd")]
-#[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
-pub use lock_etcd::{EtcdLock, EtcdLockBuilder};
-
-// Redlock: one lock over N independent Redis masters, granted by a quorum (feature `redlock`).
-#[cfg(feature = "redlock")]
-#[cfg_attr(docsrs, doc(cfg(feature = "redlock")))]
-pub use lock_redlock::{QuorumNotReached, Redlock, RedlockBuilder, ValidityExpired};
-
-// The backends' settings and helpers at their old crate-root paths, deprecated (the Redis ones
-// too: an unprefixed `DEFAULT_CONNECT_TIMEOUT` at the root read as every backend's).
+// The backends' types, settings and helpers at their old crate-root paths, deprecated, for one
+// release (the client crates hidden instead: a module re-export cannot carry `#[deprecated]`).
 mod deprecated;
 #[cfg(feature = "redis")]
 #[allow(deprecated)]
 pub use deprecated::{
-    DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION, TOKEN_PREFIX,
-    key_slot, token_value,
+    DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION, DEFAULT_GRACE,
+    EvictionRisk, NotReplicated, RedisLock, RedisLockBuilder, ReplicaPolicy, TOKEN_PREFIX,
+    TokenValue, key_slot, token_value,
 };
 #[cfg(feature = "redlock")]
 #[allow(deprecated)]
 pub use deprecated::{
     DEFAULT_DRIFT_CONSTANT, DEFAULT_DRIFT_FACTOR, METRIC_NODE_ERRORS, METRIC_NODE_GRANTS,
     METRIC_NODE_REFUSALS, METRIC_NODE_TIMEOUTS, METRIC_QUORUM, NODE_TIMEOUT_CEILING,
-    NODE_TIMEOUT_FLOOR, NODE_TIMEOUT_PERCENT, REDLOCK_PING_TIMEOUT, default_node_timeout,
-    describe_redlock_metrics, quorum,
+    NODE_TIMEOUT_FLOOR, NODE_TIMEOUT_PERCENT, QuorumNotReached, REDLOCK_PING_TIMEOUT, Redlock,
+    RedlockBuilder, ValidityExpired, default_node_timeout, describe_redlock_metrics, quorum,
 };
+#[cfg(feature = "etcd")]
+#[allow(deprecated)]
+pub use deprecated::{EtcdLock, EtcdLockBuilder};
 #[cfg(feature = "postgres")]
 #[allow(deprecated)]
 pub use deprecated::{
-    POSTGRES_ADVISORY_POOL_SIZE, POSTGRES_CHANNEL, POSTGRES_CONNECT_TIMEOUT, POSTGRES_MIGRATION,
-    POSTGRES_POOL_SIZE, POSTGRES_STATEMENT_TIMEOUT, POSTGRES_TABLE, advisory_key,
+    MissingTable, POSTGRES_ADVISORY_POOL_SIZE, POSTGRES_CHANNEL, POSTGRES_CONNECT_TIMEOUT,
+    POSTGRES_MIGRATION, POSTGRES_POOL_SIZE, POSTGRES_STATEMENT_TIMEOUT, POSTGRES_TABLE,
+    PostgresAdvisoryLock, PostgresAdvisoryLockBuilder, PostgresError, PostgresLock,
+    PostgresLockBuilder, PreparedStatementsUnsupported, TransactionPooler, advisory_key,
 };
+#[cfg(feature = "postgres")]
+#[doc(hidden)]
+pub use lock_postgres::{deadpool_postgres, tokio_postgres};
+#[cfg(feature = "redis")]
+#[doc(hidden)]
+pub use lock_redis::deadpool_redis;
 
 // `#[distributed_lock]` on async functions, the process-wide default locker it uses and the
 // lease of the running locked function (feature `macros`, on by default).

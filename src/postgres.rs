@@ -1,21 +1,28 @@
 //! The PostgreSQL backend (feature `postgres`): [`PostgresLock`], a lease table (every lock
 //! kind) whose releases are announced with LISTEN/NOTIFY, and its opt-in advisory mode
-//! [`PostgresAdvisoryLock`] (session advisory locks with sqlx's keys, the mutex only); their
-//! defaults, the schema's SQL and errors.
-//!
-//! The lock types and their builders are also at the crate root ([`crate::PostgresLock`]); the
-//! settings and helpers keep their own names here (`distlock::postgres::DEFAULT_POOL_SIZE`), as
-//! `sqlx::postgres` does.
+//! [`PostgresAdvisoryLock`] (session advisory locks with sqlx's keys, the mutex only), with
+//! everything lock-postgres exports: their defaults, the schema's SQL, errors, and the client
+//! crates they are built on ([`tokio_postgres`], [`deadpool_postgres`]) under their own names.
 
-// Plain comments, not doc comments: a doc comment on a `pub use` is prepended to every
-// re-exported item's own documentation.
+// Every name of lock-postgres resolves here through this glob, also one added or renamed there before
+// the list below names it; hidden, because rustdoc would copy the client crates' whole
+// documentation into this module's through a glob.
+// While the list names everything, the glob brings nothing of its own: hence the allow.
+#[doc(hidden)]
+#[allow(unused_imports, unreachable_pub)]
+pub use lock_postgres::*;
+
+// The documented list: every public name of lock-postgres (the facade's `exports` test checks it
+// against lock-postgres's lib.rs). Plain comments, not doc comments: a doc comment on a `pub use` is
+// prepended to every re-exported item's own documentation.
 pub use lock_postgres::{
-    CHANNEL, DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE, DEFAULT_STATEMENT_TIMEOUT, Lookalike,
-    MIGRATION, MissingTable, PostgresError, PostgresLock, PostgresLockBuilder,
-    PreparedStatementsUnsupported, SCHEMA_VERSION, TABLE, TURN_CHANNEL, UnsupportedServer,
+    CHANNEL, DEFAULT_ADVISORY_POOL_SIZE, DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE,
+    DEFAULT_STATEMENT_TIMEOUT, LockError, Lookalike, MIGRATION, MissingTable, PostgresAdvisoryLock,
+    PostgresAdvisoryLockBuilder, PostgresError, PostgresLock, PostgresLockBuilder,
+    PreparedStatementsUnsupported, SCHEMA_VERSION, TABLE, TURN_CHANNEL, TransactionPooler,
+    UnsupportedServer, advisory_key,
 };
-// The advisory mode.
-pub use lock_postgres::{
-    DEFAULT_ADVISORY_POOL_SIZE, PostgresAdvisoryLock, PostgresAdvisoryLockBuilder,
-    TransactionPooler, advisory_key,
-};
+// The client crates the backend is built on, under their own names: links to their own
+// documentation.
+#[doc(no_inline)]
+pub use lock_postgres::{deadpool_postgres, tokio_postgres};

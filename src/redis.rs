@@ -1,28 +1,45 @@
-//! The Redis backend (feature `redis`): [`RedisLock`] on one server, and with features
-//! `cluster` / `sentinel` / `tls` on those topologies; its defaults, its key layout, and the
-//! redis client it is built on, as [`client`].
-//!
-//! The lock type and its builder are also at the crate root ([`crate::RedisLock`]); the
-//! settings and helpers keep their own names here (`distlock::redis::DEFAULT_CONNECT_TIMEOUT`),
-//! as `sqlx::postgres` does.
+//! The Redis backend (feature `redis`): [`RedisLock`] on Redis or Valkey — one server, and with
+//! features `cluster` / `sentinel` / `tls` a Cluster, the master Sentinel names, TLS — with
+//! everything lock-redis exports: its defaults, key layout, store grace period, errors, metric
+//! names ([`metric`]), and the client crates it is built on ([`redis`](mod@redis),
+//! [`deadpool_redis`]) under their own names.
 
-// Plain comments, not doc comments: a doc comment on a `pub use` is prepended to every
-// re-exported item's own documentation.
+// Every name of lock-redis resolves here through this glob, also one added or renamed there before
+// the list below names it; hidden, because rustdoc would copy the client crates' whole
+// documentation into this module's through a glob.
+// While the list names everything, the glob brings nothing of its own: hence the allow.
+#[doc(hidden)]
+#[allow(unused_imports, unreachable_pub)]
+pub use lock_redis::*;
+
+// The documented list: every public name of lock-redis (the facade's `exports` test checks it
+// against lock-redis's lib.rs). Plain comments, not doc comments: a doc comment on a `pub use` is
+// prepended to every re-exported item's own documentation.
 pub use lock_redis::{
-    DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION, DerivedKey,
-    LockKeys, MAX_NOTE_BYTES, NotReplicated, RedisLock, RedisLockBuilder, ReplicaPolicy,
-    TOKEN_PREFIX, TokenValue, Topology, key_slot, token_value,
+    DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION, DEFAULT_GRACE,
+    DEFAULT_SUBSCRIBER_PING_INTERVAL, DerivedKey, EvictionRisk, HolderReplies, LockError, LockKeys,
+    MAX_NOTE_BYTES, NotReplicated, RedisLock, RedisLockBuilder, ReplicaPolicy, TOKEN_PREFIX,
+    TokenValue, Topology, key_slot, metric, token_value,
 };
-// The release subscriber's liveness check (issue 26).
-pub use lock_redis::DEFAULT_SUBSCRIBER_PING_INTERVAL;
-
-// The redis crate (redis-rs) the backend is built on, one version with deadpool-redis: use it
-// for your own commands on the same server.
+// A Redis Cluster's refresh interval (feature `cluster`).
+#[cfg(feature = "cluster")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cluster")))]
+pub use lock_redis::CLUSTER_GRACE_REFRESH;
+// The client crates the backend is built on, under their own names: links to their own
+// documentation.
 #[doc(no_inline)]
-pub use lock_redis::redis as client;
+pub use lock_redis::{deadpool_redis, redis};
+// The metric names from before `metric`, for one release.
+#[allow(deprecated)]
+pub use lock_redis::{
+    METRIC_EVICTION_RISK_TOTAL, METRIC_GRACE_REFUSED_TOTAL, METRIC_GRACE_SECONDS,
+};
 
-// `distlock::redis` was the redis crate itself until this module took its name: its items stay
-// reachable here (`distlock::redis::Client`, `distlock::redis::cmd`) for one release. The names
-// above are not in the redis crate, so nothing is shadowed.
+// `distlock::redis` was the redis crate itself until this module took its name, then that
+// crate was `distlock::redis::client`: both stay reachable for one release
+// (`distlock::redis::Client`, `distlock::redis::cmd`). No name of lock-redis is in the redis
+// crate, so the two globs do not collide (the `ambiguous_glob_reexports` lint would say so).
+#[doc(hidden)]
+pub use lock_redis::redis as client;
 #[doc(hidden)]
 pub use lock_redis::redis::*;

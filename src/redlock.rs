@@ -1,18 +1,25 @@
 //! Redlock (feature `redlock`): [`Redlock`], one lock over N independent Redis masters, granted
-//! by a quorum; its timing defaults, its per-node metrics and its errors.
-//!
-//! The lock type and its builder are also at the crate root ([`crate::Redlock`]); the settings
-//! and helpers keep their own names here (`distlock::redlock::PING_TIMEOUT`), as
-//! `sqlx::postgres` does.
+//! by a quorum, with everything lock-redlock exports: its timing defaults, errors and per-node
+//! metric names ([`metric`]).
 
-// Plain comments, not doc comments: a doc comment on a `pub use` is prepended to every
-// re-exported item's own documentation.
+// Every name of lock-redlock resolves here through this glob, also one added or renamed there before
+// the list below names it; hidden, because rustdoc would copy the client crates' whole
+// documentation into this module's through a glob.
+// While the list names everything, the glob brings nothing of its own: hence the allow.
+#[doc(hidden)]
+#[allow(unused_imports, unreachable_pub)]
+pub use lock_redlock::*;
+
+// The documented list: every public name of lock-redlock (the facade's `exports` test checks it
+// against lock-redlock's lib.rs). Plain comments, not doc comments: a doc comment on a `pub use` is
+// prepended to every re-exported item's own documentation.
 pub use lock_redlock::{
-    DEFAULT_DRIFT_CONSTANT, DEFAULT_DRIFT_FACTOR, NODE_TIMEOUT_CEILING, NODE_TIMEOUT_FLOOR,
-    NODE_TIMEOUT_PERCENT, PING_TIMEOUT, QuorumNotReached, Redlock, RedlockBuilder, ValidityExpired,
-    default_node_timeout, quorum,
+    BACKEND, DEFAULT_DRIFT_CONSTANT, DEFAULT_DRIFT_FACTOR, LockError, NODE_TIMEOUT_CEILING,
+    NODE_TIMEOUT_FLOOR, NODE_TIMEOUT_PERCENT, PING_TIMEOUT, QuorumNotReached, Redlock,
+    RedlockBuilder, ValidityExpired, default_node_timeout, metric, quorum,
 };
-// The per-node series, next to the `Locker`'s (`distlock::metric`).
+// The metric names from before `metric`, for one release.
+#[allow(deprecated)]
 pub use lock_redlock::{
     METRIC_NODE_ERRORS, METRIC_NODE_GRANTS, METRIC_NODE_REFUSALS, METRIC_NODE_TIMEOUTS,
     METRIC_QUORUM, describe_metrics,

@@ -41,8 +41,8 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 use distlock::backend::Lock;
-use distlock::{Locker, RedisLock};
-// `distlock::PostgresLock` with the `postgres` feature; the crate itself here, so that the
+use distlock::{Locker, redis::RedisLock};
+// `distlock::postgres::PostgresLock` with the `postgres` feature; the crate itself here, so that the
 // example runs on PostgreSQL without that feature.
 use lock_postgres::PostgresLock;
 use lock_testkit::{PostgresServer, RedisServer};

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use distlock::metric;
+use distlock::metrics as metric;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 /// Installs the global recorder and starts its upkeep (which bounds histogram memory).

@@ -13,7 +13,7 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use distlock::redis::key_slot;
-use distlock::{Locker, RedisLock, ReplicaPolicy};
+use distlock::{Locker, redis::RedisLock, redis::ReplicaPolicy};
 use lock_testkit::RedisCluster;
 
 type Error = Box<dyn std::error::Error>;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use distlock::redis::client::{self as redis, aio::MultiplexedConnection};
+use distlock::redis::redis::{self, aio::MultiplexedConnection};
 use lock_postgres::PostgresLock;
 use lock_testkit::{EtcdCluster, PostgresServer, RedisServer};
 

@@ -1,6 +1,6 @@
 //! The demo's Redis keys and the fenced resource the lock protects.
 
-use distlock::redis::client::{
+use distlock::redis::redis::{
     self as redis, AsyncCommands as _, RedisResult, Script, aio::MultiplexedConnection,
 };
 

@@ -5,12 +5,12 @@ use std::io::{self, Write as _};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use distlock::redis::client::{self as redis, aio::MultiplexedConnection};
-use distlock::{Guard, LockError, Locker, RedisLock, TimeoutPhase};
-// `distlock::PostgresLock` with the `postgres` feature; the crate itself here, so that the demo
+use distlock::redis::redis::{self, aio::MultiplexedConnection};
+use distlock::{Guard, LockError, Locker, TimeoutPhase, redis::RedisLock};
+// `distlock::postgres::PostgresLock` with the `postgres` feature; the crate itself here, so that the demo
 // builds without features.
 use lock_postgres::PostgresLock;
-// `distlock::EtcdLock` with the `etcd` feature; the crate itself, for the same reason.
+// `distlock::etcd::EtcdLock` with the `etcd` feature; the crate itself, for the same reason.
 use lock_etcd::EtcdLock;
 
 use crate::Error;

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use clap::Args;
-use distlock::{Locker, RedisLock, TermEvent};
+use distlock::{Locker, TermEvent, redis::RedisLock};
 
 #[derive(Debug, Args)]
 pub(crate) struct ReplicaArgs {

@@ -30,7 +30,7 @@ mod workload;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use distlock::{Locker, Redlock};
+use distlock::{Locker, redlock::Redlock};
 use nodes::Nodes;
 use workload::{LOCK, Phase, TTL};
 

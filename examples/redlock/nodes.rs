@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use distlock::{RedisLock, Redlock};
+use distlock::{redis::RedisLock, redlock::Redlock};
 use lock_testkit::RedisServer;
 
 /// How long a node may take to answer the example's own inspection commands.

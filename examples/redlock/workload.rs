@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use distlock::{LockError, Locker, QuorumNotReached};
+use distlock::{LockError, Locker, redlock::QuorumNotReached};
 use tokio::time::Instant;
 
 /// The lock every client takes.

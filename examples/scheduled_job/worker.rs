@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::Args;
-use distlock::{Locker, RedisLock, distributed_lock};
+use distlock::{Locker, distributed_lock, redis::RedisLock};
 
 #[derive(Debug, Args)]
 pub(crate) struct WorkerArgs {

@@ -11,7 +11,7 @@
 
 use std::time::{Duration, Instant};
 
-use distlock::{Locker, RedisLock, ReplicaPolicy};
+use distlock::{Locker, redis::RedisLock, redis::ReplicaPolicy};
 use lock_testkit::RedisSentinelSet;
 
 type Error = Box<dyn std::error::Error>;

@@ -125,7 +125,7 @@ pub const PERMITS_HELD: &str = "distlock_permits_held";
 pub const BACKEND_ERRORS_TOTAL: &str = "distlock_backend_errors_total";
 
 /// The version of the `metrics` crate the series are recorded through: a recorder built on
-/// another major version sees none of them (see the [module documentation](self)).
+/// another major version sees none of them (see "Which `metrics` version" in the module docs).
 pub const METRICS_VERSION: &str = "0.24";
 
 /// The prefix of every series name, for an exporter's per-metric settings

@@ -12,6 +12,7 @@ mod grace;
 mod holder;
 mod kinds;
 mod layout;
+pub mod metric;
 mod native;
 mod redis_lock;
 mod replication;
@@ -28,10 +29,7 @@ mod units;
 #[cfg(feature = "cluster")]
 pub use cluster_grace::CLUSTER_GRACE_REFRESH;
 pub use config::RedisLockBuilder;
-pub use grace::{
-    DEFAULT_GRACE, EvictionRisk, METRIC_EVICTION_RISK_TOTAL, METRIC_GRACE_REFUSED_TOTAL,
-    METRIC_GRACE_SECONDS,
-};
+pub use grace::{DEFAULT_GRACE, EvictionRisk};
 pub use holder::HolderReplies;
 pub use kinds::note::MAX_NOTE_BYTES;
 pub use layout::{DerivedKey, LockKeys, TOKEN_PREFIX, TokenValue, token_value};
@@ -49,3 +47,14 @@ pub use topology::Topology;
 pub use deadpool_redis;
 /// The Redis client `RedisLock` is built on, re-exported so its version always matches.
 pub use redis;
+
+// The metric names from before the `metric` module, for one release.
+/// The grace period's gauge: use [`metric::GRACE_SECONDS`].
+#[deprecated(note = "use `lock_redis::metric::GRACE_SECONDS`")]
+pub const METRIC_GRACE_SECONDS: &str = metric::GRACE_SECONDS;
+/// The grace period's refusal counter: use [`metric::GRACE_REFUSED_TOTAL`].
+#[deprecated(note = "use `lock_redis::metric::GRACE_REFUSED_TOTAL`")]
+pub const METRIC_GRACE_REFUSED_TOTAL: &str = metric::GRACE_REFUSED_TOTAL;
+/// The eviction risk counter: use [`metric::EVICTION_RISK_TOTAL`].
+#[deprecated(note = "use `lock_redis::metric::EVICTION_RISK_TOTAL`")]
+pub const METRIC_EVICTION_RISK_TOTAL: &str = metric::EVICTION_RISK_TOTAL;

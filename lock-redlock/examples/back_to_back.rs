@@ -17,8 +17,10 @@ use std::time::{Duration, Instant};
 
 use lock_core::Locker;
 use lock_redis::RedisLock;
-use lock_redlock::{
-    METRIC_NODE_ERRORS, METRIC_NODE_GRANTS, METRIC_NODE_REFUSALS, METRIC_NODE_TIMEOUTS, Redlock,
+use lock_redlock::Redlock;
+use lock_redlock::metric::{
+    NODE_ERRORS as METRIC_NODE_ERRORS, NODE_GRANTS as METRIC_NODE_GRANTS,
+    NODE_REFUSALS as METRIC_NODE_REFUSALS, NODE_TIMEOUTS as METRIC_NODE_TIMEOUTS,
 };
 use lock_testkit::RedisServer;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};

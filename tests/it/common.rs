@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use distlock::backend::{Attempt, Lock};
-use distlock::{Lease, LockError, Locker, MemoryLock, RedisLock, Token};
+use distlock::{Lease, LockError, Locker, MemoryLock, Token, redis::RedisLock};
 use lock_testkit::RedisServer;
 use tokio::time::Instant;
 

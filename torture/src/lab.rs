@@ -3,8 +3,8 @@
 use std::io;
 use std::time::Duration;
 
-use distlock::PostgresLock;
-use distlock::tokio_postgres::{self, NoTls};
+use distlock::postgres::PostgresLock;
+use distlock::postgres::tokio_postgres::{self, NoTls};
 use lock_testkit::{EtcdCluster, FaultProxy, KeepData, PostgresServer, RedisCluster, RedisServer};
 
 use crate::scenario::Topology;

@@ -376,7 +376,7 @@ async fn wait_for_replicas_prevents_double_grants_when_a_master_dies() {
     }
 }
 
-/// Issue 26 on a Cluster: the master of the lock's slot fails over to a replica that lacks the
+/// The store grace period on a Cluster: the master of the lock's slot fails over to a replica that lacks the
 /// grant. The contender, connected before, grants nothing on that master's slots until the
 /// holder's lease is over, and grants a name on another master at once meanwhile.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,4 +1,4 @@
-//! The store grace period (issue 26): a Redis that may have lost grants grants nothing until
+//! The store grace period: a Redis that may have lost grants grants nothing until
 //! the longest lease could have run out; a fresh Redis grants at once; strict mode covers a
 //! process that never saw the old server and refuses a server that may evict lock keys; a full
 //! Redis under `noeviction` gives a retryable error, never a grant. The same over several
@@ -9,7 +9,11 @@ use std::time::{Duration, Instant};
 
 use lock_core::backend::{Attempt, Lock};
 use lock_core::{LockError, Locker, Token};
-use lock_redis::{EvictionRisk, METRIC_EVICTION_RISK_TOTAL, METRIC_GRACE_REFUSED_TOTAL, RedisLock};
+use lock_redis::metric::{
+    EVICTION_RISK_TOTAL as METRIC_EVICTION_RISK_TOTAL,
+    GRACE_REFUSED_TOTAL as METRIC_GRACE_REFUSED_TOTAL,
+};
+use lock_redis::{EvictionRisk, RedisLock};
 use lock_testkit::{KeepData, RedisServer};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 

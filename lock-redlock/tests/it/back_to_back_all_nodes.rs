@@ -11,8 +11,10 @@ use std::time::Duration;
 
 use lock_core::Token;
 use lock_core::backend::{Attempt, Lock};
-use lock_redlock::{
-    METRIC_NODE_ERRORS, METRIC_NODE_GRANTS, METRIC_NODE_REFUSALS, METRIC_NODE_TIMEOUTS, Redlock,
+use lock_redlock::Redlock;
+use lock_redlock::metric::{
+    NODE_ERRORS as METRIC_NODE_ERRORS, NODE_GRANTS as METRIC_NODE_GRANTS,
+    NODE_REFUSALS as METRIC_NODE_REFUSALS, NODE_TIMEOUTS as METRIC_NODE_TIMEOUTS,
 };
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 

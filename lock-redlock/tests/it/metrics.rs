@@ -91,7 +91,7 @@ fn counted<F: Future<Output = ()>>(run: impl FnOnce(Vec<Arc<Scripted>>, Redlock)
         .expect("runtime");
     metrics::with_local_recorder(&recorder, || {
         runtime.block_on(async {
-            lock_redlock::describe_metrics();
+            lock_redlock::metric::describe();
             let nodes = scripted(&[Behavior::Normal; 3]);
             let redlock = common::memory::redlock(&nodes);
             run(nodes, redlock).await;

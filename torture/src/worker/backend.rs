@@ -1,6 +1,8 @@
 //! Builds the worker's `Locker` through distlock's public API, as a user would.
 
-use distlock::{EtcdLock, LockError, Locker, PostgresLock, RedisLock, Redlock};
+use distlock::{
+    LockError, Locker, etcd::EtcdLock, postgres::PostgresLock, redis::RedisLock, redlock::Redlock,
+};
 
 use super::config::{Backend, WorkerConfig};
 

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use distlock::metric;
+use distlock::metrics as metric;
 use metrics::{
     Counter, CounterFn, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit,
 };

@@ -42,7 +42,7 @@ fn the_delayed_restart_rule_keeps_exclusion() {
     assert_eq!(outcome.report.overlaps.len(), 0);
 }
 
-/// Issue 26's bar for Redlock: at least 5 cycles of a node restarted empty under a holder on a
+/// The grace period's bar for Redlock: at least 5 cycles of a node restarted empty under a holder on a
 /// bare quorum, 0 second quorums (5 of 5 before the grace period).
 #[test]
 fn five_immediate_restarts_never_form_a_second_quorum() {

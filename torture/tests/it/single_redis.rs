@@ -85,7 +85,7 @@ fn memory_pressure_lets_no_stale_write_through() {
     assert_eq!(r.token_regressions, 0);
 }
 
-/// Issue 26's bar: a Redis restarted empty at least 12 times under a renewed holder and waiting
+/// The grace period's bar: a Redis restarted empty at least 12 times under a renewed holder and waiting
 /// worker processes grants the lock twice 0 times (7 of 12 before the grace period), and the
 /// verdict holds every next grant to after the grace.
 #[test]

@@ -98,7 +98,7 @@ pub(crate) enum Part {
     S9,
     S10,
     /// S1 and S2 on the run's redis-server and on a Valkey server (`scripts/ensure-valkey.sh`),
-    /// in alternating rounds (issue 25).
+    /// in alternating rounds (the Redis-and-Valkey comparison).
     Valkey,
     /// S1 on PostgreSQL (both modes), interleaved with pgbench on the bare statements.
     P1,

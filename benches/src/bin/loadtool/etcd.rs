@@ -1,4 +1,4 @@
-//! E1, E3, E5 and the failover (issue 23): distlock on etcd (`EtcdLock`), on throwaway etcd
+//! E1, E3, E5 and the failover, the etcd scenarios: distlock on etcd (`EtcdLock`), on throwaway etcd
 //! members of lock-testkit's.
 //!
 //! - E1: S1's loop (one task, acquire + release) through distlock's `Locker`, judged against
@@ -381,7 +381,7 @@ async fn run_loop(locker: Locker, shared: Arc<Loop>) {
     }
 }
 
-/// Issue 23's targets.
+/// The etcd targets (E1, E3, E5 and the failover).
 pub(crate) fn targets(run: Option<&EtcdRun>) -> Vec<Target> {
     let mut out = Vec::new();
     let what =

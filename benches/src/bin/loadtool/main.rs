@@ -2,8 +2,8 @@
 //!
 //! Starts its own redis-server processes (lock-testkit, free loopback ports, killed by PID at
 //! the end), measures the bare-Redis baselines with `redis-benchmark` on the same server, then
-//! runs the scenarios of issue 7 against distlock, a hand-written redis-rs lock and (S1–S4,
-//! issue 15) rslock 0.10:
+//! runs the Redis scenarios against distlock, a hand-written redis-rs lock and (S1–S4, the
+//! peer comparison) rslock 0.10:
 //!
 //! - S1 uncontended: one task, one name, acquire + release in a loop;
 //! - S2 parallel: 32 tasks, each its own name;
@@ -13,19 +13,19 @@
 //! - S5 10,000 locks held with renewal, in a child process (memory, CPU, round trips);
 //! - S6 1,000 waiters on one name (subscriptions, round trips per handoff);
 //!
-//! and those of issue 13, on the lock kinds:
+//! and those of the read-write lock and the semaphore:
 //!
 //! - S7 read-write: 16 tasks on one name, 90 % reads, against the exclusive lock on the same
 //!   workload;
 //! - S8 semaphore: 32 tasks on 8 permits of one name;
 //! - S9 10,000 read leases held with renewal, in a child process, as S5;
 //!
-//! and that of issue 17, on the fair lock:
+//! and that of the fair lock:
 //!
 //! - S10 fairness across processes: 4 child processes × 4 tasks on one name, ~1 ms hold, with
 //!   the plain mutex and with the fair lock; per-process counts, handoff gaps, exclusion.
 //!
-//! and those of issue 14, on PostgreSQL (one throwaway server, lock-testkit's, with
+//! and those on PostgreSQL (one throwaway server, lock-testkit's, with
 //! `pg_stat_statements`), in both of lock-postgres's modes, the lease table and advisory locks:
 //!
 //! - P1: S1 on each mode, interleaved with `pgbench` running the bare statements;
@@ -36,7 +36,7 @@
 //!
 //! - P7, P8, P10: S7, S8 and S10 on `PostgresLock`, with S10's counter on Redis;
 //!
-//! and those of issue 23, on etcd (`EtcdLock`, throwaway members of lock-testkit's):
+//! and those on etcd (`EtcdLock`, throwaway members of lock-testkit's):
 //!
 //! - E1: S1 on one member, interleaved with the bare etcd transactions it sends;
 //! - E3: S3 on one member; E5: S5 on one member (keep-alive messages, CPU per lease period);

@@ -1,4 +1,4 @@
-//! P1, P3 and P5 (issue 14): S1, S3 and S5 on PostgreSQL, in both of lock-postgres's modes —
+//! P1, P3 and P5, the PostgreSQL scenarios: S1, S3 and S5 on PostgreSQL, in both of lock-postgres's modes —
 //! the lease table (`PostgresLock`) and session advisory locks (`PostgresAdvisoryLock`) — with
 //! S1's and S3's own machinery ([`crate::cycles`], [`crate::handoff`]) and S5's child process
 //! ([`crate::renewal`]), on one throwaway server started with `pg_stat_statements`, so the probe
@@ -530,7 +530,7 @@ fn merge(runs: &[PgBench]) -> Option<PgBench> {
     Some(merged)
 }
 
-/// Issue 14's targets.
+/// The PostgreSQL targets (P1, P3 and P5).
 pub(crate) fn targets(run: Option<&PostgresRun>) -> Vec<Target> {
     let what = |client| match client {
         TABLE => "P1 lease table: cycles/s against pgbench on its bare statements",

@@ -143,7 +143,7 @@ fn cycles(run: &Run) {
     stale(run);
 }
 
-/// S1 and S2 on each server (issue 25): ratios of medians over alternating rounds.
+/// S1 and S2 on each server (Redis and Valkey): ratios of medians over alternating rounds.
 fn servers(run: &Run) {
     if run.servers.is_empty() {
         return;
@@ -714,7 +714,7 @@ fn targets(run: &Run) {
     if run.targets.is_empty() {
         return;
     }
-    println!("\nTargets (issues 3, 4, 7, 13, 14, 15, 17 and 23)");
+    println!("\nTargets");
     let mut t = table(&["target", "issues", "goal", "measured", "met"]);
     for target in &run.targets {
         t.add_row(vec![

@@ -49,13 +49,13 @@ pub(crate) struct Run {
     pub(crate) s9: Vec<RenewalRun>,
     /// The plain mutex, then the fair lock, each over the same processes and tasks.
     pub(crate) s10: Vec<FairnessRun>,
-    /// P1, P3 and P5 on PostgreSQL, with their pgbench baselines (issue 14); P7, P8 and P10,
+    /// P1, P3 and P5 on PostgreSQL, with their pgbench baselines; P7, P8 and P10,
     /// the lock kinds on the lease table.
     pub(crate) postgres: Option<PostgresRun>,
     /// S1 and S2 on the run's redis-server and on a Valkey server, in alternating rounds
-    /// (issue 25); empty when not run.
+    /// (the Redis-and-Valkey comparison); empty when not run.
     pub(crate) servers: Vec<crate::servers::ServerRun>,
-    /// E1, E3, E5 and the failover on etcd (issue 23).
+    /// E1, E3, E5 and the failover on etcd.
     pub(crate) etcd: Option<crate::etcd::EtcdRun>,
     pub(crate) targets: Vec<Target>,
     /// Correctness failures and errors: a run with any is not a valid measurement.
@@ -353,7 +353,7 @@ impl Run {
         self.targets = t;
     }
 
-    /// The targets of issue 15: distlock against the simplest alternatives, measured in the
+    /// The peer targets: distlock against the simplest alternatives, measured in the
     /// same run (the hand-written lock, rslock).
     fn judge_peers(&self, t: &mut Vec<Target>) {
         let versus = |id: &'static str,
@@ -446,7 +446,7 @@ impl Run {
         });
     }
 
-    /// The targets of issue 13: the read-write lock and the semaphore.
+    /// The targets of the read-write lock and the semaphore (S7, S8, S9).
     fn judge_kinds(&self, t: &mut Vec<Target>) {
         let what = "S7 acquisitions/s, read-write lock against the exclusive lock (90 % reads)";
         t.push(
@@ -495,7 +495,7 @@ impl Run {
         });
     }
 
-    /// The targets of issue 17: the fair lock.
+    /// The target of the fair lock (S10).
     fn judge_fairness(&self, t: &mut Vec<Target>) {
         let what =
             "S10: acquisitions per process, 4 processes × 4 tasks on one name, most over fewest";

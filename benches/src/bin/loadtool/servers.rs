@@ -1,9 +1,9 @@
-//! Issue 25's comparison across servers: S1 (one task) and S2 (32 tasks, own names) on the
+//! The comparison across servers (Redis and Valkey): S1 (one task) and S2 (32 tasks, own names) on the
 //! run's redis-server and on a Valkey server, for the hand-written lock and distlock fenced and
 //! `fencing(false)`, each ratio against the hand-written lock on the same server.
 //!
 //! One long window per client let the shared machine's slow patches decide ratios (S1 moved
-//! between 0.61 and 1.25 from run to run in issue 25's harness), so here every client runs in
+//! between 0.61 and 1.25 from run to run in the first harness), so here every client runs in
 //! short rounds, the clients alternating within each round (A, B, C; then B, C, A; …), and a
 //! ratio is the median of the client's rounds over the median of the hand-written lock's,
 //! with the spread of the per-round ratios beside it.
@@ -186,7 +186,7 @@ pub(crate) async fn describe(url: &str) -> redis::RedisResult<String> {
     })
 }
 
-/// Issue 25's targets, per server: ratios of medians over alternating rounds against the
+/// The per-server targets (S1 and S2 on Redis and Valkey): ratios of medians over alternating rounds against the
 /// hand-written lock on the same server. `None` for a server that did not run.
 pub(crate) fn targets(runs: &[ServerRun]) -> Vec<crate::target::Target> {
     use crate::target::{not_run, target};

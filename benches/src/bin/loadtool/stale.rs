@@ -22,7 +22,7 @@ use serde::Serialize;
 use crate::counted::Counted;
 use crate::cycles::Client;
 
-/// The figures are reported per this many cycles (the unit).
+/// The figures are reported per this many cycles (the unit the S4 target is stated in).
 pub(crate) const PER_CYCLES: f64 = 20_000.0;
 
 /// How long a pass may run at most, whatever its cycle count.

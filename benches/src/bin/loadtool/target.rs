@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-/// One target of issues 3, 4, 7, 13, 14 and 17 and how this run did.
+/// One target of the load tool (a scenario's goal, as the README lists them) and how this run did.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Target {
     pub(crate) id: &'static str,
