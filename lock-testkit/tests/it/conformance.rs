@@ -219,7 +219,7 @@ mod matrix {
     fn the_list_names_every_check() {
         for module in Module::ALL {
             let path = format!(
-                "{}/src/conformance/{}.rs",
+                "{}/src/checks/conformance/{}.rs",
                 env!("CARGO_MANIFEST_DIR"),
                 module.name()
             );

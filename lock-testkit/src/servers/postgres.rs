@@ -12,9 +12,10 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::launch::{self, Launch, Process, Server, Timing, wait_exit};
-use crate::port::try_free_port;
-use crate::{probe, signal};
+use crate::servers::launch::{self, Launch, Process, Server, Timing, wait_exit};
+use crate::servers::port::try_free_port;
+use crate::servers::probe;
+use crate::signal;
 
 /// Environment variable naming the directory that holds `initdb` and `postgres`.
 const BINDIR_ENV: &str = "DISTLOCK_PG_BINDIR";
@@ -158,7 +159,7 @@ impl PostgresServer {
     pub fn url_with_password(&self, password: &str) -> String {
         format!(
             "postgres://{SUPERUSER}:{}@127.0.0.1:{}/postgres",
-            crate::server::percent_encode(password),
+            crate::servers::redis::percent_encode(password),
             self.port
         )
     }
