@@ -1,6 +1,12 @@
 #![forbid(unsafe_code)]
 //! Throwaway `redis-server` processes for distlock's integration tests.
 //!
+//! The kit has two halves, one folder each, and every public name is re-exported here: the
+//! servers a test starts and stops (`src/servers/`: Redis, Valkey, Redis Cluster, Sentinel,
+//! PostgreSQL, PgBouncer, etcd, the fault proxy, and their launch helpers), and the checks
+//! the backends' tests share (`src/checks/`: the conformance suite, and the exclusion, fair
+//! order, leader election and holder checks).
+//!
 //! Every test starts the servers it needs with [`RedisServer::start`] (or
 //! [`RedisServer::builder`]): each one listens on a free port on
 //! `127.0.0.1`, keeps its data and log in its own temporary directory, and is
@@ -109,45 +115,21 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
-mod binary;
-mod client;
-mod cluster;
-pub mod conformance;
-pub mod election_processes;
-mod etcd;
-pub mod exclusion;
-pub mod fair_order;
-pub mod holders;
-mod launch;
-mod pgbouncer;
-mod poll;
-mod port;
-mod postgres;
-mod probe;
+mod checks;
 mod processes;
-mod proxy;
-mod role;
-mod sentinel;
-mod server;
+mod servers;
 mod signal;
-#[cfg(feature = "tls")]
-mod tls;
 
-pub use binary::{
-    VALKEY_VERSION, cache_dir, redis_server_binary, try_redis_server_binary,
-    try_valkey_server_binary, valkey_install_dir,
-};
-pub use cluster::{CLUSTER_SLOTS, ClusterNode, RedisCluster, RedisClusterBuilder, SlotMigration};
-pub use etcd::{
-    ETCD_VERSION, EtcdCluster, EtcdClusterBuilder, EtcdMember, etcd_install_dir, try_etcd_binary,
-};
-pub use pgbouncer::{PgBouncer, PgBouncerBuilder, PoolMode, pgbouncer_binary};
-pub use port::free_port;
-pub use postgres::{PostgresServer, PostgresServerBuilder, postgres_bin_dir};
+pub use checks::{conformance, election_processes, exclusion, fair_order, holders};
 pub use processes::{run_test_in_processes, spawn_test_process};
-pub use proxy::FaultProxy;
-pub use role::Role;
-pub use sentinel::{RedisSentinelSet, RedisSentinelSetBuilder};
-pub use server::{KeepData, RedisServer, RedisServerBuilder};
 #[cfg(feature = "tls")]
-pub use tls::TestCertificates;
+pub use servers::TestCertificates;
+pub use servers::{
+    CLUSTER_SLOTS, ClusterNode, ETCD_VERSION, EtcdCluster, EtcdClusterBuilder, EtcdMember,
+    FaultProxy, KeepData, PgBouncer, PgBouncerBuilder, PoolMode, PostgresServer,
+    PostgresServerBuilder, RedisCluster, RedisClusterBuilder, RedisSentinelSet,
+    RedisSentinelSetBuilder, RedisServer, RedisServerBuilder, Role, SlotMigration, VALKEY_VERSION,
+    cache_dir, etcd_install_dir, free_port, pgbouncer_binary, postgres_bin_dir,
+    redis_server_binary, try_etcd_binary, try_redis_server_binary, try_valkey_server_binary,
+    valkey_install_dir,
+};

@@ -20,9 +20,10 @@ mod memory {
     );
 }
 
-/// The matrix in lock-testkit's README (backend × module → the checks that run), written from
-/// the suite's one list (`Module::checks`) and each backend's own capability table, so the
-/// README cannot drift from what the runners run. `DISTLOCK_BLESS=1` rewrites it.
+/// The matrix in lock-testkit's README (runner × module → the checks that run), written from
+/// the suite's list of runners (`RUNNERS`), its list of checks (`Module::checks`) and each
+/// backend's own capability table, so the README cannot drift from what the runners run.
+/// `DISTLOCK_BLESS=1` rewrites it.
 mod matrix {
     use std::fmt::Write as _;
     use std::sync::Arc;
@@ -33,7 +34,7 @@ mod matrix {
     use lock_postgres::{PostgresAdvisoryLock, PostgresLock};
     use lock_redis::RedisLock;
     use lock_redlock::Redlock;
-    use lock_testkit::conformance::Module;
+    use lock_testkit::conformance::{Module, RUNNERS, Runner};
 
     const START: &str = "<!-- conformance-matrix:start (written by lock-testkit's test matrix::the_readme_shows_what_runs) -->";
     const END: &str = "<!-- conformance-matrix:end -->";
@@ -51,88 +52,56 @@ mod matrix {
             .expect("valid URL")
     }
 
-    /// Each backend as its runner builds it: its name, where its runner is, its lock.
-    fn backends() -> Vec<(&'static str, &'static str, Arc<dyn Lock>)> {
+    /// The lock `runner` runs the suite over, built as the runner builds it (connecting to
+    /// nothing), for its capability table.
+    fn lock_of(runner: &Runner) -> Arc<dyn Lock> {
         let memory_nodes = || (0..3).map(|_| MemoryLock::new());
-        vec![
-            (
-                "`MemoryLock`",
-                "lock-testkit `memory`",
-                Arc::new(MemoryLock::new()),
+        let cluster = || {
+            RedisLock::builder()
+                .cluster_urls(vec![REDIS.to_owned()])
+                .build()
+                .expect("valid URLs")
+        };
+        match (runner.package, runner.module) {
+            ("lock-testkit", "memory") => Arc::new(MemoryLock::new()),
+            ("lock-redis", "redis" | "valkey") => Arc::new(redis()),
+            ("lock-redis", "cluster" | "valkey_cluster") => Arc::new(cluster()),
+            ("lock-redlock", "redis") => Arc::new(
+                Redlock::builder()
+                    .nodes((0..3).map(|_| redis()))
+                    .build()
+                    .expect("three nodes"),
             ),
-            (
-                "`RedisLock`, one server",
-                "lock-redis `redis`",
-                Arc::new(redis()),
+            ("lock-redlock", "memory") => Arc::new(
+                Redlock::builder()
+                    .nodes(memory_nodes())
+                    .build()
+                    .expect("three nodes"),
             ),
-            (
-                "`RedisLock`, one Valkey 9.1 server",
-                "lock-redis `valkey`",
-                Arc::new(redis()),
+            ("lock-postgres", "table") => {
+                Arc::new(PostgresLock::builder().url(POSTGRES).build().expect("URL"))
+            }
+            ("lock-postgres", "advisory") => Arc::new(
+                PostgresAdvisoryLock::builder()
+                    .url(POSTGRES)
+                    .build()
+                    .expect("URL"),
             ),
-            (
-                "`RedisLock`, Redis Cluster",
-                "lock-redis `cluster`",
-                Arc::new(
-                    RedisLock::builder()
-                        .cluster_urls(vec![REDIS.to_owned()])
-                        .build()
-                        .expect("valid URLs"),
-                ),
+            ("lock-postgres", "pgbouncer") => Arc::new(
+                PostgresLock::builder()
+                    .url(POSTGRES)
+                    .listen_url(POSTGRES)
+                    .prepared_statements(false)
+                    .build()
+                    .expect("URL"),
             ),
-            (
-                "`Redlock` over 3 `RedisLock`s",
-                "lock-redlock `redis`",
-                Arc::new(
-                    Redlock::builder()
-                        .nodes((0..3).map(|_| redis()))
-                        .build()
-                        .expect("three nodes"),
-                ),
+            ("lock-etcd", "one_member") => Arc::new(EtcdLock::new([ETCD]).expect("valid endpoint")),
+            _ => panic!(
+                "the matrix does not know the lock of the runner {}: add how it builds it \
+                 to `lock_of`",
+                runner.name()
             ),
-            (
-                "`Redlock` over 3 `MemoryLock`s",
-                "lock-redlock `memory`",
-                Arc::new(
-                    Redlock::builder()
-                        .nodes(memory_nodes())
-                        .build()
-                        .expect("three nodes"),
-                ),
-            ),
-            (
-                "`PostgresLock`",
-                "lock-postgres `table`",
-                Arc::new(PostgresLock::builder().url(POSTGRES).build().expect("URL")),
-            ),
-            (
-                "`PostgresAdvisoryLock`",
-                "lock-postgres `advisory`",
-                Arc::new(
-                    PostgresAdvisoryLock::builder()
-                        .url(POSTGRES)
-                        .build()
-                        .expect("URL"),
-                ),
-            ),
-            (
-                "`PostgresLock` behind PgBouncer",
-                "lock-postgres `pgbouncer`",
-                Arc::new(
-                    PostgresLock::builder()
-                        .url(POSTGRES)
-                        .listen_url(POSTGRES)
-                        .prepared_statements(false)
-                        .build()
-                        .expect("URL"),
-                ),
-            ),
-            (
-                "`EtcdLock`, one etcd 3.5 member",
-                "lock-etcd `one_member`",
-                Arc::new(EtcdLock::new([ETCD]).expect("valid endpoint")),
-            ),
-        ]
+        }
     }
 
     fn cell(module: Module, caps: &Capabilities) -> String {
@@ -176,9 +145,9 @@ mod matrix {
         }
         let _ = writeln!(out, " fencing | announces releases |");
         let _ = writeln!(out, "|{}", "---|".repeat(modules.len() + 4));
-        for (name, runner, lock) in backends() {
-            let caps = lock.capabilities();
-            let _ = write!(out, "| {name} | {runner} |");
+        for runner in RUNNERS {
+            let caps = lock_of(runner).capabilities();
+            let _ = write!(out, "| {} | {} |", runner.backend, runner.name());
             for module in modules {
                 let _ = write!(out, " {} |", cell(module, &caps));
             }
@@ -213,13 +182,107 @@ mod matrix {
         );
     }
 
+    /// Every `conformance_tests!` call in the workspace's tests is a runner of `RUNNERS`, and
+    /// every runner of `RUNNERS` is such a call: read from the sources, so a runner whose
+    /// package's tests are not run here (or a listed runner that was removed) is noticed too.
+    /// Each call also checks itself (`listed_in_the_matrix`); this is the other direction.
+    #[test]
+    fn the_runners_are_the_calls() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("the workspace");
+        let mut calls = Vec::new();
+        for package in std::fs::read_dir(root).expect("the workspace") {
+            let dir = package.expect("an entry").path();
+            let tests = dir.join("tests");
+            let Some(name) = cargo_package_name(&dir) else {
+                continue;
+            };
+            for file in rust_files(&tests) {
+                let source = std::fs::read_to_string(&file).expect("a test file");
+                calls.extend(
+                    runner_modules(&source)
+                        .into_iter()
+                        .map(|m| (name.clone(), m)),
+                );
+            }
+        }
+        let mut listed: Vec<(String, String)> = RUNNERS
+            .iter()
+            .map(|r| (r.package.to_owned(), r.module.to_owned()))
+            .collect();
+        calls.sort();
+        listed.sort();
+        assert_eq!(
+            calls, listed,
+            "the `conformance_tests!` calls in the tests (left) and \
+             lock_testkit::conformance::RUNNERS (right)"
+        );
+    }
+
+    /// The `name` of the package whose manifest is in `dir`, if any.
+    fn cargo_package_name(dir: &std::path::Path) -> Option<String> {
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).ok()?;
+        let package = manifest.split("[package]").nth(1)?;
+        let line = package
+            .lines()
+            .find(|l| l.trim_start().starts_with("name"))?;
+        Some(line.split('"').nth(1)?.to_owned())
+    }
+
+    /// Every `.rs` file under `dir`, at any depth.
+    fn rust_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        let mut files = Vec::new();
+        for entry in entries {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                files.extend(rust_files(&path));
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
+        }
+        files
+    }
+
+    /// The module of each `conformance_tests!(` call in `source`: the innermost `mod name {`
+    /// around it, told by indentation (the sources are rustfmt's).
+    fn runner_modules(source: &str) -> Vec<String> {
+        let mut open: Vec<(usize, &str)> = Vec::new();
+        let mut found = Vec::new();
+        for line in source.lines() {
+            let code = line.trim_start();
+            let indent = line.len() - code.len();
+            let declared = code
+                .trim_start_matches("pub(super) ")
+                .trim_start_matches("pub ")
+                .strip_prefix("mod ")
+                .and_then(|rest| rest.strip_suffix(" {"));
+            let call = code.starts_with("lock_testkit::conformance_tests!(");
+            if declared.is_some() || call {
+                while open.last().is_some_and(|(i, _)| *i >= indent) {
+                    open.pop();
+                }
+            }
+            if let Some(name) = declared {
+                open.push((indent, name));
+            }
+            if call && let Some((_, name)) = open.last() {
+                found.push((*name).to_owned());
+            }
+        }
+        found
+    }
+
     /// The suite's list names every check its modules define (a `pub async fn` of a module
     /// that is not in the list would run nowhere).
     #[test]
     fn the_list_names_every_check() {
         for module in Module::ALL {
             let path = format!(
-                "{}/src/conformance/{}.rs",
+                "{}/src/checks/conformance/{}.rs",
                 env!("CARGO_MANIFEST_DIR"),
                 module.name()
             );

@@ -4,8 +4,8 @@ use std::io;
 use std::time::{Duration, Instant};
 
 use super::{POLL_INTERVAL, PROBE_TIMEOUT, RedisCluster, check_slot};
-use crate::role::Role;
-use crate::{client, poll};
+use crate::servers::role::Role;
+use crate::servers::{client, poll};
 
 /// Keys asked for (`CLUSTER GETKEYSINSLOT`) and moved (`MIGRATE`) at once.
 const BATCH: usize = 100;

@@ -4,7 +4,7 @@ use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::time::Duration;
 
-use crate::client;
+use crate::servers::client;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(100);
 /// Connect timeout of [`accepts`].

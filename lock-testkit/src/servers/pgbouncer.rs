@@ -12,10 +12,10 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 
 use crate::PostgresServer;
-use crate::launch::{self, Launch, Process, Server, Timing};
-use crate::port::try_free_port;
-use crate::postgres::run_as;
-use crate::probe;
+use crate::servers::launch::{self, Launch, Process, Server, Timing};
+use crate::servers::port::try_free_port;
+use crate::servers::postgres::run_as;
+use crate::servers::probe;
 
 /// Environment variable naming the `pgbouncer` binary.
 const BINARY_ENV: &str = "DISTLOCK_PGBOUNCER";

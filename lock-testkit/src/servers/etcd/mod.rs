@@ -15,10 +15,10 @@ use nix::sys::signal::Signal;
 pub use binary::{ETCD_VERSION, etcd_install_dir, try_etcd_binary};
 pub use member::EtcdMember;
 
-use crate::launch::{Launch, START_ATTEMPTS};
-use crate::poll;
-use crate::port::try_free_port;
-use crate::proxy::FaultProxy;
+use crate::servers::launch::{Launch, START_ATTEMPTS};
+use crate::servers::poll;
+use crate::servers::port::try_free_port;
+use crate::servers::proxy::FaultProxy;
 use member::MemberSpec;
 
 /// How long a cluster may take to become healthy (a leader elected, quorum reads served).

@@ -10,9 +10,10 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::launch::{self, Launch, Process, Server, Timing};
-use crate::proxy::FaultProxy;
-use crate::{probe, signal};
+use crate::servers::launch::{self, Launch, Process, Server, Timing};
+use crate::servers::probe;
+use crate::servers::proxy::FaultProxy;
+use crate::signal;
 
 pub(super) const TIMING: Timing = Timing {
     ready: Duration::from_secs(30),

@@ -160,7 +160,7 @@ impl ServerTls {
     pub(crate) fn connection_info(&self, url: &str) -> io::Result<redis::ConnectionInfo> {
         ensure_crypto_provider();
         let client = redis::Client::build_with_tls(url, self.certs.for_redis(self.client_auth))
-            .map_err(crate::client::to_io)?;
+            .map_err(crate::servers::client::to_io)?;
         Ok(client.get_connection_info().clone())
     }
 

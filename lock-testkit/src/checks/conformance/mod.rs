@@ -57,10 +57,14 @@ pub mod fair;
 pub mod multi;
 pub mod mutex;
 pub mod read_write;
+mod runners;
 pub mod semaphore;
 mod unsupported;
 
 pub use checks::Module;
+#[doc(hidden)]
+pub use runners::assert_listed;
+pub use runners::{RUNNERS, Runner};
 pub use unsupported::refused;
 
 /// A store under test: a factory of fresh [`Locker`]s that all reach the same store, and the
@@ -236,7 +240,9 @@ async fn poll_then_drop<F: Future>(future: F, polls: usize, pause: Duration) -> 
 /// lives until the check has run — and runs the check over `backend`. For a module whose kind
 /// the backend does not offer ([`Backend::offers`]), the test runs [`refused`] instead: the
 /// kind is refused with `LockError::Unsupported` before any I/O. Every backend's runner is one
-/// such call, so a check added to the list runs everywhere.
+/// such call, so a check added to the list runs everywhere. The call also writes the test
+/// `listed_in_the_matrix`, which fails unless the runner (its package and module) is in
+/// [`RUNNERS`], the list the README's matrix is written from.
 ///
 /// The generated modules `use super::*`, so `setup` may name whatever the calling module
 /// sees, without `crate::` paths (the call works in a test binary's root or in a module of
@@ -260,6 +266,13 @@ async fn poll_then_drop<F: Future>(future: F, polls: usize, pause: Duration) -> 
 macro_rules! conformance_tests {
     (#[$attr:meta] $setup:expr) => {
         $crate::__conformance_checks!($crate::__conformance_modules; #[$attr] $setup);
+
+        /// This runner is in the suite's list of runners
+        /// (`lock_testkit::conformance::RUNNERS`), so the README's matrix has its row.
+        #[test]
+        fn listed_in_the_matrix() {
+            $crate::conformance::assert_listed(env!("CARGO_PKG_NAME"), module_path!());
+        }
     };
 }
 

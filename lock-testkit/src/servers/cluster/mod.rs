@@ -7,8 +7,9 @@ use std::fmt::Write as _;
 use std::io;
 use std::time::{Duration, Instant};
 
-use crate::role::{self, Role, RoleReport};
-use crate::{RedisServer, poll};
+use crate::RedisServer;
+use crate::servers::poll;
+use crate::servers::role::{self, Role, RoleReport};
 
 pub use migration::SlotMigration;
 pub use node::ClusterNode;

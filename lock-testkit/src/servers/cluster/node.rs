@@ -6,7 +6,7 @@ use std::ops::RangeInclusive;
 use std::time::Duration;
 
 use crate::RedisServer;
-use crate::role::{self, Role};
+use crate::servers::role::{self, Role};
 
 /// Timeout of the queries made by [`ClusterNode`]'s methods.
 const QUERY_TIMEOUT: Duration = Duration::from_secs(5);

@@ -13,10 +13,11 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 use redis::{ConnectionInfo, IntoConnectionInfo, Value};
 
-use crate::binary::try_redis_server_binary;
-use crate::launch::{self, Launch, Process, Server, Timing};
-use crate::port::try_free_port;
-use crate::{client, probe, signal};
+use crate::servers::binary::try_redis_server_binary;
+use crate::servers::launch::{self, Launch, Process, Server, Timing};
+use crate::servers::port::try_free_port;
+use crate::servers::{client, probe};
+use crate::signal;
 
 const TIMING: Timing = Timing {
     // Until it answers `PING`.
@@ -146,7 +147,7 @@ impl RedisServerBuilder {
     /// the message then includes the tail of its log.
     pub fn start(self) -> io::Result<RedisServer> {
         let binary = if self.valkey {
-            crate::binary::try_valkey_server_binary()?
+            crate::servers::valkey::try_valkey_server_binary()?
         } else {
             try_redis_server_binary()?
         };
@@ -161,7 +162,10 @@ impl RedisServerBuilder {
                     "TLS servers cannot be cluster nodes or sentinels in this kit",
                 ));
             }
-            Some(client_auth) => Some(crate::tls::ServerTls::create(dir.path(), client_auth)?),
+            Some(client_auth) => Some(crate::servers::tls::ServerTls::create(
+                dir.path(),
+                client_auth,
+            )?),
             None => None,
         };
         let mut server = RedisServer {
@@ -196,7 +200,7 @@ pub struct RedisServer {
     binary: PathBuf,
     config: Config,
     #[cfg(feature = "tls")]
-    tls: Option<crate::tls::ServerTls>,
+    tls: Option<crate::servers::tls::ServerTls>,
 }
 
 impl RedisServer {
@@ -274,7 +278,7 @@ impl RedisServer {
     pub fn ca_cert_path(&self) -> Option<PathBuf> {
         self.tls
             .as_ref()
-            .map(|_| crate::tls::ServerTls::ca_path(self.dir()))
+            .map(|_| crate::servers::tls::ServerTls::ca_path(self.dir()))
     }
 
     /// Where the kit's own commands connect: the URL, with the TLS settings

@@ -7,8 +7,9 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::Duration;
 
-use crate::role::{self, RoleReport};
-use crate::{RedisServer, client, poll};
+use crate::RedisServer;
+use crate::servers::role::{self, RoleReport};
+use crate::servers::{client, poll};
 
 /// Timeout of each query made while inspecting the set.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);

@@ -3,7 +3,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use crate::binary::{Installed, cache_dir, try_installed_binary};
+use crate::servers::binary::{Installed, cache_dir, try_installed_binary};
 
 /// Environment variable that overrides where `etcd` is taken from.
 const ETCD_ENV: &str = "DISTLOCK_ETCD";
