@@ -124,7 +124,7 @@ pub(crate) struct Connections {
     /// Numbers the connections, so a discard drops exactly the one that failed.
     next_generation: AtomicU64,
     /// What the server said about itself on each new connection, and its grace period.
-    watch: GraceState,
+    grace: GraceState,
     /// On a Redis Cluster: every node's facts and grace period, and who owns which slots.
     #[cfg(feature = "cluster")]
     cluster: Option<crate::cluster_grace::ClusterGrace>,
@@ -165,14 +165,14 @@ impl Conn {
 }
 
 impl Connections {
-    pub(crate) fn new(source: Source, connect_timeout: Duration, watch: GraceState) -> Self {
+    pub(crate) fn new(source: Source, connect_timeout: Duration, grace: GraceState) -> Self {
         Self {
             source,
             connect_timeout,
             current: PerRuntime::with_retire(HeldConnection::retire),
             refill: tokio::sync::Mutex::new(()),
             next_generation: AtomicU64::new(0),
-            watch,
+            grace,
             #[cfg(feature = "cluster")]
             cluster: None,
         }
@@ -202,8 +202,8 @@ impl Connections {
     }
 
     /// The server's grace state, as the connections have learned it.
-    pub(crate) fn watch(&self) -> &GraceState {
-        &self.watch
+    pub(crate) fn grace(&self) -> &GraceState {
+        &self.grace
     }
 
     /// Which kind of deployment the connections go to.
@@ -262,7 +262,7 @@ impl Connections {
             // Once per new connection, never per command: a restart or a failover always
             // breaks the connection, so the next one is where it shows.
             match &mut handle {
-                Handle::Multiplexed(conn) => self.watch.learn(conn).await,
+                Handle::Multiplexed(conn) => self.grace.learn(conn).await,
                 // The first look at the cluster's nodes (a cluster connection re-routes after a
                 // failover by itself, so later looks come from `Executor::grace_left`).
                 #[cfg(feature = "cluster")]

@@ -152,9 +152,9 @@ impl Executor {
         ttl: Duration,
         keys: &[&str],
     ) -> Result<Option<Duration>, LockError> {
-        let watch = self.conns.watch();
-        watch.check_lease(ttl);
-        if watch.inert() {
+        let grace = self.conns.grace();
+        grace.check_lease(ttl);
+        if grace.inert() {
             return Ok(None);
         }
         #[cfg(feature = "cluster")]
@@ -176,7 +176,7 @@ impl Executor {
             return cluster.verdict(keys);
         }
         let _ = keys;
-        watch.verdict()
+        grace.verdict()
     }
 
     /// Whether a native `command` is worth building before [`Self::native`] is asked: native

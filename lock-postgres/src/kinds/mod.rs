@@ -105,16 +105,13 @@ fn attempt(
     token: Token,
     valid: Instant,
 ) -> Result<Attempt, LockError> {
-    let [row] = rows else {
-        return Err(unexpected(
-            Op::Acquire,
-            format!("{} rows from a {kind} acquire", rows.len()),
-        ));
-    };
-    let read = |row: &Row| -> Result<(bool, Option<i64>, i64), tokio_postgres::Error> {
-        Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?))
-    };
-    let (granted, fencing_token, wait_ms) = read(row).map_err(|e| unexpected(Op::Acquire, e))?;
+    let (granted, fencing_token, wait_ms) = one_row(
+        rows,
+        &format!("a {kind} acquire"),
+        |row| -> Result<(bool, Option<i64>, i64), _> {
+            Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?))
+        },
+    )?;
     if granted {
         let fencing_token = fencing_token
             .and_then(|t| u64::try_from(t).ok())
@@ -125,6 +122,23 @@ fn attempt(
     } else {
         Ok(busy(wait_ms))
     }
+}
+
+/// The one row a grant function answers, read by `read`; anything else (no row, several, a
+/// column of another type) is [`LockError::Backend`] through `unexpected`, naming `what` was
+/// asked ("a semaphore acquire").
+fn one_row<T>(
+    rows: &[Row],
+    what: &str,
+    read: impl FnOnce(&Row) -> Result<T, tokio_postgres::Error>,
+) -> Result<T, LockError> {
+    let [row] = rows else {
+        return Err(unexpected(
+            Op::Acquire,
+            format!("{} rows from {what}", rows.len()),
+        ));
+    };
+    read(row).map_err(|e| unexpected(Op::Acquire, e))
 }
 
 /// Busy, the blocker gone in `wait_ms` at the latest (unless renewed).

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use tokio_postgres::Row;
 use tokio_postgres::types::Type;
 
-use super::first_is_true;
+use super::{first_is_true, one_row};
 use crate::error::unexpected;
 use crate::executor::{Executor, millis};
 use crate::grant::{GrantStatement, param};
@@ -41,14 +41,7 @@ pub(crate) async fn try_all_at_once(
     let grant = statement(names, token, ttl_ms);
     let started = Instant::now();
     let rows = exec.grant(grant).await?;
-    let [row] = &rows[..] else {
-        return Err(unexpected(
-            Op::Acquire,
-            format!("{} rows from a multi-lock acquire", rows.len()),
-        ));
-    };
-    let (granted, busy_index, wait_ms, fences) =
-        read(row).map_err(|e| unexpected(Op::Acquire, e))?;
+    let (granted, busy_index, wait_ms, fences) = one_row(&rows, "a multi-lock acquire", read)?;
     if !granted {
         return busy(names, busy_index, wait_ms);
     }

@@ -8,10 +8,9 @@ use std::time::Duration;
 use lock_core::backend::{Attempt, Handover};
 use lock_core::{Lease, LockError, Op, Token, valid_until};
 use tokio::time::Instant;
-use tokio_postgres::Row;
 use tokio_postgres::types::Type;
 
-use super::{Release, first_is_true, name_and_token, run_release};
+use super::{Release, first_is_true, name_and_token, one_row, run_release};
 use crate::error::unexpected;
 use crate::executor::{Executor, millis};
 use crate::grant::{GrantStatement, param};
@@ -40,16 +39,10 @@ pub(crate) async fn try_acquire(
             undo: release_statement(name, token.to_hex().as_str()),
         })
         .await?;
-    let [row] = &rows[..] else {
-        return Err(unexpected(
-            Op::Acquire,
-            format!("{} rows from acquire", rows.len()),
-        ));
-    };
-    let read = |row: &Row| -> Result<(bool, i64, i64), tokio_postgres::Error> {
-        Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?))
-    };
-    let (ours, fencing_token, left_ms) = read(row).map_err(|e| unexpected(Op::Acquire, e))?;
+    let (ours, fencing_token, left_ms) =
+        one_row(&rows, "acquire", |row| -> Result<(bool, i64, i64), _> {
+            Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?))
+        })?;
     if ours {
         let fencing_token = u64::try_from(fencing_token).unwrap_or(0);
         let valid = valid_until(started, Duration::from_millis(ttl_ms));

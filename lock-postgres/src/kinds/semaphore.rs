@@ -9,7 +9,7 @@ use tokio::time::Instant;
 use tokio_postgres::Row;
 use tokio_postgres::types::Type;
 
-use super::{Release, busy, name_and_token, run_release};
+use super::{Release, busy, name_and_token, one_row, run_release};
 use crate::error::unexpected;
 use crate::executor::{Executor, millis};
 use crate::grant::{GrantStatement, param};
@@ -69,16 +69,13 @@ pub(crate) async fn try_acquire(
             undo: release_statement(name, &hex),
         })
         .await?;
-    let [row] = &rows[..] else {
-        return Err(unexpected(
-            Op::Acquire,
-            format!("{} rows from a semaphore acquire", rows.len()),
-        ));
-    };
-    let read = |row: &Row| -> Result<(i32, i64, i32), tokio_postgres::Error> {
-        Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?))
-    };
-    let (status, wait_ms, held_max) = read(row).map_err(|e| unexpected(Op::Acquire, e))?;
+    let (status, wait_ms, held_max) = one_row(
+        &rows,
+        "a semaphore acquire",
+        |row| -> Result<(i32, i64, i32), _> {
+            Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?))
+        },
+    )?;
     match status {
         1 => {
             let valid = valid_until(started, Duration::from_millis(ttl_ms));
