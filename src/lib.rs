@@ -12,8 +12,8 @@ struct ReadmeDoctests;
 // `exports` test checks that every name of lock-core's lib.rs is here).
 pub use lock_core::{
     Backoff, BoxError, DEFAULT_LEASE, DEFAULT_RETRY_ERRORS_FOR, DEFAULT_WAIT, FAIR_ENTRY_TTL,
-    Guard, Kind, Lease, LeaseWatch, LockError, LockRequest, Locker, LockerBuilder, MAX_MULTI,
-    MAX_NAME_LEN, MAX_NOTE_BYTES, MAX_PERMITS, MAX_TTL, MIN_TTL, MemoryLock, MultiGuard,
+    Fence, Guard, Kind, Lease, LeaseWatch, LockError, LockRequest, Locker, LockerBuilder,
+    MAX_MULTI, MAX_NAME_LEN, MAX_NOTE_BYTES, MAX_PERMITS, MAX_TTL, MIN_TTL, MemoryLock, MultiGuard,
     MultiRequest, Op, ParseTokenError, TimeoutPhase, Token, TokenHex, check_name, check_note,
     check_ttl, fair_entry_ttl, valid_until,
 };

@@ -69,7 +69,7 @@ impl From<LockError> for Failure {
                 phase: TimeoutPhase::Wait,
                 ..
             } => BUSY,
-            LockError::Lost { .. } | LockError::NotOwned { .. } => LOST,
+            LockError::Lost { .. } | LockError::NotOwned { .. } | LockError::Fenced { .. } => LOST,
             _ => BACKEND,
         };
         Self::new(code, one_line(&error))

@@ -128,6 +128,23 @@ pub enum LockError {
         held_max: u32,
     },
 
+    /// A fenced write was refused: the store has already accepted a larger fencing token for
+    /// `resource`, so this writer's grant is older than another holder's (it was paused or cut
+    /// off past its lease). Nothing of the write applied. Not retryable: the same token is
+    /// refused again; acquire the lock anew and write with the new grant's token. See
+    /// [`Fence`](crate::Fence).
+    #[error(
+        "fenced write to {resource:?} refused: token {token} is older than the accepted {current}"
+    )]
+    Fenced {
+        /// The fenced resource.
+        resource: String,
+        /// The token this write carried.
+        token: u64,
+        /// The largest token the resource has accepted.
+        current: u64,
+    },
+
     /// The backend failed: connection refused or dropped, authentication, an error reply.
     #[error("{backend} backend failed during {op}: {source}")]
     Backend {
@@ -147,8 +164,8 @@ pub enum LockError {
 impl LockError {
     /// Whether trying the same call again may succeed: `true` for timeouts, [`LockError::Busy`]
     /// and transient backend failures (I/O, connection dropped or refused, server loading);
-    /// `false` for invalid input, a lease no longer ours, wrong-type keys, authentication and
-    /// other error replies.
+    /// `false` for invalid input, a lease no longer ours, a fenced write refused, wrong-type
+    /// keys, authentication and other error replies.
     #[must_use]
     pub fn is_retryable(&self) -> bool {
         match self {
@@ -162,6 +179,7 @@ impl LockError {
             | Self::PermitsMismatch { .. }
             | Self::NotOwned { .. }
             | Self::Lost { .. }
+            | Self::Fenced { .. }
             | Self::WrongType { .. } => false,
         }
     }
@@ -188,6 +206,7 @@ impl LockError {
                 | Self::WrongType { .. }
                 | Self::Busy { .. }
                 | Self::QuorumNotReached { .. }
+                | Self::Fenced { .. }
         )
     }
 }

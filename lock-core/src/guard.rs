@@ -118,6 +118,14 @@ impl Guard {
         self.held.fencing_token()
     }
 
+    /// What a write to the protected resource carries: the lock name as the resource and this
+    /// grant's fencing token. Hand it to the store's fence (`distlock_fence` in PostgreSQL,
+    /// `distlock_fenced_set` in Redis); see [`Fence`](crate::Fence).
+    #[must_use]
+    pub fn fence(&self) -> crate::Fence {
+        crate::Fence::new(self.held.name(), self.held.fencing_token())
+    }
+
     /// The local monotonic instant after which the lease must be assumed gone; moved forward by
     /// every renewal and [`Guard::extend`].
     #[must_use]
@@ -397,6 +405,13 @@ impl LeaseWatch {
     #[must_use]
     pub fn fencing_token(&self) -> u64 {
         self.held.fencing_token()
+    }
+
+    /// The lock name and this grant's fencing token, for the store's fence; see
+    /// [`Guard::fence`].
+    #[must_use]
+    pub fn fence(&self) -> crate::Fence {
+        crate::Fence::new(self.held.name(), self.held.fencing_token())
     }
 
     /// The local monotonic instant after which the lease must be assumed gone.

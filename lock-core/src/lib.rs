@@ -6,6 +6,7 @@ pub mod backend;
 mod backoff;
 mod election;
 mod error;
+mod fence;
 mod guard;
 mod kind;
 mod lease;
@@ -24,6 +25,7 @@ pub use election::{
     DEFAULT_OBSERVE_POLL, Election, ElectionRun, Leader, Leadership, TermEnd, TermEvent,
 };
 pub use error::{BoxError, LockError, Op, TimeoutPhase};
+pub use fence::Fence;
 pub use guard::{Guard, LeaseWatch};
 pub use kind::{FAIR_ENTRY_TTL, Kind, MAX_PERMITS, fair_entry_ttl};
 pub use lease::{Lease, valid_until};

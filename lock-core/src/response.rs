@@ -42,7 +42,7 @@ impl IntoResponse for LockError {
                 phase: TimeoutPhase::Wait,
                 ..
             } => (StatusCode::CONFLICT, Some(RETRY_SOON), BUSY),
-            LockError::Lost { .. } | LockError::NotOwned { .. } => (
+            LockError::Lost { .. } | LockError::NotOwned { .. } | LockError::Fenced { .. } => (
                 StatusCode::INTERNAL_SERVER_ERROR,
                 None,
                 "the lock was lost before the work finished\n",
