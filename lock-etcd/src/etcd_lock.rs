@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use etcd_client::{Client, GetOptions};
+use etcd_client::{Client, GetOptions, Txn, TxnOp, TxnResponse};
 use lock_core::backend::{
     Attempt, Capabilities, Fencing, Handover, Holder, Lock, MultiAttempt, MultiLock, ReleaseWatch,
     TokenScale,
@@ -15,6 +15,7 @@ use tokio::time::Instant;
 
 use crate::error::{BACKEND, bounded};
 use crate::executor::Executor;
+use crate::guarded;
 use crate::kinds::{fair, multi, mutex, note, read_write, semaphore};
 use crate::layout;
 
@@ -98,6 +99,69 @@ impl EtcdLock {
     /// Cancel safe.
     pub async fn client(&self) -> Result<Client, LockError> {
         self.inner.client().await
+    }
+
+    /// An etcd transaction that commits only while `guard`'s grant still holds the lock: its
+    /// `when` already compares the lock key's value with the grant's and its `mod_revision`
+    /// with the guard's fencing token (for a read share: the reader's key and the name's fence
+    /// key). Add the writes with `.and_then([...])` (and `.or_else` if you like; the compares
+    /// are set, so `.when` may not be called again) and send it with any client of the same
+    /// cluster ([`EtcdLock::client`] if you have none). `succeeded()` false means the guard no
+    /// longer holds the lock and nothing of `and_then` applied. Stronger than a fence: the
+    /// compare and the writes are one transaction at one revision, so the writes commit only
+    /// while the grant is etcd's current one, linearizably (the crate README, "Guarded
+    /// writes"). [`EtcdLock::guarded_commit`] sends it and maps a refusal to
+    /// [`LockError::Fenced`].
+    ///
+    /// A guard of another backend (or another etcd cluster or prefix) names a key that does
+    /// not hold its token at its revision: the compare fails and nothing commits.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidInput`] for a semaphore guard (permits carry fencing token 0), a
+    /// guard with fencing token 0 of another kind (not an etcd grant), or a name etcd's layout
+    /// refuses. Sends nothing.
+    pub fn guarded_txn(&self, guard: &lock_core::Guard) -> Result<Txn, LockError> {
+        let guarded = guarded::guard_compares(self.prefix(), &guard.lease())?;
+        Ok(Txn::new().when(guarded.compares))
+    }
+
+    /// Sends `ops` in a [guarded transaction](EtcdLock::guarded_txn) of `guard` on this
+    /// lock's client: the answer (one `op_responses()` entry per op of `ops`, in order) when
+    /// the guard still held the lock, so every op applied.
+    ///
+    /// # Errors
+    /// [`LockError::Fenced`] when the guard no longer holds the lock and nothing applied:
+    /// `resource` is the lock name, `token` the guard's fencing token, `current` the
+    /// successor's fencing token (the key's revision, read in the same transaction), or, with
+    /// no holder now, the store's revision at the refusal (every later grant's token is above
+    /// it). [`LockError::InvalidInput`] as [`EtcdLock::guarded_txn`] (nothing sent).
+    /// [`LockError::Timeout`] (command timeout) / [`LockError::Backend`] (reported as
+    /// `Op::Extend`: a write under a held lease) when etcd fails: the transaction may have been
+    /// applied or not.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: dropped once sent, the transaction may or may not have committed (as
+    /// any etcd write; a committed one applied while the guard held the lock).
+    pub async fn guarded_commit(
+        &self,
+        guard: &lock_core::Guard,
+        ops: impl Into<Vec<TxnOp>>,
+    ) -> Result<TxnResponse, LockError> {
+        let lease = guard.lease();
+        let guarded = guarded::guard_compares(self.prefix(), &lease)?;
+        let client = self.client().await?;
+        let read_back = guarded::read_back(&guarded);
+        let txn = Txn::new()
+            .when(guarded.compares)
+            .and_then(ops)
+            .or_else([read_back]);
+        // `Op` has no variant for a user's write; it acts under the held lease, as a renewal.
+        let answer = self.inner.txn(&client, Op::Extend, txn).await?;
+        if answer.succeeded() {
+            Ok(answer)
+        } else {
+            Err(guarded::fenced(&lease, &answer))
+        }
     }
 }
 

@@ -6,6 +6,7 @@ mod config;
 mod error;
 mod etcd_lock;
 mod executor;
+mod guarded;
 mod kinds;
 mod layout;
 mod watch;

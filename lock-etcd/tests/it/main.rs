@@ -9,4 +9,5 @@ mod conformance;
 mod election_processes;
 mod errors;
 mod faults;
+mod guarded;
 mod holder_notes;
