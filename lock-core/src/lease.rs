@@ -76,7 +76,8 @@ impl Lease {
     /// of the last write granted before the read (readers hand it to a store that checks "no
     /// write newer than what I read"), 0 when the name was never written. A semaphore's permits
     /// carry 0: permits are shared, there is no single holder to fence. Hand it to the protected resource, which
-    /// rejects writes carrying a smaller one (Kleppmann, "How to do distributed locking", 2016).
+    /// refuses a write carrying a token smaller than the largest it accepted and accepts an equal
+    /// one ([`Fence`](crate::Fence); Kleppmann, "How to do distributed locking", 2016).
     ///
     /// 0 when the backend was told to issue none (`RedisLockBuilder::fencing(false)` in
     /// lock-redis); every backend that fences issues tokens from 1 up.

@@ -53,6 +53,9 @@ const CAPABILITIES: Capabilities = Capabilities::MUTEX
 /// - the fair lock (`try_acquire_kind`): a queue entry per waiter, the head by creation
 ///   revision (the crate README, "The fair lock").
 /// - `watch`: one watch per runtime on the key prefix (deletions only).
+/// - `guarded_txn` / `guarded_commit` (not of the `Lock` trait): the user's operations in one
+///   transaction with the compares "the key holds the grant's value at its fencing token's
+///   revision" (the crate README, "Guarded writes").
 /// - `annotate`: one transaction (if the key holds the token, put the note key on the grant's
 ///   etcd lease); `describe_holder`: one transaction reading the key and the note key, then
 ///   the etcd lease's TTL (the crate README, "Holder descriptions").

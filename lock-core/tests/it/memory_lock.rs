@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use lock_core::backend::{Attempt, Lock};
-use lock_core::{Lease, MemoryLock, Token};
+use lock_core::{Fence, Lease, Locker, MemoryLock, Token};
 use tokio::time::advance;
 
 const TTL: Duration = Duration::from_millis(100);
@@ -142,4 +142,41 @@ async fn expired_entries_are_swept() {
         format!("{lock:?}").matches("Entry").count() < 2_100,
         "expired entries were not swept"
     );
+}
+
+/// `Guard::fence()` (and the `LeaseWatch`'s) is the lock's name and the grant's token; a later
+/// grant's fence carries a larger token, which the earlier fence's rule admits over, never the
+/// other way round; an equal token is admitted (one holder writes many times).
+#[tokio::test(start_paused = true)]
+async fn a_guards_fence_is_its_name_and_token_and_grows_with_each_grant() {
+    let locker = Locker::new(MemoryLock::new());
+    let first = locker.lock("acct").await.expect("granted");
+    let fence = first.fence();
+    assert_eq!(fence, Fence::new("acct", first.fencing_token()));
+    assert_eq!(fence.resource, first.lease().name());
+    assert_eq!(fence.token, first.lease().fencing_token());
+    assert!(fence.token > 0);
+    assert_eq!(first.lease_watch().fence(), fence);
+    assert!(fence.admits(Some(fence.token)), "equal is admitted");
+    first.release().await.expect("released");
+
+    let second = locker.lock("acct").await.expect("granted again");
+    let next = second.fence();
+    assert_eq!(next.resource, "acct");
+    assert!(next.token > fence.token, "{next} after {fence}");
+    assert!(next.admits(Some(fence.token)));
+    assert!(
+        !fence.admits(Some(next.token)),
+        "the earlier grant is refused"
+    );
+    second.release().await.expect("released");
+
+    // Inside `run`, the work's `LeaseWatch` hands out the same fence as its guard would.
+    let in_work = locker
+        .lock("acct")
+        .run(|lease| async move { (lease.fence(), lease.fencing_token()) })
+        .await
+        .expect("ran");
+    assert_eq!(in_work.0, Fence::new("acct", in_work.1));
+    assert!(in_work.0.token > next.token);
 }
