@@ -245,6 +245,9 @@ pub enum Op {
     Extend,
     /// Releasing a lease.
     Release,
+    /// A fenced write to the protected resource (a store's fence, an etcd guarded
+    /// transaction), made on the holder's behalf.
+    Write,
 }
 
 impl fmt::Display for Op {
@@ -254,6 +257,7 @@ impl fmt::Display for Op {
             Self::Acquire => "acquire",
             Self::Extend => "extend",
             Self::Release => "release",
+            Self::Write => "write",
         })
     }
 }

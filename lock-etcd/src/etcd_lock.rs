@@ -138,8 +138,8 @@ impl EtcdLock {
     /// successor's fencing token (the key's revision, read in the same transaction), or, with
     /// no holder now, the store's revision at the refusal (every later grant's token is above
     /// it). [`LockError::InvalidInput`] as [`EtcdLock::guarded_txn`] (nothing sent).
-    /// [`LockError::Timeout`] (command timeout) / [`LockError::Backend`] (reported as
-    /// `Op::Extend`: a write under a held lease) when etcd fails: the transaction may have been
+    /// [`LockError::Timeout`] (command timeout) / [`LockError::Backend`] (with
+    /// [`Op::Write`](lock_core::Op::Write)) when etcd fails: the transaction may have been
     /// applied or not.
     ///
     /// # Cancel safety
@@ -158,8 +158,7 @@ impl EtcdLock {
             .when(guarded.compares)
             .and_then(ops)
             .or_else([read_back]);
-        // `Op` has no variant for a user's write; it acts under the held lease, as a renewal.
-        let answer = self.inner.txn(&client, Op::Extend, txn).await?;
+        let answer = self.inner.txn(&client, Op::Write, txn).await?;
         if answer.succeeded() {
             Ok(answer)
         } else {
