@@ -20,6 +20,7 @@ mod fair;
 mod fair_faults;
 mod fair_processes;
 mod fence;
+mod fence_cost;
 mod fence_processes;
 mod fencing;
 mod foreign_holder;
