@@ -21,7 +21,8 @@ mod fair_faults;
 mod fair_processes;
 mod fence;
 mod fence_cost;
-mod fence_processes;
+#[cfg(feature = "cluster")]
+mod fence_deploys;
 mod fencing;
 mod foreign_holder;
 mod grace;
