@@ -446,3 +446,65 @@ async fn function_flush_between_calls_reloads_the_library() {
             .contains("distlock")
     );
 }
+
+/// Through Sentinel: the master it names gets the library and the writes; the replica has the
+/// library too (functions replicate).
+#[cfg(feature = "sentinel")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fenced_writes_through_sentinel() {
+    let set = lock_testkit::RedisSentinelSet::start().expect("primary, replica and sentinels");
+    let fences = RedisLock::builder()
+        .sentinel(set.sentinel_urls(), set.master_name())
+        .connect_timeout(Duration::from_secs(2))
+        .command_timeout(Duration::from_secs(1))
+        .grace(Duration::ZERO)
+        .build()
+        .expect("sentinel URLs")
+        .fences();
+    fences
+        .set(&Fence::new("acct", 9), b"v", None)
+        .await
+        .expect("applied on the master");
+    let stale = fences.set(&Fence::new("acct", 8), b"w", None).await;
+    assert!(
+        matches!(stale, Err(LockError::Fenced { current: 9, .. })),
+        "{stale:?}"
+    );
+    let primary = set.primary_server().expect("the primary");
+    assert_eq!(primary.command(&["GET", "acct"]).expect("GET"), "v");
+    assert_eq!(
+        primary
+            .command(&["GET", "{acct}:distlock-accepted"])
+            .expect("GET"),
+        "9"
+    );
+}
+
+/// 32 tasks writing at once on a lock's first use, then again after `FUNCTION FLUSH`: the
+/// library is loaded once each time, not once per task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_writes_loads_the_library_once() {
+    let server = server();
+    let fences = lock_on(&server).fences();
+    let conn = raw(&server).await;
+    for round in 1..=2u64 {
+        let tasks: Vec<_> = (0..32u64)
+            .map(|t| {
+                let fences = fences.clone();
+                tokio::spawn(async move {
+                    let fence = Fence::new(format!("burst:{t}"), round);
+                    fences.set(&fence, b"v", None).await
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.expect("no panic").expect("applied");
+        }
+        assert_eq!(
+            common::command_calls(&conn, "function|load").await,
+            round,
+            "round {round}"
+        );
+        cli(&server, &["FUNCTION", "FLUSH"]).expect("FLUSH");
+    }
+}
