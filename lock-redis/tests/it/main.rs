@@ -19,6 +19,10 @@ mod expiry;
 mod fair;
 mod fair_faults;
 mod fair_processes;
+mod fence;
+mod fence_cost;
+#[cfg(feature = "cluster")]
+mod fence_deploys;
 mod fencing;
 mod foreign_holder;
 mod grace;
