@@ -249,7 +249,7 @@ impl RedisFences {
                 FUNCTIONS => {
                     let mut fcall = redis::cmd("FCALL");
                     fcall.arg(function).arg(1).arg(key).arg(args);
-                    match self.exec.send::<Value>(Op::Acquire, &fcall, key).await {
+                    match self.exec.send::<Value>(Op::Write, &fcall, key).await {
                         Err(error) if redis_error(&error).is_some_and(load::function_missing) => {
                             self.load_once(loads).await?;
                         }
@@ -265,7 +265,7 @@ impl RedisFences {
         }
         Err(LockError::Backend {
             backend: crate::error::BACKEND,
-            op: Op::Acquire,
+            op: Op::Write,
             retryable: true,
             source: format!("the distlock function {function} vanished after each load").into(),
         })
@@ -280,7 +280,7 @@ impl RedisFences {
         args: &[&[u8]],
     ) -> Result<Value, LockError> {
         self.exec
-            .run::<Value, &[u8]>(Op::Acquire, script, keys, args)
+            .run::<Value, &[u8]>(Op::Write, script, keys, args)
             .await
             .map(|(v, _)| v)
             .map_err(|e| stale(e, fence))
