@@ -40,6 +40,10 @@ const FENCE: &str = "SELECT distlock_fence($1, $2::numeric)::text";
 /// waits for it, and a rollback leaves the record as it was. On a plain [`tokio_postgres::Client`]
 /// (autocommit) the check and the raise commit at once, and nothing guards a later statement.
 ///
+/// Through deadpool-postgres (the pool `PostgresLock` is built on), pass the tokio-postgres
+/// values its types dereference to: `&**object` for a pooled `Object`, `&*tx` for its
+/// `Transaction`.
+///
 /// This is `SELECT distlock_fence($resource, $token)`, the SQL function
 /// [`MIGRATION`](crate::MIGRATION) installs, which clients in any language call the same way.
 ///

@@ -522,3 +522,18 @@ async fn the_sqlx_wrapper_refuses_a_stale_token() {
             .expect_err("missing"),
     );
 }
+
+/// Compiled, not run: deadpool-postgres's pooled client and its transaction go to `fence` as
+/// the tokio-postgres values they dereference to (`&**object`, `&*tx`), as the docs say.
+#[allow(dead_code)]
+async fn through_deadpool(
+    pool: &lock_postgres::deadpool_postgres::Pool,
+    f: &Fence,
+) -> Result<(), LockError> {
+    let mut object = pool.get().await.expect("a connection");
+    fence(&**object, f).await?;
+    let tx = object.transaction().await.expect("begin");
+    fence(&*tx, f).await?;
+    tx.commit().await.expect("commit");
+    Ok(())
+}
