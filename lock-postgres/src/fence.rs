@@ -76,7 +76,7 @@ pub async fn fence(client: &impl GenericClient, fence: &Fence) -> Result<(), Loc
             {
                 return Err(answer);
             }
-            Err(from_pg(err, Op::Acquire))
+            Err(from_pg(err, Op::Write))
         }
     }
 }
@@ -110,7 +110,7 @@ fn answer(code: &str, detail: Option<&str>, message: &str, fence: &Fence) -> Opt
             },
             None => LockError::Backend {
                 backend: BACKEND,
-                op: Op::Acquire,
+                op: Op::Write,
                 retryable: false,
                 source: format!("a stale token refused, without the recorded token: {message}")
                     .into(),
@@ -177,7 +177,7 @@ fn from_sqlx(err: sqlx::Error, fence: &Fence) -> LockError {
             let missing = crate::MissingTable::new(described, Box::new(err));
             return LockError::Backend {
                 backend: BACKEND,
-                op: Op::Acquire,
+                op: Op::Write,
                 retryable: false,
                 source: Box::new(missing),
             };
@@ -186,7 +186,7 @@ fn from_sqlx(err: sqlx::Error, fence: &Fence) -> LockError {
     }
     LockError::Backend {
         backend: BACKEND,
-        op: Op::Acquire,
+        op: Op::Write,
         retryable,
         source: Box::new(err),
     }
