@@ -1,5 +1,5 @@
 //! The conformance suite (`lock_testkit::conformance`) over `EtcdLock` on one member: every
-//! check of every module, one test each, from its capability table: every kind, the
+//! check of every module, one test per module, from its capability table: every kind, the
 //! multi-lock in one transaction. Every locker has an `EtcdLock` of its own (its own client and watch
 //! feed, like another process).
 //!

@@ -1,5 +1,5 @@
 //! The conformance suite (`lock_testkit::conformance`) over PostgreSQL: every check of every
-//! module, one test each, over `PostgresLock` (the lease table: `table::mutex::...`),
+//! module, one test per module, over `PostgresLock` (the lease table: `table::mutex`),
 //! `PostgresAdvisoryLock` (`advisory::...`) and `PostgresLock` behind a real PgBouncer in
 //! transaction mode with prepared statements off (`pgbouncer::...`). What runs comes from the
 //! suite's one list and each lock's capability table: every kind for the lease table (the

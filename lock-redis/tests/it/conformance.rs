@@ -1,5 +1,5 @@
 //! The conformance suite (`lock_testkit::conformance`) over `RedisLock`: every check of every
-//! module, one test each, on a fresh redis-server (`redis::read_write::readers_share`), and
+//! module, one test per module, on a fresh redis-server (`redis::read_write`), and
 //! on a fresh Valkey server (`valkey::...`), and
 //! with the `cluster` feature on a real Redis Cluster (`cluster::...`) and a Valkey Cluster
 //! (`valkey_cluster::...`), where every key of one

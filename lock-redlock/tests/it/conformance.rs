@@ -1,5 +1,5 @@
 //! The conformance suite (`lock_testkit::conformance`) over a Redlock: every check of every
-//! module, one test each, over three fresh redis-servers (`redis::mutex::fencing_increases`)
+//! module, one test per module, over three fresh redis-servers (`redis::mutex`)
 //! and over three `MemoryLock`s on a paused clock (`memory::...`).
 //!
 //! What runs comes from the suite's one list and the Redlock's capability table, which it

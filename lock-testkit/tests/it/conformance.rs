@@ -1,5 +1,5 @@
 //! The conformance suite over `MemoryLock` on a paused clock: every check of every module,
-//! one test each (`memory::read_write::readers_share`), from the suite's one list and
+//! one test per module (`memory::read_write`), from the suite's one list and
 //! `MemoryLock`'s capability table.
 
 mod memory {
@@ -107,7 +107,7 @@ mod matrix {
     fn cell(module: Module, caps: &Capabilities) -> String {
         let n = module.checks().len();
         if !module.offered_by(caps) {
-            return format!("{n} × `Unsupported`");
+            return "`Unsupported`".to_owned();
         }
         match (module, caps.multi) {
             (Module::Multi, MultiLock::Atomic) => format!("{n} (one step)"),
@@ -135,9 +135,10 @@ mod matrix {
         let total: usize = modules.iter().map(|m| m.checks().len()).sum();
         let _ = writeln!(
             out,
-            "Every backend runs all {total} checks, one test each; a number is the checks of \
-             that module run against the backend, `Unsupported` the checks that assert its \
-             kind is refused before any I/O instead.\n"
+            "Every backend runs all {total} checks, one test per module (its checks share one \
+             server, a few at a time); a number is the checks of that module run against the \
+             backend, `Unsupported` the module's one check that its kind is refused before any \
+             I/O instead.\n"
         );
         let _ = write!(out, "| backend | runner |");
         for module in modules {

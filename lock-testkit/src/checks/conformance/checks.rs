@@ -66,7 +66,7 @@ macro_rules! module_checks {
     (; $($module:ident $variant:ident [$($check:ident),+ $(,)?])+) => {
         impl Module {
             /// The names of this module's checks (its functions), in the order of the
-            /// suite's list: one test each in every backend's runner.
+            /// suite's list, all run by one test per backend's runner.
             #[must_use]
             pub fn checks(self) -> &'static [&'static str] {
                 match self {

@@ -57,12 +57,14 @@ pub mod fair;
 pub mod multi;
 pub mod mutex;
 pub mod read_write;
+mod run;
 mod runners;
 pub mod semaphore;
 mod unsupported;
 
 pub use checks::Module;
 #[doc(hidden)]
+pub use run::{CHECK_FILTER_ENV, CHECKS_AT_ONCE, Check, run_checks};
 pub use runners::assert_listed;
 pub use runners::{RUNNERS, Runner};
 pub use unsupported::refused;
@@ -233,20 +235,22 @@ async fn poll_then_drop<F: Future>(future: F, polls: usize, pause: Duration) -> 
     false
 }
 
-/// Writes one test for every check of every module ([`Module::checks`]), in one module per
-/// conformance module (`mutex::exclusion_among_tasks`, `read_write::readers_share`, ...): an
-/// `async fn` under the test attribute given (`#[tokio::test(...)]`), whose body evaluates
-/// `setup` — an expression giving `(keep, backend)`: `keep` (a server, a set of nodes, `()`)
-/// lives until the check has run — and runs the check over `backend`. For a module whose kind
-/// the backend does not offer ([`Backend::offers`]), the test runs [`refused`] instead: the
-/// kind is refused with `LockError::Unsupported` before any I/O. Every backend's runner is one
-/// such call, so a check added to the list runs everywhere. The call also writes the test
-/// `listed_in_the_matrix`, which fails unless the runner (its package and module) is in
-/// [`RUNNERS`], the list the README's matrix is written from.
+/// Writes one test for every conformance module (`mutex`, `read_write`, ...): an `async fn`
+/// named after the module, under the test attribute given (`#[tokio::test(...)]`), whose body
+/// evaluates `setup` — an expression giving `(keep, backend)`: `keep` (a server, a set of
+/// nodes, `()`) lives until the module's checks have run — and runs every check of the module
+/// ([`Module::checks`]) over that one backend, [`CHECKS_AT_ONCE`] at a time, each on names of
+/// its own ([`run_checks`]: a failure names its check; `DISTLOCK_CHECK=part` runs only the
+/// checks whose name contains `part`). One server per module rather than per check: on two
+/// cores, starting a PostgreSQL or forming a Redis Cluster for each of 43 checks was most of
+/// a runner's time. For a module whose kind the backend does not offer
+/// ([`Backend::offers`]), the test runs [`refused`] instead: the kind is refused with
+/// `LockError::Unsupported` before any I/O. Every backend's runner is one such call, so a check
+/// added to the list runs everywhere. The call also writes the test `listed_in_the_matrix`,
+/// which fails unless the runner (its package and module) is in [`RUNNERS`], the list the
+/// README's matrix is written from.
 ///
-/// The generated modules `use super::*`, so `setup` may name whatever the calling module
-/// sees, without `crate::` paths (the call works in a test binary's root or in a module of
-/// it).
+/// The tests are written in the calling module, so `setup` may name whatever it sees.
 ///
 /// ```ignore
 /// mod memory {
@@ -343,31 +347,36 @@ macro_rules! __conformance_checks {
     };
 }
 
-/// The body of [`conformance_tests!`]: one module of tests per conformance module.
+/// The body of [`conformance_tests!`]: one test per conformance module.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __conformance_modules {
     (#[$attr:meta] $setup:expr; $($module:ident $variant:ident [$($check:ident),+ $(,)?])+) => {
         $(
-            mod $module {
-                #[allow(unused_imports)]
-                use super::*;
-
-                $(
-                    #[$attr]
-                    async fn $check() {
-                        let (_keep, backend) = $setup;
-                        let module = $crate::conformance::Module::$variant;
-                        // The test's full path: unique among the runners of one test
-                        // binary, which may share a store.
-                        let prefix = concat!(module_path!(), "::", stringify!($check));
-                        if backend.offers(module) {
-                            $crate::conformance::$module::$check(&backend, prefix).await;
-                        } else {
-                            $crate::conformance::refused(&backend, module, prefix).await;
-                        }
-                    }
-                )+
+            #[$attr]
+            async fn $module() {
+                let (_keep, backend) = $setup;
+                let backend = &backend;
+                let module = $crate::conformance::Module::$variant;
+                // Each check's names start with its full path, unique among the runners of
+                // one test binary, which may share a store.
+                let path = concat!(module_path!(), "::", stringify!($module));
+                if !backend.offers(module) {
+                    $crate::conformance::refused(backend, module, path).await;
+                    return;
+                }
+                let checks: ::std::vec::Vec<$crate::conformance::Check<'_>> = vec![$(
+                    (
+                        stringify!($check),
+                        ::std::boxed::Box::pin(async move {
+                            let prefix = concat!(
+                                module_path!(), "::", stringify!($module), "::", stringify!($check)
+                            );
+                            $crate::conformance::$module::$check(backend, prefix).await;
+                        }),
+                    ),
+                )+];
+                $crate::conformance::run_checks(module, checks).await;
             }
         )+
     };
