@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Broken links, checked offline by lychee (https://lychee.cli.rs): in the facade's API docs as
-# docs.rs builds them (all features, `--cfg docsrs`), and in the repository's Markdown files.
+# The workspace's API docs as docs.rs builds them (all features, `--cfg docsrs`, warnings
+# denied), then broken links, checked offline by lychee (https://lychee.cli.rs): in the
+# facade's API docs and in the repository's Markdown files.
 # Only local links are checked — files, and #fragments within them — since this machine has no
 # network; http(s) links are skipped.
 #
@@ -27,12 +28,14 @@ if ! lychee="$(lychee_bin)"; then
     lychee="$(lychee_bin)" || { echo "lychee is not installed" >&2; exit 1; }
 fi
 
-# The facade's docs as docs.rs builds them. `--cfg docsrs` turns on `#![feature(doc_cfg)]` (the
-# "Available on crate feature ..." badges), a nightly feature: RUSTC_BOOTSTRAP lets the stable
-# toolchain build it, for this check only.
-echo "== cargo doc -p distlock with docs.rs settings"
+# The workspace's docs as docs.rs builds them, warnings denied. `--cfg docsrs` turns on
+# `#![feature(doc_cfg)]` (the "Available on crate feature ..." badges), a nightly feature:
+# RUSTC_BOOTSTRAP lets the stable toolchain build it, for the docs only. One build for both
+# checks: a plain `cargo doc` first cost as much again (cargo builds everything anew when
+# RUSTC_BOOTSTRAP changes).
+echo "== cargo doc --workspace with docs.rs settings"
 RUSTC_BOOTSTRAP=1 RUSTDOCFLAGS="--cfg docsrs -D warnings" \
-    cargo doc -p distlock --all-features --no-deps --quiet
+    cargo doc --workspace --all-features --no-deps --quiet
 
 # Left out, with the reason:
 # - `dispatcher#setting-the-default-subscriber`: a relative link inside tracing's own docs of
