@@ -67,9 +67,10 @@ for _ in $(seq 1 600); do
 done
 (
     set -euo pipefail
-    # The workspace's docs as docs.rs builds them, then lychee (installed if missing) over them
-    # and the Markdown files: no broken local link or #fragment.
-    echo "== cargo doc with docs.rs settings, and the links (at ${SECONDS} s)"
+    # The workspace's docs, warnings denied, then lychee (installed if missing) over them and
+    # the Markdown files: no broken local link or #fragment. (`scripts/check-links.sh --docsrs`
+    # builds them as docs.rs does, before a release.)
+    echo "== cargo doc and the links (at ${SECONDS} s)"
     bash scripts/check-links.sh
     # Ready to publish: every publishable crate packaged as crates.io would receive it, and each
     # .crate checked to hold every file its sources include and the license texts (seconds).
