@@ -119,6 +119,15 @@ pub(crate) enum Command {
     /// not a count. On a cluster, only the names seen held since the watch started are counted
     /// (sharded pub/sub has no patterns).
     Watch(WatchArgs),
+    /// Install what fenced writes need, so that any client (redis-cli, psql) can write fenced.
+    ///
+    /// Redis: loads the `distlock` function library (`FCALL distlock_fenced_set 1 KEY TOKEN
+    /// VALUE [PX ms]`, `FCALL distlock_fenced_del 1 KEY TOKEN`) on the server, or on every
+    /// master of a Cluster; a loaded library is replaced only by a newer version. Without
+    /// functions (Redis < 7, an ACL without FUNCTION), says so: the library's code then runs as
+    /// EVAL scripts. PostgreSQL (a `postgres://` or `postgresql://` URL): creates or upgrades
+    /// lock-postgres's schema (the lease table and its functions).
+    Migrate,
 }
 
 /// `distlock ls`.

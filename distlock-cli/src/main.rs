@@ -8,6 +8,7 @@ mod exit;
 mod guardian;
 mod inspect;
 mod leader;
+mod migrate;
 mod output;
 mod release;
 mod render;
@@ -51,6 +52,9 @@ fn fail(failure: &Failure) -> ExitCode {
 
 /// Runs the subcommand.
 async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
+    if matches!(cli.command, Command::Migrate) && migrate::is_postgres(&cli.target.url) {
+        return migrate::postgres(&cli).await;
+    }
     if etcd::is_etcd(&cli.target.url) {
         return etcd::dispatch(cli).await;
     }
@@ -75,5 +79,6 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Run(args) => run::run(&target, args).await,
         Command::Leader(args) => leader::show(&target, &args, cli.json).await,
         Command::Watch(args) => watch::watch(&target, &args, cli.json).await,
+        Command::Migrate => migrate::redis(&target, cli.json).await,
     }
 }

@@ -67,6 +67,15 @@ impl Executor {
             .unwrap_or(started)
     }
 
+    /// The shared connection, connecting first if there is none (for the fences' library
+    /// loading, which routes its own commands).
+    ///
+    /// # Errors
+    /// As `Connections::get`.
+    pub(crate) async fn connection(&self) -> Result<Conn, LockError> {
+        self.conns.get().await
+    }
+
     /// Which kind of deployment the commands go to.
     pub(crate) fn topology(&self) -> Topology {
         self.conns.topology()

@@ -8,6 +8,7 @@ mod conn;
 mod error;
 mod executor;
 mod facts;
+mod fences;
 mod grace;
 mod holder;
 mod kinds;
@@ -29,6 +30,7 @@ mod units;
 #[cfg(feature = "cluster")]
 pub use cluster_grace::CLUSTER_GRACE_REFRESH;
 pub use config::RedisLockBuilder;
+pub use fences::{FencedScript, LIBRARY_VERSION, LibraryLoad, RECORD_SUFFIX, RedisFences};
 pub use grace::{DEFAULT_GRACE, EvictionRisk};
 pub use holder::HolderReplies;
 pub use kinds::note::MAX_NOTE_BYTES;

@@ -40,8 +40,11 @@ use crate::topology::Topology;
 /// is bounded by the command timeout and connecting by the connect timeout, so a Redis that is
 /// down or hangs yields a typed error in bounded time.
 pub struct RedisLock {
-    /// Runs every command: connections, command timeout, replicas to confirm.
-    exec: Executor,
+    /// Runs every command: connections, command timeout, replicas to confirm. Shared with the
+    /// lock's [`RedisFences`](crate::RedisFences), which write on the same connections.
+    exec: Arc<Executor>,
+    /// Whether fenced writes use the `distlock` function library or its scripts, learned once.
+    fences: Arc<crate::fences::FenceState>,
     /// What grants write and how releases announce.
     grants: Grants,
     /// Release announcements for waiters; `None` when built from a pool without a URL.
@@ -58,11 +61,22 @@ impl RedisLock {
         prefix: String,
     ) -> Self {
         Self {
-            exec,
+            exec: Arc::new(exec),
+            fences: Arc::default(),
             grants,
             subscriber,
             prefix,
         }
+    }
+
+    /// Fenced writes to Redis keys on this lock's own connections (one server, the Cluster node
+    /// of each key's slot, the master Sentinel names): `distlock_fenced_set`, `_del` and any
+    /// script wrapped in a [`FencedScript`](crate::FencedScript). Cheap: clones of two `Arc`s;
+    /// every `RedisFences` of one lock shares what it learned about the server (functions or
+    /// scripts).
+    #[must_use]
+    pub fn fences(&self) -> crate::RedisFences {
+        crate::RedisFences::new(Arc::clone(&self.exec), Arc::clone(&self.fences))
     }
 
     /// How long one command may wait for its reply (see

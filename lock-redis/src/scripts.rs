@@ -15,7 +15,7 @@ pub(crate) struct Lua {
 }
 
 impl Lua {
-    fn new(source: impl Into<String>) -> Self {
+    pub(crate) fn new(source: impl Into<String>) -> Self {
         let source = source.into();
         let sha1 = redis::Script::new(&source).get_hash().to_owned();
         Self { source, sha1 }

@@ -168,6 +168,10 @@ pub(crate) async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             "`run`, `watch` and `leader` are not available on etcd URLs yet; `ls`, `show` and \
              `release` are",
         )),
+        Command::Migrate => Err(Failure::new(
+            USAGE,
+            "`migrate` has nothing to install on etcd (its fence is the lock key's revision)",
+        )),
     }
 }
 

@@ -14,6 +14,7 @@ fn one_clear_line(urls: &[String], what: &str, expected_code: i32) {
         &["release", "a", "--token", "dl:0"],
         &["run", "a", "--", "true"],
         &["watch", "--iterations", "1"],
+        &["migrate"],
     ] {
         let out = distlock(urls, args);
         let err = stderr(&out);

@@ -9,6 +9,7 @@ mod bad_target;
 mod etcd;
 mod inspect;
 mod ls_many;
+mod migrate;
 mod release;
 mod release_force;
 mod run_env;

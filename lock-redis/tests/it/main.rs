@@ -19,6 +19,8 @@ mod expiry;
 mod fair;
 mod fair_faults;
 mod fair_processes;
+mod fence;
+mod fence_processes;
 mod fencing;
 mod foreign_holder;
 mod grace;
