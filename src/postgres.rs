@@ -1,7 +1,8 @@
 //! The PostgreSQL backend (feature `postgres`): [`PostgresLock`], a lease table (every lock
 //! kind) whose releases are announced with LISTEN/NOTIFY, and its opt-in advisory mode
 //! [`PostgresAdvisoryLock`] (session advisory locks with sqlx's keys, the mutex only), with
-//! everything lock-postgres exports: their defaults, the schema's SQL, errors, and the client
+//! everything lock-postgres exports: their defaults, the schema's SQL, the fence of guarded writes
+//! ([`fence`], and `fence_sqlx` with feature `sqlx`), errors, and the client
 //! crates they are built on ([`tokio_postgres`], [`deadpool_postgres`]) under their own names.
 
 // Every name of lock-postgres resolves here through this glob, also one added or renamed there before
@@ -17,11 +18,15 @@ pub use lock_postgres::*;
 // prepended to every re-exported item's own documentation.
 pub use lock_postgres::{
     CHANNEL, DEFAULT_ADVISORY_POOL_SIZE, DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE,
-    DEFAULT_STATEMENT_TIMEOUT, LockError, Lookalike, MIGRATION, MissingTable, PostgresAdvisoryLock,
-    PostgresAdvisoryLockBuilder, PostgresError, PostgresLock, PostgresLockBuilder,
-    PreparedStatementsUnsupported, SCHEMA_VERSION, TABLE, TURN_CHANNEL, TransactionPooler,
-    UnsupportedServer, advisory_key,
+    DEFAULT_STATEMENT_TIMEOUT, FENCE_TABLE, FENCED_SQLSTATE, LockError, Lookalike, MIGRATION,
+    MissingTable, PostgresAdvisoryLock, PostgresAdvisoryLockBuilder, PostgresError, PostgresLock,
+    PostgresLockBuilder, PreparedStatementsUnsupported, SCHEMA_VERSION, TABLE, TURN_CHANNEL,
+    TransactionPooler, UnsupportedServer, advisory_key, fence,
 };
+// The fence through sqlx (feature `sqlx`).
+#[cfg(feature = "sqlx")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqlx")))]
+pub use lock_postgres::fence_sqlx;
 // The client crates the backend is built on, under their own names: links to their own
 // documentation.
 #[doc(no_inline)]

@@ -1,9 +1,9 @@
--- distlock's schema on PostgreSQL, version 3: the lease table (version 1), the tables and
--- functions of the read-write lock, the semaphore and the fair lock (version 2), and the notes
--- beside a grant (version 3).
+-- distlock's schema on PostgreSQL, version 4: the lease table (version 1), the tables and
+-- functions of the read-write lock, the semaphore and the fair lock (version 2), the notes
+-- beside a grant (version 3), and the fence of guarded writes, `distlock_fence` (version 4).
 --
--- Idempotent: run it on an empty database, or over version 1 or 2 (an existing `distlock_leases`
--- and every lease in it are kept), or again. `PostgresLock::migrate()` runs it; so can your
+-- Idempotent: run it on an empty database, or over version 1, 2 or 3 (an existing
+-- `distlock_leases` and every lease in it are kept), or again. `PostgresLock::migrate()` runs it; so can your
 -- migration tool (it is `lock_postgres::MIGRATION`).
 --
 -- Every function below is one statement for the client, so each lock operation stays one round
@@ -420,5 +420,62 @@ CREATE TABLE IF NOT EXISTS distlock_notes (
     note  bytea NOT NULL
 );
 
-INSERT INTO distlock_schema (version) VALUES (3)
+-- Version 4: the fence of guarded writes. One row per fenced resource: the largest fencing
+-- token it has accepted. `distlock_fence(resource, token)`, called inside the transaction of
+-- the write it guards, admits the write iff `token >= ` the record (equal is accepted: one
+-- holder writes many times), raises the record to `token` and keeps the row locked until that
+-- transaction ends; a smaller token raises SQLSTATE DL409 and the caller's transaction aborts,
+-- so nothing of the stale write applies. Any client in any language:
+--     BEGIN; SELECT distlock_fence('acct', 42); UPDATE ...; COMMIT;
+-- Tokens are numeric (integers in 0 ..= 2^64 - 1) so that every backend's tokens fit: u64
+-- (Redis, the lease table), etcd revisions.
+CREATE TABLE IF NOT EXISTS distlock_fences (
+    resource   text        PRIMARY KEY,
+    token      numeric     NOT NULL,
+    updated_at timestamptz NOT NULL
+);
+
+CREATE OR REPLACE FUNCTION distlock_fence(resource text, token numeric) RETURNS numeric
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    recorded numeric;
+BEGIN
+    IF distlock_fence.resource IS NULL OR distlock_fence.resource = '' THEN
+        RAISE EXCEPTION 'distlock_fence: the resource name is empty'
+            USING ERRCODE = '22023', HINT = 'Fence a resource by its lock name.';
+    END IF;
+    IF distlock_fence.token IS NULL OR distlock_fence.token < 0
+        OR distlock_fence.token <> trunc(distlock_fence.token)
+        OR distlock_fence.token > 18446744073709551615 THEN
+        RAISE EXCEPTION 'distlock_fence: token % of resource % is not an integer in 0 ..= 18446744073709551615',
+            coalesce(distlock_fence.token::text, 'NULL'), quote_literal(distlock_fence.resource)
+            USING ERRCODE = '22023', HINT = 'Pass the grant''s fencing token.';
+    END IF;
+    -- Insert the record, or raise it when the token is not smaller. A row that does not pass
+    -- the WHERE is still locked by ON CONFLICT DO UPDATE, and one that does is updated: either
+    -- way it stays locked until the caller's transaction ends, so a concurrent fence of the
+    -- resource waits for that commit (READ COMMITTED then rechecks the committed record).
+    INSERT INTO distlock_fences AS f (resource, token, updated_at)
+    VALUES (distlock_fence.resource, trunc(distlock_fence.token), clock_timestamp())
+    ON CONFLICT ON CONSTRAINT distlock_fences_pkey DO UPDATE
+        SET token = excluded.token, updated_at = excluded.updated_at
+        WHERE f.token <= excluded.token
+    RETURNING f.token INTO recorded;
+    IF FOUND THEN
+        RETURN recorded;  -- the token, scale 0 (`1.0` is recorded and returned as `1`)
+    END IF;
+    -- Refused: this statement's fresh snapshot sees the record that refused it (committed, or
+    -- our own transaction's).
+    SELECT f.token INTO recorded FROM distlock_fences f WHERE f.resource = distlock_fence.resource;
+    RAISE EXCEPTION 'distlock_fence: stale token % for resource %: it has accepted token %',
+        distlock_fence.token, quote_literal(distlock_fence.resource), recorded
+        USING ERRCODE = 'DL409',
+            DETAIL = format('token=%s current=%s resource=%s',
+                distlock_fence.token, recorded, distlock_fence.resource),
+            HINT = 'A newer holder of the lock has written: this holder''s lease has ended.';
+END
+$$;
+
+INSERT INTO distlock_schema (version) VALUES (4)
 ON CONFLICT (one) DO UPDATE SET version = greatest(distlock_schema.version, excluded.version);

@@ -10,30 +10,41 @@ pub(crate) const BACKEND: &str = "postgres";
 
 /// The lock's schema is missing or older than this crate needs: a table of it, or one of its
 /// functions (a database migrated to version 1 that is asked for a read-write lock, a semaphore
-/// or a fair lock), does not exist. The source of the [`LockError::Backend`] (not retryable)
-/// that a lock operation returns before the migration was run. The message says how to create
-/// or upgrade it.
+/// or a fair lock; one of version 3 asked for [`fence`](crate::fence)), does not exist. The
+/// source of the [`LockError::Backend`] (not retryable) that a lock operation or a fence returns
+/// before the migration was run. The message says how to create or upgrade it.
 #[derive(Debug)]
 pub struct MissingTable {
-    source: tokio_postgres::Error,
+    /// The server's answer, with its SQLSTATE code.
+    described: String,
+    /// The client's error (tokio-postgres's, or sqlx's for [`fence_sqlx`](crate::fence)).
+    source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl MissingTable {
+    /// The schema is missing, as the client's error `source` (described as `described`) says.
+    pub(crate) fn new(described: String, source: Box<dyn std::error::Error + Send + Sync>) -> Self {
+        Self { described, source }
+    }
 }
 
 impl fmt::Display for MissingTable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "the lock's schema (the lease table `{}`, version {}) is missing or older: run \
-             `PostgresLock::migrate()` or the SQL in `lock_postgres::MIGRATION` once ({})",
+            "the lock's schema (the lease table `{}` and the fence `distlock_fence`, version {}) \
+             is missing or older: run `PostgresLock::migrate()` or the SQL in \
+             `lock_postgres::MIGRATION` once ({})",
             crate::sql::TABLE,
             crate::sql::SCHEMA_VERSION,
-            Describe(&self.source)
+            self.described
         )
     }
 }
 
 impl std::error::Error for MissingTable {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.source)
+        Some(&*self.source)
     }
 }
 
@@ -104,7 +115,7 @@ pub(crate) fn from_pg(err: tokio_postgres::Error, op: Op) -> LockError {
             backend: BACKEND,
             op,
             retryable: false,
-            source: Box::new(MissingTable { source: err }),
+            source: Box::new(MissingTable::new(describe(&err), Box::new(err))),
         };
     }
     LockError::Backend {
@@ -123,7 +134,11 @@ pub(crate) fn retryable(err: &tokio_postgres::Error) -> bool {
         // No SQLSTATE: I/O, a closed connection, a protocol hiccup.
         return true;
     };
-    let code = code.code();
+    retryable_code(code.code())
+}
+
+/// Whether an error with SQLSTATE `code` may not recur (see [`retryable`]).
+pub(crate) fn retryable_code(code: &str) -> bool {
     // 08: connection exception; 53: insufficient resources (too many connections);
     // 57P01..03: admin/crash shutdown, cannot connect now (starting up); 57014: cancelled;
     // 40001 / 40P01: serialization failure, deadlock; 55P03: lock not available.

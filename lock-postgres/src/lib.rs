@@ -6,6 +6,7 @@ mod batch;
 mod config;
 mod error;
 mod executor;
+mod fence;
 mod grant;
 mod kinds;
 mod listener;
@@ -21,6 +22,9 @@ pub use config::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE, DEFAULT_STATEMENT_TIMEOUT, PostgresLockBuilder,
 };
 pub use error::{MissingTable, PostgresError};
+#[cfg(feature = "sqlx")]
+pub use fence::fence_sqlx;
+pub use fence::{FENCE_TABLE, FENCED_SQLSTATE, fence};
 pub use lock_core::LockError;
 pub use lookalike::{Lookalike, UnsupportedServer};
 pub use postgres_lock::PostgresLock;

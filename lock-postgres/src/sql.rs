@@ -20,8 +20,10 @@ pub const TURN_CHANNEL: &str = "distlock_turn";
 
 /// The version of the schema [`MIGRATION`] creates, recorded in the table `distlock_schema`.
 /// Version 1 was the lease table alone; version 2 adds the read-write lock, the semaphore and
-/// the fair lock.
-pub const SCHEMA_VERSION: u32 = 3;
+/// the fair lock; version 3 the notes beside a grant; version 4 the fence of guarded writes
+/// ([`FENCE_TABLE`](crate::FENCE_TABLE) and the function `distlock_fence`, see
+/// [`fence`](crate::fence)).
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// The migration that creates (or upgrades) the lock's schema: run it once per database, before
 /// the first lock operation, yourself (with your migration tool) or through
@@ -42,7 +44,9 @@ pub const SCHEMA_VERSION: u32 = 3;
 /// deleting free rows is safe (see the crate docs on fencing). The read-write lock, the
 /// semaphore and the fair queue have tables of their own (`distlock_rw`, `distlock_rw_readers`,
 /// `distlock_rw_waiting`, `distlock_semaphores`, `distlock_permits`, `distlock_fair_queue`) and
-/// one PL/pgSQL function per operation that must decide on several rows at once.
+/// one PL/pgSQL function per operation that must decide on several rows at once. The fence of
+/// guarded writes is the table `distlock_fences` and the function
+/// `distlock_fence(resource text, token numeric) RETURNS numeric` (see [`fence`](crate::fence)).
 pub const MIGRATION: &str = include_str!("../sql/migration.sql");
 
 /// Try once to take `$1` with token `$2` for `$3` ms: insert the row, or take over a row that

@@ -17,6 +17,8 @@ mod exclusion_tasks;
 mod expiry;
 mod extend_many;
 mod fair_processes;
+mod fence;
+mod fence_processes;
 mod fencing_restart;
 mod kinds_processes;
 mod lifecycle;
