@@ -1,5 +1,6 @@
 //! The resource the lock protects: settle counts per order, each write carrying the holder's
-//! fencing token; a write with a token not larger than the last one is refused.
+//! fencing token; a write with a token smaller than the largest one written is refused, an
+//! equal one accepted (one holder writes many times): the fence's rule, as `lock_core::Fence`.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
@@ -21,11 +22,11 @@ impl Ledger {
             .map_or(0, |&(count, _)| count)
     }
 
-    /// Writes `count` for `id` if `fence` is larger than every token written before.
+    /// Writes `count` for `id` if `fence` is at least every token written before.
     pub(crate) fn write(&self, id: u64, count: u64, fence: u64) -> Result<(), AppError> {
         let mut orders = self.orders.lock().unwrap_or_else(PoisonError::into_inner);
         let entry = orders.entry(id).or_default();
-        if fence <= entry.1 {
+        if fence < entry.1 {
             return Err(AppError::StaleFence {
                 fence,
                 last: entry.1,

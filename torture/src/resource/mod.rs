@@ -69,7 +69,9 @@ impl Accepted {
                 token,
                 worker: u32::try_from(worker).map_err(|e| e.to_string())?,
             }),
-            _ => Err(format!("a fenced log entry that is not \"TOKEN WORKER\": {text:?}")),
+            _ => Err(format!(
+                "a fenced log entry that is not \"TOKEN WORKER\": {text:?}"
+            )),
         }
     }
 }
@@ -124,7 +126,9 @@ impl Resource {
             .map_err(|e| format!("the counter's redis-server: {e}"))?;
         let log = match store {
             FenceStore::Redis => Log::Redis(redis::RedisLog::connect(url)?),
-            FenceStore::Postgres { url } => Log::Postgres(postgres::PostgresLog::connect(url).await?),
+            FenceStore::Postgres { url } => {
+                Log::Postgres(postgres::PostgresLog::connect(url).await?)
+            }
             FenceStore::Etcd { .. } => Log::Etcd(etcd::EtcdLog::new(
                 etcd.ok_or("an etcd fenced log without an etcd lock")?,
             )),

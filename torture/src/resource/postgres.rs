@@ -50,10 +50,7 @@ pub(super) async fn prepare(url: &str) -> Result<(), String> {
 /// The log's entries, read at the end of a run.
 pub(super) async fn entries(url: &str) -> Result<Vec<String>, String> {
     let client = connect(url).await?;
-    let rows = client
-        .query(SELECT, &[])
-        .await
-        .map_err(|e| e.to_string())?;
+    let rows = client.query(SELECT, &[]).await.map_err(|e| e.to_string())?;
     rows.iter()
         .map(|row| row.try_get::<_, String>(0).map_err(|e| e.to_string()))
         .collect()

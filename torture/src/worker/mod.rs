@@ -49,8 +49,13 @@ async fn run(config: WorkerConfig) -> Result<(), Box<dyn Error>> {
     metrics::set_global_recorder(renewals::RenewalRecorder::new(Arc::clone(&history)))
         .map_err(|e| format!("installing the renewal recorder: {e}"))?;
     let (locker, etcd) = backend::locker(&config)?;
-    let resource =
-        Resource::connect(&config.resource_url, &config.fence_store, config.index, etcd).await?;
+    let resource = Resource::connect(
+        &config.resource_url,
+        &config.fence_store,
+        config.index,
+        etcd,
+    )
+    .await?;
     history.record(Event::Started {
         pid: std::process::id(),
     });
