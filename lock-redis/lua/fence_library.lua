@@ -43,9 +43,13 @@ local function record_of(key)
   return '{' .. key .. '}' .. SUFFIX
 end
 
--- The token as a number, or nil when `text` is not a decimal integer in [0, 2^53).
+-- The token as a number, or nil when `text` is not a decimal integer in [0, 2^53) written
+-- without leading zeros (so that equal tokens are equal texts).
 local function token_of(text)
-  if type(text) ~= 'string' or #text > 16 or not string.match(text, '^%d+$') then
+  if type(text) ~= 'string' or #text > 16 or not string.find(text, '^[1-9]%d*$') then
+    if text == '0' then
+      return 0
+    end
     return nil
   end
   local token = tonumber(text)
@@ -61,12 +65,12 @@ local function fence(key, text)
   if not key then
     return redis.error_reply('ERR distlock: no key given (numkeys must be at least 1)')
   end
-  if string.sub(key, -#SUFFIX) == SUFFIX then
+  if string.find(key, SUFFIX, -#SUFFIX, true) then
     return redis.error_reply('ERR distlock: the key ends like a fence record (' .. SUFFIX .. ')')
   end
   local token = token_of(text)
   if not token then
-    return redis.error_reply('ERR distlock: the fencing token must be a decimal integer in [0, 2^53)')
+    return redis.error_reply('ERR distlock: the fencing token must be a decimal integer in [0, 2^53) without leading zeros')
   end
   local record, why = record_of(key)
   if not record then
@@ -76,7 +80,8 @@ local function fence(key, text)
   -- WRONGTYPE, changing nothing, when the record is not a string).
   local recorded = redis.call('SET', record, text, 'GET')
   if recorded then
-    local current = token_of(recorded)
+    -- tonumber, not token_of: the record holds what an accepted write wrote (nil: tampered).
+    local current = tonumber(recorded)
     if not current or token < current then
       -- Put the record back: the script is one atomic step, nobody saw the interim value.
       redis.call('SET', record, recorded)
@@ -84,10 +89,6 @@ local function fence(key, text)
         return redis.error_reply('ERR distlock: the fence record ' .. record .. ' holds no token')
       end
       return redis.error_reply('STALEFENCE token ' .. text .. ' < accepted ' .. recorded .. ' for ' .. key)
-    end
-    if token == current then
-      -- Keep the record's own text (a token written with leading zeros stays comparable).
-      redis.call('SET', record, recorded)
     end
   end
   return nil

@@ -71,6 +71,7 @@ impl LibraryLoad {
     }
 
     /// How telling this outcome is when masters differ (higher first).
+    #[cfg(feature = "cluster")]
     fn rank(&self) -> u8 {
         match self {
             Self::Unsupported { .. } => 5,

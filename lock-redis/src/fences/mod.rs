@@ -12,7 +12,7 @@ mod script;
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::Duration;
 
 use lock_core::{Fence, LockError, Op};
@@ -43,6 +43,9 @@ const SCRIPTS: u8 = 2;
 #[derive(Debug, Default)]
 pub(crate) struct FenceState {
     mode: AtomicU8,
+    /// How many loads this lock made: a task that saw the library missing reloads only if no
+    /// other task did since it sent its call.
+    loads: AtomicU64,
     /// One load at a time: the first burst of writes loads the library once, not per task.
     loading: tokio::sync::Mutex<()>,
 }
@@ -214,14 +217,15 @@ impl RedisFences {
             SCRIPTS
         };
         self.state.mode.store(mode, Ordering::Relaxed);
+        self.state.loads.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(%outcome, "the distlock function library");
         Ok(outcome)
     }
 
-    /// Loads the library unless another task did since `seen` was read.
-    async fn load_once(&self, seen: u8) -> Result<(), LockError> {
+    /// Loads the library unless another task did since `seen` loads had been made.
+    async fn load_once(&self, seen: u64) -> Result<(), LockError> {
         let _loading = self.state.loading.lock().await;
-        if self.state.mode.load(Ordering::Relaxed) == seen {
+        if self.state.loads.load(Ordering::Relaxed) == seen {
             self.load().await?;
         }
         Ok(())
@@ -239,15 +243,15 @@ impl RedisFences {
     ) -> Result<Value, LockError> {
         let key = fence.resource.as_str();
         for _ in 0..3 {
-            let mode = self.state.mode.load(Ordering::Relaxed);
-            match mode {
-                UNKNOWN => self.load_once(UNKNOWN).await?,
+            let loads = self.state.loads.load(Ordering::Relaxed);
+            match self.state.mode.load(Ordering::Relaxed) {
+                UNKNOWN => self.load_once(loads).await?,
                 FUNCTIONS => {
                     let mut fcall = redis::cmd("FCALL");
                     fcall.arg(function).arg(1).arg(key).arg(args);
                     match self.exec.send::<Value>(Op::Acquire, &fcall, key).await {
                         Err(error) if redis_error(&error).is_some_and(load::function_missing) => {
-                            self.load_once(FUNCTIONS).await?;
+                            self.load_once(loads).await?;
                         }
                         Err(error) if redis_error(&error).is_some_and(load::refused) => {
                             // FCALL itself is unknown or denied: the scripts, from now on.

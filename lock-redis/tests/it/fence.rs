@@ -3,12 +3,10 @@
 //! the script fallback, reloads, atomicity under concurrent writers, and a holder paused past
 //! its lease in another OS process.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use lock_core::{Fence, LockError, Locker};
-use lock_redis::{FencedScript, LIBRARY_VERSION, LibraryLoad, RedisFences, RedisLock};
+use lock_redis::{LIBRARY_VERSION, LibraryLoad, RedisFences, RedisLock};
 use lock_testkit::RedisServer;
 
 use crate::common::{self, Server, lock_on, raw, server, valkey};
@@ -99,7 +97,7 @@ fn fcall_contract(kind: Server) {
         "23",
         "the record outlives the value"
     );
-    for bad in ["-1", "x", "1.5", "9007199254740992"] {
+    for bad in ["-1", "x", "1.5", "007", "9007199254740992"] {
         let err = set(bad, "e").expect_err("an error");
         assert!(err.contains("fencing token"), "{bad}: {err}");
     }
@@ -236,7 +234,7 @@ async fn fenced_writes_on_a_cluster_land_in_the_keys_slot() {
     let fences = lock.fences();
     let load = fences.load().await.expect("load on every master");
     assert!(load.uses_functions(), "{load:?}");
-    let script = FencedScript::new("return redis.call('INCR', KEYS[1])");
+    let script = lock_redis::FencedScript::new("return redis.call('INCR', KEYS[1])");
     for (i, key) in ["acct", "{user1}:cart", "order:7", "{tenant}x"]
         .iter()
         .enumerate()
@@ -449,71 +447,64 @@ async fn function_flush_between_calls_reloads_the_library() {
     );
 }
 
-/// 32 writers with rising tokens through a script that reads a counter and writes it back one
-/// higher (two commands): the fence and the write are one step, so no increment is lost, and
-/// the accepted tokens, in the order they applied, never decrease.
+/// Through Sentinel: the master it names gets the library and the writes; the replica has the
+/// library too (functions replicate).
+#[cfg(feature = "sentinel")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn concurrent_writers_never_interleave_the_check_and_the_write() {
+async fn fenced_writes_through_sentinel() {
+    let set = lock_testkit::RedisSentinelSet::start().expect("primary, replica and sentinels");
+    let fences = RedisLock::builder()
+        .sentinel(set.sentinel_urls(), set.master_name())
+        .connect_timeout(Duration::from_secs(2))
+        .command_timeout(Duration::from_secs(1))
+        .grace(Duration::ZERO)
+        .build()
+        .expect("sentinel URLs")
+        .fences();
+    fences
+        .set(&Fence::new("acct", 9), b"v", None)
+        .await
+        .expect("applied on the master");
+    let stale = fences.set(&Fence::new("acct", 8), b"w", None).await;
+    assert!(
+        matches!(stale, Err(LockError::Fenced { current: 9, .. })),
+        "{stale:?}"
+    );
+    let primary = set.primary_server().expect("the primary");
+    assert_eq!(primary.command(&["GET", "acct"]).expect("GET"), "v");
+    assert_eq!(
+        primary
+            .command(&["GET", "{acct}:distlock-accepted"])
+            .expect("GET"),
+        "9"
+    );
+}
+
+/// 32 tasks writing at once on a lock's first use, then again after `FUNCTION FLUSH`: the
+/// library is loaded once each time, not once per task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_writes_loads_the_library_once() {
     let server = server();
     let fences = lock_on(&server).fences();
-    let script = FencedScript::new(
-        "local n = tonumber(redis.call('GET', KEYS[1]) or '0')\n\
-         redis.call('SET', KEYS[1], n + 1)\n\
-         redis.call('RPUSH', KEYS[2], ARGV[1])\n\
-         return n + 1",
-    );
-    let next = Arc::new(AtomicU64::new(1));
-    let tasks: Vec<_> = (0..32)
-        .map(|_| {
-            let (fences, script, next) = (fences.clone(), script.clone(), Arc::clone(&next));
-            tokio::spawn(async move {
-                let (mut applied, mut refused) = (0u64, 0u64);
-                for _ in 0..25 {
-                    let token = next.fetch_add(1, Ordering::Relaxed);
-                    let fence = Fence::new("{res}", token);
-                    let text = token.to_string();
-                    let args: [&[u8]; 1] = [text.as_bytes()];
-                    match fences
-                        .run(&script, &fence, &["{res}:n", "{res}:log"], &args)
-                        .await
-                    {
-                        Ok(_) => applied += 1,
-                        Err(LockError::Fenced {
-                            token: t, current, ..
-                        }) => {
-                            assert!(t < current);
-                            refused += 1;
-                        }
-                        Err(other) => panic!("{other:?}"),
-                    }
-                }
-                (applied, refused)
+    let conn = raw(&server).await;
+    for round in 1..=2u64 {
+        let tasks: Vec<_> = (0..32u64)
+            .map(|t| {
+                let fences = fences.clone();
+                tokio::spawn(async move {
+                    let fence = Fence::new(format!("burst:{t}"), round);
+                    fences.set(&fence, b"v", None).await
+                })
             })
-        })
-        .collect();
-    let mut applied = 0;
-    for task in tasks {
-        let (a, r) = task.await.expect("a reply");
-        applied += a;
-        assert_eq!(a + r, 25);
+            .collect();
+        for task in tasks {
+            task.await.expect("no panic").expect("applied");
+        }
+        assert_eq!(
+            common::command_calls(&conn, "function|load").await,
+            round,
+            "round {round}"
+        );
+        cli(&server, &["FUNCTION", "FLUSH"]).expect("FLUSH");
     }
-    let mut conn = raw(&server).await;
-    let n: u64 = common::get(&mut conn, "{res}:n")
-        .await
-        .expect("a reply")
-        .parse()
-        .expect("a reply");
-    assert_eq!(n, applied, "every applied write incremented once");
-    let log: Vec<u64> = redis::cmd("LRANGE")
-        .arg("{res}:log")
-        .arg(0)
-        .arg(-1)
-        .query_async(&mut conn)
-        .await
-        .expect("a reply");
-    assert_eq!(log.len() as u64, applied);
-    assert!(
-        log.windows(2).all(|w| w[0] <= w[1]),
-        "accepted tokens never decrease: {log:?}"
-    );
 }

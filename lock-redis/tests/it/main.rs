@@ -20,7 +20,9 @@ mod fair;
 mod fair_faults;
 mod fair_processes;
 mod fence;
-mod fence_processes;
+mod fence_cost;
+#[cfg(feature = "cluster")]
+mod fence_deploys;
 mod fencing;
 mod foreign_holder;
 mod grace;
