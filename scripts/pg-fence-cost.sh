@@ -4,7 +4,7 @@
 #   BEGIN; SELECT distlock_fence('acct:<id>', 42); UPDATE acct ...; COMMIT;   (fenced)
 # with one resource (every transaction writes account 1) and with 100 (a random one of 100),
 # from 1 client and from CLIENTS (default 8), each run SECONDS_PER_RUN long (default 10 s), the plain and
-# fenced runs alternating, REPEAT times (default 2; the best of each is reported). The token is
+# fenced runs alternating, REPEAT times (default 3; the best of each is reported). The token is
 # the same every time: one holder writing many times (an equal token is accepted).
 #
 # A third script adds `SELECT 1` in place of the fence: what one more statement's round trip
@@ -15,14 +15,14 @@
 # from lock-postgres/sql/migration.sql (what `migrate` installs), stopped at the end by its own
 # data directory. Settings as lock-testkit's test servers (fsync off), so commits are cheap and
 # the fence's share is, if anything, overstated. Needs pgbench and python3 (for a free port).
-#   bash scripts/pg-fence-cost.sh            # about 5 minutes
+#   bash scripts/pg-fence-cost.sh            # about 6 minutes
 #   SECONDS_PER_RUN=5 REPEAT=1 bash scripts/pg-fence-cost.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 RUN=${SECONDS_PER_RUN:-10}
 CLIENTS=${CLIENTS:-8}
-REPEAT=${REPEAT:-2}
+REPEAT=${REPEAT:-3}
 bash scripts/ensure-postgres.sh >/dev/null
 bindir=$(pg_config --bindir 2>/dev/null || dirname "$(command -v initdb)")
 [ -x "$bindir/initdb" ] || bindir=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)

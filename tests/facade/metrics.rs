@@ -6,8 +6,8 @@ use std::path::Path;
 use crate::source::{read, root};
 
 /// Constants whose value starts with `distlock_` but that name no series: lock-core's prefix
-/// and lock-postgres's table and notification channels.
-const NOT_SERIES: &[&str] = &["PREFIX", "TABLE", "CHANNEL", "TURN_CHANNEL"];
+/// and lock-postgres's tables (the leases', the fences') and notification channels.
+const NOT_SERIES: &[&str] = &["PREFIX", "TABLE", "FENCE_TABLE", "CHANNEL", "TURN_CHANNEL"];
 
 /// The crates whose sources may define series.
 const CRATES: &[&str] = &[
