@@ -209,7 +209,9 @@ fn parent(
     // A fresh fence record (another run's tokens may be from another server) and a first value
     // about to expire, which every replica reads and keeps as its stale copy.
     let () = redis::cmd("DEL")
-        .arg(format!("{{{}}}:distlock-accepted", replica::CACHE_KEY))
+        .arg(distlock::redis::RedisFences::record_key(
+            replica::CACHE_KEY,
+        )?)
         .query(&mut redis)?;
     let () = redis::cmd("SET")
         .arg(replica::CACHE_KEY)

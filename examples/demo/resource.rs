@@ -104,3 +104,16 @@ impl FencedResource {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fence_record_is_the_librarys() {
+        assert_eq!(
+            RedisFences::record_key(RESOURCE_KEY).expect("a valid key"),
+            RESOURCE_FENCE_KEY
+        );
+    }
+}

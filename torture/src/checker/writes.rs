@@ -76,8 +76,10 @@ pub(super) fn stale_in_log(log: &[Accepted]) -> usize {
 }
 
 /// Writes the fenced log holds that no worker recorded as accepted (and the other way round),
-/// by token and worker: both views must tell the same story.
-pub(super) fn log_mismatches(writes: &[Write], log: &[Accepted]) -> usize {
+/// by token and worker: both views must tell the same story. A write that failed without an
+/// answer (`unknown`: its store faulted under it) may or may not be in the log: each one
+/// explains at most one extra entry of its token and worker.
+pub(super) fn log_mismatches(writes: &[Write], unknown: &[Accepted], log: &[Accepted]) -> usize {
     let mut counts: HashMap<(u64, u32), i64> = HashMap::new();
     for w in writes.iter().filter(|w| w.accepted) {
         *counts.entry((w.token, w.worker)).or_default() += 1;
@@ -85,10 +87,33 @@ pub(super) fn log_mismatches(writes: &[Write], log: &[Accepted]) -> usize {
     for entry in log {
         *counts.entry((entry.token, entry.worker)).or_default() -= 1;
     }
+    for u in unknown {
+        if let Some(count) = counts.get_mut(&(u.token, u.worker))
+            && *count < 0
+        {
+            *count += 1;
+        }
+    }
     counts
         .values()
         .map(|c| usize::try_from(c.unsigned_abs()).unwrap_or(usize::MAX))
         .sum()
+}
+
+/// Fenced writes that failed without an answer, by token and worker.
+pub(super) fn unknown_writes(records: &[Record]) -> Vec<Accepted> {
+    records
+        .iter()
+        .filter_map(|r| match r.event {
+            Event::Error {
+                token: Some(token), ..
+            } => Some(Accepted {
+                token,
+                worker: r.worker.unwrap_or(u32::MAX),
+            }),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Exclusive grants whose token was not above that of an exclusive grant that arrived before
@@ -249,10 +274,24 @@ mod tests {
             write(0, 1, 2, 3, true),
             write(0, 2, 4, 5, false),
         ];
-        assert_eq!(log_mismatches(&writes, &log(&[(1, 0), (1, 0)])), 0);
-        assert_eq!(log_mismatches(&writes, &log(&[(1, 0)])), 1);
-        assert_eq!(log_mismatches(&writes, &log(&[(1, 0), (1, 1)])), 2);
-        assert_eq!(log_mismatches(&writes, &log(&[(1, 0), (1, 0), (2, 0)])), 1);
+        assert_eq!(log_mismatches(&writes, &[], &log(&[(1, 0), (1, 0)])), 0);
+        assert_eq!(log_mismatches(&writes, &[], &log(&[(1, 0)])), 1);
+        assert_eq!(log_mismatches(&writes, &[], &log(&[(1, 0), (1, 1)])), 2);
+        assert_eq!(
+            log_mismatches(&writes, &[], &log(&[(1, 0), (1, 0), (2, 0)])),
+            1
+        );
+        // A write without an answer may have applied: one extra entry of it is explained, and
+        // its absence is fine too.
+        let unknown = log(&[(3, 0)]);
+        let three = log(&[(1, 0), (1, 0), (3, 0)]);
+        assert_eq!(log_mismatches(&writes, &unknown, &three), 0);
+        assert_eq!(
+            log_mismatches(&writes, &unknown, &log(&[(1, 0), (1, 0)])),
+            0
+        );
+        let twice = log(&[(1, 0), (1, 0), (3, 0), (3, 0)]);
+        assert_eq!(log_mismatches(&writes, &unknown, &twice), 1);
     }
 
     #[test]

@@ -169,7 +169,11 @@ impl Worker {
                     sent_ns,
                     accepted,
                 }),
-                Err(e) => self.error("fenced write", &e),
+                Err(e) => self.history.record(Event::Error {
+                    op: "fenced write".to_owned(),
+                    message: e,
+                    token: Some(token),
+                }),
             }
         }
 
@@ -212,6 +216,7 @@ impl Worker {
         self.history.record(Event::Error {
             op: op.to_owned(),
             message: message.to_owned(),
+            token: None,
         });
     }
 }
