@@ -1,7 +1,8 @@
 //! # An axum service whose handler is guarded by `#[distributed_lock]`
 //!
 //! `POST /orders/{id}/settle` settles one order: it reads the order's balance, works a while
-//! (`--work-ms`), and writes the new balance to a ledger that checks fencing tokens. The
+//! (`--work-ms`), and writes the new balance to a ledger in the lock's store, through the
+//! library's fence with the lease's fencing token (`ledger.rs`). The
 //! handler carries `#[distributed_lock("order:{id}", locker = state.locker, ..)]`, with the
 //! `Locker` taken from axum's `State`, so requests for one order run one at a time across every
 //! process sharing the Redis, and requests for different orders run in parallel.
@@ -46,6 +47,8 @@ use distlock::{Locker, redis::RedisLock};
 // example runs on PostgreSQL without that feature.
 use lock_postgres::PostgresLock;
 use lock_testkit::{PostgresServer, RedisServer};
+
+use crate::ledger::Ledger;
 
 /// The error type of the example's own plumbing.
 type Error = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -93,7 +96,7 @@ async fn main() -> Result<(), Error> {
     // your Redis or PostgreSQL).
     let mut _redis_server = None;
     let mut _postgres_server = None;
-    let locker = match cli.backend {
+    let (locker, ledger) = match cli.backend {
         Backend::Redis => {
             let url = match &cli.redis_url {
                 Some(url) => url.clone(),
@@ -105,7 +108,9 @@ async fn main() -> Result<(), Error> {
                     url
                 }
             };
-            locker(RedisLock::from_url(&url)?, &cli)
+            let lock = RedisLock::from_url(&url)?;
+            let ledger = Ledger::redis(&lock, &url).await?;
+            (locker(lock, &cli), ledger)
         }
         Backend::Postgres => {
             let url = match &cli.postgres_url {
@@ -122,12 +127,12 @@ async fn main() -> Result<(), Error> {
             // Creates the lease table if it is missing (or run `lock_postgres::MIGRATION`
             // through your own migrations).
             lock.migrate().await?;
-            locker(lock, &cli)
+            (locker(lock, &cli), Ledger::postgres(&url).await?)
         }
     };
     let state = routes::AppState {
         locker,
-        ledger: Arc::default(),
+        ledger: Arc::new(ledger),
         work: Duration::from_millis(cli.work_ms),
         prometheus,
     };

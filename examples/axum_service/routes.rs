@@ -37,9 +37,12 @@ pub(crate) fn router(state: AppState) -> Router {
 #[distributed_lock("order:{id}", locker = state.locker, wait = "2s")]
 async fn settle(State(state): State<AppState>, Path(id): Path<u64>) -> Result<String, AppError> {
     let lease = distlock::current_lease().expect("inside a locked fn");
-    let before = state.ledger.settled(id);
+    let before = state.ledger.settled(id).await?;
     tokio::time::sleep(state.work).await;
-    state.ledger.write(id, before + 1, lease.fencing_token())?;
+    state
+        .ledger
+        .write(id, before + 1, lease.fencing_token())
+        .await?;
     Ok(format!(
         "order {id}: settled {} times (fencing token {})\n",
         before + 1,
@@ -47,8 +50,11 @@ async fn settle(State(state): State<AppState>, Path(id): Path<u64>) -> Result<St
     ))
 }
 
-async fn show(State(state): State<AppState>, Path(id): Path<u64>) -> String {
-    format!("order {id}: settled {} times\n", state.ledger.settled(id))
+async fn show(State(state): State<AppState>, Path(id): Path<u64>) -> Result<String, AppError> {
+    Ok(format!(
+        "order {id}: settled {} times\n",
+        state.ledger.settled(id).await?
+    ))
 }
 
 async fn metrics(State(state): State<AppState>) -> String {

@@ -7,8 +7,9 @@
 //!
 //! - a counter (`demo:counter`), with a deliberately non-atomic read-modify-write (GET, sleep,
 //!   SET): if the lock ever let two holders in at once, increments would be lost;
-//! - a fenced resource (`demo:resource`, see `fenced_write.lua`) that accepts a write only if
-//!   its fencing token is greater than every one accepted before.
+//! - a fenced resource (`demo:resource`, see `resource.rs`) written through lock-redis's fence
+//!   (`RedisFences::run` of a `FencedScript`): a write applies only if its fencing token is at
+//!   least every one accepted before (equal: one holder writes many times).
 //!
 //! Every `--pause-every`th acquisition a worker simulates a stall (a GC pause, a swapped-out
 //! process): it keeps its guard past the lease's TTL, another worker takes the lock, and when
@@ -38,7 +39,7 @@
 //! Files: `cli.rs` (options), `parent.rs` (the run), `supervisor.rs` (worker processes),
 //! `slot.rs` (one worker as the parent sees it), `progress.rs` (live display), `report.rs`
 //! (final table), `worker.rs` (one worker), `protocol.rs` (worker → parent lines),
-//! `resource.rs` + `fenced_write.lua` (the Redis side), `stats.rs` (percentiles).
+//! `resource.rs` (the Redis side, behind the library's fence), `stats.rs` (percentiles).
 
 mod cli;
 mod parent;

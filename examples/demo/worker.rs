@@ -151,7 +151,7 @@ impl Worker {
         Ok(Self {
             locker,
             conn,
-            resource: FencedResource::new(),
+            resource: FencedResource::new(&args.redis_url)?,
             writer: format!("worker-{}", args.index),
             ttl: args.ttl(),
             hold: Duration::from_millis(args.hold_ms),
@@ -305,11 +305,7 @@ impl Worker {
             .query_async(&mut self.conn)
             .await?;
         self.tally.increments += 1;
-        if self
-            .resource
-            .write(&mut self.conn, token, &self.writer)
-            .await?
-        {
+        if self.resource.write(token, &self.writer).await? {
             self.tally.fenced_accepted += 1;
         } else {
             self.tally.fenced_rejected += 1;
@@ -331,11 +327,7 @@ impl Worker {
         let token = guard.fencing_token();
         tokio::time::sleep(self.ttl + self.overshoot).await;
         let outcome = if self.newer_write_seen(token).await? {
-            if self
-                .resource
-                .write(&mut self.conn, token, &self.writer)
-                .await?
-            {
+            if self.resource.write(token, &self.writer).await? {
                 StallOutcome::Accepted
             } else {
                 StallOutcome::Rejected
@@ -358,8 +350,8 @@ impl Worker {
         Ok(())
     }
 
-    /// Waits (bounded) until the resource holds a write with a fencing token greater than
-    /// `token`. A stale write is only stale once a newer one has landed: a write that arrives
+    /// Waits (bounded) until the resource accepted a write with a fencing token greater than
+    /// `token` (an equal one is the stalled holder's own). A stale write is only stale once a newer one has landed: a write that arrives
     /// before its successor's first write is accepted by any fenced resource, correctly, since
     /// it is ordered before it. As in Kleppmann's example, the stalled worker wakes up after
     /// its successor wrote. `false` if no newer write came in time (no other worker got the

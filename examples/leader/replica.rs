@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use clap::Args;
-use distlock::{Locker, TermEvent, redis::RedisLock};
+use distlock::{Fence, LockError, Locker, TermEvent, redis::RedisLock};
 
 #[derive(Debug, Args)]
 pub(crate) struct ReplicaArgs {
@@ -18,17 +18,9 @@ pub(crate) struct ReplicaArgs {
     lease_ms: u64,
 }
 
-/// The fenced resource: it keeps the largest term it accepted and rejects a write with a
-/// smaller one. A real resource does the same check in its own store (a `WHERE term <= $1`,
-/// a conditional put).
-const FENCED_WRITE: &str = r"
-local last = tonumber(redis.call('GET', KEYS[1]) or '0')
-if tonumber(ARGV[1]) < last then return 0 end
-redis.call('SET', KEYS[1], ARGV[1])
-return 1
-";
-
-/// The key of the fenced resource.
+/// The key of the fenced resource, written with lock-redis's fence (`distlock_fenced_set`): it
+/// keeps the largest term it accepted and refuses a write with a smaller one, accepts an equal
+/// one (the leader writes many times per term).
 pub(crate) const RESOURCE: &str = "leader-example:resource";
 
 pub(crate) fn main(args: &ReplicaArgs) -> Result<(), crate::Error> {
@@ -39,10 +31,10 @@ pub(crate) fn main(args: &ReplicaArgs) -> Result<(), crate::Error> {
 }
 
 async fn run(args: &ReplicaArgs) -> Result<(), crate::Error> {
-    let locker = Locker::new(RedisLock::from_url(&args.redis_url)?);
-    let resource = redis::Client::open(args.redis_url.as_str())?
-        .get_multiplexed_async_connection()
-        .await?;
+    let lock = RedisLock::from_url(&args.redis_url)?;
+    // The resource is on the lock's Redis here: its fenced writes share the lock's connections.
+    let fences = lock.fences();
+    let locker = Locker::new(lock);
     let id = args.id;
     let election = locker
         .elect("leader-example")
@@ -50,17 +42,17 @@ async fn run(args: &ReplicaArgs) -> Result<(), crate::Error> {
         .lease(Duration::from_millis(args.lease_ms));
     // The work of one term: cancelled by the run when the leadership is lost.
     let mut run = election.run(move |lease| {
-        let mut resource = resource.clone();
+        let fences = fences.clone();
         async move {
             let term = lease.fencing_token();
+            let fence = Fence::new(RESOURCE, term);
+            let value = format!("replica {id}");
             loop {
-                let accepted: i64 = redis::Script::new(FENCED_WRITE)
-                    .key(RESOURCE)
-                    .arg(term)
-                    .invoke_async(&mut resource)
-                    .await
-                    .unwrap_or(-1);
-                let outcome = if accepted == 1 { "ok" } else { "rejected" };
+                let outcome = match fences.set(&fence, value.as_bytes(), None).await {
+                    Ok(()) => "ok",
+                    Err(LockError::Fenced { .. }) => "rejected",
+                    Err(_) => "error",
+                };
                 println!("wrote {id} {term} {outcome}");
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }

@@ -144,12 +144,17 @@ pub enum Event {
         /// `ok`, `not_owned` or `error`.
         outcome: String,
     },
-    /// A Redis command of the worker's own (counter, resource) failed.
+    /// A command of the worker's own (counter, resource) failed.
     Error {
         /// What the worker was doing.
         op: String,
         /// The error, as text.
         message: String,
+        /// For a fenced write, its fencing token: its outcome is unknown (a store faulted under
+        /// it, as etcd's may, can have applied it without answering), so the resource's log
+        /// may hold it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        token: Option<u64>,
     },
     /// The worker reached its deadline.
     Finished,

@@ -7,6 +7,7 @@ use distlock::postgres::PostgresLock;
 use distlock::postgres::tokio_postgres::{self, NoTls};
 use lock_testkit::{EtcdCluster, FaultProxy, KeepData, PostgresServer, RedisCluster, RedisServer};
 
+use crate::resource::FenceStore;
 use crate::scenario::Topology;
 use crate::schedule::Net;
 use crate::worker::Backend;
@@ -54,8 +55,11 @@ pub(crate) struct Lab {
     etcd_faulted: Option<usize>,
     /// The cluster node killed by the last `kill_lock_master`.
     killed: Option<usize>,
-    /// The protected resource's server, which no fault touches.
+    /// The protected resource's server, which no fault touches: the counter, and the fenced
+    /// log of the Redis-family scenarios.
     resource: RedisServer,
+    /// The PostgreSQL scenarios' fenced log, on a server of its own that no fault touches.
+    resource_postgres: Option<PostgresServer>,
 }
 
 impl Lab {
@@ -77,9 +81,9 @@ impl Lab {
             };
             store_args.iter().fold(builder, |b, a| b.arg(*a)).start()
         };
-        let postgres = match topology {
-            Topology::Postgres => Some(start_postgres()?),
-            _ => None,
+        let (postgres, resource_postgres) = match topology {
+            Topology::Postgres => (Some(start_postgres()?), Some(PostgresServer::start()?)),
+            _ => (None, None),
         };
         let etcd = match topology {
             Topology::Etcd => Some(EtcdCluster::builder().members(ETCD_MEMBERS).start()?),
@@ -127,12 +131,26 @@ impl Lab {
             etcd_faulted: None,
             killed: None,
             resource,
+            resource_postgres,
         })
     }
 
     /// The resource server's URL.
     pub(crate) fn resource_url(&self) -> String {
         self.resource.url()
+    }
+
+    /// Where the fenced log lives: behind the fence of the scenario's own backend.
+    pub(crate) fn fence_store(&self) -> FenceStore {
+        if let Some(server) = &self.resource_postgres {
+            return FenceStore::Postgres { url: server.url() };
+        }
+        match &self.etcd {
+            Some(etcd) => FenceStore::Etcd {
+                endpoints: etcd.endpoints(),
+            },
+            None => FenceStore::Redis,
+        }
     }
 
     /// How `worker` reaches the lock.

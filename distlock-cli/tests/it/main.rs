@@ -16,6 +16,7 @@ mod run_env;
 mod run_killed;
 mod run_leader;
 mod run_lost;
+mod run_psql;
 mod sentinel;
 mod tls;
 mod watch;

@@ -123,7 +123,11 @@ pub fn check(history: &History, resource: &Snapshot) -> Report {
         accepted: writes.iter().filter(|w| w.accepted).count(),
         stale_accepted: writes::stale_accepted(&writes),
         stale_accepted_in_log: writes::stale_in_log(&resource.accepted),
-        log_mismatches: writes::log_mismatches(&writes, &resource.accepted),
+        log_mismatches: writes::log_mismatches(
+            &writes,
+            &writes::unknown_writes(&all),
+            &resource.accepted,
+        ),
         stale_rejected,
         rejected_while_valid,
         token_regressions: writes::token_regressions(&sections),

@@ -128,6 +128,8 @@ pub fn run(scenario: &Scenario, options: &Options) -> io::Result<Outcome> {
         options.server,
         &scenario.store_args,
     )?;
+    let fence_store = lab.fence_store();
+    resource::prepare(&fence_store).map_err(io::Error::other)?;
 
     let stop_file = dir.join("stop");
     let _ = std::fs::remove_file(&stop_file);
@@ -139,6 +141,7 @@ pub fn run(scenario: &Scenario, options: &Options) -> io::Result<Outcome> {
             backend: lab.backend(index),
             workload: scenario.workload,
             resource_url: lab.resource_url(),
+            fence_store: fence_store.clone(),
             history: dir.join(history_file(index)),
             lock_name: LOCK_NAME.to_owned(),
             ttl_ms: u64_ms(scenario.ttl),
@@ -224,7 +227,8 @@ pub fn run(scenario: &Scenario, options: &Options) -> io::Result<Outcome> {
             .collect::<io::Result<_>>()?,
         faults: read_file(&dir.join(FAULTS_FILE))?,
     };
-    let snapshot = resource::snapshot(&lab.resource_url()).map_err(io::Error::other)?;
+    let snapshot =
+        resource::snapshot(&lab.resource_url(), &fence_store).map_err(io::Error::other)?;
     drop(lab);
     // Kept beside the histories, so that `torture check DIR` can judge the run again.
     std::fs::write(dir.join(RESOURCE_FILE), serde_json::to_vec(&snapshot)?)?;

@@ -7,14 +7,16 @@ use distlock::{
 use super::config::{Backend, WorkerConfig};
 
 /// A `Locker` on the configured backend whose leases last the TTL and are renewed every third
-/// of it while their guard lives.
+/// of it while their guard lives, and the `EtcdLock` under it on etcd (its guarded commits are
+/// the etcd scenarios' fence).
 ///
 /// # Errors
 /// If the backend rejects its configuration.
-pub(crate) fn locker(config: &WorkerConfig) -> Result<Locker, LockError> {
+pub(crate) fn locker(config: &WorkerConfig) -> Result<(Locker, Option<EtcdLock>), LockError> {
     let timeout = config.command_timeout();
     // The fleet's longest lease is the workers' lease: the grace period's rule.
     let grace = config.grace();
+    let mut etcd = None;
     let locker = match &config.backend {
         Backend::Single { url } => Locker::builder(
             RedisLock::builder()
@@ -55,13 +57,15 @@ pub(crate) fn locker(config: &WorkerConfig) -> Result<Locker, LockError> {
                 .connect_timeout(timeout)
                 .build()?,
         ),
-        Backend::Etcd { endpoints } => Locker::builder(
-            EtcdLock::builder()
+        Backend::Etcd { endpoints } => {
+            let lock = EtcdLock::builder()
                 .endpoints(endpoints.iter().map(String::as_str))
                 .command_timeout(timeout)
                 .connect_timeout(timeout)
-                .build()?,
-        ),
+                .build()?;
+            etcd = Some(lock.clone());
+            Locker::builder(lock)
+        }
     };
-    Ok(locker.lease(config.ttl()).wait(config.wait()).build())
+    Ok((locker.lease(config.ttl()).wait(config.wait()).build(), etcd))
 }

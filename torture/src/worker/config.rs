@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::resource::FenceStore;
+
 /// Which distlock backend the workers lock with.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -69,8 +71,12 @@ pub struct WorkerConfig {
     /// Which kind of lock it takes.
     #[serde(default)]
     pub workload: Workload,
-    /// The resource's server (reached directly, never through a proxy).
+    /// The resource's server (reached directly, never through a proxy): the counter, and the
+    /// fenced log of the Redis-family scenarios.
     pub resource_url: String,
+    /// Where the fenced log lives, and so which of the library's fences guards it.
+    #[serde(default)]
+    pub fence_store: FenceStore,
     /// Where it records its history.
     pub history: PathBuf,
     /// The lock every worker contends for.

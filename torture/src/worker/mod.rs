@@ -1,4 +1,5 @@
-//! One worker process: acquire → read the counter → hold → write the counter → fenced write →
+//! One worker process: acquire → read the counter → hold → write the counter → fenced write,
+//! twice with the same token (the fence accepts an equal token: one holder writes many times) →
 //! release, again and again until the deadline, recording every step in its history. A shared
 //! holder (a reader of a read-write lock, a semaphore permit holder) only holds: it writes
 //! nothing, so its section is judged by the checker's overlap and permit counts alone.
@@ -47,8 +48,14 @@ async fn run(config: WorkerConfig) -> Result<(), Box<dyn Error>> {
     let history = Arc::new(HistoryWriter::create(&config.history, Some(config.index))?);
     metrics::set_global_recorder(renewals::RenewalRecorder::new(Arc::clone(&history)))
         .map_err(|e| format!("installing the renewal recorder: {e}"))?;
-    let locker = backend::locker(&config)?;
-    let resource = Resource::connect(&config.resource_url).await?;
+    let (locker, etcd) = backend::locker(&config)?;
+    let resource = Resource::connect(
+        &config.resource_url,
+        &config.fence_store,
+        config.index,
+        etcd,
+    )
+    .await?;
     history.record(Event::Started {
         pid: std::process::id(),
     });
@@ -63,6 +70,9 @@ async fn run(config: WorkerConfig) -> Result<(), Box<dyn Error>> {
     worker.history.record(Event::Finished);
     Ok(())
 }
+
+/// Fenced writes per exclusive section, all with its token: the first and a repeat.
+const WRITES_PER_SECTION: usize = 2;
 
 /// A worker's connections and parameters.
 struct Worker {
@@ -132,7 +142,7 @@ impl Worker {
     }
 
     /// The critical section: the counter's read-modify-write around a random hold, the fenced
-    /// write, and the release.
+    /// writes, and the release.
     async fn work(&mut self, guard: Guard) {
         let token = guard.fencing_token();
         let read_ns = now_ns();
@@ -151,14 +161,20 @@ impl Worker {
             Err(e) => self.error("counter read", &e),
         }
 
-        let sent_ns = now_ns();
-        match self.resource.write(token).await {
-            Ok(accepted) => self.history.record(Event::Write {
-                token,
-                sent_ns,
-                accepted,
-            }),
-            Err(e) => self.error("fenced write", &e),
+        for _ in 0..WRITES_PER_SECTION {
+            let sent_ns = now_ns();
+            match self.resource.write(&guard).await {
+                Ok(accepted) => self.history.record(Event::Write {
+                    token,
+                    sent_ns,
+                    accepted,
+                }),
+                Err(e) => self.history.record(Event::Error {
+                    op: "fenced write".to_owned(),
+                    message: e,
+                    token: Some(token),
+                }),
+            }
         }
 
         self.release(guard).await;
@@ -196,10 +212,11 @@ impl Worker {
         self.history.record(Event::Released { token, outcome });
     }
 
-    fn error(&self, op: &str, error: &redis::RedisError) {
+    fn error(&self, op: &str, message: &str) {
         self.history.record(Event::Error {
             op: op.to_owned(),
-            message: error.to_string(),
+            message: message.to_owned(),
+            token: None,
         });
     }
 }
