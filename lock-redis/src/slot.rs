@@ -17,7 +17,7 @@ pub fn key_slot(key: &str) -> u16 {
 
 /// The hash tag of `key`: what lies between its first `{` and the first `}` after it, when that
 /// is not empty.
-fn hash_tag(key: &str) -> Option<&str> {
+pub(crate) fn hash_tag(key: &str) -> Option<&str> {
     let open = key.find('{')?;
     let rest = &key[open + 1..];
     let close = rest.find('}')?;

@@ -83,24 +83,11 @@ impl RedisFences {
     /// (no record of that form would share its slot: give it a hash tag), and for a key that
     /// ends like a record.
     pub fn record_key(key: &str) -> Result<String, LockError> {
-        if key.ends_with(RECORD_SUFFIX) {
-            return Err(LockError::invalid(format!(
-                "the key {key:?} ends like a fence record ({RECORD_SUFFIX})"
-            )));
-        }
-        if let Some(open) = key.find('{')
-            && let Some(close) = key[open + 1..].find('}')
-            && close > 0
-        {
-            let tag = &key[open + 1..open + 1 + close];
-            return Ok(format!("{{{tag}}}{RECORD_SUFFIX}:{key}"));
-        }
-        if key.is_empty() || key.contains('}') {
-            return Err(LockError::invalid(format!(
-                "the key {key:?} is empty or holds a }} without a hash tag: give it a hash tag {{...}}"
-            )));
-        }
-        Ok(format!("{{{key}}}{RECORD_SUFFIX}"))
+        check_key(key)?;
+        Ok(match crate::slot::hash_tag(key) {
+            Some(tag) => format!("{{{tag}}}{RECORD_SUFFIX}:{key}"),
+            None => format!("{{{key}}}{RECORD_SUFFIX}"),
+        })
     }
 
     /// `FCALL distlock_fenced_set 1 KEY TOKEN VALUE [PX ms]`: sets `fence.resource` to `value`
@@ -308,8 +295,24 @@ fn checked(fence: &Fence) -> Result<String, LockError> {
             fence.token
         )));
     }
-    RedisFences::record_key(&fence.resource)?;
+    check_key(&fence.resource)?;
     Ok(fence.token.to_string())
+}
+
+/// What [`RedisFences::record_key`] refuses, checked without building the record's key (the
+/// library builds it on the server).
+fn check_key(key: &str) -> Result<(), LockError> {
+    if key.ends_with(RECORD_SUFFIX) {
+        return Err(LockError::invalid(format!(
+            "the key {key:?} ends like a fence record ({RECORD_SUFFIX})"
+        )));
+    }
+    if crate::slot::hash_tag(key).is_none() && (key.is_empty() || key.contains('}')) {
+        return Err(LockError::invalid(format!(
+            "the key {key:?} is empty or holds a }} without a hash tag: give it a hash tag {{...}}"
+        )));
+    }
+    Ok(())
 }
 
 /// The Redis error inside a backend failure.
