@@ -8,12 +8,14 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::exit;
 
-/// Inspect, release and use distlock locks on Redis.
+/// Inspect, release and use distlock locks on Redis, Redlock, etcd and PostgreSQL.
 #[derive(Debug, Parser)]
 #[command(name = "distlock", version, about, after_help = exit::CODES_HELP)]
 pub(crate) struct Cli {
     #[command(flatten)]
     pub(crate) target: TargetArgs,
+    #[command(flatten)]
+    pub(crate) verbosity: Verbosity,
     /// Print JSON (one document; `watch`: one line per refresh) instead of tables.
     #[arg(long, global = true)]
     pub(crate) json: bool,
@@ -21,13 +23,28 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
 }
 
+/// What the library's warnings print on stderr.
+#[derive(Debug, Args)]
+pub(crate) struct Verbosity {
+    /// Print no warnings (eviction risk, a grace period after a store restart, renewal at
+    /// risk, a lost lease); errors still print.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub(crate) quiet: bool,
+    /// More of what the library says: -v info, -vv debug, -vvv trace. `RUST_LOG` (tracing's
+    /// filter syntax, e.g. `lock_redis=debug`) overrides both.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub(crate) verbose: u8,
+}
+
 /// Where the locks live.
 #[derive(Debug, Args)]
 pub(crate) struct TargetArgs {
-    /// Redis URL: `redis://[user:password@]host:port/db`. A Redis Cluster is recognised by
-    /// itself; give several nodes' URLs, comma separated, if one may be down. etcd (lock-etcd's
-    /// locks; `ls`, `show` and `release` only): `etcd://host:port`, one per member, comma
-    /// separated.
+    /// Where the locks live; the scheme picks the backend. Redis or Valkey:
+    /// `redis://[user:password@]host:port/db` (also `rediss://`, `valkey://`, `valkeys://`,
+    /// `redis+unix://`, `unix://`); a Redis Cluster is recognised by itself; give several
+    /// nodes' URLs, comma separated, if one may be down. Redlock: one Redis URL per master,
+    /// with `--redlock`. etcd: `etcd://host:port` or `http(s)://host:port`, one per member.
+    /// PostgreSQL: `postgres://user@host:port/db` (or `postgresql://`).
     #[arg(
         long,
         env = "DISTLOCK_URL",
@@ -37,6 +54,10 @@ pub(crate) struct TargetArgs {
         hide_env_values = true
     )]
     pub(crate) url: Vec<String>,
+    /// The URLs are Redlock's independent masters (`Redlock::builder().urls(..)`), one per
+    /// master: a lock is held when a quorum holds it; `show` gives each master's answer.
+    #[arg(long, env = "DISTLOCK_REDLOCK", global = true)]
+    pub(crate) redlock: bool,
     /// The key prefix the applications' lockers use (`RedisLockBuilder::prefix`,
     /// `EtcdLockBuilder::prefix`); names are shown without it. Default: none on Redis,
     /// `distlock/` on etcd (each library's default).
@@ -202,6 +223,10 @@ pub(crate) struct RunArgs {
     /// `Election::observe`). Default `HOST:PID`.
     #[arg(long, requires = "leader")]
     pub(crate) value: Option<String>,
+    /// What `ls`, `show` and the console show beside the holder's host and pid (default: the
+    /// command). Written with the grant.
+    #[arg(long, conflicts_with = "leader")]
+    pub(crate) note: Option<String>,
     /// The command and its arguments (after `--`).
     #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true)]
     pub(crate) command: Vec<String>,

@@ -116,12 +116,8 @@ impl Target {
         Err(last.unwrap_or_else(|| Failure::new(USAGE, "no Redis URL given")))
     }
 
-    /// A `RedisLock` on the same deployment, with the same prefix and timeouts.
-    pub(crate) fn lock(&self) -> Result<RedisLock, Failure> {
-        self.lock_with(RedisLock::builder())
-    }
-
-    /// The same, from `builder` (say, one that describes its holders).
+    /// A `RedisLock` on the same deployment, with the same prefix and timeouts, from `builder`
+    /// (say, one that describes its holders).
     pub(crate) fn lock_with(&self, builder: RedisLockBuilder) -> Result<RedisLock, Failure> {
         let builder = self
             .tls

@@ -52,8 +52,50 @@ pub(crate) struct LockInfo {
     /// description of its token), as lock-redis reads it; shown as [`description`].
     #[serde(serialize_with = "serialize_holder")]
     pub(crate) holder: Option<Holder>,
-    /// The master it lives on (`host:port`).
+    /// The master it lives on (`host:port`), or the store's members.
     pub(crate) node: String,
+    /// When the holder is a leader (its note is an election's record): the election's leader.
+    pub(crate) leader: Option<LeaderInfo>,
+}
+
+/// An election's leader, read from the record it wrote beside its grant
+/// (`lock_core::Leader::from_record`).
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct LeaderInfo {
+    /// The term: the fencing token of the leader's grant.
+    pub(crate) term: u64,
+    /// The value the leader campaigned with (lossy UTF-8).
+    pub(crate) value: String,
+    /// When it was elected, by its own wall clock (Unix ms).
+    pub(crate) since_ms: Option<u64>,
+}
+
+impl LockInfo {
+    /// Marks a mutex whose holder wrote an election's record as the election it is: kind
+    /// `election`, with its leader.
+    pub(crate) fn find_election(&mut self) {
+        if self.kind != "mutex" {
+            return;
+        }
+        let Some(leader) = self
+            .holder
+            .as_ref()
+            .and_then(lock_core::Leader::from_record)
+        else {
+            return;
+        };
+        self.kind = "election";
+        self.leader = Some(LeaderInfo {
+            term: leader.term(),
+            value: String::from_utf8_lossy(leader.value()).into_owned(),
+            since_ms: leader.since().and_then(|since| {
+                since
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .ok()
+                    .and_then(|d| u64::try_from(d.as_millis()).ok())
+            }),
+        });
+    }
 }
 
 /// Members of a sorted set scored by expiry: readers, semaphore holders.
@@ -221,6 +263,7 @@ fn read_one(
         fair_queue: Vec::new(),
         holder: None,
         node: node.to_owned(),
+        leader: None,
     };
     let holder = holder_of(|i| raw(at(i)), number_signed(at(2)));
     let with_holder = |mut info: LockInfo| {

@@ -6,13 +6,13 @@
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use lock_core::{Leader, Leadership, LockError, Locker};
+use lock_core::{Leader, Leadership, LockError};
 
 use crate::cli::{LeaderArgs, RunArgs};
-use crate::connect::Target;
 use crate::exit::{FAILURE, Failure, LOST, USAGE, one_line};
 use crate::render;
 use crate::run::{End, Signals, busy_or, code_of, supervise};
+use crate::store::{Store, locker};
 
 /// After a failed campaign (the store unreachable for longer than the locker retries), the
 /// next starts this long after.
@@ -26,7 +26,7 @@ const CAMPAIGN_RETRY: Duration = Duration::from_secs(1);
 /// stop the command's group and campaign again (`--once`: exit 124). The command exiting by
 /// itself resigns and ends distlock with its code. A signal while campaigning ends distlock
 /// (128 + N); while the command runs, it is passed on to the command.
-pub(crate) async fn run(target: &Target, args: RunArgs) -> Result<ExitCode, Failure> {
+pub(crate) async fn run(store: &dyn Store, args: RunArgs) -> Result<ExitCode, Failure> {
     if args.wait.is_some() && !args.once {
         return Err(Failure::new(
             USAGE,
@@ -40,7 +40,7 @@ pub(crate) async fn run(target: &Target, args: RunArgs) -> Result<ExitCode, Fail
     // No holder metadata: the holder's one description is its grant's note, where the
     // election writes its record (value and since); a description written by the grant would
     // stand as the leader's value until then.
-    let locker = Locker::new(target.lock()?);
+    let locker = locker(store, None)?;
     let election = locker
         .elect(args.name.as_str())
         .value(value)
@@ -143,7 +143,7 @@ fn signal_code(sig: nix::sys::signal::Signal) -> u8 {
 
 /// The host's name as the kernel knows it, else `HOSTNAME`, else `unknown` (as the holder
 /// description of `lock-redis` reads it).
-fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .or_else(|| std::env::var("HOSTNAME").ok())
@@ -181,11 +181,11 @@ fn unix_ms(time: SystemTime) -> u64 {
 /// `distlock leader NAME`: prints the current leader (or that nobody leads); exit 0 either
 /// way.
 pub(crate) async fn show(
-    target: &Target,
+    store: &dyn Store,
     args: &LeaderArgs,
     json: bool,
 ) -> Result<ExitCode, Failure> {
-    let locker = Locker::new(target.lock()?);
+    let locker = locker(store, None)?;
     let leader = locker
         .elect(args.name.as_str())
         .leader()
@@ -194,8 +194,9 @@ pub(crate) async fn show(
             LockError::Unsupported { .. } => Failure::new(
                 FAILURE,
                 format!(
-                    "{:?}: this backend cannot describe the holder, so it cannot name the leader ({})",
+                    "{:?}: this backend ({}) cannot describe the holder, so it cannot name the leader ({})",
                     args.name,
+                    store.backend(),
                     one_line(&error)
                 ),
             ),

@@ -8,11 +8,13 @@ mod exit;
 mod guardian;
 mod inspect;
 mod leader;
+mod logging;
 mod migrate;
 mod output;
 mod release;
 mod render;
 mod run;
+mod store;
 mod tls;
 mod watch;
 
@@ -21,7 +23,6 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::cli::{Cli, Command};
-use crate::connect::Target;
 use crate::exit::{FAILURE, Failure};
 use crate::output::{print_listing, print_show};
 
@@ -31,6 +32,7 @@ fn main() -> ExitCode {
         return guardian::guard(&args[2..]);
     }
     let cli = Cli::parse();
+    logging::install(&cli.verbosity);
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -50,35 +52,29 @@ fn fail(failure: &Failure) -> ExitCode {
     failure.exit_code()
 }
 
-/// Runs the subcommand.
+/// Runs the subcommand on the store the URLs name.
 async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
-    if matches!(cli.command, Command::Migrate) && migrate::is_postgres(&cli.target.url) {
-        return migrate::postgres(&cli).await;
-    }
-    if etcd::is_etcd(&cli.target.url) {
-        return etcd::dispatch(cli).await;
-    }
-    let target = Target::connect(&cli.target).await?;
+    let store = store::connect(&cli.target).await?;
+    let store = store.as_ref();
     match cli.command {
         Command::Ls(args) => {
-            let listing =
-                inspect::list(&target, &args.pattern, args.scan.count, args.scan.foreign).await?;
+            let listing = store.list(&args.pattern, &args.scan).await?;
             print_listing(&listing, &args.pattern, cli.json)?;
             if listing.truncated && !cli.json {
-                eprintln!("distlock: the listing stopped at the SCAN step limit");
+                eprintln!("distlock: the listing stopped at the step limit");
             }
             Ok(ExitCode::SUCCESS)
         }
         Command::Show(args) => {
-            let locks = inspect::describe(&target, &target.key(&args.name)).await?;
+            let locks = store.describe(&args.name).await?;
             print_show(&args.name, &locks, cli.json)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Release(args) => release::release(&target, &args, cli.json).await,
-        Command::Run(args) if args.leader => leader::run(&target, args).await,
-        Command::Run(args) => run::run(&target, args).await,
-        Command::Leader(args) => leader::show(&target, &args, cli.json).await,
-        Command::Watch(args) => watch::watch(&target, &args, cli.json).await,
-        Command::Migrate => migrate::redis(&target, cli.json).await,
+        Command::Release(args) => release::release(store, &args, cli.json).await,
+        Command::Run(args) if args.leader => leader::run(store, args).await,
+        Command::Run(args) => run::run(store, args).await,
+        Command::Leader(args) => leader::show(store, &args, cli.json).await,
+        Command::Watch(args) => watch::watch(store, &args, cli.json).await,
+        Command::Migrate => migrate::migrate(store, cli.json).await,
     }
 }

@@ -1,26 +1,25 @@
-//! `distlock release`: compare-and-delete through the library, never a bare `DEL`.
+//! `distlock release`: compare-and-delete by the holder's token (the store's own release),
+//! never a bare delete; the same on every backend.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 
 use crate::cli::ReleaseArgs;
-use crate::connect::Target;
 use crate::exit::{FAILURE, Failure};
-use crate::inspect;
+use crate::store::Store;
 
 /// Releases `args.name` if it is held with the given token (or, with `--force`, with the token
 /// it has now, after the operator confirms on a terminal).
 pub(crate) async fn release(
-    target: &Target,
+    store: &dyn Store,
     args: &ReleaseArgs,
     json: bool,
 ) -> Result<ExitCode, Failure> {
-    let lock = target.lock()?;
     let token = match &args.token {
         Some(token) => token.clone(),
-        None => confirm_current(target, &args.name).await?,
+        None => confirm_current(store, &args.name).await?,
     };
-    let released = lock.release_token(&args.name, &token).await?;
+    let released = store.release_token(&args.name, &token).await?;
     if json {
         println!(
             "{}",
@@ -33,7 +32,7 @@ pub(crate) async fn release(
         return Ok(ExitCode::SUCCESS);
     }
     if !json {
-        let now = holder_token(target, &args.name).await?;
+        let now = holder_token(store, &args.name).await?;
         explain_not_released(&args.name, now.as_deref());
     }
     Ok(ExitCode::from(FAILURE))
@@ -41,7 +40,7 @@ pub(crate) async fn release(
 
 /// Says on stderr why `name` was not released: held with another token (`holder`'s), or not
 /// held at all.
-pub(crate) fn explain_not_released(name: &str, holder: Option<&str>) {
+fn explain_not_released(name: &str, holder: Option<&str>) {
     match holder {
         Some(other) => {
             eprintln!("distlock: not released: {name:?} is held with another token ({other})");
@@ -51,8 +50,8 @@ pub(crate) fn explain_not_released(name: &str, holder: Option<&str>) {
 }
 
 /// The token of whoever holds the exclusive lock `name` now, if anyone.
-async fn holder_token(target: &Target, name: &str) -> Result<Option<String>, Failure> {
-    let locks = inspect::describe(target, &target.key(name)).await?;
+pub(crate) async fn holder_token(store: &dyn Store, name: &str) -> Result<Option<String>, Failure> {
+    let locks = store.describe(name).await?;
     Ok(locks
         .into_iter()
         .find(|l| matches!(l.kind, "mutex" | "fair" | "foreign"))
@@ -60,16 +59,16 @@ async fn holder_token(target: &Target, name: &str) -> Result<Option<String>, Fai
 }
 
 /// `--force`: the current holder's token, once the operator typed `yes` on a terminal.
-async fn confirm_current(target: &Target, name: &str) -> Result<String, Failure> {
+async fn confirm_current(store: &dyn Store, name: &str) -> Result<String, Failure> {
     refuse_without_terminal()?;
-    let Some(token) = holder_token(target, name).await? else {
+    let Some(token) = holder_token(store, name).await? else {
         return Err(Failure::new(FAILURE, format!("{name:?} is not held")));
     };
     confirm(name, token)
 }
 
 /// `--force` is refused unless stdin is a terminal to confirm on.
-pub(crate) fn refuse_without_terminal() -> Result<(), Failure> {
+fn refuse_without_terminal() -> Result<(), Failure> {
     if std::io::stdin().is_terminal() {
         Ok(())
     } else {
@@ -82,7 +81,7 @@ pub(crate) fn refuse_without_terminal() -> Result<(), Failure> {
 
 /// Asks the operator on the terminal whether to release `name`, held with `token`; the token
 /// when they typed `yes`.
-pub(crate) fn confirm(name: &str, token: String) -> Result<String, Failure> {
+fn confirm(name: &str, token: String) -> Result<String, Failure> {
     eprint!(
         "{name:?} is held with token {token}.\nRelease it? Its holder may still be working. Type yes to release: "
     );

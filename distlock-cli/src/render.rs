@@ -60,7 +60,7 @@ pub(crate) fn lock_table(locks: &[LockInfo], extra: Option<Column<'_>>) -> Table
             lock.fencing_token
                 .map_or_else(|| "-".into(), |t| t.to_string()),
             waiters(lock),
-            lock.holder.as_ref().map_or_else(|| "-".into(), held_by),
+            held_by_cell(lock),
         ];
         if let Some((_, cell)) = extra {
             row.push(cell(lock));
@@ -103,7 +103,22 @@ fn number(fields: &serde_json::Map<String, serde_json::Value>, name: &str) -> Op
     fields.get(name)?.as_u64()
 }
 
-/// `host pid label`, the parts the holder gave; its note when it gave none of them.
+/// The HELD BY column: the election's leader (its value, and for how long it leads), or the
+/// holder's description.
+fn held_by_cell(lock: &LockInfo) -> String {
+    if let Some(leader) = &lock.leader {
+        return match leader.since_ms {
+            Some(since) => format!("leader {}, for {}", leader.value, age(since)),
+            None => format!("leader {}", leader.value),
+        };
+    }
+    lock.holder.as_ref().map_or_else(|| "-".into(), held_by)
+}
+
+/// The longest note shown in a table cell (`show` prints it whole).
+const NOTE_SHOWN: usize = 60;
+
+/// `host, pid, label, note, for <age>`: the parts the holder gave.
 fn held_by(holder: &Holder) -> String {
     let fields = description(holder);
     let mut parts = Vec::new();
@@ -116,18 +131,27 @@ fn held_by(holder: &Holder) -> String {
     if let Some(label) = field(&fields, "label") {
         parts.push(label);
     }
+    if let Some(note) = field(&fields, "note") {
+        parts.push(shortened(&note));
+    }
     if let Some(since) = number(&fields, "since_ms") {
         parts.push(format!("for {}", age(since)));
-    }
-    if parts.is_empty()
-        && let Some(note) = field(&fields, "note")
-    {
-        parts.push(note);
     }
     if parts.is_empty() {
         "-".into()
     } else {
         parts.join(", ")
+    }
+}
+
+/// `text` on one line of at most [`NOTE_SHOWN`] characters (`…` where it was cut).
+fn shortened(text: &str) -> String {
+    let line = text.lines().next().unwrap_or_default();
+    if line.chars().count() > NOTE_SHOWN || line.len() < text.trim_end().len() {
+        let cut: String = line.chars().take(NOTE_SHOWN - 1).collect();
+        format!("{cut}…")
+    } else {
+        line.to_owned()
     }
 }
 
@@ -152,7 +176,16 @@ pub(crate) fn show_table(lock: &LockInfo) -> Table {
         ),
     ]);
     t.add_row(vec!["waiters".into(), lock.waiters.to_string()]);
-    if let Some(holder) = &lock.holder {
+    if let Some(leader) = &lock.leader {
+        t.add_row(vec!["leader".into(), leader.value.clone()]);
+        t.add_row(vec!["term".into(), leader.term.to_string()]);
+        if let Some(since) = leader.since_ms {
+            t.add_row(vec![
+                "leads since".into(),
+                format!("{} ({} ago)", timestamp(since), age(since)),
+            ]);
+        }
+    } else if let Some(holder) = &lock.holder {
         let fields = description(holder);
         for (name, value) in [
             ("holder host", field(&fields, "host")),

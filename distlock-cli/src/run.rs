@@ -5,16 +5,15 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{ExitCode, ExitStatus};
 use std::time::Duration;
 
-use lock_core::{LockError, Locker, TimeoutPhase};
-use lock_redis::RedisLock;
+use lock_core::{LockError, TimeoutPhase};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::process::Child;
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::cli::RunArgs;
-use crate::connect::Target;
 use crate::exit::{BUSY, CANNOT_EXECUTE, FAILURE, Failure, LOST, NOT_FOUND};
+use crate::store::{Store, describe_grant, locker};
 
 /// How the command ended.
 pub(crate) enum End {
@@ -54,12 +53,15 @@ impl Signals {
 
 /// Acquires `args.name`, runs the command while renewing, and answers the exit code. (`run
 /// --leader` goes to `leader::run` instead; `main` picks.)
-pub(crate) async fn run(target: &Target, args: RunArgs) -> Result<ExitCode, Failure> {
+pub(crate) async fn run(store: &dyn Store, args: RunArgs) -> Result<ExitCode, Failure> {
     let wait = args.wait_limit().unwrap_or(Duration::from_secs(10));
-    // The grant describes its holder (host, pid, since, and the command as the note), so
-    // `distlock ls` and `show` on another machine say who runs what.
-    let note = format!("distlock run -- {}", args.command.join(" "));
-    let locker = Locker::new(target.lock_with(RedisLock::builder().holder_note(note))?);
+    // The grant describes its holder (host, pid, since, and the note: --note, or the command),
+    // so `distlock ls` and `show` on another machine say who runs what.
+    let note = args
+        .note
+        .clone()
+        .unwrap_or_else(|| format!("distlock run -- {}", args.command.join(" ")));
+    let locker = locker(store, Some(&note))?;
     let guard = locker
         .lock(args.name.as_str())
         .lease(args.ttl)
@@ -67,6 +69,9 @@ pub(crate) async fn run(target: &Target, args: RunArgs) -> Result<ExitCode, Fail
         .acquire()
         .await
         .map_err(|error| busy_or(error, &args.name, wait))?;
+    if !store.describes_grants() {
+        describe_grant(locker.backend_lock().as_ref(), &guard, &note).await;
+    }
     let mut signals = Signals::listen()?;
     let end = match supervise(&args, guard.fencing_token(), guard.lost(), &mut signals).await {
         Ok(end) => end,

@@ -6,28 +6,18 @@
 //! etcd lease, whose remaining TTL is the lock's; the fencing token of the grant is the key's
 //! `mod_revision` (the revision of the transaction that wrote the token).
 
-mod read;
-mod release;
+pub(crate) mod read;
+pub(crate) mod release;
 
-use std::process::ExitCode;
 use std::time::Duration;
 
 use etcd_client::{Client, ConnectOptions};
 
-use crate::cli::{Cli, Command, TargetArgs};
+use crate::cli::TargetArgs;
 use crate::exit::{BACKEND, Failure, USAGE, one_line};
-use crate::output::{print_listing, print_show};
-
-/// The scheme of an etcd member's URL on the command line.
-const SCHEME: &str = "etcd://";
 
 /// The key prefix lock-etcd's lockers use by default (`EtcdLockBuilder::prefix`).
 pub(crate) const DEFAULT_PREFIX: &str = lock_etcd::DEFAULT_PREFIX;
-
-/// Whether the URLs name etcd members (the first decides; mixing is refused at connect).
-pub(crate) fn is_etcd(urls: &[String]) -> bool {
-    urls.first().is_some_and(|url| url.starts_with(SCHEME))
-}
 
 /// A connected etcd cluster and the settings the subcommands need.
 pub(crate) struct EtcdTarget {
@@ -35,6 +25,9 @@ pub(crate) struct EtcdTarget {
     pub(crate) prefix: String,
     /// The members' endpoints as given (`host:port`), for messages and the `node` column.
     pub(crate) endpoints: Vec<String>,
+    /// The members' URLs as the etcd client takes them (`http://host:port`, `https://...`).
+    pub(crate) urls: Vec<String>,
+    pub(crate) connect_timeout: Duration,
     pub(crate) command_timeout: Duration,
 }
 
@@ -48,17 +41,24 @@ impl EtcdTarget {
     /// `--connect-timeout` (the one request made is a read of the prefix, which also checks
     /// that the cluster has a leader: a cluster without quorum fails here).
     pub(crate) async fn connect(args: &TargetArgs) -> Result<Self, Failure> {
-        let endpoints = args
+        let urls = args
             .url
             .iter()
-            .map(|url| endpoint(url))
+            .map(|url| member_url(url))
             .collect::<Result<Vec<_>, _>>()?;
+        let endpoints: Vec<String> = urls
+            .iter()
+            .map(|url| {
+                url.split_once("://")
+                    .map_or(url.as_str(), |(_, a)| a)
+                    .to_owned()
+            })
+            .collect();
         let options = ConnectOptions::new()
             .with_connect_timeout(args.connect_timeout)
             .with_timeout(args.command_timeout)
             // A member that lost its leader answers at once instead of holding the request.
             .with_require_leader(true);
-        let urls: Vec<String> = endpoints.iter().map(|e| format!("http://{e}")).collect();
         let what = format!("cannot connect to etcd at {}", endpoints.join(","));
         let client = bounded(
             &what,
@@ -73,6 +73,8 @@ impl EtcdTarget {
                 .clone()
                 .unwrap_or_else(|| DEFAULT_PREFIX.to_owned()),
             endpoints,
+            urls,
+            connect_timeout: args.connect_timeout,
             command_timeout: args.command_timeout,
         };
         // `connect` sends nothing: one linearizable read checks that a member answers and
@@ -101,12 +103,23 @@ impl EtcdTarget {
     }
 }
 
-/// `host:port` out of `etcd://host:port` (a trailing `/` is allowed).
-fn endpoint(url: &str) -> Result<String, Failure> {
+/// The member's URL as the etcd client takes it: `etcd://host:port` becomes
+/// `http://host:port`; `http://` and `https://` (what `EtcdLock::new` takes) are kept. A
+/// trailing `/` is allowed.
+fn member_url(url: &str) -> Result<String, Failure> {
     let bad = |why: &str| Failure::new(USAGE, format!("invalid etcd URL {url:?}: {why}"));
-    let rest = url
-        .strip_prefix(SCHEME)
-        .ok_or_else(|| bad("give every member as etcd://host:port (no Redis URLs among them)"))?;
+    let (scheme, rest) = url
+        .split_once("://")
+        .ok_or_else(|| bad("expected etcd://host:port or http://host:port"))?;
+    let scheme = match scheme.to_ascii_lowercase().as_str() {
+        "etcd" | "http" => "http",
+        "https" => "https",
+        _ => {
+            return Err(bad(
+                "give every member as etcd://host:port or http(s)://host:port",
+            ));
+        }
+    };
     let authority = rest.trim_end_matches('/');
     if authority.contains('@') {
         return Err(bad("credentials are not supported on etcd URLs"));
@@ -119,7 +132,7 @@ fn endpoint(url: &str) -> Result<String, Failure> {
     }
     port.parse::<u16>()
         .map_err(|_| bad("the port is not a number from 0 to 65535"))?;
-    Ok(authority.to_owned())
+    Ok(format!("{scheme}://{authority}"))
 }
 
 /// `future`, failed with a backend failure (`what`, and the client's error or the limit) when
@@ -142,53 +155,20 @@ pub(crate) async fn bounded<T>(
     }
 }
 
-/// Runs the subcommand on etcd. `run`, `watch` and `leader` are not offered there yet: they answer a
-/// usage failure that says so, before connecting.
-pub(crate) async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
-    match cli.command {
-        Command::Ls(args) => {
-            let target = EtcdTarget::connect(&cli.target).await?;
-            let listing =
-                read::list(&target, &args.pattern, args.scan.count, args.scan.foreign).await?;
-            print_listing(&listing, &args.pattern, cli.json)?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Show(args) => {
-            let target = EtcdTarget::connect(&cli.target).await?;
-            let locks = read::describe(&target, &args.name).await?;
-            print_show(&args.name, &locks, cli.json)?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Release(args) => {
-            let target = EtcdTarget::connect(&cli.target).await?;
-            release::release(&target, &args, cli.json).await
-        }
-        Command::Run(_) | Command::Watch(_) | Command::Leader(_) => Err(Failure::new(
-            USAGE,
-            "`run`, `watch` and `leader` are not available on etcd URLs yet; `ls`, `show` and \
-             `release` are",
-        )),
-        Command::Migrate => Err(Failure::new(
-            USAGE,
-            "`migrate` has nothing to install on etcd (its fence is the lock key's revision)",
-        )),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn urls_are_checked() {
-        assert_eq!(
-            endpoint("etcd://127.0.0.1:2379").ok(),
-            Some("127.0.0.1:2379".into())
-        );
-        assert_eq!(
-            endpoint("etcd://etcd-0:2379/").ok(),
-            Some("etcd-0:2379".into())
-        );
+        for (url, member) in [
+            ("etcd://127.0.0.1:2379", "http://127.0.0.1:2379"),
+            ("etcd://etcd-0:2379/", "http://etcd-0:2379"),
+            ("http://etcd-0:2379", "http://etcd-0:2379"),
+            ("https://etcd-0:2379/", "https://etcd-0:2379"),
+        ] {
+            assert_eq!(member_url(url).ok().as_deref(), Some(member), "{url}");
+        }
         for bad in [
             "redis://127.0.0.1:6379",
             "etcd://",
@@ -196,14 +176,9 @@ mod tests {
             "etcd://:2379",
             "etcd://host:port",
             "etcd://u:p@host:2379",
+            "127.0.0.1:2379",
         ] {
-            assert!(endpoint(bad).is_err(), "{bad}");
+            assert!(member_url(bad).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn the_first_url_decides() {
-        assert!(is_etcd(&["etcd://a:1".into(), "etcd://b:1".into()]));
-        assert!(!is_etcd(&["redis://a:1".into()]));
     }
 }

@@ -90,7 +90,7 @@ pub(crate) async fn list(
 async fn describe_keys(
     target: &EtcdTarget,
     kvs: Vec<KeyValue>,
-    keep: &dyn Fn(&str) -> bool,
+    keep: &(dyn Fn(&str) -> bool + Sync),
     foreign: bool,
 ) -> Result<Vec<LockInfo>, Failure> {
     let mut locks = Vec::new();
@@ -128,6 +128,7 @@ async fn describe_keys(
                 fair_queue: Vec::new(),
                 holder: None,
                 node: target.node(),
+                leader: None,
             },
         ));
     }

@@ -32,7 +32,15 @@ fn one_clear_line(urls: &[String], what: &str, expected_code: i32) {
 
 #[test]
 fn bad_url() {
-    one_clear_line(&["http://127.0.0.1:1/".into()], "bad URL", 2);
+    one_clear_line(&["ftp://127.0.0.1:1/".into()], "unknown scheme", 2);
+    one_clear_line(&["127.0.0.1:6379".into()], "no scheme", 2);
+    one_clear_line(&["redis://127.0.0.1:notaport/".into()], "bad Redis URL", 2);
+    let out = distlock(&["ftp://127.0.0.1:1/".into()], &["ls"]);
+    assert!(
+        stderr(&out).contains("unknown URL scheme \"ftp\""),
+        "the scheme is named: {}",
+        stderr(&out)
+    );
 }
 
 #[test]

@@ -62,6 +62,17 @@ impl Leader {
     pub fn is_recorded(&self) -> bool {
         self.recorded
     }
+
+    /// The leader `holder` describes, if its note is a leader's record (what
+    /// [`Election::campaign`](super::Election::campaign) writes: value and since); `None` for
+    /// a holder without a note or with another note (a plain lock's). For operators' tools
+    /// that list every held lock ([`Lock::describe_holder`] of each) and show the elections
+    /// among them, as `distlock ls` and `distlock serve` do.
+    #[must_use]
+    pub fn from_record(holder: &Holder) -> Option<Self> {
+        let leader = from_holder(holder);
+        leader.since.is_some().then_some(leader)
+    }
 }
 
 impl fmt::Debug for Leader {
@@ -154,5 +165,8 @@ mod tests {
         assert_eq!((foreign.value(), foreign.since()), (&b"hello"[..], None));
         let bare = from_holder(&Holder::new(9, None));
         assert!(!bare.is_recorded() && bare.value().is_empty());
+        assert_eq!(Leader::from_record(&holder).map(|l| l.term()), Some(7));
+        assert!(Leader::from_record(&Holder::new(8, None).with_note(&b"hello"[..])).is_none());
+        assert!(Leader::from_record(&Holder::new(9, None)).is_none());
     }
 }

@@ -1,0 +1,171 @@
+//! The stores the command works on, behind one trait: every subcommand (`ls`, `show`,
+//! `release`, `run`, `run --leader`, `leader`, `watch`, `migrate`, `serve`) is written once
+//! against [`Store`], and each backend implements it in a file of its own (`redis.rs`,
+//! `etcd.rs`, ...). The URL's scheme picks the backend ([`connect`]).
+//!
+//! What a store reads is the same shape everywhere ([`LockInfo`]): `ls`, `show`, `watch`, the
+//! JSON documents and the web console print one thing whatever the backend.
+
+mod etcd;
+mod postgres;
+mod redis;
+mod redis_releases;
+mod scheme;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use lock_core::backend::Lock;
+use lock_core::{Guard, Locker};
+
+use crate::cli::{ScanArgs, TargetArgs};
+use crate::exit::Failure;
+use crate::inspect::{Listing, LockInfo};
+
+pub(crate) use scheme::Scheme;
+
+/// A store of locks as the command sees it: read (every kind), released by token, used
+/// through the library's `Lock` (`run`, elections), and followed (`watch`).
+#[async_trait]
+pub(crate) trait Store: Send + Sync {
+    /// The backend's name, in messages and `--json` (`redis`, `etcd`, `postgres`, `redlock`).
+    fn backend(&self) -> &'static str;
+
+    /// Every held lock (of every kind) whose name matches the glob `pattern`, sorted by name
+    /// and kind, as the store keeps them (the backend's part of [`Store::list`]).
+    ///
+    /// # Errors
+    /// A usage failure for a bad pattern; a backend failure when the store fails or is slow.
+    async fn scan(&self, pattern: &str, scan: &ScanArgs) -> Result<Listing, Failure>;
+
+    /// Every held lock named `name` (one name may be held as several kinds), as the store keeps
+    /// them (the backend's part of [`Store::describe`]); empty when it is not held.
+    ///
+    /// # Errors
+    /// A backend failure when the store fails or is slow.
+    async fn read(&self, name: &str) -> Result<Vec<LockInfo>, Failure>;
+
+    /// [`Store::scan`], with the elections among the locks shown as such (kind `election`,
+    /// with their leader).
+    ///
+    /// # Errors
+    /// As [`Store::scan`].
+    async fn list(&self, pattern: &str, scan: &ScanArgs) -> Result<Listing, Failure> {
+        let mut listing = self.scan(pattern, scan).await?;
+        listing.locks.iter_mut().for_each(LockInfo::find_election);
+        Ok(listing)
+    }
+
+    /// [`Store::read`], with an election shown as such.
+    ///
+    /// # Errors
+    /// As [`Store::read`].
+    async fn describe(&self, name: &str) -> Result<Vec<LockInfo>, Failure> {
+        let mut locks = self.read(name).await?;
+        locks.iter_mut().for_each(LockInfo::find_election);
+        Ok(locks)
+    }
+
+    /// Releases `name` if it is held with `token` (the string `ls` and `show` print), waking
+    /// its waiters; `Ok(false)` when it is held with another token or not held (nothing
+    /// changed).
+    ///
+    /// # Errors
+    /// A backend failure when the store fails or is slow.
+    async fn release_token(&self, name: &str, token: &str) -> Result<bool, Failure>;
+
+    /// The library's lock on this store, for `run`, `run --leader` and `leader`. With
+    /// `describe`, each grant describes its holder (host, pid, since, and `describe` as the
+    /// note) if the store writes that with the grant itself ([`Store::describes_grants`]);
+    /// else `run` writes it after the grant ([`describe_grant`]).
+    ///
+    /// # Errors
+    /// A usage failure for settings the library refuses.
+    fn lock(&self, describe: Option<&str>) -> Result<Arc<dyn Lock>, Failure>;
+
+    /// Whether [`Store::lock`] with a description writes it with each grant (no extra round
+    /// trip); when not, `run` annotates the grant.
+    fn describes_grants(&self) -> bool {
+        false
+    }
+
+    /// Starts counting the releases announced on the store, for `watch`'s RELEASES/S; `None`
+    /// when the store announces none that can be counted.
+    ///
+    /// # Errors
+    /// A backend failure when subscribing fails.
+    async fn releases(&self) -> Result<Option<Box<dyn Releases>>, Failure> {
+        Ok(None)
+    }
+
+    /// `distlock migrate`: installs what fenced writes need, and says what it did (one line,
+    /// and a JSON object).
+    ///
+    /// # Errors
+    /// A usage failure when there is nothing to install on this store; a backend failure when
+    /// the store refuses.
+    async fn migrate(&self) -> Result<(String, serde_json::Value), Failure>;
+}
+
+/// Releases announced on a store, counted between two refreshes of `watch`.
+#[async_trait]
+pub(crate) trait Releases: Send {
+    /// Follows the locks just listed (a store without pattern subscriptions subscribes to
+    /// their channels), and takes this watcher's own subscriptions out of their waiters.
+    async fn follow(&mut self, locks: &mut [LockInfo]);
+
+    /// Releases per second per lock name since the last call (`seconds` ago); the counts
+    /// start again from zero.
+    fn take_rates(&mut self, seconds: f64) -> std::collections::HashMap<String, f64>;
+}
+
+/// Connects to the store the URLs name (their scheme picks the backend; see [`Scheme`]).
+///
+/// # Errors
+/// A usage failure for an unknown scheme, URLs of different backends mixed, or a URL that does
+/// not parse; a backend failure when the store does not answer.
+pub(crate) async fn connect(args: &TargetArgs) -> Result<Box<dyn Store>, Failure> {
+    match Scheme::of_all(&args.url, args.redlock)? {
+        Scheme::Redis => Ok(Box::new(crate::connect::Target::connect(args).await?)),
+        Scheme::Etcd => Ok(Box::new(crate::etcd::EtcdTarget::connect(args).await?)),
+        Scheme::Postgres => Ok(Box::new(postgres::PostgresTarget::connect(args)?)),
+        Scheme::Redlock => Err(Failure::new(
+            crate::exit::USAGE,
+            "--redlock is not supported yet",
+        )),
+    }
+}
+
+/// A locker over `store`'s lock (`run`, elections).
+///
+/// # Errors
+/// As [`Store::lock`].
+pub(crate) fn locker(store: &dyn Store, describe: Option<&str>) -> Result<Locker, Failure> {
+    Ok(Locker::from_arc(store.lock(describe)?))
+}
+
+/// Writes the holder's description beside `guard`'s grant (the JSON a Redis grant with holder
+/// metadata writes: `host`, `pid`, `note`, `token`-less, `since_ms`), for stores that do not
+/// write it with the grant. A failure is only a warning: the lock is held either way.
+pub(crate) async fn describe_grant(lock: &dyn Lock, guard: &Guard, note: &str) {
+    let since_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let description = serde_json::json!({
+        "host": crate::leader::hostname(),
+        "pid": std::process::id(),
+        "note": note,
+        "since_ms": since_ms,
+    });
+    match lock
+        .annotate(&guard.lease(), description.to_string().as_bytes())
+        .await
+    {
+        Ok(_) => {}
+        Err(error) => tracing::warn!(
+            name = guard.name(),
+            error = %crate::exit::one_line(&error),
+            "the holder's description was not written"
+        ),
+    }
+}
