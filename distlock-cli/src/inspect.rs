@@ -23,7 +23,7 @@ const BATCH: usize = 200;
 const MAX_SCAN_STEPS: u64 = 1_000_000;
 
 /// One held lock of one kind.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub(crate) struct LockInfo {
     /// The name, without the prefix.
     pub(crate) name: String,
