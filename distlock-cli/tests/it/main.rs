@@ -19,4 +19,5 @@ mod run_lost;
 mod run_psql;
 mod sentinel;
 mod tls;
+mod warnings;
 mod watch;
