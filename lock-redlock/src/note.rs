@@ -79,7 +79,7 @@ pub(crate) fn seal(lease: &Lease, note: &[u8]) -> Vec<u8> {
         // Writing to a String cannot fail.
         let _ = write!(header, "{byte:02x}");
     }
-    let _ = write!(header, " {}\n", id.fence);
+    let _ = writeln!(header, " {}", id.fence);
     let mut record = header.into_bytes();
     record.extend_from_slice(note);
     record
