@@ -97,7 +97,8 @@ pub(crate) fn column(op: Op) -> usize {
 /// holder's note: yes when written, no when the lease was not ours there); `outcome` is one
 /// of `acquired`, `busy`, `no_quorum`, `validity_expired`, `invalid`, `cancelled` (acquire),
 /// `extended`, `not_owned` (extend, release, annotate), `released` (release), `written`
-/// (annotate), `held`, `nobody` (describe; `no_quorum` too).
+/// (annotate), `held` (a grant named by a quorum), `unnamed` (keys on enough nodes to be busy,
+/// no grant named by a quorum), `nobody` (describe; `no_quorum` too).
 pub fn describe_metrics() {
     describe_counter!(
         METRIC_NODE_GRANTS,

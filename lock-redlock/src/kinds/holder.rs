@@ -3,6 +3,33 @@
 //! decided by a quorum ([`describe`], through each node's own `describe_holder`). What the
 //! nodes' answers decide is counted in `crate::holders`; the record that names the grant on
 //! each node is `crate::note`.
+//!
+//! The Redis distributed-locks page
+//! (<https://redis.io/docs/latest/develop/use/patterns/distributed-locks/>) defines only
+//! acquire, extend and release: a lock is held when a majority of the N independent masters
+//! hold its key with the holder's value. Reading the holder follows the same rule. A grant
+//! holds the lock when a quorum of nodes holds its token; a node does not tell the token, but
+//! it shows a note only beside the grant it was written for, and the note a Redlock writes
+//! names its grant (a digest of the token, and the lease's fencing token). So "a quorum of
+//! nodes shows a note naming grant G" means "a quorum of nodes held G's token when read".
+//!
+//! What it guarantees:
+//! - the term reported is the Redlock lease's fencing token (what the holder's
+//!   `Guard::fencing_token` says), never a node's own: observers and the leader agree on it,
+//!   and it rises across leaders as far as Redlock's tokens do (README, "Fencing tokens");
+//! - in one read at most one grant is named by a quorum (each node names one at most);
+//! - a note is never shown with another grant than the one it was written for;
+//! - a minority of nodes — down, slow, free, or holding any other key — does not change a
+//!   grant named by a quorum.
+//!
+//! What it does not:
+//! - one atomic read of all N: the nodes are read at once but each at its own moment, so
+//!   during a hand-over two reads may see the old holder, nobody, or a holder without a term;
+//! - that the holder still holds when the answer arrives (no read can): its TTL is reported
+//!   less the round's time and the drift allowance;
+//! - a term for a grant that wrote no note (a plain lock, a leader before its record), or
+//!   whose note a quorum of the nodes answering does not carry (nodes lost it, or its first
+//!   write is in flight): such a holder is reported with term 0 and no note.
 
 use std::sync::Arc;
 
