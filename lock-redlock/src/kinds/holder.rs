@@ -50,7 +50,8 @@ use crate::telemetry::{self, ANNOTATE, DESCRIBE, Reply};
 /// `Ok(true)` iff a quorum wrote it; `Ok(false)` iff the refusals alone rule that out (the
 /// lease is no longer ours on too many nodes); else a quorum error. Waits, like a release, for
 /// every node that is not lagging, up to the release timeout, so the note is on every healthy
-/// node when it returns; the rest is seen through in the background.
+/// node when it returns; the rest is seen through in the background. The record is kept (in
+/// `Shared`) until the lease is released, so an extend that repairs a node writes it there too.
 pub(crate) async fn annotate(
     shared: &Arc<Shared>,
     lease: &Lease,
@@ -58,6 +59,8 @@ pub(crate) async fn annotate(
 ) -> Result<bool, LockError> {
     note::check(note)?;
     let record: Arc<[u8]> = Arc::from(note::seal(lease, note));
+    // Kept for the extend's repairs (a node that restarted empty gets it again with the key).
+    shared.keep_note(*lease.token(), Arc::clone(&record));
     let shared_lease = Arc::new(lease.clone());
     let calls = shared.nodes.iter().enumerate().map(|(i, node)| {
         let (lock, lease, record) = (
@@ -74,7 +77,10 @@ pub(crate) async fn annotate(
         .await;
     let (outcome, result) = match verdict.decision {
         Decision::Quorum => ("written", Ok(true)),
-        Decision::NoQuorum if verdict.tally.refusals_block() => ("not_owned", Ok(false)),
+        Decision::NoQuorum if verdict.tally.refusals_block() => {
+            shared.forget_note(lease.token());
+            ("not_owned", Ok(false))
+        }
         Decision::NoQuorum => ("no_quorum", Err(verdict.no_quorum(Op::Extend))),
     };
     telemetry::quorum_outcome_in(ANNOTATE, outcome);

@@ -439,3 +439,40 @@ async fn a_majority_down_is_a_quorum_error() {
     assert!(read.as_ref().is_err_and(quorum_error), "{read:?}");
     drop(guard);
 }
+
+/// A leader elected while node 2 was down: its note is on nodes 0 and 1. Node 2 comes back
+/// empty, and a renewal repairs it — key and note, so when node 0 goes down next, nodes 1 and
+/// 2 still name the leader's grant.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repaired_node_gets_the_note_again() {
+    let mut nodes = Nodes::start(3);
+    nodes.servers[2].stop();
+    let observer = election(&nodes, "leader");
+    let leadership = election(&nodes, "leader")
+        .lease(Duration::from_millis(1_500))
+        .value("pod-a")
+        .campaign()
+        .await
+        .expect("elected by nodes 0 and 1");
+    nodes.servers[2].start_again().expect("restart empty");
+    // The leader renews every 500 ms; each renewal repairs node 2 if it answers.
+    let node2 = redis_lock(&nodes.url(2));
+    let mut noted = false;
+    for _ in 0..100 {
+        if let Ok(Some(holder)) = node2.describe_holder("leader").await
+            && holder.note.is_some()
+        {
+            noted = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(noted, "node 2 was repaired with the note");
+    nodes.servers[0].stop();
+    let read = leader(&observer).await.expect("a leader");
+    assert_eq!(
+        (read.term(), read.value_str()),
+        (leadership.term(), Some("pod-a"))
+    );
+    leadership.resign().await.expect("ours on nodes 1 and 2");
+}
