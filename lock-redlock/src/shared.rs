@@ -1,6 +1,6 @@
-//! What every round of one `Redlock` shares: its nodes and settings, and the acquires and
-//! releases still in flight on them, and the notes of its leases. The rounds (acquire, extend, release, ping, watch) use
-//! it; it uses none of them.
+//! What every round of one `Redlock` shares: its nodes and settings, the acquires and releases
+//! still in flight on them, and the notes of its leases. The rounds (acquire, extend, release,
+//! ping, watch, the observers') use it; it uses none of them.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
