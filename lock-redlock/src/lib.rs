@@ -4,9 +4,11 @@
 mod acquire;
 mod config;
 mod error;
+mod holders;
 mod kinds;
 pub mod metric;
 mod node;
+mod note;
 mod redlock;
 mod releasing;
 mod repair;
@@ -20,6 +22,7 @@ mod watch;
 pub use config::RedlockBuilder;
 pub use error::{BACKEND, QuorumNotReached, ValidityExpired};
 pub use lock_core::LockError;
+pub use note::MAX_NOTE_BYTES;
 pub use redlock::{PING_TIMEOUT, Redlock};
 pub use settings::{
     DEFAULT_DRIFT_CONSTANT, DEFAULT_DRIFT_FACTOR, NODE_TIMEOUT_CEILING, NODE_TIMEOUT_FLOOR,

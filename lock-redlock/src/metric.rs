@@ -4,8 +4,8 @@
 //!
 //! | series | type | labels | counts |
 //! |---|---|---|---|
-//! | `distlock_redlock_node_grants_total` | counter | `node`, `op` | a node said yes (granted, extended, released; `op="repair"`: a key the node had lost was set again) |
-//! | `distlock_redlock_node_refusals_total` | counter | `node`, `op` | a node said no (busy, or the key was not ours) |
+//! | `distlock_redlock_node_grants_total` | counter | `node`, `op` | a node said yes (granted, extended, released; `op="repair"`: a key the node had lost was set again; `op="describe"`: the node has a holder; `op="annotate"`: the note was written) |
+//! | `distlock_redlock_node_refusals_total` | counter | `node`, `op` | a node said no (busy, or the key was not ours; `op="describe"`: the node has no holder) |
 //! | `distlock_redlock_node_timeouts_total` | counter | `node`, `op` | a node did not answer within the per-node timeout |
 //! | `distlock_redlock_node_errors_total` | counter | `node`, `op` | a node answered with an error |
 //! | `distlock_redlock_quorum_total` | counter | `op`, `outcome` | what a round decided |

@@ -42,7 +42,13 @@ impl Node {
     /// Records the outcome of a repair (see `crate::repair`) in the node metrics, under
     /// `op="repair"`, and whether the node now lags.
     pub(crate) fn repaired(&self, answer: Result<Reply, &LockError>) {
-        telemetry::node_answer_in(&self.keys, telemetry::REPAIR, answer);
+        self.answered_in(telemetry::REPAIR, answer);
+    }
+
+    /// Records one call's outcome in the node metrics under the `op` label of `column` (see
+    /// `telemetry`), and whether the node now lags.
+    pub(crate) fn answered_in(&self, column: usize, answer: Result<Reply, &LockError>) {
+        telemetry::node_answer_in(&self.keys, column, answer);
         self.finished(answer.is_ok());
     }
 

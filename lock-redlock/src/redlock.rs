@@ -7,11 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use lock_core::backend::{Attempt, Lock, ReleaseWatch};
-use lock_core::{Lease, LockError, Op, Token, check_ttl};
+use lock_core::backend::{Attempt, Holder, Lock, ReleaseWatch};
+use lock_core::{Lease, LockError, Op, Token, check_name, check_ttl};
 use tokio::time::Instant;
 
 use crate::error::BACKEND;
+use crate::kinds::holder;
 use crate::kinds::mutex::{self, Plan};
 use crate::node::Node;
 use crate::round::{Fanout, Until};
@@ -44,6 +45,11 @@ use crate::telemetry;
 ///   exactly what it guarantees.
 /// - **Wake-ups**: [`Lock::watch`] merges the nodes' release announcements, so waiters in other
 ///   processes wake on a release.
+/// - **Observers**: [`Lock::annotate`] writes the holder's note on every node, naming the
+///   grant; [`Lock::describe_holder`] reads every node and reports the grant a quorum of them
+///   names, with the Redlock lease's fencing token as its term — so leader election's
+///   `Election::leader` and `Election::observe` work on a Redlock (the crate README,
+///   "Observers").
 ///
 /// Every round runs in the caller's task, with one deadline for all its nodes; what is still
 /// out when an answer is returned early, or when the caller gives up, is handed to a task of
@@ -118,6 +124,18 @@ impl Redlock {
             node_timeout: self.node_timeout(ttl),
         })
     }
+
+    /// Refuses the observers' calls, before any I/O, when a node cannot describe holders.
+    fn check_holders(&self) -> Result<(), LockError> {
+        if self.capabilities().holders {
+            Ok(())
+        } else {
+            Err(LockError::Unsupported {
+                backend: BACKEND,
+                kind: "holder",
+            })
+        }
+    }
 }
 
 /// The bound on one node's answer to [`Redlock::ping`](Lock::ping), beyond the node's own
@@ -141,7 +159,9 @@ impl Lock for Redlock {
     /// over plain counters (`MemoryLock`) or a mix, one node's counter may run ahead, so the
     /// tokens are [`Fencing::Unordered`]. Releases announced when `N − quorum + 1` nodes
     /// announce them ([`Lock::watch`] answers `Some` once that many subscribed: every quorum
-    /// release reaches one of them).
+    /// release reaches one of them). Holder descriptions when every node offers them
+    /// ([`Lock::describe_holder`], [`Lock::annotate`]): a node that cannot would fail every
+    /// read and write of them.
     ///
     /// [`Fencing::AfterHolding`]: lock_core::backend::Fencing::AfterHolding
     /// [`Fencing::Unordered`]: lock_core::backend::Fencing::Unordered
@@ -316,6 +336,80 @@ impl Lock for Redlock {
     async fn watch(&self, name: &str) -> Result<Option<ReleaseWatch>, LockError> {
         crate::watch::watch(&self.shared, name, self.shared.release_timeout()).await
     }
+
+    /// Who holds `name`, as a quorum of the nodes says: reads every node's holder at once
+    /// (each node's own `describe_holder`, bounded by the release timeout) and decides:
+    ///
+    /// 1. **a grant named by a quorum**: when at least `N/2 + 1` nodes show a note that names
+    ///    the same Redlock grant ([`annotate`](Lock::annotate) writes it on every node, with a
+    ///    digest of the lease's token and the lease's fencing token), that grant holds the
+    ///    lock. Its [`Holder::fencing_token`] is the Redlock lease's own — what the holder's
+    ///    `Guard::fencing_token` says, so an election's observers report the leader's own term
+    ///    — its note the one a quorum of those nodes carries byte for byte (none while they
+    ///    disagree: a new note being written), its TTL the quorum-th longest of those nodes'
+    ///    (when fewer than a quorum of its keys are left), less the time the read took and the
+    ///    drift allowance. Nodes down, slow, free, or holding another key do not change it.
+    /// 2. **a holder without a name**: else, when more than `N − quorum` nodes hold a key (an
+    ///    acquire now would be busy), a holder that wrote no note on a quorum — a grant that
+    ///    never annotated (a plain `locker.lock(..)`), one whose note is still being written,
+    ///    another client's keys (node-redlock, redsync). Described with term 0 (the nodes'
+    ///    own fencing tokens are not the Redlock lease's, and which grant holds the keys cannot
+    ///    be told) and no note, its TTL the time until the lock would stop being busy.
+    /// 3. **nobody**: `Ok(None)` when a quorum of nodes holds no key.
+    /// 4. Otherwise failed nodes leave it open: an error.
+    ///
+    /// It answers as soon as the nodes still out cannot change the answer (a quorum named one
+    /// grant and its note, or a quorum is free), else once every node answered or the timeout
+    /// passed; reads still out are dropped. The nodes are read one after the other in time, not
+    /// in one atomic step: each node's answer is atomic, and the answer above is what a quorum
+    /// said during the read. It never shows a note with a later grant: a node shows a note only
+    /// beside the grant it was written for, and the record names that grant.
+    ///
+    /// # Errors
+    /// [`LockError::Unsupported`] (kind `"holder"`, nothing sent) when a node cannot describe
+    /// holders; [`LockError::InvalidInput`] for a bad name; a [`LockError::QuorumNotReached`]
+    /// (op `acquire`; source [`QuorumNotReached`]) when failing nodes leave the answer open —
+    /// retryable unless the nodes' non-retryable errors alone do.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it changes nothing.
+    ///
+    /// [`QuorumNotReached`]: crate::QuorumNotReached
+    async fn describe_holder(&self, name: &str) -> Result<Option<Holder>, LockError> {
+        self.check_holders()?;
+        check_name(name)?;
+        holder::describe(&self.shared, name).await
+    }
+
+    /// Writes `note` beside `lease` on all N nodes at once, through each node's own `annotate`
+    /// with the lease (its token is the same on every node; the node writes only where that
+    /// token holds the key), as a record that names the grant: `distlock-redlock/1`, the first
+    /// 16 bytes of SHA-256 of the token in hex, the lease's fencing token, a newline, then
+    /// `note`. `Ok(true)` iff a quorum wrote it (the lease is ours on a quorum);
+    /// `Ok(false)` iff too many nodes refused for a quorum (the lease is no longer ours:
+    /// expired, maybe re-taken), `LockError::NotOwned` from the election's point of view. It
+    /// waits, like a [`release`](Lock::release), for every node that is not lagging, up to the
+    /// release timeout, so the note is on every healthy node when it returns (a lagging node's
+    /// write is seen through in the background). A later note of the same grant replaces it on
+    /// each node; while the new one is on fewer than a quorum, observers see the grant without
+    /// a note.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidInput`] for a note over [`MAX_NOTE_BYTES`](crate::MAX_NOTE_BYTES)
+    /// (nothing sent); [`LockError::Unsupported`] (kind `"holder"`, nothing sent) when a node
+    /// cannot keep notes; a [`LockError::QuorumNotReached`] (op `extend`; source
+    /// [`QuorumNotReached`]) when failing nodes prevent a quorum — the note may be written on
+    /// some nodes, and observers see it once a quorum carries it.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropped, the note is written or not on each node (the writes sent are seen
+    /// through in the background).
+    ///
+    /// [`QuorumNotReached`]: crate::QuorumNotReached
+    async fn annotate(&self, lease: &Lease, note: &[u8]) -> Result<bool, LockError> {
+        self.check_holders()?;
+        holder::annotate(&self.shared, lease, note).await
+    }
 }
 
 /// A Redlock's capability table over nodes declaring `nodes`, `quorum` of which grant: see
@@ -326,10 +420,11 @@ fn capabilities_over(
 ) -> lock_core::backend::Capabilities {
     use lock_core::backend::{Capabilities, Fencing, MultiLock, TokenScale};
     let needed = nodes.len().saturating_sub(quorum) + 1;
-    let (mut announcing, mut clock, mut none, mut all) = (0, 0, 0, 0);
+    let (mut announcing, mut clock, mut none, mut all, mut holders) = (0, 0, 0, 0, 0);
     for node in nodes {
         all += 1;
         announcing += usize::from(node.announces_releases);
+        holders += usize::from(node.holders);
         match node.fencing {
             Fencing::Strict(TokenScale::Clock) | Fencing::AfterHolding => clock += 1,
             Fencing::None => none += 1,
@@ -347,6 +442,7 @@ fn capabilities_over(
         .with_multi(MultiLock::InOrder)
         .with_fencing(fencing)
         .with_announcements(announcing >= needed)
+        .with_holders(all > 0 && holders == all)
 }
 
 impl fmt::Debug for Redlock {

@@ -16,6 +16,11 @@
 //! make another quorum harder to form. The node's fencing counter moves on (the lease keeps
 //! its own fencing token): tokens still only grow.
 //!
+//! The note: a node repaired holds the key without the grant's note (a node that restarted
+//! empty lost it), so observers could no longer count it for the grant. When the lease has a
+//! note (`Redlock::annotate` keeps its record until the release), the repair writes it again on
+//! that node right after the key, through the node's own `annotate`, within the same bound.
+//!
 //! Ordering with the release: the repair is registered under the lease's name, per node, until
 //! it has finished there, and a release of that name sends its compare-and-delete to a node
 //! only after the repair there (within the release's own timeout), so a repair never lands
@@ -48,15 +53,26 @@ pub(crate) async fn run(
 ) -> usize {
     // Registered before anything is sent, and before the extend can return.
     let track = shared.repairing.track(lease.name(), refused.to_vec());
+    let note = shared.note_of(lease.token());
+    let shared_lease = Arc::new(lease.clone());
     let calls: FuturesUnordered<_> = refused
         .iter()
         .enumerate()
         .filter(|&(_, &refused)| refused)
         .map(|(i, _)| {
             let lock = Arc::clone(&shared.nodes[i].lock);
-            let (name, token) = (Arc::<str>::from(lease.name()), *lease.token());
+            let (lease, note) = (Arc::clone(&shared_lease), note.clone());
             async move {
-                let answer = bounded(timeout, lock.as_ref().try_acquire(&name, token, ttl)).await;
+                let (name, token) = (lease.name(), *lease.token());
+                let answer = bounded(timeout, lock.as_ref().try_acquire(name, token, ttl)).await;
+                if let (Ok(Attempt::Acquired(_)), Some(note)) = (&answer, note) {
+                    // Part of the repair: a release of the name waits for it on this node. A
+                    // failure leaves the node without the note, as before the repair.
+                    let written = bounded(timeout, lock.as_ref().annotate(&lease, &note)).await;
+                    if let Err(error) = written {
+                        tracing::debug!(name, %error, "redlock repair could not write the note again");
+                    }
+                }
                 (i, answer)
             }
         })

@@ -24,7 +24,7 @@ use crate::error::QuorumNotReached;
 use crate::releasing::ReleaseTrack;
 use crate::shared::Shared;
 use crate::tally::{Decision, Tally};
-use crate::telemetry::Reply;
+use crate::telemetry::{self, Reply};
 
 /// What a round decided.
 #[derive(Debug)]
@@ -110,6 +110,13 @@ where
         Self {
             calls: Detached::new(calls),
         }
+    }
+
+    /// Counts the node answers under the `op` label of `column` (see `telemetry`) instead of
+    /// the round's [`Op`]'s: for the calls that have no `Op` of their own (`annotate`).
+    pub(crate) fn counted_as(mut self, column: usize) -> Self {
+        self.calls.work_mut().counter.column = column;
+        self
     }
 
     /// Marks a release round of `lease` (see [`Calls`]' `releasing` field).
@@ -261,7 +268,9 @@ where
 /// Counts a round's node outcomes: in its tally, the node metrics and the nodes' lagging flags.
 struct Counter<T> {
     shared: Arc<Shared>,
-    op: Op,
+    /// The node metrics' `op` column (see `telemetry`): the round's `Op`'s, unless
+    /// [`Fanout::counted_as`] said otherwise.
+    column: usize,
     /// Tells a yes from a no.
     is_yes: fn(&T) -> bool,
     /// When the round began.
@@ -279,7 +288,7 @@ impl<T> Counter<T> {
         let n = shared.nodes.len();
         Self {
             shared: Arc::clone(shared),
-            op,
+            column: telemetry::column(op),
             is_yes,
             started: Instant::now(),
             counted: vec![false; n],
@@ -299,20 +308,20 @@ impl<T> Counter<T> {
             label.finished(result.is_ok());
             return;
         }
-        let (op, tally) = (self.op, &mut self.tally);
+        let (column, tally) = (self.column, &mut self.tally);
         match result {
             Ok(value) if (self.is_yes)(&value) => {
-                label.answered(op, Ok(Reply::Yes));
+                label.answered_in(column, Ok(Reply::Yes));
                 tally.yes += 1;
             }
             Ok(_) => {
-                label.answered(op, Ok(Reply::No));
+                label.answered_in(column, Ok(Reply::No));
                 tally.no += 1;
                 self.refused[node] = true;
             }
             Err(error) => {
-                label.answered(op, Err(&error));
-                tracing::debug!(node = %label.label, %op, %error, "redlock node operation failed");
+                label.answered_in(column, Err(&error));
+                tracing::debug!(node = %label.label, op = telemetry::op_label_of(column), %error, "redlock node operation failed");
                 tally.failed += 1;
                 if !error.is_retryable() {
                     tally.fatal += 1;

@@ -1,6 +1,6 @@
-//! What every round of one `Redlock` shares: its nodes and settings, and the acquires and
-//! releases still in flight on them. The rounds (acquire, extend, release, ping, watch) use
-//! it; it uses none of them.
+//! What every round of one `Redlock` shares: its nodes and settings, the acquires and releases
+//! still in flight on them, and the notes of its leases. The rounds (acquire, extend, release,
+//! ping, watch, the observers') use it; it uses none of them.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -28,7 +28,17 @@ pub(crate) struct Shared {
     /// of the name sends its compare-and-delete to a node only once the repair there has
     /// finished, so a repair never lands after the release (see `crate::repair`).
     pub(crate) repairing: Arc<Releasing>,
+    /// The last note record written beside each lease of this `Redlock` that is not released
+    /// yet, per token: an extend repair writes it again on the node it repaired (a node that
+    /// restarted empty lost it), so the grant stays named on every node that holds it.
+    /// Bounded by [`NOTES_KEPT`].
+    notes: Mutex<HashMap<Token, Arc<[u8]>>>,
 }
+
+/// The most note records a `Redlock` keeps for its repairs; past it a new record is not kept
+/// (a repaired node then holds the lease without its note until the next `annotate`). Leases
+/// are forgotten when released, so only leases never released (leaked) fill it.
+const NOTES_KEPT: usize = 4096;
 
 impl Shared {
     pub(crate) fn new(nodes: Vec<Node>, config: Config) -> Self {
@@ -38,7 +48,30 @@ impl Shared {
             in_flight: Mutex::new(HashMap::new()),
             releasing: Arc::default(),
             repairing: Arc::default(),
+            notes: Mutex::default(),
         }
+    }
+
+    fn notes(&self) -> MutexGuard<'_, HashMap<Token, Arc<[u8]>>> {
+        self.notes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Keeps `record`, the note written beside the lease of `token`, for its repairs.
+    pub(crate) fn keep_note(&self, token: Token, record: Arc<[u8]>) {
+        let mut notes = self.notes();
+        if notes.len() < NOTES_KEPT || notes.contains_key(&token) {
+            notes.insert(token, record);
+        }
+    }
+
+    /// The note record kept for the lease of `token`.
+    pub(crate) fn note_of(&self, token: &Token) -> Option<Arc<[u8]>> {
+        self.notes().get(token).cloned()
+    }
+
+    /// Forgets the note record of the lease of `token` (released, or no longer ours).
+    pub(crate) fn forget_note(&self, token: &Token) {
+        self.notes().remove(token);
     }
 
     fn in_flight(&self) -> MutexGuard<'_, HashMap<Token, watch::Receiver<Vec<bool>>>> {

@@ -30,13 +30,22 @@ const NODE_METRICS: [&str; 4] = [
     METRIC_NODE_ERRORS,
 ];
 
-/// The `op` labels, in the order of [`NodeKeys`]' columns (see [`column`]). `repair` has no
-/// [`Op`] of its own (to the node it is an acquire): it is counted through [`REPAIR`].
-const OP_LABELS: [&str; 6] = ["acquire", "extend", "release", "connect", "other", "repair"];
+/// The `op` labels, in the order of [`NodeKeys`]' columns (see [`column`]). `repair`,
+/// `describe` and `annotate` have no [`Op`] of their own: they are counted through [`REPAIR`],
+/// [`DESCRIBE`] and [`ANNOTATE`].
+const OP_LABELS: [&str; 8] = [
+    "acquire", "extend", "release", "connect", "other", "repair", "describe", "annotate",
+];
 
 /// The column of the `repair` label: the `SET NX` with the lease's own token that a quorum
 /// extend sends to a node that no longer held the key (see `crate::repair`).
 pub(crate) const REPAIR: usize = 5;
+/// The column of the `describe` label: a node's read of the holder (`describe_holder`); yes
+/// when the node has a holder, no when it has none.
+pub(crate) const DESCRIBE: usize = 6;
+/// The column of the `annotate` label: a node's write of the holder's note; yes when written,
+/// no when the lease was not ours there.
+pub(crate) const ANNOTATE: usize = 7;
 
 /// One node's counter keys, built once with the node: counting an answer then only looks its
 /// key up and registers it with the recorder installed at that moment (so a recorder installed
@@ -59,7 +68,7 @@ impl NodeKeys {
 }
 
 /// The column of `op` in [`OP_LABELS`].
-fn column(op: Op) -> usize {
+pub(crate) fn column(op: Op) -> usize {
     match op {
         Op::Acquire => 0,
         Op::Extend => 1,
@@ -81,11 +90,15 @@ fn column(op: Op) -> usize {
 /// | `distlock_redlock_quorum_total` | `op`, `outcome` | what a round decided |
 ///
 /// `op` is `acquire`, `extend`, `release` (releases include the cleanup of failed
-/// acquires) or `repair` (after a quorum extend, a node that no longer held the key is sent
+/// acquires), `repair` (after a quorum extend, a node that no longer held the key is sent
 /// the lease's token again with `SET NX`: a grant is a repaired node, a refusal a node where
-/// another token holds the key or that grants nothing now); `outcome` is one of `acquired`, `busy`, `no_quorum`, `validity_expired`,
-/// `invalid`, `cancelled` (acquire), `extended`, `not_owned` (extend, release), `released`
-/// (release).
+/// another token holds the key or that grants nothing now), `describe` (a node's read of the
+/// holder: yes when it has one, no when it has none) or `annotate` (a node's write of the
+/// holder's note: yes when written, no when the lease was not ours there); `outcome` is one
+/// of `acquired`, `busy`, `no_quorum`, `validity_expired`, `invalid`, `cancelled` (acquire),
+/// `extended`, `not_owned` (extend, release, annotate), `released` (release), `written`
+/// (annotate), `held` (a grant named by a quorum), `unnamed` (keys on enough nodes to be busy,
+/// no grant named by a quorum), `nobody` (describe; `no_quorum` too).
 pub fn describe_metrics() {
     describe_counter!(
         METRIC_NODE_GRANTS,
@@ -110,9 +123,9 @@ pub fn describe_metrics() {
     describe_counter!(METRIC_QUORUM, Unit::Count, "Redlock round outcomes");
 }
 
-/// The `op` label.
-pub(crate) fn op_label(op: Op) -> &'static str {
-    OP_LABELS[column(op)]
+/// The `op` label of `column` (see [`OP_LABELS`]).
+pub(crate) fn op_label_of(column: usize) -> &'static str {
+    OP_LABELS[column]
 }
 
 /// What one node answered.
@@ -141,5 +154,10 @@ pub(crate) fn node_answer_in(keys: &NodeKeys, column: usize, answer: Result<Repl
 
 /// Counts one round's outcome.
 pub(crate) fn quorum_outcome(op: Op, outcome: &'static str) {
-    counter!(METRIC_QUORUM, "op" => op_label(op), "outcome" => outcome).increment(1);
+    quorum_outcome_in(column(op), outcome);
+}
+
+/// Counts one round's outcome under the `op` label of `column` (see [`OP_LABELS`]).
+pub(crate) fn quorum_outcome_in(column: usize, outcome: &'static str) {
+    counter!(METRIC_QUORUM, "op" => OP_LABELS[column], "outcome" => outcome).increment(1);
 }

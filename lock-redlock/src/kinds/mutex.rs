@@ -118,6 +118,8 @@ async fn repair(
 /// Releases `lease` on all nodes, each after its acquire attempt and its extend repairs still
 /// in flight; `true` iff a quorum released a key holding the token.
 pub(crate) async fn release(shared: &Arc<Shared>, lease: &Lease) -> Result<bool, LockError> {
+    // No repair writes its note again after this.
+    shared.forget_note(lease.token());
     let shared_lease = Arc::new(lease.clone());
     // Acquire attempts of this lease still in flight: release those nodes after them.
     let pending = shared.pending_acquires(lease.token());

@@ -75,6 +75,8 @@ mod redis {
         );
         assert!(backend.announces_releases(), "{caps:?}");
         assert_eq!(backend.fencing(), Fencing::AfterHolding(backend.hold));
+        // Holder descriptions over a quorum: the election's observers run.
+        assert!(caps.holders, "{caps:?}");
     }
 }
 
@@ -111,6 +113,50 @@ mod memory {
         let (_nodes, backend) = setup();
         assert!(!backend.announces_releases());
         assert_eq!(backend.fencing(), Fencing::Unordered);
+        // MemoryLocks describe their holders, so a Redlock over them does (elections are
+        // refused for the unordered tokens, but a holder and its note can be read).
+        assert!(backend.capabilities().holders);
+    }
+
+    /// Over nodes that cannot describe holders, the Redlock declares none and refuses the
+    /// observers' calls before anything is sent.
+    #[tokio::test]
+    async fn holders_are_refused_over_nodes_without_them() {
+        use lock_core::backend::Lock;
+
+        let nodes = crate::common::memory::scripted(&[Default::default(); 3]);
+        let redlock = crate::common::memory::redlock(&nodes);
+        assert!(!redlock.capabilities().holders);
+        let answer = redlock.describe_holder("doc").await;
+        assert!(
+            matches!(
+                answer,
+                Err(LockError::Unsupported {
+                    backend: "redlock",
+                    kind: "holder"
+                })
+            ),
+            "{answer:?}"
+        );
+        let locker = Locker::new(redlock.clone());
+        let guard = locker.lock("doc").await.expect("free");
+        let answer = redlock.annotate(&guard.lease(), b"x").await;
+        assert!(
+            matches!(
+                answer,
+                Err(LockError::Unsupported {
+                    backend: "redlock",
+                    kind: "holder"
+                })
+            ),
+            "{answer:?}"
+        );
+        let leader = locker.elect("doc").leader().await;
+        assert!(
+            matches!(leader, Err(LockError::Unsupported { kind: "holder", .. })),
+            "{leader:?}"
+        );
+        guard.release().await.expect("ours");
     }
 
     /// Redlock grants mutexes, alone or several at once (the multi-lock): the other lock kinds

@@ -27,6 +27,7 @@ mod metrics;
 mod node_killed;
 mod node_restarted_empty;
 mod nodes_paused;
+mod observers;
 mod quorum_lost;
 mod quorum_memory;
 mod release_then_acquire_memory;
