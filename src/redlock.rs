@@ -14,9 +14,9 @@ pub use lock_redlock::*;
 // against lock-redlock's lib.rs). Plain comments, not doc comments: a doc comment on a `pub use` is
 // prepended to every re-exported item's own documentation.
 pub use lock_redlock::{
-    BACKEND, DEFAULT_DRIFT_CONSTANT, DEFAULT_DRIFT_FACTOR, LockError, NODE_TIMEOUT_CEILING,
-    NODE_TIMEOUT_FLOOR, NODE_TIMEOUT_PERCENT, PING_TIMEOUT, QuorumNotReached, Redlock,
-    RedlockBuilder, ValidityExpired, default_node_timeout, metric, quorum,
+    BACKEND, DEFAULT_DRIFT_CONSTANT, DEFAULT_DRIFT_FACTOR, LockError, MAX_NOTE_BYTES,
+    NODE_TIMEOUT_CEILING, NODE_TIMEOUT_FLOOR, NODE_TIMEOUT_PERCENT, PING_TIMEOUT, QuorumNotReached,
+    Redlock, RedlockBuilder, ValidityExpired, default_node_timeout, metric, quorum,
 };
 // The metric names from before `metric`, for one release.
 #[allow(deprecated)]

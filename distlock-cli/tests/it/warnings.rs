@@ -50,7 +50,11 @@ fn an_evicting_redis_is_warned_about_and_quiet_silences_it() {
     // RUST_LOG decides over the flags: `error` hides the warning even without -q.
     let filtered = run_true(&url, &[], Some("error"));
     assert!(filtered.status.success(), "{}", stderr(&filtered));
-    assert!(!stderr(&filtered).contains("allkeys-lru"), "{}", stderr(&filtered));
+    assert!(
+        !stderr(&filtered).contains("allkeys-lru"),
+        "{}",
+        stderr(&filtered)
+    );
 
     // A server that evicts nothing gets no warning.
     let plain = RedisServer::start().expect("redis-server");
