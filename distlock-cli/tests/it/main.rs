@@ -7,6 +7,7 @@ mod common;
 
 mod bad_target;
 mod etcd;
+mod etcd_kinds;
 mod inspect;
 mod ls_many;
 mod migrate;
