@@ -80,7 +80,11 @@ async fn ls_and_show_give_every_kind_with_its_holders() {
     assert_eq!(f["fair_queue"].as_array().map(Vec::len), Some(1));
 
     let w = find(&listing, "w", "read-write");
-    assert_eq!(w["token"], token_of(&writer), "the writer holds the lock key");
+    assert_eq!(
+        w["token"],
+        token_of(&writer),
+        "the writer holds the lock key"
+    );
     assert_eq!(w["fencing_token"], writer.fencing_token());
     assert_eq!(w["readers"]["count"], 0);
 
@@ -132,7 +136,12 @@ async fn ls_and_show_give_every_kind_with_its_holders() {
         "{table}"
     );
     let table = stdout(&run(&urls, &["ls"]).await);
-    for expected in ["3/3 permits, 2 holders", "2 readers", "box-1, pid 4242", "(+1 queued)"] {
+    for expected in [
+        "3/3 permits, 2 holders",
+        "2 readers",
+        "box-1, pid 4242",
+        "(+1 queued)",
+    ] {
         assert!(table.contains(expected), "{expected:?} in {table}");
     }
 
@@ -181,8 +190,7 @@ async fn watch_counts_the_releases_on_the_prefix() {
     let text = stdout(&out);
     let last = text
         .lines()
-        .filter(|l| !l.trim().is_empty())
-        .last()
+        .rfind(|l| !l.trim().is_empty())
         .expect("a document per refresh");
     let doc: serde_json::Value = serde_json::from_str(last).expect("JSON lines");
     let rate = doc["releases_per_second"]["busy:cycle"]
