@@ -244,7 +244,12 @@ fn quorum_rows(t: &mut Table, lock: &LockInfo) {
         } else if let Some(token) = &node.token {
             format!(
                 "{token}{}, ttl {}, fencing token {}",
-                if node.agrees { "" } else { " (another token)" },
+                // Another token than the quorum's (a name without a quorum has none).
+                if node.agrees || !lock.is_held() {
+                    ""
+                } else {
+                    " (another token)"
+                },
                 node.ttl_ms.map_or_else(|| "-".into(), ms),
                 node.fencing_token
                     .map_or_else(|| "-".into(), |f| f.to_string())
