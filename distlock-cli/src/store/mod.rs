@@ -8,6 +8,7 @@
 
 mod etcd;
 mod postgres;
+mod quorum;
 mod redis;
 mod redis_releases;
 mod redlock;
