@@ -37,7 +37,7 @@ pub(crate) struct Verbosity {
 }
 
 /// Where the locks live.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub(crate) struct TargetArgs {
     /// Where the locks live; the scheme picks the backend. Redis or Valkey:
     /// `redis://[user:password@]host:port/db` (also `rediss://`, `valkey://`, `valkeys://`,

@@ -56,6 +56,49 @@ pub(crate) struct LockInfo {
     pub(crate) node: String,
     /// When the holder is a leader (its note is an election's record): the election's leader.
     pub(crate) leader: Option<LeaderInfo>,
+    /// Redlock: the quorum verdict (how many masters hold this token, of how many, and how
+    /// many make a quorum); absent on other stores.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) quorum: Option<Quorum>,
+    /// Redlock, `show`: each master's own answer for the name; empty (and absent from JSON)
+    /// elsewhere.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) nodes: Vec<NodeAnswer>,
+}
+
+/// The kind of a Redlock name some masters hold but no quorum does (with the same token):
+/// not a held lock, shown by `show` for its per-master rows.
+pub(crate) const NO_QUORUM: &str = "no-quorum";
+
+/// A Redlock lock's quorum verdict.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Quorum {
+    /// Masters that hold the name with this token.
+    pub(crate) holding: usize,
+    /// Masters needed (`N/2 + 1`).
+    pub(crate) required: usize,
+    /// Masters given (`N`).
+    pub(crate) masters: usize,
+    /// Masters that answered the read.
+    pub(crate) answered: usize,
+}
+
+/// One Redlock master's answer for a name.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct NodeAnswer {
+    /// The master (`host:port`).
+    pub(crate) node: String,
+    /// The token its key holds, if any.
+    pub(crate) token: Option<String>,
+    /// Its key's remaining TTL in milliseconds.
+    pub(crate) ttl_ms: Option<i64>,
+    /// Its fencing counter for the name (the last token it issued).
+    pub(crate) fencing_token: Option<u64>,
+    /// Whether it holds the quorum's token.
+    pub(crate) agrees: bool,
+    /// Why it gave no answer (down, slow), on one line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) error: Option<String>,
 }
 
 /// An election's leader, read from the record it wrote beside its grant
@@ -71,6 +114,11 @@ pub(crate) struct LeaderInfo {
 }
 
 impl LockInfo {
+    /// Whether this is a held lock (not a Redlock name without a quorum, [`NO_QUORUM`]).
+    pub(crate) fn is_held(&self) -> bool {
+        self.kind != NO_QUORUM
+    }
+
     /// Marks a mutex whose holder wrote an election's record as the election it is: kind
     /// `election`, with its leader.
     pub(crate) fn find_election(&mut self) {
@@ -263,7 +311,7 @@ fn read_one(
         fair_queue: Vec::new(),
         holder: None,
         node: node.to_owned(),
-        leader: None,
+        ..LockInfo::default()
     };
     let holder = holder_of(|i| raw(at(i)), number_signed(at(2)));
     let with_holder = |mut info: LockInfo| {

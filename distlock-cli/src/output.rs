@@ -34,11 +34,11 @@ pub(crate) fn print_show(
     if json {
         print_json(&serde_json::json!({
             "name": name,
-            "held": !locks.is_empty(),
+            "held": locks.iter().any(inspect::LockInfo::is_held),
             "locks": locks,
         }))
     } else {
-        if locks.is_empty() {
+        if !locks.iter().any(inspect::LockInfo::is_held) {
             println!("{name:?} is not held");
         }
         for (i, lock) in locks.iter().enumerate() {

@@ -216,6 +216,7 @@ pub(crate) fn show_table(lock: &LockInfo) -> Table {
         ]);
         member_rows(&mut t, "holders", &permits.holders);
     }
+    quorum_rows(&mut t, lock);
     if !lock.fair_queue.is_empty() || lock.kind == "fair" {
         t.add_row(vec!["fair queue".into(), lock.queued.to_string()]);
         for (i, token) in lock.fair_queue.iter().enumerate() {
@@ -223,6 +224,41 @@ pub(crate) fn show_table(lock: &LockInfo) -> Table {
         }
     }
     t
+}
+
+/// Redlock: the quorum verdict, and one line per master (its token, TTL and fencing
+/// counter, or why it did not answer).
+fn quorum_rows(t: &mut Table, lock: &LockInfo) {
+    if let Some(q) = &lock.quorum {
+        t.add_row(vec![
+            "quorum".into(),
+            format!(
+                "{} of {} masters hold it ({} needed, {} answered)",
+                q.holding, q.masters, q.required, q.answered
+            ),
+        ]);
+    }
+    for node in &lock.nodes {
+        let answer = if let Some(error) = &node.error {
+            format!("no answer: {error}")
+        } else if let Some(token) = &node.token {
+            format!(
+                "{token}{}, ttl {}, fencing token {}",
+                // Another token than the quorum's (a name without a quorum has none).
+                if node.agrees || !lock.is_held() {
+                    ""
+                } else {
+                    " (another token)"
+                },
+                node.ttl_ms.map_or_else(|| "-".into(), ms),
+                node.fencing_token
+                    .map_or_else(|| "-".into(), |f| f.to_string())
+            )
+        } else {
+            "not held".into()
+        };
+        t.add_row(vec![format!("  {}", node.node), answer]);
+    }
 }
 
 /// A count line and one line per listed member.

@@ -6,8 +6,10 @@
 //! etcd lease, whose remaining TTL is the lock's; the fencing token of the grant is the key's
 //! `mod_revision` (the revision of the transaction that wrote the token).
 
+pub(crate) mod keys;
 pub(crate) mod read;
 pub(crate) mod release;
+pub(crate) mod releases;
 
 use std::time::Duration;
 

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use lock_core::backend::Lock;
 use lock_etcd::EtcdLock;
 
-use super::Store;
+use super::{Releases, Store};
 use crate::cli::ScanArgs;
 use crate::etcd::{EtcdTarget, read, release};
 use crate::exit::Failure;
@@ -40,6 +40,12 @@ impl Store for EtcdTarget {
                 .command_timeout(self.command_timeout)
                 .build()?,
         ))
+    }
+
+    async fn releases(&self) -> Result<Option<Box<dyn Releases>>, Failure> {
+        Ok(Some(Box::new(
+            crate::etcd::releases::EtcdReleases::start(self).await?,
+        )))
     }
 
     /// Nothing to install: an etcd write is fenced by a transaction that compares the lock

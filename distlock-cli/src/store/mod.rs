@@ -8,8 +8,10 @@
 
 mod etcd;
 mod postgres;
+mod quorum;
 mod redis;
 mod redis_releases;
+mod redlock;
 mod scheme;
 
 use std::sync::Arc;
@@ -129,10 +131,7 @@ pub(crate) async fn connect(args: &TargetArgs) -> Result<Box<dyn Store>, Failure
         Scheme::Redis => Ok(Box::new(crate::connect::Target::connect(args).await?)),
         Scheme::Etcd => Ok(Box::new(crate::etcd::EtcdTarget::connect(args).await?)),
         Scheme::Postgres => Ok(Box::new(postgres::PostgresTarget::connect(args)?)),
-        Scheme::Redlock => Err(Failure::new(
-            crate::exit::USAGE,
-            "--redlock is not supported yet",
-        )),
+        Scheme::Redlock => Ok(Box::new(redlock::RedlockTarget::connect(args).await?)),
     }
 }
 

@@ -17,7 +17,7 @@ use lock_testkit::EtcdCluster;
 use crate::common::{distlock, find, json, locks, stderr, stdout, token_of};
 
 /// `etcd://host:port` for each member.
-fn urls(cluster: &EtcdCluster) -> Vec<String> {
+pub(crate) fn urls(cluster: &EtcdCluster) -> Vec<String> {
     cluster
         .endpoints()
         .iter()
@@ -58,7 +58,7 @@ fn distlock_repeated(urls: &[String], args: &[&str]) -> Output {
         .expect("run distlock")
 }
 
-async fn run(urls: &[String], args: &[&str]) -> Output {
+pub(crate) async fn run(urls: &[String], args: &[&str]) -> Output {
     let (urls, args): (Vec<String>, Vec<String>) = (
         urls.to_vec(),
         args.iter().map(|a| (*a).to_owned()).collect(),

@@ -7,11 +7,14 @@ mod common;
 
 mod bad_target;
 mod etcd;
+mod etcd_kinds;
 mod inspect;
 mod ls_many;
 mod migrate;
+mod redlock;
 mod release;
 mod release_force;
+mod run_backends;
 mod run_env;
 mod run_killed;
 mod run_leader;

@@ -12,7 +12,7 @@ use lock_testkit::RedisServer;
 use crate::common::eventually;
 
 /// Whether process `pid` is alive (a zombie, already dead, counts as gone).
-fn alive(pid: u32) -> bool {
+pub(crate) fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         // The state is the field after the parenthesised command name.
         Ok(stat) => stat
@@ -23,7 +23,7 @@ fn alive(pid: u32) -> bool {
 }
 
 /// The pid the command wrote into `file`, once it has.
-fn pid_in(file: &Path) -> u32 {
+pub(crate) fn pid_in(file: &Path) -> u32 {
     assert!(
         eventually(Duration::from_secs(15), || std::fs::read_to_string(file)
             .is_ok_and(|s| s.trim().parse::<u32>().is_ok())),
@@ -37,12 +37,12 @@ fn pid_in(file: &Path) -> u32 {
         .expect("a pid")
 }
 
-/// `distlock --url URL run NAME --ttl 2s -- sh -c SCRIPT`, not waited for.
-fn run(url: &str, name: &str, script: &str) -> Child {
+/// `distlock TARGET run NAME --ttl 2s -- sh -c SCRIPT`, not waited for; `target` names the
+/// store (`--url ...`, and `--redlock` for Redlock).
+pub(crate) fn run_on(target: &[&str], name: &str, script: &str) -> Child {
     Command::new(env!("CARGO_BIN_EXE_distlock"))
-        .args([
-            "--url", url, "run", name, "--ttl", "2s", "--wait", "20s", "--",
-        ])
+        .args(target)
+        .args(["run", name, "--ttl", "2s", "--wait", "20s", "--"])
         .args(["sh", "-c", script])
         .env_remove("DISTLOCK_URL")
         .stdin(Stdio::null())
@@ -55,6 +55,13 @@ fn run(url: &str, name: &str, script: &str) -> Child {
 #[test]
 fn a_killed_distlock_takes_its_command_and_its_children_with_it() {
     let server = RedisServer::start().expect("redis-server");
+    killed_run_takes_its_command(&["--url", &server.url()]);
+}
+
+/// `run` on the store `target` names, killed with SIGKILL: its command and the command's child
+/// die with it, and a second `run` gets the lock once the lease ends, after the first command
+/// stopped.
+pub(crate) fn killed_run_takes_its_command(target: &[&str]) {
     let dir = tempfile::tempdir().expect("tempdir");
     let (shell, child, beat) = (
         dir.path().join("shell.pid"),
@@ -68,7 +75,7 @@ fn a_killed_distlock_takes_its_command_and_its_children_with_it() {
         child = child.display(),
         beat = beat.display()
     );
-    let mut first = run(&server.url(), "job:killed", &script);
+    let mut first = run_on(target, "job:killed", &script);
     let (shell_pid, child_pid) = (pid_in(&shell), pid_in(&child));
     assert!(alive(shell_pid) && alive(child_pid));
 
@@ -91,8 +98,8 @@ fn a_killed_distlock_takes_its_command_and_its_children_with_it() {
         .and_then(|m| m.modified())
         .expect("beat");
     let second_beat = dir.path().join("second");
-    let mut second = run(
-        &server.url(),
+    let mut second = run_on(
+        target,
         "job:killed",
         &format!("date > {}", second_beat.display()),
     );

@@ -13,14 +13,14 @@ use crate::common::eventually;
 
 /// One start of the command: the shell's pid, its `sleep` child's pid, the term it got.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Start {
-    shell: u32,
-    child: u32,
-    term: u64,
+pub(crate) struct Start {
+    pub(crate) shell: u32,
+    pub(crate) child: u32,
+    pub(crate) term: u64,
 }
 
 /// The starts the commands wrote to `file`, in order.
-fn starts(file: &Path) -> Vec<Start> {
+pub(crate) fn starts(file: &Path) -> Vec<Start> {
     std::fs::read_to_string(file)
         .unwrap_or_default()
         .lines()
@@ -49,14 +49,14 @@ fn alive(pid: u32) -> bool {
 }
 
 /// The parent of process `pid` (the `distlock` that started a command).
-fn parent(pid: u32) -> Option<u32> {
+pub(crate) fn parent(pid: u32) -> Option<u32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let (_, rest) = stat.rsplit_once(") ")?;
     rest.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Waits (at most `limit`) until `file` holds `count` starts; returns them.
-fn wait_starts(file: &Path, count: usize, limit: Duration) -> Vec<Start> {
+pub(crate) fn wait_starts(file: &Path, count: usize, limit: Duration) -> Vec<Start> {
     let mut seen = Vec::new();
     let came = eventually(limit, || {
         seen = starts(file);
@@ -69,12 +69,18 @@ fn wait_starts(file: &Path, count: usize, limit: Duration) -> Vec<Start> {
 /// A candidate: `distlock run NAME --leader --ttl 2s --grace 1s ARGS -- sh -c SCRIPT`, where
 /// the command appends its start to `file` and waits on a child.
 fn candidate(url: &str, name: &str, file: &Path, extra: &[&str]) -> Child {
+    candidate_on(&["--url", url], name, file, extra)
+}
+
+/// [`candidate`] on the store `target` names (`--url ...`, and `--redlock` for Redlock).
+pub(crate) fn candidate_on(target: &[&str], name: &str, file: &Path, extra: &[&str]) -> Child {
     let script = format!(
         "sleep 1000 & echo \"$$ $! $DISTLOCK_TERM\" >> {}; wait",
         file.display()
     );
     Command::new(env!("CARGO_BIN_EXE_distlock"))
-        .args(["--url", url, "run", name, "--leader", "--ttl", "2s"])
+        .args(target)
+        .args(["run", name, "--leader", "--ttl", "2s"])
         .args(["--grace", "1s"])
         .args(extra)
         .args(["--", "sh", "-c", &script])
@@ -87,7 +93,7 @@ fn candidate(url: &str, name: &str, file: &Path, extra: &[&str]) -> Child {
 }
 
 /// Kills the candidates still running, by their PIDs (their guardians end the commands).
-fn end_all(candidates: &mut [Child]) {
+pub(crate) fn end_all(candidates: &mut [Child]) {
     for c in candidates {
         let _ = c.kill();
         let _ = c.wait();
@@ -220,4 +226,75 @@ fn leader_names_the_candidate_that_leads() {
         "{shown}"
     );
     end_all(&mut candidates);
+}
+
+/// Three candidates for `name` on the store `target` names: one leads; when its `distlock` is
+/// killed outright, its command dies with it and another leads within the lease (2 s) and a
+/// second, with a larger term. With `names_leader`, `leader NAME` names the leader's value
+/// meanwhile. Returns the failover time.
+pub(crate) fn three_candidates_fail_over(
+    target: &[&str],
+    name: &str,
+    names_leader: bool,
+) -> Duration {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("starts");
+    let mut candidates: Vec<Child> = ["pod-a", "pod-b", "pod-c"]
+        .iter()
+        .map(|value| candidate_on(target, name, &file, &["--value", value]))
+        .collect();
+    let first = wait_starts(&file, 1, Duration::from_secs(15))[0];
+    let leader_pid = parent(first.shell).expect("the leading distlock");
+    let position = candidates
+        .iter()
+        .position(|c| c.id() == leader_pid)
+        .expect("the leader is a candidate");
+    if names_leader {
+        let shown = leader_doc(target, name);
+        assert_eq!(
+            shown["leader"]["value"],
+            ["pod-a", "pod-b", "pod-c"][position],
+            "{shown:#}"
+        );
+        assert_eq!(shown["leader"]["term"], first.term, "{shown:#}");
+    }
+
+    let mut killed = candidates.remove(position);
+    killed.kill().expect("SIGKILL the leading distlock");
+    let at = Instant::now();
+    let _ = killed.wait();
+    assert!(
+        eventually(Duration::from_secs(2), || !alive(first.shell)
+            && !alive(first.child)),
+        "the killed leader's command outlived it"
+    );
+    let second = wait_starts(&file, 2, Duration::from_secs(3))[1];
+    let failover = at.elapsed();
+    assert!(
+        failover <= Duration::from_secs(3),
+        "a new leader within lease + 1 s; took {failover:?}"
+    );
+    assert!(
+        second.term > first.term,
+        "terms grow: {first:?} then {second:?}"
+    );
+    let leader_pid = parent(second.shell).expect("the new leading distlock");
+    assert!(
+        candidates.iter().any(|c| c.id() == leader_pid),
+        "a survivor leads"
+    );
+    end_all(&mut candidates);
+    failover
+}
+
+/// `distlock TARGET --json leader NAME`, parsed.
+pub(crate) fn leader_doc(target: &[&str], name: &str) -> serde_json::Value {
+    let output = Command::new(env!("CARGO_BIN_EXE_distlock"))
+        .args(target)
+        .args(["--json", "leader", name])
+        .env_remove("DISTLOCK_URL")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run distlock");
+    crate::common::json(&output)
 }
