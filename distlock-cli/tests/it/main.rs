@@ -10,6 +10,7 @@ mod etcd;
 mod inspect;
 mod ls_many;
 mod migrate;
+mod postgres;
 mod release;
 mod release_force;
 mod run_env;

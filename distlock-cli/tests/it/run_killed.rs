@@ -55,6 +55,12 @@ fn run(url: &str, name: &str, script: &str) -> Child {
 #[test]
 fn a_killed_distlock_takes_its_command_and_its_children_with_it() {
     let server = RedisServer::start().expect("redis-server");
+    killed_distlock_takes_its_command(&server.url());
+}
+
+/// `kill -9` of `distlock run` on the store at `url`: the command and its child die with it,
+/// and a second run gets the lock only at the end of the lease, after the first stopped.
+pub(crate) fn killed_distlock_takes_its_command(url: &str) {
     let dir = tempfile::tempdir().expect("tempdir");
     let (shell, child, beat) = (
         dir.path().join("shell.pid"),
@@ -68,7 +74,7 @@ fn a_killed_distlock_takes_its_command_and_its_children_with_it() {
         child = child.display(),
         beat = beat.display()
     );
-    let mut first = run(&server.url(), "job:killed", &script);
+    let mut first = run(url, "job:killed", &script);
     let (shell_pid, child_pid) = (pid_in(&shell), pid_in(&child));
     assert!(alive(shell_pid) && alive(child_pid));
 
@@ -92,7 +98,7 @@ fn a_killed_distlock_takes_its_command_and_its_children_with_it() {
         .expect("beat");
     let second_beat = dir.path().join("second");
     let mut second = run(
-        &server.url(),
+        url,
         "job:killed",
         &format!("date > {}", second_beat.display()),
     );
@@ -120,13 +126,23 @@ fn a_killed_distlock_takes_its_command_and_its_children_with_it() {
 #[test]
 fn a_lost_lease_stops_the_commands_children_too() {
     let server = RedisServer::start().expect("redis-server");
+    lost_lease_stops_the_group(&server.url(), || {
+        server
+            .command(&["SET", "job:stolen", "stolen", "PX", "60000"])
+            .expect("take the key away");
+    });
+}
+
+/// `distlock run job:stolen` on the store at `url` loses its lease when `steal` runs (once the
+/// command started): distlock exits with the lost code, and the command's child is stopped too.
+pub(crate) fn lost_lease_stops_the_group(url: &str, steal: impl FnOnce()) {
     let dir = tempfile::tempdir().expect("tempdir");
     let child = dir.path().join("child.pid");
     let script = format!("sleep 1000 & echo $! > {}; wait", child.display());
     let mut first = Command::new(env!("CARGO_BIN_EXE_distlock"))
         .args([
             "--url",
-            &server.url(),
+            url,
             "run",
             "job:stolen",
             "--ttl",
@@ -142,9 +158,7 @@ fn a_lost_lease_stops_the_commands_children_too() {
         .spawn()
         .expect("spawn distlock");
     let child_pid = pid_in(&child);
-    server
-        .command(&["SET", "job:stolen", "stolen", "PX", "60000"])
-        .expect("take the key away");
+    steal();
     let mut status = None;
     // Bounded: the lease (detection at the next renewal), the grace, and a margin.
     assert!(eventually(Duration::from_secs(10), || {
