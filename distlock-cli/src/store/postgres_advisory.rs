@@ -84,6 +84,9 @@ impl Key {
     }
 
     /// How `ls` names it: `advisory:<bigint>` or `advisory:<int4>,<int4>`.
+    // classid and objid are oids (32 bits): the casts take the bits back as the signed keys
+    // they were given as, truncating nothing.
+    #[allow(clippy::cast_possible_truncation)]
     fn text(self) -> String {
         if self.objsubid == 1 {
             let key = ((self.classid as u64) << 32 | (self.objid as u64 & 0xffff_ffff)) as i64;

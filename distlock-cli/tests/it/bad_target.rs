@@ -78,7 +78,7 @@ fn postgres_server_down() {
         .expect("addr")
         .port();
     let url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
-    one_clear_line(&[url.clone()], "postgres down", 69);
+    one_clear_line(std::slice::from_ref(&url), "postgres down", 69);
     let out = distlock(&[url], &["ls"]);
     assert!(
         stderr(&out).contains("Connection refused"),

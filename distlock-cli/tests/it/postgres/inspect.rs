@@ -80,7 +80,9 @@ async fn every_kind_and_advisory_locks() {
             let urls = [u.clone()];
             let settled = eventually(Duration::from_secs(10), || {
                 let doc = json(&distlock(&urls, &["--json", "ls"]));
-                locks(&doc).iter().any(|l| l["kind"] == "fair" && l["queued"] == 1)
+                locks(&doc)
+                    .iter()
+                    .any(|l| l["kind"] == "fair" && l["queued"] == 1)
                     && locks(&doc)
                         .iter()
                         .any(|l| l["kind"] == "read-write" && l["queued"] == 1)
@@ -100,7 +102,14 @@ async fn every_kind_and_advisory_locks() {
             let run = distlock(
                 &urls,
                 &[
-                    "run", "job:noted", "--note", "nightly batch", "--", "sh", "-c", &script,
+                    "run",
+                    "job:noted",
+                    "--note",
+                    "nightly batch",
+                    "--",
+                    "sh",
+                    "-c",
+                    &script,
                 ],
             );
             assert!(run.status.success(), "{}", stderr(&run));
@@ -198,8 +207,14 @@ async fn every_kind_and_advisory_locks() {
     for part in [token.as_str(), &order.fencing_token().to_string()] {
         assert!(human.contains(part), "{part} in\n{human}");
     }
-    for part in [format!("backend pid {billing_pid}"), "billing-worker".to_owned()] {
-        assert!(advisory_human.contains(&part), "{part} in\n{advisory_human}");
+    for part in [
+        format!("backend pid {billing_pid}"),
+        "billing-worker".to_owned(),
+    ] {
+        assert!(
+            advisory_human.contains(&part),
+            "{part} in\n{advisory_human}"
+        );
     }
     assert_eq!(free["held"], false);
 

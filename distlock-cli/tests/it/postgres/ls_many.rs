@@ -28,9 +28,13 @@ async fn ten_thousand_locks() {
     let u = url.clone();
     let (doc, only, took) = tokio::task::spawn_blocking(move || {
         let started = Instant::now();
-        let doc = json(&distlock(&[u.clone()], &["--json", "ls"]));
+        let doc = json(&distlock(std::slice::from_ref(&u), &["--json", "ls"]));
         let took = started.elapsed();
-        (doc, json(&distlock(&[u], &["--json", "ls", "job:12?"])), took)
+        (
+            doc,
+            json(&distlock(&[u], &["--json", "ls", "job:12?"])),
+            took,
+        )
     })
     .await
     .expect("run");

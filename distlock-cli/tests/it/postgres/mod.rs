@@ -7,6 +7,7 @@ mod leader;
 mod ls_many;
 mod release;
 mod run;
+mod watch;
 
 use std::time::Duration;
 

@@ -35,7 +35,11 @@ async fn by_token_wakes_waiters_and_advisory_locks_are_refused() {
     .await
     .expect("run");
     assert_eq!(wrong.status.code(), Some(1), "{}", stderr(&wrong));
-    assert!(stderr(&wrong).contains("another token"), "{}", stderr(&wrong));
+    assert!(
+        stderr(&wrong).contains("another token"),
+        "{}",
+        stderr(&wrong)
+    );
     assert!(
         guard.extend(Duration::from_secs(30)).await.is_ok(),
         "the holder still owns it"
@@ -83,7 +87,10 @@ async fn by_token_wakes_waiters_and_advisory_locks_are_refused() {
         "the waiter was woken, not left to its 10 s backoff"
     );
     assert_ne!(next.lease().token().to_hex().as_str(), token);
-    assert!(guard.release().await.is_err(), "the old guard no longer owns it");
+    assert!(
+        guard.release().await.is_err(),
+        "the old guard no longer owns it"
+    );
 
     // A semaphore holder's token (as `show` lists it) returns its permits.
     let permit = holder
@@ -170,8 +177,9 @@ async fn force_terminates_the_holding_backend() {
     let ended = billing.query_one("SELECT 1", &[]).await;
     assert!(ended.is_err(), "the session was terminated");
     let u = url.clone();
-    let doc = tokio::task::spawn_blocking(move || json(&distlock(&[u], &["--json", "show", "stuck"])))
-        .await
-        .expect("run");
+    let doc =
+        tokio::task::spawn_blocking(move || json(&distlock(&[u], &["--json", "show", "stuck"])))
+            .await
+            .expect("run");
     assert_eq!(doc["held"], false, "{doc:#}");
 }

@@ -26,7 +26,14 @@ fn processes_exclude_each_other() {
     let children: Vec<_> = (0..4)
         .map(|_| {
             Command::new(env!("CARGO_BIN_EXE_distlock"))
-                .args(["--url", &server.url(), "run", "job:exclusive", "--ttl", "5s"])
+                .args([
+                    "--url",
+                    &server.url(),
+                    "run",
+                    "job:exclusive",
+                    "--ttl",
+                    "5s",
+                ])
                 .args(["--wait", "30s", "--", "sh", "-c", &script])
                 .env_remove("DISTLOCK_URL")
                 .stdin(Stdio::null())
@@ -41,7 +48,10 @@ fn processes_exclude_each_other() {
         assert!(out.status.success(), "{}", stderr(&out));
     }
     assert!(!overlap.exists(), "two commands ran at once");
-    let count = std::fs::read_to_string(&runs).expect("runs").lines().count();
+    let count = std::fs::read_to_string(&runs)
+        .expect("runs")
+        .lines()
+        .count();
     assert_eq!(count, 4, "every command ran");
 }
 
@@ -57,7 +67,10 @@ fn a_lease_released_by_the_operator_stops_the_command_group() {
     let url = server.url();
     crate::run_killed::lost_lease_stops_the_group(&url, || {
         let token = token_shown(&url, "job:stolen");
-        let out = distlock(&[url.clone()], &["release", "job:stolen", "--token", &token]);
+        let out = distlock(
+            std::slice::from_ref(&url),
+            &["release", "job:stolen", "--token", &token],
+        );
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     });
 }
