@@ -162,10 +162,14 @@ impl Store for PostgresTarget {
         let matcher = glob::Pattern::new(pattern)
             .map_err(|e| Failure::new(USAGE, format!("bad pattern {pattern:?}: {e}")))?;
         let client = self.client().await?;
-        let filter = Filter::Like(postgres_read::like_prefix(pattern));
-        let (mut locks, rows) = postgres_read::read(self, &client, &filter).await?;
-        // A pattern without wildcards is a name: its advisory key is known.
+        // A pattern without wildcards is a name: read by the primary key, and its advisory key
+        // is known.
         let literal = (!pattern.contains(['*', '?', '['])).then_some(pattern);
+        let filter = match literal {
+            Some(name) => Filter::Name(name.to_owned()),
+            None => Filter::Like(postgres_read::like_prefix(pattern)),
+        };
+        let (mut locks, rows) = postgres_read::read(self, &client, &filter).await?;
         let advisory = postgres_advisory::list(self, &client, literal).await?;
         let rows = rows + advisory.len() as u64;
         locks.extend(advisory);

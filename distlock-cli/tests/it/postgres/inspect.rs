@@ -223,3 +223,59 @@ async fn every_kind_and_advisory_locks() {
     blocking.abort();
     drop((order, reader, permit, fair, leadership, billing, urls));
 }
+
+/// A database never migrated (advisory locks need no schema): its advisory locks are listed,
+/// shared ones once per holding session, and two `int4` keys under their own form.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn advisory_locks_without_the_schema() {
+    let server = lock_testkit::PostgresServer::start().expect("postgres");
+    let url = server.url();
+    let (a, pid_a) = session(&url, "reader-a").await;
+    let (b, pid_b) = session(&url, "reader-b").await;
+    for client in [&a, &b] {
+        client
+            .execute("SELECT pg_advisory_lock_shared(7::int8)", &[])
+            .await
+            .expect("shared");
+    }
+    a.execute("SELECT pg_advisory_lock(-1, 42)", &[])
+        .await
+        .expect("two keys");
+    let u = url.clone();
+    let (doc, pair, not_held) = tokio::task::spawn_blocking(move || {
+        let urls = [u];
+        (
+            json(&distlock(&urls, &["--json", "ls"])),
+            json(&distlock(&urls, &["--json", "show", "advisory:-1,42"])),
+            distlock(&urls, &["release", "nothing", "--token", "0"]),
+        )
+    })
+    .await
+    .expect("run");
+    let shared: Vec<_> = locks(&doc)
+        .into_iter()
+        .filter(|l| l["name"] == "advisory:7")
+        .collect();
+    assert_eq!(shared.len(), 2, "{doc:#}");
+    assert!(shared.iter().all(|l| l["kind"] == "advisory-shared"));
+    let mut pids: Vec<_> = shared
+        .iter()
+        .filter_map(|l| l["holder"]["backend_pid"].as_i64())
+        .collect();
+    pids.sort_unstable();
+    let mut expected = vec![i64::from(pid_a), i64::from(pid_b)];
+    expected.sort_unstable();
+    assert_eq!(pids, expected);
+    assert_eq!(
+        find(&doc, "advisory:-1,42", "advisory")["holder"]["application_name"],
+        "reader-a"
+    );
+    assert_eq!(find(&pair, "advisory:-1,42", "advisory")["key"], "-1,42");
+    assert_eq!(not_held.status.code(), Some(1), "{}", stderr(&not_held));
+    assert!(
+        stderr(&not_held).contains("not held"),
+        "{}",
+        stderr(&not_held)
+    );
+    drop((a, b));
+}
