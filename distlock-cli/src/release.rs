@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use crate::cli::ReleaseArgs;
 use crate::exit::{FAILURE, Failure};
-use crate::store::Store;
+use crate::store::{Session, Store};
 
 /// Releases `args.name` if it is held with the given token (or, with `--force`, with the token
 /// it has now, after the operator confirms on a terminal).
@@ -17,7 +17,12 @@ pub(crate) async fn release(
 ) -> Result<ExitCode, Failure> {
     let token = match &args.token {
         Some(token) => token.clone(),
-        None => confirm_current(store, &args.name).await?,
+        None => match confirm_current(store, &args.name).await? {
+            Forced::Token(token) => token,
+            Forced::Session(session) => {
+                return end_session(store, &args.name, &session, json).await;
+            }
+        },
     };
     let released = store.release_token(&args.name, &token).await?;
     if json {
@@ -58,13 +63,71 @@ pub(crate) async fn holder_token(store: &dyn Store, name: &str) -> Result<Option
         .and_then(|l| l.token))
 }
 
-/// `--force`: the current holder's token, once the operator typed `yes` on a terminal.
-async fn confirm_current(store: &dyn Store, name: &str) -> Result<String, Failure> {
+/// What `--force` releases.
+enum Forced {
+    /// The lock held with this token now.
+    Token(String),
+    /// The session that holds the lock by itself (PostgreSQL's advisory locks): it is ended.
+    Session(Session),
+}
+
+/// `--force`: the current holder's token (or, for a lock bound to a session and no token, that
+/// session), once the operator typed `yes` on a terminal.
+async fn confirm_current(store: &dyn Store, name: &str) -> Result<Forced, Failure> {
     refuse_without_terminal()?;
-    let Some(token) = holder_token(store, name).await? else {
+    if let Some(token) = holder_token(store, name).await? {
+        return confirm(name, token).map(Forced::Token);
+    }
+    let Some(session) = store.holding_session(name).await? else {
         return Err(Failure::new(FAILURE, format!("{name:?} is not held")));
     };
-    confirm(name, token)
+    eprint!(
+        "{name:?} is a session advisory lock held by backend pid {} ({}).\n\
+         It has no token: forcing it terminates that backend (pg_terminate_backend), which ends \
+         its whole session: every lock it holds is freed and its open transaction rolled back.\n\
+         Type yes to terminate it: ",
+        session.pid, session.about
+    );
+    ask_yes()?;
+    Ok(Forced::Session(session))
+}
+
+/// `--force` on a lock bound to a session: ends the session, says what happened; exit 0 when
+/// the lock is free afterwards.
+async fn end_session(
+    store: &dyn Store,
+    name: &str,
+    session: &Session,
+    json: bool,
+) -> Result<ExitCode, Failure> {
+    let released = store.end_session(name, session).await?;
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "name": name,
+                "backend_pid": session.pid,
+                "terminated": true,
+                "released": released,
+            })
+        );
+    } else if released {
+        println!(
+            "released {name:?}: terminated backend pid {} (its session held it)",
+            session.pid
+        );
+    } else {
+        eprintln!(
+            "distlock: terminated backend pid {}, but {name:?} is still held (by it, not yet \
+             gone, or by another session)",
+            session.pid
+        );
+    }
+    Ok(if released {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(FAILURE)
+    })
 }
 
 /// `--force` is refused unless stdin is a terminal to confirm on.
@@ -85,6 +148,12 @@ fn confirm(name: &str, token: String) -> Result<String, Failure> {
     eprint!(
         "{name:?} is held with token {token}.\nRelease it? Its holder may still be working. Type yes to release: "
     );
+    ask_yes()?;
+    Ok(token)
+}
+
+/// Reads the operator's answer on the terminal: `Ok` when it is `yes`.
+fn ask_yes() -> Result<(), Failure> {
     let _ = std::io::stderr().flush();
     let mut answer = String::new();
     std::io::stdin()
@@ -92,7 +161,7 @@ fn confirm(name: &str, token: String) -> Result<String, Failure> {
         .read_line(&mut answer)
         .map_err(|e| Failure::new(FAILURE, format!("reading the answer: {e}")))?;
     if answer.trim() == "yes" {
-        Ok(token)
+        Ok(())
     } else {
         Err(Failure::new(FAILURE, "not released"))
     }

@@ -137,6 +137,16 @@ fn held_by(holder: &Holder) -> String {
     if let Some(since) = number(&fields, "since_ms") {
         parts.push(format!("for {}", age(since)));
     }
+    // A PostgreSQL advisory lock's session (see store/postgres_advisory.rs).
+    if let Some(pid) = number(&fields, "backend_pid") {
+        parts.push(format!("backend pid {pid}"));
+    }
+    if let Some(app) = field(&fields, "application_name").filter(|a| !a.is_empty()) {
+        parts.push(app);
+    }
+    if let Some(since) = number(&fields, "session_since_ms") {
+        parts.push(format!("session for {}", age(since)));
+    }
     if parts.is_empty() {
         "-".into()
     } else {
@@ -196,6 +206,20 @@ pub(crate) fn show_table(lock: &LockInfo) -> Table {
                 number(&fields, "since_ms").map(|s| format!("{} ({} ago)", timestamp(s), age(s))),
             ),
             ("holder note", field(&fields, "note")),
+            (
+                "backend pid",
+                number(&fields, "backend_pid").map(|p| p.to_string()),
+            ),
+            ("application", field(&fields, "application_name")),
+            ("client", field(&fields, "client_addr")),
+            ("user", field(&fields, "user")),
+            (
+                "session since",
+                number(&fields, "session_since_ms")
+                    .map(|s| format!("{} ({} ago)", timestamp(s), age(s))),
+            ),
+            ("session state", field(&fields, "state")),
+            ("lock mode", field(&fields, "mode")),
         ] {
             if let Some(value) = value {
                 t.add_row(vec![name.to_owned(), value]);

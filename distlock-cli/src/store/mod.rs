@@ -8,6 +8,9 @@
 
 mod etcd;
 mod postgres;
+mod postgres_advisory;
+mod postgres_read;
+mod postgres_releases;
 mod quorum;
 mod redis;
 mod redis_releases;
@@ -100,6 +103,32 @@ pub(crate) trait Store: Send + Sync {
         Ok(None)
     }
 
+    /// The session that holds `name` where the store binds a lock to a session rather than
+    /// to a token (PostgreSQL's advisory locks), for `release --force`, which ends that
+    /// session instead of comparing a token; `None` when no such session holds it, and on
+    /// stores without such locks.
+    ///
+    /// # Errors
+    /// A usage failure for a bad name; a backend failure when the store fails or is slow.
+    async fn holding_session(&self, name: &str) -> Result<Option<Session>, Failure> {
+        let _ = name;
+        Ok(None)
+    }
+
+    /// Ends `session` if it still holds `name` (PostgreSQL: `pg_terminate_backend`), and
+    /// answers whether the lock is free afterwards.
+    ///
+    /// # Errors
+    /// A failure when the store has no sessions to end, refuses (no right to end it), fails or
+    /// is slow.
+    async fn end_session(&self, name: &str, session: &Session) -> Result<bool, Failure> {
+        let _ = (name, session);
+        Err(Failure::new(
+            crate::exit::USAGE,
+            format!("{} binds no lock to a session", self.backend()),
+        ))
+    }
+
     /// `distlock migrate`: installs what fenced writes need, and says what it did (one line,
     /// and a JSON object).
     ///
@@ -107,6 +136,15 @@ pub(crate) trait Store: Send + Sync {
     /// A usage failure when there is nothing to install on this store; a backend failure when
     /// the store refuses.
     async fn migrate(&self) -> Result<(String, serde_json::Value), Failure>;
+}
+
+/// A server session that holds a lock by itself (no token): what `release --force` ends.
+#[derive(Debug, Clone)]
+pub(crate) struct Session {
+    /// The server process of the session (PostgreSQL's backend pid).
+    pub(crate) pid: i32,
+    /// Who it is, for the confirmation question: application, client, user, since when.
+    pub(crate) about: String,
 }
 
 /// Releases announced on a store, counted between two refreshes of `watch`.
@@ -130,7 +168,7 @@ pub(crate) async fn connect(args: &TargetArgs) -> Result<Box<dyn Store>, Failure
     match Scheme::of_all(&args.url, args.redlock)? {
         Scheme::Redis => Ok(Box::new(crate::connect::Target::connect(args).await?)),
         Scheme::Etcd => Ok(Box::new(crate::etcd::EtcdTarget::connect(args).await?)),
-        Scheme::Postgres => Ok(Box::new(postgres::PostgresTarget::connect(args)?)),
+        Scheme::Postgres => Ok(Box::new(postgres::PostgresTarget::connect(args).await?)),
         Scheme::Redlock => Ok(Box::new(redlock::RedlockTarget::connect(args).await?)),
     }
 }

@@ -3,7 +3,7 @@
 
 use std::net::TcpListener;
 
-use lock_testkit::RedisServer;
+use lock_testkit::{PostgresServer, RedisServer};
 
 use crate::common::{distlock, stderr};
 
@@ -67,5 +67,77 @@ fn wrong_password() {
         out.status.success(),
         "the right password works: {}",
         stderr(&out)
+    );
+}
+
+#[test]
+fn postgres_server_down() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .expect("port")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
+    one_clear_line(std::slice::from_ref(&url), "postgres down", 69);
+    let out = distlock(&[url], &["ls"]);
+    assert!(
+        stderr(&out).contains("Connection refused"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn postgres_wrong_password() {
+    let server = PostgresServer::builder()
+        .password("s3cret")
+        .start()
+        .expect("postgres");
+    let url = server.url_with_password("wrong");
+    one_clear_line(&[url], "postgres wrong password", 69);
+    let out = distlock(&[server.url()], &["migrate"]);
+    assert!(
+        out.status.success(),
+        "the right password works: {}",
+        stderr(&out)
+    );
+    let out = distlock(&[server.url_with_password("wrong")], &["ls"]);
+    assert!(
+        stderr(&out).contains("password authentication failed"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn postgres_bad_names_and_urls() {
+    let server = PostgresServer::start().expect("postgres");
+    let urls = [server.url()];
+    let long = "n".repeat(5000);
+    for args in [
+        &["show", ""][..],
+        &["show", &long],
+        &["release", "", "--token", "0"],
+        &["release", &long, "--token", "0"],
+        &["run", "", "--", "true"],
+        &["run", &long, "--", "true"],
+        &["leader", ""],
+        &["ls", "[unclosed"],
+    ] {
+        let out = distlock(&urls, args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("distlock: "), "{args:?}: {err}");
+    }
+    one_clear_line(
+        &["postgres://127.0.0.1:5432/db,postgres://127.0.0.1:5433/db".into()],
+        "two URLs",
+        2,
+    );
+    one_clear_line(
+        &["postgres://postgres@127.0.0.1:notaport/db".into()],
+        "bad PostgreSQL URL",
+        2,
     );
 }

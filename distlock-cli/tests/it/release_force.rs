@@ -12,7 +12,7 @@ use crate::common::{query, redis_conn};
 
 /// Runs `distlock release NAME --force` on a pseudo-terminal and types `answer` once the
 /// question is asked; the exit code and what the terminal showed.
-fn force(url: &str, name: &str, answer: &str) -> (Option<i32>, String) {
+pub(crate) fn force(url: &str, name: &str, answer: &str) -> (Option<i32>, String) {
     let line = format!(
         "{} --url {url} release {name} --force",
         env!("CARGO_BIN_EXE_distlock")

@@ -127,13 +127,23 @@ pub(crate) fn killed_run_takes_its_command(target: &[&str]) {
 #[test]
 fn a_lost_lease_stops_the_commands_children_too() {
     let server = RedisServer::start().expect("redis-server");
+    lost_lease_stops_the_group(&server.url(), || {
+        server
+            .command(&["SET", "job:stolen", "stolen", "PX", "60000"])
+            .expect("take the key away");
+    });
+}
+
+/// `distlock run job:stolen` on the store at `url` loses its lease when `steal` runs (once the
+/// command started): distlock exits with the lost code, and the command's child is stopped too.
+pub(crate) fn lost_lease_stops_the_group(url: &str, steal: impl FnOnce()) {
     let dir = tempfile::tempdir().expect("tempdir");
     let child = dir.path().join("child.pid");
     let script = format!("sleep 1000 & echo $! > {}; wait", child.display());
     let mut first = Command::new(env!("CARGO_BIN_EXE_distlock"))
         .args([
             "--url",
-            &server.url(),
+            url,
             "run",
             "job:stolen",
             "--ttl",
@@ -149,9 +159,7 @@ fn a_lost_lease_stops_the_commands_children_too() {
         .spawn()
         .expect("spawn distlock");
     let child_pid = pid_in(&child);
-    server
-        .command(&["SET", "job:stolen", "stolen", "PX", "60000"])
-        .expect("take the key away");
+    steal();
     let mut status = None;
     // Bounded: the lease (detection at the next renewal), the grace, and a margin.
     assert!(eventually(Duration::from_secs(10), || {

@@ -41,7 +41,7 @@ pub(crate) fn starts(file: &Path) -> Vec<Start> {
 }
 
 /// Whether process `pid` is alive (a zombie counts as gone).
-fn alive(pid: u32) -> bool {
+pub(crate) fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
         stat.rsplit_once(") ")
             .is_some_and(|(_, rest)| !rest.starts_with('Z'))
@@ -100,6 +100,47 @@ pub(crate) fn end_all(candidates: &mut [Child]) {
     }
 }
 
+/// The leading candidate (the one that started `leading`) is killed outright (`kill -9`): its
+/// command and the command's child die with it, and another candidate leads within the lease
+/// (2 s) and a second, with a larger term: the `nth` start in `file`. The candidates left, and
+/// that start.
+pub(crate) fn killed_leader_is_replaced(
+    candidates: Vec<Child>,
+    file: &Path,
+    leading: Start,
+    nth: usize,
+) -> (Vec<Child>, Start) {
+    let leader_pid = parent(leading.shell).expect("the leading distlock");
+    let (mut killed, others): (Vec<Child>, Vec<Child>) =
+        candidates.into_iter().partition(|c| c.id() == leader_pid);
+    assert_eq!(killed.len(), 1, "the leader is one of the candidates");
+    killed[0].kill().expect("SIGKILL the leading distlock");
+    let at = Instant::now();
+    let _ = killed[0].wait();
+    assert!(
+        eventually(Duration::from_secs(2), || !alive(leading.shell)
+            && !alive(leading.child)),
+        "the killed leader's command outlived it"
+    );
+    let next = wait_starts(file, nth, Duration::from_secs(3))[nth - 1];
+    let failover = at.elapsed();
+    assert!(
+        failover <= Duration::from_secs(3),
+        "a new leader within lease + 1 s; took {failover:?}"
+    );
+    assert!(
+        next.term > leading.term,
+        "terms grow: {leading:?} then {next:?}"
+    );
+    let new_leader = parent(next.shell);
+    assert!(
+        others.iter().any(|c| Some(c.id()) == new_leader),
+        "a surviving candidate leads"
+    );
+    eprintln!("failover after kill -9: {failover:?}");
+    (others, next)
+}
+
 #[test]
 fn candidates_hand_the_leadership_on_and_a_killed_leader_takes_its_command_along() {
     let server = RedisServer::start().expect("redis-server");
@@ -135,34 +176,12 @@ fn candidates_hand_the_leadership_on_and_a_killed_leader_takes_its_command_along
 
     // The leading distlock is killed outright: its command dies with it, and the other
     // candidate leads within the lease (2 s) and a second.
-    let leader_pid = parent(second.shell).expect("the leading distlock");
-    let (mut killed, mut others): (Vec<Child>, Vec<Child>) =
-        candidates.into_iter().partition(|c| c.id() == leader_pid);
-    assert_eq!(killed.len(), 1, "the leader is one of the candidates");
-    killed[0].kill().expect("SIGKILL the leading distlock");
-    let at = Instant::now();
-    let _ = killed[0].wait();
-    assert!(
-        eventually(Duration::from_secs(2), || !alive(second.shell)
-            && !alive(second.child)),
-        "the killed leader's command outlived it"
-    );
-    let third = wait_starts(&file, 3, Duration::from_secs(3))[2];
-    let failover = at.elapsed();
-    assert!(
-        failover <= Duration::from_secs(3),
-        "a new leader within lease + 1 s; took {failover:?}"
-    );
-    assert!(
-        third.term > second.term,
-        "terms grow: {second:?} then {third:?}"
-    );
+    let (mut others, third) = killed_leader_is_replaced(candidates, &file, second, 3);
     assert_eq!(
         parent(third.shell),
         Some(others[0].id()),
         "the survivor leads"
     );
-    eprintln!("failover after kill -9: {failover:?}");
     end_all(&mut others);
 }
 
