@@ -29,7 +29,7 @@ Exit codes:
   0        success (run: the command's own code, 128+N if signal N ended it)
   1        release: not released (another token holds the lock, or nobody)
   2        bad arguments
-  69       Redis unreachable or answering errors (sysexits EX_UNAVAILABLE)
+  69       the store (Redis, etcd, PostgreSQL) unreachable or answering errors (sysexits EX_UNAVAILABLE)
   75       run: the lock stayed busy for all of --wait (EX_TEMPFAIL)
   124      run: the lease was lost; the command got SIGTERM (then SIGKILL)
   126/127  run: the command could not be executed / was not found";

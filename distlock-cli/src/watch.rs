@@ -33,14 +33,14 @@ pub(crate) async fn watch(
             .as_mut()
             .map(|releases| releases.take_rates(elapsed))
             .unwrap_or_default();
-        if json {
-            println!(
+        let shown = if json {
+            emit(&format!(
                 "{}",
                 serde_json::json!({
                     "locks": listing.locks,
                     "releases_per_second": rates,
                 })
-            );
+            ))
         } else {
             if live {
                 let _ = term.clear_screen();
@@ -49,18 +49,19 @@ pub(crate) async fn watch(
                 Some(_) => format!("{:.1}", rates.get(&lock.name).copied().unwrap_or(0.0)),
                 None => "-".into(),
             };
-            println!(
-                "{} held · refresh every {} · Ctrl-C ends",
+            emit(&format!(
+                "{} held · refresh every {} · Ctrl-C ends\n{}",
                 listing.locks.len(),
-                humantime::format_duration(args.interval)
-            );
-            println!(
-                "{}",
+                humantime::format_duration(args.interval),
                 render::text(&render::lock_table(
                     &listing.locks,
                     Some(("RELEASES/S", &rate))
                 ))
-            );
+            ))
+        };
+        // The reader went away (`watch --json | head`): nothing more to show it.
+        if !shown {
+            break;
         }
         done += 1;
         if args.iterations.is_some_and(|n| done >= n) {
@@ -72,4 +73,12 @@ pub(crate) async fn watch(
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `text` and a newline on stdout, flushed; `false` when stdout is gone (a closed pipe),
+/// where `println!` would panic.
+fn emit(text: &str) -> bool {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{text}").and_then(|()| out.flush()).is_ok()
 }
