@@ -21,13 +21,36 @@ use lock_core::{Lease, Token};
 use lock_redis::RedisLock;
 use lock_redlock::Redlock;
 
-use super::Store;
+use super::{Releases, Store};
 use super::quorum::{aggregate, by_lock};
 use crate::cli::{ScanArgs, TargetArgs};
 use crate::connect::Target;
 use crate::exit::{BACKEND, Failure, USAGE, one_line};
 use crate::inspect::{self, Listing, LockInfo};
 use crate::tls::Tls;
+
+/// Release rates over several masters: per name, the largest of theirs.
+struct LargestOf(Vec<Box<dyn Releases>>);
+
+#[async_trait]
+impl Releases for LargestOf {
+    async fn follow(&mut self, locks: &mut [LockInfo]) {
+        for releases in &mut self.0 {
+            releases.follow(locks).await;
+        }
+    }
+
+    fn take_rates(&mut self, seconds: f64) -> std::collections::HashMap<String, f64> {
+        let mut largest = std::collections::HashMap::new();
+        for releases in &mut self.0 {
+            for (name, rate) in releases.take_rates(seconds) {
+                let entry = largest.entry(name).or_insert(0.0_f64);
+                *entry = entry.max(rate);
+            }
+        }
+        largest
+    }
+}
 
 /// One master as connected: its address, and its connection or why there is none.
 struct Master {
@@ -259,6 +282,24 @@ impl Store for RedlockTarget {
 
     fn lock(&self, _describe: Option<&str>) -> Result<Arc<dyn Lock>, Failure> {
         Ok(Arc::new(self.redlock()?))
+    }
+
+    /// Each master's release announcements, counted as on a single Redis; per name, the
+    /// largest rate among the masters. One Redlock release is announced by every master that
+    /// released its key (a quorum at least), so a sum would count it N times; a master that
+    /// missed it (down, lagging) only lowers its own count.
+    async fn releases(&self) -> Result<Option<Box<dyn Releases>>, Failure> {
+        let mut each = Vec::new();
+        for target in self.masters.iter().filter_map(|m| m.target.as_ref()) {
+            // A master whose subscription fails only leaves its own count out.
+            if let Ok(Some(releases)) = target.releases().await {
+                each.push(releases);
+            }
+        }
+        if each.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Box::new(LargestOf(each))))
     }
 
     async fn migrate(&self) -> Result<(String, serde_json::Value), Failure> {
