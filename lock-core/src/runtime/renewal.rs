@@ -515,14 +515,15 @@ mod tests {
     use crate::metric::Labels;
     use crate::{MemoryLock, Token};
 
-    fn lease(i: usize, labels: &Labels) -> Arc<HeldLease> {
+    /// A lease renewed, or with a fixed TTL (only watched).
+    fn lease(i: usize, labels: &Labels, renewed: bool) -> Arc<HeldLease> {
         let token = Token::generate().expect("the OS random source");
         let lease = Lease::new(format!("n{i}").as_str(), token, 0, Instant::now());
         let ttl = Duration::from_secs(30);
         Arc::new(HeldLease::new(
             &lease,
             labels.clone(),
-            Some(ttl),
+            renewed.then_some(ttl),
             None,
             ttl / 5,
             Instant::now(),
@@ -535,6 +536,17 @@ mod tests {
     /// under load). The leases still held stay queued.
     #[tokio::test(flavor = "current_thread")]
     async fn released_leases_do_not_pile_up_for_the_watchdog() {
+        pile_up(true);
+    }
+
+    /// The same for leases with a fixed TTL, which the watchdog only watches (for the
+    /// oldest-hold gauge): a process of short fixed-TTL holds keeps no more of them queued.
+    #[tokio::test(flavor = "current_thread")]
+    async fn released_fixed_ttl_leases_do_not_pile_up_for_the_watchdog() {
+        pile_up(false);
+    }
+
+    fn pile_up(renewed: bool) {
         let renewer = Renewer::new(Arc::new(MemoryLock::new()));
         let labels = Labels::new(
             "memory",
@@ -544,12 +556,12 @@ mod tests {
         );
         // The watchdog task never runs meanwhile (nothing here awaits): only the sweep empties
         // its inbox.
-        let held: Vec<_> = (0..100).map(|i| lease(i, &labels)).collect();
+        let held: Vec<_> = (0..100).map(|i| lease(i, &labels, renewed)).collect();
         for lease in &held {
             renewer.track(Arc::clone(lease), Instant::now());
         }
         for i in 0..10_000 {
-            let released = lease(100 + i, &labels);
+            let released = lease(100 + i, &labels, renewed);
             renewer.track(Arc::clone(&released), Instant::now());
             released.end();
         }
