@@ -11,17 +11,31 @@
 //!    by the resource (its term is older);
 //! 2. **killed** (SIGKILL): another replica is elected once the lease runs out.
 //!
-//! It prints each replica's terms and rejected writes as they come, then checks that the terms
-//! only grew and that the paused leader's term ended as lost; exits 1 if not.
-//! Starts a throwaway `redis-server` (through `lock-testkit`) unless `--redis-url` names one.
+//! It prints each replica's terms and rejected writes as they come and the **failover time**
+//! after the kill (from the SIGKILL to the next leader's start, on the machine's monotonic
+//! clock), then checks that the terms only grew and that the paused leader's term ended as
+//! lost; exits 1 if not.
+//!
+//! The election runs on Redis (`RedisLock`), or with `--backend postgres` on PostgreSQL
+//! (`PostgresLock`) or with `--backend etcd` on etcd (`EtcdLock`): the same election code on
+//! each, only the `Locker`'s construction differs. The fenced resource stays on Redis. Starts a
+//! throwaway `redis-server` (through `lock-testkit`) unless `--redis-url` names one, and a
+//! throwaway PostgreSQL or etcd for those backends unless `--postgres-url` or `--etcd-url`
+//! names one.
 //!
 //! ```text
 //! cargo run --example leader
 //! cargo run --example leader -- --lease-ms 1000
+//! cargo run --example leader -- --backend postgres
+//! cargo run --example leader -- --backend etcd
 //! ```
 //!
-//! Files: `main.rs` (options and the parent), `replica.rs` (one replica process).
+//! Files: `main.rs` (options and the parent), `backend.rs` (the three backends' servers and
+//! lockers), `clock.rs` (the clock the failover is timed on), `replica.rs` (one replica
+//! process).
 
+mod backend;
+mod clock;
 mod replica;
 
 use std::io::{BufRead, BufReader};
@@ -29,7 +43,9 @@ use std::process::{Child, Command, ExitCode, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use backend::{Backend, LockServer};
 use clap::{Args, Parser, Subcommand};
+use distlock::redis::RedisFences;
 use lock_testkit::RedisServer;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -49,12 +65,26 @@ struct Cli {
 #[derive(Debug, Args)]
 struct RunArgs {
     /// The leader's lease, in milliseconds: renewed every third of it; a failed leader is
-    /// replaced about this long after it stopped.
+    /// replaced about this long after it stopped. At least 2000 on etcd, which counts leases
+    /// in whole seconds.
     #[arg(long, default_value_t = 2000)]
     lease_ms: u64,
-    /// Redis to elect on; without it a throwaway redis-server is started.
+    /// Where the election runs: `redis`, `postgres` (a throwaway PostgreSQL unless
+    /// --postgres-url) or `etcd` (a throwaway one-member etcd unless --etcd-url). The fenced
+    /// resource stays on Redis.
+    #[arg(long, value_enum, default_value_t = Backend::Redis)]
+    backend: Backend,
+    /// Redis of the fenced resource (and of the election on `--backend redis`); without it a
+    /// throwaway redis-server is started. Only the example's keys are touched.
     #[arg(long, value_name = "URL", visible_alias = "url", env = "REDIS_URL")]
     redis_url: Option<String>,
+    /// With --backend postgres: this PostgreSQL (>= 12) instead of a throwaway one (the lease
+    /// table is created if missing).
+    #[arg(long, value_name = "URL")]
+    postgres_url: Option<String>,
+    /// With --backend etcd: these etcd endpoints (comma separated) instead of a throwaway one.
+    #[arg(long, value_name = "URLS")]
+    etcd_url: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -76,7 +106,8 @@ fn main() -> ExitCode {
     })
 }
 
-/// One line a replica printed: what, which replica, which term, and the rest.
+/// One line a replica printed: what, which replica, which term, and the rest (for `started`,
+/// when, in nanoseconds on [`clock::now_ns`]).
 #[derive(Debug, Clone)]
 struct Line {
     what: String,
@@ -110,7 +141,9 @@ impl Replicas {
             .lines
             .recv_timeout(deadline.saturating_duration_since(Instant::now()))
         {
-            if line.what != "wrote" || line.rest != "ok" {
+            if line.what == "started" {
+                println!("  replica {} started (term {})", line.id, line.term);
+            } else if line.what != "wrote" || line.rest != "ok" {
                 println!(
                     "  replica {} {} (term {}) {}",
                     line.id, line.what, line.term, line.rest
@@ -131,9 +164,36 @@ impl Replicas {
     }
 }
 
+/// When a line of `started` says its term began, on [`clock::now_ns`].
+fn started_ns(line: &Line) -> Option<u64> {
+    line.rest.parse().ok()
+}
+
+/// Clears the fenced resource and its fence record: a run on another backend (or on a
+/// throwaway server of the same one) starts its terms over, and they would be refused below
+/// the last run's.
+fn clear_resource(url: &str) -> Result<(), Error> {
+    let mut conn = redis::Client::open(url)?.get_connection()?;
+    let record = RedisFences::record_key(replica::RESOURCE)?;
+    let _: i64 = redis::cmd("DEL")
+        .arg(replica::RESOURCE)
+        .arg(record)
+        .query(&mut conn)?;
+    Ok(())
+}
+
 fn parent(args: &RunArgs) -> Result<ExitCode, Error> {
-    // The throwaway server comes from the workspace's unpublished test kit; in your own project
-    // keep only the first arm.
+    if args.lease_ms < args.backend.min_lease_ms() {
+        return Err(format!(
+            "--lease-ms {} is below {}'s shortest lease, {} ms",
+            args.lease_ms,
+            args.backend.as_str(),
+            args.backend.min_lease_ms()
+        )
+        .into());
+    }
+    // The throwaway servers come from the workspace's unpublished test kit; in your own
+    // project keep only the URLs.
     let (_server, url) = match &args.redis_url {
         Some(url) => (None, url.clone()),
         None => {
@@ -142,6 +202,14 @@ fn parent(args: &RunArgs) -> Result<ExitCode, Error> {
             (Some(server), url)
         }
     };
+    clear_resource(&url)?;
+    let lock_url = match args.backend {
+        Backend::Redis => None,
+        Backend::Postgres => args.postgres_url.as_deref(),
+        Backend::Etcd => args.etcd_url.as_deref(),
+    };
+    let lock_server = LockServer::start(args.backend, lock_url)?;
+    println!("election on {}", lock_server.describe(&url));
     let lease = Duration::from_millis(args.lease_ms);
     let (send, lines) = mpsc::channel::<Line>();
     let mut children = Vec::new();
@@ -149,6 +217,8 @@ fn parent(args: &RunArgs) -> Result<ExitCode, Error> {
         let mut child = Command::new(std::env::current_exe()?)
             .args(["replica", "--redis-url", &url, "--id", &id.to_string()])
             .args(["--lease-ms", &args.lease_ms.to_string()])
+            .args(["--backend", args.backend.as_str()])
+            .args(lock_url_arg(&lock_server))
             .stdout(Stdio::piped())
             .spawn()?;
         let stdout = child.stdout.take().ok_or("no stdout")?;
@@ -169,7 +239,7 @@ fn parent(args: &RunArgs) -> Result<ExitCode, Error> {
         lines,
         seen: Vec::new(),
     };
-    let result = story(&mut replicas, lease);
+    let result = story(&mut replicas, lease, args.backend);
     for child in &mut replicas.children {
         let _ = child.kill();
         let _ = child.wait();
@@ -177,8 +247,25 @@ fn parent(args: &RunArgs) -> Result<ExitCode, Error> {
     result
 }
 
+/// `--lock-url URL` for the replicas when the backend has a server of its own.
+fn lock_url_arg(server: &LockServer) -> Vec<String> {
+    server
+        .url()
+        .map(|url| vec!["--lock-url".to_owned(), url.to_owned()])
+        .unwrap_or_default()
+}
+
+/// How long after `from_ns` (on [`clock::now_ns`]) the term of `started` began.
+fn since(from_ns: u64, started: &Line) -> Duration {
+    Duration::from_nanos(
+        started_ns(started)
+            .unwrap_or(from_ns)
+            .saturating_sub(from_ns),
+    )
+}
+
 /// The pause, the kill, and the checks.
-fn story(replicas: &mut Replicas, lease: Duration) -> Result<ExitCode, Error> {
+fn story(replicas: &mut Replicas, lease: Duration, backend: Backend) -> Result<ExitCode, Error> {
     let long = lease * 3 + Duration::from_secs(10);
     println!("three replicas campaign (lease {lease:?})");
     let first = replicas
@@ -187,15 +274,16 @@ fn story(replicas: &mut Replicas, lease: Duration) -> Result<ExitCode, Error> {
     replicas.wait_for(long, |l| l.what == "wrote" && l.term == first.term);
 
     println!("pausing replica {} (SIGSTOP) for the lease + 1 s", first.id);
+    let paused_ns = clock::now_ns();
     replicas.signal(first.id, Signal::SIGSTOP)?;
     let paused = Instant::now();
     let second = replicas
         .wait_for(long, |l| l.what == "started" && l.term > first.term)
         .ok_or("nobody took over from the paused leader")?;
+    let after_pause = since(paused_ns, &second);
     println!(
-        "  → replica {} leads {:?} after the pause",
-        second.id,
-        paused.elapsed()
+        "  → replica {} leads {after_pause:?} after the pause",
+        second.id
     );
     std::thread::sleep((lease + Duration::from_secs(1)).saturating_sub(paused.elapsed()));
     println!("waking replica {} (SIGCONT)", first.id);
@@ -207,16 +295,13 @@ fn story(replicas: &mut Replicas, lease: Duration) -> Result<ExitCode, Error> {
     let lost = ended.rest == "Lost";
 
     println!("killing replica {} (SIGKILL)", second.id);
+    let killed_ns = clock::now_ns();
     replicas.children[second.id].kill()?;
-    let killed = Instant::now();
     let third = replicas
         .wait_for(long, |l| l.what == "started" && l.term > second.term)
         .ok_or("nobody took over from the killed leader")?;
-    println!(
-        "  → replica {} leads {:?} after the kill",
-        third.id,
-        killed.elapsed()
-    );
+    let failover = since(killed_ns, &third);
+    println!("  → replica {} leads {failover:?} after the kill", third.id);
     replicas.wait_for(Duration::from_millis(500), |_| false);
 
     // The checks: terms only grew, and the paused leader's term ended as lost.
@@ -240,6 +325,13 @@ fn story(replicas: &mut Replicas, lease: Duration) -> Result<ExitCode, Error> {
             "NOT INCREASING"
         },
         late.len()
+    );
+    println!(
+        "failover after the kill: {:.0} ms (after the pause: {:.0} ms), lease {} ms, on {}",
+        failover.as_secs_f64() * 1e3,
+        after_pause.as_secs_f64() * 1e3,
+        lease.as_millis(),
+        backend.as_str()
     );
     Ok(if ordered && lost {
         ExitCode::SUCCESS

@@ -1,16 +1,28 @@
-//! One replica process: campaigns with `Election::run`; while it leads, its work writes to the
-//! fenced resource every 100 ms with its term. It reports each term's start and end and each
-//! write on stdout, one line each, for the parent.
+//! One replica process: campaigns with `Election::run` on the backend it is given; while it
+//! leads, its work writes to the fenced resource (on Redis) every 100 ms with its term. It
+//! reports each term's start (stamped on the machine's monotonic clock) and end and each write
+//! on stdout, one line each, for the parent.
 
 use std::time::Duration;
 
 use clap::Args;
-use distlock::{Fence, LockError, Locker, TermEvent, redis::RedisLock};
+use distlock::{Fence, LockError, TermEvent, redis::RedisLock};
+
+use crate::backend::{self, Backend};
+use crate::clock;
 
 #[derive(Debug, Args)]
 pub(crate) struct ReplicaArgs {
+    /// The Redis of the fenced resource (and of the lock with `--backend redis`).
     #[arg(long)]
     redis_url: String,
+    /// Where the election runs.
+    #[arg(long, value_enum)]
+    backend: Backend,
+    /// The lock's server with `--backend postgres` (its URL) or `etcd` (endpoints, comma
+    /// separated).
+    #[arg(long)]
+    lock_url: Option<String>,
     #[arg(long)]
     id: usize,
     /// The leader's lease, in milliseconds.
@@ -31,10 +43,10 @@ pub(crate) fn main(args: &ReplicaArgs) -> Result<(), crate::Error> {
 }
 
 async fn run(args: &ReplicaArgs) -> Result<(), crate::Error> {
-    let lock = RedisLock::from_url(&args.redis_url)?;
-    // The resource is on the lock's Redis here: its fenced writes share the lock's connections.
-    let fences = lock.fences();
-    let locker = Locker::new(lock);
+    // The resource is on Redis whatever the backend of the election.
+    let resource = RedisLock::from_url(&args.redis_url)?;
+    let fences = resource.fences();
+    let locker = backend::locker(args.backend, args.lock_url.as_deref(), resource)?;
     let id = args.id;
     let election = locker
         .elect("leader-example")
@@ -61,7 +73,7 @@ async fn run(args: &ReplicaArgs) -> Result<(), crate::Error> {
     // Until the parent kills this process.
     while let Some(event) = run.next_event().await {
         match event {
-            TermEvent::Started { term } => println!("started {id} {term}"),
+            TermEvent::Started { term } => println!("started {id} {term} {}", clock::now_ns()),
             TermEvent::Ended { term, end } => println!("ended {id} {term} {end:?}"),
             other => println!("event {id} {other:?}"),
         }

@@ -323,7 +323,7 @@ impl Guard {
     /// Stops renewal, ends reentrancy and records the hold: called once, by the outermost
     /// guard's release, leak or drop.
     fn finish(&self) {
-        self.held.stop_renewing();
+        self.held.end();
         if let Some(Outer {
             owner: Some((owners, task)),
             ..

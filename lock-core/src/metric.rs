@@ -30,6 +30,7 @@
 //! | `distlock_acquire_wait_seconds` | histogram, seconds | from the request's start to the grant (attempt or handover) |
 //! | `distlock_held_seconds` | histogram, seconds | from the grant to release, loss or leak |
 //! | `distlock_held` | gauge | leases held by guards of this process now |
+//! | `distlock_oldest_held_seconds` | gauge, seconds | how long the oldest hold counted in `distlock_held` has lasted so far: a stuck holder shows here before it releases (see "The oldest hold" below) |
 //! | `distlock_waiters` | gauge | requests of this process waiting for a held lock now |
 //! | `distlock_permits_held` | gauge | semaphore permits held by guards of this process now (a guard of `k` permits counts `k`) |
 //! | `distlock_renewals_total{outcome}` | counter | renewals: `ok`, `not_owned`, `error` |
@@ -47,6 +48,25 @@
 //! - *attempts per acquisition* = `acquire_attempts_total` / leases granted: below 1 when most
 //!   grants are local handovers (waiters of one process behind one name), which cost no attempt;
 //! - *share handed over* = `acquired_total{via="handover"}` / leases granted.
+//!
+//! # The oldest hold
+//!
+//! [`HELD_SECONDS`] is observed when a hold *ends*, so a holder that never ends — stuck on a
+//! deadlock, a hung call, an endless loop — records nothing there. [`OLDEST_HELD_SECONDS`]
+//! shows it while it lasts: for each series (`backend`, `lock`, `kind`), the age of the oldest
+//! hold of this process whose guard has not ended yet (not released, dropped or leaked),
+//! whether its lease is renewed or has a fixed TTL, and also once its lease was lost or ran out
+//! (the guard's work still runs: that is what a stuck holder looks like). It is what
+//! [`HELD_SECONDS`] will record when that hold ends.
+//!
+//! The renewal task the `Locker` already runs on each tokio runtime keeps it, once a second
+//! while that runtime's guards hold anything: a lease with a fixed TTL is handed to that task
+//! too (at its grant, under the lock a renewed lease's grant takes already; a fixed-TTL grant
+//! outside a tokio runtime is not seen). The value is the largest over every runtime and
+//! every `Locker` of the process, and goes back to 0 within a second of the series' last hold
+//! ending. Leaders hold their lease for their whole term by design: an election's series
+//! (`lock="election"` unless [`Election::label`](crate::Election::label) says otherwise) grows
+//! with the term; leave it out of stuck-holder alerts.
 //!
 //! # Descriptions and histogram buckets
 //!
@@ -103,6 +123,11 @@ pub const ACQUIRE_WAIT_SECONDS: &str = "distlock_acquire_wait_seconds";
 pub const HELD_SECONDS: &str = "distlock_held_seconds";
 /// Gauge: leases held by guards of this process now.
 pub const HELD: &str = "distlock_held";
+/// Gauge, seconds: how long the oldest hold of this process counted in [`HELD`] (its guard
+/// not yet released, dropped or leaked; renewed or fixed-TTL, lost or not) has lasted so far;
+/// 0 when none. Updated about once a second by the `Locker`'s renewal task; see "The oldest
+/// hold" in the module docs.
+pub const OLDEST_HELD_SECONDS: &str = "distlock_oldest_held_seconds";
 /// Gauge: requests of this process waiting for a held lock now.
 pub const WAITERS: &str = "distlock_waiters";
 /// Counter: renewals, by `outcome`: `ok`, `not_owned` (the lease was gone), `error`.
@@ -178,6 +203,12 @@ const DESCRIPTIONS: &[(&str, Series, Unit, &str)] = &[
         Series::Gauge,
         Unit::Count,
         "Leases held by guards of this process now.",
+    ),
+    (
+        OLDEST_HELD_SECONDS,
+        Series::Gauge,
+        Unit::Seconds,
+        "Seconds the oldest hold of this process (guard not yet released, dropped or leaked) has lasted so far; 0 when none.",
     ),
     (
         WAITERS,

@@ -5,6 +5,7 @@
 //! dependency's (`rust_version`). They read the sources at test time, so a name, series or
 //! feature added anywhere fails here until the facade and its docs say it.
 
+mod alerts;
 mod exports;
 mod features;
 mod metrics;

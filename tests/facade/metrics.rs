@@ -43,7 +43,7 @@ fn series_constants(dir: &Path, found: &mut Vec<(String, String, String)>) {
 }
 
 /// The series named in the first column of `src/docs/metrics.md`'s table.
-fn listed() -> BTreeSet<String> {
+pub(crate) fn listed() -> BTreeSet<String> {
     read("src/docs/metrics.md")
         .lines()
         .filter_map(|line| line.strip_prefix("| `distlock_"))

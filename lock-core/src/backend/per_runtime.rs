@@ -145,13 +145,32 @@ impl<T> PerRuntime<T> {
         start: impl FnOnce(&Handle) -> (T, JoinHandle<()>),
         read: impl FnOnce(&T) -> R,
     ) -> R {
-        let runtime = Handle::current();
+        self.get_or_start_on(&Handle::current(), start, read)
+    }
+
+    /// [`get_or_start`](PerRuntime::get_or_start), or `None` outside a tokio runtime (for
+    /// work that is optional there, instead of a panic).
+    pub(crate) fn try_get_or_start<R>(
+        &self,
+        start: impl FnOnce(&Handle) -> (T, JoinHandle<()>),
+        read: impl FnOnce(&T) -> R,
+    ) -> Option<R> {
+        let runtime = Handle::try_current().ok()?;
+        Some(self.get_or_start_on(&runtime, start, read))
+    }
+
+    fn get_or_start_on<R>(
+        &self,
+        runtime: &Handle,
+        start: impl FnOnce(&Handle) -> (T, JoinHandle<()>),
+        read: impl FnOnce(&T) -> R,
+    ) -> R {
         let id = runtime.id();
         let mut slots = self.live();
         if let Some(slot) = slots.iter().find(|slot| slot.runtime == id) {
             return read(&slot.value);
         }
-        let (value, task) = start(&runtime);
+        let (value, task) = start(runtime);
         slots.push(Slot {
             runtime: id,
             alive: Alive::Task(task),

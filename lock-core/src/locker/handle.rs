@@ -240,9 +240,9 @@ impl Locker {
         result
     }
 
-    /// Wraps a lease granted on `name` in a guard, registering it for renewal unless its TTL is
-    /// fixed; `via` says how it was granted (the `via` label of `distlock_acquired_total`),
-    /// `started` when its request began to wait.
+    /// Wraps a lease granted on `name` in a guard, registering it with the watchdog (for renewal
+    /// unless its TTL is fixed, and for the oldest-hold gauge); `via` says how it was granted
+    /// (the `via` label of `distlock_acquired_total`), `started` when its request began to wait.
     pub(super) fn grant(
         &self,
         name: &Arc<str>,
@@ -269,9 +269,8 @@ impl Locker {
             options.stop_margin_for(options.ttl()),
             now,
         ));
-        if renewal.is_some() {
-            inner.renewer.track(Arc::clone(&held), now);
-        }
+        // Renewed, or only watched for the oldest-hold gauge when its TTL is fixed.
+        inner.renewer.track(Arc::clone(&held), now);
         let owner = inner
             .owners
             .enter(name, &held)

@@ -35,6 +35,9 @@ pub(crate) struct HeldLease {
     stop_margin: Duration,
     /// Whether the renewer should keep extending it; cleared before release or leak.
     renewing: AtomicBool,
+    /// Set once, when the outermost guard is released, dropped or leaked: the hold is over
+    /// (what the oldest-hold gauge counts until).
+    ended: AtomicBool,
     /// Wakes `lost()` waiters when `valid_until` moves or the lease is lost.
     changed: Notify,
     /// Serialises extends and the release of this lease: a release waits for a renewal in
@@ -71,6 +74,7 @@ impl HeldLease {
             at_risk: AtomicBool::new(false),
             stop_margin,
             renewing: AtomicBool::new(renew_ttl.is_some()),
+            ended: AtomicBool::new(false),
             changed: Notify::new(),
             ops: tokio::sync::Semaphore::new(1),
             renew_ttl: renew_ttl.unwrap_or(Duration::ZERO),
@@ -99,6 +103,11 @@ impl HeldLease {
     /// The labels of the metric series of this lease.
     pub(crate) fn labels(&self) -> &Labels {
         &self.labels
+    }
+
+    /// When the lease was granted.
+    pub(crate) fn acquired_at(&self) -> Instant {
+        self.acquired_at
     }
 
     /// How long ago the lease was granted.
@@ -213,6 +222,18 @@ impl HeldLease {
 
     pub(crate) fn stop_renewing(&self) {
         self.renewing.store(false, Ordering::Release);
+    }
+
+    /// The outermost guard is released, dropped or leaked: renewal stops and the hold is over.
+    pub(crate) fn end(&self) {
+        self.stop_renewing();
+        self.ended.store(true, Ordering::Release);
+    }
+
+    /// Whether the hold is over (see [`HeldLease::end`]); a lost lease whose guard lives is
+    /// still held as far as the oldest-hold gauge goes.
+    pub(crate) fn has_ended(&self) -> bool {
+        self.ended.load(Ordering::Acquire)
     }
 
     pub(crate) fn is_lost(&self) -> bool {

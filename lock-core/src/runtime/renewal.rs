@@ -10,6 +10,16 @@
 //! `Locker` keeps one watchdog per live runtime (a [`PerRuntime`]). When a runtime shuts down,
 //! its watchdog's task is dropped; it hands its leases back, and the next grant on another
 //! runtime adopts them.
+//!
+//! The same task keeps `distlock_oldest_held_seconds` (see `runtime::oldest`): once a second
+//! while its runtime's guards hold anything, it reports the oldest hold per series. A stuck
+//! holder must show whether its lease is renewed or not, so a lease with a fixed TTL is handed
+//! to the watchdog too — only watched, never extended. That costs its grant what a renewed
+//! lease's grant pays already (the watchdog's look-up and its inbox's lock, both uncontended),
+//! and no wake-up: while anything is watched, the task's timer is at most a second away and
+//! it takes the lease in then. The cheaper alternatives miss holds: the reentrancy map sees
+//! only mutex and read-write guards taken inside a task, and counters (`distlock_held`) say
+//! how many, not since when.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -26,6 +36,7 @@ use crate::backend::PerRuntime;
 
 use crate::metric;
 use crate::runtime::held::HeldLease;
+use crate::runtime::oldest::{REPORT_EVERY, Reporter};
 use crate::{Lease, Lock, LockError};
 
 /// Leases due within this much of the earliest are renewed in the same batch.
@@ -80,8 +91,9 @@ struct Shared {
 
 #[derive(Default)]
 struct Inbox {
-    /// New leases with the instant each is first due (a third of its TTL after it was granted),
-    /// and, once the task is gone with its runtime, every lease it still renewed.
+    /// New leases with the instant each is first due (a third of its TTL after it was granted;
+    /// for a lease that is only watched, a report period after), and, once the task is gone
+    /// with its runtime, every lease it still watched.
     new: Vec<(Instant, Arc<HeldLease>)>,
     /// When the task's timer fires next; `None` while it waits without one.
     armed: Option<Instant>,
@@ -100,22 +112,31 @@ impl Renewer {
         }
     }
 
-    /// Starts renewing `held`, granted at `now`, a third of its TTL after that, on the current
-    /// runtime's watchdog.
+    /// Hands `held`, granted at `now`, to the current runtime's watchdog: it renews it a
+    /// third of its TTL after that if it renews, and counts it in the oldest-hold gauge until
+    /// its guard ends, renewed or not.
     ///
-    /// Must be called within a tokio runtime (the watchdog is spawned there on first use).
+    /// A renewing lease must be tracked within a tokio runtime (the watchdog is spawned there
+    /// on first use); one with a fixed TTL tracked outside any is left unwatched.
     pub(crate) fn track(&self, held: Arc<HeldLease>, now: Instant) {
-        let due = now + held.renew_period();
         // Queued under the lock of the list, without a clone of the watchdog's shared state.
-        self.dogs.get_or_start(
-            |runtime| self.start_watchdog(runtime),
-            |dog| {
-                dog.shared.queue(due, held);
-                if self.orphans.any.load(Ordering::Acquire) {
-                    dog.shared.adopt(self.orphans.take());
-                }
-            },
-        );
+        let start = |runtime: &Handle| self.start_watchdog(runtime);
+        let queue = |dog: &Dog, due, held| {
+            dog.shared.queue(due, held);
+            if self.orphans.any.load(Ordering::Acquire) {
+                dog.shared.adopt(self.orphans.take());
+            }
+        };
+        if held.is_renewing() {
+            let due = now + held.renew_period();
+            self.dogs.get_or_start(start, |dog| queue(dog, due, held));
+        } else {
+            // Due when the task looks next anyway (it looks every `REPORT_EVERY` while it
+            // watches anything): no wake-up, unless it watches nothing yet.
+            let due = now + REPORT_EVERY;
+            self.dogs
+                .try_get_or_start(start, |dog| queue(dog, due, held));
+        }
     }
 
     /// Starts the watchdog of `runtime`, which has none running; it starts with the leases of
@@ -179,10 +200,9 @@ impl Inbox {
     /// stays within about twice the leases still held, at an amortised constant cost per grant.
     fn push(&mut self, due: Instant, held: Arc<HeldLease>) {
         self.new.push((due, held));
-        if self.new.len() >= self.sweep_at.max(SWEEP_FROM) {
-            self.new.retain(|(_, held)| held.is_renewing());
-            self.sweep_at = self.new.len() * 2;
-        }
+        sweep_if_due(&mut self.new, &mut self.sweep_at, |(_, held)| {
+            !held.has_ended()
+        });
     }
 }
 
@@ -210,6 +230,34 @@ impl Shared {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inbox> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Drops from `leases` those `live` says are over, once they have reached `sweep_at` (at least
+/// [`SWEEP_FROM`]), and sets the next sweep at twice what was kept: an amortised constant cost
+/// per lease, and never more than about twice the live ones kept.
+fn sweep_if_due<T>(leases: &mut Vec<T>, sweep_at: &mut usize, live: impl FnMut(&T) -> bool) {
+    if leases.len() >= (*sweep_at).max(SWEEP_FROM) {
+        leases.retain(live);
+        *sweep_at = leases.len() * 2;
+    }
+}
+
+/// Every lease handed to one watchdog whose guard has not ended: renewed or with a fixed TTL,
+/// lost or not. What the oldest-hold gauge is computed from.
+#[derive(Default)]
+struct Watched {
+    leases: Vec<Arc<HeldLease>>,
+    sweep_at: usize,
+}
+
+impl Watched {
+    fn push(&mut self, held: Arc<HeldLease>) {
+        self.leases.push(held);
+        // Between reports, short holds would pile up here as they do in the inbox.
+        sweep_if_due(&mut self.leases, &mut self.sweep_at, |held| {
+            !held.has_ended()
+        });
     }
 }
 
@@ -268,22 +316,39 @@ impl Schedule {
 }
 
 /// The state of one watchdog task. Dropped with the task — also when its runtime shuts down
-/// mid-renewal — it hands every lease it still renews back to the inbox, for the watchdog of
-/// another runtime to adopt.
+/// mid-renewal — it hands every lease it still watches (which includes every one it renews)
+/// back to the inbox, for the watchdog of another runtime to adopt, and takes its holds out of
+/// the oldest-hold gauge (the adopter reports them again).
 struct Watchdog {
     shared: Arc<Shared>,
     schedule: Schedule,
-    /// The batch being extended right now.
-    in_flight: Vec<Arc<HeldLease>>,
+    /// Also holds the batch being extended right now, which has left `schedule`.
+    watched: Watched,
+    reporter: Reporter,
+    /// When the next report of the oldest holds is due; `None` while nothing is watched and
+    /// the last report set every series of this watchdog back to 0.
+    next_report: Option<Instant>,
+}
+
+impl Watchdog {
+    /// Reports the oldest hold per series at `now`, after dropping the holds that ended.
+    fn report(&mut self, now: Instant) {
+        self.watched.leases.retain(|held| !held.has_ended());
+        self.watched.sweep_at = self.watched.leases.len() * 2;
+        self.reporter
+            .report(self.watched.leases.iter().map(|held| &**held), now);
+        self.next_report = (!self.watched.leases.is_empty()).then(|| now + REPORT_EVERY);
+    }
 }
 
 impl Drop for Watchdog {
     fn drop(&mut self) {
         let now = Instant::now();
-        let leases = self.schedule.leases.drain().map(|(_, held)| held);
-        let orphans: Vec<_> = leases
-            .chain(self.in_flight.drain(..))
-            .filter(|held| held.is_renewing())
+        let orphans: Vec<_> = self
+            .watched
+            .leases
+            .drain(..)
+            .filter(|held| !held.has_ended())
             .map(|held| (now, held))
             .collect();
         self.shared.lock().new.extend(orphans);
@@ -294,7 +359,9 @@ async fn run(lock: Arc<dyn Lock>, shared: Arc<Shared>) {
     let mut dog = Watchdog {
         shared,
         schedule: Schedule::default(),
-        in_flight: Vec::new(),
+        watched: Watched::default(),
+        reporter: Reporter::new(),
+        next_report: None,
     };
     loop {
         // Take in new leases and publish when we will look next, under one lock, so a lease
@@ -305,9 +372,20 @@ async fn run(lock: Arc<dyn Lock>, shared: Arc<Shared>) {
                 return;
             }
             for (at, held) in inbox.new.drain(..) {
-                dog.schedule.push(at, held);
+                // Leases with a fixed TTL (and lost ones handed back) are only watched.
+                if held.is_renewing() {
+                    dog.schedule.push(at, Arc::clone(&held));
+                }
+                dog.watched.push(held);
             }
-            let next = dog.schedule.heap.peek().map(|Reverse(d)| d.at);
+            if dog.next_report.is_none() && !dog.watched.leases.is_empty() {
+                dog.next_report = Some(Instant::now() + REPORT_EVERY);
+            }
+            let due = dog.schedule.heap.peek().map(|Reverse(d)| d.at);
+            let next = match (due, dog.next_report) {
+                (Some(due), Some(report)) => Some(due.min(report)),
+                (due, report) => due.or(report),
+            };
             inbox.armed = next;
             next
         };
@@ -315,10 +393,15 @@ async fn run(lock: Arc<dyn Lock>, shared: Arc<Shared>) {
         tokio::select! {
             () = shared.wake.notified() => {}
             () = sleep_until_some(next) => {
-                let due = dog.schedule.take_due(Instant::now() + BATCH_WINDOW);
-                dog.in_flight.clone_from(&due);
+                let now = Instant::now();
+                if dog.next_report.is_some_and(|at| at <= now) {
+                    dog.report(now);
+                }
+                let due = dog.schedule.take_due(now + BATCH_WINDOW);
+                if due.is_empty() {
+                    continue;
+                }
                 let again = renew(lock.as_ref(), due).await;
-                dog.in_flight.clear();
                 for (held, next) in again {
                     dog.schedule.push(next, held);
                 }
@@ -432,14 +515,15 @@ mod tests {
     use crate::metric::Labels;
     use crate::{MemoryLock, Token};
 
-    fn lease(i: usize, labels: &Labels) -> Arc<HeldLease> {
+    /// A lease renewed, or with a fixed TTL (only watched).
+    fn lease(i: usize, labels: &Labels, renewed: bool) -> Arc<HeldLease> {
         let token = Token::generate().expect("the OS random source");
         let lease = Lease::new(format!("n{i}").as_str(), token, 0, Instant::now());
         let ttl = Duration::from_secs(30);
         Arc::new(HeldLease::new(
             &lease,
             labels.clone(),
-            Some(ttl),
+            renewed.then_some(ttl),
             None,
             ttl / 5,
             Instant::now(),
@@ -452,6 +536,17 @@ mod tests {
     /// under load). The leases still held stay queued.
     #[tokio::test(flavor = "current_thread")]
     async fn released_leases_do_not_pile_up_for_the_watchdog() {
+        pile_up(true);
+    }
+
+    /// The same for leases with a fixed TTL, which the watchdog only watches (for the
+    /// oldest-hold gauge): a process of short fixed-TTL holds keeps no more of them queued.
+    #[tokio::test(flavor = "current_thread")]
+    async fn released_fixed_ttl_leases_do_not_pile_up_for_the_watchdog() {
+        pile_up(false);
+    }
+
+    fn pile_up(renewed: bool) {
         let renewer = Renewer::new(Arc::new(MemoryLock::new()));
         let labels = Labels::new(
             "memory",
@@ -461,14 +556,14 @@ mod tests {
         );
         // The watchdog task never runs meanwhile (nothing here awaits): only the sweep empties
         // its inbox.
-        let held: Vec<_> = (0..100).map(|i| lease(i, &labels)).collect();
+        let held: Vec<_> = (0..100).map(|i| lease(i, &labels, renewed)).collect();
         for lease in &held {
             renewer.track(Arc::clone(lease), Instant::now());
         }
         for i in 0..10_000 {
-            let released = lease(100 + i, &labels);
+            let released = lease(100 + i, &labels, renewed);
             renewer.track(Arc::clone(&released), Instant::now());
-            released.stop_renewing();
+            released.end();
         }
         let mut queued = Vec::new();
         renewer.dogs.for_each(|dog| {

@@ -18,6 +18,7 @@ mod memory_lock;
 mod metrics;
 mod multi;
 mod names_fuzz;
+mod oldest_held;
 mod reentrancy;
 mod renewal;
 mod run;

@@ -289,13 +289,14 @@ fn building_a_locker_describes_every_series() {
     }
 }
 
-const ALL: [&str; 11] = [
+const ALL: [&str; 12] = [
     metric::ACQUIRE_ATTEMPTS_TOTAL,
     metric::ACQUIRED_TOTAL,
     metric::NOT_ACQUIRED_TOTAL,
     metric::ACQUIRE_WAIT_SECONDS,
     metric::HELD_SECONDS,
     metric::HELD,
+    metric::OLDEST_HELD_SECONDS,
     metric::WAITERS,
     metric::RENEWALS_TOTAL,
     metric::LOST_TOTAL,
