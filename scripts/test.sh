@@ -22,6 +22,7 @@ bash scripts/ensure-redis.sh
 bash scripts/ensure-postgres.sh
 bash scripts/ensure-valkey.sh
 bash scripts/ensure-etcd.sh
+bash scripts/ensure-promtool.sh
 
 if ! cargo nextest --version >/dev/null 2>&1; then
     echo "installing cargo-nextest (crates.io)"
@@ -78,6 +79,10 @@ done
     # why not here).
     echo "== cargo package (at ${SECONDS} s)"
     bash scripts/package.sh
+    # The alert rules and the dashboard's queries, by Prometheus' own checker, and the rules'
+    # unit tests (each alert fires on its series, with its labels, and not on the others).
+    echo "== promtool: alert rules and dashboard queries (at ${SECONDS} s)"
+    bash examples/axum_service/check-alerts.sh
     echo "== cargo test --doc (doc tests) (at ${SECONDS} s)"
     cargo test --workspace --all-features --doc
     echo "== docs, links, packages and doc tests done (at ${SECONDS} s)"
