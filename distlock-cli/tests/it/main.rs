@@ -18,5 +18,8 @@ mod run_leader;
 mod run_lost;
 mod run_psql;
 mod sentinel;
+mod serve;
+mod serve_browser;
+mod serve_kit;
 mod tls;
 mod watch;
