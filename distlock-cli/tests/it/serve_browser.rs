@@ -440,8 +440,13 @@ impl Driver {
         let binary =
             std::env::var("DISTLOCK_CHROMEDRIVER").unwrap_or_else(|_| "chromedriver".into());
         let port = free_port();
+        let profile = tempfile::tempdir().expect("profile dir");
+        // HOME and XDG_CONFIG_HOME in the profile: every process the browser starts (its crash
+        // handler too) names this directory, and is found by it when stopped.
         let child = Command::new(&binary)
             .arg(format!("--port={port}"))
+            .env("HOME", profile.path())
+            .env("XDG_CONFIG_HOME", profile.path())
             .arg("--allowed-ips=127.0.0.1")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -451,7 +456,7 @@ impl Driver {
         let driver = Driver {
             child,
             port,
-            profile: tempfile::tempdir().expect("profile dir"),
+            profile,
         };
         let up = crate::common::eventually(Duration::from_secs(20), || {
             TcpStream::connect(("127.0.0.1", port)).is_ok_and(|mut s| {
@@ -502,8 +507,30 @@ impl Driver {
 }
 
 impl Drop for Driver {
+    /// Kills chromedriver by its PID, then the browser's processes (found by the profile
+    /// directory on their command line: they outlive a driver killed mid-session).
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let mark = self.profile.path().to_string_lossy().into_owned();
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|p| p.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            if String::from_utf8_lossy(&cmdline).contains(&mark) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        }
     }
 }
