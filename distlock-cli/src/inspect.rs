@@ -1,10 +1,10 @@
 //! Reading locks: one pipelined round of plain read commands per lock (GET, PTTL, ZRANGE,
 //! HGETALL, PUBSUB NUMSUB...) on the master that holds it, and the SCAN walk that finds them.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 use lock_core::backend::Holder;
-use lock_redis::{HolderReplies, LockKeys, TOKEN_PREFIX};
+use lock_redis::{DerivedKey, HolderReplies, LockKeys, TOKEN_PREFIX};
 use redis::Value;
 use serde::{Serialize, Serializer};
 
@@ -167,45 +167,103 @@ pub(crate) async fn describe(target: &Target, key: &str) -> Result<Vec<LockInfo>
     let mut found = describe_batch(
         node,
         target.cluster,
-        &[(name.to_owned(), key.to_owned())],
+        &[(name.to_owned(), key.to_owned(), Seen::ALL)],
         true,
     )
     .await?;
     Ok(found.pop().unwrap_or_default())
 }
 
-/// The commands that read one lock, in the order [`read_one`] takes their replies.
-fn queue_reads(pipe: &mut redis::Pipeline, keys: &LockKeys, sharded: bool) {
-    pipe.cmd("TYPE").arg(&keys.key);
-    pipe.cmd("GET").arg(&keys.key);
-    pipe.cmd("PTTL").arg(&keys.key);
-    pipe.cmd("GET").arg(&keys.fence);
-    pipe.cmd("GET").arg(&keys.holder);
-    pipe.cmd("PUBSUB")
-        .arg(if sharded { "SHARDNUMSUB" } else { "NUMSUB" })
-        .arg(&keys.released);
-    pipe.cmd("GET").arg(&keys.writer);
-    pipe.cmd("PTTL").arg(&keys.writer);
-    pipe.cmd("ZCARD").arg(&keys.readers);
-    pipe.cmd("ZRANGE")
-        .arg(&keys.readers)
-        .arg(0)
-        .arg(MEMBERS_SHOWN - 1)
-        .arg("WITHSCORES");
-    pipe.cmd("ZCARD").arg(&keys.writers_waiting);
-    pipe.cmd("ZCARD").arg(&keys.permits);
-    pipe.cmd("ZRANGE")
-        .arg(&keys.permits)
-        .arg(0)
-        .arg(MEMBERS_SHOWN - 1)
-        .arg("WITHSCORES");
-    pipe.cmd("HGETALL").arg(&keys.permit_counts);
-    pipe.cmd("ZRANGE")
-        .arg(&keys.fair_queue)
-        .arg(0)
-        .arg(MEMBERS_SHOWN - 1);
-    pipe.cmd("ZCARD").arg(&keys.fair_queue);
-    pipe.cmd("GET").arg(&keys.note);
+/// Which of a lock's keys the SCAN walk saw: only the reads of the kinds seen are sent (a
+/// mutex takes 7 commands, not 17), and a name with none of its holding keys (a released
+/// lock's fencing counter) is not read at all. A key there for the whole walk is always seen
+/// (SCAN's guarantee), so a lock held throughout is never missed.
+#[derive(Debug, Clone, Copy, Default)]
+struct Seen {
+    /// The lock key itself: a mutex, a fair lock, or another client's key.
+    main: bool,
+    /// The read-write lock's writer, readers or waiting writers.
+    read_write: bool,
+    /// The semaphore's holders or counts.
+    semaphore: bool,
+    /// The fair queue.
+    fair: bool,
+}
+
+impl Seen {
+    /// Every kind (`show`: nothing was walked).
+    const ALL: Seen = Seen {
+        main: true,
+        read_write: true,
+        semaphore: true,
+        fair: true,
+    };
+
+    /// Whether a lock could be held: one of its holding keys was seen.
+    fn any(self) -> bool {
+        self.main || self.read_write || self.semaphore
+    }
+
+    /// Records the key `which` of the lock (`None`: the lock key itself).
+    fn saw(&mut self, which: Option<DerivedKey>) {
+        match which {
+            None => self.main = true,
+            Some(DerivedKey::Writer | DerivedKey::Readers | DerivedKey::WritersWaiting) => {
+                self.read_write = true;
+            }
+            Some(DerivedKey::Permits | DerivedKey::PermitCounts) => self.semaphore = true,
+            Some(DerivedKey::FairQueue | DerivedKey::FairEntries) => self.fair = true,
+            Some(_) => {}
+        }
+    }
+
+    /// Whether the read at index `i` of [`queue_reads`] is sent.
+    fn reads(self, i: usize) -> bool {
+        match i {
+            3 | 5 => true,
+            6..=10 => self.read_write,
+            11..=13 => self.semaphore,
+            14 | 15 => self.main && self.fair,
+            _ => self.main,
+        }
+    }
+}
+
+/// The commands that read one lock, in the order [`read_one`] takes their replies; those
+/// `seen` leaves out are not sent (their replies read as nil).
+fn queue_reads(pipe: &mut redis::Pipeline, keys: &LockKeys, sharded: bool, seen: Seen) {
+    macro_rules! command {
+        ($name:expr $(, $arg:expr)*) => {{
+            let mut c = redis::cmd($name);
+            $(c.arg($arg);)*
+            c
+        }};
+    }
+    let numsub = if sharded { "SHARDNUMSUB" } else { "NUMSUB" };
+    let commands: [redis::Cmd; READS] = [
+        command!("TYPE", &keys.key),
+        command!("GET", &keys.key),
+        command!("PTTL", &keys.key),
+        command!("GET", &keys.fence),
+        command!("GET", &keys.holder),
+        command!("PUBSUB", numsub, &keys.released),
+        command!("GET", &keys.writer),
+        command!("PTTL", &keys.writer),
+        command!("ZCARD", &keys.readers),
+        command!("ZRANGE", &keys.readers, 0, MEMBERS_SHOWN - 1, "WITHSCORES"),
+        command!("ZCARD", &keys.writers_waiting),
+        command!("ZCARD", &keys.permits),
+        command!("ZRANGE", &keys.permits, 0, MEMBERS_SHOWN - 1, "WITHSCORES"),
+        command!("HGETALL", &keys.permit_counts),
+        command!("ZRANGE", &keys.fair_queue, 0, MEMBERS_SHOWN - 1),
+        command!("ZCARD", &keys.fair_queue),
+        command!("GET", &keys.note),
+    ];
+    for (i, command) in commands.into_iter().enumerate() {
+        if seen.reads(i) {
+            pipe.add_command(command);
+        }
+    }
 }
 
 /// How many replies [`queue_reads`] asks for.
@@ -217,24 +275,36 @@ const READS: usize = 17;
 async fn describe_batch(
     node: &Node,
     sharded: bool,
-    locks: &[(String, String)],
+    locks: &[(String, String, Seen)],
     foreign: bool,
 ) -> Result<Vec<Vec<LockInfo>>, Failure> {
     let mut pipe = redis::pipe();
     pipe.ignore_errors();
     pipe.cmd("TIME");
-    for (_, key) in locks {
-        queue_reads(&mut pipe, &LockKeys::of_key(key), sharded);
+    for (_, key, seen) in locks {
+        queue_reads(&mut pipe, &LockKeys::of_key(key), sharded, *seen);
     }
     let replies: Vec<Value> = pipe
         .query_async(&mut node.conn.clone())
         .await
         .map_err(|e| Failure::backend(&format!("reading locks on {}", node.addr), &e))?;
     let now_ms = server_ms(replies.first());
+    let mut sent = replies.into_iter().skip(1);
     Ok(locks
         .iter()
-        .zip(replies.get(1..).unwrap_or_default().chunks(READS))
-        .map(|((name, key), r)| read_one(name, key, r, now_ms, foreign, &node.addr))
+        .map(|(name, key, seen)| {
+            // Each lock's replies at their places, nil for the reads not sent.
+            let r: Vec<Value> = (0..READS)
+                .map(|i| {
+                    if seen.reads(i) {
+                        sent.next().unwrap_or(Value::Nil)
+                    } else {
+                        Value::Nil
+                    }
+                })
+                .collect();
+            read_one(name, key, &r, now_ms, foreign, &node.addr)
+        })
         .collect())
 }
 
@@ -380,7 +450,9 @@ pub(crate) async fn list(
         .map_err(|e| Failure::new(USAGE, format!("bad pattern {pattern:?}: {e}")))?;
     let mut listing = Listing::default();
     for node in &target.nodes {
-        let mut seen: HashSet<String> = HashSet::new();
+        // The walk first (which keys of each lock exist), then the reads each needs.
+        let mut index: HashMap<String, usize> = HashMap::new();
+        let mut found: Vec<(String, String, Seen)> = Vec::new();
         let mut cursor: u64 = 0;
         let mut steps = 0u64;
         loop {
@@ -392,21 +464,26 @@ pub(crate) async fn list(
                 .await
                 .map_err(|e| Failure::backend(&format!("SCAN on {}", node.addr), &e))?;
             listing.keys_scanned += keys.len() as u64;
-            let mut batch = Vec::new();
             for key in keys {
-                let lock_key = LockKeys::owner_of(&key).map_or(key, |(owner, _)| owner);
+                let (lock_key, which) = match LockKeys::owner_of(&key) {
+                    Some((owner, which)) => (owner, Some(which)),
+                    None => (key, None),
+                };
                 let Some(name) = lock_key.strip_prefix(target.prefix.as_str()) else {
                     continue;
                 };
-                if matcher.matches(name) && !seen.contains(&lock_key) {
-                    batch.push((name.to_owned(), lock_key.clone()));
-                    seen.insert(lock_key);
+                if !matcher.matches(name) {
+                    continue;
                 }
-            }
-            for chunk in batch.chunks(BATCH) {
-                for found in describe_batch(node, target.cluster, chunk, foreign).await? {
-                    listing.locks.extend(found);
-                }
+                let at = match index.get(&lock_key) {
+                    Some(at) => *at,
+                    None => {
+                        found.push((name.to_owned(), lock_key.clone(), Seen::default()));
+                        index.insert(lock_key, found.len() - 1);
+                        found.len() - 1
+                    }
+                };
+                found[at].2.saw(which);
             }
             cursor = next;
             steps += 1;
@@ -416,6 +493,13 @@ pub(crate) async fn list(
             if steps >= MAX_SCAN_STEPS {
                 listing.truncated = true;
                 break;
+            }
+        }
+        drop(index);
+        found.retain(|(_, _, seen)| seen.any());
+        for chunk in found.chunks(BATCH) {
+            for locks in describe_batch(node, target.cluster, chunk, foreign).await? {
+                listing.locks.extend(locks);
             }
         }
     }
