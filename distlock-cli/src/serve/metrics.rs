@@ -21,6 +21,9 @@ struct Group {
     permits_used: u64,
 }
 
+/// One series' value for a group (`None`: no sample).
+type GroupValue = fn(&Group) -> Option<String>;
+
 /// The exposition of `view`.
 pub(crate) fn render(view: &View) -> String {
     let now = now_ms();
@@ -76,7 +79,7 @@ pub(crate) fn render(view: &View) -> String {
         "# HELP distlock_store_sweeps_total Sweeps of the store since the server started (good or not).\n# TYPE distlock_store_sweeps_total counter\ndistlock_store_sweeps_total {}",
         view.sweeps
     );
-    let series: [(&str, &str, fn(&Group) -> Option<String>); 4] = [
+    let series: [(&str, &str, GroupValue); 4] = [
         (
             "distlock_store_locks_held",
             "Locks held, per kind and name prefix (the name before its first ':').",
@@ -95,7 +98,7 @@ pub(crate) fn render(view: &View) -> String {
         (
             "distlock_store_permits_used",
             "Semaphore permits in use, per name prefix.",
-            |g| (g.permits_used > 0 || g.held > 0).then(|| g.permits_used.to_string()),
+            |g| Some(g.permits_used.to_string()),
         ),
     ];
     for (name, help, value) in series {

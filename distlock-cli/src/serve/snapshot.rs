@@ -136,7 +136,7 @@ impl Cache {
     /// the next caller sweeps.
     pub(crate) async fn view(&self) -> View {
         let mut state = self.state.lock().await;
-        if !state.attempted.is_some_and(|t| t.elapsed() < self.refresh) {
+        if state.attempted.is_none_or(|t| t.elapsed() >= self.refresh) {
             self.sweep(&mut state).await;
         }
         View {

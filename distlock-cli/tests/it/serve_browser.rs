@@ -193,11 +193,10 @@ async fn console(backend: &Backend) {
         assert_eq!(note, json!([shown, true, 0]), "{}", backend.name);
     }
 
-    if backend.name == "redis" {
-        if let Ok(path) = std::env::var("DISTLOCK_CONSOLE_SCREENSHOT") {
-            let png = browser.screenshot().await.expect("screenshot");
-            std::fs::write(path, png).expect("write the screenshot");
-        }
+    // DISTLOCK_CONSOLE_SCREENSHOT=DIR: the page as loaded, one picture per backend.
+    if let Ok(dir) = std::env::var("DISTLOCK_CONSOLE_SCREENSHOT") {
+        let png = browser.screenshot().await.expect("screenshot");
+        std::fs::write(format!("{dir}/console-{}.png", backend.name), png).expect("write it");
     }
 
     // A lock taken after the page loaded shows within 2 s, without a reload; released, it goes.

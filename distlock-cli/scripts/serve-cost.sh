@@ -9,9 +9,9 @@
 # and the Redis server's CPU (used_cpu_sys + used_cpu_user from INFO, before and after) per
 # sweep and as a share of one core at one sweep per second. Everything is stopped by PID.
 #
-#   bash scripts/serve-cost.sh [N] [S]
+#   bash distlock-cli/scripts/serve-cost.sh [N] [S]   (from the workspace root)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 n=${1:-10000}
 scrapes=${2:-20}
 
