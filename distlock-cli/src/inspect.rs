@@ -175,7 +175,7 @@ pub(crate) async fn describe(target: &Target, key: &str) -> Result<Vec<LockInfo>
 }
 
 /// Which of a lock's keys the SCAN walk saw: only the reads of the kinds seen are sent (a
-/// mutex takes 7 commands, not 17), and a name with none of its holding keys (a released
+/// mutex takes 3 commands, not 17), and a name with none of its holding keys (a released
 /// lock's fencing counter) is not read at all. A key there for the whole walk is always seen
 /// (SCAN's guarantee), so a lock held throughout is never missed.
 #[derive(Debug, Clone, Copy, Default)]
@@ -216,54 +216,85 @@ impl Seen {
             Some(_) => {}
         }
     }
+}
 
-    /// Whether the read at index `i` of [`queue_reads`] is sent.
-    fn reads(self, i: usize) -> bool {
-        match i {
-            3 | 5 => true,
-            6..=10 => self.read_write,
-            11..=13 => self.semaphore,
-            14 | 15 => self.main && self.fair,
-            _ => self.main,
-        }
+/// The commands that read one lock; [`replies_of`] puts their replies where [`read_one`]
+/// takes them. The lock's string keys (the lock key, its fencing counter, the previous
+/// holder's description, the grant's note: one cluster slot) are read with one `MGET` (a
+/// non-string lock key reads as nil: not a mutex), then only the reads of the kinds `seen`:
+/// a mutex costs 3 commands (`MGET`, `PTTL`, `PUBSUB NUMSUB`).
+fn queue_reads(pipe: &mut redis::Pipeline, keys: &LockKeys, sharded: bool, seen: Seen) {
+    pipe.cmd("MGET")
+        .arg(&keys.key)
+        .arg(&keys.fence)
+        .arg(&keys.holder)
+        .arg(&keys.note);
+    if seen.main {
+        pipe.cmd("PTTL").arg(&keys.key);
+    }
+    pipe.cmd("PUBSUB")
+        .arg(if sharded { "SHARDNUMSUB" } else { "NUMSUB" })
+        .arg(&keys.released);
+    if seen.read_write {
+        pipe.cmd("GET").arg(&keys.writer);
+        pipe.cmd("PTTL").arg(&keys.writer);
+        pipe.cmd("ZCARD").arg(&keys.readers);
+        pipe.cmd("ZRANGE")
+            .arg(&keys.readers)
+            .arg(0)
+            .arg(MEMBERS_SHOWN - 1)
+            .arg("WITHSCORES");
+        pipe.cmd("ZCARD").arg(&keys.writers_waiting);
+    }
+    if seen.semaphore {
+        pipe.cmd("ZCARD").arg(&keys.permits);
+        pipe.cmd("ZRANGE")
+            .arg(&keys.permits)
+            .arg(0)
+            .arg(MEMBERS_SHOWN - 1)
+            .arg("WITHSCORES");
+        pipe.cmd("HGETALL").arg(&keys.permit_counts);
+    }
+    if seen.main && seen.fair {
+        pipe.cmd("ZRANGE")
+            .arg(&keys.fair_queue)
+            .arg(0)
+            .arg(MEMBERS_SHOWN - 1);
+        pipe.cmd("ZCARD").arg(&keys.fair_queue);
     }
 }
 
-/// The commands that read one lock, in the order [`read_one`] takes their replies; those
-/// `seen` leaves out are not sent (their replies read as nil).
-fn queue_reads(pipe: &mut redis::Pipeline, keys: &LockKeys, sharded: bool, seen: Seen) {
-    macro_rules! command {
-        ($name:expr $(, $arg:expr)*) => {{
-            let mut c = redis::cmd($name);
-            $(c.arg($arg);)*
-            c
-        }};
-    }
-    let numsub = if sharded { "SHARDNUMSUB" } else { "NUMSUB" };
-    let commands: [redis::Cmd; READS] = [
-        command!("TYPE", &keys.key),
-        command!("GET", &keys.key),
-        command!("PTTL", &keys.key),
-        command!("GET", &keys.fence),
-        command!("GET", &keys.holder),
-        command!("PUBSUB", numsub, &keys.released),
-        command!("GET", &keys.writer),
-        command!("PTTL", &keys.writer),
-        command!("ZCARD", &keys.readers),
-        command!("ZRANGE", &keys.readers, 0, MEMBERS_SHOWN - 1, "WITHSCORES"),
-        command!("ZCARD", &keys.writers_waiting),
-        command!("ZCARD", &keys.permits),
-        command!("ZRANGE", &keys.permits, 0, MEMBERS_SHOWN - 1, "WITHSCORES"),
-        command!("HGETALL", &keys.permit_counts),
-        command!("ZRANGE", &keys.fair_queue, 0, MEMBERS_SHOWN - 1),
-        command!("ZCARD", &keys.fair_queue),
-        command!("GET", &keys.note),
-    ];
-    for (i, command) in commands.into_iter().enumerate() {
-        if seen.reads(i) {
-            pipe.add_command(command);
+/// One lock's replies to [`queue_reads`], taken from `sent`, at the places [`read_one`] reads
+/// them: 0 the lock key's type, 1 its value, 2 its PTTL, 3 the fencing counter, 4 the previous
+/// holder's description, 5 the waiters, 6-10 the read-write lock's, 11-13 the semaphore's,
+/// 14-15 the fair queue's, 16 the note; nil for what was not read.
+fn replies_of(seen: Seen, sent: &mut impl Iterator<Item = Value>) -> Vec<Value> {
+    let mut r = vec![Value::Nil; READS];
+    if let Some(Value::Array(values)) = sent.next() {
+        for (value, i) in values.into_iter().zip([1, 3, 4, 16]) {
+            r[i] = value;
         }
     }
+    let mut take = |r: &mut Vec<Value>, i: usize| r[i] = sent.next().unwrap_or(Value::Nil);
+    let string = matches!(r[1], Value::BulkString(_) | Value::SimpleString(_));
+    r[0] = Value::SimpleString(if string { "string" } else { "none" }.to_owned());
+    if seen.main {
+        take(&mut r, 2);
+    }
+    take(&mut r, 5);
+    let groups: [(bool, &[usize]); 3] = [
+        (seen.read_write, &[6, 7, 8, 9, 10]),
+        (seen.semaphore, &[11, 12, 13]),
+        (seen.main && seen.fair, &[14, 15]),
+    ];
+    for (read, places) in groups {
+        if read {
+            for i in places {
+                take(&mut r, *i);
+            }
+        }
+    }
+    r
 }
 
 /// How many replies [`queue_reads`] asks for.
@@ -293,16 +324,7 @@ async fn describe_batch(
     Ok(locks
         .iter()
         .map(|(name, key, seen)| {
-            // Each lock's replies at their places, nil for the reads not sent.
-            let r: Vec<Value> = (0..READS)
-                .map(|i| {
-                    if seen.reads(i) {
-                        sent.next().unwrap_or(Value::Nil)
-                    } else {
-                        Value::Nil
-                    }
-                })
-                .collect();
+            let r = replies_of(*seen, &mut sent);
             read_one(name, key, &r, now_ms, foreign, &node.addr)
         })
         .collect())

@@ -179,7 +179,7 @@ pub(crate) fn locks<'a>(view: &'a View, settings: Settings, access: Access) -> L
                 held_for_ms,
                 held_since_ms: h.since_ms,
                 held_since: h.since_source,
-                ttl_ms: ttl_now(info.ttl_ms, age),
+                ttl_ms: ttl_now(lease_left(info), age),
                 fencing_token: info.fencing_token,
                 waiters: info.waiters,
                 queued: info.queued,
@@ -240,6 +240,18 @@ pub(crate) fn elections<'a>(
 /// The snapshot's locks (none before the first good sweep).
 fn held(view: &View) -> impl Iterator<Item = &Held> {
     view.snapshot.iter().flat_map(|s| s.locks.iter())
+}
+
+/// What is left of the lock's lease: its key's TTL, or for a semaphore or a read-write lock
+/// held by readers only, the longest of its holders' shares (those listed).
+fn lease_left(info: &crate::inspect::LockInfo) -> Option<i64> {
+    let members = info
+        .permits
+        .as_ref()
+        .map(|p| &p.holders)
+        .or(info.readers.as_ref());
+    info.ttl_ms
+        .or_else(|| members.and_then(|m| m.shown.iter().map(|h| h.ttl_ms).max()))
 }
 
 /// The TTL read `age` ms ago, counted down to now (not below 0).
