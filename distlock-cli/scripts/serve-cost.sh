@@ -16,8 +16,11 @@ n=${1:-10000}
 scrapes=${2:-20}
 
 bash scripts/ensure-redis.sh
-cargo build --release --quiet -p distlock-cli
-bin=${CARGO_TARGET_DIR:-target}/release/distlock
+# DISTLOCK_BIN: another build to measure (e.g. an older one, to compare).
+if [ -z "${DISTLOCK_BIN:-}" ]; then
+  cargo build --release --quiet -p distlock-cli
+fi
+bin=${DISTLOCK_BIN:-${CARGO_TARGET_DIR:-target}/release/distlock}
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 rport=$(free_port)
