@@ -213,6 +213,10 @@ async fn one_sweep_serves_concurrent_requests_and_a_failing_store_keeps_the_last
     );
     let metrics = serve.metrics();
     assert_eq!(gauge(&metrics, "distlock_store_up", &[]), Some(0.0));
+    // SIGTERM stops it cleanly, store down or not.
+    let mut serve = serve;
+    let status = serve.terminate().expect("stopped within 10 s");
+    assert!(status.success(), "{status:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

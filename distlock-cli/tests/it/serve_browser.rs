@@ -149,7 +149,8 @@ async fn console(backend: &Backend) {
         wait_held(&urls, &name, kind);
     }
 
-    let serve = Serve::start(&urls, &["--allow-release", "--refresh", "500ms"]);
+    // --refresh 200ms: the 2 s a new lock has to show are the page's 1 s poll plus this.
+    let serve = Serve::start(&urls, &["--allow-release", "--refresh", "200ms"]);
     let driver = Driver::start();
     let browser = driver.browser().await;
     browser.goto(&serve.url()).await.expect("open the console");

@@ -51,6 +51,20 @@ impl Serve {
         Serve { child, addr }
     }
 
+    /// SIGTERM, then its exit status (waited for 10 s at most; `None` past that).
+    pub(crate) fn terminate(&mut self) -> Option<std::process::ExitStatus> {
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(self.child.id()).expect("pid"));
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(10) {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+
     /// The page's URL.
     pub(crate) fn url(&self) -> String {
         format!("http://{}/", self.addr)
