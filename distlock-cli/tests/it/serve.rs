@@ -111,6 +111,9 @@ async fn api_and_metrics_show_every_holder_and_stuck_holds_grow_old() {
     let pool = item(&doc, "pool:db", "semaphore").expect("pool:db listed");
     assert_eq!(pool["permits"]["used"], 2);
     assert_eq!(pool["permits"]["max"], 3);
+    // No description from a semaphore's holders: its age counts from the first sweep.
+    assert_eq!(pool["held_since"], "first_seen");
+    assert!(pool["ttl_ms"].as_i64().is_some_and(|t| t > 0), "{pool}");
     // Elections are listed apart.
     assert!(item(&doc, "elect:main", "election").is_none());
     let elections = serve.json("/api/elections");
