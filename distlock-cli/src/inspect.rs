@@ -1,5 +1,6 @@
-//! Reading locks: one pipelined round of plain read commands per lock (GET, PTTL, ZRANGE,
-//! HGETALL, PUBSUB NUMSUB...) on the master that holds it, and the SCAN walk that finds them.
+//! Reading locks: one pipelined round of plain read commands per lock (MGET, PTTL, ZRANGE,
+//! HGETALL, PUBSUB NUMSUB...) on the master that holds it, only those its kinds need, and the
+//! SCAN walk that finds them (and tells which kinds' keys exist).
 
 use std::collections::HashMap;
 
