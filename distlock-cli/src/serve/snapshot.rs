@@ -191,10 +191,15 @@ impl Cache {
                     taken_ms,
                     sweep: started.elapsed(),
                 }));
-                state.error = None;
+                if state.error.take().is_some() {
+                    tracing::warn!("the store answers again");
+                }
             }
             Err(failure) => {
-                tracing::warn!(error = %failure.message, "the store's sweep failed");
+                // Once per outage, not once per --refresh.
+                if state.error.is_none() {
+                    tracing::warn!(error = %failure.message, "the store's sweep failed");
+                }
                 state.error = Some(Arc::new(SweepError {
                     message: failure.message,
                     at_ms: taken_ms,
