@@ -307,6 +307,51 @@ async fn console(backend: &Backend) {
         .expect("POST from the page");
     assert_eq!(refused, json!([403, 0]), "{}", backend.name);
 
+    drop(serve);
+
+    let _bearer_holder = Holder::start(
+        &urls,
+        &["--ttl", "10s", "job:late-bearer"],
+        "job:late-bearer",
+    );
+    // With --auth-token-file: the page asks for the bearer token, then shows the locks with
+    // their tokens in full.
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("token");
+    std::fs::write(&file, "console-bearer-0123456789abcdef\n").expect("write the token");
+    let serve = Serve::start(
+        &urls,
+        &[
+            "--refresh",
+            "200ms",
+            "--auth-token-file",
+            file.to_str().expect("path"),
+        ],
+    );
+    browser.goto(&serve.url()).await.expect("open the console");
+    assert!(
+        wait_text(&browser, "#banner", "bearer token").await,
+        "{}",
+        backend.name
+    );
+    type_into(&browser, "#bearer", "console-bearer-0123456789abcdef").await;
+    click(&browser, "#bearer-save").await;
+    assert!(
+        wait_text(&browser, "#status", "authenticated").await,
+        "{}",
+        backend.name
+    );
+    let token = store_token(&urls, "job:late-bearer");
+    let shown = browser
+        .execute(
+            "const c = document.querySelector('tr[data-name=\"job:late-bearer\"] code'); \
+             return c ? c.textContent : null;",
+            vec![],
+        )
+        .await
+        .expect("read the token");
+    assert_eq!(shown, json!(token), "{}", backend.name);
+
     browser.close().await.expect("close the browser");
     drop((holders, others));
 }
