@@ -23,6 +23,7 @@ bash scripts/ensure-postgres.sh
 bash scripts/ensure-valkey.sh
 bash scripts/ensure-etcd.sh
 bash scripts/ensure-promtool.sh
+bash scripts/ensure-chromium.sh
 
 if ! cargo nextest --version >/dev/null 2>&1; then
     echo "installing cargo-nextest (crates.io)"

@@ -149,6 +149,43 @@ pub(crate) enum Command {
     /// EVAL scripts. PostgreSQL (a `postgres://` or `postgresql://` URL): creates or upgrades
     /// lock-postgres's schema (the lease table and its functions).
     Migrate,
+    /// A web console, a JSON API and a Prometheus exporter of the locks the store holds.
+    ///
+    /// `/` is a live page (every held lock with its holder, hold age, TTL, fencing token and
+    /// waiters; the elections with their leader), `/api/locks` and `/api/elections` the same
+    /// as JSON, `/metrics` counts per kind and name prefix in Prometheus's text format. One
+    /// sweep of the store (as `ls`) serves them all, at most once per --refresh. Listens on the
+    /// loopback by default; another address needs --auth-token-file. Ctrl-C or SIGTERM stops it.
+    Serve(ServeArgs),
+}
+
+/// `distlock serve`.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// The address to listen on. A non-loopback address requires --auth-token-file.
+    #[arg(long, default_value = "127.0.0.1:9464")]
+    pub(crate) listen: std::net::SocketAddr,
+    /// How old the store's snapshot may be (100ms to 1h): concurrent requests share one sweep,
+    /// and a request within --refresh of the last sweep is served from it.
+    #[arg(long, default_value = "1s", value_parser = interval)]
+    pub(crate) refresh: Duration,
+    /// A lock held longer than this is marked stuck (on the page, and `stuck` in the API).
+    #[arg(long, default_value = "5m", value_parser = duration)]
+    pub(crate) stuck_after: Duration,
+    /// Let the page and `POST /api/release` release a lock, with its holder's token typed in
+    /// (as `release --token`).
+    #[arg(long)]
+    pub(crate) allow_release: bool,
+    /// A file holding the bearer token that `/api/*` and `/metrics` then require
+    /// (`Authorization: Bearer TOKEN`); required for a non-loopback --listen. Only an
+    /// authenticated request sees holders' tokens unmasked.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) auth_token_file: Option<std::path::PathBuf>,
+    /// Only names matching this glob, without the prefix.
+    #[arg(long, default_value = "*")]
+    pub(crate) pattern: String,
+    #[command(flatten)]
+    pub(crate) scan: ScanArgs,
 }
 
 /// `distlock ls`.

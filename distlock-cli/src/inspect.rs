@@ -1,10 +1,11 @@
-//! Reading locks: one pipelined round of plain read commands per lock (GET, PTTL, ZRANGE,
-//! HGETALL, PUBSUB NUMSUB...) on the master that holds it, and the SCAN walk that finds them.
+//! Reading locks: one pipelined round of plain read commands per lock (MGET, PTTL, ZRANGE,
+//! HGETALL, PUBSUB NUMSUB...) on the master that holds it, only those its kinds need, and the
+//! SCAN walk that finds them (and tells which kinds' keys exist).
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 use lock_core::backend::Holder;
-use lock_redis::{HolderReplies, LockKeys, TOKEN_PREFIX};
+use lock_redis::{DerivedKey, HolderReplies, LockKeys, TOKEN_PREFIX};
 use redis::Value;
 use serde::{Serialize, Serializer};
 
@@ -215,45 +216,134 @@ pub(crate) async fn describe(target: &Target, key: &str) -> Result<Vec<LockInfo>
     let mut found = describe_batch(
         node,
         target.cluster,
-        &[(name.to_owned(), key.to_owned())],
+        &[(name.to_owned(), key.to_owned(), Seen::ALL)],
         true,
     )
     .await?;
     Ok(found.pop().unwrap_or_default())
 }
 
-/// The commands that read one lock, in the order [`read_one`] takes their replies.
-fn queue_reads(pipe: &mut redis::Pipeline, keys: &LockKeys, sharded: bool) {
-    pipe.cmd("TYPE").arg(&keys.key);
-    pipe.cmd("GET").arg(&keys.key);
-    pipe.cmd("PTTL").arg(&keys.key);
-    pipe.cmd("GET").arg(&keys.fence);
-    pipe.cmd("GET").arg(&keys.holder);
+/// Which of a lock's keys the SCAN walk saw: only the reads of the kinds seen are sent (a
+/// mutex takes 3 commands, not 17), and a name with none of its holding keys (a released
+/// lock's fencing counter) is not read at all. A key there for the whole walk is always seen
+/// (SCAN's guarantee), so a lock held throughout is never missed.
+#[derive(Debug, Clone, Copy, Default)]
+struct Seen {
+    /// The lock key itself: a mutex, a fair lock, or another client's key.
+    main: bool,
+    /// The read-write lock's writer, readers or waiting writers.
+    read_write: bool,
+    /// The semaphore's holders or counts.
+    semaphore: bool,
+    /// The fair queue.
+    fair: bool,
+}
+
+impl Seen {
+    /// Every kind (`show`: nothing was walked).
+    const ALL: Seen = Seen {
+        main: true,
+        read_write: true,
+        semaphore: true,
+        fair: true,
+    };
+
+    /// Whether a lock could be held: one of its holding keys was seen.
+    fn any(self) -> bool {
+        self.main || self.read_write || self.semaphore
+    }
+
+    /// Records the key `which` of the lock (`None`: the lock key itself).
+    fn saw(&mut self, which: Option<DerivedKey>) {
+        match which {
+            None => self.main = true,
+            Some(DerivedKey::Writer | DerivedKey::Readers | DerivedKey::WritersWaiting) => {
+                self.read_write = true;
+            }
+            Some(DerivedKey::Permits | DerivedKey::PermitCounts) => self.semaphore = true,
+            Some(DerivedKey::FairQueue | DerivedKey::FairEntries) => self.fair = true,
+            Some(_) => {}
+        }
+    }
+}
+
+/// The commands that read one lock; [`replies_of`] puts their replies where [`read_one`]
+/// takes them. The lock's string keys (the lock key, its fencing counter, the previous
+/// holder's description, the grant's note: one cluster slot) are read with one `MGET` (a
+/// non-string lock key reads as nil: not a mutex), then only the reads of the kinds `seen`:
+/// a mutex costs 3 commands (`MGET`, `PTTL`, `PUBSUB NUMSUB`).
+fn queue_reads(pipe: &mut redis::Pipeline, keys: &LockKeys, sharded: bool, seen: Seen) {
+    pipe.cmd("MGET")
+        .arg(&keys.key)
+        .arg(&keys.fence)
+        .arg(&keys.holder)
+        .arg(&keys.note);
+    if seen.main {
+        pipe.cmd("PTTL").arg(&keys.key);
+    }
     pipe.cmd("PUBSUB")
         .arg(if sharded { "SHARDNUMSUB" } else { "NUMSUB" })
         .arg(&keys.released);
-    pipe.cmd("GET").arg(&keys.writer);
-    pipe.cmd("PTTL").arg(&keys.writer);
-    pipe.cmd("ZCARD").arg(&keys.readers);
-    pipe.cmd("ZRANGE")
-        .arg(&keys.readers)
-        .arg(0)
-        .arg(MEMBERS_SHOWN - 1)
-        .arg("WITHSCORES");
-    pipe.cmd("ZCARD").arg(&keys.writers_waiting);
-    pipe.cmd("ZCARD").arg(&keys.permits);
-    pipe.cmd("ZRANGE")
-        .arg(&keys.permits)
-        .arg(0)
-        .arg(MEMBERS_SHOWN - 1)
-        .arg("WITHSCORES");
-    pipe.cmd("HGETALL").arg(&keys.permit_counts);
-    pipe.cmd("ZRANGE")
-        .arg(&keys.fair_queue)
-        .arg(0)
-        .arg(MEMBERS_SHOWN - 1);
-    pipe.cmd("ZCARD").arg(&keys.fair_queue);
-    pipe.cmd("GET").arg(&keys.note);
+    if seen.read_write {
+        pipe.cmd("GET").arg(&keys.writer);
+        pipe.cmd("PTTL").arg(&keys.writer);
+        pipe.cmd("ZCARD").arg(&keys.readers);
+        pipe.cmd("ZRANGE")
+            .arg(&keys.readers)
+            .arg(0)
+            .arg(MEMBERS_SHOWN - 1)
+            .arg("WITHSCORES");
+        pipe.cmd("ZCARD").arg(&keys.writers_waiting);
+    }
+    if seen.semaphore {
+        pipe.cmd("ZCARD").arg(&keys.permits);
+        pipe.cmd("ZRANGE")
+            .arg(&keys.permits)
+            .arg(0)
+            .arg(MEMBERS_SHOWN - 1)
+            .arg("WITHSCORES");
+        pipe.cmd("HGETALL").arg(&keys.permit_counts);
+    }
+    if seen.main && seen.fair {
+        pipe.cmd("ZRANGE")
+            .arg(&keys.fair_queue)
+            .arg(0)
+            .arg(MEMBERS_SHOWN - 1);
+        pipe.cmd("ZCARD").arg(&keys.fair_queue);
+    }
+}
+
+/// One lock's replies to [`queue_reads`], taken from `sent`, at the places [`read_one`] reads
+/// them: 0 the lock key's type, 1 its value, 2 its PTTL, 3 the fencing counter, 4 the previous
+/// holder's description, 5 the waiters, 6-10 the read-write lock's, 11-13 the semaphore's,
+/// 14-15 the fair queue's, 16 the note; nil for what was not read.
+fn replies_of(seen: Seen, sent: &mut impl Iterator<Item = Value>) -> Vec<Value> {
+    let mut r = vec![Value::Nil; READS];
+    if let Some(Value::Array(values)) = sent.next() {
+        for (value, i) in values.into_iter().zip([1, 3, 4, 16]) {
+            r[i] = value;
+        }
+    }
+    let mut take = |r: &mut Vec<Value>, i: usize| r[i] = sent.next().unwrap_or(Value::Nil);
+    let string = matches!(r[1], Value::BulkString(_) | Value::SimpleString(_));
+    r[0] = Value::SimpleString(if string { "string" } else { "none" }.to_owned());
+    if seen.main {
+        take(&mut r, 2);
+    }
+    take(&mut r, 5);
+    let groups: [(bool, &[usize]); 3] = [
+        (seen.read_write, &[6, 7, 8, 9, 10]),
+        (seen.semaphore, &[11, 12, 13]),
+        (seen.main && seen.fair, &[14, 15]),
+    ];
+    for (read, places) in groups {
+        if read {
+            for i in places {
+                take(&mut r, *i);
+            }
+        }
+    }
+    r
 }
 
 /// How many replies [`queue_reads`] asks for.
@@ -265,24 +355,27 @@ const READS: usize = 17;
 async fn describe_batch(
     node: &Node,
     sharded: bool,
-    locks: &[(String, String)],
+    locks: &[(String, String, Seen)],
     foreign: bool,
 ) -> Result<Vec<Vec<LockInfo>>, Failure> {
     let mut pipe = redis::pipe();
     pipe.ignore_errors();
     pipe.cmd("TIME");
-    for (_, key) in locks {
-        queue_reads(&mut pipe, &LockKeys::of_key(key), sharded);
+    for (_, key, seen) in locks {
+        queue_reads(&mut pipe, &LockKeys::of_key(key), sharded, *seen);
     }
     let replies: Vec<Value> = pipe
         .query_async(&mut node.conn.clone())
         .await
         .map_err(|e| Failure::backend(&format!("reading locks on {}", node.addr), &e))?;
     let now_ms = server_ms(replies.first());
+    let mut sent = replies.into_iter().skip(1);
     Ok(locks
         .iter()
-        .zip(replies.get(1..).unwrap_or_default().chunks(READS))
-        .map(|((name, key), r)| read_one(name, key, r, now_ms, foreign, &node.addr))
+        .map(|(name, key, seen)| {
+            let r = replies_of(*seen, &mut sent);
+            read_one(name, key, &r, now_ms, foreign, &node.addr)
+        })
         .collect())
 }
 
@@ -428,7 +521,9 @@ pub(crate) async fn list(
         .map_err(|e| Failure::new(USAGE, format!("bad pattern {pattern:?}: {e}")))?;
     let mut listing = Listing::default();
     for node in &target.nodes {
-        let mut seen: HashSet<String> = HashSet::new();
+        // The walk first (which keys of each lock exist), then the reads each needs.
+        let mut index: HashMap<String, usize> = HashMap::new();
+        let mut found: Vec<(String, String, Seen)> = Vec::new();
         let mut cursor: u64 = 0;
         let mut steps = 0u64;
         loop {
@@ -440,21 +535,26 @@ pub(crate) async fn list(
                 .await
                 .map_err(|e| Failure::backend(&format!("SCAN on {}", node.addr), &e))?;
             listing.keys_scanned += keys.len() as u64;
-            let mut batch = Vec::new();
             for key in keys {
-                let lock_key = LockKeys::owner_of(&key).map_or(key, |(owner, _)| owner);
+                let (lock_key, which) = match LockKeys::owner_of(&key) {
+                    Some((owner, which)) => (owner, Some(which)),
+                    None => (key, None),
+                };
                 let Some(name) = lock_key.strip_prefix(target.prefix.as_str()) else {
                     continue;
                 };
-                if matcher.matches(name) && !seen.contains(&lock_key) {
-                    batch.push((name.to_owned(), lock_key.clone()));
-                    seen.insert(lock_key);
+                if !matcher.matches(name) {
+                    continue;
                 }
-            }
-            for chunk in batch.chunks(BATCH) {
-                for found in describe_batch(node, target.cluster, chunk, foreign).await? {
-                    listing.locks.extend(found);
-                }
+                let at = match index.get(&lock_key) {
+                    Some(at) => *at,
+                    None => {
+                        found.push((name.to_owned(), lock_key.clone(), Seen::default()));
+                        index.insert(lock_key, found.len() - 1);
+                        found.len() - 1
+                    }
+                };
+                found[at].2.saw(which);
             }
             cursor = next;
             steps += 1;
@@ -464,6 +564,13 @@ pub(crate) async fn list(
             if steps >= MAX_SCAN_STEPS {
                 listing.truncated = true;
                 break;
+            }
+        }
+        drop(index);
+        found.retain(|(_, _, seen)| seen.any());
+        for chunk in found.chunks(BATCH) {
+            for locks in describe_batch(node, target.cluster, chunk, foreign).await? {
+                listing.locks.extend(locks);
             }
         }
     }

@@ -14,6 +14,7 @@ mod output;
 mod release;
 mod render;
 mod run;
+mod serve;
 mod store;
 mod tls;
 mod watch;
@@ -55,8 +56,13 @@ fn fail(failure: &Failure) -> ExitCode {
 /// Runs the subcommand on the store the URLs name.
 async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     let store = store::connect(&cli.target).await?;
+    // The server shares the store between its requests' tasks.
+    let command = match cli.command {
+        Command::Serve(args) => return serve::serve(std::sync::Arc::from(store), args).await,
+        command => command,
+    };
     let store = store.as_ref();
-    match cli.command {
+    match command {
         Command::Ls(args) => {
             let listing = store.list(&args.pattern, &args.scan).await?;
             print_listing(&listing, &args.pattern, cli.json)?;
@@ -76,5 +82,6 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Leader(args) => leader::show(store, &args, cli.json).await,
         Command::Watch(args) => watch::watch(store, &args, cli.json).await,
         Command::Migrate => migrate::migrate(store, cli.json).await,
+        Command::Serve(_) => unreachable!("served above"),
     }
 }

@@ -21,8 +21,8 @@ use lock_core::{Lease, Token};
 use lock_redis::RedisLock;
 use lock_redlock::Redlock;
 
-use super::{Releases, Store};
 use super::quorum::{aggregate, by_lock};
+use super::{Releases, Store};
 use crate::cli::{ScanArgs, TargetArgs};
 use crate::connect::Target;
 use crate::exit::{BACKEND, Failure, USAGE, one_line};

@@ -54,6 +54,31 @@ pub(crate) fn locker(urls: &[String]) -> Locker {
     Locker::new(builder.build().expect("lock"))
 }
 
+/// A locker on the store `url` names, whatever its backend (by its scheme): Redis, etcd
+/// (`etcd://`, `http://`) or PostgreSQL.
+pub(crate) fn locker_for(url: &str) -> Locker {
+    if let Some(member) = url.strip_prefix("etcd://") {
+        let lock = lock_etcd::EtcdLock::builder()
+            .endpoint(format!("http://{member}"))
+            .connect_timeout(Duration::from_secs(3))
+            .command_timeout(Duration::from_secs(2))
+            .build()
+            .expect("etcd lock");
+        return Locker::new(lock);
+    }
+    if url.starts_with("http://") {
+        let lock = lock_etcd::EtcdLock::builder()
+            .endpoint(url)
+            .build()
+            .expect("etcd lock");
+        return Locker::new(lock);
+    }
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        return Locker::new(crate::postgres::lock(url));
+    }
+    locker(&[url.to_owned()])
+}
+
 /// Holds `name` with a renewed 30 s lease.
 pub(crate) async fn hold(locker: &Locker, name: &str) -> Guard {
     locker

@@ -1,0 +1,168 @@
+//! `/metrics`: what the store holds, in Prometheus's text format (0.0.4), per kind and name
+//! prefix. The prefix is the part of a lock's name before its first `:` (`order` for
+//! `order:42`; a name without `:` is its own prefix), so the series stay few however many
+//! locks are held. Written by hand: a handful of gauges from one snapshot, with `# HELP` and
+//! `# TYPE` lines and escaped label values.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use super::snapshot::{View, now_ms};
+
+/// The content type of the text format.
+pub(crate) const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Sums over the locks of one kind and prefix.
+#[derive(Debug, Default)]
+struct Group {
+    held: u64,
+    oldest_ms: u64,
+    waiters: u64,
+    permits_used: u64,
+}
+
+/// One series' value for a group (`None`: no sample).
+type GroupValue = fn(&Group) -> Option<String>;
+
+/// The exposition of `view`.
+pub(crate) fn render(view: &View) -> String {
+    let now = now_ms();
+    let mut groups: BTreeMap<(&str, &str), Group> = BTreeMap::new();
+    let mut terms: BTreeMap<&str, u64> = BTreeMap::new();
+    for held in view.snapshot.iter().flat_map(|s| s.locks.iter()) {
+        let info = &held.info;
+        let prefix = info.name.split(':').next().unwrap_or_default();
+        let group = groups.entry((info.kind, prefix)).or_default();
+        group.held += 1;
+        group.oldest_ms = group.oldest_ms.max(now.saturating_sub(held.since_ms));
+        group.waiters += info.waiters;
+        group.permits_used += info
+            .permits
+            .as_ref()
+            .and_then(|p| p.used)
+            .unwrap_or_default();
+        if let Some(leader) = &info.leader {
+            terms.insert(&info.name, leader.term);
+        }
+    }
+    let mut out = String::with_capacity(256 + groups.len() * 400);
+    gauge(
+        &mut out,
+        "distlock_store_up",
+        "Whether the last sweep of the store succeeded (1) or failed (0; the other series are then the last good sweep's).",
+    );
+    let _ = writeln!(out, "distlock_store_up {}", u8::from(view.up()));
+    if let Some(snapshot) = view.snapshot.as_deref() {
+        gauge(
+            &mut out,
+            "distlock_store_snapshot_age_seconds",
+            "How old the snapshot these series come from is.",
+        );
+        let _ = writeln!(
+            out,
+            "distlock_store_snapshot_age_seconds {}",
+            seconds(now.saturating_sub(snapshot.taken_ms))
+        );
+        gauge(
+            &mut out,
+            "distlock_store_sweep_duration_seconds",
+            "How long the snapshot's sweep of the store took.",
+        );
+        let _ = writeln!(
+            out,
+            "distlock_store_sweep_duration_seconds {}",
+            snapshot.sweep.as_secs_f64()
+        );
+    }
+    let _ = writeln!(
+        out,
+        "# HELP distlock_store_sweeps_total Sweeps of the store since the server started (good or not).\n# TYPE distlock_store_sweeps_total counter\ndistlock_store_sweeps_total {}",
+        view.sweeps
+    );
+    let series: [(&str, &str, GroupValue); 4] = [
+        (
+            "distlock_store_locks_held",
+            "Locks held, per kind and name prefix (the name before its first ':').",
+            |g| Some(g.held.to_string()),
+        ),
+        (
+            "distlock_store_oldest_hold_seconds",
+            "How long the oldest hold of each kind and name prefix has lasted (the holder's since, else when this server first saw it).",
+            |g| Some(seconds(g.oldest_ms)),
+        ),
+        (
+            "distlock_store_waiters",
+            "Processes waiting for the locks of each kind and name prefix (subscribed to their releases).",
+            |g| Some(g.waiters.to_string()),
+        ),
+        (
+            "distlock_store_permits_used",
+            "Semaphore permits in use, per name prefix.",
+            |g| Some(g.permits_used.to_string()),
+        ),
+    ];
+    for (name, help, value) in series {
+        gauge(&mut out, name, help);
+        for ((kind, prefix), group) in &groups {
+            if name == "distlock_store_permits_used" && *kind != "semaphore" {
+                continue;
+            }
+            if let Some(value) = value(group) {
+                let _ = writeln!(
+                    out,
+                    "{name}{{kind=\"{}\",prefix=\"{}\"}} {value}",
+                    escape(kind),
+                    escape(prefix)
+                );
+            }
+        }
+    }
+    gauge(
+        &mut out,
+        "distlock_store_leader_term",
+        "The term (the grant's fencing token) of each election's current leader, per election name.",
+    );
+    for (name, term) in terms {
+        let _ = writeln!(
+            out,
+            "distlock_store_leader_term{{name=\"{}\"}} {term}",
+            escape(name)
+        );
+    }
+    out
+}
+
+/// `# HELP` and `# TYPE ... gauge`.
+fn gauge(out: &mut String, name: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+}
+
+/// Milliseconds as seconds.
+fn seconds(ms: u64) -> String {
+    format!("{}.{:03}", ms / 1000, ms % 1000)
+}
+
+/// A label value escaped as the text format requires: `\`, `"` and newlines.
+pub(crate) fn escape(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escape;
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+        assert_eq!(escape("order"), "order");
+    }
+}

@@ -1,0 +1,248 @@
+//! `distlock serve`: a web console, a JSON API and a Prometheus exporter of what the store
+//! holds, on one small axum server.
+//!
+//! - `routes` (this file): the server, its routes and its response headers;
+//! - [`snapshot`]: the one sweep of the store that serves every request, cached for
+//!   `--refresh` and shared by concurrent requests;
+//! - [`api`]: the JSON documents; [`metrics`]: the Prometheus text; [`page`]: the console;
+//! - [`auth`]: who may read, see tokens and release.
+
+mod api;
+mod auth;
+mod metrics;
+mod page;
+mod snapshot;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+
+use crate::cli::ServeArgs;
+use crate::exit::{BACKEND, Failure};
+use crate::store::Store;
+
+use self::api::Settings;
+use self::auth::Auth;
+use self::snapshot::Cache;
+
+/// What every request shares.
+#[derive(Debug)]
+struct App {
+    cache: Cache,
+    auth: Auth,
+    settings: Settings,
+    csp: String,
+}
+
+/// Serves the console on `args.listen` until Ctrl-C or SIGTERM, then exits 0. The listening
+/// address is printed on stderr first (`distlock: serving on http://ADDR/`).
+///
+/// # Errors
+/// A usage failure for a non-loopback `--listen` without `--auth-token-file` or a bad token
+/// file; a failure when the address cannot be bound. A failing store is not one: the page and
+/// the metrics say so and the last good snapshot is kept.
+///
+/// # Cancel safety
+/// Not meant to be cancelled: it returns at a signal, after the requests under way end.
+pub(crate) async fn serve(store: Arc<dyn Store>, args: ServeArgs) -> Result<ExitCode, Failure> {
+    if !args.listen.ip().is_loopback() && args.auth_token_file.is_none() {
+        // Refused before binding: nothing is ever exposed without a token.
+        Auth::new(args.listen, None)?;
+    }
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .map_err(|e| Failure::new(BACKEND, format!("cannot listen on {}: {e}", args.listen)))?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| Failure::new(BACKEND, format!("cannot listen on {}: {e}", args.listen)))?;
+    let auth = Auth::new(local, args.auth_token_file.as_deref())?;
+    let millis = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    let settings = Settings {
+        backend: store.backend(),
+        refresh_ms: millis(args.refresh),
+        stuck_after_ms: millis(args.stuck_after),
+        allow_release: args.allow_release,
+        auth_required: auth.has_token(),
+    };
+    let app = Arc::new(App {
+        cache: Cache::new(store, args.pattern, args.scan, args.refresh),
+        auth,
+        settings,
+        csp: page::content_security_policy(),
+    });
+    let router = Router::new()
+        .route("/", get(index))
+        .route("/api/locks", get(locks))
+        .route("/api/elections", get(elections))
+        .route("/api/release", post(release))
+        .route("/metrics", get(metrics_text))
+        .layer(middleware::from_fn_with_state(app.clone(), headers))
+        .with_state(app);
+    eprintln!("distlock: serving on http://{local}/");
+    axum::serve(listener, router)
+        .with_graceful_shutdown(stopped())
+        .await
+        .map_err(|e| Failure::new(BACKEND, format!("the server failed: {e}")))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Resolves at Ctrl-C (SIGINT) or SIGTERM.
+async fn stopped() {
+    let interrupt = tokio::signal::ctrl_c();
+    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(mut terminate) => {
+            tokio::select! {
+                _ = interrupt => {}
+                _ = terminate.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = interrupt.await;
+        }
+    }
+    eprintln!("distlock: stopping");
+}
+
+/// Headers on every response: the CSP (the page's own for `/`, none for the rest), no
+/// sniffing, no framing, no referrer, no caching.
+async fn headers(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
+    let is_page = request.uri().path() == "/";
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    let csp = if is_page {
+        HeaderValue::from_str(&app.csp).ok()
+    } else {
+        Some(HeaderValue::from_static(page::API_CSP))
+    };
+    if let Some(csp) = csp {
+        headers.insert(header::CONTENT_SECURITY_POLICY, csp);
+    }
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// `/`: the page (static: it holds no data, the API is what is guarded).
+async fn index() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        page::HTML,
+    )
+        .into_response()
+}
+
+/// `/api/locks`.
+async fn locks(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    let access = match app.auth.read(&headers) {
+        Ok(access) => access,
+        Err(refused) => return refused,
+    };
+    let view = app.cache.view().await;
+    axum::Json(api::locks(&view, app.settings, access)).into_response()
+}
+
+/// `/api/elections`.
+async fn elections(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    let access = match app.auth.read(&headers) {
+        Ok(access) => access,
+        Err(refused) => return refused,
+    };
+    let view = app.cache.view().await;
+    axum::Json(api::elections(&view, app.settings, access)).into_response()
+}
+
+/// `/metrics`.
+async fn metrics_text(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    if let Err(refused) = app.auth.read(&headers) {
+        return refused;
+    }
+    let view = app.cache.view().await;
+    (
+        [(header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
+        metrics::render(&view),
+    )
+        .into_response()
+}
+
+/// The body of `POST /api/release`.
+#[derive(Debug, Deserialize)]
+struct ReleaseRequest {
+    name: String,
+    token: String,
+}
+
+/// `POST /api/release` `{"name": ..., "token": ...}`: releases `name` only if held with
+/// `token` (`Store::release_token`, as `release --token`). 200 `{"released": true}`; 409
+/// `{"released": false}` when held with another token or not held; 403 without
+/// `--allow-release` or from another origin; 401 without the bearer token when one is set;
+/// 400 for a bad body; 502 when the store fails.
+async fn release(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Err(refused) = app.auth.write(&headers) {
+        return refused;
+    }
+    if !app.settings.allow_release {
+        return (
+            StatusCode::FORBIDDEN,
+            "releasing is off: start the server with --allow-release\n",
+        )
+            .into_response();
+    }
+    let is_json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    let request: ReleaseRequest = match serde_json::from_slice(&body) {
+        Ok(request) if is_json => request,
+        _ => {
+            return (
+                StatusCode::BAD_REQUEST,
+                "expected Content-Type: application/json and {\"name\": ..., \"token\": ...}\n",
+            )
+                .into_response();
+        }
+    };
+    if request.token.trim().is_empty() {
+        return (StatusCode::BAD_REQUEST, "the holder's token is required\n").into_response();
+    }
+    let released = app
+        .cache
+        .store()
+        .release_token(&request.name, request.token.trim())
+        .await;
+    app.cache.invalidate().await;
+    match released {
+        Ok(true) => {
+            tracing::info!(name = %request.name, "released from the console");
+            axum::Json(serde_json::json!({ "released": true })).into_response()
+        }
+        Ok(false) => (
+            StatusCode::CONFLICT,
+            axum::Json(serde_json::json!({
+                "released": false,
+                "reason": "not held with this token (held by another holder, or not held)",
+            })),
+        )
+            .into_response(),
+        Err(failure) => (
+            StatusCode::BAD_GATEWAY,
+            axum::Json(serde_json::json!({ "released": false, "reason": failure.message })),
+        )
+            .into_response(),
+    }
+}
