@@ -47,6 +47,8 @@ pub struct LineModel {
     pub rounds: Vec<u8>,
     /// `MAX_LOCAL_HANDOFFS` (8 in the code; smaller here so that the bound is reached).
     pub max_handoffs: u8,
+    /// How many names; each round, a client asks for any one of them.
+    pub names: u8,
 }
 
 impl LineModel {
@@ -58,7 +60,16 @@ impl LineModel {
             process: vec![0, 0, 1],
             rounds: vec![2, 1, 1],
             max_handoffs: 1,
+            names: 1,
         }
+    }
+
+    /// Client `c`'s process and the name it asks for.
+    fn slot(&self, state: &State, c: u8) -> (usize, usize) {
+        (
+            usize::from(self.process[usize::from(c)]),
+            usize::from(state.asking[usize::from(c)]),
+        )
     }
 
     fn processes(&self) -> usize {
@@ -132,19 +143,22 @@ pub struct Store {
 pub struct State {
     /// The tick.
     pub now: u8,
-    /// The store.
-    pub store: Store,
-    /// Per process.
-    pub locals: Vec<Local>,
+    /// The store, per name.
+    pub stores: Vec<Store>,
+    /// Per process, per name.
+    pub locals: Vec<Vec<Local>>,
     /// Per client.
     pub tasks: Vec<Task>,
+    /// Per client: the name it asks for or holds (this round's).
+    pub asking: Vec<u8>,
 }
 
 /// A step of the system.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Action {
-    /// `Locker::lock(..).wait()` begins: the client joins its process's line (`Waiters::join`).
-    Join(u8),
+    /// `Locker::lock(name).wait()` begins: the client joins its process's line for the name
+    /// (`Waiters::join`).
+    Join(u8, u8),
     /// The head's next step (`Waiter::step` in lock-core/src/locker/line.rs): take a handed
     /// lease, wait for a local holder, or attempt at the store.
     Step(u8),
@@ -152,10 +166,10 @@ pub enum Action {
     Release(u8),
     /// A waiter's future is dropped or its deadline passes (`Drop for Ticket`).
     Cancel(u8),
-    /// The announcement reaches process `p` (its `ReleaseWatch` fires).
-    Deliver(u8),
-    /// The announcement to process `p` is lost (pub/sub gives no guarantee).
-    Lose(u8),
+    /// The announcement of name `n` reaches process `p` (its `ReleaseWatch` fires).
+    Deliver(u8, u8),
+    /// The announcement of name `n` to process `p` is lost (pub/sub gives no guarantee).
+    Lose(u8, u8),
     /// Time passes.
     Tick,
 }
@@ -169,9 +183,9 @@ impl Store {
 }
 
 impl LineModel {
-    fn head_wakes(state: &mut State, p: usize) {
+    fn head_wakes(state: &mut State, p: usize, n: usize) {
         let now = state.now;
-        if let Some(&head) = state.locals[p].line.first()
+        if let Some(&head) = state.locals[p][n].line.first()
             && let Task::Waiting { wake_at, .. } = &mut state.tasks[usize::from(head)]
         {
             *wake_at = now;
@@ -180,12 +194,13 @@ impl LineModel {
 
     /// The store's compare-and-delete (`Lock::release`), and the announcement when someone
     /// marked a wait.
-    fn store_release(state: &mut State, token: u8) {
-        if state.store.live(state.now) == Some(token) {
-            state.store.holder = None;
-            if state.store.mark {
-                state.store.mark = false;
-                for local in &mut state.locals {
+    fn store_release(state: &mut State, n: usize, token: u8) {
+        if state.stores[n].live(state.now) == Some(token) {
+            state.stores[n].holder = None;
+            if state.stores[n].mark {
+                state.stores[n].mark = false;
+                for locals in &mut state.locals {
+                    let local = &mut locals[n];
                     if local.subscribed {
                         local.message = true;
                     }
@@ -195,79 +210,79 @@ impl LineModel {
     }
 
     /// `Waiters::released`: the local holder is gone; the head looks again.
-    fn released(state: &mut State, p: usize) {
-        if state.locals[p].line.is_empty() {
+    fn released(state: &mut State, p: usize, n: usize) {
+        if state.locals[p][n].line.is_empty() {
             return;
         }
-        state.locals[p].holder_until = None;
-        state.locals[p].handoffs = 0;
-        Self::head_wakes(state, p);
+        state.locals[p][n].holder_until = None;
+        state.locals[p][n].handoffs = 0;
+        Self::head_wakes(state, p, n);
     }
 
     /// A ticket leaves the line (`Drop for Ticket`): the next head steps at once; the last one
     /// out forgets the line, its subscription, and releases a lease handed and never taken.
-    fn leave(state: &mut State, p: usize, c: u8) {
-        let was_head = state.locals[p].line.first() == Some(&c);
-        state.locals[p].line.retain(|x| *x != c);
-        if state.locals[p].line.is_empty() {
-            if let Some((token, _)) = state.locals[p].handed.take() {
-                Self::store_release(state, token);
+    fn leave(state: &mut State, p: usize, n: usize, c: u8) {
+        let was_head = state.locals[p][n].line.first() == Some(&c);
+        state.locals[p][n].line.retain(|x| *x != c);
+        if state.locals[p][n].line.is_empty() {
+            if let Some((token, _)) = state.locals[p][n].handed.take() {
+                Self::store_release(state, n, token);
             }
-            state.locals[p] = Local::default();
+            state.locals[p][n] = Local::default();
         } else if was_head {
-            if let Some((token, _)) = state.locals[p].handed.take() {
-                state.locals[p].holder_until = None;
-                Self::store_release(state, token);
+            if let Some((token, _)) = state.locals[p][n].handed.take() {
+                state.locals[p][n].holder_until = None;
+                Self::store_release(state, n, token);
             }
-            Self::head_wakes(state, p);
+            Self::head_wakes(state, p, n);
         }
     }
 
     /// A grant to client `c` (by attempt or by taking a handed lease): `Ticket::granted`, then
     /// the ticket is dropped.
-    fn granted(state: &mut State, p: usize, c: u8, token: u8, until: u8, left: u8) {
+    fn granted(state: &mut State, p: usize, n: usize, c: u8, token: u8, until: u8, left: u8) {
         state.tasks[usize::from(c)] = Task::Holding { token, until, left };
-        state.locals[p].holder_until = Some(until);
-        Self::leave(state, p, c);
+        state.locals[p][n].holder_until = Some(until);
+        Self::leave(state, p, n, c);
     }
 
     fn step(&self, state: &mut State, c: u8, left: u8) {
-        let p = usize::from(self.process[usize::from(c)]);
+        let (p, n) = self.slot(state, c);
         let now = state.now;
         // `Ticket::take_handed`: a valid handed lease is ours; an expired one is released.
-        if let Some((token, until)) = state.locals[p].handed.take() {
+        if let Some((token, until)) = state.locals[p][n].handed.take() {
             if until > now {
-                Self::granted(state, p, c, token, until, left);
+                Self::granted(state, p, n, c, token, until, left);
                 return;
             }
-            Self::store_release(state, token);
+            Self::store_release(state, n, token);
         }
         // `wait_for_local_holder`: until its release (a signal) or its validity.
-        if let Some(until) = state.locals[p].holder_until {
+        if let Some(until) = state.locals[p][n].holder_until {
             let wake_at = if until > now {
                 until
             } else {
-                state.locals[p].holder_until = None; // `granted_expired`
+                state.locals[p][n].holder_until = None; // `granted_expired`
                 now
             };
             state.tasks[usize::from(c)] = Task::Waiting { wake_at, left };
             return;
         }
         // `Waiter::attempt` → the store's `SET NX PX` with the fencing counter.
-        match state.store.live(now) {
+        match state.stores[n].live(now) {
             None => {
-                state.store.fence += 1;
-                let token = state.store.fence;
-                state.store.holder = Some((token, now + TTL));
-                Self::granted(state, p, c, token, now + TTL, left);
+                state.stores[n].fence += 1;
+                let token = state.stores[n].fence;
+                state.stores[n].holder = Some((token, now + TTL));
+                Self::granted(state, p, n, c, token, now + TTL, left);
             }
             Some(_) => {
-                state.store.mark = true;
-                let expires = state.store.holder.map_or(now, |(_, e)| e);
-                let wake_at = if !state.locals[p].subscribed {
+                state.stores[n].mark = true;
+                let expires = state.stores[n].holder.map_or(now, |(_, e)| e);
+                let wake_at = if !state.locals[p][n].subscribed {
                     // `Waiter::subscribe` answered true: try again at once, as a release may
                     // have come between the busy answer and the subscription.
-                    state.locals[p].subscribed = true;
+                    state.locals[p][n].subscribed = true;
                     now
                 } else if self.variant == Variant::SleepWithoutDeadline {
                     NEVER
@@ -281,10 +296,10 @@ impl LineModel {
     }
 
     fn release(&self, state: &mut State, c: u8, token: u8, left: u8) {
-        let p = usize::from(self.process[usize::from(c)]);
+        let (p, n) = self.slot(state, c);
         let now = state.now;
         state.tasks[usize::from(c)] = Task::Idle { left };
-        let local = &state.locals[p];
+        let local = &state.locals[p][n];
         // `Waiters::successor`.
         let successor =
             !local.line.is_empty() && local.handoffs < self.max_handoffs && local.handed.is_none();
@@ -292,37 +307,40 @@ impl LineModel {
             // `Lock::hand_over`: one atomic step of the store.
             let owned = match self.variant {
                 Variant::HandOverUnchecked => true,
-                _ => state.store.live(now) == Some(token),
+                _ => state.stores[n].live(now) == Some(token),
             };
             if owned {
-                state.store.fence += 1;
-                let next = state.store.fence;
-                state.store.holder = Some((next, now + TTL));
+                state.stores[n].fence += 1;
+                let next = state.stores[n].fence;
+                state.stores[n].holder = Some((next, now + TTL));
                 // `Waiters::hand`.
-                let local = &mut state.locals[p];
+                let local = &mut state.locals[p][n];
                 local.handoffs += 1;
                 local.holder_until = Some(now + TTL);
                 local.handed = Some((next, now + TTL));
-                Self::head_wakes(state, p);
+                Self::head_wakes(state, p, n);
             } else {
-                Self::released(state, p); // `Handover::NotOwned`
+                Self::released(state, p, n); // `Handover::NotOwned`
             }
             return;
         }
-        Self::store_release(state, token);
-        Self::released(state, p);
+        Self::store_release(state, n, token);
+        Self::released(state, p, n);
     }
 
     fn has_deadline(state: &State) -> bool {
         let now = state.now;
         let later = |t: u8| t > now && t != NEVER;
-        state.store.holder.is_some_and(|(_, e)| later(e))
+        state
+            .stores
+            .iter()
+            .any(|store| store.holder.is_some_and(|(_, e)| later(e)))
             || state.tasks.iter().any(|t| match t {
                 Task::Waiting { wake_at, .. } => later(*wake_at),
                 Task::Holding { until, .. } => later(*until),
                 _ => false,
             })
-            || state.locals.iter().any(|l| {
+            || state.locals.iter().flatten().any(|l| {
                 l.handed.is_some_and(|(_, u)| later(u)) || l.holder_until.is_some_and(later)
             })
     }
@@ -333,26 +351,30 @@ impl Model for LineModel {
     type Action = Action;
 
     fn init_states(&self) -> Vec<State> {
+        let names = usize::from(self.names);
         vec![State {
             now: 0,
-            store: Store::default(),
-            locals: vec![Local::default(); self.processes()],
+            stores: vec![Store::default(); names],
+            locals: vec![vec![Local::default(); names]; self.processes()],
             tasks: self
                 .rounds
                 .iter()
                 .map(|r| Task::Idle { left: *r })
                 .collect(),
+            asking: vec![0; self.rounds.len()],
         }]
     }
 
     fn actions(&self, state: &State, actions: &mut Vec<Action>) {
         for (c, task) in state.tasks.iter().enumerate() {
             let c = u8::try_from(c).unwrap_or(u8::MAX);
-            let p = usize::from(self.process[usize::from(c)]);
+            let (p, n) = self.slot(state, c);
             match task {
-                Task::Idle { left } if *left > 0 => actions.push(Action::Join(c)),
+                Task::Idle { left } if *left > 0 => {
+                    actions.extend((0..self.names).map(|name| Action::Join(c, name)));
+                }
                 Task::Waiting { wake_at, .. } => {
-                    if state.locals[p].line.first() == Some(&c) && *wake_at <= state.now {
+                    if state.locals[p][n].line.first() == Some(&c) && *wake_at <= state.now {
                         actions.push(Action::Step(c));
                     }
                     actions.push(Action::Cancel(c));
@@ -361,11 +383,14 @@ impl Model for LineModel {
                 _ => {}
             }
         }
-        for (p, local) in state.locals.iter().enumerate() {
-            if local.message {
-                let p = u8::try_from(p).unwrap_or(u8::MAX);
-                actions.push(Action::Deliver(p));
-                actions.push(Action::Lose(p));
+        for (p, locals) in state.locals.iter().enumerate() {
+            for (n, local) in locals.iter().enumerate() {
+                if local.message {
+                    let p = u8::try_from(p).unwrap_or(u8::MAX);
+                    let n = u8::try_from(n).unwrap_or(u8::MAX);
+                    actions.push(Action::Deliver(p, n));
+                    actions.push(Action::Lose(p, n));
+                }
             }
         }
         if Self::has_deadline(state) {
@@ -376,12 +401,13 @@ impl Model for LineModel {
     fn next_state(&self, last: &State, action: Action) -> Option<State> {
         let mut state = last.clone();
         match action {
-            Action::Join(c) => {
+            Action::Join(c, name) => {
                 let Task::Idle { left } = state.tasks[usize::from(c)] else {
                     return None;
                 };
-                let p = usize::from(self.process[usize::from(c)]);
-                state.locals[p].line.push(c);
+                state.asking[usize::from(c)] = name;
+                let (p, n) = self.slot(&state, c);
+                state.locals[p][n].line.push(c);
                 state.tasks[usize::from(c)] = Task::Waiting {
                     wake_at: state.now,
                     left: left - 1,
@@ -400,15 +426,16 @@ impl Model for LineModel {
                 self.release(&mut state, c, token, left);
             }
             Action::Cancel(c) => {
-                let p = usize::from(self.process[usize::from(c)]);
+                let (p, n) = self.slot(&state, c);
                 state.tasks[usize::from(c)] = Task::Cancelled;
-                Self::leave(&mut state, p, c);
+                Self::leave(&mut state, p, n, c);
             }
-            Action::Deliver(p) => {
-                state.locals[usize::from(p)].message = false;
-                Self::head_wakes(&mut state, usize::from(p));
+            Action::Deliver(p, n) => {
+                let (p, n) = (usize::from(p), usize::from(n));
+                state.locals[p][n].message = false;
+                Self::head_wakes(&mut state, p, n);
             }
-            Action::Lose(p) => state.locals[usize::from(p)].message = false,
+            Action::Lose(p, n) => state.locals[usize::from(p)][usize::from(n)].message = false,
             Action::Tick => state.now += 1,
         }
         Some(state)
@@ -416,21 +443,27 @@ impl Model for LineModel {
 
     fn properties(&self) -> Vec<Property<Self>> {
         vec![
-            Property::always("mutual exclusion", |_, s: &State| {
-                s.tasks
-                    .iter()
-                    .filter(|t| matches!(t, Task::Holding { until, .. } if *until > s.now))
-                    .count()
-                    <= 1
+            Property::always("mutual exclusion", |m: &Self, s: &State| {
+                (0..m.names).all(|name| {
+                    s.tasks
+                        .iter()
+                        .zip(&s.asking)
+                        .filter(|(t, n)| {
+                            **n == name
+                                && matches!(t, Task::Holding { until, .. } if *until > s.now)
+                        })
+                        .count()
+                        <= 1
+                })
             }),
-            Property::always("no lost wake-up", |m, s: &State| {
+            Property::always("no lost wake-up", |m: &Self, s: &State| {
                 !quiescent(m, s, |a| matches!(a, Action::Cancel(_)))
                     || s.tasks
                         .iter()
                         .all(|t| matches!(t, Task::Idle { left: 0 } | Task::Cancelled))
             }),
             Property::sometimes("a lease is handed over", |_, s: &State| {
-                s.locals.iter().any(|l| l.handed.is_some())
+                s.locals.iter().flatten().any(|l| l.handed.is_some())
             }),
             Property::sometimes("every round served", |_, s: &State| {
                 s.tasks.iter().all(|t| matches!(t, Task::Idle { left: 0 }))
@@ -450,6 +483,16 @@ mod tests {
     #[test]
     fn the_line_and_hand_over_keep_mutual_exclusion_and_wake_everyone() {
         let outcome = run("line/real", LineModel::three_clients(Variant::Real), None);
+        assert_holds(&outcome, SAFETY, EXAMPLES);
+    }
+
+    #[test]
+    fn two_names_keep_their_lines_apart() {
+        let model = LineModel {
+            names: 2,
+            ..LineModel::three_clients(Variant::Real)
+        };
+        let outcome = run("line/real, 2 names", model, None);
         assert_holds(&outcome, SAFETY, EXAMPLES);
     }
 
