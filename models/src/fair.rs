@@ -44,6 +44,8 @@ pub struct FairModel {
     pub variant: Variant,
     /// `rounds[c]`: how many times client `c` asks.
     pub rounds: Vec<u8>,
+    /// How many names; each round, a client asks for any one of them.
+    pub names: u8,
     /// No tick past this one: the bound that makes a run finite when waiters poll for ever
     /// behind an entry that never lapses; far above what the real policy needs.
     pub horizon: u8,
@@ -55,6 +57,7 @@ impl FairModel {
         Self {
             variant,
             rounds: vec![2, 1, 1],
+            names: 1,
             horizon: 12,
         }
     }
@@ -74,8 +77,10 @@ pub struct Store {
 pub struct State {
     /// The tick.
     pub now: u8,
-    /// The store.
-    pub store: Store,
+    /// The store, per name.
+    pub stores: Vec<Store>,
+    /// Per client: the name it asks for or holds (this round's).
+    pub asking: Vec<u8>,
     /// Per client.
     pub clients: Vec<Client>,
     /// Ghost: the lock was granted to a client while another client's live entry was ahead.
@@ -85,8 +90,8 @@ pub struct State {
 /// A step of the system.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Action {
-    /// The client starts asking (`locker.fair(name).wait()`).
-    Join(u8),
+    /// The client starts asking for a name (`locker.fair(name).wait()`).
+    Join(u8, u8),
     /// One attempt at the store.
     Attempt(u8),
     /// The holder releases; `announced`: the new head hears of it on its turn channel.
@@ -110,10 +115,9 @@ pub enum Action {
 
 impl FairModel {
     /// The live head's waiter wakes (its turn message).
-    fn tell_head(state: &mut State) {
+    fn tell_head(state: &mut State, n: u8) {
         let now = state.now;
-        let head = state
-            .store
+        let head = state.stores[usize::from(n)]
             .queue
             .iter()
             .find(|(_, l)| *l > now)
@@ -128,7 +132,7 @@ impl FairModel {
     /// `try_acquire` in `lock-core/src/memory/kinds/fair.rs`.
     fn attempt(&self, state: &mut State, c: u8, left: u8) {
         let now = state.now;
-        let store = &mut state.store;
+        let store = &mut state.stores[usize::from(state.asking[usize::from(c)])];
         let holder = store.holder.filter(|(_, e)| *e > now);
         store.queue.retain(|(_, lapses)| *lapses > now);
         let place = store.queue.iter().position(|(w, _)| *w == c);
@@ -173,8 +177,10 @@ impl FairModel {
         let now = state.now;
         let later = |t: u8| t > now && t != NEVER;
         state.clients.iter().any(|c| c.deadline_after(now))
-            || state.store.holder.is_some_and(|(_, e)| later(e))
-            || state.store.queue.iter().any(|(_, l)| later(*l))
+            || state.stores.iter().any(|store| {
+                store.holder.is_some_and(|(_, e)| later(e))
+                    || store.queue.iter().any(|(_, l)| later(*l))
+            })
     }
 }
 
@@ -185,7 +191,8 @@ impl Model for FairModel {
     fn init_states(&self) -> Vec<State> {
         vec![State {
             now: 0,
-            store: Store::default(),
+            stores: vec![Store::default(); usize::from(self.names)],
+            asking: vec![0; self.rounds.len()],
             clients: self
                 .rounds
                 .iter()
@@ -199,7 +206,9 @@ impl Model for FairModel {
         for (c, client) in state.clients.iter().enumerate() {
             let c = u8::try_from(c).unwrap_or(u8::MAX);
             match client {
-                Client::Idle { left } if *left > 0 => actions.push(Action::Join(c)),
+                Client::Idle { left } if *left > 0 => {
+                    actions.extend((0..self.names).map(|name| Action::Join(c, name)));
+                }
                 Client::Waiting { wake_at, .. } => {
                     if *wake_at <= state.now {
                         actions.push(Action::Attempt(c));
@@ -238,10 +247,11 @@ impl Model for FairModel {
     fn next_state(&self, last: &State, action: Action) -> Option<State> {
         let mut state = last.clone();
         match action {
-            Action::Join(c) => {
+            Action::Join(c, name) => {
                 let Client::Idle { left } = state.clients[usize::from(c)] else {
                     return None;
                 };
+                state.asking[usize::from(c)] = name;
                 state.clients[usize::from(c)] = Client::Waiting {
                     wake_at: state.now,
                     left: left - 1,
@@ -258,22 +268,25 @@ impl Model for FairModel {
                     return None;
                 };
                 state.clients[usize::from(client)] = Client::Idle { left };
-                if state
-                    .store
+                let n = state.asking[usize::from(client)];
+                let store = &mut state.stores[usize::from(n)];
+                if store
                     .holder
                     .is_some_and(|(h, e)| h == client && e > state.now)
                 {
-                    state.store.holder = None;
+                    store.holder = None;
                     if announced {
-                        Self::tell_head(&mut state);
+                        Self::tell_head(&mut state, n);
                     }
                 }
             }
             Action::Cancel { client, withdraw } => {
                 state.clients[usize::from(client)] = Client::Gone;
-                if withdraw && state.store.queue.iter().any(|(w, _)| *w == client) {
-                    state.store.queue.retain(|(w, _)| *w != client);
-                    Self::tell_head(&mut state);
+                let n = state.asking[usize::from(client)];
+                let store = &mut state.stores[usize::from(n)];
+                if withdraw && store.queue.iter().any(|(w, _)| *w == client) {
+                    store.queue.retain(|(w, _)| *w != client);
+                    Self::tell_head(&mut state, n);
                 }
             }
             Action::Tick => state.now += 1,
@@ -283,8 +296,13 @@ impl Model for FairModel {
 
     fn properties(&self) -> Vec<Property<Self>> {
         vec![
-            Property::always("mutual exclusion", |_, s: &State| {
-                s.clients.iter().filter(|c| c.holds_valid(s.now)).count() <= 1
+            Property::always("mutual exclusion", |m: &Self, s: &State| {
+                (0..m.names).all(|name| {
+                    (0..s.clients.len())
+                        .filter(|c| s.asking[*c] == name && s.clients[*c].holds_valid(s.now))
+                        .count()
+                        <= 1
+                })
             }),
             Property::always("grants in queue order", |_, s: &State| !s.out_of_order),
             Property::always("no lost wake-up", |m: &Self, s: &State| {
@@ -293,9 +311,9 @@ impl Model for FairModel {
             }),
             Property::sometimes("a dead waiter's entry lapses", |_, s: &State| {
                 s.clients.contains(&Client::Gone)
-                    && s.store
-                        .queue
+                    && s.stores
                         .iter()
+                        .flat_map(|store| &store.queue)
                         .any(|(w, l)| *l <= s.now && s.clients[usize::from(*w)] == Client::Gone)
             }),
             Property::sometimes("every round served", |_, s: &State| {
@@ -322,6 +340,16 @@ mod tests {
     #[test]
     fn the_fair_queue_grants_in_order_and_serves_everyone() {
         let outcome = run("fair/real", FairModel::three_clients(Variant::Real), None);
+        assert_holds(&outcome, SAFETY, EXAMPLES);
+    }
+
+    #[test]
+    fn the_fair_queues_of_two_names() {
+        let model = FairModel {
+            names: 2,
+            ..FairModel::three_clients(Variant::Real)
+        };
+        let outcome = run("fair/real, 2 names", model, None);
         assert_holds(&outcome, SAFETY, EXAMPLES);
     }
 

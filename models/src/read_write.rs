@@ -54,6 +54,8 @@ pub struct RwModel {
     pub roles: Vec<Role>,
     /// `rounds[c]`: how many times client `c` asks.
     pub rounds: Vec<u8>,
+    /// How many names; each round, a client asks for any one of them.
+    pub names: u8,
     /// No tick past this one (a bound on the run, far above what the real policy needs).
     pub horizon: u8,
 }
@@ -65,6 +67,7 @@ impl RwModel {
             variant,
             roles: vec![Role::Reader, Role::Writer, Role::Reader],
             rounds: vec![2, 1, 1],
+            names: 1,
             horizon: 12,
         }
     }
@@ -87,8 +90,10 @@ pub struct Store {
 pub struct State {
     /// The tick.
     pub now: u8,
-    /// The store.
-    pub store: Store,
+    /// The store, per name.
+    pub stores: Vec<Store>,
+    /// Per client: the name it asks for or holds (this round's).
+    pub asking: Vec<u8>,
     /// Per client.
     pub clients: Vec<Client>,
     /// Ghost: a reader was granted while another writer's record was live.
@@ -98,8 +103,8 @@ pub struct State {
 /// A step of the system.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Action {
-    /// The client starts asking (`locker.read/write(name).wait()`).
-    Join(u8),
+    /// The client starts asking for a name (`locker.read/write(name).wait()`).
+    Join(u8, u8),
     /// One attempt at the store (`Lock::try_acquire_kind`).
     Attempt(u8),
     /// The holder releases; `announced`: the release announcement reaches every waiter (or is
@@ -133,10 +138,13 @@ fn upsert(entries: &mut Vec<(u8, u8)>, client: u8, expires: u8) {
 }
 
 impl RwModel {
-    fn wake_all(state: &mut State) {
+    /// The release announcement of name `n` wakes its waiters.
+    fn wake_all(state: &mut State, n: u8) {
         let now = state.now;
-        for client in &mut state.clients {
-            if let Client::Waiting { wake_at, .. } = client {
+        for (client, asking) in state.clients.iter_mut().zip(&state.asking) {
+            if *asking == n
+                && let Client::Waiting { wake_at, .. } = client
+            {
                 *wake_at = now;
             }
         }
@@ -145,7 +153,7 @@ impl RwModel {
     /// `try_acquire` in `lock-core/src/memory/kinds/read_write.rs`.
     fn attempt(&self, state: &mut State, c: u8, left: u8) {
         let now = state.now;
-        let store = &mut state.store;
+        let store = &mut state.stores[usize::from(state.asking[usize::from(c)])];
         // `rw.prune(now)`.
         store.writer = store.writer.filter(|(_, e)| *e > now);
         store.readers.retain(|(_, e)| *e > now);
@@ -202,9 +210,11 @@ impl RwModel {
         let now = state.now;
         let later = |(_, e): &(u8, u8)| *e > now && *e != NEVER;
         state.clients.iter().any(|c| c.deadline_after(now))
-            || state.store.writer.iter().any(later)
-            || state.store.readers.iter().any(later)
-            || state.store.waiting.iter().any(later)
+            || state.stores.iter().any(|store| {
+                store.writer.iter().any(later)
+                    || store.readers.iter().any(later)
+                    || store.waiting.iter().any(later)
+            })
     }
 }
 
@@ -215,7 +225,8 @@ impl Model for RwModel {
     fn init_states(&self) -> Vec<State> {
         vec![State {
             now: 0,
-            store: Store::default(),
+            stores: vec![Store::default(); usize::from(self.names)],
+            asking: vec![0; self.rounds.len()],
             clients: self
                 .rounds
                 .iter()
@@ -229,7 +240,9 @@ impl Model for RwModel {
         for (c, client) in state.clients.iter().enumerate() {
             let c = u8::try_from(c).unwrap_or(u8::MAX);
             match client {
-                Client::Idle { left } if *left > 0 => actions.push(Action::Join(c)),
+                Client::Idle { left } if *left > 0 => {
+                    actions.extend((0..self.names).map(|name| Action::Join(c, name)));
+                }
                 Client::Waiting { wake_at, .. } => {
                     if *wake_at <= state.now {
                         actions.push(Action::Attempt(c));
@@ -260,10 +273,11 @@ impl Model for RwModel {
     fn next_state(&self, last: &State, action: Action) -> Option<State> {
         let mut state = last.clone();
         match action {
-            Action::Join(c) => {
+            Action::Join(c, name) => {
                 let Client::Idle { left } = state.clients[usize::from(c)] else {
                     return None;
                 };
+                state.asking[usize::from(c)] = name;
                 state.clients[usize::from(c)] = Client::Waiting {
                     wake_at: state.now,
                     left: left - 1,
@@ -280,19 +294,23 @@ impl Model for RwModel {
                     return None;
                 };
                 state.clients[usize::from(client)] = Client::Idle { left };
-                if state.store.writer.is_some_and(|(w, _)| w == client) {
-                    state.store.writer = None;
+                let n = state.asking[usize::from(client)];
+                let store = &mut state.stores[usize::from(n)];
+                if store.writer.is_some_and(|(w, _)| w == client) {
+                    store.writer = None;
                 }
-                remove(&mut state.store.readers, client);
+                remove(&mut store.readers, client);
                 if announced {
-                    Self::wake_all(&mut state);
+                    Self::wake_all(&mut state, n);
                 }
             }
             Action::Cancel { client, withdraw } => {
                 state.clients[usize::from(client)] = Client::Gone;
-                if withdraw && state.store.waiting.iter().any(|(w, _)| *w == client) {
-                    remove(&mut state.store.waiting, client);
-                    Self::wake_all(&mut state);
+                let n = state.asking[usize::from(client)];
+                let store = &mut state.stores[usize::from(n)];
+                if withdraw && store.waiting.iter().any(|(w, _)| *w == client) {
+                    remove(&mut store.waiting, client);
+                    Self::wake_all(&mut state, n);
                 }
             }
             Action::Tick => state.now += 1,
@@ -303,15 +321,19 @@ impl Model for RwModel {
     fn properties(&self) -> Vec<Property<Self>> {
         vec![
             Property::always("no reader with a writer", |m: &Self, s: &State| {
-                let holding = |role| {
-                    s.clients
-                        .iter()
-                        .zip(&m.roles)
-                        .filter(|(c, r)| **r == role && c.holds_valid(s.now))
-                        .count()
-                };
-                let writers = holding(Role::Writer);
-                writers == 0 || (writers == 1 && holding(Role::Reader) == 0)
+                (0..m.names).all(|name| {
+                    let holding = |role| {
+                        (0..s.clients.len())
+                            .filter(|c| {
+                                s.asking[*c] == name
+                                    && m.roles[*c] == role
+                                    && s.clients[*c].holds_valid(s.now)
+                            })
+                            .count()
+                    };
+                    let writers = holding(Role::Writer);
+                    writers == 0 || (writers == 1 && holding(Role::Reader) == 0)
+                })
             }),
             Property::always("a waiting writer blocks new readers", |_, s: &State| {
                 !s.reader_overtook
@@ -323,12 +345,13 @@ impl Model for RwModel {
             Property::sometimes(
                 "a reader waits behind a waiting writer",
                 |m: &Self, s: &State| {
-                    s.store.writer.is_none()
-                        && s.store.waiting.iter().any(|(_, e)| *e > s.now)
-                        && s.clients
-                            .iter()
-                            .zip(&m.roles)
-                            .any(|(c, r)| *r == Role::Reader && matches!(c, Client::Waiting { .. }))
+                    (0..s.clients.len()).any(|c| {
+                        let store = &s.stores[usize::from(s.asking[c])];
+                        m.roles[c] == Role::Reader
+                            && matches!(s.clients[c], Client::Waiting { .. })
+                            && store.writer.is_none()
+                            && store.waiting.iter().any(|(_, e)| *e > s.now)
+                    })
                 },
             ),
             Property::sometimes("every round served", |_, s: &State| {
@@ -362,6 +385,16 @@ mod tests {
             RwModel::three_clients(Variant::Real),
             None,
         );
+        assert_holds(&outcome, SAFETY, EXAMPLES);
+    }
+
+    #[test]
+    fn writer_preference_over_two_names() {
+        let model = RwModel {
+            names: 2,
+            ..RwModel::three_clients(Variant::Real)
+        };
+        let outcome = run("read-write/real, 2 names", model, None);
         assert_holds(&outcome, SAFETY, EXAMPLES);
     }
 
