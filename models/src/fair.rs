@@ -46,6 +46,9 @@ pub struct FairModel {
     pub rounds: Vec<u8>,
     /// How many names; each round, a client asks for any one of them.
     pub names: u8,
+    /// Whether waiters retry on time: no tick while a live waiter's retry is due. `false` lets
+    /// the scheduler delay any retry (a paused process) past its entry's lapse.
+    pub timely: bool,
     /// No tick past this one: the bound that makes a run finite when waiters poll for ever
     /// behind an entry that never lapses; far above what the real policy needs.
     pub horizon: u8,
@@ -58,6 +61,7 @@ impl FairModel {
             variant,
             rounds: vec![2, 1, 1],
             names: 1,
+            timely: true,
             horizon: 12,
         }
     }
@@ -239,7 +243,7 @@ impl Model for FairModel {
             .clients
             .iter()
             .any(|c| matches!(c, Client::Waiting { wake_at, .. } if *wake_at <= state.now));
-        if !due && state.now < self.horizon && Self::has_deadline(state) {
+        if !(self.timely && due) && state.now < self.horizon && Self::has_deadline(state) {
             actions.push(Action::Tick);
         }
     }
@@ -351,6 +355,25 @@ mod tests {
         };
         let outcome = run("fair/real, 2 names", model, None);
         assert_holds(&outcome, SAFETY, EXAMPLES);
+    }
+
+    #[test]
+    fn waiters_paused_past_half_their_entry_ttl_can_keep_each_other_out() {
+        // Not a known-bad variant but the limit of the real policy: the fair queue's liveness
+        // assumes that a live waiter retries within half its entry's TTL. A scheduler that
+        // delays every retry until the entry lapsed has two waiters re-queue behind each other
+        // until the horizon.
+        let model = FairModel {
+            timely: false,
+            ..FairModel::three_clients(Variant::Real)
+        };
+        let outcome = run("fair/real, untimely waiters", model, None);
+        assert!(outcome.discovery("mutual exclusion").is_none(), "{outcome}");
+        assert!(
+            outcome.discovery("grants in queue order").is_none(),
+            "{outcome}"
+        );
+        assert_rejected(&outcome, "no lost wake-up");
     }
 
     #[test]
