@@ -10,7 +10,8 @@
 //! Announcements may be lost: a waiter then retries when the holder's TTL runs out
 //! (`lock-core/src/locker/pace.rs`, `Pace::before_next`). Time is a global tick; every lease
 //! lasts `TTL` ticks from its grant, by the store's clock and its holder's alike (no drift).
-//! Leases are not renewed (`fixed_ttl`).
+//! Leases are not renewed (`fixed_ttl`). The store's hand-over is `lock-redis/lua/handover.lua`
+//! (and `MemoryLock::hand_over`): the stored token must still be the releasing lease's.
 
 use stateright::{Model, Property};
 

@@ -3,8 +3,8 @@
 //! readers are refused while a live record exists.
 //!
 //! The store's step is `try_acquire` of `lock-core/src/memory/kinds/read_write.rs` (the same
-//! rule as `lock-redis/lua/rw_acquire.lua`, reached from `lock-redis/src/kinds/read_write.rs`):
-//! expired entries pruned first; a writer is refused while a writer or any reader holds, a reader
+//! rule as `lock-redis/lua/read_acquire.lua` and `write_acquire.lua`, reached from
+//! `lock-redis/src/kinds/read_write.rs`): expired entries pruned first; a writer is refused while a writer or any reader holds, a reader
 //! while a writer holds or (writer preference) a writer's record is live. The waiter's pace is
 //! `Waiter::retry_within` and `Pace::before_next` (`lock-core/src/locker/line.rs`, `pace.rs`): a
 //! writer retries within half its record's TTL (so the record never lapses while it waits), a
