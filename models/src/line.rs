@@ -466,6 +466,12 @@ impl Model for LineModel {
             Property::sometimes("a lease is handed over", |_, s: &State| {
                 s.locals.iter().flatten().any(|l| l.handed.is_some())
             }),
+            Property::sometimes("the hand-over bound reached", |m: &Self, s: &State| {
+                s.locals
+                    .iter()
+                    .flatten()
+                    .any(|l| l.handoffs >= m.max_handoffs && !l.line.is_empty())
+            }),
             Property::sometimes("every round served", |_, s: &State| {
                 s.tasks.iter().all(|t| matches!(t, Task::Idle { left: 0 }))
             }),
@@ -479,7 +485,11 @@ mod tests {
     use crate::check::{assert_holds, assert_rejected, run};
 
     const SAFETY: &[&str] = &["mutual exclusion", "no lost wake-up"];
-    const EXAMPLES: &[&str] = &["a lease is handed over", "every round served"];
+    const EXAMPLES: &[&str] = &[
+        "a lease is handed over",
+        "the hand-over bound reached",
+        "every round served",
+    ];
 
     #[test]
     fn the_line_and_hand_over_keep_mutual_exclusion_and_wake_everyone() {
