@@ -110,7 +110,7 @@ pub(crate) fn render(view: &View) -> String {
             if let Some(value) = value(group) {
                 let _ = writeln!(
                     out,
-                    "{name}{{kind=\"{}\",prefix=\"{}\"}} {value}",
+                    "{name}{{kind=\"{}\",name_prefix=\"{}\"}} {value}",
                     escape(kind),
                     escape(prefix)
                 );

@@ -4,7 +4,8 @@
 //! grow in `/metrics`; one sweep serves concurrent requests; a failing store shows as
 //! `up: false` with the last snapshot kept; and the security rules: a non-loopback listener
 //! without a token file is refused, POSTs need the page's origin or the bearer token, tokens
-//! are masked without the bearer, other hosts are refused.
+//! are masked without the bearer, other hosts are refused. The hung in-process holder also shows
+//! in the process's own `distlock_oldest_held_seconds`, as it does in the store's.
 
 use std::time::Duration;
 
@@ -37,6 +38,12 @@ fn describing_locker(url: &str, note: &str) -> Locker {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_and_metrics_show_every_holder_and_stuck_holds_grow_old() {
+    // The process's own metrics (each test runs in a process of its own under nextest).
+    let recorder = metrics_util::debugging::DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    recorder
+        .install()
+        .expect("the only recorder of this test process");
     let redis = RedisServer::start().expect("redis");
     let urls = vec![redis.url()];
     // Another process: renewed every second, its command hangs, never released.
@@ -140,12 +147,16 @@ async fn api_and_metrics_show_every_holder_and_stuck_holds_grow_old() {
         gauge(
             &first,
             "distlock_store_locks_held",
-            &[("kind", "semaphore"), ("prefix", "pool")]
+            &[("kind", "semaphore"), ("name_prefix", "pool")]
         ),
         Some(1.0)
     );
     assert_eq!(
-        gauge(&first, "distlock_store_permits_used", &[("prefix", "pool")]),
+        gauge(
+            &first,
+            "distlock_store_permits_used",
+            &[("name_prefix", "pool")]
+        ),
         Some(2.0)
     );
     assert_eq!(
@@ -159,7 +170,7 @@ async fn api_and_metrics_show_every_holder_and_stuck_holds_grow_old() {
     std::thread::sleep(Duration::from_millis(1500));
     let second = serve.metrics();
     for prefix in ["job", "cache"] {
-        let labels = [("kind", "mutex"), ("prefix", prefix)];
+        let labels = [("kind", "mutex"), ("name_prefix", prefix)];
         let before = gauge(&first, "distlock_store_oldest_hold_seconds", &labels).expect(prefix);
         let after = gauge(&second, "distlock_store_oldest_hold_seconds", &labels).expect(prefix);
         assert!(
@@ -167,7 +178,44 @@ async fn api_and_metrics_show_every_holder_and_stuck_holds_grow_old() {
             "{prefix}: {before} then {after}"
         );
     }
-    drop((run, leader));
+    // The same hang in the process's own gauge: the fixed-TTL holder (the only mutex held in
+    // this process) is as old as the store says, and still growing.
+    let own = || process_oldest(&snapshotter, "mutex").expect("distlock_oldest_held_seconds");
+    let early = own();
+    std::thread::sleep(Duration::from_millis(1200));
+    let later = own();
+    let store = gauge(
+        &serve.metrics(),
+        "distlock_store_oldest_hold_seconds",
+        &[("kind", "mutex"), ("name_prefix", "cache")],
+    )
+    .expect("cache");
+    assert!(
+        early >= 2.0 && later > early && (later - store).abs() < 3.0,
+        "the process says {early} s then {later} s, the store {store} s"
+    );
+    drop((run, leader, fixed));
+}
+
+/// The process's own `distlock_oldest_held_seconds` for `kind`, the largest over its series.
+fn process_oldest(snapshotter: &metrics_util::debugging::Snapshotter, kind: &str) -> Option<f64> {
+    use metrics_util::debugging::DebugValue;
+    snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .filter(|(key, ..)| {
+            key.key().name() == lock_core::metric::OLDEST_HELD_SECONDS
+                && key
+                    .key()
+                    .labels()
+                    .any(|l| l.key() == "kind" && l.value() == kind)
+        })
+        .filter_map(|(.., value)| match value {
+            DebugValue::Gauge(g) => Some(g.into_inner()),
+            _ => None,
+        })
+        .reduce(f64::max)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
