@@ -212,3 +212,17 @@ fn a_dropped_cluster_leaves_no_namespace_nor_link() {
     let links = ip(&["-o", "link", "show"]);
     assert!(!links.contains(&ours), "links left: {links}");
 }
+
+#[test]
+fn a_panic_while_a_cluster_runs_leaves_no_namespace() {
+    // The cluster is dropped while the thread unwinds; the panic carries its namespace.
+    let payload = std::thread::spawn(|| {
+        let cluster = EtcdCluster::start().expect("start");
+        std::panic::panic_any(cluster.member(0).namespace().to_owned());
+    })
+    .join()
+    .expect_err("the thread panicked");
+    let ns = payload.downcast::<String>().expect("the namespace");
+    let listed = ip(&["netns", "list"]);
+    assert!(!listed.contains(ns.as_str()), "{ns} is left: {listed}");
+}
