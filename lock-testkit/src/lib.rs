@@ -54,9 +54,10 @@
 //! [`PgBouncer`] puts a PgBouncer (transaction mode by default) on a free loopback port in
 //! front of one, stopped by its PID too.
 //!
-//! [`EtcdCluster`] runs 1 or 3 (any odd count) etcd members on free loopback ports, each behind
-//! fault proxies on its client and peer ports: a member can be killed, restarted on its data,
-//! paused, or partitioned, and the cluster says which member leads
+//! [`EtcdCluster`] runs 1 or 3 (any odd count) etcd members, each in a network namespace of its
+//! own on a private bridge (`10.213.S.0/24`; it needs root, or CAP_NET_ADMIN and
+//! CAP_SYS_ADMIN, and iproute2): a member can be killed, restarted on its data, paused, or
+//! partitioned both ways (its link taken down), and the cluster says which member leads
 //! (`scripts/ensure-etcd.sh` installs etcd).
 //!
 //! [`FaultProxy`] sits between clients and one server and injects network

@@ -341,7 +341,7 @@ impl Lab {
     pub(crate) fn partition_etcd_leader(&mut self) -> io::Result<()> {
         let etcd = self.etcd_mut()?;
         let leader = etcd.leader_within(ETCD_LEADER_WITHIN)?;
-        etcd.partition(leader);
+        etcd.partition(leader)?;
         self.etcd_faulted = Some(leader);
         Ok(())
     }
@@ -353,8 +353,7 @@ impl Lab {
                 "no etcd member was partitioned: the cycle needs PartitionEtcdLeader first",
             )
         })?;
-        self.etcd_mut()?.heal(member);
-        Ok(())
+        self.etcd_mut()?.heal(member)
     }
 
     /// `SIGKILL`s every etcd member.

@@ -111,7 +111,7 @@ async fn run(fault: Fault) {
     let faulted = Instant::now();
     match fault {
         Fault::KillLeader | Fault::KillFollower => cluster.kill(target),
-        Fault::PartitionLeader => cluster.partition(target),
+        Fault::PartitionLeader => cluster.partition(target).expect("partition"),
     }
     while granted(&record) < before + AFTER_FAULT && started.elapsed() < RUN_BOUND {
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -138,7 +138,7 @@ async fn run(fault: Fault) {
     }
     match fault {
         Fault::KillLeader | Fault::KillFollower => cluster.restart(target).expect("restart"),
-        Fault::PartitionLeader => cluster.heal(target),
+        Fault::PartitionLeader => cluster.heal(target).expect("heal"),
     }
     let tokens = record
         .tokens

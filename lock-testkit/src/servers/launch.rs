@@ -202,7 +202,7 @@ impl Process {
                 Err(io::Error::new(
                     io::ErrorKind::TimedOut,
                     format!(
-                        "{name} (pid {pid}) was not ready on 127.0.0.1:{port} within {:?}",
+                        "{name} (pid {pid}) was not ready on port {port} within {:?}",
                         timing.ready
                     ),
                 ))

@@ -2,21 +2,25 @@
 //! die, come back on their data, hang and get cut off.
 
 use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::net::{SocketAddr, TcpStream};
+use std::process::Command;
 use std::time::Duration;
 
 use lock_testkit::{EtcdCluster, try_etcd_binary};
 
-use crate::common::refuses;
-
 /// How long a client call through the gateway may take.
 const CALL: Duration = Duration::from_secs(2);
 
-/// POSTs `body` to `path` on `endpoint` (`http://127.0.0.1:PORT`), through etcd's JSON
+/// POSTs `body` to `path` on `endpoint` (`http://10.213.S.N:2379`), through etcd's JSON
 /// gateway, and returns the answer's body.
 fn post(endpoint: &str, path: &str, body: &str) -> std::io::Result<String> {
-    let addr = endpoint.trim_start_matches("http://");
-    let mut stream = TcpStream::connect(addr)?;
+    let addr: SocketAddr = endpoint
+        .trim_start_matches("http://")
+        .parse()
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    // Bounded: a partitioned member's packets are dropped, and a plain connect would wait
+    // through every SYN retry.
+    let mut stream = TcpStream::connect_timeout(&addr, CALL)?;
     stream.set_read_timeout(Some(CALL))?;
     stream.set_write_timeout(Some(CALL))?;
     write!(
@@ -58,11 +62,14 @@ fn one_member_serves_and_keeps_its_data_across_a_kill() {
     assert_eq!(cluster.leader().expect("leader"), 0);
     let endpoint = cluster.endpoints().remove(0);
     assert!(put_key(&endpoint).expect("put").contains("header"));
-    let port = cluster.member(0).client_port();
+    let addr = cluster.member(0).client_addr();
 
     cluster.kill(0);
     assert!(!cluster.member(0).is_running());
-    assert!(refuses(port), "killed, yet its port accepts");
+    assert!(
+        TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err(),
+        "killed, yet {addr} accepts"
+    );
 
     cluster.restart(0).expect("restart");
     cluster
@@ -115,11 +122,16 @@ fn a_partitioned_leader_loses_its_clients_and_its_lead() {
     let mut cluster = EtcdCluster::builder().members(3).start().expect("start");
     let leader = cluster.leader().expect("leader");
     let cut_off = cluster.member(leader).endpoint();
-    cluster.partition(leader);
+    cluster.partition(leader).expect("partition");
+    let answer = put_key(&cut_off);
     assert!(
-        put_key(&cut_off).is_err_and(|e| e.kind() == std::io::ErrorKind::WouldBlock
-            || e.kind() == std::io::ErrorKind::TimedOut),
-        "a partitioned member answered its client"
+        answer.as_ref().is_err_and(|e| matches!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock
+                | std::io::ErrorKind::TimedOut
+                | std::io::ErrorKind::HostUnreachable
+        )),
+        "a partitioned member answered its client: {answer:?}"
     );
     let next = cluster.leader().expect("a new leader among the majority");
     assert_ne!(next, leader);
@@ -129,10 +141,88 @@ fn a_partitioned_leader_loses_its_clients_and_its_lead() {
             .contains("header")
     );
 
-    cluster.heal(leader);
+    cluster.heal(leader).expect("heal");
     cluster
         .wait_healthy(Duration::from_secs(30))
         .expect("healthy after the heal");
     let got = get_key(&cut_off).expect("get through the healed member");
     assert!(got.contains("dmFsdWU="), "{got}");
+}
+
+/// `ip args`'s standard output.
+fn ip(args: &[&str]) -> String {
+    let out = Command::new("ip").args(args).output().expect("ip");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_partitioned_member_cannot_reach_its_peers_either() {
+    let cluster = EtcdCluster::builder().members(3).start().expect("start");
+    let leader = cluster.leader().expect("leader");
+    let follower = (leader + 1) % 3;
+    cluster.partition(follower).expect("partition");
+    // Both ways (what a proxy could not cut): from inside its namespace, no connection to
+    // the leader opens. bash's /dev/tcp, bounded by `timeout`.
+    let peer = cluster.member(leader).client_addr();
+    let connect = |ns: &str| {
+        Command::new("ip")
+            .args(["netns", "exec", ns, "timeout", "2", "bash", "-c"])
+            .arg(format!("echo > /dev/tcp/{}/{}", peer.ip(), peer.port()))
+            .status()
+            .expect("ip netns exec")
+            .success()
+    };
+    assert!(
+        !connect(cluster.member(follower).namespace()),
+        "a partitioned member reached {peer}"
+    );
+    cluster.heal(follower).expect("heal");
+    assert!(
+        connect(cluster.member(follower).namespace()),
+        "a healed member did not reach {peer}"
+    );
+}
+
+#[test]
+fn a_dropped_cluster_leaves_no_namespace_nor_link() {
+    let cluster = EtcdCluster::builder().members(3).start().expect("start");
+    let namespaces: Vec<String> = cluster
+        .members()
+        .iter()
+        .map(|m| m.namespace().to_owned())
+        .collect();
+    let pids: Vec<u32> = cluster.members().iter().filter_map(|m| m.pid()).collect();
+    assert_eq!(pids.len(), 3);
+    assert!(ip(&["netns", "list"]).contains(&namespaces[0]));
+    drop(cluster);
+    let listed = ip(&["netns", "list"]);
+    for ns in &namespaces {
+        assert!(!listed.contains(ns.as_str()), "{ns} is left: {listed}");
+    }
+    for pid in pids {
+        assert!(
+            !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "etcd {pid} outlived its cluster"
+        );
+    }
+    // The cluster's links are named `dl<pid>s<SS>...` after its namespaces,
+    // `distlock-<pid>-s<SS>-m<i>`.
+    let parts: Vec<&str> = namespaces[0].split('-').collect();
+    let ours = format!("dl{}{}", parts[1], parts[2]);
+    let links = ip(&["-o", "link", "show"]);
+    assert!(!links.contains(&ours), "links left: {links}");
+}
+
+#[test]
+fn a_panic_while_a_cluster_runs_leaves_no_namespace() {
+    // The cluster is dropped while the thread unwinds; the panic carries its namespace.
+    let payload = std::thread::spawn(|| {
+        let cluster = EtcdCluster::start().expect("start");
+        std::panic::panic_any(cluster.member(0).namespace().to_owned());
+    })
+    .join()
+    .expect_err("the thread panicked");
+    let ns = payload.downcast::<String>().expect("the namespace");
+    let listed = ip(&["netns", "list"]);
+    assert!(!listed.contains(ns.as_str()), "{ns} is left: {listed}");
 }

@@ -123,7 +123,7 @@ pub(crate) fn run(
         let cluster = EtcdCluster::start().map_err(|e| format!("starting etcd: {e}"))?;
         let member = cluster.member(0);
         let endpoint = member.direct_endpoint();
-        let mut probe = Probe::etcd(member.client_port(), member.pid());
+        let mut probe = Probe::etcd(member.client_addr(), member.pid());
         if plan.has(Part::E1) {
             out.e1 = e1(plan, runtime, progress, &endpoint, &mut probe)?;
         }

@@ -34,7 +34,7 @@ pub(crate) struct Probe {
 
 /// Where an etcd member serves `/metrics` (its client port), and its process.
 struct EtcdProbe {
-    port: u16,
+    addr: std::net::SocketAddr,
     server_pid: Option<u32>,
 }
 
@@ -144,19 +144,19 @@ impl Probe {
         })
     }
 
-    /// A probe of the etcd member whose client port (serving `/metrics`) is `port` and whose
-    /// process is `server_pid`.
-    pub(crate) fn etcd(port: u16, server_pid: Option<u32>) -> Self {
+    /// A probe of the etcd member whose client address (serving `/metrics`) is `addr` and
+    /// whose process is `server_pid`.
+    pub(crate) fn etcd(addr: std::net::SocketAddr, server_pid: Option<u32>) -> Self {
         Self {
             conns: Vec::new(),
             postgres: None,
-            etcd: Some(EtcdProbe { port, server_pid }),
+            etcd: Some(EtcdProbe { addr, server_pid }),
         }
     }
 
     /// The etcd member's message counters now, by method (`txn`, `leasegrant`, ...).
     async fn etcd_snapshot(etcd: &EtcdProbe) -> std::io::Result<Snapshot> {
-        let text = tokio::time::timeout(ETCD_METRICS_TIMEOUT, http_get(etcd.port, "/metrics"))
+        let text = tokio::time::timeout(ETCD_METRICS_TIMEOUT, http_get(etcd.addr, "/metrics"))
             .await
             .map_err(|_| std::io::Error::other("etcd's /metrics did not answer"))??;
         Ok(Snapshot {
@@ -466,11 +466,11 @@ mod tests {
 
 /// `GET path` from `127.0.0.1:port` over HTTP/1.0 (the connection closes after the answer);
 /// the body.
-async fn http_get(port: u16, path: &str) -> std::io::Result<String> {
+async fn http_get(addr: std::net::SocketAddr, path: &str) -> std::io::Result<String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+    let mut stream = tokio::net::TcpStream::connect(addr).await?;
     stream
-        .write_all(format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").as_bytes())
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())
         .await?;
     let mut answer = Vec::new();
     stream.read_to_end(&mut answer).await?;

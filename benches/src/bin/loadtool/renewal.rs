@@ -217,13 +217,18 @@ pub(crate) async fn child(url: &str, params: Params) -> Result<RenewalRun, Strin
             )
         }
         Backend::Etcd => {
-            let port = url
-                .rsplit_once(':')
-                .and_then(|(_, port)| port.trim_end_matches('/').parse::<u16>().ok())
-                .ok_or_else(|| format!("E5: no port in the etcd URL {url:?}"))?;
+            // `http://10.213.S.N:2379`: the member's own address, in its network namespace.
+            let addr = url
+                .strip_prefix("http://")
+                .and_then(|rest| {
+                    rest.trim_end_matches('/')
+                        .parse::<std::net::SocketAddr>()
+                        .ok()
+                })
+                .ok_or_else(|| format!("E5: no address in the etcd URL {url:?}"))?;
             (
                 Arc::new(Counted::new(Arc::new(EtcdLock::new([url]).map_err(err)?))),
-                Probe::etcd(port, params.server_pid),
+                Probe::etcd(addr, params.server_pid),
             )
         }
     };

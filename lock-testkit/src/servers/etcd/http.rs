@@ -3,7 +3,7 @@
 //! gRPC client and works from synchronous code.
 
 use std::io::{self, Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 /// Connect, read and write timeout of one call.
@@ -22,10 +22,10 @@ pub(crate) struct Status {
     pub(crate) raft_term: u64,
 }
 
-/// Whether the member on `port` says it is healthy (`GET /health` answers `"health":"true"`:
+/// Whether the member at `addr` says it is healthy (`GET /health` answers `"health":"true"`:
 /// it has a leader and a quorum read succeeds).
-pub(crate) fn healthy(port: u16) -> bool {
-    request(port, "GET /health HTTP/1.0\r\n\r\n")
+pub(crate) fn healthy(addr: SocketAddr) -> bool {
+    request(addr, "GET /health HTTP/1.0\r\n\r\n")
         .map(|body| body.contains("\"health\":\"true\""))
         .unwrap_or(false)
 }
@@ -34,9 +34,9 @@ pub(crate) fn healthy(port: u16) -> bool {
 ///
 /// # Errors
 /// When it does not answer within the timeouts, or its answer lacks the fields.
-pub(crate) fn status(port: u16) -> io::Result<Status> {
+pub(crate) fn status(addr: SocketAddr) -> io::Result<Status> {
     let body = request(
-        port,
+        addr,
         "POST /v3/maintenance/status HTTP/1.0\r\nContent-Type: application/json\r\n\
          Content-Length: 2\r\n\r\n{}",
     )?;
@@ -65,9 +65,8 @@ pub(crate) fn status(port: u16) -> io::Result<Status> {
     })
 }
 
-/// Sends `request` to `127.0.0.1:port` and returns the body of a `200` answer.
-fn request(port: u16, request: &str) -> io::Result<String> {
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+/// Sends `request` to `addr` and returns the body of a `200` answer.
+fn request(addr: SocketAddr, request: &str) -> io::Result<String> {
     let mut stream = TcpStream::connect_timeout(&addr, TIMEOUT)?;
     stream.set_read_timeout(Some(TIMEOUT))?;
     stream.set_write_timeout(Some(TIMEOUT))?;

@@ -1,8 +1,8 @@
-//! [`EtcdMember`]: one `etcd` process of an [`EtcdCluster`](super::EtcdCluster), with a fault
-//! proxy in front of its client port and one in front of its peer port.
+//! [`EtcdMember`]: one `etcd` process of an [`EtcdCluster`](super::EtcdCluster), in a network
+//! namespace of its own (see [`netns`](super::netns)).
 
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,8 +11,6 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 
 use crate::servers::launch::{self, Launch, Process, Server, Timing};
-use crate::servers::probe;
-use crate::servers::proxy::FaultProxy;
 use crate::signal;
 
 pub(super) const TIMING: Timing = Timing {
@@ -25,33 +23,42 @@ pub(super) const TIMING: Timing = Timing {
 const LOG_FILE: &str = "etcd.log";
 const DATA_DIR: &str = "data";
 
+/// The client port every member listens on, each on its own address.
+pub(super) const CLIENT_PORT: u16 = 2379;
+/// The peer port every member listens on, each on its own address.
+pub(super) const PEER_PORT: u16 = 2380;
+/// How long a probe of a member's client port waits for the connection.
+const ACCEPT_TIMEOUT: Duration = Duration::from_millis(200);
+
 /// What a member is started with; every member of a cluster knows every other's peer URL.
 #[derive(Debug, Clone)]
 pub(super) struct MemberSpec {
     pub(super) name: String,
-    pub(super) client_port: u16,
-    pub(super) peer_port: u16,
-    /// `m0=http://127.0.0.1:P0,m1=...`: the peer proxies' URLs.
+    /// Its address on the cluster's network (ports are its namespace's own: fixed).
+    pub(super) addr: Ipv4Addr,
+    /// Its network namespace, entered through `ip netns exec`.
+    pub(super) namespace: String,
+    /// iproute2's `ip`.
+    pub(super) ip: PathBuf,
+    /// `m0=http://10.213.S.1:2380,m1=...`: every member's peer URL.
     pub(super) initial_cluster: String,
     pub(super) token: String,
     pub(super) heartbeat: Duration,
     pub(super) election: Duration,
 }
 
-/// One member of an [`EtcdCluster`](super::EtcdCluster): an `etcd` process on loopback ports
-/// with its data in a temporary directory, signalled only by its own PID.
+/// One member of an [`EtcdCluster`](super::EtcdCluster): an `etcd` process in a network
+/// namespace of its own, listening on its private address (`10.213.S.<i+1>`, ports 2379 for
+/// clients and 2380 for peers), with its data in a temporary directory, signalled only by its
+/// own PID.
 ///
-/// Clients reach it through a [`FaultProxy`] ([`endpoint`](Self::endpoint)); its peers reach
-/// its peer port through another one (the peer URL it advertises). A Raft message a member
-/// sends travels on a connection its peer opened to it, so partitioning that peer proxy stops
-/// everything the member says from being heard.
+/// Clients and peers reach it over its one link to the cluster's bridge, which
+/// [`EtcdCluster::partition`](super::EtcdCluster::partition) takes down: nothing goes in or out.
 #[derive(Debug)]
 pub struct EtcdMember {
     process: Process,
     binary: PathBuf,
     spec: MemberSpec,
-    client_proxy: FaultProxy,
-    peer_proxy: FaultProxy,
     paused: AtomicBool,
     /// Whether [`EtcdCluster::partition`](super::EtcdCluster::partition) cut it off.
     partitioned: AtomicBool,
@@ -60,12 +67,7 @@ pub struct EtcdMember {
 }
 
 impl EtcdMember {
-    pub(super) fn new(
-        binary: PathBuf,
-        spec: MemberSpec,
-        client_proxy: FaultProxy,
-        peer_proxy: FaultProxy,
-    ) -> io::Result<Self> {
+    pub(super) fn new(binary: PathBuf, spec: MemberSpec) -> io::Result<Self> {
         let dir = tempfile::Builder::new()
             .prefix("lock-testkit-etcd-")
             .tempdir()?;
@@ -73,8 +75,6 @@ impl EtcdMember {
             process: Process::new("etcd", LOG_FILE, TIMING, None, dir),
             binary,
             spec,
-            client_proxy,
-            peer_proxy,
             paused: AtomicBool::new(false),
             partitioned: AtomicBool::new(false),
             id: None,
@@ -86,30 +86,31 @@ impl EtcdMember {
         &self.spec.name
     }
 
-    /// `http://127.0.0.1:PORT` of its client proxy: what clients should use, so that
-    /// [`EtcdCluster::partition`](super::EtcdCluster::partition) reaches them too.
+    /// `http://10.213.S.N:2379`: its client URL, what clients use (reachable from the test
+    /// process's namespace, and cut by [`EtcdCluster::partition`](super::EtcdCluster::partition)).
     pub fn endpoint(&self) -> String {
-        format!("http://{}", self.client_proxy.addr())
+        format!("http://{}", self.client_addr())
     }
 
-    /// `http://127.0.0.1:PORT` of its own client port, past the proxy (benchmarks).
+    /// The same as [`endpoint`](Self::endpoint): no proxy stands in front of a member any
+    /// more (kept for the benchmarks, which want the member itself).
     pub fn direct_endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.spec.client_port)
+        self.endpoint()
     }
 
-    /// Its own client port (the same across restarts).
+    /// Its client port: 2379 on every member, each on its own address.
     pub fn client_port(&self) -> u16 {
-        self.spec.client_port
+        CLIENT_PORT
     }
 
-    /// The proxy in front of its client port.
-    pub fn client_proxy(&self) -> &FaultProxy {
-        &self.client_proxy
+    /// Its client address (`10.213.S.N:2379`, the same across restarts).
+    pub fn client_addr(&self) -> SocketAddr {
+        SocketAddr::from((self.spec.addr, CLIENT_PORT))
     }
 
-    /// The proxy in front of its peer port (its advertised peer URL).
-    pub fn peer_proxy(&self) -> &FaultProxy {
-        &self.peer_proxy
+    /// The network namespace it runs in (`distlock-<pid>-s<SS>-m<i>`, for `ip netns exec`).
+    pub fn namespace(&self) -> &str {
+        &self.spec.namespace
     }
 
     /// The directory holding its data directory (`data/`) and its log.
@@ -138,13 +139,6 @@ impl EtcdMember {
     }
 
     pub(super) fn set_partitioned(&self, on: bool) {
-        if on {
-            self.client_proxy.partition();
-            self.peer_proxy.partition();
-        } else {
-            self.client_proxy.heal();
-            self.peer_proxy.heal();
-        }
         self.partitioned.store(on, Ordering::SeqCst);
     }
 
@@ -162,12 +156,15 @@ impl EtcdMember {
         self.id = Some(id);
     }
 
-    /// Spawns the process; [`Process::launch`] waits only until its client port accepts, since
-    /// a member of a cluster becomes healthy only once a quorum runs.
+    /// Spawns the process in its namespace (`ip netns exec NS etcd ...`: `ip` enters it and
+    /// execs etcd, so the child's PID is etcd's); [`Process::launch`] waits only until its
+    /// client port accepts, since a member of a cluster becomes healthy only once a quorum runs.
     pub(super) fn spawn(&mut self) -> io::Result<Launch> {
         let log = self.process.append(LOG_FILE)?;
-        let peer_url = format!("http://{}", self.peer_proxy.addr());
-        let child = Command::new(&self.binary)
+        let peer_url = format!("http://{}", SocketAddr::from((self.spec.addr, PEER_PORT)));
+        let child = Command::new(&self.spec.ip)
+            .args(["netns", "exec", &self.spec.namespace])
+            .arg(&self.binary)
             .current_dir(self.dir())
             .stdin(Stdio::null())
             .stdout(Stdio::from(log.try_clone()?))
@@ -176,21 +173,23 @@ impl EtcdMember {
             .spawn()
             .map_err(|e| io::Error::new(e.kind(), format!("spawning etcd: {e}")))?;
         self.paused.store(false, Ordering::SeqCst);
-        let port = self.spec.client_port;
+        let addr = self.client_addr();
         self.process
-            .launch(child, port, |_| Ok(probe::accepts(port)))
+            .launch(child, CLIENT_PORT, |_| {
+                Ok(TcpStream::connect_timeout(&addr, ACCEPT_TIMEOUT).is_ok())
+            })
             .map_err(|err| self.process.failure(&err.to_string()))
     }
 
     fn args(&self, peer_url: &str) -> Vec<String> {
         let spec = &self.spec;
-        let client = format!("http://127.0.0.1:{}", spec.client_port);
+        let client = self.endpoint();
         vec![
             format!("--name={}", spec.name),
             format!("--data-dir={}", self.dir().join(DATA_DIR).display()),
             format!("--listen-client-urls={client}"),
-            format!("--advertise-client-urls={}", self.endpoint()),
-            format!("--listen-peer-urls=http://127.0.0.1:{}", spec.peer_port),
+            format!("--advertise-client-urls={client}"),
+            format!("--listen-peer-urls={peer_url}"),
             format!("--initial-advertise-peer-urls={peer_url}"),
             format!("--initial-cluster={}", spec.initial_cluster),
             format!("--initial-cluster-token={}", spec.token),
@@ -226,10 +225,6 @@ impl EtcdMember {
     pub(super) fn start_again(&mut self) -> io::Result<()> {
         launch::start_again(self)
     }
-
-    pub(super) fn client_addr(&self) -> SocketAddr {
-        SocketAddr::from((Ipv4Addr::LOCALHOST, self.spec.client_port))
-    }
 }
 
 impl Server for EtcdMember {
@@ -238,14 +233,14 @@ impl Server for EtcdMember {
     }
 
     fn port(&self) -> u16 {
-        self.spec.client_port
+        CLIENT_PORT
     }
 
-    /// A member's ports are the cluster's to choose: every member names every peer's.
+    /// A member's address is the cluster's to choose: every member names every peer's.
     fn take_ports(&mut self) -> io::Result<()> {
         Err(io::Error::new(
             io::ErrorKind::Unsupported,
-            "an etcd member's ports are chosen by its cluster",
+            "an etcd member's address is chosen by its cluster",
         ))
     }
 

@@ -1,12 +1,12 @@
-//! [`EtcdCluster`]: throwaway etcd clusters (1 or 3 members, or any odd count) on free
-//! loopback ports, for lock-etcd's tests, torture runs and benchmarks.
+//! [`EtcdCluster`]: throwaway etcd clusters (1 or 3 members, or any odd count), each member
+//! in a network namespace of its own, for lock-etcd's tests, torture runs and benchmarks.
 
 mod binary;
 mod http;
 mod member;
+mod netns;
 
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -17,9 +17,8 @@ pub use member::EtcdMember;
 
 use crate::servers::launch::{Launch, START_ATTEMPTS};
 use crate::servers::poll;
-use crate::servers::port::try_free_port;
-use crate::servers::proxy::FaultProxy;
-use member::MemberSpec;
+use member::{MemberSpec, PEER_PORT};
+use netns::Network;
 
 /// How long a cluster may take to become healthy (a leader elected, quorum reads served).
 const HEALTHY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -62,16 +61,19 @@ impl EtcdClusterBuilder {
         self
     }
 
-    /// Starts every member on free loopback ports (each behind two fault proxies) and waits
-    /// until each is healthy: a leader is elected and serves quorum reads.
+    /// Makes the cluster's network (a bridge, and a network namespace per member linked to
+    /// it; see [`EtcdCluster`]), starts every member in its namespace and waits until each is
+    /// healthy: a leader is elected and serves quorum reads.
     ///
-    /// If a member exits before its port accepts (typically because another process took a
-    /// port), the whole cluster is started again on fresh ports, at most 5 times.
+    /// If a member exits before its port accepts, the whole cluster is started again on a
+    /// fresh network, at most 5 times.
     ///
     /// # Errors
-    /// [`io::ErrorKind::InvalidInput`] for 0 members; otherwise if `etcd` cannot be found or
-    /// spawned, or the cluster does not become healthy within 30 s (the message then includes
-    /// the members' logs).
+    /// [`io::ErrorKind::InvalidInput`] for 0 or more than 100 members;
+    /// [`io::ErrorKind::PermissionDenied`] without root (CAP_NET_ADMIN and CAP_SYS_ADMIN) and
+    /// [`io::ErrorKind::NotFound`] without iproute2's `ip` or `etcd`, each saying what is
+    /// missing; otherwise if `etcd` cannot be spawned, or the cluster does not become healthy
+    /// within 30 s (the message then includes the members' logs).
     pub fn start(self) -> io::Result<EtcdCluster> {
         if self.members == 0 {
             return Err(io::Error::new(
@@ -82,8 +84,10 @@ impl EtcdClusterBuilder {
         let binary = try_etcd_binary()?;
         let mut exits = String::new();
         for attempt in 1..=START_ATTEMPTS {
+            let network = Network::create(self.members)?;
             let mut cluster = EtcdCluster {
-                members: self.fresh_members(&binary)?,
+                members: self.fresh_members(&binary, &network)?,
+                network,
             };
             match cluster.spawn_all()? {
                 None => {
@@ -96,11 +100,15 @@ impl EtcdClusterBuilder {
             }
         }
         Err(io::Error::other(format!(
-            "etcd exited before becoming ready on {START_ATTEMPTS} sets of fresh ports:{exits}"
+            "etcd exited before becoming ready on {START_ATTEMPTS} fresh networks:{exits}"
         )))
     }
 
-    fn fresh_members(&self, binary: &std::path::Path) -> io::Result<Vec<EtcdMember>> {
+    fn fresh_members(
+        &self,
+        binary: &std::path::Path,
+        network: &Network,
+    ) -> io::Result<Vec<EtcdMember>> {
         // A token per cluster, so that members of two clusters can never join each other.
         static CLUSTERS: AtomicU64 = AtomicU64::new(0);
         let token = format!(
@@ -108,51 +116,45 @@ impl EtcdClusterBuilder {
             std::process::id(),
             CLUSTERS.fetch_add(1, Ordering::Relaxed)
         );
-        let mut planned = Vec::with_capacity(self.members);
-        for i in 0..self.members {
-            let client_port = try_free_port()?;
-            let peer_port = try_free_port()?;
-            let client_proxy = FaultProxy::start(loopback(client_port))?;
-            let peer_proxy = FaultProxy::start(loopback(peer_port))?;
-            planned.push((
-                format!("m{i}"),
-                client_port,
-                peer_port,
-                client_proxy,
-                peer_proxy,
-            ));
-        }
-        let initial_cluster = planned
-            .iter()
-            .map(|(name, _, _, _, peer)| format!("{name}=http://{}", peer.addr()))
+        let initial_cluster = (0..self.members)
+            .map(|i| format!("m{i}=http://{}:{PEER_PORT}", network.addr(i)))
             .collect::<Vec<_>>()
             .join(",");
-        planned
-            .into_iter()
-            .map(|(name, client_port, peer_port, client_proxy, peer_proxy)| {
+        (0..self.members)
+            .map(|i| {
                 let spec = MemberSpec {
-                    name,
-                    client_port,
-                    peer_port,
+                    name: format!("m{i}"),
+                    addr: network.addr(i),
+                    namespace: network.namespace(i).to_owned(),
+                    ip: network.ip_binary().to_owned(),
                     initial_cluster: initial_cluster.clone(),
                     token: token.clone(),
                     heartbeat: self.heartbeat,
                     election: self.election,
                 };
-                EtcdMember::new(binary.to_owned(), spec, client_proxy, peer_proxy)
+                EtcdMember::new(binary.to_owned(), spec)
             })
             .collect()
     }
 }
 
-/// A running etcd cluster of throwaway members on `127.0.0.1`, each in its own temporary
-/// directory, killed by its own PID (`SIGKILL`, then reaped) when the cluster is dropped.
+/// A running etcd cluster of throwaway members, each in its own temporary directory and its
+/// own network namespace, killed by its own PID (`SIGKILL`, then reaped) when the cluster is
+/// dropped; its network is removed then too (also when a test panics: it is dropped while
+/// unwinding).
 ///
-/// Every member sits behind two [`FaultProxy`]s: one in front of its client port (the
-/// [`endpoints`](Self::endpoints) clients use) and one in front of its peer port (the peer URL
-/// it advertises to the others). A member can be killed, started again on the same ports and
-/// data, paused (`SIGSTOP`) and resumed, or partitioned from clients and peers. The binary is
-/// found by [`try_etcd_binary`]; `scripts/ensure-etcd.sh` installs etcd 3.5.1.
+/// The network: a bridge in the test process's namespace holding `10.213.S.254/24`, where
+/// `S` is a subnet claimed across processes (a `flock` under `$TMPDIR/distlock-ports/`), and
+/// member `i` in namespace `distlock-<pid>-s<SS>-m<i>`, linked to the bridge by a veth pair,
+/// listening on `10.213.S.<i+1>`, port 2379 for clients (the [`endpoints`](Self::endpoints))
+/// and 2380 for peers. [`partition`](Self::partition) takes a member's link down: it is cut
+/// from its clients and its peers both ways. Making the network takes root (CAP_NET_ADMIN and
+/// CAP_SYS_ADMIN) and iproute2's `ip`; starting a cluster first removes what test processes
+/// that are gone left behind (names carry their PID).
+///
+/// A member can be killed, started again on the same address and data, paused (`SIGSTOP`)
+/// and resumed, or partitioned. The binary is found by [`try_etcd_binary`];
+/// `scripts/ensure-etcd.sh` installs etcd 3.5.1.
 ///
 /// Members run with `--unsafe-no-fsync`: a killed process keeps what it wrote, and no test
 /// simulates an operating-system crash.
@@ -172,7 +174,9 @@ impl EtcdClusterBuilder {
 /// ```
 #[derive(Debug)]
 pub struct EtcdCluster {
+    /// Dropped first: the processes stop before their namespaces go.
     members: Vec<EtcdMember>,
+    network: Network,
 }
 
 impl EtcdCluster {
@@ -212,7 +216,7 @@ impl EtcdCluster {
         self.members.is_empty()
     }
 
-    /// Every member's client endpoint (`http://127.0.0.1:PORT`, through its client proxy).
+    /// Every member's client endpoint (`http://10.213.S.N:2379`).
     pub fn endpoints(&self) -> Vec<String> {
         self.members.iter().map(EtcdMember::endpoint).collect()
     }
@@ -226,7 +230,7 @@ impl EtcdCluster {
         self.members[i].kill();
     }
 
-    /// Starts member `i` again after [`kill`](Self::kill), on the same ports with the same
+    /// Starts member `i` again after [`kill`](Self::kill), on the same address with the same
     /// data directory, and waits until its client port accepts (not until it is healthy: on
     /// its own it may have no quorum; see [`wait_healthy`](Self::wait_healthy)).
     ///
@@ -278,28 +282,40 @@ impl EtcdCluster {
         self.members[i].signal(Signal::SIGCONT)
     }
 
-    /// Partitions member `i` from its clients and its peers: its client proxy and its peer
-    /// proxy hold every byte ([`FaultProxy::partition`]). Raft messages a member sends travel
-    /// on connections its peers opened to its peer port, so none of them is heard; it still
-    /// hears the others (a one-way cut, which Raft handles as a lost member: it cannot win a
-    /// vote nor ack an entry, and its clients get nothing).
+    /// Partitions member `i` from its clients and its peers, both ways: its link to the
+    /// cluster's bridge goes down, and every packet to or from it is dropped (connections
+    /// stall; new ones time out or find no route). The others keep their links: a minority
+    /// of one loses its lead, and its clients fail over to the others.
+    ///
+    /// While it is partitioned, [`leader`](Self::leader) and
+    /// [`wait_healthy`](Self::wait_healthy) leave it out (the kit cannot reach it either).
+    ///
+    /// # Errors
+    /// When `ip link set` fails.
     ///
     /// # Panics
     /// If there is no member `i`.
-    pub fn partition(&self, i: usize) {
+    pub fn partition(&self, i: usize) -> io::Result<()> {
+        self.network.set_link(i, false)?;
         self.members[i].set_partitioned(true);
+        Ok(())
     }
 
-    /// Ends [`partition`](Self::partition) of member `i` (and any other fault on its proxies);
-    /// connections that lived through it are closed and reopened by their owners.
+    /// Ends [`partition`](Self::partition) of member `i`: its link comes up again, and
+    /// connections that lived through the cut go on (or are reopened by their owners).
+    ///
+    /// # Errors
+    /// When `ip link set` fails.
     ///
     /// # Panics
     /// If there is no member `i`.
-    pub fn heal(&self, i: usize) {
+    pub fn heal(&self, i: usize) -> io::Result<()> {
+        self.network.set_link(i, true)?;
         self.members[i].set_partitioned(false);
+        Ok(())
     }
 
-    /// Waits (bounded) until every running, unpaused member says it is healthy
+    /// Waits (bounded) until every running, unpaused, unpartitioned member says it is healthy
     /// (`GET /health`: a leader and a served quorum read), and learns the member ids.
     ///
     /// # Errors
@@ -309,8 +325,8 @@ impl EtcdCluster {
             let sick: Vec<&str> = self
                 .members
                 .iter()
-                .filter(|m| m.is_running() && !m.is_paused())
-                .filter(|m| !http::healthy(m.client_port()))
+                .filter(|m| m.is_running() && !m.is_paused() && !m.is_partitioned())
+                .filter(|m| !http::healthy(m.client_addr()))
                 .map(EtcdMember::name)
                 .collect();
             if sick.is_empty() {
@@ -326,7 +342,8 @@ impl EtcdCluster {
             if member.id().is_none()
                 && member.is_running()
                 && !member.is_paused()
-                && let Ok(status) = http::status(member.client_port())
+                && !member.is_partitioned()
+                && let Ok(status) = http::status(member.client_addr())
             {
                 member.set_id(status.member_id);
             }
@@ -352,19 +369,16 @@ impl EtcdCluster {
         poll::until("an etcd leader", timeout, POLL, || {
             let mut answers = Vec::new();
             for (i, member) in self.members.iter().enumerate() {
-                if !member.is_running() || member.is_paused() {
+                // The kit cannot reach a partitioned member either.
+                if !member.is_running() || member.is_paused() || member.is_partitioned() {
                     continue;
                 }
-                match http::status(member.client_port()) {
+                match http::status(member.client_addr()) {
                     Ok(status) => answers.push((i, status)),
                     Err(err) => return Err(format!("{}: {err}", member.name())),
                 }
             }
-            let partitioned = |i: usize| self.members[i].is_partitioned();
-            let mut leaders = answers
-                .iter()
-                .filter(|(i, _)| !partitioned(*i))
-                .map(|(_, s)| (s.leader, s.raft_term));
+            let mut leaders = answers.iter().map(|(_, s)| (s.leader, s.raft_term));
             let Some(first) = leaders.next() else {
                 return Err("no member answers".to_owned());
             };
@@ -373,7 +387,7 @@ impl EtcdCluster {
             }
             answers
                 .iter()
-                .find(|(i, s)| s.member_id == first.0 && !partitioned(*i))
+                .find(|(_, s)| s.member_id == first.0)
                 .map(|(i, _)| *i)
                 .ok_or_else(|| format!("the leader {:x} is not a reachable member", first.0))
         })
@@ -398,7 +412,7 @@ impl EtcdCluster {
         for member in &mut self.members {
             if let Launch::Exited(status) = member.spawn()? {
                 return Ok(Some(format!(
-                    "{} on port {} -> {status}",
+                    "{} on {} -> {status}",
                     member.name(),
                     member.client_addr()
                 )));
@@ -406,8 +420,4 @@ impl EtcdCluster {
         }
         Ok(None)
     }
-}
-
-fn loopback(port: u16) -> SocketAddr {
-    SocketAddr::from((Ipv4Addr::LOCALHOST, port))
 }
