@@ -6,7 +6,7 @@ use comfy_table::{ContentArrangement, Table, presets};
 
 use lock_core::backend::Holder;
 
-use crate::inspect::{LockInfo, Members, description};
+use crate::inspect::{LeaderInfo, LockInfo, Members, description};
 
 /// A table without borders (like `docker ps`: easy to read, `grep` and `awk`), as wide as the
 /// terminal when there is one.
@@ -168,6 +168,21 @@ fn shortened(text: &str) -> String {
 /// The `show` table: one field per line.
 pub(crate) fn show_table(lock: &LockInfo) -> Table {
     let mut t = table(&["FIELD", "VALUE"]);
+    lock_rows(&mut t, lock);
+    if let Some(leader) = &lock.leader {
+        leader_rows(&mut t, leader);
+    } else if let Some(holder) = &lock.holder {
+        holder_rows(&mut t, holder);
+    }
+    share_rows(&mut t, lock);
+    quorum_rows(&mut t, lock);
+    fair_rows(&mut t, lock);
+    t
+}
+
+/// What every lock has: its name, key, kind, node, and the token, TTL, fencing token and
+/// waiters of its hold.
+fn lock_rows(t: &mut Table, lock: &LockInfo) {
     t.add_row(vec!["name".into(), lock.name.clone()]);
     t.add_row(vec!["key".into(), lock.key.clone()]);
     t.add_row(vec!["kind".into(), lock.kind.to_owned()]);
@@ -186,48 +201,59 @@ pub(crate) fn show_table(lock: &LockInfo) -> Table {
         ),
     ]);
     t.add_row(vec!["waiters".into(), lock.waiters.to_string()]);
-    if let Some(leader) = &lock.leader {
-        t.add_row(vec!["leader".into(), leader.value.clone()]);
-        t.add_row(vec!["term".into(), leader.term.to_string()]);
-        if let Some(since) = leader.since_ms {
-            t.add_row(vec![
-                "leads since".into(),
-                format!("{} ({} ago)", timestamp(since), age(since)),
-            ]);
-        }
-    } else if let Some(holder) = &lock.holder {
-        let fields = description(holder);
-        for (name, value) in [
-            ("holder host", field(&fields, "host")),
-            ("holder pid", number(&fields, "pid").map(|p| p.to_string())),
-            ("holder label", field(&fields, "label")),
-            (
-                "held since",
-                number(&fields, "since_ms").map(|s| format!("{} ({} ago)", timestamp(s), age(s))),
-            ),
-            ("holder note", field(&fields, "note")),
-            (
-                "backend pid",
-                number(&fields, "backend_pid").map(|p| p.to_string()),
-            ),
-            ("application", field(&fields, "application_name")),
-            ("client", field(&fields, "client_addr")),
-            ("user", field(&fields, "user")),
-            (
-                "session since",
-                number(&fields, "session_since_ms")
-                    .map(|s| format!("{} ({} ago)", timestamp(s), age(s))),
-            ),
-            ("session state", field(&fields, "state")),
-            ("lock mode", field(&fields, "mode")),
-        ] {
-            if let Some(value) = value {
-                t.add_row(vec![name.to_owned(), value]);
-            }
+}
+
+/// An election's leader: its value, term, and since when it leads.
+fn leader_rows(t: &mut Table, leader: &LeaderInfo) {
+    t.add_row(vec!["leader".into(), leader.value.clone()]);
+    t.add_row(vec!["term".into(), leader.term.to_string()]);
+    if let Some(since) = leader.since_ms {
+        t.add_row(vec![
+            "leads since".into(),
+            format!("{} ({} ago)", timestamp(since), age(since)),
+        ]);
+    }
+}
+
+/// What the holder said about itself (its [`description`]'s fields that are there), and on
+/// PostgreSQL's advisory locks the session that holds it.
+fn holder_rows(t: &mut Table, holder: &Holder) {
+    let fields = description(holder);
+    for (name, value) in [
+        ("holder host", field(&fields, "host")),
+        ("holder pid", number(&fields, "pid").map(|p| p.to_string())),
+        ("holder label", field(&fields, "label")),
+        (
+            "held since",
+            number(&fields, "since_ms").map(|s| format!("{} ({} ago)", timestamp(s), age(s))),
+        ),
+        ("holder note", field(&fields, "note")),
+        (
+            "backend pid",
+            number(&fields, "backend_pid").map(|p| p.to_string()),
+        ),
+        ("application", field(&fields, "application_name")),
+        ("client", field(&fields, "client_addr")),
+        ("user", field(&fields, "user")),
+        (
+            "session since",
+            number(&fields, "session_since_ms")
+                .map(|s| format!("{} ({} ago)", timestamp(s), age(s))),
+        ),
+        ("session state", field(&fields, "state")),
+        ("lock mode", field(&fields, "mode")),
+    ] {
+        if let Some(value) = value {
+            t.add_row(vec![name.to_owned(), value]);
         }
     }
+}
+
+/// The shared kinds' members: a read-write lock's readers (and writers waiting), a
+/// semaphore's permits and holders.
+fn share_rows(t: &mut Table, lock: &LockInfo) {
     if let Some(readers) = &lock.readers {
-        member_rows(&mut t, "readers", readers);
+        member_rows(t, "readers", readers);
         if lock.queued > 0 {
             t.add_row(vec!["writers waiting".into(), lock.queued.to_string()]);
         }
@@ -238,16 +264,18 @@ pub(crate) fn show_table(lock: &LockInfo) -> Table {
             "permits".into(),
             format!("{} of {} in use", n(permits.used), n(permits.max)),
         ]);
-        member_rows(&mut t, "holders", &permits.holders);
+        member_rows(t, "holders", &permits.holders);
     }
-    quorum_rows(&mut t, lock);
+}
+
+/// A fair lock's queue: its length, then its waiters first in line first.
+fn fair_rows(t: &mut Table, lock: &LockInfo) {
     if !lock.fair_queue.is_empty() || lock.kind == "fair" {
         t.add_row(vec!["fair queue".into(), lock.queued.to_string()]);
         for (i, token) in lock.fair_queue.iter().enumerate() {
             t.add_row(vec![format!("  #{}", i + 1), token.clone()]);
         }
     }
-    t
 }
 
 /// Redlock: the quorum verdict, and one line per master (its token, TTL and fencing

@@ -188,10 +188,6 @@ async fn build(
         node: target.node(),
         ..LockInfo::default()
     };
-    let fence = parts
-        .fence
-        .as_ref()
-        .and_then(|f| u64::try_from(f.mod_revision()).ok());
     // A write grant puts the lock key and the fence key in one transaction.
     let writer = parts.lock.as_ref().is_some_and(|lock| {
         parts
@@ -200,72 +196,116 @@ async fn build(
             .is_some_and(|f| f.mod_revision() == lock.mod_revision())
     });
     let mut found = Vec::new();
-    if let Some(lock) = &parts.lock {
-        let ours = lock.value().starts_with(TOKEN_PREFIX.as_bytes());
-        if ours || (foreign && lock.lease() != 0) {
-            let ttl_ms = lease_ttl_ms(target, lock.lease()).await?;
-            let fencing_token = u64::try_from(lock.mod_revision()).ok();
-            let mut info = LockInfo {
-                kind: if !ours {
-                    "foreign"
-                } else if writer {
-                    "read-write"
-                } else if !parts.fair.is_empty() {
-                    "fair"
-                } else {
-                    "mutex"
-                },
-                token: Some(lossy(lock.value())),
-                ttl_ms,
-                fencing_token,
-                ..base.clone()
-            };
-            if info.kind == "fair" {
-                info.queued = parts.fair.len() as u64;
-                info.fair_queue = parts
-                    .fair
-                    .iter()
-                    .take(MEMBERS_SHOWN)
-                    .map(|kv| lossy(kv.value()))
-                    .collect();
-            }
-            if writer {
-                info.queued = parts.waiting.len() as u64;
-                info.readers = Some(members(target, &parts.readers, member_ttls, false).await?);
-            }
-            if ours {
-                info.holder = note(&parts, lock, fencing_token.unwrap_or(0), ttl_ms);
-            }
-            found.push(info);
-        }
+    found.extend(key_lock(target, &parts, &base, foreign, writer, member_ttls).await?);
+    if !writer {
+        found.extend(readers_lock(target, &parts, &base, member_ttls).await?);
     }
-    if !writer && !parts.readers.is_empty() {
-        found.push(LockInfo {
-            kind: "read-write",
-            // Readers hold the last write's fence.
-            fencing_token: fence,
-            queued: parts.waiting.len() as u64,
-            readers: Some(members(target, &parts.readers, member_ttls, false).await?),
-            ..base.clone()
-        });
+    found.extend(semaphore_lock(target, &parts, base, member_ttls).await?);
+    Ok(found)
+}
+
+/// The lock its lock key holds: a mutex, a fair lock (one with queue entries), a read-write
+/// lock's writer (`writer`: with its readers and waiting writers), or with `foreign` another
+/// client's key with a lease; `None` when there is no lock key or it is none of these.
+async fn key_lock(
+    target: &EtcdTarget,
+    parts: &Parts,
+    base: &LockInfo,
+    foreign: bool,
+    writer: bool,
+    member_ttls: bool,
+) -> Result<Option<LockInfo>, Failure> {
+    let Some(lock) = &parts.lock else {
+        return Ok(None);
+    };
+    let ours = lock.value().starts_with(TOKEN_PREFIX.as_bytes());
+    if !(ours || (foreign && lock.lease() != 0)) {
+        return Ok(None);
     }
+    let ttl_ms = lease_ttl_ms(target, lock.lease()).await?;
+    let fencing_token = u64::try_from(lock.mod_revision()).ok();
+    let mut info = LockInfo {
+        kind: if !ours {
+            "foreign"
+        } else if writer {
+            "read-write"
+        } else if !parts.fair.is_empty() {
+            "fair"
+        } else {
+            "mutex"
+        },
+        token: Some(lossy(lock.value())),
+        ttl_ms,
+        fencing_token,
+        ..base.clone()
+    };
+    if info.kind == "fair" {
+        info.queued = parts.fair.len() as u64;
+        info.fair_queue = parts
+            .fair
+            .iter()
+            .take(MEMBERS_SHOWN)
+            .map(|kv| lossy(kv.value()))
+            .collect();
+    }
+    if writer {
+        info.queued = parts.waiting.len() as u64;
+        info.readers = Some(members(target, &parts.readers, member_ttls, false).await?);
+    }
+    if ours {
+        info.holder = note(parts, lock, fencing_token.unwrap_or(0), ttl_ms);
+    }
+    Ok(Some(info))
+}
+
+/// The read-write lock held by readers only (no writer), when there are readers.
+async fn readers_lock(
+    target: &EtcdTarget,
+    parts: &Parts,
+    base: &LockInfo,
+    member_ttls: bool,
+) -> Result<Option<LockInfo>, Failure> {
+    if parts.readers.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(LockInfo {
+        kind: "read-write",
+        // Readers hold the last write's fence.
+        fencing_token: parts
+            .fence
+            .as_ref()
+            .and_then(|f| u64::try_from(f.mod_revision()).ok()),
+        queued: parts.waiting.len() as u64,
+        readers: Some(members(target, &parts.readers, member_ttls, false).await?),
+        ..base.clone()
+    }))
+}
+
+/// The semaphore, when it has holders: `max` as the first holder wrote it, `used` the sum of
+/// the holders' permits.
+async fn semaphore_lock(
+    target: &EtcdTarget,
+    parts: &Parts,
+    base: LockInfo,
+    member_ttls: bool,
+) -> Result<Option<LockInfo>, Failure> {
     let holders: Vec<(u64, u64)> = parts
         .semaphore
         .iter()
         .filter_map(|kv| keys::semaphore_value(kv.value()).map(|(_, p, max)| (p, max)))
         .collect();
-    if !holders.is_empty() {
-        found.push(LockInfo {
-            kind: "semaphore",
-            permits: Some(Permits {
-                max: holders.first().map(|(_, max)| *max),
-                used: Some(holders.iter().map(|(p, _)| p).sum()),
-                holders: members(target, &parts.semaphore, member_ttls, true).await?,
-            }),
-            ..base
-        });
+    if holders.is_empty() {
+        return Ok(None);
     }
-    Ok(found)
+    Ok(Some(LockInfo {
+        kind: "semaphore",
+        permits: Some(Permits {
+            max: holders.first().map(|(_, max)| *max),
+            used: Some(holders.iter().map(|(p, _)| p).sum()),
+            holders: members(target, &parts.semaphore, member_ttls, true).await?,
+        }),
+        ..base
+    }))
 }
 
 /// The holder of `lock` with the note written beside its grant (the note key's value starts

@@ -24,10 +24,24 @@ struct Group {
 /// One series' value for a group (`None`: no sample).
 type GroupValue = fn(&Group) -> Option<String>;
 
+/// The groups of a snapshot's locks, by kind and name prefix.
+type Groups<'a> = BTreeMap<(&'a str, &'a str), Group>;
+
 /// The exposition of `view`.
 pub(crate) fn render(view: &View) -> String {
     let now = now_ms();
-    let mut groups: BTreeMap<(&str, &str), Group> = BTreeMap::new();
+    let (groups, terms) = tally(view, now);
+    let mut out = String::with_capacity(256 + groups.len() * 400);
+    store_series(&mut out, view, now);
+    group_series(&mut out, &groups);
+    leader_terms(&mut out, terms);
+    out
+}
+
+/// The snapshot's locks summed per kind and name prefix (at `now`, Unix ms), and each
+/// election's current term, per election name.
+fn tally(view: &View, now: u64) -> (Groups<'_>, BTreeMap<&str, u64>) {
+    let mut groups: Groups<'_> = BTreeMap::new();
     let mut terms: BTreeMap<&str, u64> = BTreeMap::new();
     for held in view.snapshot.iter().flat_map(|s| s.locks.iter()) {
         let info = &held.info;
@@ -45,16 +59,21 @@ pub(crate) fn render(view: &View) -> String {
             terms.insert(&info.name, leader.term);
         }
     }
-    let mut out = String::with_capacity(256 + groups.len() * 400);
+    (groups, terms)
+}
+
+/// The series about the store and its sweeps: whether it is up, the snapshot's age (at `now`,
+/// Unix ms) and sweep time when there is one, the sweeps done.
+fn store_series(out: &mut String, view: &View, now: u64) {
     gauge(
-        &mut out,
+        out,
         "distlock_store_up",
         "Whether the last sweep of the store succeeded (1) or failed (0; the other series are then the last good sweep's).",
     );
     let _ = writeln!(out, "distlock_store_up {}", u8::from(view.up()));
     if let Some(snapshot) = view.snapshot.as_deref() {
         gauge(
-            &mut out,
+            out,
             "distlock_store_snapshot_age_seconds",
             "How old the snapshot these series come from is.",
         );
@@ -64,7 +83,7 @@ pub(crate) fn render(view: &View) -> String {
             seconds(now.saturating_sub(snapshot.taken_ms))
         );
         gauge(
-            &mut out,
+            out,
             "distlock_store_sweep_duration_seconds",
             "How long the snapshot's sweep of the store took.",
         );
@@ -79,6 +98,11 @@ pub(crate) fn render(view: &View) -> String {
         "# HELP distlock_store_sweeps_total Sweeps of the store since the server started (good or not).\n# TYPE distlock_store_sweeps_total counter\ndistlock_store_sweeps_total {}",
         view.sweeps
     );
+}
+
+/// The series per kind and name prefix: locks held, the oldest hold, waiters, and (semaphores
+/// only) permits used.
+fn group_series(out: &mut String, groups: &Groups<'_>) {
     let series: [(&str, &str, GroupValue); 4] = [
         (
             "distlock_store_locks_held",
@@ -102,8 +126,8 @@ pub(crate) fn render(view: &View) -> String {
         ),
     ];
     for (name, help, value) in series {
-        gauge(&mut out, name, help);
-        for ((kind, prefix), group) in &groups {
+        gauge(out, name, help);
+        for ((kind, prefix), group) in groups {
             if name == "distlock_store_permits_used" && *kind != "semaphore" {
                 continue;
             }
@@ -117,8 +141,12 @@ pub(crate) fn render(view: &View) -> String {
             }
         }
     }
+}
+
+/// The current term of each election's leader, per election name.
+fn leader_terms(out: &mut String, terms: BTreeMap<&str, u64>) {
     gauge(
-        &mut out,
+        out,
         "distlock_store_leader_term",
         "The term (the grant's fencing token) of each election's current leader, per election name.",
     );
@@ -129,7 +157,6 @@ pub(crate) fn render(view: &View) -> String {
             escape(name)
         );
     }
-    out
 }
 
 /// `# HELP` and `# TYPE ... gauge`.

@@ -13,6 +13,8 @@ mod postgres_read;
 mod postgres_releases;
 mod quorum;
 mod redis;
+mod redis_decode;
+mod redis_read;
 mod redis_releases;
 mod redlock;
 mod scheme;

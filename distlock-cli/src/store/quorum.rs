@@ -18,66 +18,65 @@ pub(super) fn aggregate(
     no_quorum: bool,
 ) -> Option<LockInfo> {
     let required = masters.len() / 2 + 1;
-    let answered = errors.iter().filter(|e| e.is_none()).count();
+    let (best, holding) = most_held(found);
+    let held = holding >= required;
+    if !held && !no_quorum {
+        return None;
+    }
+    let first = found.iter().flatten().next()?;
+    let mut lock = if held {
+        quorum_lock(masters, found, &best, required, first)
+    } else {
+        no_quorum_entry(masters, first)
+    };
+    lock.quorum = Some(Quorum {
+        holding,
+        required,
+        masters: masters.len(),
+        answered: errors.iter().filter(|e| e.is_none()).count(),
+    });
+    if with_nodes {
+        lock.nodes = node_answers(masters, found, errors, held.then_some(&best));
+    }
+    Some(lock)
+}
+
+/// The token most masters hold, and how many hold it (ties: the smaller token, so the answer
+/// is stable); `(None, 0)` when none holds one.
+fn most_held(found: &[Option<&LockInfo>]) -> (Option<String>, usize) {
     let mut counts: HashMap<&str, usize> = HashMap::new();
     for lock in found.iter().flatten() {
         if let Some(token) = lock.token.as_deref() {
             *counts.entry(token).or_default() += 1;
         }
     }
-    // The token most masters hold (ties: the smaller token, so the answer is stable).
-    let (best, holding) = counts
+    counts
         .iter()
         .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
-        .map_or((None, 0), |(t, n)| (Some((*t).to_owned()), *n));
-    let held = holding >= required;
-    if !held && !no_quorum {
-        return None;
-    }
-    let first = found.iter().flatten().next()?;
+        .map_or((None, 0), |(t, n)| (Some((*t).to_owned()), *n))
+}
+
+/// The lock a quorum holds with `best`, from the agreeing masters' answers, with the
+/// conservative figures (`redlock.rs`): the `required`-th longest TTL, the largest fencing
+/// token, waiters and queue; `node` lists the agreeing masters. `first`: the first answer,
+/// should none agree.
+fn quorum_lock(
+    masters: &[&str],
+    found: &[Option<&LockInfo>],
+    best: &Option<String>,
+    required: usize,
+    first: &LockInfo,
+) -> LockInfo {
     let agreeing: Vec<&LockInfo> = found
         .iter()
         .flatten()
         .copied()
-        .filter(|l| held && l.token == best)
+        .filter(|l| l.token == *best)
         .collect();
     let mut ttls: Vec<i64> = agreeing.iter().filter_map(|l| l.ttl_ms).collect();
     ttls.sort_unstable_by(|a, b| b.cmp(a));
-    let nodes = if with_nodes {
-        masters
-            .iter()
-            .zip(found.iter().zip(errors))
-            .map(|(addr, (lock, error))| NodeAnswer {
-                node: (*addr).to_owned(),
-                token: lock.and_then(|l| l.token.clone()),
-                ttl_ms: lock.and_then(|l| l.ttl_ms),
-                fencing_token: lock.and_then(|l| l.fencing_token),
-                agrees: held && lock.is_some_and(|l| l.token == best),
-                error: error.map(str::to_owned),
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let quorum = Some(Quorum {
-        holding,
-        required,
-        masters: masters.len(),
-        answered,
-    });
-    if !held {
-        return Some(LockInfo {
-            name: first.name.clone(),
-            key: first.key.clone(),
-            kind: NO_QUORUM,
-            node: masters.join(","),
-            quorum,
-            nodes,
-            ..LockInfo::default()
-        });
-    }
     let holder_of = agreeing.first().copied().unwrap_or(first);
-    Some(LockInfo {
+    LockInfo {
         ttl_ms: ttls.get(required - 1).copied(),
         fencing_token: agreeing.iter().filter_map(|l| l.fencing_token).max(),
         waiters: agreeing.iter().map(|l| l.waiters).max().unwrap_or(0),
@@ -86,14 +85,46 @@ pub(super) fn aggregate(
         node: masters
             .iter()
             .zip(found)
-            .filter(|(_, l)| l.is_some_and(|l| l.token == best))
+            .filter(|(_, l)| l.is_some_and(|l| l.token == *best))
             .map(|(a, _)| *a)
             .collect::<Vec<_>>()
             .join(","),
-        quorum,
-        nodes,
         ..holder_of.clone()
-    })
+    }
+}
+
+/// The [`NO_QUORUM`] entry of a name some masters hold but no quorum does: its name and key
+/// (from `first`, an answer) and the masters.
+fn no_quorum_entry(masters: &[&str], first: &LockInfo) -> LockInfo {
+    LockInfo {
+        name: first.name.clone(),
+        key: first.key.clone(),
+        kind: NO_QUORUM,
+        node: masters.join(","),
+        ..LockInfo::default()
+    }
+}
+
+/// Each master's own answer as a row; `agreed`: the quorum's token, when there is one (a
+/// master agrees when it holds that).
+fn node_answers(
+    masters: &[&str],
+    found: &[Option<&LockInfo>],
+    errors: &[Option<&str>],
+    agreed: Option<&Option<String>>,
+) -> Vec<NodeAnswer> {
+    masters
+        .iter()
+        .zip(found.iter().zip(errors))
+        .map(|(addr, (lock, error))| NodeAnswer {
+            node: (*addr).to_owned(),
+            token: lock.and_then(|l| l.token.clone()),
+            ttl_ms: lock.and_then(|l| l.ttl_ms),
+            fencing_token: lock.and_then(|l| l.fencing_token),
+            agrees: agreed.is_some_and(|best| lock.is_some_and(|l| l.token == *best)),
+            error: error.map(str::to_owned),
+        })
+        .collect()
 }
 
 /// Every (name, kind) in the masters' answers, each with what every master says of it.

@@ -1,5 +1,5 @@
 //! [`Store`] on one Redis or Valkey deployment (single, Cluster, Sentinel): reads with plain
-//! commands on every master (`inspect`), changes through a `RedisLock` built from the same
+//! commands on every master (`redis_read.rs`), changes through a `RedisLock` built from the same
 //! URLs (`connect`), and counts release announcements with pub/sub (`watch`).
 
 use std::sync::Arc;
@@ -8,11 +8,11 @@ use async_trait::async_trait;
 use lock_core::backend::Lock;
 use lock_redis::RedisLock;
 
-use super::{Releases, Store};
+use super::{Releases, Store, redis_read};
 use crate::cli::ScanArgs;
 use crate::connect::Target;
 use crate::exit::Failure;
-use crate::inspect::{self, Listing, LockInfo};
+use crate::inspect::{Listing, LockInfo};
 
 #[async_trait]
 impl Store for Target {
@@ -21,11 +21,11 @@ impl Store for Target {
     }
 
     async fn scan(&self, pattern: &str, scan: &ScanArgs) -> Result<Listing, Failure> {
-        inspect::list(self, pattern, scan.count, scan.foreign).await
+        redis_read::list(self, pattern, scan.count, scan.foreign).await
     }
 
     async fn read(&self, name: &str) -> Result<Vec<LockInfo>, Failure> {
-        inspect::describe(self, &self.key(name)).await
+        redis_read::describe(self, &self.key(name)).await
     }
 
     async fn release_token(&self, name: &str, token: &str) -> Result<bool, Failure> {

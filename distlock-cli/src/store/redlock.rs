@@ -1,5 +1,5 @@
 //! [`Store`] on Redlock (`--redlock`): N independent Redis masters, one per URL. Each master is
-//! read as a single Redis is (`crate::connect::Target`, `inspect`), and a lock is shown as
+//! read as a single Redis is (`crate::connect::Target`, `redis_read.rs`), and a lock is shown as
 //! held when a quorum (`N/2 + 1`) of the masters hold it with the same token; changes go
 //! through a `lock_redlock::Redlock` over a `RedisLock` per URL, with the same prefix and
 //! timeouts (`run`, `run --leader`, `release --token`).
@@ -22,11 +22,11 @@ use lock_redis::RedisLock;
 use lock_redlock::Redlock;
 
 use super::quorum::{aggregate, by_lock};
-use super::{Releases, Store};
+use super::{Releases, Store, redis_read};
 use crate::cli::{ScanArgs, TargetArgs};
 use crate::connect::Target;
 use crate::exit::{BACKEND, Failure, USAGE, one_line};
-use crate::inspect::{self, Listing, LockInfo};
+use crate::inspect::{Listing, LockInfo};
 use crate::tls::Tls;
 
 /// Release rates over several masters: per name, the largest of theirs.
@@ -215,7 +215,7 @@ impl Store for RedlockTarget {
 
     async fn scan(&self, pattern: &str, scan: &ScanArgs) -> Result<Listing, Failure> {
         let listings = self
-            .on_each(|target| inspect::list(target, pattern, scan.count, scan.foreign))
+            .on_each(|target| redis_read::list(target, pattern, scan.count, scan.foreign))
             .await;
         self.need_quorum(&listings)?;
         let mut listing = Listing::default();
@@ -243,7 +243,7 @@ impl Store for RedlockTarget {
 
     async fn read(&self, name: &str) -> Result<Vec<LockInfo>, Failure> {
         let answers = self
-            .on_each(|target| async move { inspect::describe(target, &target.key(name)).await })
+            .on_each(|target| async move { redis_read::describe(target, &target.key(name)).await })
             .await;
         self.need_quorum(&answers)?;
         let masters: Vec<&str> = self.masters.iter().map(|m| m.addr.as_str()).collect();
