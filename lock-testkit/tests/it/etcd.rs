@@ -314,6 +314,10 @@ fn the_default_network_is_namespaces_here_as_root() {
     // The tests run as root: the default keeps the two-way partition. (As another user it
     // would be loopback, and the partition tests above fail saying why.)
     let cluster = EtcdCluster::start().expect("start");
-    assert_eq!(cluster.network(), EtcdNetwork::Namespaces);
+    assert_eq!(
+        cluster.network(),
+        EtcdNetwork::Namespaces,
+        "the tests run as root with iproute2, where the default must keep namespaces"
+    );
     assert!(cluster.member(0).namespace().is_some());
 }

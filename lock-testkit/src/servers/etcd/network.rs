@@ -155,9 +155,10 @@ impl Net {
                 io::ErrorKind::Unsupported,
                 format!(
                     "cannot {} etcd member {name}: its cluster runs on loopback (127.0.0.1), \
-                     where no two-way partition can be made, because {why}. A partition needs \
-                     each member in a network namespace of its own (EtcdNetwork::Namespaces), \
-                     which needs root (or CAP_NET_ADMIN and CAP_SYS_ADMIN) and iproute2's `ip`",
+                     where no two-way partition can be made. A partition needs each member in a \
+                     network namespace of its own (EtcdNetwork::Namespaces), which needs root \
+                     (or CAP_NET_ADMIN and CAP_SYS_ADMIN) and iproute2's `ip`; this cluster has \
+                     none because {why}",
                     if up { "heal" } else { "partition" }
                 ),
             )),
