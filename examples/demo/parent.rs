@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use distlock::redis::redis::{self, aio::MultiplexedConnection};
 use lock_postgres::PostgresLock;
-use lock_testkit::{EtcdCluster, PostgresServer, RedisServer};
+use lock_testkit::{EtcdCluster, EtcdNetwork, PostgresServer, RedisServer};
 
 use crate::Error;
 use crate::cli::{Backend, RunArgs, WorkerArgs};
@@ -195,16 +195,20 @@ struct LockUrls<'a> {
     etcd: Option<&'a str>,
 }
 
-/// Starts a throwaway one-member etcd (`scripts/ensure-etcd.sh` installs etcd).
+/// Starts a throwaway one-member etcd (`scripts/ensure-etcd.sh` installs etcd) on a loopback
+/// port: the demo never partitions it, so it needs no privilege and makes no network namespace.
 fn start_etcd() -> Result<EtcdCluster, Error> {
-    EtcdCluster::start().map_err(|e| {
-        format!(
-            "cannot start a throwaway etcd: {e}\n\
+    EtcdCluster::builder()
+        .network(EtcdNetwork::Loopback)
+        .start()
+        .map_err(|e| {
+            format!(
+                "cannot start a throwaway etcd: {e}\n\
              Install etcd with `bash scripts/ensure-etcd.sh`, or point DISTLOCK_ETCD at an etcd \
              binary, or use a running cluster with --etcd-url."
-        )
-        .into()
-    })
+            )
+            .into()
+        })
 }
 
 /// Starts a throwaway PostgreSQL with room for every worker's connections.

@@ -10,7 +10,7 @@ use distlock::redis::RedisLock;
 // every backend with the default features, as the demo does.
 use lock_etcd::EtcdLock;
 use lock_postgres::PostgresLock;
-use lock_testkit::{EtcdCluster, PostgresServer};
+use lock_testkit::{EtcdCluster, EtcdNetwork, PostgresServer};
 
 use crate::Error;
 
@@ -83,12 +83,16 @@ impl LockServer {
                 server.postgres = Some(started);
             }
             (Backend::Etcd, None) => {
-                let started = EtcdCluster::start().map_err(|e| {
-                    format!(
-                        "cannot start a throwaway etcd: {e}\nInstall etcd with \
+                // On a loopback port: never partitioned, so no privilege and no namespace.
+                let started = EtcdCluster::builder()
+                    .network(EtcdNetwork::Loopback)
+                    .start()
+                    .map_err(|e| {
+                        format!(
+                            "cannot start a throwaway etcd: {e}\nInstall etcd with \
                          `bash scripts/ensure-etcd.sh`, or use a running cluster with --etcd-url."
-                    )
-                })?;
+                        )
+                    })?;
                 server.url = Some(started.endpoints().join(","));
                 server.etcd = Some(started);
             }

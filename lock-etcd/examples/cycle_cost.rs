@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use lock_core::Locker;
 use lock_etcd::EtcdLock;
 use lock_etcd::etcd_client::{Compare, CompareOp, LeaseGrantOptions, PutOptions, Txn, TxnOp};
-use lock_testkit::EtcdCluster;
+use lock_testkit::{EtcdCluster, EtcdNetwork};
 
 fn summary(what: &str, mut samples: Vec<Duration>) -> f64 {
     samples.sort();
@@ -29,8 +29,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|n| n.parse())
         .transpose()?
         .unwrap_or(1_000);
-    let cluster = EtcdCluster::start()?;
-    // Past the fault proxy: the member's own port.
+    // Loopback: a measurement, never partitioned; no privilege needed.
+    let cluster = EtcdCluster::builder()
+        .network(EtcdNetwork::Loopback)
+        .start()?;
     let endpoint = cluster.member(0).direct_endpoint();
     let lock = EtcdLock::new([endpoint])?;
     let mut client = lock.client().await?;

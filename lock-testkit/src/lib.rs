@@ -55,10 +55,11 @@
 //! front of one, stopped by its PID too.
 //!
 //! [`EtcdCluster`] runs 1 or 3 (any odd count) etcd members, each in a network namespace of its
-//! own on a private bridge (`10.213.S.0/24`; it needs root, or CAP_NET_ADMIN and
-//! CAP_SYS_ADMIN, and iproute2): a member can be killed, restarted on its data, paused, or
-//! partitioned both ways (its link taken down), and the cluster says which member leads
-//! (`scripts/ensure-etcd.sh` installs etcd).
+//! own on a private bridge (`10.213.S.0/24`) when the process has root (or CAP_NET_ADMIN and
+//! CAP_SYS_ADMIN) and iproute2, else on loopback ports ([`EtcdNetwork`]; a throwaway etcd
+//! asks for loopback): a member can be killed, restarted on its data, paused, or (in a
+//! namespace only) partitioned both ways (its link taken down), and the cluster says which
+//! member leads (`scripts/ensure-etcd.sh` installs etcd).
 //!
 //! [`FaultProxy`] sits between clients and one server and injects network
 //! faults while a test runs: latency, stalls, full partitions, refused and
@@ -127,7 +128,7 @@ pub use processes::{run_test_in_processes, spawn_test_process};
 pub use servers::TestCertificates;
 pub use servers::{
     CLUSTER_SLOTS, ClusterNode, ETCD_VERSION, EtcdCluster, EtcdClusterBuilder, EtcdMember,
-    FaultProxy, KeepData, PgBouncer, PgBouncerBuilder, PoolMode, PostgresServer,
+    EtcdNetwork, FaultProxy, KeepData, PgBouncer, PgBouncerBuilder, PoolMode, PostgresServer,
     PostgresServerBuilder, RedisCluster, RedisClusterBuilder, RedisSentinelSet,
     RedisSentinelSetBuilder, RedisServer, RedisServerBuilder, Role, SlotMigration, VALKEY_VERSION,
     cache_dir, etcd_install_dir, free_port, pgbouncer_binary, postgres_bin_dir,

@@ -73,3 +73,24 @@ async fn a_name_in_distlocks_own_key_spaces_is_refused() {
     };
     assert!(lock.release(&lease).await.expect("answers"));
 }
+
+#[tokio::test]
+async fn a_loopback_cluster_serves_a_lock() {
+    // What the demo, the leader example and the load tool start: no namespace, no privilege.
+    let cluster = lock_testkit::EtcdCluster::builder()
+        .network(lock_testkit::EtcdNetwork::Loopback)
+        .start()
+        .expect("start on loopback");
+    assert!(cluster.endpoints()[0].starts_with("http://127.0.0.1:"));
+    let lock = lock_on(&cluster);
+    let token = Token::generate().expect("rng");
+    let Attempt::Acquired(lease) = lock.try_acquire("n", token, TTL).await.expect("answers") else {
+        panic!("a free name was busy");
+    };
+    let other = Token::generate().expect("rng");
+    assert!(matches!(
+        lock.try_acquire("n", other, TTL).await.expect("answers"),
+        Attempt::Busy { .. }
+    ));
+    assert!(lock.release(&lease).await.expect("answers"));
+}

@@ -27,7 +27,8 @@ mod tls;
 pub use binary::{cache_dir, redis_server_binary, try_redis_server_binary};
 pub use cluster::{CLUSTER_SLOTS, ClusterNode, RedisCluster, RedisClusterBuilder, SlotMigration};
 pub use etcd::{
-    ETCD_VERSION, EtcdCluster, EtcdClusterBuilder, EtcdMember, etcd_install_dir, try_etcd_binary,
+    ETCD_VERSION, EtcdCluster, EtcdClusterBuilder, EtcdMember, EtcdNetwork, etcd_install_dir,
+    try_etcd_binary,
 };
 pub use pgbouncer::{PgBouncer, PgBouncerBuilder, PoolMode, pgbouncer_binary};
 pub use port::free_port;

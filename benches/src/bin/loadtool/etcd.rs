@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use lock_core::Locker;
 use lock_etcd::EtcdLock;
-use lock_testkit::EtcdCluster;
+use lock_testkit::{EtcdCluster, EtcdNetwork};
 use serde::Serialize;
 use tokio::runtime::Runtime;
 use tokio::time::Instant;
@@ -120,7 +120,12 @@ pub(crate) fn run(
     };
     if plan.has(Part::E1) || plan.has(Part::E3) || plan.has(Part::E5) {
         progress.next();
-        let cluster = EtcdCluster::start().map_err(|e| format!("starting etcd: {e}"))?;
+        // Loopback: the load tool never partitions, runs as the user, and leaves no network
+        // namespace behind even as root.
+        let cluster = EtcdCluster::builder()
+            .network(EtcdNetwork::Loopback)
+            .start()
+            .map_err(|e| format!("starting etcd: {e}"))?;
         let member = cluster.member(0);
         let endpoint = member.direct_endpoint();
         let mut probe = Probe::etcd(member.client_addr(), member.pid());
@@ -232,6 +237,7 @@ fn lock(endpoint: &str) -> Result<EtcdLock, String> {
 fn failover(runtime: &Runtime, kills: usize) -> Result<FailoverRun, String> {
     let mut cluster = EtcdCluster::builder()
         .members(3)
+        .network(EtcdNetwork::Loopback)
         .start()
         .map_err(|e| format!("starting a 3-member etcd: {e}"))?;
     let lock = EtcdLock::builder()

@@ -1,8 +1,8 @@
 //! [`EtcdMember`]: one `etcd` process of an [`EtcdCluster`](super::EtcdCluster), in a network
-//! namespace of its own (see [`netns`](super::netns)).
+//! namespace of its own (see [`netns`](super::netns)) or on loopback ports.
 
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
+use super::network::Place;
 use crate::servers::launch::{self, Launch, Process, Server, Timing};
 use crate::signal;
 
@@ -23,9 +24,9 @@ pub(super) const TIMING: Timing = Timing {
 const LOG_FILE: &str = "etcd.log";
 const DATA_DIR: &str = "data";
 
-/// The client port every member listens on, each on its own address.
+/// The client port every member in a namespace listens on, each on its own address.
 pub(super) const CLIENT_PORT: u16 = 2379;
-/// The peer port every member listens on, each on its own address.
+/// The peer port every member in a namespace listens on, each on its own address.
 pub(super) const PEER_PORT: u16 = 2380;
 /// How long a probe of a member's client port waits for the connection.
 const ACCEPT_TIMEOUT: Duration = Duration::from_millis(200);
@@ -34,12 +35,9 @@ const ACCEPT_TIMEOUT: Duration = Duration::from_millis(200);
 #[derive(Debug, Clone)]
 pub(super) struct MemberSpec {
     pub(super) name: String,
-    /// Its address on the cluster's network (ports are its namespace's own: fixed).
-    pub(super) addr: Ipv4Addr,
-    /// Its network namespace, entered through `ip netns exec`.
-    pub(super) namespace: String,
-    /// iproute2's `ip`.
-    pub(super) ip: PathBuf,
+    /// Its address and ports, and its network namespace (entered through `ip netns exec`)
+    /// when it has one.
+    pub(super) place: Place,
     /// `m0=http://10.213.S.1:2380,m1=...`: every member's peer URL.
     pub(super) initial_cluster: String,
     pub(super) token: String,
@@ -47,13 +45,14 @@ pub(super) struct MemberSpec {
     pub(super) election: Duration,
 }
 
-/// One member of an [`EtcdCluster`](super::EtcdCluster): an `etcd` process in a network
-/// namespace of its own, listening on its private address (`10.213.S.<i+1>`, ports 2379 for
-/// clients and 2380 for peers), with its data in a temporary directory, signalled only by its
-/// own PID.
-///
-/// Clients and peers reach it over its one link to the cluster's bridge, which
-/// [`EtcdCluster::partition`](super::EtcdCluster::partition) takes down: nothing goes in or out.
+/// One member of an [`EtcdCluster`](super::EtcdCluster): an `etcd` process with its data in a
+/// temporary directory, signalled only by its own PID. With
+/// [`EtcdNetwork::Namespaces`](super::EtcdNetwork::Namespaces) it runs in a network namespace
+/// of its own, on its private address (`10.213.S.<i+1>`, ports 2379 for clients and 2380 for
+/// peers), and clients and peers reach it over its one link to the cluster's bridge, which
+/// [`EtcdCluster::partition`](super::EtcdCluster::partition) takes down: nothing goes in or
+/// out. With [`EtcdNetwork::Loopback`](super::EtcdNetwork::Loopback) it listens on
+/// `127.0.0.1`, on a client and a peer port of its own.
 #[derive(Debug)]
 pub struct EtcdMember {
     process: Process,
@@ -86,8 +85,10 @@ impl EtcdMember {
         &self.spec.name
     }
 
-    /// `http://10.213.S.N:2379`: its client URL, what clients use (reachable from the test
-    /// process's namespace, and cut by [`EtcdCluster::partition`](super::EtcdCluster::partition)).
+    /// Its client URL, what clients use: `http://10.213.S.N:2379` in a namespace (reachable
+    /// from the test process's namespace, and cut by
+    /// [`EtcdCluster::partition`](super::EtcdCluster::partition)), `http://127.0.0.1:PORT` on
+    /// loopback.
     pub fn endpoint(&self) -> String {
         format!("http://{}", self.client_addr())
     }
@@ -98,19 +99,31 @@ impl EtcdMember {
         self.endpoint()
     }
 
-    /// Its client port: 2379 on every member, each on its own address.
+    /// Its client port: 2379 on every member in a namespace (each on its own address), a
+    /// free port of its own on loopback. The same across restarts.
     pub fn client_port(&self) -> u16 {
-        CLIENT_PORT
+        self.spec.place.client_port
     }
 
-    /// Its client address (`10.213.S.N:2379`, the same across restarts).
+    /// Its client address (`10.213.S.N:2379` or `127.0.0.1:PORT`, the same across restarts).
     pub fn client_addr(&self) -> SocketAddr {
-        SocketAddr::from((self.spec.addr, CLIENT_PORT))
+        SocketAddr::from((self.spec.place.addr, self.spec.place.client_port))
     }
 
-    /// The network namespace it runs in (`distlock-<pid>-s<SS>-m<i>`, for `ip netns exec`).
-    pub fn namespace(&self) -> &str {
-        &self.spec.namespace
+    /// Its peer address (`10.213.S.N:2380` or `127.0.0.1:PORT`), which the other members
+    /// reach it on.
+    pub fn peer_addr(&self) -> SocketAddr {
+        SocketAddr::from((self.spec.place.addr, self.spec.place.peer_port))
+    }
+
+    /// The network namespace it runs in (`distlock-<pid>-s<SS>-m<i>`, for `ip netns exec`);
+    /// `None` on loopback.
+    pub fn namespace(&self) -> Option<&str> {
+        self.spec
+            .place
+            .namespace
+            .as_ref()
+            .map(|ns| ns.name.as_str())
     }
 
     /// The directory holding its data directory (`data/`) and its log.
@@ -156,15 +169,22 @@ impl EtcdMember {
         self.id = Some(id);
     }
 
-    /// Spawns the process in its namespace (`ip netns exec NS etcd ...`: `ip` enters it and
-    /// execs etcd, so the child's PID is etcd's); [`Process::launch`] waits only until its
-    /// client port accepts, since a member of a cluster becomes healthy only once a quorum runs.
+    /// Spawns the process, in its namespace if it has one (`ip netns exec NS etcd ...`: `ip`
+    /// enters it and execs etcd, so the child's PID is etcd's); [`Process::launch`] waits only
+    /// until its client port accepts, since a member of a cluster becomes healthy only once a
+    /// quorum runs.
     pub(super) fn spawn(&mut self) -> io::Result<Launch> {
         let log = self.process.append(LOG_FILE)?;
-        let peer_url = format!("http://{}", SocketAddr::from((self.spec.addr, PEER_PORT)));
-        let child = Command::new(&self.spec.ip)
-            .args(["netns", "exec", &self.spec.namespace])
-            .arg(&self.binary)
+        let peer_url = format!("http://{}", self.peer_addr());
+        let mut command = match &self.spec.place.namespace {
+            Some(ns) => {
+                let mut command = Command::new(&ns.ip);
+                command.args(["netns", "exec", &ns.name]).arg(&self.binary);
+                command
+            }
+            None => Command::new(&self.binary),
+        };
+        let child = command
             .current_dir(self.dir())
             .stdin(Stdio::null())
             .stdout(Stdio::from(log.try_clone()?))
@@ -175,7 +195,7 @@ impl EtcdMember {
         self.paused.store(false, Ordering::SeqCst);
         let addr = self.client_addr();
         self.process
-            .launch(child, CLIENT_PORT, |_| {
+            .launch(child, self.client_port(), |_| {
                 Ok(TcpStream::connect_timeout(&addr, ACCEPT_TIMEOUT).is_ok())
             })
             .map_err(|err| self.process.failure(&err.to_string()))
@@ -233,14 +253,15 @@ impl Server for EtcdMember {
     }
 
     fn port(&self) -> u16 {
-        CLIENT_PORT
+        self.client_port()
     }
 
-    /// A member's address is the cluster's to choose: every member names every peer's.
+    /// A member's address and ports are the cluster's to choose: every member names every
+    /// peer's.
     fn take_ports(&mut self) -> io::Result<()> {
         Err(io::Error::new(
             io::ErrorKind::Unsupported,
-            "an etcd member's address is chosen by its cluster",
+            "an etcd member's address and ports are chosen by its cluster",
         ))
     }
 

@@ -1,10 +1,12 @@
 //! [`EtcdCluster`]: throwaway etcd clusters (1 or 3 members, or any odd count), each member
-//! in a network namespace of its own, for lock-etcd's tests, torture runs and benchmarks.
+//! in a network namespace of its own (partitionable) or on loopback ports, for lock-etcd's
+//! tests, torture runs, benchmarks and the examples.
 
 mod binary;
 mod http;
 mod member;
 mod netns;
+mod network;
 
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,11 +16,13 @@ use nix::sys::signal::Signal;
 
 pub use binary::{ETCD_VERSION, etcd_install_dir, try_etcd_binary};
 pub use member::EtcdMember;
+pub use network::EtcdNetwork;
 
 use crate::servers::launch::{Launch, START_ATTEMPTS};
 use crate::servers::poll;
-use member::{MemberSpec, PEER_PORT};
-use netns::Network;
+use member::MemberSpec;
+use netns::MAX_MEMBERS;
+use network::Net;
 
 /// How long a cluster may take to become healthy (a leader elected, quorum reads served).
 const HEALTHY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -32,6 +36,7 @@ pub struct EtcdClusterBuilder {
     members: usize,
     heartbeat: Duration,
     election: Duration,
+    network: EtcdNetwork,
 }
 
 impl Default for EtcdClusterBuilder {
@@ -41,6 +46,7 @@ impl Default for EtcdClusterBuilder {
             // etcd's own defaults: shorter ones elect spuriously on a busy shared machine.
             heartbeat: Duration::from_millis(100),
             election: Duration::from_millis(1_000),
+            network: EtcdNetwork::Auto,
         }
     }
 }
@@ -61,30 +67,46 @@ impl EtcdClusterBuilder {
         self
     }
 
-    /// Makes the cluster's network (a bridge, and a network namespace per member linked to
-    /// it; see [`EtcdCluster`]), starts every member in its namespace and waits until each is
-    /// healthy: a leader is elected and serves quorum reads.
+    /// Where the members listen (default [`EtcdNetwork::Auto`]: a network namespace each when
+    /// this process may make them, loopback otherwise). Only namespaced members can be
+    /// [`partition`](EtcdCluster::partition)ed; a throwaway etcd that is never partitioned
+    /// (a demo, an example, a load run) asks for [`EtcdNetwork::Loopback`], which needs no
+    /// privilege and leaves nothing on the machine's network even as root.
+    pub fn network(mut self, network: EtcdNetwork) -> Self {
+        self.network = network;
+        self
+    }
+
+    /// Makes the cluster's network as [`network`](Self::network) asks (with namespaces: a
+    /// bridge, and a network namespace per member linked to it; see [`EtcdCluster`]), starts
+    /// every member (in its namespace, if any) and waits until each is healthy: a leader is
+    /// elected and serves quorum reads.
     ///
     /// If a member exits before its port accepts, the whole cluster is started again on a
-    /// fresh network, at most 5 times.
+    /// fresh network (fresh ports on loopback), at most 5 times.
     ///
     /// # Errors
     /// [`io::ErrorKind::InvalidInput`] for 0 or more than 100 members;
+    /// [`io::ErrorKind::NotFound`] without `etcd`; with [`EtcdNetwork::Namespaces`],
     /// [`io::ErrorKind::PermissionDenied`] without root (CAP_NET_ADMIN and CAP_SYS_ADMIN) and
-    /// [`io::ErrorKind::NotFound`] without iproute2's `ip` or `etcd`, each saying what is
-    /// missing; otherwise if `etcd` cannot be spawned, or the cluster does not become healthy
-    /// within 30 s (the message then includes the members' logs).
+    /// [`io::ErrorKind::NotFound`] without iproute2's `ip`, each saying what is missing
+    /// ([`EtcdNetwork::Auto`] falls back to loopback on these two); otherwise if `etcd`
+    /// cannot be spawned, or the cluster does not become healthy within 30 s (the message
+    /// then includes the members' logs).
     pub fn start(self) -> io::Result<EtcdCluster> {
-        if self.members == 0 {
+        if self.members == 0 || self.members > MAX_MEMBERS {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                "an etcd cluster needs at least one member",
+                format!(
+                    "an etcd cluster has 1 to {MAX_MEMBERS} members, not {}",
+                    self.members
+                ),
             ));
         }
         let binary = try_etcd_binary()?;
         let mut exits = String::new();
         for attempt in 1..=START_ATTEMPTS {
-            let network = Network::create(self.members)?;
+            let network = Net::create(self.network, self.members)?;
             let mut cluster = EtcdCluster {
                 members: self.fresh_members(&binary, &network)?,
                 network,
@@ -107,7 +129,7 @@ impl EtcdClusterBuilder {
     fn fresh_members(
         &self,
         binary: &std::path::Path,
-        network: &Network,
+        network: &Net,
     ) -> io::Result<Vec<EtcdMember>> {
         // A token per cluster, so that members of two clusters can never join each other.
         static CLUSTERS: AtomicU64 = AtomicU64::new(0);
@@ -116,17 +138,22 @@ impl EtcdClusterBuilder {
             std::process::id(),
             CLUSTERS.fetch_add(1, Ordering::Relaxed)
         );
-        let initial_cluster = (0..self.members)
-            .map(|i| format!("m{i}=http://{}:{PEER_PORT}", network.addr(i)))
+        let places = (0..self.members)
+            .map(|i| network.place(i))
+            .collect::<io::Result<Vec<_>>>()?;
+        let initial_cluster = places
+            .iter()
+            .enumerate()
+            .map(|(i, place)| format!("m{i}=http://{}:{}", place.addr, place.peer_port))
             .collect::<Vec<_>>()
             .join(",");
-        (0..self.members)
-            .map(|i| {
+        places
+            .into_iter()
+            .enumerate()
+            .map(|(i, place)| {
                 let spec = MemberSpec {
                     name: format!("m{i}"),
-                    addr: network.addr(i),
-                    namespace: network.namespace(i).to_owned(),
-                    ip: network.ip_binary().to_owned(),
+                    place,
                     initial_cluster: initial_cluster.clone(),
                     token: token.clone(),
                     heartbeat: self.heartbeat,
@@ -138,12 +165,18 @@ impl EtcdClusterBuilder {
     }
 }
 
-/// A running etcd cluster of throwaway members, each in its own temporary directory and its
-/// own network namespace, killed by its own PID (`SIGKILL`, then reaped) when the cluster is
-/// dropped; its network is removed then too (also when a test panics: it is dropped while
-/// unwinding).
+/// A running etcd cluster of throwaway members, each in its own temporary directory and (with
+/// [`EtcdNetwork::Namespaces`]) its own network namespace, killed by its own PID (`SIGKILL`,
+/// then reaped) when the cluster is dropped; its network is removed then too (also when a
+/// test panics: it is dropped while unwinding).
 ///
-/// The network: a bridge in the test process's namespace holding `10.213.S.254/24`, where
+/// Where the members listen is the builder's [`network`](EtcdClusterBuilder::network):
+/// namespaces by default when this process may make them (see below), else loopback. On
+/// loopback ([`EtcdNetwork::Loopback`]) member `i` listens on `127.0.0.1`, on a client and a
+/// peer port of its own ([`free_port`](crate::free_port)'s), started directly; everything
+/// works but [`partition`](Self::partition) and [`heal`](Self::heal), which are refused.
+///
+/// The namespaced network: a bridge in the test process's namespace holding `10.213.S.254/24`, where
 /// `S` is a subnet claimed across processes (a `flock` under `$TMPDIR/distlock-ports/`), and
 /// member `i` in namespace `distlock-<pid>-s<SS>-m<i>`, linked to the bridge by a veth pair,
 /// listening on `10.213.S.<i+1>`, port 2379 for clients (the [`endpoints`](Self::endpoints))
@@ -176,7 +209,7 @@ impl EtcdClusterBuilder {
 pub struct EtcdCluster {
     /// Dropped first: the processes stop before their namespaces go.
     members: Vec<EtcdMember>,
-    network: Network,
+    network: Net,
 }
 
 impl EtcdCluster {
@@ -188,7 +221,7 @@ impl EtcdCluster {
         Self::builder().start()
     }
 
-    /// A builder: member count, Raft timing.
+    /// A builder: member count, Raft timing, network.
     pub fn builder() -> EtcdClusterBuilder {
         EtcdClusterBuilder::default()
     }
@@ -216,9 +249,16 @@ impl EtcdCluster {
         self.members.is_empty()
     }
 
-    /// Every member's client endpoint (`http://10.213.S.N:2379`).
+    /// Every member's client endpoint (`http://10.213.S.N:2379`, or `http://127.0.0.1:PORT`
+    /// on loopback).
     pub fn endpoints(&self) -> Vec<String> {
         self.members.iter().map(EtcdMember::endpoint).collect()
+    }
+
+    /// Where its members listen: [`EtcdNetwork::Namespaces`] (partitionable) or
+    /// [`EtcdNetwork::Loopback`], never [`EtcdNetwork::Auto`].
+    pub fn network(&self) -> EtcdNetwork {
+        self.network.kind()
     }
 
     /// Kills member `i` with `SIGKILL` by its PID (like a crash) and reaps it. Its ports and
@@ -291,12 +331,15 @@ impl EtcdCluster {
     /// [`wait_healthy`](Self::wait_healthy) leave it out (the kit cannot reach it either).
     ///
     /// # Errors
-    /// When `ip link set` fails.
+    /// [`io::ErrorKind::Unsupported`] on a loopback cluster (see [`network`](Self::network)),
+    /// saying what a partition needs (root or CAP_NET_ADMIN and CAP_SYS_ADMIN, iproute2) and
+    /// why this cluster lacks it: a test that partitions fails, it is never skipped. When
+    /// `ip link set` fails.
     ///
     /// # Panics
     /// If there is no member `i`.
     pub fn partition(&self, i: usize) -> io::Result<()> {
-        self.network.set_link(i, false)?;
+        self.network.set_link(i, self.members[i].name(), false)?;
         self.members[i].set_partitioned(true);
         Ok(())
     }
@@ -305,12 +348,13 @@ impl EtcdCluster {
     /// connections that lived through the cut go on (or are reopened by their owners).
     ///
     /// # Errors
-    /// When `ip link set` fails.
+    /// [`io::ErrorKind::Unsupported`] on a loopback cluster, as
+    /// [`partition`](Self::partition); when `ip link set` fails.
     ///
     /// # Panics
     /// If there is no member `i`.
     pub fn heal(&self, i: usize) -> io::Result<()> {
-        self.network.set_link(i, true)?;
+        self.network.set_link(i, self.members[i].name(), true)?;
         self.members[i].set_partitioned(false);
         Ok(())
     }
