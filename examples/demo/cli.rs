@@ -109,7 +109,8 @@ pub(crate) struct RunArgs {
 
     /// Use this Redis server (>= 7.0) instead of starting a throwaway one. Only the demo's keys
     /// are touched: demo:ledger, demo:inside, demo:counter and demo:resource (and distlock's
-    /// keys of the lock demo:ledger: its fencing counter and fair queue).
+    /// keys of the lock demo:ledger: its fencing counter, its holder's description and its fair
+    /// queue).
     #[arg(long, value_name = "URL", visible_alias = "url", env = "REDIS_URL")]
     pub(crate) redis_url: Option<String>,
 

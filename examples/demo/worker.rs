@@ -127,7 +127,15 @@ impl Worker {
     async fn connect(args: &WorkerArgs) -> Result<Self, Error> {
         // The same `Locker` API on either backend; only its construction differs.
         let locker = match (args.backend, &args.postgres_url) {
-            (Backend::Redis, _) => Locker::new(RedisLock::from_url(&args.redis_url)?),
+            // Each grant describes its holder (host, pid, this note; one SET inside the acquire
+            // script, no extra round trip), so `distlock serve` and `distlock ls` over the
+            // demo's Redis show which worker holds the lock.
+            (Backend::Redis, _) => Locker::new(
+                RedisLock::builder()
+                    .url(&args.redis_url)
+                    .holder_note(format!("demo worker-{}", args.index))
+                    .build()?,
+            ),
             (Backend::Postgres, Some(url)) => Locker::new(
                 PostgresLock::builder()
                     .url(url)
