@@ -463,26 +463,45 @@ async fn wait_text(browser: &Client, selector: &str, text: &str) -> bool {
     false
 }
 
-/// Clicks the element `selector` finds.
+/// Clicks the element `selector` finds. The page rebuilds its rows at every poll, so an element
+/// found just before a poll is gone when clicked ("stale element"): found again, as a user's
+/// second click would, at most 20 times.
 async fn click(browser: &Client, selector: &str) {
-    browser
-        .find(fantoccini::Locator::Css(selector))
-        .await
-        .unwrap_or_else(|e| panic!("{selector}: {e}"))
-        .click()
-        .await
-        .unwrap_or_else(|e| panic!("click {selector}: {e}"));
+    act(browser, selector, "click", |element| async move {
+        element.click().await.map(drop)
+    })
+    .await;
 }
 
-/// Types `text` into the element `selector` finds, as a user would.
+/// Types `text` into the element `selector` finds, as a user would (found again when the page
+/// rebuilt it meanwhile, as [`click`]).
 async fn type_into(browser: &Client, selector: &str, text: &str) {
-    browser
-        .find(fantoccini::Locator::Css(selector))
-        .await
-        .unwrap_or_else(|e| panic!("{selector}: {e}"))
-        .send_keys(text)
-        .await
-        .unwrap_or_else(|e| panic!("type into {selector}: {e}"));
+    act(browser, selector, "type into", |element| async move {
+        element.send_keys(text).await
+    })
+    .await;
+}
+
+/// Finds `selector` and does `what` to it, again when the element went stale in between (at
+/// most 20 tries, 100 ms apart); any other failure fails the test.
+async fn act<F, Fut>(browser: &Client, selector: &str, what: &str, action: F)
+where
+    F: Fn(fantoccini::elements::Element) -> Fut,
+    Fut: std::future::Future<Output = Result<(), fantoccini::error::CmdError>>,
+{
+    for attempt in 1..=20 {
+        let element = browser
+            .find(fantoccini::Locator::Css(selector))
+            .await
+            .unwrap_or_else(|e| panic!("{selector}: {e}"));
+        match action(element).await {
+            Ok(()) => return,
+            Err(e) if attempt < 20 && e.to_string().contains("stale element") => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("{what} {selector}: {e}"),
+        }
+    }
 }
 
 /// chromedriver on a free loopback port, killed by its PID when dropped.
