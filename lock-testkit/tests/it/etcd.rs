@@ -182,15 +182,20 @@ fn a_partitioned_member_cannot_reach_its_peers_either() {
         "a partitioned member reached {peer}"
     );
     cluster.heal(follower).expect("heal");
-    assert!(
-        connect(
-            cluster
-                .member(follower)
-                .namespace()
-                .expect("in a namespace")
-        ),
-        "a healed member did not reach {peer}"
-    );
+    // The link is up at once, but the first packets may wait on the neighbour's address
+    // (ARP) and the bridge port: tried again for up to ~10 s (5 tries of at most 2 s).
+    let namespace = cluster
+        .member(follower)
+        .namespace()
+        .expect("in a namespace");
+    let reached = (0..5).any(|_| {
+        let ok = connect(namespace);
+        if !ok {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        ok
+    });
+    assert!(reached, "a healed member did not reach {peer}");
 }
 
 #[test]
