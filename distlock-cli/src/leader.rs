@@ -36,7 +36,7 @@ pub(crate) async fn run(store: &dyn Store, args: RunArgs) -> Result<ExitCode, Fa
     let value = args
         .value
         .clone()
-        .unwrap_or_else(|| format!("{}:{}", hostname(), std::process::id()));
+        .unwrap_or_else(|| format!("{}:{}", crate::host::hostname(), std::process::id()));
     // No holder metadata: the holder's one description is its grant's note, where the
     // election writes its record (value and since); a description written by the grant would
     // stand as the leader's value until then.
@@ -139,17 +139,6 @@ async fn resign_after(
 /// The shell's code for a process ended by `sig`: 128 + N.
 fn signal_code(sig: nix::sys::signal::Signal) -> u8 {
     u8::try_from(128 + sig as i32).unwrap_or(FAILURE)
-}
-
-/// The host's name as the kernel knows it, else `HOSTNAME`, else `unknown` (as the holder
-/// description of `lock-redis` reads it).
-pub(crate) fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .map(|h| h.trim().to_owned())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "unknown".to_owned())
 }
 
 /// The leader as `--json` shows it.

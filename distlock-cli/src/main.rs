@@ -6,6 +6,7 @@ mod connect;
 mod etcd;
 mod exit;
 mod guardian;
+mod host;
 mod inspect;
 mod leader;
 mod logging;

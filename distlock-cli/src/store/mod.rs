@@ -11,6 +11,7 @@ mod postgres;
 mod postgres_advisory;
 mod postgres_read;
 mod postgres_releases;
+mod postgres_target;
 mod quorum;
 mod redis;
 mod redis_decode;
@@ -170,7 +171,9 @@ pub(crate) async fn connect(args: &TargetArgs) -> Result<Box<dyn Store>, Failure
     match Scheme::of_all(&args.url, args.redlock)? {
         Scheme::Redis => Ok(Box::new(crate::connect::Target::connect(args).await?)),
         Scheme::Etcd => Ok(Box::new(crate::etcd::EtcdTarget::connect(args).await?)),
-        Scheme::Postgres => Ok(Box::new(postgres::PostgresTarget::connect(args).await?)),
+        Scheme::Postgres => Ok(Box::new(
+            postgres_target::PostgresTarget::connect(args).await?,
+        )),
         Scheme::Redlock => Ok(Box::new(redlock::RedlockTarget::connect(args).await?)),
     }
 }
@@ -191,7 +194,7 @@ pub(crate) async fn describe_grant(lock: &dyn Lock, guard: &Guard, note: &str) {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis());
     let description = serde_json::json!({
-        "host": crate::leader::hostname(),
+        "host": crate::host::hostname(),
         "pid": std::process::id(),
         "note": note,
         "since_ms": since_ms,

@@ -22,7 +22,7 @@ use lock_postgres::tokio_postgres::types::{ToSql, Type};
 use lock_postgres::tokio_postgres::{self, Client, Row};
 
 use super::Session;
-use super::postgres::PostgresTarget;
+use super::postgres_target::PostgresTarget;
 use crate::exit::{BACKEND, FAILURE, Failure};
 use crate::inspect::LockInfo;
 

@@ -12,7 +12,7 @@ use lock_core::{Kind, Lease, Token};
 use lock_postgres::tokio_postgres::types::{ToSql, Type};
 use lock_postgres::tokio_postgres::{self, Client, Row};
 
-use super::postgres::PostgresTarget;
+use super::postgres_target::PostgresTarget;
 use crate::exit::{FAILURE, Failure};
 use crate::inspect::{LockInfo, Member, Members, Permits};
 

@@ -13,7 +13,7 @@ use futures::StreamExt;
 use lock_postgres::tokio_postgres::{AsyncMessage, Client, NoTls};
 
 use super::Releases;
-use super::postgres::PostgresTarget;
+use super::postgres_target::PostgresTarget;
 use crate::exit::Failure;
 use crate::inspect::LockInfo;
 

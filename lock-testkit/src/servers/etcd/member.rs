@@ -24,10 +24,6 @@ pub(super) const TIMING: Timing = Timing {
 const LOG_FILE: &str = "etcd.log";
 const DATA_DIR: &str = "data";
 
-/// The client port every member in a namespace listens on, each on its own address.
-pub(super) const CLIENT_PORT: u16 = 2379;
-/// The peer port every member in a namespace listens on, each on its own address.
-pub(super) const PEER_PORT: u16 = 2380;
 /// How long a probe of a member's client port waits for the connection.
 const ACCEPT_TIMEOUT: Duration = Duration::from_millis(200);
 

@@ -7,9 +7,13 @@ use std::io;
 use std::net::Ipv4Addr;
 use std::sync::OnceLock;
 
-use super::member::{CLIENT_PORT, PEER_PORT};
 use super::netns::Network;
 use crate::servers::port::try_free_port;
+
+/// The client port every member in a namespace listens on, each on its own address.
+const CLIENT_PORT: u16 = 2379;
+/// The peer port every member in a namespace listens on, each on its own address.
+const PEER_PORT: u16 = 2380;
 
 /// Where the members of an [`EtcdCluster`](super::EtcdCluster) listen; see
 /// [`EtcdClusterBuilder::network`](super::EtcdClusterBuilder::network).
