@@ -186,9 +186,14 @@ pub(crate) fn locker(store: &dyn Store, describe: Option<&str>) -> Result<Locker
     Ok(Locker::from_arc(store.lock(describe)?))
 }
 
-/// Writes the holder's description beside `guard`'s grant (the JSON a Redis grant with holder
-/// metadata writes: `host`, `pid`, `note`, `token`-less, `since_ms`), for stores that do not
-/// write it with the grant. A failure is only a warning: the lock is held either way.
+/// Writes the holder's description beside `guard`'s grant with `Lock::annotate` (one round
+/// trip, once per `run`), for stores that do not write it with the grant: the JSON a Redis
+/// grant with holder metadata writes, `host`, `pid`, `note` and `since_ms` (no token: the
+/// store's note already belongs to this grant alone). A failure is only a warning: the lock is
+/// held either way.
+///
+/// # Cancel safety
+/// Cancel safe: dropped, the note is written or not; the lock is unaffected.
 pub(crate) async fn describe_grant(lock: &dyn Lock, guard: &Guard, note: &str) {
     let since_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
