@@ -222,9 +222,9 @@ fn check(dir: &std::path::Path, list_overlaps: bool, scenario: &str) -> ExitCode
         for o in &report.overlaps {
             println!(
                 "worker {} (token {}) and worker {} (token {}) overlapped for {:?}",
-                o.first.worker,
+                o.first.process,
                 o.first.token,
-                o.second.worker,
+                o.second.process,
                 o.second.token,
                 Duration::from_nanos(o.overlap_ns)
             );

@@ -83,6 +83,10 @@ pub struct Snapshot {
     pub counter: u64,
     /// Every write the fenced log accepted, in the order it accepted them.
     pub accepted: Vec<Accepted>,
+    /// Whether the log's writes were guarded commits (etcd's), which are refused whenever the
+    /// writer no longer holds the lock, rather than only below the largest token accepted.
+    #[serde(default)]
+    pub guarded: bool,
 }
 
 /// A worker's fenced log, on its store.
@@ -216,6 +220,7 @@ pub fn snapshot(url: &str, store: &FenceStore) -> Result<Snapshot, String> {
             .iter()
             .map(|e| Accepted::parse(e))
             .collect::<Result<_, _>>()?,
+        guarded: matches!(store, FenceStore::Etcd { .. }),
     })
 }
 
