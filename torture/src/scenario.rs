@@ -113,7 +113,7 @@ impl Expected {
             }
         };
         expect(
-            "overlapping critical sections",
+            "overlapping valid leases (one exclusive)",
             self.overlaps,
             report.overlaps.len(),
         );

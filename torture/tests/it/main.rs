@@ -5,6 +5,7 @@ mod common;
 
 mod cluster;
 mod etcd;
+mod histories;
 mod postgres;
 mod redlock;
 mod single_redis;
