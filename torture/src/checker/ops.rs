@@ -4,9 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use lock_testkit::history::{
-    FenceRule, FencedWrite, History, Hold, LogEntry, Share, WriteOutcome,
-};
+use lock_testkit::history::{FenceRule, FencedWrite, History, Hold, LogEntry, Share, WriteOutcome};
 
 use super::sections::Section;
 use crate::history::{Event, Held, Record};
@@ -131,6 +129,9 @@ mod tests {
         let writes = fenced_writes(&records);
         assert_eq!(writes.len(), 2);
         assert_eq!(writes[0].outcome, WriteOutcome::Accepted { at_ns: 10 });
-        assert_eq!((writes[1].invoke_ns, writes[1].outcome), (10, WriteOutcome::Unknown));
+        assert_eq!(
+            (writes[1].invoke_ns, writes[1].outcome),
+            (10, WriteOutcome::Unknown)
+        );
     }
 }

@@ -60,7 +60,10 @@ fn the_real_code_passes_its_recorded_histories() {
 fn the_grace_period_disabled_is_caught() {
     let (history, snapshot) = load("redis-restart-empty-no-grace");
     let (report, violations) = judge(&history, &snapshot, &scenario::redis_restart_empty());
-    assert!(!report.overlaps.is_empty(), "a second holder after a restart");
+    assert!(
+        !report.overlaps.is_empty(),
+        "a second holder after a restart"
+    );
     assert!(
         violations.iter().any(|v| v.starts_with("overlapping")),
         "{violations:?}"
@@ -155,9 +158,10 @@ fn an_injected_stale_accept_is_caught() {
         .filter(|r| matches!(r.event, Event::Write { accepted: true, .. }) && r.at_ns < sent_ns)
         .count();
     let worker = u32::try_from(worker).expect("worker number");
-    snapshot
-        .accepted
-        .insert(before.min(snapshot.accepted.len()), Accepted { token, worker });
+    snapshot.accepted.insert(
+        before.min(snapshot.accepted.len()),
+        Accepted { token, worker },
+    );
     let (report, violations) = judge(&history, &snapshot, &scenario::holder_pause());
     assert!(report.register_failed(), "{:?}", report.register);
     assert!(report.stale_accepted >= 1);
@@ -177,6 +181,10 @@ fn a_fresh_run_with_fencing_disabled_is_caught() {
         Duration::from_secs(7),
     );
     assert!(!outcome.passed(), "the broken variant passed");
-    assert!(outcome.report.register_failed(), "{:?}", outcome.report.register);
+    assert!(
+        outcome.report.register_failed(),
+        "{:?}",
+        outcome.report.register
+    );
     assert!(outcome.report.stale_accepted >= 1);
 }

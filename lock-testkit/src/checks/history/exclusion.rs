@@ -163,10 +163,18 @@ mod tests {
         ];
         let refs: Vec<&Hold> = all.iter().collect();
         assert!(overlaps(&refs, 0).is_empty(), "permit holders share");
-        assert_eq!(shared(&refs, 0), (2, 0), "a start at another's end: a handoff");
+        assert_eq!(
+            shared(&refs, 0),
+            (2, 0),
+            "a start at another's end: a handoff"
+        );
         all.push(hold(3, 1, 50, 150, permit));
         let refs: Vec<&Hold> = all.iter().collect();
-        assert_eq!(shared(&refs, 0), (3, 1), "the grant with both permits taken");
+        assert_eq!(
+            shared(&refs, 0),
+            (3, 1),
+            "the grant with both permits taken"
+        );
         assert_eq!(shared(&refs, 60), (2, 0), "within the slack");
     }
 

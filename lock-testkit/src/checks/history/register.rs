@@ -47,8 +47,9 @@ impl FencedLog<'_> {
         }
         match self.log {
             None => Some((token, pos)),
-            Some(log) => (log.get(pos) == Some(&LogEntry { token, process }))
-                .then_some((token, pos + 1)),
+            Some(log) => {
+                (log.get(pos) == Some(&LogEntry { token, process })).then_some((token, pos + 1))
+            }
         }
     }
 }
@@ -142,8 +143,7 @@ pub(super) fn check(
             WriteOutcome::Rejected { at_ns } => (Outcome::Rejected, Some(at_ns)),
             WriteOutcome::Unknown => (Outcome::Unknown, None),
         };
-        if outcome == Outcome::Unknown && log.is_some() && !logged.contains(&(w.token, w.process))
-        {
+        if outcome == Outcome::Unknown && log.is_some() && !logged.contains(&(w.token, w.process)) {
             left_out += 1;
             continue;
         }

@@ -138,7 +138,9 @@ impl Events {
         }
         let n = events.len();
         let prev = (0..n).map(|i| i.wrapping_sub(1)).collect();
-        let next = (0..n).map(|i| if i + 1 < n { i + 1 } else { NIL }).collect();
+        let next = (0..n)
+            .map(|i| if i + 1 < n { i + 1 } else { NIL })
+            .collect();
         Events { events, prev, next }
     }
 

@@ -97,11 +97,20 @@ fn concurrent_writes_take_the_order_the_log_shows() {
 fn the_log_must_match_the_answers() {
     let answered = vec![write(0, 5, 10, ok(11))];
     assert!(!linearizable(&history(answered.clone(), log(&[]))));
-    assert!(!linearizable(&history(answered.clone(), log(&[(5, 0), (5, 0)]))));
+    assert!(!linearizable(&history(
+        answered.clone(),
+        log(&[(5, 0), (5, 0)])
+    )));
     assert!(!linearizable(&history(answered, log(&[(5, 1)]))));
-    let unknown = vec![write(0, 5, 10, ok(11)), write(0, 6, 12, WriteOutcome::Unknown)];
+    let unknown = vec![
+        write(0, 5, 10, ok(11)),
+        write(0, 6, 12, WriteOutcome::Unknown),
+    ];
     assert!(linearizable(&history(unknown.clone(), log(&[(5, 0)]))));
-    assert!(linearizable(&history(unknown.clone(), log(&[(5, 0), (6, 0)]))));
+    assert!(linearizable(&history(
+        unknown.clone(),
+        log(&[(5, 0), (6, 0)])
+    )));
     assert!(!linearizable(&history(unknown, log(&[(6, 0), (5, 0)]))));
 }
 
@@ -114,9 +123,15 @@ fn an_unanswered_write_may_land_late() {
         write(0, 5, 20, ok(21)),
         write(1, 7, 30, ok(31)),
     ];
-    assert!(linearizable(&history(writes.clone(), log(&[(5, 0), (5, 0), (7, 1)]))));
+    assert!(linearizable(&history(
+        writes.clone(),
+        log(&[(5, 0), (5, 0), (7, 1)])
+    )));
     // ... but never after a larger token: the fence would have refused it.
-    assert!(!linearizable(&history(writes, log(&[(5, 0), (7, 1), (5, 0)]))));
+    assert!(!linearizable(&history(
+        writes,
+        log(&[(5, 0), (7, 1), (5, 0)])
+    )));
 }
 
 /// etcd's guarded commit refuses a writer that is no longer the holder, whatever its token.
@@ -148,7 +163,11 @@ fn every_broken_rule_is_named() {
     };
     let verdict = check(&h);
     assert_eq!(verdict.overlaps.len(), 1);
-    assert_eq!(verdict.token_regressions.len(), 1, "requested after 9 arrived");
+    assert_eq!(
+        verdict.token_regressions.len(),
+        1,
+        "requested after 9 arrived"
+    );
     assert_eq!(verdict.violations().len(), 2, "{:?}", verdict.violations());
     let later = History {
         holds: vec![hold(0, 9, 10, 100), hold(1, 3, 150, 250)],
