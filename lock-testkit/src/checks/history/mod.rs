@@ -33,18 +33,22 @@
 //! fence is invisible to it).
 
 mod exclusion;
+pub mod record;
 mod register;
 pub mod search;
 
 use std::collections::BTreeMap;
 use std::fmt;
 
+use serde::{Deserialize, Serialize};
+
 pub use exclusion::Overlap;
 pub use register::{RegisterCheck, SEARCH_BUDGET};
 pub use search::Search;
 
 /// What a grant lets its holder share.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Share {
     /// Alone: a mutex, the write lock of a read-write lock, a fair lock.
     #[default]
@@ -67,7 +71,7 @@ impl Share {
 }
 
 /// One grant's valid lease: what the lock promised its holder.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hold {
     /// The lock name.
     pub name: String,
@@ -87,7 +91,8 @@ pub struct Hold {
 }
 
 /// How a fenced write ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum WriteOutcome {
     /// The resource accepted it (`ok`); the answer arrived at `at_ns`.
     Accepted {
@@ -104,7 +109,7 @@ pub enum WriteOutcome {
 }
 
 /// One write to a fenced resource.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FencedWrite {
     /// The lock name whose fence guards the resource.
     pub name: String,
@@ -138,7 +143,7 @@ impl fmt::Display for FencedWrite {
 }
 
 /// One entry of a fenced log: the token and the writer of an accepted write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct LogEntry {
     /// The write's fencing token.
     pub token: u64,
