@@ -264,6 +264,13 @@ async fn a_paused_holder_is_refused_and_the_successors_writes_all_apply() {
     });
     recorded.logs.insert(NAME.to_owned(), log.collect());
     let verdict = history::check(&recorded);
-    assert_eq!(verdict.registers.first().map(|r| r.ops), Some(ROUNDS * 7 + 1));
-    assert!(verdict.violations().is_empty(), "{:?}", verdict.violations());
+    assert_eq!(
+        verdict.registers.first().map(|r| r.ops),
+        Some(ROUNDS * 7 + 1)
+    );
+    assert!(
+        verdict.violations().is_empty(),
+        "{:?}",
+        verdict.violations()
+    );
 }
