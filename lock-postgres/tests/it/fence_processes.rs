@@ -7,13 +7,12 @@
 //! final log: no overlap of valid leases, tokens that grow, and a fenced register that is
 //! linearizable.
 
-use std::path::Path;
 use std::time::Duration;
 
-use lock_core::{Fence, Guard, LockError, Locker};
+use lock_core::{Fence, LockError, Locker};
 use lock_postgres::fence;
-use lock_testkit::history::record::{self, HISTORY_DIR_VAR, Recorder};
-use lock_testkit::history::{self, FencedWrite, Hold, LogEntry, Share, WriteOutcome};
+use lock_testkit::history::record::{self, HISTORY_DIR_VAR, HistoryDir, Recorder};
+use lock_testkit::history::{self, FencedWrite, LogEntry, Share, WriteOutcome};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use tokio_postgres::Client;
@@ -55,20 +54,6 @@ async fn recorded_write(
         outcome,
     });
     result
-}
-
-/// Records `guard`'s valid lease: from `start_ns` until now or its end, whichever is first.
-fn record_hold(recorder: &Recorder, guard: &Guard, requested_ns: u64, start_ns: u64) {
-    let end_ns = record::monotonic_ns().min(record::instant_ns(guard.valid_until()));
-    recorder.hold(Hold {
-        name: NAME.to_owned(),
-        process: recorder.process(),
-        token: guard.fencing_token(),
-        requested_ns,
-        start_ns,
-        end_ns: end_ns.max(start_ns),
-        share: Share::Exclusive,
-    });
 }
 
 /// One fenced write: `BEGIN; SELECT distlock_fence(..); INSERT INTO writes ..; COMMIT`.
@@ -138,7 +123,7 @@ async fn holder() {
         "never told to go on"
     );
     // Its lease ran out while it was stopped: the hold ends at its `valid_until`.
-    record_hold(&recorder, &guard, requested_ns, start_ns);
+    recorder.lease(NAME, &guard, (requested_ns, start_ns), Share::Exclusive);
     let outcome = match recorded_write(&recorder, &mut client, "holder", &f).await {
         Ok(()) => "accepted".to_owned(),
         Err(LockError::Fenced { token, current, .. }) if token == f.token => {
@@ -166,13 +151,12 @@ async fn round(
     admin: &mut Client,
     locker: &Locker,
     recorder: &Recorder,
-    dir: &Path,
+    dir: &HistoryDir,
 ) -> u64 {
     admin.batch_execute("TRUNCATE steps").await.expect("reset");
-    let dir = dir.display().to_string();
     let mut child = lock_testkit::spawn_test_process(
         &lock_testkit::child_test!(holder),
-        &[(URL_VAR, url.to_owned()), (HISTORY_DIR_VAR, dir)],
+        &[(URL_VAR, url.to_owned()), dir.env()],
     )
     .expect("the holder process");
     let wrote = "SELECT EXISTS (SELECT FROM steps WHERE step = 'wrote')";
@@ -216,7 +200,7 @@ async fn round(
         .expect("the holder's outcome")
         .get(0);
     assert_eq!(outcome, format!("refused current={}", successor.token));
-    record_hold(recorder, &guard, requested_ns, start_ns);
+    recorder.lease(NAME, &guard, (requested_ns, start_ns), Share::Exclusive);
     guard.release().await.expect("released");
     successor.token
 }
@@ -234,10 +218,10 @@ async fn a_paused_holder_is_refused_and_the_successors_writes_all_apply() {
         )
         .await
         .expect("tables");
-    let dir = tempfile::tempdir().expect("the history directory");
+    let dir = HistoryDir::new().expect("the history directory");
     let recorder = Recorder::create(dir.path(), SUCCESSOR).expect("the successor's history");
     for _ in 0..ROUNDS {
-        round(&server.url(), &mut admin, &locker, &recorder, dir.path()).await;
+        round(&server.url(), &mut admin, &locker, &recorder, &dir).await;
     }
     // Per round: the holder's first write and the successor's five; none of the late ones.
     let rows = admin
@@ -257,7 +241,7 @@ async fn a_paused_holder_is_refused_and_the_successors_writes_all_apply() {
         writes.windows(2).all(|w| w[0].1 <= w[1].1),
         "tokens out of order: {writes:?}"
     );
-    let mut recorded = record::read_dir(dir.path()).expect("the histories");
+    let mut recorded = dir.read().expect("the histories");
     let log = writes.iter().map(|(who, token)| LogEntry {
         token: u64::try_from(*token).expect("a positive token"),
         process: if who == "holder" { HOLDER } else { SUCCESSOR },

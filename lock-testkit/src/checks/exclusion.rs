@@ -13,8 +13,8 @@ use std::time::Duration;
 use lock_core::Locker;
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 
-use crate::history::record::{self, HISTORY_DIR_VAR, Recorder};
-use crate::history::{self, Hold, Share};
+use crate::history::record::{self, HistoryDir, Recorder};
+use crate::history::{self, Share};
 
 /// The key of the shared counter that [`Counter::at`] uses.
 pub const COUNTER_KEY: &str = "counter";
@@ -149,17 +149,7 @@ pub async fn count_under_lock<C: ConnectionLike + Send>(
             inside.fetch_sub(1, Ordering::SeqCst);
         }
         if let Some(recorder) = &recorder {
-            // The valid lease: until the release is sent, or its end if that came first.
-            let end_ns = record::monotonic_ns().min(record::instant_ns(guard.valid_until()));
-            recorder.hold(Hold {
-                name: name.to_owned(),
-                process: recorder.process(),
-                token: guard.fencing_token(),
-                requested_ns,
-                start_ns,
-                end_ns: end_ns.max(start_ns),
-                share: Share::Exclusive,
-            });
+            recorder.lease(name, &guard, (requested_ns, start_ns), Share::Exclusive);
         }
         guard.release().await.expect("release");
     }
@@ -237,10 +227,9 @@ pub async fn processes_exclude_each_other<C: ConnectionLike + Send>(
     limit: Duration,
     mut counter: Counter<C>,
 ) {
-    let dir = tempfile::tempdir().expect("a directory for the workers' histories");
-    let dir_text = dir.path().display().to_string();
+    let dir = HistoryDir::new().expect("a directory for the workers' histories");
     let mut env = env.to_vec();
-    env.push((HISTORY_DIR_VAR, dir_text));
+    env.push(dir.env());
     crate::run_test_in_processes(worker, &env, processes, limit)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
@@ -249,7 +238,7 @@ pub async fn processes_exclude_each_other<C: ConnectionLike + Send>(
         processes * rounds,
         "lost updates: exclusion between processes broke"
     );
-    let history = record::read_dir(dir.path()).expect("the workers' histories");
+    let history = dir.read().expect("the workers' histories");
     assert_eq!(
         history.holds.len(),
         processes * rounds,

@@ -15,7 +15,7 @@ use std::sync::{Mutex, PoisonError};
 use nix::time::{ClockId, clock_gettime};
 use serde::{Deserialize, Serialize};
 
-use super::{FencedWrite, History, Hold};
+use super::{FencedWrite, History, Hold, Share};
 
 /// The environment variable that names the directory a child process records its history in.
 pub const HISTORY_DIR_VAR: &str = "DISTLOCK_HISTORY_DIR";
@@ -95,6 +95,33 @@ impl Recorder {
         self.line(&Line::Hold(hold));
     }
 
+    /// Records `guard`'s valid lease on `name` as a hold of `share`: from `start_ns` (when the
+    /// grant arrived; `requested_ns`, when it was asked for) until now or the lease's
+    /// `valid_until`, whichever came first. Call it just before releasing. A grant of `k`
+    /// permits is recorded as `k` holds (the checker counts permit holds against the
+    /// semaphore's permits).
+    ///
+    /// # Panics
+    /// When the line cannot be written.
+    pub fn lease(
+        &self,
+        name: &str,
+        guard: &lock_core::Guard,
+        (requested_ns, start_ns): (u64, u64),
+        share: Share,
+    ) {
+        let end_ns = monotonic_ns().min(instant_ns(guard.valid_until()));
+        self.hold(Hold {
+            name: name.to_owned(),
+            process: self.process,
+            token: guard.fencing_token(),
+            requested_ns,
+            start_ns,
+            end_ns: end_ns.max(start_ns),
+            share,
+        });
+    }
+
     /// Records a fenced write.
     ///
     /// # Panics
@@ -110,6 +137,44 @@ impl Recorder {
         let mut file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
         file.write_all(text.as_bytes())
             .expect("the history line is written");
+    }
+}
+
+/// A temporary directory that processes record their histories in (removed when dropped):
+/// the parent makes one, hands [`env`](Self::env) to its children, and reads it back.
+#[derive(Debug)]
+pub struct HistoryDir {
+    dir: tempfile::TempDir,
+}
+
+impl HistoryDir {
+    /// A new, empty directory.
+    ///
+    /// # Errors
+    /// If it cannot be created.
+    pub fn new() -> io::Result<HistoryDir> {
+        let dir = tempfile::Builder::new()
+            .prefix("distlock-history-")
+            .tempdir()?;
+        Ok(HistoryDir { dir })
+    }
+
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The environment entry that names it to a child process ([`HISTORY_DIR_VAR`]).
+    pub fn env(&self) -> (&'static str, String) {
+        (HISTORY_DIR_VAR, self.path().display().to_string())
+    }
+
+    /// Everything recorded in it so far (see [`read_dir`]).
+    ///
+    /// # Errors
+    /// If a file cannot be read or a line does not parse.
+    pub fn read(&self) -> io::Result<History> {
+        read_dir(self.path())
     }
 }
 
@@ -144,7 +209,7 @@ pub fn read_dir(dir: &Path) -> io::Result<History> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Share, WriteOutcome, check};
+    use super::super::{WriteOutcome, check};
     use super::*;
 
     #[test]
