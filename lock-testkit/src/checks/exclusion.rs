@@ -111,7 +111,7 @@ impl<C: ConnectionLike + Send> Counter<C> {
 /// reads `counter`, pauses, writes it back plus one, and releases.
 ///
 /// `inside`, when given, counts the holders in the critical section, and the loop asserts it
-/// was alone there. When [`HISTORY_DIR_VAR`] names a directory (a child process of
+/// was alone there. When [`HISTORY_DIR_VAR`](crate::history::record::HISTORY_DIR_VAR) names a directory (a child process of
 /// [`processes_exclude_each_other`]), each grant's valid lease is recorded there for the
 /// history checker.
 ///
@@ -210,7 +210,7 @@ pub async fn tasks_exclude_each_other<C>(
 /// [`crate::run_test_in_processes`]), waits for them at most `limit`, and asserts `counter`
 /// is `processes * rounds`, `rounds` being what each worker counts (with
 /// [`count_under_lock`]). The workers record every grant's valid lease (a directory of
-/// histories named in their environment, [`HISTORY_DIR_VAR`]), and the history checker
+/// histories named in their environment, [`HISTORY_DIR_VAR`](crate::history::record::HISTORY_DIR_VAR)), and the history checker
 /// ([`crate::history`]) must find no overlap and no fencing token that did not grow.
 ///
 /// # Panics
