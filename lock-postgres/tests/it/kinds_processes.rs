@@ -28,8 +28,8 @@ use lock_core::{Kind, Lease, LockError, Locker, Token, fair_entry_ttl};
 use lock_postgres::PostgresLock;
 use lock_testkit::PostgresServer;
 use lock_testkit::fair_order;
+use lock_testkit::history::Share;
 use lock_testkit::history::record::{self, HistoryDir, Recorder};
-use lock_testkit::history::{self, Share};
 use tokio::time::Instant;
 use tokio_postgres::Client;
 
@@ -431,21 +431,6 @@ impl Lock for Recording {
     }
 }
 
-/// The history checker's verdict on the holds the children recorded in `dir`: exactly `holds`
-/// of them, with no overlap beside a writer, no more permit holds than permits, and writers'
-/// tokens that grow.
-fn judge_history(dir: &HistoryDir, holds: usize) -> history::Verdict {
-    let recorded = dir.read().expect("the children's histories");
-    assert_eq!(recorded.holds.len(), holds, "every grant recorded");
-    let verdict = history::check(&recorded);
-    assert!(
-        verdict.violations().is_empty(),
-        "the history checker: {:?}",
-        verdict.violations()
-    );
-    verdict
-}
-
 // ---------------------------------------------------------------------------------------------
 // Readers and writers in three processes.
 
@@ -474,7 +459,7 @@ async fn across_processes_a_writer_is_alone_and_readers_share() {
     )
     .await
     .unwrap_or_else(|e| panic!("{e}"));
-    let verdict = judge_history(&histories, RW_PROCESSES * 3 * RW_ROUNDS as usize);
+    let verdict = histories.assert_correct(RW_PROCESSES * 3 * RW_ROUNDS as usize);
     assert!(verdict.most_shared > 1, "the recorded readers never shared");
 
     let processes = i64::try_from(RW_PROCESSES).expect("small");
@@ -612,7 +597,7 @@ async fn across_processes_never_more_than_max_permits() {
     .unwrap_or_else(|e| panic!("{e}"));
     // Each task takes 1 and 2 permits in turn: a grant of k permits is k holds.
     let holds = PERMIT_PROCESSES * 2 * PERMIT_ROUNDS as usize * 3 / 2;
-    let verdict = judge_history(&histories, holds);
+    let verdict = histories.assert_correct(holds);
     assert!(
         verdict.most_shared > 1,
         "the recorded permits were never shared"

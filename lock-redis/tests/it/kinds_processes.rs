@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use lock_core::{Backoff, Kind, LockError, Locker};
 use lock_redis::RedisLock;
+use lock_testkit::history::Share;
 use lock_testkit::history::record::{self, HistoryDir, Recorder};
-use lock_testkit::history::{self, Share};
 use redis::aio::MultiplexedConnection;
 
 use crate::common::{self, exists, incr, raw, server, zcard};
@@ -159,21 +159,6 @@ async fn start_together(conn: &mut MultiplexedConnection, key: &str, count: usiz
     wait_for_count(conn, key, count as i64, Duration::from_secs(30)).await;
 }
 
-/// The history checker's verdict on the holds the children recorded in `dir`: exactly `holds`
-/// of them, with no overlap beside a writer, no more permit holds than permits, and writers'
-/// tokens that grow.
-fn judge_history(dir: &HistoryDir, holds: usize) -> history::Verdict {
-    let recorded = dir.read().expect("the children's histories");
-    assert_eq!(recorded.holds.len(), holds, "every grant recorded");
-    let verdict = history::check(&recorded);
-    assert!(
-        verdict.violations().is_empty(),
-        "the history checker: {:?}",
-        verdict.violations()
-    );
-    verdict
-}
-
 fn url() -> Option<String> {
     std::env::var(URL_VAR).ok()
 }
@@ -208,7 +193,7 @@ async fn across_processes_a_writer_is_alone_and_readers_share() {
     )
     .await
     .unwrap_or_else(|e| panic!("{e}"));
-    let verdict = judge_history(&histories, RW_PROCESSES * 3 * RW_ROUNDS as usize);
+    let verdict = histories.assert_correct(RW_PROCESSES * 3 * RW_ROUNDS as usize);
     assert!(verdict.most_shared > 1, "the recorded readers never shared");
     let mut conn = raw(&server).await;
     let processes = RW_PROCESSES as i64;
@@ -618,7 +603,7 @@ async fn across_processes_never_more_than_max_permits() {
     .unwrap_or_else(|e| panic!("{e}"));
     // Each task takes 1 and 2 permits in turn: a grant of k permits is k holds.
     let holds = PERMIT_PROCESSES * 2 * PERMIT_ROUNDS as usize * 3 / 2;
-    let verdict = judge_history(&histories, holds);
+    let verdict = histories.assert_correct(holds);
     assert!(
         verdict.most_shared > 1,
         "the recorded permits were never shared"

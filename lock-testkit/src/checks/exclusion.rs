@@ -13,8 +13,8 @@ use std::time::Duration;
 use lock_core::Locker;
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 
+use crate::history::Share;
 use crate::history::record::{self, HistoryDir, Recorder};
-use crate::history::{self, Share};
 
 /// The key of the shared counter that [`Counter::at`] uses.
 pub const COUNTER_KEY: &str = "counter";
@@ -238,16 +238,5 @@ pub async fn processes_exclude_each_other<C: ConnectionLike + Send>(
         processes * rounds,
         "lost updates: exclusion between processes broke"
     );
-    let history = dir.read().expect("the workers' histories");
-    assert_eq!(
-        history.holds.len(),
-        processes * rounds,
-        "every round's grant recorded"
-    );
-    let violations = history::check(&history).violations();
-    assert!(
-        violations.is_empty(),
-        "the history checker: {}",
-        violations.join("; ")
-    );
+    dir.assert_correct(processes * rounds);
 }

@@ -15,7 +15,7 @@ use std::sync::{Mutex, PoisonError};
 use nix::time::{ClockId, clock_gettime};
 use serde::{Deserialize, Serialize};
 
-use super::{FencedWrite, History, Hold, Share};
+use super::{FencedWrite, History, Hold, Share, Verdict, check};
 
 /// The environment variable that names the directory a child process records its history in.
 pub const HISTORY_DIR_VAR: &str = "DISTLOCK_HISTORY_DIR";
@@ -169,6 +169,25 @@ impl HistoryDir {
         (HISTORY_DIR_VAR, self.path().display().to_string())
     }
 
+    /// Checks what was recorded in it: exactly `holds` holds (every grant recorded), and no
+    /// violation of exclusion, permits, token growth or the fenced register
+    /// ([`Verdict::violations`]). Returns the verdict for further assertions.
+    ///
+    /// # Panics
+    /// When the histories cannot be read, the count differs, or a rule was broken.
+    pub fn assert_correct(&self, holds: usize) -> Verdict {
+        let recorded = self.read().expect("the recorded histories");
+        assert_eq!(recorded.holds.len(), holds, "every grant recorded");
+        let verdict = check(&recorded);
+        let violations = verdict.violations();
+        assert!(
+            violations.is_empty(),
+            "the history checker: {}",
+            violations.join("; ")
+        );
+        verdict
+    }
+
     /// Everything recorded in it so far (see [`read_dir`]).
     ///
     /// # Errors
@@ -209,7 +228,7 @@ pub fn read_dir(dir: &Path) -> io::Result<History> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{WriteOutcome, check};
+    use super::super::WriteOutcome;
     use super::*;
 
     #[test]
