@@ -261,4 +261,25 @@ mod tests {
         let later = instant_ns(tokio::time::Instant::now() + std::time::Duration::from_secs(1));
         assert!(later > before && later - before <= 1_100_000_000);
     }
+
+    /// Two processes that held one lock at once: the parent's judgement of the directory fails.
+    #[test]
+    #[should_panic(expected = "the history checker")]
+    fn a_directory_with_two_holders_at_once_fails_its_judgement() {
+        let dir = HistoryDir::new().expect("dir");
+        for process in [1, 2] {
+            Recorder::create(dir.path(), process)
+                .expect("recorder")
+                .hold(Hold {
+                    name: "n".to_owned(),
+                    process,
+                    token: u64::from(process),
+                    requested_ns: 5,
+                    start_ns: 10 * u64::from(process),
+                    end_ns: 100,
+                    share: Share::Exclusive,
+                });
+        }
+        dir.assert_correct(2);
+    }
 }
