@@ -177,3 +177,32 @@ fn every_broken_rule_is_named() {
     assert_eq!(verdict.token_regressions.len(), 1);
     assert_eq!(verdict.violations().len(), 1, "{:?}", verdict.violations());
 }
+
+/// A long history with about eight writes in flight at any time, each accepted at a point
+/// inside its window in token order, and refused writes of old tokens among them: the search
+/// finds the order in a few steps per operation.
+#[test]
+fn a_long_concurrent_history_is_linearized_cheaply() {
+    let mut rng = fastrand::Rng::with_seed(37);
+    let mut writes = Vec::new();
+    let mut entries = Vec::new();
+    for i in 1..=300_u64 {
+        let at = i * 10;
+        let (before, after) = (rng.u64(0..40), rng.u64(0..40));
+        let process = u32::try_from(i % 8).expect("small");
+        writes.push(write(process, i, at - before, ok(at + after)));
+        entries.push((i, process));
+        if i % 10 == 0 {
+            // A stale holder's write of an older token, refused.
+            writes.push(write(process, i - 5, at + 1, refused(at + 2 + after)));
+        }
+    }
+    rng.shuffle(&mut writes);
+    let h = history(writes, log(&entries));
+    let verdict = check(&h);
+    let Search::Linearizable { steps } = verdict.registers[0].search else {
+        panic!("{:?}", verdict.registers[0]);
+    };
+    assert_eq!(verdict.registers[0].ops, 331);
+    assert!(steps < 20 * 331, "{steps} steps");
+}
