@@ -12,13 +12,13 @@ use distlock::redis::redis::{self, aio::MultiplexedConnection};
 use lock_testkit::{EtcdCluster, EtcdNetwork, PostgresServer, RedisServer};
 
 use crate::Error;
+use crate::backends::{POSTGRES_POOL_SIZE, migrate_postgres};
 use crate::cli::{Backend, RunArgs, WorkerArgs};
 use crate::progress::Progress;
 use crate::protocol::unix_ms_now;
 use crate::report::{self, EndState, Spread};
 use crate::resource::{COUNTER_KEY, DEMO_KEYS, FencedResource, INSIDE_KEY, LOCK_NAME};
 use crate::supervisor::Fleet;
-use crate::backends::{POSTGRES_POOL_SIZE, migrate_postgres};
 
 /// How long after the deadline a worker may still run before it is killed.
 const GRACE: Duration = Duration::from_secs(10);
