@@ -7,8 +7,9 @@
 //! runtime: waiting on 1,000 names costs one gRPC stream, and a watch is in force as soon as the
 //! feed is, with no request per name. The price: every release under the prefix reaches every
 //! process that waits on any name (as a Redis pattern subscription would). When the stream
-//! breaks, every signal is bumped (a release may have been missed; waiters just retry) and the
-//! feed reconnects with a bounded backoff.
+//! breaks, or the client's requests move to another member (the stream's may be cut off),
+//! every signal is bumped (a release may have been missed; waiters just retry) and the feed
+//! reconnects with a bounded backoff.
 
 use std::sync::Arc;
 use std::time::Duration;
