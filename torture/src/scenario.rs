@@ -739,12 +739,12 @@ fn etcd_exclusion(why: &'static str) -> Expected {
 /// request went unanswered and makes its channel anew, and a release that failed in the fault
 /// revokes its grant's etcd lease once the cluster answers (etcd restarts every lease's
 /// countdown at each election, so that key would otherwise outlive its holder by a lease
-/// and an election timeout per restart). Measured: at most 0.8 s from a heal to the next
-/// grant, release build, on the shared 2-core machine at load 12 to 19 (torture/README.md).
+/// and an election timeout per restart). Measured: at most 0.83 s from a heal to the next
+/// grant, release build, on the shared 2-core machine at load 3 to 19 (torture/README.md).
 const ETCD_RECONNECT_WITHIN: Duration = Duration::from_secs(5);
 
 /// How long the partition and whole-cluster restart cycles run undisturbed after the heal,
-/// and their tail: time for the clients to come back (0.8 s at most, measured) before the
+/// and their tail: time for the clients to come back (0.83 s at most, measured) before the
 /// next fault, with room for a loaded CI machine. A recovery longer than this runs into the
 /// next fault and is measured across it.
 const ETCD_RECONNECT_PAUSE: Duration = Duration::from_secs(4);
