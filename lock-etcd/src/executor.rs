@@ -14,6 +14,13 @@ use crate::error::{bounded, malformed};
 use crate::layout::{self, EtcdLease, is_ours_layout, ttl_seconds};
 use crate::watch::Watches;
 
+/// How long a failed release's etcd lease is revoked again in the background: past a few
+/// whole-cluster restarts, each of which restarts its countdown.
+const REVOKE_RETRY_FOR: Duration = Duration::from_secs(30);
+/// The pause between two of those attempts: doubled from the first to the last.
+const REVOKE_RETRY_FIRST: Duration = Duration::from_millis(100);
+const REVOKE_RETRY_LAST: Duration = Duration::from_secs(1);
+
 /// The shared state of an [`EtcdLock`](crate::EtcdLock), built by the builder.
 #[derive(Debug)]
 pub(crate) struct Executor {
@@ -110,6 +117,39 @@ impl Executor {
         let timeout = self.command_timeout();
         drop(tokio::spawn(async move {
             let _ = tokio::time::timeout(timeout, leases.revoke(etcd_lease.id())).await;
+        }));
+    }
+
+    /// Revokes `etcd_lease` in the background, again and again (100 ms apart, doubling to 1 s)
+    /// until etcd answers, for at most [`REVOKE_RETRY_FOR`]: the grant of a release that
+    /// failed. A lease already gone counts as revoked.
+    pub(crate) fn revoke_etcd_lease_until_gone(&self, etcd_lease: EtcdLease) {
+        let (clients, target) = (Arc::clone(&self.clients), Arc::clone(&self.target));
+        let task = async move {
+            let mut pause = REVOKE_RETRY_FIRST;
+            loop {
+                if let Ok(client) = clients.get(&target).await {
+                    let mut leases = client.lease_client();
+                    let revoked = tokio::time::timeout(
+                        target.command_timeout,
+                        leases.revoke(etcd_lease.id()),
+                    );
+                    match revoked.await {
+                        Ok(Ok(_)) => return,
+                        Ok(Err(etcd_client::Error::GRpcStatus(status)))
+                            if status.code() == tonic::Code::NotFound =>
+                        {
+                            return;
+                        }
+                        _ => {}
+                    }
+                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(REVOKE_RETRY_LAST);
+            }
+        };
+        drop(tokio::spawn(async move {
+            let _ = tokio::time::timeout(REVOKE_RETRY_FOR, task).await;
         }));
     }
 

@@ -9,6 +9,7 @@ mod executor;
 mod guarded;
 mod kinds;
 mod layout;
+mod members;
 mod watch;
 
 pub use config::{

@@ -7,8 +7,9 @@
 //! runtime: waiting on 1,000 names costs one gRPC stream, and a watch is in force as soon as the
 //! feed is, with no request per name. The price: every release under the prefix reaches every
 //! process that waits on any name (as a Redis pattern subscription would). When the stream
-//! breaks, every signal is bumped (a release may have been missed; waiters just retry) and the
-//! feed reconnects with a bounded backoff.
+//! breaks, or the client's requests move to another member (the stream's may be cut off),
+//! every signal is bumped (a release may have been missed; waiters just retry) and the feed
+//! reconnects with a bounded backoff.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -138,7 +139,9 @@ async fn run(
     }
 }
 
-/// One life of the stream: returns when it cannot be opened or breaks.
+/// One life of the stream: returns when it cannot be opened, breaks, or the client's requests
+/// move to another member (the one it is on stopped answering them: its stream may stall
+/// unbroken, and a member cut off from its peers hears of no release).
 async fn follow(
     clients: &Clients,
     target: &Target,
@@ -146,7 +149,7 @@ async fn follow(
     signals: &Signals,
     in_force: &watch::Sender<bool>,
 ) {
-    let Ok(mut client) = clients.get(target).await else {
+    let Ok((mut client, mut moves)) = clients.get_with_moves(target).await else {
         return;
     };
     let options = WatchOptions::new()
@@ -156,8 +159,14 @@ async fn follow(
     let Ok(Ok(mut stream)) = opened.await else {
         return;
     };
+    // The stream is on the member requests went to as it opened: follow them from here.
+    moves.borrow_and_update();
     loop {
-        let Ok(Some(response)) = stream.message().await else {
+        let message = tokio::select! {
+            message = stream.message() => message,
+            _ = moves.changed() => return,
+        };
+        let Ok(Some(response)) = message else {
             return;
         };
         if response.created() {

@@ -729,17 +729,20 @@ fn etcd_exclusion(why: &'static str) -> Expected {
 }
 
 /// The recovery bound of the etcd scenarios that cut every client off from a member it was
-/// connected to (the partition) or from every member (the whole-cluster restart): the etcd
-/// client reconnects on its own schedule. With a fault every 3.3 s, runs here took up to 30 s
-/// from a heal to the next grant (the clients had not recovered before the next fault), so
-/// these cycles leave the cluster alone for [`ETCD_RECONNECT_PAUSE`] after each heal. The
-/// bound catches a client that never comes back; the figure is reported, and shortening it
-/// is lock-etcd's open work.
-const ETCD_RECONNECT_WITHIN: Duration = Duration::from_secs(30);
+/// connected to (the partition) or from every member (the whole-cluster restart): issue 37's
+/// target for the restart (the partition's is 3 s). lock-etcd's client moves off a member whose
+/// request went unanswered and makes its channel anew, and a release that failed in the fault
+/// revokes its grant's etcd lease once the cluster answers (etcd restarts every lease's
+/// countdown at each election, so that key would otherwise outlive its holder by a lease
+/// and an election timeout per restart). Measured: at most 0.83 s from a heal to the next
+/// grant, release build, on the shared 2-core machine at load 3 to 19 (torture/README.md).
+const ETCD_RECONNECT_WITHIN: Duration = Duration::from_secs(5);
 
 /// How long the partition and whole-cluster restart cycles run undisturbed after the heal,
-/// and their tail: time for the clients to reconnect before the next fault or the end.
-const ETCD_RECONNECT_PAUSE: Duration = Duration::from_secs(8);
+/// and their tail: time for the clients to come back (0.83 s at most, measured) before the
+/// next fault, with room for a loaded CI machine. A recovery longer than this runs into the
+/// next fault and is measured across it.
+const ETCD_RECONNECT_PAUSE: Duration = Duration::from_secs(4);
 
 fn etcd(mut scenario: Scenario) -> Scenario {
     scenario.topology = Topology::Etcd;

@@ -121,15 +121,31 @@ pub(crate) async fn release(exec: &Executor, lease: &Lease) -> Result<bool, Lock
 
 /// Sends the release transaction `txn` of `lease`, then revokes the etcd lease of its grant in
 /// the background: whether the transaction found the lease ours.
+///
+/// When the transaction fails for a reason that may pass (the cluster restarting, say), the
+/// grant's etcd lease is revoked in the background as soon as the cluster answers: etcd
+/// restarts every lease's countdown when a leader is elected, so the key of a holder whose
+/// release failed could otherwise outlive its TTL by a countdown per election. Revoking it
+/// removes only this grant's keys (its lock key and note), whoever holds the lock by then.
 pub(crate) async fn send_release(
     exec: &Executor,
     client: &Client,
     lease: &Lease,
     txn: Txn,
 ) -> Result<bool, LockError> {
-    let answer = exec.txn(client, Op::Release, txn).await?;
-    exec.revoke_etcd_lease_later(client, EtcdLease::of_grant(lease.token(), lease.name()));
-    Ok(answer.succeeded())
+    let etcd_lease = EtcdLease::of_grant(lease.token(), lease.name());
+    match exec.txn(client, Op::Release, txn).await {
+        Ok(answer) => {
+            exec.revoke_etcd_lease_later(client, etcd_lease);
+            Ok(answer.succeeded())
+        }
+        Err(error) => {
+            if error.is_retryable() {
+                exec.revoke_etcd_lease_until_gone(etcd_lease);
+            }
+            Err(error)
+        }
+    }
 }
 
 /// Hands the mutex `lease` over to `to`: an etcd lease for the new token, then one transaction

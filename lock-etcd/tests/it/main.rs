@@ -11,3 +11,4 @@ mod errors;
 mod faults;
 mod guarded;
 mod holder_notes;
+mod recovery;
