@@ -16,6 +16,7 @@ mod valkey;
 // What the servers share.
 mod binary;
 mod client;
+mod fake_clock;
 mod launch;
 mod poll;
 mod port;
@@ -26,6 +27,7 @@ mod tls;
 
 pub use binary::{cache_dir, redis_server_binary, try_redis_server_binary};
 pub use cluster::{CLUSTER_SLOTS, ClusterNode, RedisCluster, RedisClusterBuilder, SlotMigration};
+pub use fake_clock::{FakeClock, Faked, try_faketime_library};
 pub use etcd::{
     ETCD_VERSION, EtcdCluster, EtcdClusterBuilder, EtcdMember, EtcdNetwork, etcd_install_dir,
     try_etcd_binary,
