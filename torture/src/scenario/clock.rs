@@ -5,6 +5,13 @@
 //! the server forgets a lease its holder still believes in, and nothing the holder can observe
 //! tells it so. Those scenarios expect overlaps to be possible and judge only what fencing
 //! must still save (no stale write accepted); the others expect exclusion.
+//!
+//! Redlock's fencing token is the largest of its quorum's node tokens, each the larger of the
+//! node's clock in µs and its counter + 1: a node whose clock runs ahead issues tokens ahead of
+//! the others', so a later grant on a quorum without it can carry a smaller token. Those
+//! regressions are reported, not judged, in the Redlock clock scenarios: the fence then refuses
+//! that holder's writes (it costs liveness, never safety). A single Redis and PostgreSQL keep
+//! their counter, so their tokens grow across both jumps.
 
 use std::time::Duration;
 
@@ -146,6 +153,7 @@ pub fn clock_redlock_fast(times: u32) -> Scenario {
             ],
             Expected {
                 stale_rejected: Bound::AtLeastOne,
+                token_regressions: Bound::Any,
                 ..Expected::fenced_only(
                     TTL,
                     "Redlock subtracts a drift allowance of 1 % of the TTL + 2 ms from the \
@@ -184,13 +192,16 @@ pub fn clock_redlock_jump() -> Scenario {
                 Step::ClockBack(ClockOf::Node(2)),
                 Step::Sleep(ms(1_500)),
             ],
-            fenced(
-                TTL,
-                "node 2 expires the holder's key at the jump, and {2, 3, 4} is a second \
-                 quorum while the holder's validity runs (Kleppmann 2016): Redlock's safety \
-                 rests on clocks that neither jump nor drift beyond the allowance; fencing \
-                 refuses the old holder's late writes",
-            ),
+            Expected {
+                token_regressions: Bound::Any,
+                ..fenced(
+                    TTL,
+                    "node 2 expires the holder's key at the jump, and {2, 3, 4} is a second \
+                     quorum while the holder's validity runs (Kleppmann 2016): Redlock's safety \
+                     rests on clocks that neither jump nor drift beyond the allowance; fencing \
+                     refuses the old holder's late writes",
+                )
+            },
         ))
     }
 }
