@@ -13,6 +13,9 @@ pub enum Target {
     Nodes(Vec<usize>),
     /// Every server, for the worker remembered by the last [`Step::AwaitGrant`].
     Holder,
+    /// These servers, for every worker but the remembered holder; a heal here heals only
+    /// these paths (the holder stays cut off from them).
+    Others(Vec<usize>),
 }
 
 /// A network fault, applied through the [`FaultProxy`](lock_testkit::FaultProxy)s.
@@ -175,6 +178,7 @@ impl fmt::Display for Target {
         match self {
             Target::Nodes(nodes) => write!(f, "node {nodes:?}"),
             Target::Holder => f.write_str("the holder"),
+            Target::Others(nodes) => write!(f, "node {nodes:?} for all but the holder"),
         }
     }
 }

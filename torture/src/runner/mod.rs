@@ -340,6 +340,14 @@ impl Run<'_> {
                         let (worker, _) = self.holder()?;
                         self.lab.net(&[worker], &all_nodes, *fault);
                     }
+                    Target::Others(nodes) => {
+                        let (holder, _) = self.holder()?;
+                        let others: Vec<u32> =
+                            all_workers.iter().copied().filter(|&w| w != holder).collect();
+                        self.lab.net(&others, nodes, *fault);
+                        // Only these paths: the holder stays as it was.
+                        return Ok(());
+                    }
                 }
                 if *fault == Net::Heal {
                     // Latency set on other targets is healed too: heal means clean.

@@ -17,6 +17,8 @@ fn a_redis_clock_jumping_past_the_lease_is_fenced() {
 }
 
 #[test]
+#[ignore = "CI's time budget: the same cycle as the 10× test, whose window (~80 ms) opens; \
+            at 2× it is ~8 ms and rarely does; run it with --ignored"]
 fn a_redlock_node_running_2x_the_drift_allowance_fast_is_fenced() {
     let outcome = common::run_short(&scenario::clock_redlock_fast(2));
     common::assert_verdict(&outcome);
