@@ -98,7 +98,9 @@ impl Lab {
         };
         let (postgres, resource_postgres) = match topology {
             Topology::Postgres => (
-                Some(start_postgres(node_clocks.first().and_then(Option::as_ref))?),
+                Some(start_postgres(
+                    node_clocks.first().and_then(Option::as_ref),
+                )?),
                 Some(PostgresServer::start()?),
             ),
             _ => (None, None),
@@ -110,10 +112,7 @@ impl Lab {
         let (servers, cluster) = match topology {
             Topology::Single => (vec![store(0)?], None),
             Topology::Postgres | Topology::Etcd => (Vec::new(), None),
-            Topology::Redlock(n) => (
-                (0..n).map(store).collect::<io::Result<Vec<_>>>()?,
-                None,
-            ),
+            Topology::Redlock(n) => ((0..n).map(store).collect::<io::Result<Vec<_>>>()?, None),
             Topology::Cluster => {
                 let builder = RedisCluster::builder()
                     .masters(3)

@@ -134,7 +134,10 @@ impl FakeClock {
 
     /// The offset now, in milliseconds (positive: ahead of the real time).
     pub fn offset_ms(&self) -> i64 {
-        *self.offset_ms.lock().unwrap_or_else(PoisonError::into_inner)
+        *self
+            .offset_ms
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The rate the clock runs at (`1.0`: real speed).
@@ -148,7 +151,10 @@ impl FakeClock {
     /// # Errors
     /// If the specification file cannot be written; the offset is then unchanged.
     pub fn jump(&self, by_ms: i64) -> io::Result<()> {
-        let mut offset = self.offset_ms.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut offset = self
+            .offset_ms
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let next = offset.saturating_add(by_ms);
         self.write(next)?;
         *offset = next;
@@ -160,7 +166,10 @@ impl FakeClock {
     /// # Errors
     /// If the specification file cannot be written; the offset is then unchanged.
     pub fn set_offset(&self, offset_ms: i64) -> io::Result<()> {
-        let mut offset = self.offset_ms.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut offset = self
+            .offset_ms
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         self.write(offset_ms)?;
         *offset = offset_ms;
         Ok(())
@@ -210,15 +219,52 @@ fn write_atomically(dir: &Path, path: &Path, text: &str) -> io::Result<()> {
 mod tests {
     use super::*;
 
+    const INSTALL: &str = "libfaketime (scripts/ensure-faketime.sh)";
+
+    /// The Unix time `date` reads on `clock`.
+    fn date_on(clock: &FakeClock) -> i64 {
+        let mut date = Command::new("date");
+        date.arg("+%s");
+        clock.apply(&mut date);
+        let out = date.output().expect("date runs");
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .expect("date prints seconds")
+    }
+
     #[test]
-    fn jumps_accumulate_and_are_written_as_libfaketime_reads_them() {
-        let clock = FakeClock::new().expect("libfaketime (scripts/ensure-faketime.sh)");
-        clock.jump(2_500).unwrap();
-        clock.jump(-4_000).unwrap();
-        assert_eq!(clock.offset_ms(), -1_500);
-        assert_eq!(fs::read_to_string(clock.spec_file()).unwrap(), "-1.500\n");
-        let fast = FakeClock::with(Faked::All, 1.1).unwrap();
-        assert_eq!(fs::read_to_string(fast.spec_file()).unwrap(), "+0.000 x1.1\n");
-        assert!(!fast.env().iter().any(|(k, _)| k == "FAKETIME_DONT_FAKE_MONOTONIC"));
+    fn a_process_on_the_clock_sees_each_jump_at_once() {
+        let clock = FakeClock::new().expect(INSTALL);
+        let before = date_on(&clock);
+        clock.jump(3_600_000).expect("jump forward");
+        let ahead = date_on(&clock);
+        assert!(
+            (3_590..3_700).contains(&(ahead - before)),
+            "{before} → {ahead}"
+        );
+        clock.jump(-7_200_000).expect("jump back");
+        assert_eq!(clock.offset_ms(), -3_600_000);
+        let behind = date_on(&clock);
+        assert!(
+            (-3_700..-3_590).contains(&(behind - before)),
+            "{before} → {behind}"
+        );
+        clock.set_offset(0).expect("back to the real time");
+        assert!((date_on(&clock) - before).abs() < 100);
+    }
+
+    #[test]
+    fn a_fast_clock_fakes_the_monotonic_clocks_too() {
+        let fast = FakeClock::with(Faked::All, 1.1).expect(INSTALL);
+        let spec = fs::read_to_string(fast.spec_file()).expect("the spec is written");
+        assert_eq!(spec, "+0.000 x1.1\n");
+        assert!(
+            !fast
+                .env()
+                .iter()
+                .any(|(k, _)| k == "FAKETIME_DONT_FAKE_MONOTONIC")
+        );
+        assert!(FakeClock::with(Faked::All, 0.0).is_err());
     }
 }

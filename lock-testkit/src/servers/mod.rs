@@ -27,11 +27,11 @@ mod tls;
 
 pub use binary::{cache_dir, redis_server_binary, try_redis_server_binary};
 pub use cluster::{CLUSTER_SLOTS, ClusterNode, RedisCluster, RedisClusterBuilder, SlotMigration};
-pub use fake_clock::{FakeClock, Faked, try_faketime_library};
 pub use etcd::{
     ETCD_VERSION, EtcdCluster, EtcdClusterBuilder, EtcdMember, EtcdNetwork, etcd_install_dir,
     try_etcd_binary,
 };
+pub use fake_clock::{FakeClock, Faked, try_faketime_library};
 pub use pgbouncer::{PgBouncer, PgBouncerBuilder, PoolMode, pgbouncer_binary};
 pub use port::free_port;
 pub use postgres::{PostgresServer, PostgresServerBuilder, postgres_bin_dir};

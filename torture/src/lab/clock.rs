@@ -12,7 +12,10 @@ use crate::schedule::ClockOf;
 
 /// The clock of each lock server of `topology` (a Redis, a Redlock node, the PostgreSQL):
 /// none on [`Clocks::Real`] and for the servers that are not run per node (a cluster's, etcd's).
-pub(super) fn node_clocks(topology: Topology, clocks: Clocks) -> io::Result<Vec<Option<FakeClock>>> {
+pub(super) fn node_clocks(
+    topology: Topology,
+    clocks: Clocks,
+) -> io::Result<Vec<Option<FakeClock>>> {
     let nodes = match topology {
         Topology::Single | Topology::Postgres => 1,
         Topology::Redlock(n) => n,

@@ -342,8 +342,11 @@ impl Run<'_> {
                     }
                     Target::Others(nodes) => {
                         let (holder, _) = self.holder()?;
-                        let others: Vec<u32> =
-                            all_workers.iter().copied().filter(|&w| w != holder).collect();
+                        let others: Vec<u32> = all_workers
+                            .iter()
+                            .copied()
+                            .filter(|&w| w != holder)
+                            .collect();
                         self.lab.net(&others, nodes, *fault);
                         // Only these paths: the holder stays as it was.
                         return Ok(());
@@ -377,7 +380,9 @@ impl Run<'_> {
             Step::HealEtcdPartition => self.lab.heal_etcd_partition()?,
             Step::ClockJump { of, by_ms } => self.lab.clock(*of)?.jump(*by_ms)?,
             Step::ClockBack(of) => self.lab.clock(*of)?.set_offset(0)?,
-            Step::RestartEtcdMemberAhead(further) => self.lab.restart_etcd_member_ahead(*further)?,
+            Step::RestartEtcdMemberAhead(further) => {
+                self.lab.restart_etcd_member_ahead(*further)?;
+            }
             Step::StopEtcdCluster => self.lab.stop_etcd()?,
             Step::StartEtcdCluster => self.lab.start_etcd()?,
         }

@@ -177,7 +177,7 @@ pub fn clock_redlock_jump() -> Scenario {
         hold: (ms(1_500), ms(2_500)),
         wait: ms(250),
         workers: 2,
-        short: Duration::from_secs(10),
+        short: Duration::from_secs(9),
         ..redlock(base(
             "clock-redlock-jump",
             "holder on a bare quorum {0, 1, 2} (3, 4 cut off from it); node 2's wall clock jumps \
