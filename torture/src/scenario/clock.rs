@@ -289,7 +289,7 @@ pub fn clock_pg_jump() -> Scenario {
 pub fn clock_etcd_monotonic() -> Scenario {
     Scenario {
         hold: (ms(300), ms(900)),
-        short: Duration::from_secs(12),
+        short: Duration::from_secs(10),
         ..etcd(base(
             "clock-etcd-monotonic",
             "the etcd leader SIGKILLed; restarted 2 s after a new leader, its monotonic clock 1 h \
