@@ -20,18 +20,19 @@ for arg in "$@"; do
   esac
   prev=$arg
 done
+# Only the backend asked for is installed and built: the demo is a package of its own
+# (examples/demo, `distlock-demo`) whose features add PostgreSQL or etcd to the Redis it always
+# uses, so the Redis demo builds neither lock-postgres nor etcd's gRPC stack (nor needs `protoc`).
+features=()
 case "$backend" in
-  postgres) bash scripts/ensure-postgres.sh ;;
-  etcd) bash scripts/ensure-etcd.sh ;;
+  redis) ;;
+  postgres) bash scripts/ensure-postgres.sh; features=(--features postgres) ;;
+  etcd) bash scripts/ensure-etcd.sh; features=(--features etcd) ;;
+  *) echo "demo.sh: unknown backend '$backend' (redis, postgres, etcd)" >&2; exit 2 ;;
 esac
-# The demo is built with lock-etcd whatever the backend, and building it needs `protoc`, which
-# ensure-etcd.sh installs (with an etcd server) where it is missing.
-if ! command -v protoc >/dev/null 2>&1; then
-  bash scripts/ensure-etcd.sh
-fi
-# The first build compiles the workspace and its dependencies in release mode: about 5 minutes
-# on 2 cores (cargo shows its progress); later runs start at once.
-echo "== building the demo (release mode; the first build takes about 5 minutes on 2 cores)" >&2
-cargo build --release --example demo
+# The first build compiles the demo's dependencies in release mode (cargo shows its progress;
+# the README's quick start gives the time it took); later runs start at once.
+echo "== building the demo for $backend (release mode; the first build takes a few minutes)" >&2
+cargo build --release -p distlock-demo "${features[@]}"
 echo "== running it" >&2
-exec cargo run --quiet --release --example demo -- "$@"
+exec cargo run --quiet --release -p distlock-demo "${features[@]}" -- "$@"

@@ -20,7 +20,7 @@ bash scripts/ensure-redis.sh
 bash scripts/ensure-chromium.sh
 cargo build --release --quiet -p distlock-cli
 # The demo's binary, as scripts/demo.sh builds it (run directly here, so that its PID is ours).
-cargo build --release --quiet --example demo
+cargo build --release --quiet -p distlock-demo
 tgt=${CARGO_TARGET_DIR:-target}/release
 bin=$tgt/distlock
 
@@ -50,7 +50,7 @@ for _ in $(seq 1 100); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; s
 pids+=($!)
 for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$sport/api/locks" -o /dev/null && break; sleep 0.1; done
 
-"$tgt/examples/demo" --redis-url "$url" --duration 30 "${demo_args[@]}" >"$dir/demo.log" 2>&1 &
+"$tgt/demo" --redis-url "$url" --duration 30 "${demo_args[@]}" >"$dir/demo.log" 2>&1 &
 demo=$!
 pids+=("$demo")
 sleep 3

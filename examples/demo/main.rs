@@ -26,14 +26,15 @@
 //! if it could not run at all, and 130 when interrupted.
 //!
 //! ```text
-//! cargo run --example demo
-//! cargo run --example demo -- --workers 8 --duration 20 --pause-every 10
-//! cargo run --example demo -- --fair       # locker.fair: granted in the order asked
-//! cargo run --example demo -- --compare    # the plain lock, then the fair one, side by side
-//! cargo run --example demo -- --redis-url redis://127.0.0.1:6379/
-//! cargo run --example demo -- --backend postgres   # the lock on PostgreSQL (PostgresLock)
-//! cargo run --example demo -- --backend etcd       # the lock on etcd (EtcdLock)
-//! cargo run --example demo -- --help
+//! bash scripts/demo.sh                        # builds the demo for its backend, runs it
+//! bash scripts/demo.sh --workers 8 --duration 20 --pause-every 10
+//! bash scripts/demo.sh --fair                 # locker.fair: granted in the order asked
+//! bash scripts/demo.sh --compare              # the plain lock, then the fair one, side by side
+//! bash scripts/demo.sh --redis-url redis://127.0.0.1:6379/
+//! bash scripts/demo.sh --backend postgres     # the lock on PostgreSQL (PostgresLock)
+//! bash scripts/demo.sh --backend etcd         # the lock on etcd (EtcdLock)
+//! cargo run --release -p distlock-demo --features etcd -- --backend etcd   # what it runs
+//! bash scripts/demo.sh --help
 //! ```
 //!
 //! Files: `cli.rs` (options), `parent.rs` (the run), `supervisor.rs` (worker processes),
@@ -41,6 +42,7 @@
 //! (final table), `worker.rs` (one worker), `protocol.rs` (worker → parent lines),
 //! `resource.rs` (the Redis side, behind the library's fence), `stats.rs` (percentiles).
 
+mod backends;
 mod cli;
 mod parent;
 mod progress;
@@ -68,6 +70,11 @@ fn main() -> ExitCode {
                 cli::Cli::command()
                     .error(ErrorKind::ArgumentConflict, message)
                     .exit();
+            }
+            // Before any server starts: a backend this build lacks is the user's next command.
+            if let Err(e) = backends::built_with(cli.run.backend) {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
             }
             parent::main(&cli.run)
         }

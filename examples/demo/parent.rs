@@ -9,17 +9,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use distlock::redis::redis::{self, aio::MultiplexedConnection};
-use lock_postgres::PostgresLock;
 use lock_testkit::{EtcdCluster, EtcdNetwork, PostgresServer, RedisServer};
 
 use crate::Error;
+use crate::backends::{POSTGRES_POOL_SIZE, migrate_postgres};
 use crate::cli::{Backend, RunArgs, WorkerArgs};
 use crate::progress::Progress;
 use crate::protocol::unix_ms_now;
 use crate::report::{self, EndState, Spread};
 use crate::resource::{COUNTER_KEY, DEMO_KEYS, FencedResource, INSIDE_KEY, LOCK_NAME};
 use crate::supervisor::Fleet;
-use crate::worker::POSTGRES_POOL_SIZE;
 
 /// How long after the deadline a worker may still run before it is killed.
 const GRACE: Duration = Duration::from_secs(10);
@@ -80,7 +79,7 @@ fn run(args: &RunArgs) -> Result<ExitCode, Error> {
         (None, url) => url.clone(),
     };
     if let Some(pg_url) = &pg_url {
-        runtime.block_on(migrate(pg_url))?;
+        runtime.block_on(migrate_postgres(pg_url))?;
     }
     // With --backend etcd: a one-member etcd, also stopped by PID when dropped.
     let etcd_server = match (args.backend, &args.etcd_url) {
@@ -228,14 +227,6 @@ fn start_postgres(workers: u32) -> Result<PostgresServer, Error> {
             )
             .into()
         })
-}
-
-/// Creates the lease table (`PostgresLock::migrate`) if it is missing.
-async fn migrate(url: &str) -> Result<(), Error> {
-    PostgresLock::from_url(url)?
-        .migrate()
-        .await
-        .map_err(|e| format!("cannot create the lease table on {}: {e}", redacted(url)).into())
 }
 
 /// Clears the demo's keys, runs the workers (taking the fair lock if `fair`, on PostgreSQL or
@@ -429,7 +420,7 @@ async fn read_end(conn: &mut MultiplexedConnection) -> Result<EndState, Error> {
 }
 
 /// `url` with its password, if any, replaced by `***`.
-fn redacted(url: &str) -> Cow<'_, str> {
+pub(crate) fn redacted(url: &str) -> Cow<'_, str> {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.into();
     };

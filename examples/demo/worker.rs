@@ -7,13 +7,9 @@ use std::time::{Duration, Instant};
 
 use distlock::redis::redis::{self, aio::MultiplexedConnection};
 use distlock::{Guard, LockError, Locker, TimeoutPhase, redis::RedisLock};
-// `distlock::postgres::PostgresLock` with the `postgres` feature; the crate itself here, so that the demo
-// builds without features.
-use lock_postgres::PostgresLock;
-// `distlock::etcd::EtcdLock` with the `etcd` feature; the crate itself, for the same reason.
-use lock_etcd::EtcdLock;
 
 use crate::Error;
+use crate::backends::{etcd_locker, postgres_locker};
 use crate::cli::{Backend, WorkerArgs};
 use crate::protocol::{Event, StallOutcome, Summary, unix_ms_now};
 use crate::resource::{COUNTER_KEY, FencedResource, INSIDE_KEY, LOCK_NAME};
@@ -46,11 +42,6 @@ const MAX_CONSECUTIVE_ERRORS: u32 = 20;
 
 /// The pause after a failure before the next round.
 const ERROR_PAUSE: Duration = Duration::from_millis(50);
-
-/// Pooled connections of a worker's `PostgresLock`: a worker sends one statement at a time, so
-/// two are plenty, and 64 workers stay within the server's connection limit (each also has one
-/// connection listening for releases).
-pub(crate) const POSTGRES_POOL_SIZE: usize = 2;
 
 /// Runs a worker to its deadline; the process's exit code.
 pub(crate) fn main(args: &WorkerArgs) -> ExitCode {
@@ -136,12 +127,7 @@ impl Worker {
                     .holder_note(format!("demo worker-{}", args.index))
                     .build()?,
             ),
-            (Backend::Postgres, Some(url)) => Locker::new(
-                PostgresLock::builder()
-                    .url(url)
-                    .pool_size(POSTGRES_POOL_SIZE)
-                    .build()?,
-            ),
+            (Backend::Postgres, Some(url)) => postgres_locker(url)?,
             (Backend::Postgres, None) => {
                 return Err("--backend postgres needs --postgres-url".into());
             }
@@ -150,7 +136,7 @@ impl Worker {
                     .etcd_url
                     .as_deref()
                     .ok_or("--backend etcd needs --etcd-url")?;
-                Locker::new(EtcdLock::new(urls.split(',').map(str::trim))?)
+                etcd_locker(urls)?
             }
         };
         let conn = redis::Client::open(args.redis_url.as_str())?

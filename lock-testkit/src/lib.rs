@@ -80,6 +80,10 @@
 //! tasks or OS processes update one counter under one name, and it must end exact.
 //! [`fair_order`] is the fair lock's order check across OS processes that the backends share:
 //! the contended loop, the mark of a queued request, and the judge of the grant records.
+//! [`history`] is the history checker: mutual exclusion over valid leases per kind,
+//! fencing-token growth, and the linearizability of the fenced resource as a register (a
+//! Wing & Gong search with Lowe's memoisation), over a recorded history of grants and fenced
+//! writes; the torture suite's verdicts and the process tests' come from it.
 //! [`election_processes`] is leader election across OS processes, judged by an independent
 //! witness, and [`holders`] the holder-description checks (`Lock::describe_holder`,
 //! `Lock::annotate`) that the backends describing their holders share.
@@ -122,7 +126,7 @@ mod processes;
 mod servers;
 mod signal;
 
-pub use checks::{conformance, election_processes, exclusion, fair_order, holders};
+pub use checks::{conformance, election_processes, exclusion, fair_order, history, holders};
 pub use processes::{run_test_in_processes, spawn_test_process};
 #[cfg(feature = "tls")]
 pub use servers::TestCertificates;

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use distlock_torture::worker::Misbehave;
 use distlock_torture::{Options, Server, report, run, scenario};
 
 /// Runs distlock's torture scenarios: worker processes contend for a lock on real
@@ -45,6 +46,11 @@ struct Cli {
     /// The workers run the strict data-loss checks (`RedisLockBuilder::strict`).
     #[arg(long)]
     strict: bool,
+    /// A broken variant for the checker's tests: `unfenced` (every write bypasses the fence)
+    /// or `rogue-grant` (worker 0 holds another name as if it held the lock). The verdicts
+    /// must then be violated.
+    #[arg(long, value_enum, default_value_t = Misbehave::None)]
+    misbehave: Misbehave,
     /// The server of the lock's Redis stores in single-server, Redlock and cluster scenarios.
     #[arg(long, value_enum, default_value_t = ServerArg::Redis)]
     server: ServerArg,
@@ -167,6 +173,7 @@ fn main() -> ExitCode {
             keep: cli.keep.as_ref().map(|k| k.join(s.name)),
             verbose: !cli.quiet,
             server: cli.server.into(),
+            misbehave: cli.misbehave,
         };
         match run(s, &options) {
             Ok(outcome) => {
@@ -224,9 +231,9 @@ fn check(dir: &std::path::Path, list_overlaps: bool, scenario: &str) -> ExitCode
         for o in &report.overlaps {
             println!(
                 "worker {} (token {}) and worker {} (token {}) overlapped for {:?}",
-                o.first.worker,
+                o.first.process,
                 o.first.token,
-                o.second.worker,
+                o.second.process,
                 o.second.token,
                 Duration::from_nanos(o.overlap_ns)
             );

@@ -20,6 +20,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use lock_core::{FAIR_ENTRY_TTL, Locker};
 use lock_testkit::fair_order::{self, Grant, Witness};
+use lock_testkit::history::record::HistoryDir;
 use tokio_postgres::Client;
 
 use crate::common;
@@ -77,9 +78,14 @@ async fn processes_are_granted_in_the_order_they_queued() {
     let kind = std::env::var("FAIRNESS_CHECK_KIND").unwrap_or_else(|_| "fair".to_owned());
     let server = common::server();
     let client = prepare(&server, &[]).await;
+    let histories = HistoryDir::new().expect("the history directory");
     lock_testkit::run_test_in_processes(
         &lock_testkit::child_test!(fair_worker),
-        &[(URL_VAR, server.url()), (KIND_VAR, kind.clone())],
+        &[
+            (URL_VAR, server.url()),
+            (KIND_VAR, kind.clone()),
+            histories.env(),
+        ],
         PROCESSES,
         Duration::from_secs(120),
     )
@@ -106,6 +112,8 @@ async fn processes_are_granted_in_the_order_they_queued() {
     let verdict = fair_order::judge(&records, GRANTS);
     verdict.report(&kind);
     verdict.assert_fair(PROCESSES);
+    // Every grant's valid lease, judged by the history checker: no two holders at once.
+    histories.assert_correct(verdict.recorded);
     locker(&server.url())
         .fair(NAME)
         .try_acquire()

@@ -2,12 +2,17 @@
 //! (a lease of 1 s, renewed by its watchdog), writes through `distlock_fence`, and is
 //! `SIGSTOP`ped. Its lease runs out; a successor takes the lock and writes through the fence.
 //! The holder is resumed (`SIGCONT`) and writes with its old token: refused, every time, and
-//! every write of the successor applies.
+//! every write of the successor applies. Both record their grants and fenced writes (on
+//! `CLOCK_MONOTONIC`), and the history checker (`lock_testkit::history`) judges them with the
+//! final log: no overlap of valid leases, tokens that grow, and a fenced register that is
+//! linearizable.
 
 use std::time::Duration;
 
 use lock_core::{Fence, LockError, Locker};
 use lock_postgres::fence;
+use lock_testkit::history::record::{self, HISTORY_DIR_VAR, HistoryDir, Recorder};
+use lock_testkit::history::{self, FencedWrite, LogEntry, Share, WriteOutcome};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use tokio_postgres::Client;
@@ -18,6 +23,38 @@ const URL_VAR: &str = "DISTLOCK_FENCE_URL";
 const NAME: &str = "acct";
 const ROUNDS: usize = 2;
 const SUCCESSOR_WRITES: i64 = 5;
+/// The history's process numbers: the holder processes (one per round) and the successor.
+const HOLDER: u32 = 1;
+const SUCCESSOR: u32 = 2;
+
+/// [`fenced_write`], recorded: sent now, answered accepted, refused, or (any other error) not
+/// at all.
+async fn recorded_write(
+    recorder: &Recorder,
+    client: &mut Client,
+    who: &str,
+    f: &Fence,
+) -> Result<(), LockError> {
+    let invoke_ns = record::monotonic_ns();
+    let result = fenced_write(client, who, f).await;
+    let outcome = match &result {
+        Ok(()) => WriteOutcome::Accepted {
+            at_ns: record::monotonic_ns(),
+        },
+        Err(LockError::Fenced { .. }) => WriteOutcome::Rejected {
+            at_ns: record::monotonic_ns(),
+        },
+        Err(_) => WriteOutcome::Unknown,
+    };
+    recorder.write(FencedWrite {
+        name: NAME.to_owned(),
+        process: recorder.process(),
+        token: f.token,
+        invoke_ns,
+        outcome,
+    });
+    result
+}
 
 /// One fenced write: `BEGIN; SELECT distlock_fence(..); INSERT INTO writes ..; COMMIT`.
 async fn fenced_write(client: &mut Client, who: &str, f: &Fence) -> Result<(), LockError> {
@@ -55,16 +92,20 @@ async fn until(client: &Client, sql: &str, limit: Duration) -> bool {
 #[ignore = "a holder process of fence_processes"]
 async fn holder() {
     let url = std::env::var(URL_VAR).expect("the server's URL");
+    let dir = std::env::var(HISTORY_DIR_VAR).expect("the history directory");
+    let recorder = Recorder::create(dir.as_ref(), HOLDER).expect("the holder's history");
     let locker = Locker::new(common::unmigrated_at(url.clone()));
     let mut client = common::client(&url).await;
+    let requested_ns = record::monotonic_ns();
     let guard = locker
         .lock(NAME)
         .lease(Duration::from_secs(1))
         .wait(Duration::from_secs(30))
         .await
         .expect("the lock");
+    let start_ns = record::monotonic_ns();
     let f = guard.fence();
-    fenced_write(&mut client, "holder", &f)
+    recorded_write(&recorder, &mut client, "holder", &f)
         .await
         .expect("the holder's first write");
     client
@@ -81,7 +122,9 @@ async fn holder() {
         .await,
         "never told to go on"
     );
-    let outcome = match fenced_write(&mut client, "holder", &f).await {
+    // Its lease ran out while it was stopped: the hold ends at its `valid_until`.
+    recorder.lease(NAME, &guard, (requested_ns, start_ns), Share::Exclusive);
+    let outcome = match recorded_write(&recorder, &mut client, "holder", &f).await {
         Ok(()) => "accepted".to_owned(),
         Err(LockError::Fenced { token, current, .. }) if token == f.token => {
             format!("refused current={current}")
@@ -102,11 +145,18 @@ fn signal(child: &tokio::process::Child, sig: Signal) {
 
 /// One round: a holder process paused past its lease, a successor that writes, the holder's
 /// late write. Returns the successor's token.
-async fn round(url: &str, admin: &mut Client, locker: &Locker) -> u64 {
+/// Both sides record into `recorder` and the directory `dir`.
+async fn round(
+    url: &str,
+    admin: &mut Client,
+    locker: &Locker,
+    recorder: &Recorder,
+    dir: &HistoryDir,
+) -> u64 {
     admin.batch_execute("TRUNCATE steps").await.expect("reset");
     let mut child = lock_testkit::spawn_test_process(
         &lock_testkit::child_test!(holder),
-        &[(URL_VAR, url.to_owned())],
+        &[(URL_VAR, url.to_owned()), dir.env()],
     )
     .expect("the holder process");
     let wrote = "SELECT EXISTS (SELECT FROM steps WHERE step = 'wrote')";
@@ -117,15 +167,17 @@ async fn round(url: &str, admin: &mut Client, locker: &Locker) -> u64 {
     signal(&child, Signal::SIGSTOP);
 
     // The holder's lease (1 s) runs out while it is stopped; the successor takes the lock.
+    let requested_ns = record::monotonic_ns();
     let guard = locker
         .lock(NAME)
         .lease(Duration::from_secs(30))
         .wait(Duration::from_secs(30))
         .await
         .expect("the successor's lock");
+    let start_ns = record::monotonic_ns();
     let successor = guard.fence();
     for _ in 0..SUCCESSOR_WRITES {
-        fenced_write(admin, "successor", &successor)
+        recorded_write(recorder, admin, "successor", &successor)
             .await
             .expect("the successor's write");
     }
@@ -148,6 +200,7 @@ async fn round(url: &str, admin: &mut Client, locker: &Locker) -> u64 {
         .expect("the holder's outcome")
         .get(0);
     assert_eq!(outcome, format!("refused current={}", successor.token));
+    recorder.lease(NAME, &guard, (requested_ns, start_ns), Share::Exclusive);
     guard.release().await.expect("released");
     successor.token
 }
@@ -165,8 +218,10 @@ async fn a_paused_holder_is_refused_and_the_successors_writes_all_apply() {
         )
         .await
         .expect("tables");
+    let dir = HistoryDir::new().expect("the history directory");
+    let recorder = Recorder::create(dir.path(), SUCCESSOR).expect("the successor's history");
     for _ in 0..ROUNDS {
-        round(&server.url(), &mut admin, &locker).await;
+        round(&server.url(), &mut admin, &locker, &recorder, &dir).await;
     }
     // Per round: the holder's first write and the successor's five; none of the late ones.
     let rows = admin
@@ -185,5 +240,21 @@ async fn a_paused_holder_is_refused_and_the_successors_writes_all_apply() {
     assert!(
         writes.windows(2).all(|w| w[0].1 <= w[1].1),
         "tokens out of order: {writes:?}"
+    );
+    let mut recorded = dir.read().expect("the histories");
+    let log = writes.iter().map(|(who, token)| LogEntry {
+        token: u64::try_from(*token).expect("a positive token"),
+        process: if who == "holder" { HOLDER } else { SUCCESSOR },
+    });
+    recorded.logs.insert(NAME.to_owned(), log.collect());
+    let verdict = history::check(&recorded);
+    assert_eq!(
+        verdict.registers.first().map(|r| r.ops),
+        Some(ROUNDS * 7 + 1)
+    );
+    assert!(
+        verdict.violations().is_empty(),
+        "{:?}",
+        verdict.violations()
     );
 }

@@ -8,7 +8,10 @@
 //! of the lock's own tables: counter tables in the same database (`witness_*`), each entry to
 //! and exit from a critical section one `UPDATE` of one row that also checks the rule (so two
 //! processes' checks are serialised by the row lock, like the Redis tests' ENTER/LEAVE
-//! scripts). The parent judges what every process saw.
+//! scripts). The parent judges what every process saw. The read-write and permit loops also
+//! record every grant's valid lease (`lock_testkit::history::record`), and the history checker
+//! judges them: no overlap beside a writer, no more permit holds than permits, writers' tokens
+//! that grow.
 //!
 //! A process that is to be killed locks through [`Recording`], which keeps in the witness a
 //! lower bound, on the server's clock, of when what it holds lapses: the server time read just
@@ -25,6 +28,8 @@ use lock_core::{Kind, Lease, LockError, Locker, Token, fair_entry_ttl};
 use lock_postgres::PostgresLock;
 use lock_testkit::PostgresServer;
 use lock_testkit::fair_order;
+use lock_testkit::history::Share;
+use lock_testkit::history::record::{self, HistoryDir, Recorder};
 use tokio::time::Instant;
 use tokio_postgres::Client;
 
@@ -445,14 +450,17 @@ const RW: &str = "rw";
 async fn across_processes_a_writer_is_alone_and_readers_share() {
     let server = common::server();
     let client = prepare(&server, &[RW_OPEN, RW]).await;
+    let histories = HistoryDir::new().expect("the history directory");
     lock_testkit::run_test_in_processes(
         &lock_testkit::child_test!(rw_worker),
-        &[(URL_VAR, server.url())],
+        &[(URL_VAR, server.url()), histories.env()],
         RW_PROCESSES,
         Duration::from_secs(120),
     )
     .await
     .unwrap_or_else(|e| panic!("{e}"));
+    let verdict = histories.assert_correct(RW_PROCESSES * 3 * RW_ROUNDS as usize);
+    assert!(verdict.most_shared > 1, "the recorded readers never shared");
 
     let processes = i64::try_from(RW_PROCESSES).expect("small");
     let rounds = i64::from(RW_ROUNDS);
@@ -515,10 +523,11 @@ async fn rw_worker() {
     leave(&client, RW_OPEN, Role::Reader).await;
     opening.release().await.expect("ours");
 
+    let recorder = Arc::new(Recorder::from_env().expect("the history directory"));
     let tasks: Vec<_> = [Role::Reader, Role::Reader, Role::Writer]
         .into_iter()
         .map(|role| {
-            let (locker, url) = (locker.clone(), url.clone());
+            let (locker, url, recorder) = (locker.clone(), url.clone(), Arc::clone(&recorder));
             tokio::spawn(async move {
                 let client = common::client(&url).await;
                 for _ in 0..RW_ROUNDS {
@@ -526,10 +535,12 @@ async fn rw_worker() {
                         Role::Reader => locker.read(RW),
                         _ => locker.write(RW),
                     };
+                    let requested_ns = record::monotonic_ns();
                     let guard = request
                         .wait(Duration::from_secs(60))
                         .await
                         .unwrap_or_else(|e| panic!("{role:?}: {e}"));
+                    let start_ns = record::monotonic_ns();
                     enter(&client, RW, role).await;
                     let hold = match role {
                         Role::Reader => 40,
@@ -537,6 +548,11 @@ async fn rw_worker() {
                     };
                     tokio::time::sleep(Duration::from_millis(hold)).await;
                     leave(&client, RW, role).await;
+                    let share = match role {
+                        Role::Reader => Share::Read,
+                        _ => Share::Exclusive,
+                    };
+                    recorder.lease(RW, &guard, (requested_ns, start_ns), share);
                     guard.release().await.expect("still ours");
                     let count = match role {
                         Role::Reader => "rw:reads",
@@ -570,14 +586,22 @@ const PERMITS: &str = "permits";
 async fn across_processes_never_more_than_max_permits() {
     let server = common::server();
     let client = prepare(&server, &[PERMITS_OPEN, PERMITS]).await;
+    let histories = HistoryDir::new().expect("the history directory");
     lock_testkit::run_test_in_processes(
         &lock_testkit::child_test!(permit_worker),
-        &[(URL_VAR, server.url())],
+        &[(URL_VAR, server.url()), histories.env()],
         PERMIT_PROCESSES,
         Duration::from_secs(120),
     )
     .await
     .unwrap_or_else(|e| panic!("{e}"));
+    // Each task takes 1 and 2 permits in turn: a grant of k permits is k holds.
+    let holds = PERMIT_PROCESSES * 2 * PERMIT_ROUNDS as usize * 3 / 2;
+    let verdict = histories.assert_correct(holds);
+    assert!(
+        verdict.most_shared > 1,
+        "the recorded permits were never shared"
+    );
 
     let open = section(&client, PERMITS_OPEN).await;
     assert_eq!(open.violations, 0, "the opening: {open:?}");
@@ -642,23 +666,30 @@ async fn permit_worker() {
     leave(&client, PERMITS_OPEN, one).await;
     opening.release().await.expect("ours");
 
+    let recorder = Arc::new(Recorder::from_env().expect("the history directory"));
     let tasks: Vec<_> = (0..2u32)
         .map(|task| {
-            let (locker, url) = (locker.clone(), url.clone());
+            let (locker, url, recorder) = (locker.clone(), url.clone(), Arc::clone(&recorder));
             tokio::spawn(async move {
                 let client = common::client(&url).await;
                 for round in 0..PERMIT_ROUNDS {
                     let k = 1 + (round + task) % 2;
+                    let requested_ns = record::monotonic_ns();
                     let guard = locker
                         .semaphore(PERMITS, MAX)
                         .permits(k)
                         .wait(Duration::from_secs(60))
                         .await
                         .unwrap_or_else(|e| panic!("{k} permits: {e}"));
+                    let start_ns = record::monotonic_ns();
                     let role = Role::Permits { k, max: MAX };
                     enter(&client, PERMITS, role).await;
                     tokio::time::sleep(Duration::from_millis(30)).await;
                     leave(&client, PERMITS, role).await;
+                    for _ in 0..k {
+                        let share = Share::Permit { max: MAX };
+                        recorder.lease(PERMITS, &guard, (requested_ns, start_ns), share);
+                    }
                     guard.release().await.expect("ours");
                     incr(&client, "permits:grants").await;
                 }

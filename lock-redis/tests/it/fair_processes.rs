@@ -24,6 +24,7 @@ use lock_core::backend::{Attempt, Handover, Lock, ReleaseWatch};
 use lock_core::{Kind, Lease, LockError, Locker, Token};
 use lock_redis::RedisLock;
 use lock_testkit::fair_order::{self, Grant, Witness};
+use lock_testkit::history::record::HistoryDir;
 use redis::aio::MultiplexedConnection;
 
 use crate::common::{incr, raw, server};
@@ -94,9 +95,14 @@ impl Witness for RedisWitness {
 async fn processes_are_granted_in_the_order_they_queued_and_get_even_shares() {
     let kind = std::env::var("FAIRNESS_CHECK_KIND").unwrap_or_else(|_| "fair".to_owned());
     let server = server();
+    let histories = HistoryDir::new().expect("the history directory");
     lock_testkit::run_test_in_processes(
         &lock_testkit::child_test!(worker_process),
-        &[(URL_VAR, server.url()), (KIND_VAR, kind.clone())],
+        &[
+            (URL_VAR, server.url()),
+            (KIND_VAR, kind.clone()),
+            histories.env(),
+        ],
         PROCESSES,
         Duration::from_secs(90),
     )
@@ -115,6 +121,8 @@ async fn processes_are_granted_in_the_order_they_queued_and_get_even_shares() {
     let verdict = fair_order::judge(&records, GRANTS);
     verdict.report(&kind);
     verdict.assert_fair(PROCESSES);
+    // Every grant's valid lease, judged by the history checker: no two holders at once.
+    histories.assert_correct(verdict.recorded);
     let keys = RedisLock::from_url(&server.url())
         .expect("url")
         .lock_keys(NAME)

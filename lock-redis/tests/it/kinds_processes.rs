@@ -5,12 +5,17 @@
 //! `spawn_test_process` where the parent kills the child by its PID), with the server's URL
 //! in the environment. Participants report to the parent through counters in the same Redis,
 //! updated by small scripts in one atomic step with the check they make, so the parent judges
-//! what every process saw.
+//! what every process saw. The read-write and permit loops also record every grant's valid
+//! lease (`lock_testkit::history::record`), and the history checker judges them: no overlap
+//! beside a writer, no more permit holds than permits, writers' tokens that grow.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lock_core::{Backoff, Kind, LockError, Locker};
 use lock_redis::RedisLock;
+use lock_testkit::history::Share;
+use lock_testkit::history::record::{self, HistoryDir, Recorder};
 use redis::aio::MultiplexedConnection;
 
 use crate::common::{self, exists, incr, raw, server, zcard};
@@ -179,14 +184,17 @@ const RW: Section = Section { prefix: "rw" };
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn across_processes_a_writer_is_alone_and_readers_share() {
     let server = server();
+    let histories = HistoryDir::new().expect("the history directory");
     lock_testkit::run_test_in_processes(
         &lock_testkit::child_test!(rw_worker),
-        &[(URL_VAR, server.url())],
+        &[(URL_VAR, server.url()), histories.env()],
         RW_PROCESSES,
         Duration::from_secs(120),
     )
     .await
     .unwrap_or_else(|e| panic!("{e}"));
+    let verdict = histories.assert_correct(RW_PROCESSES * 3 * RW_ROUNDS as usize);
+    assert!(verdict.most_shared > 1, "the recorded readers never shared");
     let mut conn = raw(&server).await;
     let processes = RW_PROCESSES as i64;
     let rounds = i64::from(RW_ROUNDS);
@@ -219,11 +227,12 @@ async fn across_processes_a_writer_is_alone_and_readers_share() {
 async fn rw_worker() {
     let Some(url) = url() else { return };
     let locker = locker(&url);
+    let recorder = Arc::new(Recorder::from_env().expect("the history directory"));
     start_together(&mut connect(&url).await, &RW.key("ready"), RW_PROCESSES).await;
     let tasks: Vec<_> = ["r", "r", "w"]
         .into_iter()
         .map(|role| {
-            let (locker, url) = (locker.clone(), url.clone());
+            let (locker, url, recorder) = (locker.clone(), url.clone(), Arc::clone(&recorder));
             tokio::spawn(async move {
                 let mut conn = connect(&url).await;
                 for _ in 0..RW_ROUNDS {
@@ -232,14 +241,22 @@ async fn rw_worker() {
                     } else {
                         locker.write("rw")
                     };
+                    let requested_ns = record::monotonic_ns();
                     let guard = request
                         .wait(Duration::from_secs(60))
                         .await
                         .unwrap_or_else(|e| panic!("{role}: {e}"));
+                    let start_ns = record::monotonic_ns();
                     RW.enter(&mut conn, role, 1, 0).await;
                     let hold = if role == "r" { 40 } else { 15 };
                     tokio::time::sleep(Duration::from_millis(hold)).await;
                     RW.leave(&mut conn, role, 1, 0).await;
+                    let share = if role == "r" {
+                        Share::Read
+                    } else {
+                        Share::Exclusive
+                    };
+                    recorder.lease("rw", &guard, (requested_ns, start_ns), share);
                     guard.release().await.expect("still ours");
                     incr(
                         &mut conn,
@@ -575,14 +592,22 @@ const PERMITS: Section = Section { prefix: "permits" };
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn across_processes_never_more_than_max_permits() {
     let server = server();
+    let histories = HistoryDir::new().expect("the history directory");
     lock_testkit::run_test_in_processes(
         &lock_testkit::child_test!(permit_worker),
-        &[(URL_VAR, server.url())],
+        &[(URL_VAR, server.url()), histories.env()],
         PERMIT_PROCESSES,
         Duration::from_secs(120),
     )
     .await
     .unwrap_or_else(|e| panic!("{e}"));
+    // Each task takes 1 and 2 permits in turn: a grant of k permits is k holds.
+    let holds = PERMIT_PROCESSES * 2 * PERMIT_ROUNDS as usize * 3 / 2;
+    let verdict = histories.assert_correct(holds);
+    assert!(
+        verdict.most_shared > 1,
+        "the recorded permits were never shared"
+    );
     let mut conn = raw(&server).await;
     assert_eq!(
         get_i64(&mut conn, &PERMITS.key("violations")).await,
@@ -612,6 +637,7 @@ async fn across_processes_never_more_than_max_permits() {
 async fn permit_worker() {
     let Some(url) = url() else { return };
     let locker = locker(&url);
+    let recorder = Arc::new(Recorder::from_env().expect("the history directory"));
     start_together(
         &mut connect(&url).await,
         &PERMITS.key("ready"),
@@ -620,20 +646,26 @@ async fn permit_worker() {
     .await;
     let tasks: Vec<_> = (0..2u32)
         .map(|task| {
-            let (locker, url) = (locker.clone(), url.clone());
+            let (locker, url, recorder) = (locker.clone(), url.clone(), Arc::clone(&recorder));
             tokio::spawn(async move {
                 let mut conn = connect(&url).await;
                 for round in 0..PERMIT_ROUNDS {
                     let k = 1 + (round + task) % 2;
+                    let requested_ns = record::monotonic_ns();
                     let guard = locker
                         .semaphore("permits", MAX)
                         .permits(k)
                         .wait(Duration::from_secs(60))
                         .await
                         .unwrap_or_else(|e| panic!("{k} permits: {e}"));
+                    let start_ns = record::monotonic_ns();
                     PERMITS.enter(&mut conn, "p", k, MAX).await;
                     tokio::time::sleep(Duration::from_millis(30)).await;
                     PERMITS.leave(&mut conn, "p", k, MAX).await;
+                    for _ in 0..k {
+                        let share = Share::Permit { max: MAX };
+                        recorder.lease("permits", &guard, (requested_ns, start_ns), share);
+                    }
                     guard.release().await.expect("ours");
                     incr(&mut conn, &PERMITS.key("grants")).await;
                 }

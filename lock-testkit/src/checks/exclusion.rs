@@ -13,6 +13,9 @@ use std::time::Duration;
 use lock_core::Locker;
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 
+use crate::history::Share;
+use crate::history::record::{self, HistoryDir, Recorder};
+
 /// The key of the shared counter that [`Counter::at`] uses.
 pub const COUNTER_KEY: &str = "counter";
 
@@ -108,11 +111,13 @@ impl<C: ConnectionLike + Send> Counter<C> {
 /// reads `counter`, pauses, writes it back plus one, and releases.
 ///
 /// `inside`, when given, counts the holders in the critical section, and the loop asserts it
-/// was alone there.
+/// was alone there. When [`HISTORY_DIR_VAR`](crate::history::record::HISTORY_DIR_VAR) names a directory (a child process of
+/// [`processes_exclude_each_other`]), each grant's valid lease is recorded there for the
+/// history checker.
 ///
 /// # Panics
-/// When an acquire does not succeed within `wait`, a release fails, a Redis command fails, or
-/// another holder is inside at the same time.
+/// When an acquire does not succeed within `wait`, a release fails, a Redis command fails,
+/// another holder is inside at the same time, or the history cannot be recorded.
 ///
 /// # Cancel safety
 /// Not cancel safe: dropped mid-round, the lease is released only by its guard's drop (in the
@@ -126,19 +131,25 @@ pub async fn count_under_lock<C: ConnectionLike + Send>(
     pause: Pause,
     inside: Option<&AtomicUsize>,
 ) {
+    let recorder = Recorder::from_env();
     for _ in 0..rounds {
+        let requested_ns = record::monotonic_ns();
         let guard = locker
             .lock(name)
             .fixed_ttl(HOLD_TTL)
             .wait(wait)
             .await
             .expect("acquire within the wait");
+        let start_ns = record::monotonic_ns();
         if let Some(inside) = inside {
             assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two holders");
         }
         counter.bump(pause).await;
         if let Some(inside) = inside {
             inside.fetch_sub(1, Ordering::SeqCst);
+        }
+        if let Some(recorder) = &recorder {
+            recorder.lease(name, &guard, (requested_ns, start_ns), Share::Exclusive);
         }
         guard.release().await.expect("release");
     }
@@ -198,11 +209,13 @@ pub async fn tasks_exclude_each_other<C>(
 /// as `exclusion::worker_process`) in `processes` OS processes with `env` set (see
 /// [`crate::run_test_in_processes`]), waits for them at most `limit`, and asserts `counter`
 /// is `processes * rounds`, `rounds` being what each worker counts (with
-/// [`count_under_lock`]).
+/// [`count_under_lock`]). The workers record every grant's valid lease (a directory of
+/// histories named in their environment, [`HISTORY_DIR_VAR`](crate::history::record::HISTORY_DIR_VAR)), and the history checker
+/// ([`crate::history`]) must find no overlap and no fencing token that did not grow.
 ///
 /// # Panics
-/// When a worker fails, does not run its body, or does not finish within `limit`, or when an
-/// update was lost.
+/// When a worker fails, does not run its body, or does not finish within `limit`, when an
+/// update was lost, or when the history checker finds a violation.
 ///
 /// # Cancel safety
 /// Cancel safe: dropping it kills the workers by their PIDs.
@@ -214,7 +227,10 @@ pub async fn processes_exclude_each_other<C: ConnectionLike + Send>(
     limit: Duration,
     mut counter: Counter<C>,
 ) {
-    crate::run_test_in_processes(worker, env, processes, limit)
+    let dir = HistoryDir::new().expect("a directory for the workers' histories");
+    let mut env = env.to_vec();
+    env.push(dir.env());
+    crate::run_test_in_processes(worker, &env, processes, limit)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
@@ -222,4 +238,5 @@ pub async fn processes_exclude_each_other<C: ConnectionLike + Send>(
         processes * rounds,
         "lost updates: exclusion between processes broke"
     );
+    dir.assert_correct(processes * rounds);
 }

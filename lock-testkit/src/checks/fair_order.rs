@@ -25,6 +25,9 @@ use async_trait::async_trait;
 use lock_core::backend::Attempt;
 use lock_core::{LockError, Locker};
 
+use crate::history::Share;
+use crate::history::record::{self, Recorder};
+
 tokio::task_local! {
     /// The `queued` number of the request this task is making, once it had a busy answer.
     static QUEUED: Cell<Option<i64>>;
@@ -82,7 +85,9 @@ where
 /// lock; a 10 s fixed lease, waiting at most 30 s), records the grant in `witness`, works
 /// briefly and releases, until a grant finds `grants` counted (bounded by the count itself:
 /// every round is one grant of the `grants` + extras). The `locker` must lock through a
-/// wrapper that calls [`mark_queued`].
+/// wrapper that calls [`mark_queued`]. When the environment names a history directory
+/// ([`HISTORY_DIR_VAR`](crate::history::record::HISTORY_DIR_VAR)), each grant's valid lease is
+/// recorded there for the history checker.
 ///
 /// # Panics
 /// When a request is not granted in time or the release finds the lease lost.
@@ -97,9 +102,11 @@ pub async fn contend(
     QUEUED
         .scope(Cell::new(None), async {
             let pid = i64::from(std::process::id());
+            let recorder = Recorder::from_env();
             for _ in 0..grants {
                 QUEUED.with(|q| q.set(None));
                 let asked = witness.next_number().await;
+                let requested_ns = record::monotonic_ns();
                 let request = if plain {
                     locker.lock(name)
                 } else {
@@ -110,6 +117,7 @@ pub async fn contend(
                     .wait(Duration::from_secs(30))
                     .await
                     .expect("granted");
+                let start_ns = record::monotonic_ns();
                 let granted = witness.next_number().await;
                 let n = witness.count_grant().await;
                 let queued = QUEUED.with(Cell::get);
@@ -124,6 +132,10 @@ pub async fn contend(
                     })
                     .await;
                 tokio::time::sleep(Duration::from_millis(3)).await;
+                if let Some(recorder) = &recorder {
+                    let times = (requested_ns, start_ns);
+                    recorder.lease(name, &guard, times, Share::Exclusive);
+                }
                 guard.release().await.expect("ours");
                 if n >= grants {
                     return;

@@ -1,19 +1,24 @@
-//! The checker: reads a run's merged history (and the resource's own record) and reports
-//! overlapping critical sections (an exclusive holder beside anyone), more semaphore permit
-//! holders at once than permits, stale writes accepted and rejected, fencing-token order, lost
-//! updates, renewals after a release and the time to recover after each fault.
+//! The checker: reads a run's merged history (and the resource's own record) and hands it to
+//! the history checker (`lock_testkit::history`), whose verdicts are the report's: overlapping
+//! valid leases (an exclusive holder beside anyone), more semaphore permit holders at once than
+//! permits, fencing tokens that did not grow, and whether the fenced resource, as a register,
+//! is linearizable with every write's answer and the final log. Beside them it counts what the
+//! torture suite reports about the run: stale writes accepted and rejected, lost updates of the
+//! unfenced counter, renewals after a release and the time to recover after each fault.
 //!
 //! It judges only from what was recorded; whether a figure is acceptable is the scenario's
 //! [`Expected`](crate::scenario::Expected) verdict, written before the run.
 
+mod ops;
 mod recovery;
 mod sections;
 mod writes;
 
 use std::time::Duration;
 
+pub use lock_testkit::history::{Overlap, RegisterCheck, Search};
 pub use recovery::Recovery;
-pub use sections::{Overlap, Section};
+pub use sections::Section;
 
 use crate::history::{Event, Record};
 use crate::resource::Snapshot;
@@ -50,12 +55,14 @@ pub struct Report {
     pub most_shared: usize,
     /// Fenced writes accepted (history).
     pub accepted: usize,
-    /// Accepted writes the resource should have rejected, judged from the history.
+    /// The fenced resource as a register: whether some order of the writes, each between its
+    /// sending and its answer, explains every answer and the final log under the fence's rule.
+    pub register: Option<RegisterCheck>,
+    /// Entries of the resource's log that the lock should never have let in: a token below an
+    /// entry's before it, or equal to the largest but from another worker (the fence accepts an
+    /// equal token; only a second holder with the same token writes one). The register check
+    /// ties the log to the workers' answers, so this is the stale writes accepted.
     pub stale_accepted: usize,
-    /// The same, judged from the resource's own log of accepted tokens.
-    pub stale_accepted_in_log: usize,
-    /// Accepted tokens on which the history and the resource's log disagree.
-    pub log_mismatches: usize,
     /// Writes rejected after the writer's lease had ended: fencing at work.
     pub stale_rejected: usize,
     /// Writes rejected while the writer's lease was valid: a larger token was accepted while
@@ -80,6 +87,11 @@ pub struct Report {
 }
 
 impl Report {
+    /// Whether the register check failed: not linearizable, or undecided within its budget.
+    pub fn register_failed(&self) -> bool {
+        self.register.as_ref().is_some_and(|r| !r.is_linearizable())
+    }
+
     /// Increments the counter lost: two holders read the same value, or a holder wrote after
     /// its lease and overwrote a newer value.
     pub fn lost_updates(&self) -> u64 {
@@ -113,24 +125,24 @@ pub fn check(history: &History, resource: &Snapshot) -> Report {
         .collect();
     let writes = writes::writes(&all);
     let (stale_rejected, rejected_while_valid) = writes::rejected(&writes, &sections);
-    let (most_shared, over_permits) = sections::shared(&sections, writes_slack());
+    let verdict = lock_testkit::history::check(&ops::history(
+        &history.workers,
+        &sections,
+        resource,
+        writes_slack(),
+    ));
     Report {
         grants: sections.len(),
         acquire_failures: count(&all, |e| matches!(e, Event::AcquireFailed { .. })),
-        overlaps: sections::overlaps(&sections, writes_slack()),
-        over_permits,
-        most_shared,
+        overlaps: verdict.overlaps,
+        over_permits: verdict.over_permits,
+        most_shared: verdict.most_shared,
         accepted: writes.iter().filter(|w| w.accepted).count(),
-        stale_accepted: writes::stale_accepted(&writes),
-        stale_accepted_in_log: writes::stale_in_log(&resource.accepted),
-        log_mismatches: writes::log_mismatches(
-            &writes,
-            &writes::unknown_writes(&all),
-            &resource.accepted,
-        ),
+        register: verdict.registers.into_iter().next(),
+        stale_accepted: writes::stale_in_log(&resource.accepted),
         stale_rejected,
         rejected_while_valid,
-        token_regressions: writes::token_regressions(&sections),
+        token_regressions: verdict.token_regressions.len(),
         late_writes: writes::late_writes(&all, &sections),
         increments: writes::increments(&all),
         counter: resource.counter,

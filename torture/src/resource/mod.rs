@@ -83,6 +83,10 @@ pub struct Snapshot {
     pub counter: u64,
     /// Every write the fenced log accepted, in the order it accepted them.
     pub accepted: Vec<Accepted>,
+    /// Whether the log's writes were guarded commits (etcd's), which are refused whenever the
+    /// writer no longer holds the lock, rather than only below the largest token accepted.
+    #[serde(default)]
+    pub guarded: bool,
 }
 
 /// A worker's fenced log, on its store.
@@ -142,15 +146,19 @@ impl Resource {
 
     /// A fenced write under `guard`, appending its token and this worker to the log: `true`
     /// if the fence accepted it, `false` if it refused it as stale (`LockError::Fenced`).
+    /// `unfenced` appends without the fence (the broken variant `Misbehave::Unfenced`).
     ///
     /// # Errors
-    /// Any other failure, as text.
-    pub async fn write(&mut self, guard: &Guard) -> Result<bool, String> {
+    /// Any other failure, as text; an etcd log cannot be written unfenced.
+    pub async fn write(&mut self, guard: &Guard, unfenced: bool) -> Result<bool, String> {
         let entry = Accepted {
             token: guard.fencing_token(),
             worker: self.worker,
         }
         .entry();
+        if unfenced {
+            return self.write_unfenced(&entry).await.map(|()| true);
+        }
         let written = match &mut self.log {
             Log::Redis(log) => log.append(guard, &entry).await,
             Log::Postgres(log) => log.append(guard, &entry).await,
@@ -160,6 +168,21 @@ impl Resource {
             Ok(()) => Ok(true),
             Err(distlock::LockError::Fenced { .. }) => Ok(false),
             Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Appends `entry` to the log with no fence at all.
+    async fn write_unfenced(&mut self, entry: &str) -> Result<(), String> {
+        match &mut self.log {
+            // The log is on the counter's server.
+            Log::Redis(_) => ::redis::cmd("RPUSH")
+                .arg(redis::LOG_KEY)
+                .arg(entry)
+                .query_async::<()>(&mut self.counter)
+                .await
+                .map_err(|e| e.to_string()),
+            Log::Postgres(log) => log.append_unfenced(entry).await,
+            Log::Etcd(_) => Err("an etcd log is not written unfenced".to_owned()),
         }
     }
 
@@ -216,6 +239,7 @@ pub fn snapshot(url: &str, store: &FenceStore) -> Result<Snapshot, String> {
             .iter()
             .map(|e| Accepted::parse(e))
             .collect::<Result<_, _>>()?,
+        guarded: matches!(store, FenceStore::Etcd { .. }),
     })
 }
 

@@ -36,6 +36,17 @@ impl PostgresLog {
     }
 }
 
+impl PostgresLog {
+    /// Inserts `entry` with no fence (the broken variant `Misbehave::Unfenced`).
+    pub(super) async fn append_unfenced(&mut self, entry: &str) -> Result<(), String> {
+        self.client
+            .execute(INSERT, &[&entry])
+            .await
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+}
+
 /// Installs the fence (the lock's migration) and creates the log table.
 pub(super) async fn prepare(url: &str) -> Result<(), String> {
     let lock = PostgresLock::from_url(url).map_err(|e| e.to_string())?;

@@ -15,7 +15,7 @@ use crate::lab::{Lab, Server};
 use crate::resource;
 use crate::scenario::Scenario;
 use crate::schedule::{Effect, Net, Step, Target};
-use crate::worker::WorkerConfig;
+use crate::worker::{Misbehave, WorkerConfig};
 
 use observer::{Observer, history_file};
 use workers::Workers;
@@ -57,6 +57,9 @@ pub struct Options {
     pub verbose: bool,
     /// Which server the lock's Redis stores are.
     pub server: Server,
+    /// A broken variant the workers play (`Misbehave::None`: the real code), for showing the
+    /// checker fails it.
+    pub misbehave: Misbehave,
 }
 
 impl Options {
@@ -69,6 +72,7 @@ impl Options {
             keep: None,
             verbose: true,
             server: Server::Redis,
+            misbehave: Misbehave::None,
         }
     }
 }
@@ -155,6 +159,7 @@ pub fn run(scenario: &Scenario, options: &Options) -> io::Result<Outcome> {
             stop_file: stop_file.clone(),
             deadline_unix_ms: hard_deadline_ms,
             seed: fastrand::u64(..),
+            misbehave: options.misbehave,
         })
         .collect();
     for config in &configs {

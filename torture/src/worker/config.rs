@@ -61,6 +61,23 @@ pub enum Workload {
     Fair,
 }
 
+/// A deliberate fault of the worker's own: a broken variant of the system, recorded so that
+/// the checker's tests can show it fails each one (`torture --misbehave`). Never set by a
+/// scenario.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Misbehave {
+    /// None: the real code.
+    #[default]
+    None,
+    /// Fencing disabled: every worker writes the log without the fence (Redis and PostgreSQL
+    /// logs), so a resumed stale holder's write is accepted.
+    Unfenced,
+    /// A double grant: worker 0 takes another lock name and works as if it held the scenario's
+    /// lock, so it holds beside the others.
+    RogueGrant,
+}
+
 /// Everything a worker needs to run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorkerConfig {
@@ -106,6 +123,9 @@ pub struct WorkerConfig {
     pub deadline_unix_ms: u64,
     /// Seeds the holds' random lengths.
     pub seed: u64,
+    /// The worker's deliberate fault, if any.
+    #[serde(default)]
+    pub misbehave: Misbehave,
 }
 
 impl WorkerConfig {
@@ -122,6 +142,15 @@ impl WorkerConfig {
     /// The wait of one acquire.
     pub fn wait(&self) -> Duration {
         Duration::from_millis(self.wait_ms)
+    }
+
+    /// The lock name this worker takes: the scenario's, or another for a rogue worker.
+    pub fn name(&self) -> String {
+        if self.misbehave == Misbehave::RogueGrant && self.index == 0 {
+            format!("{}:rogue", self.lock_name)
+        } else {
+            self.lock_name.clone()
+        }
     }
 
     /// The command timeout of the workers' `RedisLock`s.

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use distlock::{Guard, LockError, Locker, TimeoutPhase};
 
-pub use config::{Backend, WorkerConfig, Workload};
+pub use config::{Backend, Misbehave, WorkerConfig, Workload};
 
 use crate::history::{Event, Held, HistoryWriter, nanos, now_ns, wall_ns};
 use crate::resource::Resource;
@@ -92,7 +92,8 @@ impl Worker {
             if left.is_zero() || self.config.stop_file.exists() {
                 return;
             }
-            let name = self.config.lock_name.as_str();
+            let name = self.config.name();
+            let name = name.as_str();
             let (request, held) = match self.config.workload {
                 Workload::Mutex => (self.locker.lock(name), Held::Exclusive),
                 Workload::Fair => (self.locker.fair(name), Held::Exclusive),
@@ -163,7 +164,8 @@ impl Worker {
 
         for _ in 0..WRITES_PER_SECTION {
             let sent_ns = now_ns();
-            match self.resource.write(&guard).await {
+            let unfenced = self.config.misbehave == Misbehave::Unfenced;
+            match self.resource.write(&guard, unfenced).await {
                 Ok(accepted) => self.history.record(Event::Write {
                     token,
                     sent_ns,

@@ -2,6 +2,7 @@
 
 use std::sync::{Mutex, PoisonError};
 
+use distlock_torture::worker::Misbehave;
 use distlock_torture::{Options, Outcome, Scenario, Server, report, run};
 
 /// Scenarios share two cores with the rest of the test suite: one at a time in this test binary
@@ -26,11 +27,30 @@ pub(crate) fn run_for(scenario: &Scenario, duration: std::time::Duration) -> Out
     run_on(scenario, Server::Redis, Some(duration))
 }
 
+/// [`run_for`] with the workers playing the broken variant `misbehave`.
+pub(crate) fn run_misbehaving(
+    scenario: &Scenario,
+    misbehave: Misbehave,
+    duration: std::time::Duration,
+) -> Outcome {
+    run_with(scenario, Server::Redis, Some(duration), misbehave)
+}
+
 fn run_on(scenario: &Scenario, server: Server, duration: Option<std::time::Duration>) -> Outcome {
+    run_with(scenario, server, duration, Misbehave::None)
+}
+
+fn run_with(
+    scenario: &Scenario,
+    server: Server,
+    duration: Option<std::time::Duration>,
+    misbehave: Misbehave,
+) -> Outcome {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
     let options = Options {
         server,
         duration,
+        misbehave,
         ..Options::short(env!("CARGO_BIN_EXE_torture"))
     };
     let outcome = run(scenario, &options).expect("the run takes place");

@@ -6,6 +6,7 @@ mod common;
 mod clock;
 mod cluster;
 mod etcd;
+mod histories;
 mod postgres;
 mod redlock;
 mod single_redis;
