@@ -2,34 +2,42 @@
 //!
 //! Each process appends JSON lines to its own file, one [`Record`] per line, flushed at once,
 //! so that a worker stopped or killed mid-run leaves everything it did before on disk, and the
-//! runner can follow the files while the run goes on. Times are wall-clock nanoseconds since
-//! the Unix epoch: every process runs on one machine, so they share the clock.
+//! runner can follow the files while the run goes on. Times are nanoseconds of the system's
+//! `CLOCK_MONOTONIC`: every process runs on one machine, where that clock is one for all of
+//! them, and neither an NTP step nor libfaketime's wall-clock jumps (the clock scenarios) move
+//! it, so the history's order is the real one whatever the faults do to the wall clocks.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
+
+use nix::time::{ClockId, clock_gettime};
 
 use serde::{Deserialize, Serialize};
 
-/// Wall-clock nanoseconds since the Unix epoch, now.
+/// Nanoseconds of the system-wide `CLOCK_MONOTONIC` (since boot, not counting suspend), now:
+/// comparable across the processes of one machine, and moved by no wall-clock fault.
 pub fn now_ns() -> u64 {
-    let since = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or(Duration::ZERO);
-    u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
+    // Never fails for CLOCK_MONOTONIC on Linux; a zero would only put the record first.
+    clock_gettime(ClockId::CLOCK_MONOTONIC).map_or(0, |t| {
+        let secs = u64::try_from(t.tv_sec()).unwrap_or(0);
+        let nanos = u64::try_from(t.tv_nsec()).unwrap_or(0);
+        secs.saturating_mul(1_000_000_000).saturating_add(nanos)
+    })
 }
 
-/// A local monotonic instant as wall-clock nanoseconds: now plus (or minus) the distance to it.
-/// Leases carry `valid_until` as a monotonic instant; the history needs one clock.
+/// A local monotonic instant on the history's clock ([`now_ns`]): now plus (or minus) the
+/// distance to it. Leases carry `valid_until` as a monotonic instant (`std`'s `Instant` is
+/// `CLOCK_MONOTONIC` too, but does not show its reading).
 pub fn wall_ns(instant: tokio::time::Instant) -> u64 {
-    let now_wall = now_ns();
+    let now_history = now_ns();
     let now = tokio::time::Instant::now();
     if instant >= now {
-        now_wall.saturating_add(nanos(instant - now))
+        now_history.saturating_add(nanos(instant - now))
     } else {
-        now_wall.saturating_sub(nanos(now - instant))
+        now_history.saturating_sub(nanos(now - instant))
     }
 }
 
@@ -41,7 +49,7 @@ pub fn nanos(d: Duration) -> u64 {
 /// One line of history.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Record {
-    /// When the event happened (for replies: when the reply arrived), ns since the epoch.
+    /// When the event happened (for replies: when the reply arrived), [`now_ns`]'s clock.
     pub at_ns: u64,
     /// The worker that recorded it; `None` for the runner's fault records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -90,7 +98,7 @@ pub enum Event {
         requested_ns: u64,
         /// The lease's fencing token.
         token: u64,
-        /// The lease's `valid_until`, on the wall clock.
+        /// The lease's `valid_until`, on the history's clock.
         valid_until_ns: u64,
         /// How far each renewal moves `valid_until` (the locker's lease).
         lease_ns: u64,
@@ -127,7 +135,7 @@ pub enum Event {
     ReleaseSent {
         /// The lease's fencing token.
         token: u64,
-        /// The lease's latest `valid_until` (renewals move it), on the wall clock.
+        /// The lease's latest `valid_until` (renewals move it), on the history's clock.
         valid_until_ns: u64,
         /// Whether the worker's guard still believed it held the lease.
         held: bool,

@@ -1,14 +1,18 @@
 //! The servers, proxies and resource one run uses, and the faults applied to them.
 
+mod clock;
+
 use std::io;
 use std::time::Duration;
 
 use distlock::postgres::PostgresLock;
 use distlock::postgres::tokio_postgres::{self, NoTls};
-use lock_testkit::{EtcdCluster, FaultProxy, KeepData, PostgresServer, RedisCluster, RedisServer};
+use lock_testkit::{
+    EtcdCluster, FakeClock, FaultProxy, KeepData, PostgresServer, RedisCluster, RedisServer,
+};
 
 use crate::resource::FenceStore;
-use crate::scenario::Topology;
+use crate::scenario::{Clocks, Topology};
 use crate::schedule::Net;
 use crate::worker::Backend;
 
@@ -60,29 +64,45 @@ pub(crate) struct Lab {
     resource: RedisServer,
     /// The PostgreSQL scenarios' fenced log, on a server of its own that no fault touches.
     resource_postgres: Option<PostgresServer>,
+    /// `clocks[node]`: the libfaketime clock lock server `node` runs on, if any.
+    clocks: Vec<Option<FakeClock>>,
+    /// The clock every worker runs on, if any.
+    workers_clock: Option<FakeClock>,
 }
 
 impl Lab {
     /// Starts the servers of `topology` and a proxy per worker and server.
     /// `store_args` are extra command-line arguments of the lock's own Redis stores (a
-    /// `maxmemory`, say).
+    /// `maxmemory`, say); `clocks` says which processes run on libfaketime.
     pub(crate) fn start(
         topology: Topology,
         workers: u32,
         server: Server,
         store_args: &[&str],
+        clocks: Clocks,
     ) -> io::Result<Lab> {
         let resource = RedisServer::start()?;
+        let node_clocks = clock::node_clocks(topology, clocks)?;
         // The lock's own stores: redis-server, or valkey-server.
-        let store = || {
-            let builder = match server {
-                Server::Redis => RedisServer::builder(),
-                Server::Valkey => RedisServer::builder().valkey(),
+        let store = |node: usize| {
+            let clock = node_clocks.get(node).and_then(Option::as_ref);
+            let builder = match (server, clock) {
+                (Server::Redis, None) => RedisServer::builder(),
+                (Server::Valkey, None) => RedisServer::builder().valkey(),
+                // Debian's redis-server links jemalloc, which libfaketime cannot be preloaded
+                // into (libfaketime #130: it recurses in clock_gettime at start); the Valkey of
+                // scripts/ensure-valkey.sh uses the C library's malloc.
+                (_, Some(clock)) => RedisServer::builder().valkey().fake_clock(clock),
             };
             store_args.iter().fold(builder, |b, a| b.arg(*a)).start()
         };
         let (postgres, resource_postgres) = match topology {
-            Topology::Postgres => (Some(start_postgres()?), Some(PostgresServer::start()?)),
+            Topology::Postgres => (
+                Some(start_postgres(
+                    node_clocks.first().and_then(Option::as_ref),
+                )?),
+                Some(PostgresServer::start()?),
+            ),
             _ => (None, None),
         };
         let etcd = match topology {
@@ -90,12 +110,9 @@ impl Lab {
             _ => None,
         };
         let (servers, cluster) = match topology {
-            Topology::Single => (vec![store()?], None),
+            Topology::Single => (vec![store(0)?], None),
             Topology::Postgres | Topology::Etcd => (Vec::new(), None),
-            Topology::Redlock(n) => (
-                (0..n).map(|_| store()).collect::<io::Result<Vec<_>>>()?,
-                None,
-            ),
+            Topology::Redlock(n) => ((0..n).map(store).collect::<io::Result<Vec<_>>>()?, None),
             Topology::Cluster => {
                 let builder = RedisCluster::builder()
                     .masters(3)
@@ -132,6 +149,8 @@ impl Lab {
             killed: None,
             resource,
             resource_postgres,
+            clocks: node_clocks,
+            workers_clock: clock::workers_clock(clocks)?,
         })
     }
 
@@ -405,9 +424,14 @@ impl Lab {
     }
 }
 
-/// A PostgreSQL server with the lease table created.
-fn start_postgres() -> io::Result<PostgresServer> {
-    let server = PostgresServer::start()?;
+/// A PostgreSQL server, on `clock` if given, with the lease table created.
+fn start_postgres(clock: Option<&FakeClock>) -> io::Result<PostgresServer> {
+    let builder = PostgresServer::builder();
+    let server = match clock {
+        Some(clock) => builder.fake_clock(clock),
+        None => builder,
+    }
+    .start()?;
     let lock = PostgresLock::from_url(&server.url()).map_err(io::Error::other)?;
     runtime()?
         .block_on(lock.migrate())

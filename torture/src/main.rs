@@ -19,8 +19,8 @@ use distlock_torture::{Options, Server, report, run, scenario};
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
-    /// A scenario name, `all`, `postgres` (the scenarios on PostgreSQL) or `etcd` (those on a
-    /// 3-member etcd cluster).
+    /// A scenario name, `all`, `postgres` (the scenarios on PostgreSQL), `etcd` (those on a
+    /// 3-member etcd cluster) or `clock` (clocks that jump and run fast, every backend).
     #[arg(long, default_value = "all")]
     scenario: String,
     /// How long each scenario runs (e.g. `60s`, `5m`); default: its short CI form.
@@ -118,12 +118,14 @@ fn main() -> ExitCode {
             .into_iter()
             .filter(|s| s.topology == scenario::Topology::Etcd)
             .collect()
+    } else if cli.scenario == "clock" {
+        scenario::clock_scenarios()
     } else if let Some(s) = scenario::by_name(&cli.scenario) {
         vec![s]
     } else {
         let names: Vec<&str> = scenario::all().iter().map(|s| s.name).collect();
         eprintln!(
-            "unknown scenario {:?}; one of: all, postgres, etcd, {}",
+            "unknown scenario {:?}; one of: all, postgres, etcd, clock, {}",
             cli.scenario,
             names.join(", ")
         );

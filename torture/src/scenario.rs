@@ -3,6 +3,13 @@
 use std::fmt;
 use std::time::Duration;
 
+mod clock;
+
+pub use clock::{
+    Clocks, clock_client_jump, clock_etcd_monotonic, clock_pg_jump, clock_redis_jump,
+    clock_redlock_fast, clock_redlock_jump, clock_scenarios,
+};
+
 use crate::checker::Report;
 use crate::schedule::{Net, Step, Target};
 use crate::worker::Workload;
@@ -199,6 +206,8 @@ pub struct Scenario {
     pub strict: bool,
     /// Extra command-line arguments of the lock's own Redis stores.
     pub store_args: Vec<&'static str>,
+    /// Whose clocks run on libfaketime, and how fast.
+    pub clocks: Clocks,
     /// Shortest and longest time a holder keeps the lock.
     pub hold: (Duration, Duration),
     /// The `RedisLock` command timeout (single server and cluster).
@@ -236,6 +245,7 @@ fn base(name: &'static str, fault: &'static str, cycle: Vec<Step>, expected: Exp
         grace: TTL,
         strict: false,
         store_args: Vec::new(),
+        clocks: Clocks::Real,
         hold: (ms(50), ms(150)),
         command_timeout: ms(250),
         wait: Duration::from_secs(3),
@@ -249,7 +259,7 @@ fn base(name: &'static str, fault: &'static str, cycle: Vec<Step>, expected: Exp
 
 /// Every scenario, in the order `--scenario all` runs them.
 pub fn all() -> Vec<Scenario> {
-    vec![
+    let mut all = vec![
         holder_pause(),
         redis_restart_empty(),
         memory_pressure_evicts(),
@@ -273,7 +283,9 @@ pub fn all() -> Vec<Scenario> {
         etcd_leader_partition(),
         etcd_holder_pause(),
         etcd_restart_all(),
-    ]
+    ];
+    all.extend(clock_scenarios());
+    all
 }
 
 /// The scenario called `name`.

@@ -13,6 +13,9 @@ pub enum Target {
     Nodes(Vec<usize>),
     /// Every server, for the worker remembered by the last [`Step::AwaitGrant`].
     Holder,
+    /// These servers, for every worker but the remembered holder; a heal here heals only
+    /// these paths (the holder stays cut off from them).
+    Others(Vec<usize>),
 }
 
 /// A network fault, applied through the [`FaultProxy`](lock_testkit::FaultProxy)s.
@@ -25,6 +28,15 @@ pub enum Net {
     Partition,
     /// Back to clean forwarding.
     Heal,
+}
+
+/// Whose clock a clock step moves (a scenario on [`Clocks::Faked`](crate::scenario::Clocks)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClockOf {
+    /// Lock server `n`'s: a Redis, a Redlock node, the PostgreSQL (node 0).
+    Node(usize),
+    /// Every worker's (the clients').
+    Workers,
 }
 
 /// One step of a scenario's fault cycle.
@@ -90,6 +102,21 @@ pub enum Step {
     PartitionEtcdLeader,
     /// etcd: heals the remembered member's partition.
     HealEtcdPartition,
+    /// Moves a wall clock by this many milliseconds (negative: back), at once, with
+    /// libfaketime: what an NTP step or an operator's `date -s` does. The monotonic clocks do
+    /// not move.
+    ClockJump {
+        /// Whose clock.
+        of: ClockOf,
+        /// By how much, in ms.
+        by_ms: i64,
+    },
+    /// Sets a wall clock back to the real time (a jump back by its offset).
+    ClockBack(ClockOf),
+    /// etcd: starts the remembered member again with its monotonic and boot-time clocks this
+    /// much further ahead than at its last start (a Linux time namespace: `unshare --time`),
+    /// so that each member it lives through leads on a clock of its own.
+    RestartEtcdMemberAhead(Duration),
     /// etcd: `SIGKILL`s every member: the whole cluster is down.
     StopEtcdCluster,
     /// etcd: starts every member again on its data directory and waits (bounded) until each
@@ -121,6 +148,7 @@ impl Step {
             | Step::KillEtcdLeader
             | Step::PartitionEtcdLeader
             | Step::StopEtcdCluster
+            | Step::ClockJump { .. }
             | Step::Net(_, Net::Latency(_) | Net::Partition) => Effect::Fault,
             Step::ResumeHolder
             | Step::RestartEmpty(_)
@@ -134,6 +162,8 @@ impl Step {
             | Step::RestartEtcdMember
             | Step::HealEtcdPartition
             | Step::StartEtcdCluster
+            | Step::ClockBack(_)
+            | Step::RestartEtcdMemberAhead(_)
             | Step::Net(_, Net::Heal) => Effect::Heal,
             Step::Sleep(_)
             | Step::AwaitGrant
@@ -148,6 +178,16 @@ impl fmt::Display for Target {
         match self {
             Target::Nodes(nodes) => write!(f, "node {nodes:?}"),
             Target::Holder => f.write_str("the holder"),
+            Target::Others(nodes) => write!(f, "node {nodes:?} for all but the holder"),
+        }
+    }
+}
+
+impl fmt::Display for ClockOf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClockOf::Node(n) => write!(f, "node {n}'s clock"),
+            ClockOf::Workers => f.write_str("the workers' clocks"),
         }
     }
 }
@@ -180,6 +220,12 @@ impl fmt::Display for Step {
             Step::RestartEtcdMember => f.write_str("restart the killed etcd member"),
             Step::PartitionEtcdLeader => f.write_str("partition the etcd leader"),
             Step::HealEtcdPartition => f.write_str("heal the etcd partition"),
+            Step::ClockJump { of, by_ms } => write!(f, "jump {of} by {by_ms:+} ms"),
+            Step::ClockBack(of) => write!(f, "set {of} back to the real time"),
+            Step::RestartEtcdMemberAhead(d) => write!(
+                f,
+                "restart the killed etcd member, its monotonic clock {d:?} further ahead"
+            ),
             Step::StopEtcdCluster => f.write_str("SIGKILL every etcd member"),
             Step::StartEtcdCluster => f.write_str("start every etcd member again"),
         }

@@ -16,6 +16,7 @@ mod valkey;
 // What the servers share.
 mod binary;
 mod client;
+mod fake_clock;
 mod launch;
 mod poll;
 mod port;
@@ -30,6 +31,7 @@ pub use etcd::{
     ETCD_VERSION, EtcdCluster, EtcdClusterBuilder, EtcdMember, EtcdNetwork, etcd_install_dir,
     try_etcd_binary,
 };
+pub use fake_clock::{FakeClock, Faked, try_faketime_library};
 pub use pgbouncer::{PgBouncer, PgBouncerBuilder, PoolMode, pgbouncer_binary};
 pub use port::free_port;
 pub use postgres::{PostgresServer, PostgresServerBuilder, postgres_bin_dir};

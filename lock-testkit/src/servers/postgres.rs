@@ -47,6 +47,8 @@ const PW_FILE: &str = "pwfile";
 pub struct PostgresServerBuilder {
     password: Option<String>,
     settings: Vec<(String, String)>,
+    /// The environment of a [`FakeClock`](crate::FakeClock) the server runs on.
+    env: Vec<(OsString, OsString)>,
 }
 
 impl PostgresServerBuilder {
@@ -62,6 +64,14 @@ impl PostgresServerBuilder {
     /// `.setting("synchronous_commit", "off")`.
     pub fn setting(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.settings.push((name.into(), value.into()));
+        self
+    }
+
+    /// Runs the server (the postmaster and every backend it forks) on `clock`, libfaketime
+    /// preloaded, restarts included: `now()` follows [`FakeClock::jump`](crate::FakeClock::jump).
+    /// `initdb` runs on the real clock.
+    pub fn fake_clock(mut self, clock: &crate::FakeClock) -> Self {
+        self.env = clock.env();
         self
     }
 
@@ -93,6 +103,7 @@ impl PostgresServerBuilder {
             run_as,
             password: self.password,
             settings: self.settings,
+            env: self.env,
         };
         server.initdb()?;
         launch::start_on_fresh_ports(&mut server)?;
@@ -119,6 +130,7 @@ pub struct PostgresServer {
     run_as: Option<(u32, u32)>,
     password: Option<String>,
     settings: Vec<(String, String)>,
+    env: Vec<(OsString, OsString)>,
 }
 
 impl PostgresServer {
@@ -384,6 +396,7 @@ impl Server for PostgresServer {
         let child = self
             .command("postgres")?
             .args(self.args())
+            .envs(self.env.iter().cloned())
             .spawn()
             .map_err(|e| io::Error::new(e.kind(), format!("spawning postgres: {e}")))?;
         let pid_file = self.dir().join(DATA_DIR).join("postmaster.pid");

@@ -59,6 +59,8 @@ struct Config {
     #[cfg(feature = "tls")]
     tls: Option<bool>,
     extra: Vec<String>,
+    /// The environment of a [`FakeClock`](crate::FakeClock) the server runs on.
+    env: Vec<(OsString, OsString)>,
 }
 
 /// Configures a [`RedisServer`] before starting it; see [`RedisServer::builder`].
@@ -118,6 +120,13 @@ impl RedisServerBuilder {
     #[cfg(feature = "tls")]
     pub fn mutual_tls(mut self, on: bool) -> Self {
         self.config.tls = on.then_some(true);
+        self
+    }
+
+    /// Runs the server on `clock` (libfaketime preloaded), restarts included: the test moves
+    /// its clock with [`FakeClock::jump`](crate::FakeClock::jump).
+    pub fn fake_clock(mut self, clock: &crate::FakeClock) -> Self {
+        self.config.env = clock.env();
         self
     }
 
@@ -509,6 +518,7 @@ impl RedisServer {
         let log = self.process.append(LOG_FILE)?;
         Command::new(&self.binary)
             .args(self.args())
+            .envs(self.config.env.iter().cloned())
             .current_dir(self.dir())
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -131,6 +131,7 @@ pub fn run(scenario: &Scenario, options: &Options) -> io::Result<Outcome> {
         workers,
         options.server,
         &scenario.store_args,
+        scenario.clocks,
     )?;
     let fence_store = lab.fence_store();
     resource::prepare(&fence_store).map_err(io::Error::other)?;
@@ -166,7 +167,7 @@ pub fn run(scenario: &Scenario, options: &Options) -> io::Result<Outcome> {
     }
     let _ = std::fs::remove_file(dir.join(FAULTS_FILE));
     let faults = HistoryWriter::create(&dir.join(FAULTS_FILE), None)?;
-    let mut procs = Workers::spawn(&options.exe, dir, &configs)?;
+    let mut procs = Workers::spawn(&options.exe, dir, &configs, &lab.workers_env())?;
     let mut run = Run {
         scenario,
         lab: &mut lab,
@@ -344,6 +345,17 @@ impl Run<'_> {
                         let (worker, _) = self.holder()?;
                         self.lab.net(&[worker], &all_nodes, *fault);
                     }
+                    Target::Others(nodes) => {
+                        let (holder, _) = self.holder()?;
+                        let others: Vec<u32> = all_workers
+                            .iter()
+                            .copied()
+                            .filter(|&w| w != holder)
+                            .collect();
+                        self.lab.net(&others, nodes, *fault);
+                        // Only these paths: the holder stays as it was.
+                        return Ok(());
+                    }
                 }
                 if *fault == Net::Heal {
                     // Latency set on other targets is healed too: heal means clean.
@@ -371,6 +383,11 @@ impl Run<'_> {
             Step::RestartEtcdMember => self.lab.restart_etcd_member()?,
             Step::PartitionEtcdLeader => self.lab.partition_etcd_leader()?,
             Step::HealEtcdPartition => self.lab.heal_etcd_partition()?,
+            Step::ClockJump { of, by_ms } => self.lab.clock(*of)?.jump(*by_ms)?,
+            Step::ClockBack(of) => self.lab.clock(*of)?.set_offset(0)?,
+            Step::RestartEtcdMemberAhead(further) => {
+                self.lab.restart_etcd_member_ahead(*further)?;
+            }
             Step::StopEtcdCluster => self.lab.stop_etcd()?,
             Step::StartEtcdCluster => self.lab.start_etcd()?,
         }

@@ -1,5 +1,6 @@
 //! The worker processes: spawned from the torture binary, signalled by their own PIDs only.
 
+use std::ffi::OsString;
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -41,8 +42,14 @@ pub(crate) struct Exit {
 }
 
 impl Workers {
-    /// Spawns `exe worker --config <dir>/worker-N.json` for each config.
-    pub(crate) fn spawn(exe: &Path, dir: &Path, configs: &[WorkerConfig]) -> io::Result<Workers> {
+    /// Spawns `exe worker --config <dir>/worker-N.json` for each config, with `env` added to
+    /// its environment (a libfaketime clock's).
+    pub(crate) fn spawn(
+        exe: &Path,
+        dir: &Path,
+        configs: &[WorkerConfig],
+        env: &[(OsString, OsString)],
+    ) -> io::Result<Workers> {
         let mut workers = Workers::default();
         for config in configs {
             let config_path = dir.join(format!("worker-{}.json", config.index));
@@ -52,6 +59,7 @@ impl Workers {
                 .arg("worker")
                 .arg("--config")
                 .arg(&config_path)
+                .envs(env.iter().cloned())
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(File::create(&stderr)?)

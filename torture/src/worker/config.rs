@@ -118,7 +118,8 @@ pub struct WorkerConfig {
     /// The worker stops at its next round once this file exists: the runner creates it when
     /// its fault schedule and the fault-free tail after it are done.
     pub stop_file: PathBuf,
-    /// A hard limit, in ms since the Unix epoch, in case the stop file never comes.
+    /// A hard limit, in ms of the history's clock (`history::now_ns`, `CLOCK_MONOTONIC`), in
+    /// case the stop file never comes.
     pub deadline_unix_ms: u64,
     /// Seeds the holds' random lengths.
     pub seed: u64,

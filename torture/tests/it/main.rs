@@ -3,6 +3,7 @@
 
 mod common;
 
+mod clock;
 mod cluster;
 mod etcd;
 mod histories;

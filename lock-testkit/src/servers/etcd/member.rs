@@ -1,6 +1,7 @@
 //! [`EtcdMember`]: one `etcd` process of an [`EtcdCluster`](super::EtcdCluster), in a network
 //! namespace of its own (see [`netns`](super::netns)) or on loopback ports.
 
+use std::ffi::OsString;
 use std::io;
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -59,6 +60,9 @@ pub struct EtcdMember {
     partitioned: AtomicBool,
     /// Its Raft member id, once learnt from its status.
     id: Option<u64>,
+    /// How far ahead its monotonic and boot-time clocks run (a time namespace of its own
+    /// when not zero), from its next start.
+    clock_ahead: Duration,
 }
 
 impl EtcdMember {
@@ -73,6 +77,7 @@ impl EtcdMember {
             paused: AtomicBool::new(false),
             partitioned: AtomicBool::new(false),
             id: None,
+            clock_ahead: Duration::ZERO,
         })
     }
 
@@ -172,14 +177,28 @@ impl EtcdMember {
     pub(super) fn spawn(&mut self) -> io::Result<Launch> {
         let log = self.process.append(LOG_FILE)?;
         let peer_url = format!("http://{}", self.peer_addr());
-        let mut command = match &self.spec.place.namespace {
-            Some(ns) => {
-                let mut command = Command::new(&ns.ip);
-                command.args(["netns", "exec", &ns.name]).arg(&self.binary);
-                command
-            }
-            None => Command::new(&self.binary),
-        };
+        let mut words: Vec<OsString> = Vec::new();
+        if !self.clock_ahead.is_zero() {
+            // A time namespace, entered at the exec: its offsets are fixed before etcd runs.
+            let secs = self.clock_ahead.as_secs();
+            words.extend(
+                [
+                    "unshare".to_owned(),
+                    "--time".to_owned(),
+                    format!("--monotonic={secs}"),
+                    format!("--boottime={secs}"),
+                    "--".to_owned(),
+                ]
+                .map(OsString::from),
+            );
+        }
+        if let Some(ns) = &self.spec.place.namespace {
+            words.push(ns.ip.clone().into());
+            words.extend(["netns", "exec", &ns.name].map(OsString::from));
+        }
+        words.push(self.binary.clone().into());
+        let mut command = Command::new(&words[0]);
+        command.args(&words[1..]);
         let child = command
             .current_dir(self.dir())
             .stdin(Stdio::null())
@@ -240,6 +259,20 @@ impl EtcdMember {
 
     pub(super) fn start_again(&mut self) -> io::Result<()> {
         launch::start_again(self)
+    }
+
+    /// From its next start, runs it with its monotonic and boot-time clocks `ahead` of the
+    /// machine's (whole seconds): a Linux time namespace (`unshare --time`, root or
+    /// `CAP_SYS_ADMIN`). Its wall clock stays the machine's: no namespace offsets
+    /// `CLOCK_REALTIME`, and etcd (Go) reads its clocks through the vDSO, past any
+    /// `LD_PRELOAD`.
+    pub(super) fn set_clock_ahead(&mut self, ahead: Duration) {
+        self.clock_ahead = ahead;
+    }
+
+    /// How far ahead its monotonic clock runs (see [`EtcdCluster::restart_ahead`](super::EtcdCluster::restart_ahead)).
+    pub fn clock_ahead(&self) -> Duration {
+        self.clock_ahead
     }
 }
 

@@ -284,6 +284,23 @@ impl EtcdCluster {
         self.members[i].start_again()
     }
 
+    /// As [`restart`](Self::restart), with member `i`'s monotonic and boot-time clocks
+    /// `further` ahead of where they ran before (whole seconds; a Linux time namespace of its
+    /// own, which needs root or `CAP_SYS_ADMIN`): a member whose monotonic clock jumped while it
+    /// was down. Its wall clock stays the machine's.
+    ///
+    /// # Errors
+    /// As [`restart`](Self::restart); also when `unshare --time` is refused (the message then
+    /// has its log).
+    ///
+    /// # Panics
+    /// If there is no member `i`.
+    pub fn restart_ahead(&mut self, i: usize, further: Duration) -> io::Result<()> {
+        let member = &mut self.members[i];
+        member.set_clock_ahead(member.clock_ahead() + further);
+        member.start_again()
+    }
+
     /// Kills every member, then starts each again on its data: the whole cluster restarted.
     /// Waits until every member is healthy again.
     ///
