@@ -17,6 +17,10 @@ use nix::time::{ClockId, clock_gettime};
 
 use serde::{Deserialize, Serialize};
 
+/// The lock every worker contends for: one name per run, so the records carry none and the
+/// checker files every operation under it.
+pub const LOCK_NAME: &str = "torture:lock";
+
 /// Nanoseconds of the system-wide `CLOCK_MONOTONIC` (since boot, not counting suspend), now:
 /// comparable across the processes of one machine, and moved by no wall-clock fault.
 pub fn now_ns() -> u64 {

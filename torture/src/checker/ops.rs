@@ -9,7 +9,7 @@ use lock_testkit::history::{FenceRule, FencedWrite, History, Hold, LogEntry, Sha
 use super::sections::Section;
 use crate::history::{Event, Held, Record};
 use crate::resource::Snapshot;
-use crate::runner::LOCK_NAME;
+use crate::history::LOCK_NAME;
 
 /// The checker's history of a run: `sections` as holds, every worker's fenced writes, and the
 /// resource's log as `resource` holds it; overlaps up to `slack_ns` are noise.

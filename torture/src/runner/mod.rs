@@ -25,8 +25,8 @@ pub const RESOURCE_FILE: &str = "resource.json";
 /// The runner's own history: the faults, when they started and healed.
 pub const FAULTS_FILE: &str = "faults.jsonl";
 
-/// The lock every worker contends for.
-pub const LOCK_NAME: &str = "torture:lock";
+/// The lock every worker contends for (kept beside the history, whose records carry no name).
+pub use crate::history::LOCK_NAME;
 
 /// How long worker processes may take to start and connect.
 const STARTUP_LIMIT: Duration = Duration::from_secs(20);
