@@ -14,7 +14,7 @@
 # fresh clone on this repository's 2-core VM: 190 s of a 10-minute test command, for a check
 # whose usual failure (a file the sources include left out of the package) the include check
 # below finds in seconds.
-# lock-testkit, the benches, the torture suite and the models are `publish = false`, so left
+# lock-testkit, the benches, the torture suite, the models and the demo are `publish = false`, so left
 # out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +25,7 @@ if [[ "${1:-}" == "--verify" ]]; then
 fi
 cargo package --workspace --quiet --allow-dirty "${verify[@]}" \
     --exclude lock-testkit --exclude distlock-bench --exclude distlock-torture \
-    --exclude distlock-models
+    --exclude distlock-models --exclude distlock-demo
 
 python3 - <<'EOF'
 import json, posixpath, re, subprocess, sys, tarfile
