@@ -33,7 +33,11 @@ async fn main() -> Result<()> {
     ];
     for (label, server) in &servers {
         let mut conn = raw(server).await?;
-        let version = info_field(&mut conn, "server", "redis_version").await?;
+        // Valkey reports the Redis version it is compatible with under `redis_version`.
+        let mut version = info_field(&mut conn, "server", "valkey_version").await?;
+        if version.is_empty() {
+            version = info_field(&mut conn, "server", "redis_version").await?;
+        }
         println!("== {label} {version} ({})", server.url());
         if arg == "idle" {
             for tracking in [false, true] {
@@ -122,11 +126,12 @@ async fn latency(server: &RedisServer, tamper: &str, samples: usize) -> Result<(
             .await?;
     }
     times.sort();
-    let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
+    // The sample at `permille`/1000 of the sorted times (nearest rank).
+    let at = |permille: usize| times[(times.len() - 1) * permille / 1000];
     println!(
         "foreign {tamper} -> lost(): n={samples} p50={:?} p99={:?} max={:?}",
-        at(0.5),
-        at(0.99),
+        at(500),
+        at(990),
         times[times.len() - 1]
     );
     Ok(())
@@ -152,17 +157,22 @@ fn own_cpu() -> Duration {
 async fn idle(server: &RedisServer, tracking: bool) -> Result<()> {
     const HELD: usize = 10_000;
     const WINDOW: Duration = Duration::from_secs(30);
-    let locker = locker(server, tracking)?;
+    // Tracked 3 s after their grants: the server's memory is read before and after.
+    let lock = RedisLock::builder()
+        .url(server.url())
+        .track_losses(tracking)
+        .track_losses_after(Duration::from_secs(3))
+        .build()?;
+    let locker = Locker::builder(lock).lease(Duration::from_secs(30)).build();
     let mut conn = raw(server).await?;
-    let memory_before = info_number(&mut conn, "memory", "used_memory").await?;
     let mut guards = Vec::with_capacity(HELD);
     for i in 0..HELD {
         guards.push(locker.lock(format!("idle:{i}")).await?);
     }
-    // Let the tracker read every key before the window starts.
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    let tracked = info_number(&mut conn, "stats", "tracking_total_keys").await?;
     let memory_held = info_number(&mut conn, "memory", "used_memory").await?;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let tracked = info_number(&mut conn, "stats", "tracking_total_keys").await?;
+    let memory_tracked = info_number(&mut conn, "memory", "used_memory").await?;
     let sample = |conn: MultiplexedConnection| async move {
         let mut conn = conn;
         Ok::<_, Box<dyn std::error::Error>>([
@@ -179,10 +189,10 @@ async fn idle(server: &RedisServer, tracking: bool) -> Result<()> {
     let lost = guards.iter().filter(|g| !g.is_held()).count();
     println!(
         "idle, {HELD} held, tracking {}: tracked keys {tracked}, server memory +{:.0} KiB \
-         over the empty server, {:.0} commands/s, {:.0} bytes/s sent, server CPU {:.2} %, \
+         once tracked, {:.0} commands/s, {:.0} bytes/s sent, server CPU {:.2} %, \
          client CPU {:.2} % (over {secs:.0} s); {lost} lost",
         if tracking { "on " } else { "off" },
-        (memory_held - memory_before) / 1024.0,
+        (memory_tracked - memory_held) / 1024.0,
         (after[0] - before[0]) / secs,
         (after[1] - before[1]) / secs,
         (after[2] - before[2]) / secs * 100.0,

@@ -142,6 +142,7 @@ impl Tracker {
             limit: self.limit,
             refused: Arc::clone(&self.refused),
             pending: Arc::clone(&feed.pending),
+            after: self.after,
             tracked: HashMap::new(),
         };
         (feed, runtime.spawn(task.run(woken)))
@@ -174,6 +175,8 @@ struct Task {
     limit: Duration,
     refused: Arc<AtomicBool>,
     pending: Arc<Pending>,
+    /// The tracker's delay: zero reads each lease as soon as it is granted, unbatched.
+    after: Duration,
     tracked: HashMap<String, Vec<Weak<Watched>>>,
 }
 
@@ -257,18 +260,21 @@ impl Task {
                 woke = woken.recv() => if woke.is_none() { return Ok(()) },
                 push = pushes.recv() => {
                     let Some(push) = push else { return Ok(()) };
-                    match push.kind {
-                        PushKind::Invalidate => {
-                            let keys = self.invalidated(&push.data);
-                            self.check(&mut conn, keys).await?;
+                    // Every push already here is taken with it: a batch of renewals sends one
+                    // invalidation per key, and one `MGET` reads them all.
+                    let mut keys = Vec::new();
+                    let mut next = Some(push);
+                    while let Some(push) = next {
+                        match push.kind {
+                            PushKind::Invalidate => keys.extend(self.invalidated(&push.data)),
+                            PushKind::Disconnection => return Err(disconnected()),
+                            _ => {}
                         }
-                        PushKind::Disconnection => {
-                            return Err(Failure::Broken(redis::RedisError::from(
-                                std::io::Error::from(std::io::ErrorKind::ConnectionReset),
-                            )));
-                        }
-                        _ => {}
+                        next = pushes.try_recv().ok();
                     }
+                    keys.sort_unstable();
+                    keys.dedup();
+                    self.check(&mut conn, keys).await?;
                 }
             }
         }
@@ -283,6 +289,10 @@ impl Task {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let (due, _) = queue.front()?;
+        // Without a delay every lease is read as soon as it is granted (what the delay saves).
+        if self.after.is_zero() {
+            return Some(*due);
+        }
         Some((*due).max(Instant::now() + BATCH_WINDOW))
     }
 
@@ -385,6 +395,13 @@ impl Task {
             self.tracked.remove(key);
         }
     }
+}
+
+/// The failure a `Disconnection` push stands for.
+fn disconnected() -> Failure {
+    Failure::Broken(redis::RedisError::from(std::io::Error::from(
+        std::io::ErrorKind::ConnectionReset,
+    )))
 }
 
 /// Resolves at `at`; never without a time.

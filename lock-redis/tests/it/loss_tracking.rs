@@ -152,3 +152,20 @@ async fn without_tracking_the_loss_is_seen_at_renewal() {
     let again = locker.lock("job").await.expect("free again");
     again.release().await.expect("ours");
 }
+
+/// An empty restart drops the tracking connection with the data: the tracker reconnects,
+/// reads the key again, finds it gone, and the holder is told then, not at its renewal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_restart_is_a_loss_seen_on_reconnecting() {
+    let mut server = server();
+    let locker = tracking_locker(&server, Duration::from_secs(30));
+    let guard = locker.lock("job").await.expect("free");
+    let mut conn = raw(&server).await;
+    wait_tracked(&mut conn, 1).await;
+    server
+        .restart(lock_testkit::KeepData::Discard)
+        .expect("restart empty");
+    tokio::time::timeout(SOON, guard.lost())
+        .await
+        .expect("lost() once the tracker reconnected");
+}
