@@ -4,6 +4,7 @@
 //! cargo run --release -p lock-redis --example loss_latency            # 200 samples a case
 //! cargo run --release -p lock-redis --example loss_latency -- 500     # more samples
 //! cargo run --release -p lock-redis --example loss_latency -- idle    # 10,000 held keys at rest
+//! cargo run --release -p lock-redis --example loss_latency -- register  # a grant's added cost
 //! ```
 //!
 //! Latency: on a throwaway Redis and a throwaway Valkey (lock-testkit, free loopback ports),
@@ -27,6 +28,9 @@ type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<()> {
     let arg = std::env::args().nth(1).unwrap_or_default();
+    if arg == "register" {
+        return register_cost();
+    }
     let servers = [
         ("redis", RedisServer::start()?),
         ("valkey", RedisServer::builder().valkey().start()?),
@@ -200,6 +204,39 @@ async fn idle(server: &RedisServer, tracking: bool) -> Result<()> {
     );
     for guard in guards {
         guard.release().await?;
+    }
+    Ok(())
+}
+
+/// What watching adds to a grant that ends before the delay: `Lock::watch_loss` and dropping
+/// the watch, a million times (no server: nothing is sent before the delay). The closure the
+/// `Locker` passes holds a weak reference, one allocation more than this one's.
+fn register_cost() -> Result<()> {
+    use lock_core::backend::Lock;
+    const CALLS: u32 = 1_000_000;
+    let lock = RedisLock::builder().url("redis://127.0.0.1:1/").build()?;
+    let lease = lock_core::Lease::new(
+        "order:42",
+        lock_core::Token::generate()?,
+        1,
+        tokio::time::Instant::now(),
+    );
+    for on in [false, true] {
+        let started = Instant::now();
+        for _ in 0..CALLS {
+            let on_loss: lock_core::backend::OnLoss = Box::new(|| {});
+            let watch = if on {
+                lock.watch_loss(&lease, on_loss)
+            } else {
+                None
+            };
+            std::hint::black_box(watch);
+        }
+        println!(
+            "watch_loss + drop, tracking {}: {:?} a grant",
+            if on { "on " } else { "off" },
+            started.elapsed() / CALLS
+        );
     }
     Ok(())
 }
