@@ -288,7 +288,8 @@ impl HeldLease {
         }
     }
 
-    /// Resolves when the lease is lost: the renewer gave up, or the stop point
+    /// Resolves when the lease is lost: the renewer gave up, the backend saw the key gone
+    /// ([`HeldLease::key_lost`]), or the stop point
     /// (`valid_until - stop_margin`) passed without being moved.
     pub(crate) async fn lost(self: Arc<Self>) {
         self.until(Self::is_lost).await;
