@@ -186,7 +186,9 @@ impl Guard {
     }
 
     /// A future that resolves when the lease is lost while this guard lives: renewal found the
-    /// lock no longer ours, or the lease's stop point ([`Guard::stop_at`], `valid_until` minus
+    /// lock no longer ours, the backend saw its key deleted or overwritten by someone else (at
+    /// once, where the backend watches keys: [`Lock::watch_loss`](crate::Lock::watch_loss),
+    /// Redis and Valkey), or the lease's stop point ([`Guard::stop_at`], `valid_until` minus
     /// the [stop margin](Guard::stop_margin)) passed without a renewal moving it — renewals
     /// failing until then, or a fixed TTL running towards its end. So it fires while the lease
     /// is still valid for the stop margin, leaving the work that long to stop (client-go's

@@ -14,7 +14,7 @@ use crate::redis_lock::RedisLock;
 use crate::replication::{ReplicaPolicy, Replication};
 use crate::settings::{
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION,
-    DEFAULT_SUBSCRIBER_PING_INTERVAL, Settings, assemble,
+    DEFAULT_SUBSCRIBER_PING_INTERVAL, DEFAULT_TRACK_LOSSES_AFTER, Settings, assemble,
 };
 use crate::source::SourceSettings;
 
@@ -74,6 +74,8 @@ pub struct RedisLockBuilder {
     strict: bool,
     native_commands: Option<bool>,
     subscriber_ping: Option<Duration>,
+    loss_tracking: Option<bool>,
+    loss_tracking_after: Option<Duration>,
 }
 
 impl RedisLockBuilder {
@@ -237,6 +239,35 @@ impl RedisLockBuilder {
     /// subscriptions ride redis-rs's cluster connection.
     pub fn subscriber_ping_interval(mut self, interval: Duration) -> Self {
         self.subscriber_ping = Some(interval);
+        self
+    }
+
+    /// Whether a holder is told at once that its key is gone (default: yes, where release
+    /// announcements are on and the deployment is one server or Sentinel's master).
+    ///
+    /// A held mutex or fair lock whose key is deleted (an operator's `release --force`, an
+    /// eviction, an empty restart, a failover that lost it) or overwritten by another client
+    /// is then marked lost within milliseconds, and its guard's `lost()` fires, instead of at
+    /// its next renewal (a third of the lease later). It rides a RESP3 connection per
+    /// `RedisLock` and tokio runtime with `CLIENT TRACKING ON` (the crate README gives the
+    /// design and its costs). Only leases still held after
+    /// [`track_losses_after`](RedisLockBuilder::track_losses_after) are watched. Where the
+    /// server or a proxy refuses RESP3 or `CLIENT TRACKING`, the refusal is seen once and
+    /// losses are seen at renewal, as with `false`. Not on a Redis Cluster (each node would
+    /// need a tracking connection of its own): there losses are seen at renewal.
+    pub fn track_losses(mut self, on: bool) -> Self {
+        self.loss_tracking = Some(on);
+        self
+    }
+
+    /// How long a lease must have been held before its key is watched for loss (default
+    /// [`DEFAULT_TRACK_LOSSES_AFTER`], 200 ms; see
+    /// [`track_losses`](RedisLockBuilder::track_losses)). Holds shorter than this cost nothing
+    /// on the server; a longer hold costs one read of its key when it comes due and one push
+    /// and one read per renewal. A loss before it is seen at the next renewal, as without
+    /// tracking. `Duration::ZERO` watches every lease from its grant.
+    pub fn track_losses_after(mut self, after: Duration) -> Self {
+        self.loss_tracking_after = Some(after);
         self
     }
 
@@ -427,6 +458,10 @@ impl RedisLockBuilder {
             subscriber_ping: self
                 .subscriber_ping
                 .unwrap_or(DEFAULT_SUBSCRIBER_PING_INTERVAL),
+            loss_tracking: self.loss_tracking.unwrap_or(true).then(|| {
+                self.loss_tracking_after
+                    .unwrap_or(DEFAULT_TRACK_LOSSES_AFTER)
+            }),
         })
     }
 }

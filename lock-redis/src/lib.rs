@@ -25,6 +25,7 @@ mod subscriber;
 #[cfg(feature = "tls")]
 mod tls;
 mod topology;
+mod tracker;
 mod units;
 
 #[cfg(feature = "cluster")]
@@ -40,7 +41,7 @@ pub use redis_lock::RedisLock;
 pub use replication::{NotReplicated, ReplicaPolicy};
 pub use settings::{
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION,
-    DEFAULT_SUBSCRIBER_PING_INTERVAL,
+    DEFAULT_SUBSCRIBER_PING_INTERVAL, DEFAULT_TRACK_LOSSES_AFTER,
 };
 pub use slot::key_slot;
 pub use topology::Topology;

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use lock_core::backend::{
-    Attempt, Capabilities, Fencing, Handover, Holder, Lock, MultiAttempt, MultiLock, ReleaseWatch,
-    TokenScale, acquire_in_order,
+    Attempt, Capabilities, Fencing, Handover, Holder, Lock, LossWatch, MultiAttempt, MultiLock,
+    OnLoss, ReleaseWatch, TokenScale, acquire_in_order,
 };
 use lock_core::{Kind, Lease, LockError, Token, check_name, check_ttl};
 use tokio::time::Instant;
@@ -20,6 +20,7 @@ use crate::kinds::{Grants, fair, multi, mutex, note, read_write, semaphore};
 use crate::layout::{Keys, LockKeys, token_value};
 use crate::subscriber::Subscriber;
 use crate::topology::Topology;
+use crate::tracker::Tracker;
 
 /// A distributed lock on Redis (≥ 7.0) — one server, a Redis Cluster (feature `cluster`) or a
 /// master found through Sentinel (feature `sentinel`) — through a `deadpool-redis` pool.
@@ -49,6 +50,8 @@ pub struct RedisLock {
     grants: Grants,
     /// Release announcements for waiters; `None` when built from a pool without a URL.
     subscriber: Option<Subscriber>,
+    /// Tells holders at once that their key is gone; `None` when off or not available.
+    tracker: Option<Tracker>,
     prefix: String,
 }
 
@@ -65,8 +68,15 @@ impl RedisLock {
             fences: Arc::default(),
             grants,
             subscriber,
+            tracker: None,
             prefix,
         }
+    }
+
+    /// The same lock with `tracker` watching its holders' keys.
+    pub(crate) fn with_tracker(mut self, tracker: Option<Tracker>) -> Self {
+        self.tracker = tracker;
+        self
     }
 
     /// Fenced writes to Redis keys on this lock's own connections (one server, the Cluster node
@@ -484,6 +494,18 @@ impl Lock for RedisLock {
             Some(subscriber) => subscriber.watch(self.release_channel(name)).await.map(Some),
             None => Ok(None),
         }
+    }
+
+    /// Watches the key of a held mutex or fair lock through the lock's tracking connection
+    /// (see [`track_losses`](crate::RedisLockBuilder::track_losses)); `None` for the other
+    /// kinds (their keys hold many holders, whose changes are not losses), and when tracking
+    /// is off or refused.
+    fn watch_loss(&self, lease: &Lease, on_loss: OnLoss) -> Option<LossWatch> {
+        if !matches!(lease.kind(), Kind::Mutex | Kind::Fair { .. }) {
+            return None;
+        }
+        let tracker = self.tracker.as_ref()?;
+        tracker.watch(self.key(lease.name()), lease.token(), on_loss)
     }
 }
 

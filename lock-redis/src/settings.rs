@@ -11,6 +11,7 @@ use crate::kinds::Grants;
 use crate::redis_lock::RedisLock;
 use crate::replication::Replication;
 use crate::subscriber::{Origin, Ping, Subscriber};
+use crate::tracker::Tracker;
 use crate::units::ms;
 
 /// How long getting a connection may take, connecting included, by default: 2 s.
@@ -22,6 +23,10 @@ pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(1);
 /// How often the release subscriber sends `PING` on its subscribed connection by default: 5 s.
 /// See [`RedisLockBuilder::subscriber_ping_interval`](crate::RedisLockBuilder::subscriber_ping_interval).
 pub const DEFAULT_SUBSCRIBER_PING_INTERVAL: Duration = Duration::from_secs(5);
+
+/// How long a lease is held before its key is watched for loss by default: 200 ms. See
+/// [`RedisLockBuilder::track_losses_after`](crate::RedisLockBuilder::track_losses_after).
+pub const DEFAULT_TRACK_LOSSES_AFTER: Duration = Duration::from_millis(200);
 
 /// How long a name's fencing counter is kept after its last grant by default: 24 h.
 pub const DEFAULT_FENCE_RETENTION: Duration = Duration::from_secs(24 * 3600);
@@ -48,6 +53,8 @@ pub(crate) struct Settings {
     pub(crate) native_commands: bool,
     /// The subscriber's `PING` interval; zero: off.
     pub(crate) subscriber_ping: Duration,
+    /// How long a lease is held before its key is watched for loss; `None`: never.
+    pub(crate) loss_tracking: Option<Duration>,
 }
 
 impl Default for Settings {
@@ -68,6 +75,7 @@ impl Default for Settings {
             server: String::from("pool"),
             native_commands: true,
             subscriber_ping: DEFAULT_SUBSCRIBER_PING_INTERVAL,
+            loss_tracking: Some(DEFAULT_TRACK_LOSSES_AFTER),
         }
     }
 }
@@ -98,5 +106,10 @@ pub(crate) fn assemble(source: Source, settings: Settings) -> RedisLock {
     let subscriber = settings
         .pubsub
         .map(|origin| Subscriber::new(origin, pubsub_limit, ping));
-    RedisLock::new(exec, grants, subscriber, settings.prefix)
+    // The tracker connects where the subscriber does (the URL, or Sentinel's master).
+    let tracker = settings.loss_tracking.and_then(|after| {
+        let origin = subscriber.as_ref()?.origin()?;
+        Some(Tracker::new(origin, after, pubsub_limit))
+    });
+    RedisLock::new(exec, grants, subscriber, settings.prefix).with_tracker(tracker)
 }

@@ -63,7 +63,7 @@ pub(crate) enum Origin {
 }
 
 /// Shared by the feeds of every runtime (a sentinel client is asked with `&mut`).
-type SharedOrigin = Arc<tokio::sync::Mutex<Origin>>;
+pub(crate) type SharedOrigin = Arc<tokio::sync::Mutex<Origin>>;
 
 pub(crate) struct Subscriber {
     origin: SharedOrigin,
@@ -101,6 +101,16 @@ impl Subscriber {
             ping,
             feeds: PerRuntime::new(),
         }
+    }
+
+    /// Where the subscriber connects, shared (the loss tracker connects there too); `None`
+    /// on a Redis Cluster, whose nodes each keep their own tracking table.
+    pub(crate) fn origin(&self) -> Option<SharedOrigin> {
+        #[cfg(feature = "cluster")]
+        if self.cluster.is_some() {
+            return None;
+        }
+        Some(Arc::clone(&self.origin))
     }
 
     /// The current runtime's feed, started if it has none (or its task is gone with an earlier

@@ -8,6 +8,7 @@ use tokio::time::Instant;
 
 use crate::backend::Capabilities;
 use crate::backend::Holder;
+use crate::backend::{LossWatch, OnLoss};
 use crate::{Kind, Lease, LockError, ReleaseWatch, Token};
 
 /// The answer to one acquire attempt.
@@ -313,6 +314,22 @@ pub trait Lock: Send + Sync {
         Ok(None)
     }
 
+    /// Watches the key of the held `lease` and calls `on_loss` as soon as the backend sees it
+    /// deleted or holding another token (an operator's forced release, an eviction, a restart
+    /// that lost it), not only at the next renewal. The backend must not call it for the
+    /// lease's own renewals. `None` (the default) when the backend cannot watch keys, or not
+    /// this lease's: the loss is then seen at the next renewal, as before. The
+    /// [`Locker`](crate::Locker) calls it once per grant and keeps the watch until the guard
+    /// ends.
+    ///
+    /// It must be cheap and must not wait on I/O: it runs on every grant. A backend registers
+    /// the lease and does any I/O in the background (and may start watching only once the
+    /// lease has been held a while, so that short holds cost nothing).
+    fn watch_loss(&self, lease: &Lease, on_loss: OnLoss) -> Option<LossWatch> {
+        let _ = (lease, on_loss);
+        None
+    }
+
     /// Subscribes to the turn of the fair waiter `token` in the queue of `name`: the backend
     /// bumps the watch's signal when the lock may be free for that waiter (it is at the head
     /// of the queue and the holder released), and need not tell the other waiters (no herd).
@@ -447,6 +464,9 @@ macro_rules! forward_lock {
             }
             async fn annotate(&self, lease: &Lease, note: &[u8]) -> Result<bool, LockError> {
                 (**self).annotate(lease, note).await
+            }
+            fn watch_loss(&self, lease: &Lease, on_loss: OnLoss) -> Option<LossWatch> {
+                (**self).watch_loss(lease, on_loss)
             }
             fn capabilities(&self) -> Capabilities {
                 (**self).capabilities()

@@ -7,6 +7,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use crate::backend::LossWatch;
 use crate::metric::{self, Labels};
 use crate::{Kind, Lease, Token};
 
@@ -51,6 +52,9 @@ pub(crate) struct HeldLease {
     hold_until: Option<Instant>,
     acquired_at: Instant,
     labels: Labels,
+    /// The backend's watch on the lease's key (`Lock::watch_loss`), dropped when the hold
+    /// ends so that the release's own deletion is not taken for a loss.
+    loss_watch: Mutex<Option<LossWatch>>,
 }
 
 impl HeldLease {
@@ -81,6 +85,28 @@ impl HeldLease {
             hold_until: max_hold.and_then(|cap| acquired_at.checked_add(cap)),
             acquired_at,
             labels,
+            loss_watch: Mutex::new(None),
+        }
+    }
+
+    /// Keeps the backend's watch on the lease's key until the hold ends (see
+    /// [`HeldLease::end`]); a watch given after that is dropped at once.
+    pub(crate) fn keep_loss_watch(&self, watch: LossWatch) {
+        let mut slot = self
+            .loss_watch
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if !self.has_ended() {
+            *slot = Some(watch);
+        }
+    }
+
+    /// The backend saw the lease's key deleted or holding another token: the lease is lost,
+    /// unless the hold is over already (then it was our own release or hand-over).
+    pub(crate) fn key_lost(&self) {
+        if !self.has_ended() {
+            tracing::debug!(name = %self.name, "the lease's key was deleted or overwritten");
+            self.mark_lost();
         }
     }
 
@@ -228,6 +254,12 @@ impl HeldLease {
     pub(crate) fn end(&self) {
         self.stop_renewing();
         self.ended.store(true, Ordering::Release);
+        let watch = self
+            .loss_watch
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        drop(watch);
     }
 
     /// Whether the hold is over (see [`HeldLease::end`]); a lost lease whose guard lives is
@@ -256,7 +288,8 @@ impl HeldLease {
         }
     }
 
-    /// Resolves when the lease is lost: the renewer gave up, or the stop point
+    /// Resolves when the lease is lost: the renewer gave up, the backend saw the key gone
+    /// ([`HeldLease::key_lost`]), or the stop point
     /// (`valid_until - stop_margin`) passed without being moved.
     pub(crate) async fn lost(self: Arc<Self>) {
         self.until(Self::is_lost).await;

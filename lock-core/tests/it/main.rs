@@ -14,6 +14,7 @@ mod election;
 mod handoff;
 mod kinds;
 mod locker_waiting;
+mod loss_watch;
 mod memory_lock;
 mod metrics;
 mod multi;

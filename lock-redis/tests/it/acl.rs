@@ -33,6 +33,8 @@ const RULE: &[&str] = &[
     "+unsubscribe",
     "+ping",
     "+hello",
+    "+mget",
+    "+client|tracking",
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

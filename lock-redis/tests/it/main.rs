@@ -33,6 +33,7 @@ mod interop;
 mod kinds_layout;
 mod kinds_processes;
 mod layout;
+mod loss_tracking;
 mod lost_signal;
 mod multi;
 mod native;

@@ -858,10 +858,61 @@ fn count_time(cycles: u64) -> Duration {
 }
 
 /// A `RedisLock` with the defaults, with or without fencing tokens.
+///
+/// For measuring loss tracking's cost, two environment variables change it:
+/// `DISTLOCK_TRACK_LOSSES` = `off`, or a number of milliseconds a lease is held before its key
+/// is tracked (`0`: every lease, a read per grant); `DISTLOCK_BENCH_BCAST=1` adds, per lock,
+/// a RESP3 connection in `CLIENT TRACKING ON BCAST` mode that drains the invalidations the
+/// server sends it (the cost of the broadcast design, one tracking client).
 fn redis_lock(url: &str, fencing: bool) -> Result<RedisLock, String> {
-    RedisLock::builder()
-        .url(url)
-        .fencing(fencing)
-        .build()
-        .map_err(|e| e.to_string())
+    let mut builder = RedisLock::builder().url(url).fencing(fencing);
+    match std::env::var("DISTLOCK_TRACK_LOSSES").ok().as_deref() {
+        Some("off") => builder = builder.track_losses(false),
+        Some(ms) => {
+            let ms = ms
+                .parse()
+                .map_err(|_| format!("DISTLOCK_TRACK_LOSSES={ms}"))?;
+            builder = builder.track_losses_after(Duration::from_millis(ms));
+        }
+        None => {}
+    }
+    // One observer per server for the whole run, however many locks the run builds.
+    static OBSERVED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    if std::env::var_os("DISTLOCK_BENCH_BCAST").is_some() {
+        let mut observed = OBSERVED.lock().unwrap_or_else(|e| e.into_inner());
+        if !observed.iter().any(|seen| seen == url) {
+            observed.push(url.to_owned());
+            std::thread::spawn({
+                let url = url.to_owned();
+                move || {
+                    let runtime = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build();
+                    if let Ok(runtime) = runtime {
+                        let _ = runtime.block_on(bcast_observer(url));
+                    }
+                }
+            });
+        }
+    }
+    builder.build().map_err(|e| e.to_string())
+}
+
+/// A client in `CLIENT TRACKING ON BCAST` mode on every key, draining its invalidations until
+/// the process ends (see [`redis_lock`]).
+async fn bcast_observer(url: String) -> redis::RedisResult<()> {
+    let url = format!("{url}?protocol=resp3");
+    let (tx, mut pushes) = tokio::sync::mpsc::unbounded_channel();
+    let config = redis::AsyncConnectionConfig::new().set_push_sender(tx);
+    let mut conn = redis::Client::open(url)?
+        .get_multiplexed_async_connection_with_config(&config)
+        .await?;
+    redis::cmd("CLIENT")
+        .arg("TRACKING")
+        .arg("ON")
+        .arg("BCAST")
+        .query_async::<()>(&mut conn)
+        .await?;
+    while pushes.recv().await.is_some() {}
+    Ok(())
 }

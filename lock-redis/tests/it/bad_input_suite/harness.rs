@@ -163,13 +163,17 @@ impl Env {
 }
 
 /// A lock with the suite's short timeouts, and no store grace period: the cases that restart
-/// the server are about the error they give (the grace is `grace.rs`'s subject).
+/// the server are about the error they give (the grace is `grace.rs`'s subject). No key
+/// tracking either: its connection rides the same proxy, and the proxy's "cut the next
+/// reply" would hit whichever connection answers first, not the operation under test
+/// (tracking's own faults are `loss_tracking.rs`'s subject).
 pub(crate) fn lock_at(url: &str) -> RedisLock {
     RedisLock::builder()
         .url(url)
         .connect_timeout(TIMEOUT)
         .command_timeout(TIMEOUT)
         .grace(Duration::ZERO)
+        .track_losses(false)
         .build()
         .expect("valid URL")
 }
