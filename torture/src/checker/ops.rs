@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use lock_testkit::history::{FenceRule, FencedWrite, History, Hold, LogEntry, Share, WriteOutcome};
 
 use super::sections::Section;
+use crate::history::LOCK_NAME;
 use crate::history::{Event, Held, Record};
 use crate::resource::Snapshot;
-use crate::history::LOCK_NAME;
 
 /// The checker's history of a run: `sections` as holds, every worker's fenced writes, and the
 /// resource's log as `resource` holds it; overlaps up to `slack_ns` are noise.

@@ -50,6 +50,21 @@ fn jump_ms() -> i64 {
     i64::try_from(JUMP.as_millis()).unwrap_or(i64::MAX)
 }
 
+/// The cycle of the single-server jumps (Redis, PostgreSQL): wait for a grant, the server's
+/// wall clock forward past the lease while it is held, 1.5 s, back, 1.5 s.
+fn server_jump_cycle() -> Vec<Step> {
+    vec![
+        Step::AwaitGrant,
+        Step::ClockJump {
+            of: ClockOf::Node(0),
+            by_ms: jump_ms(),
+        },
+        Step::Sleep(ms(1_500)),
+        Step::ClockBack(ClockOf::Node(0)),
+        Step::Sleep(ms(1_500)),
+    ]
+}
+
 /// The clock scenarios, in the order `--scenario clock` runs them.
 pub fn clock_scenarios() -> Vec<Scenario> {
     vec![
@@ -91,16 +106,7 @@ pub fn clock_redis_jump() -> Scenario {
         ..base(
             "clock-redis-jump",
             "Redis's wall clock jumps 3 s forward while a worker holds (lease 1 s); back 1.5 s later",
-            vec![
-                Step::AwaitGrant,
-                Step::ClockJump {
-                    of: ClockOf::Node(0),
-                    by_ms: jump_ms(),
-                },
-                Step::Sleep(ms(1_500)),
-                Step::ClockBack(ClockOf::Node(0)),
-                Step::Sleep(ms(1_500)),
-            ],
+            server_jump_cycle(),
             fenced(
                 TTL,
                 "Redis expires keys on its wall clock: the jump expires the held key at once and \
@@ -261,16 +267,7 @@ pub fn clock_pg_jump() -> Scenario {
             "clock-pg-jump",
             "PostgreSQL's wall clock jumps 3 s forward while a worker holds (lease 1 s); back \
              1.5 s later",
-            vec![
-                Step::AwaitGrant,
-                Step::ClockJump {
-                    of: ClockOf::Node(0),
-                    by_ms: jump_ms(),
-                },
-                Step::Sleep(ms(1_500)),
-                Step::ClockBack(ClockOf::Node(0)),
-                Step::Sleep(ms(1_500)),
-            ],
+            server_jump_cycle(),
             fenced(
                 TTL,
                 "the lease row's expiry is the server's clock_timestamp() + TTL: the jump ends \
