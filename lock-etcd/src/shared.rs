@@ -130,11 +130,11 @@ impl SharedLeases {
         if let Some(shared) = known.filter(|s| s.fresh(now)) {
             return Ok(shared);
         }
-        if let Some(shared) = known.filter(|s| s.expires() > now) {
-            if let Some(kept) = keep_alive(client, op, shared, timeout).await? {
-                self.set(seconds, kept);
-                return Ok(kept);
-            }
+        if let Some(shared) = known.filter(|s| s.expires() > now)
+            && let Some(kept) = keep_alive(client, op, shared, timeout).await?
+        {
+            self.set(seconds, kept);
+            return Ok(kept);
         }
         self.forget(known.map_or(0, |s| s.id));
         let mut leases = client.lease_client();
