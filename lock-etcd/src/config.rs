@@ -142,6 +142,7 @@ impl EtcdLockBuilder {
                 user: self.user,
             }),
             clients: Arc::default(),
+            shared: crate::shared::SharedLeases::default(),
             watches: Watches::default(),
         }))
     }

@@ -18,6 +18,7 @@ use crate::executor::Executor;
 use crate::guarded;
 use crate::kinds::{fair, multi, mutex, note, read_write, semaphore};
 use crate::layout;
+use crate::renew;
 
 /// What this backend offers: every kind (mutex, read-write, semaphore, fair), the multi-lock in one transaction, fencing tokens
 /// that are etcd revisions (one counter for the whole cluster, kept through restarts and
@@ -183,6 +184,18 @@ impl Lock for EtcdLock {
         mutex::try_acquire(&self.inner, name, token, ttl).await
     }
 
+    /// The mutex on the shared etcd lease of renewed grants: one transaction, no lease grant
+    /// (`shared.rs`).
+    async fn try_acquire_renewed(
+        &self,
+        name: &str,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        layout::check_name(name)?;
+        mutex::try_acquire_shared(&self.inner, name, token, ttl).await
+    }
+
     async fn try_acquire_kind(
         &self,
         name: &str,
@@ -227,7 +240,18 @@ impl Lock for EtcdLock {
     }
 
     async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
-        mutex::extend(&self.inner, lease, ttl).await
+        let mut answers = renew::extend_many(&self.inner, &[(lease.clone(), ttl)]).await;
+        answers.pop().unwrap_or(Ok(None))
+    }
+
+    /// One keep-alive per shared etcd lease (when it was not kept alive recently) and one read
+    /// of every mutex key of the batch, side by side: a grant whose key is gone or carries
+    /// another token is lost (`renew.rs`).
+    async fn extend_many(
+        &self,
+        leases: &[(Lease, Duration)],
+    ) -> Vec<Result<Option<Instant>, LockError>> {
+        renew::extend_many(&self.inner, leases).await
     }
 
     /// The fair lock's queue entry and a waiting writer's record go with their token, granted

@@ -12,6 +12,7 @@ use lock_core::{LockError, Op, TimeoutPhase, Token};
 use crate::client::{Clients, Target};
 use crate::error::{bounded, malformed};
 use crate::layout::{self, EtcdLease, is_ours_layout, ttl_seconds};
+use crate::shared::SharedLeases;
 use crate::watch::Watches;
 
 /// How long a failed release's etcd lease is revoked again in the background: past a few
@@ -28,6 +29,8 @@ pub(crate) struct Executor {
     pub(crate) target: Arc<Target>,
     pub(crate) clients: Arc<Clients>,
     pub(crate) watches: Watches,
+    /// The shared etcd leases of renewed grants (`shared.rs`).
+    pub(crate) shared: SharedLeases,
 }
 
 impl Executor {
@@ -142,6 +145,31 @@ impl Executor {
                             return;
                         }
                         _ => {}
+                    }
+                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(REVOKE_RETRY_LAST);
+            }
+        };
+        drop(tokio::spawn(async move {
+            let _ = tokio::time::timeout(REVOKE_RETRY_FOR, task).await;
+        }));
+    }
+
+    /// Sends the release transaction `txn` in the background, again and again (as
+    /// [`Self::revoke_etcd_lease_until_gone`]) until etcd answers it, for at most
+    /// [`REVOKE_RETRY_FOR`]: a failed release of a key on the shared etcd lease, which no revoke
+    /// may remove (other grants are on it). Its compare makes a late one harmless.
+    pub(crate) fn send_until_answered(&self, txn: Txn) {
+        let (clients, target) = (Arc::clone(&self.clients), Arc::clone(&self.target));
+        let task = async move {
+            let mut pause = REVOKE_RETRY_FIRST;
+            loop {
+                if let Ok(client) = clients.get(&target).await {
+                    let mut kv = client.kv_client();
+                    let sent = tokio::time::timeout(target.command_timeout, kv.txn(txn.clone()));
+                    if let Ok(Ok(_)) = sent.await {
+                        return;
                     }
                 }
                 tokio::time::sleep(pause).await;

@@ -10,6 +10,8 @@ mod guarded;
 mod kinds;
 mod layout;
 mod members;
+mod renew;
+mod shared;
 mod watch;
 
 pub use config::{

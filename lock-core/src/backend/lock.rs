@@ -203,6 +203,26 @@ pub trait Lock: Send + Sync {
         })
     }
 
+    /// As [`Lock::try_acquire`], for a grant the [`Locker`](crate::Locker) will renew until its
+    /// guard ends (a request without a fixed TTL). A backend whose leases cost a request each
+    /// may put such grants on one lease it shares and keeps alive for all of them (etcd); a
+    /// grant of a fixed TTL must expire on its own, so it comes through
+    /// [`Lock::try_acquire`]. The default is [`Lock::try_acquire`].
+    ///
+    /// # Errors
+    /// As [`Lock::try_acquire`].
+    ///
+    /// # Cancel safety
+    /// As [`Lock::try_acquire`].
+    async fn try_acquire_renewed(
+        &self,
+        name: &str,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        self.try_acquire(name, token, ttl).await
+    }
+
     /// Tries once to acquire every one of `names` (distinct mutexes, in the order given) for
     /// `ttl` with the same `token`, all or nothing. The default takes them one after the other
     /// and gives back what it took at the first busy name ([`acquire_in_order`]); a backend
@@ -428,6 +448,9 @@ macro_rules! forward_lock {
             }
             async fn try_acquire(&self, name: &str, token: Token, ttl: Duration) -> Result<Attempt, LockError> {
                 (**self).try_acquire(name, token, ttl).await
+            }
+            async fn try_acquire_renewed(&self, name: &str, token: Token, ttl: Duration) -> Result<Attempt, LockError> {
+                (**self).try_acquire_renewed(name, token, ttl).await
             }
             async fn try_acquire_kind(&self, name: &str, kind: Kind, token: Token, ttl: Duration) -> Result<Attempt, LockError> {
                 (**self).try_acquire_kind(name, kind, token, ttl).await

@@ -51,6 +51,14 @@ pub struct Locker {
     inner: Arc<Inner>,
 }
 
+/// What one attempt asks for: the TTL, and whether the `Locker` will renew the grant (a
+/// backend may then put it on a lease it shares among renewed grants).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Ask {
+    pub(super) ttl: Duration,
+    pub(super) renewed: bool,
+}
+
 struct Inner {
     lock: Arc<dyn Lock>,
     /// The options every request starts with.
@@ -169,12 +177,13 @@ impl Locker {
     /// drops it, withdrawing the record).
     ///
     /// `asked_at` is when the request began: the armed release's lease needs an instant, and
-    /// one the caller holds saves a reading of the clock per attempt.
+    /// one the caller holds saves a reading of the clock per attempt. A mutex whose request
+    /// renews its lease goes to [`Lock::try_acquire_renewed`](crate::Lock::try_acquire_renewed).
     pub(super) async fn attempt(
         &self,
         name: &Arc<str>,
         kind: Kind,
-        ttl: Duration,
+        ask: Ask,
         labels: &Labels,
         record: &mut Option<ReleaseOnDrop>,
         asked_at: Instant,
@@ -195,7 +204,9 @@ impl Locker {
         labels.attempted();
         // The mutex goes straight to `try_acquire`: through `try_acquire_kind` every attempt
         // would box a second future (async_trait) only to forward to it.
+        let Ask { ttl, renewed } = ask;
         let result = match kind {
+            Kind::Mutex if renewed => lock.as_ref().try_acquire_renewed(name, token, ttl).await,
             Kind::Mutex => lock.as_ref().try_acquire(name, token, ttl).await,
             kind => lock.as_ref().try_acquire_kind(name, kind, token, ttl).await,
         };

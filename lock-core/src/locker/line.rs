@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::handle::{Locker, single_try};
+use super::handle::{Ask, Locker, single_try};
 use super::options::Options;
 use super::pace::{Pace, changed};
 use crate::backend::{Attempt, ReleaseWatch};
@@ -230,7 +230,10 @@ impl Waiter<'_, '_> {
             .attempt(
                 line.name,
                 self.kind,
-                self.ttl,
+                Ask {
+                    ttl: self.ttl,
+                    renewed: line.options.renewal().is_some(),
+                },
                 self.labels,
                 self.record,
                 self.pace.started(),

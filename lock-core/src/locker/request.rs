@@ -10,7 +10,7 @@ use metrics::SharedString;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use super::handle::{Locker, single_try};
+use super::handle::{Ask, Locker, single_try};
 use super::line::Line;
 use super::options::Options;
 use super::pace::{failure_reason, instrumented, report};
@@ -349,7 +349,10 @@ impl LockRequest {
             .attempt(
                 &self.name,
                 single_try(self.kind),
-                ttl,
+                Ask {
+                    ttl,
+                    renewed: self.options.renewal().is_some(),
+                },
                 labels,
                 &mut None,
                 started,

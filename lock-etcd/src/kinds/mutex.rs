@@ -1,19 +1,88 @@
-//! The mutex: one holder, its `dl:` token under the lock key, on an etcd lease of the holder's
-//! own (its id derived from the token and the name, `EtcdLease::of_grant`); the fencing token is
-//! the revision of the transaction that put it. Every kind's lease is extended here (one etcd
+//! The mutex: one holder, its `dl:` token under the lock key, on the shared etcd lease of
+//! renewed grants (`shared.rs`) or, for a grant of a fixed TTL, on an etcd lease of the
+//! holder's own (its id derived from the token and the name, `EtcdLease::of_grant`); the
+//! fencing token is the revision of the transaction that put it. Every kind's lease is extended here (one etcd
 //! lease per grant, whatever key it carries), and released here unless its kind leaves more
 //! behind (the fair lock's queue entry, a waiting writer's record).
 
 use std::time::Duration;
 
-use etcd_client::{Client, Compare, CompareOp, Txn, TxnOp};
+use etcd_client::{
+    Client, Compare, CompareOp, DeleteOptions, PutOptions, Txn, TxnOp, TxnOpResponse, TxnResponse,
+};
 use lock_core::backend::{Attempt, Handover};
-use lock_core::{Lease, LockError, Op, TimeoutPhase, Token, valid_until};
+use lock_core::{Kind, Lease, LockError, Op, TimeoutPhase, Token, valid_until};
 use tokio::time::Instant;
 
 use crate::error::bounded;
 use crate::executor::{Executor, put_on, read, revision};
-use crate::layout::{self, EtcdLease, held};
+use crate::layout::{self, EtcdLease, held, note_key};
+use crate::shared::Shared;
+
+/// One attempt at the mutex `name` for a renewed grant: one transaction (no lease grant): if
+/// the key's `create_revision` is 0, put the token on the shared etcd lease of `ttl`, else read
+/// the holder. The grant is valid for `ttl` or until the shared lease may run out, whichever
+/// is first. A shared lease etcd no longer has is forgotten and the attempt made once more on
+/// a new one.
+pub(crate) async fn try_acquire_shared(
+    exec: &Executor,
+    name: &str,
+    token: Token,
+    ttl: Duration,
+) -> Result<Attempt, LockError> {
+    let started = Instant::now();
+    let client = exec.client().await?;
+    let key = exec.key(name);
+    let (answer, shared) = match put_on_shared(exec, &client, &key, &token, ttl).await {
+        Err((_, Some(gone))) => {
+            exec.shared.forget(gone);
+            put_on_shared(exec, &client, &key, &token, ttl)
+                .await
+                .map_err(|(error, _)| error)?
+        }
+        other => other.map_err(|(error, _)| error)?,
+    };
+    if answer.succeeded() {
+        let fencing = revision(Op::Acquire, &answer)?;
+        let until = valid_until(started, ttl).min(shared.expires());
+        return Ok(Attempt::Acquired(Lease::new(name, token, fencing, until)));
+    }
+    Ok(exec.busy(&client, read(&answer, 0).as_ref(), false).await)
+}
+
+/// The grant transaction on the shared lease of `ttl`; on error, the shared lease's id too
+/// when etcd said it does not have it.
+async fn put_on_shared(
+    exec: &Executor,
+    client: &Client,
+    key: &[u8],
+    token: &Token,
+    ttl: Duration,
+) -> Result<(TxnResponse, Shared), (LockError, Option<i64>)> {
+    let timeout = exec.command_timeout();
+    let shared = (exec.shared)
+        .fresh(client, Op::Acquire, ttl, timeout)
+        .await
+        .map_err(|error| (error, None))?;
+    let put = TxnOp::put(
+        key.to_vec(),
+        layout::value(token),
+        Some(PutOptions::new().with_lease(shared.id)),
+    );
+    let txn = Txn::new()
+        .when([Compare::create_revision(key.to_vec(), CompareOp::Equal, 0)])
+        .and_then([put])
+        .or_else([TxnOp::get(key.to_vec(), None)]);
+    match exec.txn(client, Op::Acquire, txn).await {
+        Ok(answer) => Ok((answer, shared)),
+        Err(error) => {
+            let gone = error.to_string().contains("lease not found")
+                || matches!(&error, LockError::Backend { source, .. }
+                    if source.to_string().contains("lease not found"));
+            Err((error, gone.then_some(shared.id)))
+        }
+    }
+}
 
 /// One attempt at the mutex `name`: the holder's etcd lease, then one transaction: if the key's
 /// `create_revision` is 0 (absent), put the token on that lease, else read the holder.
@@ -46,8 +115,9 @@ pub(crate) async fn try_acquire(
     Ok(exec.busy(&client, read(&answer, 0).as_ref(), false).await)
 }
 
-/// Extends `lease`, of any kind: a keep-alive of the etcd lease of its grant, and a check that its key
-/// still holds its value, side by side.
+/// Extends `lease`, of any kind, on the etcd lease of its own grant: a keep-alive of that etcd
+/// lease, and a check that its key still holds its value, side by side. (Grants on the shared
+/// lease are extended by `renew.rs`, which sends the rest here.)
 pub(crate) async fn extend(
     exec: &Executor,
     lease: &Lease,
@@ -109,14 +179,50 @@ async fn granted_ttl(
 }
 
 /// Releases `lease` (the mutex, a reader, a semaphore holder, a writer without preference):
-/// one transaction (if its key holds its value, delete the key).
+/// one transaction (if its key holds its value, delete the key and, for the mutex, its note
+/// key). The grant's own etcd lease is revoked in the background only when the key was on it
+/// (`prev_kv`: a fixed grant) or the key was not ours (an attempt dropped after the lease
+/// grant): a key on the shared lease costs no second request.
+///
+/// A release that fails for a reason that may pass is sent again in the background until etcd
+/// answers (see [`send_release`] for why), and the own lease revoked likewise.
 pub(crate) async fn release(exec: &Executor, lease: &Lease) -> Result<bool, LockError> {
     let client = exec.client().await?;
     let (key, stored) = held(exec.prefix(), lease);
+    let mut ops = vec![TxnOp::delete(
+        key.clone(),
+        Some(DeleteOptions::new().with_prev_key()),
+    )];
+    if matches!(lease.kind(), Kind::Mutex) {
+        ops.push(TxnOp::delete(note_key(exec.prefix(), lease.name()), None));
+    }
     let txn = Txn::new()
-        .when([Compare::value(key.clone(), CompareOp::Equal, stored)])
-        .and_then([TxnOp::delete(key, None)]);
-    send_release(exec, &client, lease, txn).await
+        .when([Compare::value(key, CompareOp::Equal, stored)])
+        .and_then(ops);
+    let own = EtcdLease::of_grant(lease.token(), lease.name());
+    match exec.txn(&client, Op::Release, txn.clone()).await {
+        Ok(answer) => {
+            if !answer.succeeded() || deleted_from(&answer) == Some(own.id()) {
+                exec.revoke_etcd_lease_later(&client, own);
+            }
+            Ok(answer.succeeded())
+        }
+        Err(error) => {
+            if error.is_retryable() {
+                exec.revoke_etcd_lease_until_gone(own);
+                exec.send_until_answered(txn);
+            }
+            Err(error)
+        }
+    }
+}
+
+/// The etcd lease of the key the first operation of `answer`'s branch deleted (`prev_kv`).
+fn deleted_from(answer: &TxnResponse) -> Option<i64> {
+    match answer.op_responses().into_iter().next()? {
+        TxnOpResponse::Delete(deleted) => deleted.prev_kvs().first().map(|kv| kv.lease()),
+        _ => None,
+    }
 }
 
 /// Sends the release transaction `txn` of `lease`, then revokes the etcd lease of its grant in
@@ -169,7 +275,11 @@ pub(crate) async fn hand_over(
             CompareOp::Equal,
             layout::value(lease.token()),
         )])
-        .and_then([put_on(key, &to, etcd_lease)]);
+        .and_then([
+            put_on(key, &to, etcd_lease),
+            // The old grant's note: on the shared lease it would not go with a revoke.
+            TxnOp::delete(note_key(exec.prefix(), lease.name()), None),
+        ]);
     let answer = exec.txn(&client, Op::Acquire, txn).await?;
     if !answer.succeeded() {
         exec.revoke_etcd_lease_later(&client, etcd_lease);

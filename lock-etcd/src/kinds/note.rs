@@ -3,8 +3,8 @@
 //!
 //! The note of `name` is one key in a space of its own,
 //! `prefix + "\0note/" + len(name) + ":" + name + "/"`, holding the grant's value (`dl:` +
-//! token), a newline and the note, **on the grant's own etcd lease**: it expires and is revoked
-//! with the grant, and a renewal (an etcd lease keep-alive) keeps both alive without touching either.
+//! token), a newline and the note, **on the etcd lease of the grant's key** (the shared lease of
+//! renewed grants, or the grant's own): it expires with the grant and is deleted by its release, and a renewal (an etcd lease keep-alive) keeps both alive without touching either.
 //! The lock key itself keeps `dl:` + token. The value in front of the note ties it to one
 //! grant: a note left by an earlier grant (written just before a release, before its etcd lease was
 //! revoked in the background) is never shown with a later one.
@@ -18,13 +18,13 @@
 
 use std::time::Duration;
 
-use etcd_client::{Compare, CompareOp, Txn, TxnOp};
+use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
 use lock_core::backend::Holder;
 use lock_core::{Kind, Lease, LockError, Op, TimeoutPhase};
 
 use crate::error::bounded;
-use crate::executor::{Executor, put_on_value, read};
-use crate::layout::{self, EtcdLease, is_ours_layout, note_key};
+use crate::executor::{Executor, read};
+use crate::layout::{self, is_ours_layout, note_key};
 
 // etcd's own limit on a request is 1.5 MiB by default, well above the note's.
 pub use lock_core::MAX_NOTE_BYTES;
@@ -59,17 +59,28 @@ pub(crate) async fn annotate(
     }
     let client = exec.client().await?;
     let stored = layout::value(lease.token());
-    let etcd_lease = EtcdLease::of_grant(lease.token(), lease.name());
+    let key = exec.key(lease.name());
+    // The note goes on the etcd lease the key is on (the shared lease of renewed grants or the
+    // grant's own), read first: a transaction cannot name "the lease of that key".
+    let held = exec
+        .txn(
+            &client,
+            Op::Extend,
+            Txn::new().and_then([TxnOp::get(key.clone(), None)]),
+        )
+        .await?;
+    let Some(kv) = read(&held, 0).filter(|kv| kv.value() == stored.as_slice()) else {
+        return Ok(false);
+    };
     let txn = Txn::new()
-        .when([Compare::value(
-            exec.key(lease.name()),
-            CompareOp::Equal,
-            stored.clone(),
-        )])
-        .and_then([put_on_value(
+        .when([
+            Compare::value(key.clone(), CompareOp::Equal, stored.clone()),
+            Compare::lease(key, CompareOp::Equal, kv.lease()),
+        ])
+        .and_then([TxnOp::put(
             note_key(exec.prefix(), lease.name()),
             note_value(&stored, note),
-            etcd_lease,
+            Some(PutOptions::new().with_lease(kv.lease())),
         )]);
     Ok(exec.txn(&client, Op::Extend, txn).await?.succeeded())
 }

@@ -12,3 +12,4 @@ mod faults;
 mod guarded;
 mod holder_notes;
 mod recovery;
+mod shared_lease;

@@ -65,6 +65,15 @@ impl Lock for Counted {
         self.count(self.inner.try_acquire(name, token, ttl).await)
     }
 
+    async fn try_acquire_renewed(
+        &self,
+        name: &str,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        self.count(self.inner.try_acquire_renewed(name, token, ttl).await)
+    }
+
     async fn try_acquire_kind(
         &self,
         name: &str,

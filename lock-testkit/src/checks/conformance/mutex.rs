@@ -644,6 +644,14 @@ impl Lock for Counting {
     ) -> Result<Attempt, LockError> {
         self.count().try_acquire(name, token, ttl).await
     }
+    async fn try_acquire_renewed(
+        &self,
+        name: &str,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        self.count().try_acquire_renewed(name, token, ttl).await
+    }
     async fn try_acquire_kind(
         &self,
         name: &str,
