@@ -114,6 +114,8 @@ pub(crate) enum Part {
     P10,
     /// S1 on etcd (`EtcdLock`), interleaved with the bare etcd transactions it sends.
     E1,
+    /// S2 on etcd: 32 tasks, each its own name, interleaved with the bare transactions.
+    E2,
     /// S3 on etcd: 8 workers on one name.
     E3,
     /// S5 on etcd: 10,000 locks held with renewal; keep-alive traffic and CPU per lease period.
@@ -128,7 +130,7 @@ impl Part {
     pub(crate) const POSTGRES: [Part; 6] =
         [Part::P1, Part::P3, Part::P5, Part::P7, Part::P8, Part::P10];
     /// The parts run on etcd.
-    pub(crate) const ETCD: [Part; 4] = [Part::E1, Part::E3, Part::E5, Part::EFailover];
+    pub(crate) const ETCD: [Part; 5] = [Part::E1, Part::E2, Part::E3, Part::E5, Part::EFailover];
 }
 
 /// The tokio runtime flavour.
@@ -262,6 +264,7 @@ impl Plan {
                 Part::P8,
                 Part::P10,
                 Part::E1,
+                Part::E2,
                 Part::E3,
                 Part::E5,
                 Part::EFailover,

@@ -93,6 +93,9 @@ pub(crate) struct EtcdRun {
     /// The etcd binary's version, as lock-testkit knows it.
     pub(crate) version: &'static str,
     pub(crate) e1: Vec<CycleRun>,
+    /// E2: E1's clients on S2's tasks, each its own name.
+    #[serde(default)]
+    pub(crate) e2: Vec<CycleRun>,
     pub(crate) e3: Option<HandoffRun>,
     pub(crate) e5: Option<RenewalRun>,
     pub(crate) failover: Option<FailoverRun>,
@@ -102,6 +105,11 @@ impl EtcdRun {
     /// E1's run of `client`.
     pub(crate) fn e1(&self, client: &str) -> Option<&CycleRun> {
         self.e1.iter().find(|r| r.client == client)
+    }
+
+    /// E2's run of `client`.
+    pub(crate) fn e2(&self, client: &str) -> Option<&CycleRun> {
+        self.e2.iter().find(|r| r.client == client)
     }
 }
 
@@ -114,11 +122,12 @@ pub(crate) fn run(
     let mut out = EtcdRun {
         version: lock_testkit::ETCD_VERSION,
         e1: Vec::new(),
+        e2: Vec::new(),
         e3: None,
         e5: None,
         failover: None,
     };
-    if plan.has(Part::E1) || plan.has(Part::E3) || plan.has(Part::E5) {
+    if plan.has(Part::E1) || plan.has(Part::E2) || plan.has(Part::E3) || plan.has(Part::E5) {
         progress.next();
         // Loopback: the load tool never partitions, runs as the user, and leaves no network
         // namespace behind even as root.
@@ -130,7 +139,18 @@ pub(crate) fn run(
         let endpoint = member.direct_endpoint();
         let mut probe = Probe::etcd(member.client_addr(), member.pid());
         if plan.has(Part::E1) {
-            out.e1 = e1(plan, runtime, progress, &endpoint, &mut probe)?;
+            let on = Cycles {
+                scenario: "E1",
+                tasks: 1,
+            };
+            out.e1 = cycle_rounds(on, plan, runtime, progress, &endpoint, &mut probe)?;
+        }
+        if plan.has(Part::E2) {
+            let on = Cycles {
+                scenario: "E2",
+                tasks: plan.s2_tasks,
+            };
+            out.e2 = cycle_rounds(on, plan, runtime, progress, &endpoint, &mut probe)?;
         }
         if plan.has(Part::E3) {
             progress.next();
@@ -172,8 +192,16 @@ pub(crate) fn run(
     Ok(out)
 }
 
-/// E1: rounds of the two bare clients, then distlock; like S1's.
-fn e1(
+/// Which cycle scenario runs: E1 (one task) or E2 (S2's tasks, each its own name).
+#[derive(Clone, Copy)]
+struct Cycles {
+    scenario: &'static str,
+    tasks: usize,
+}
+
+/// E1 and E2: rounds of the two bare clients, then distlock; like S1's and S2's.
+fn cycle_rounds(
+    on: Cycles,
     plan: &Plan,
     runtime: &Runtime,
     progress: &mut Progress,
@@ -212,8 +240,8 @@ fn e1(
                 cycles::measure(
                     label,
                     made[i].clone(),
-                    &format!("e1:{}", slug(label)),
-                    1,
+                    &format!("{}:{}", on.scenario.to_lowercase(), slug(label)),
+                    on.tasks,
                     timing,
                     probe,
                 ),
@@ -223,7 +251,7 @@ fn e1(
     Ok(E1_CLIENTS
         .iter()
         .zip(windows)
-        .map(|(label, w)| CycleRun::from_windows("E1", label, 1, w))
+        .map(|(label, w)| CycleRun::from_windows(on.scenario, label, on.tasks, w))
         .collect())
 }
 
@@ -413,6 +441,36 @@ pub(crate) fn targets(run: Option<&EtcdRun>) -> Vec<Target> {
             None => not_run("E1 etcd vs bare", "23", what, "≥ 80 %"),
         },
     );
+    // Issue 38: S1 and S2 at 0.9x the hand-written etcd lock (the bare transactions).
+    for (label, runs) in [
+        (
+            "E1 etcd vs hand-written",
+            run.map(|r| (r.e1(DISTLOCK), r.e1(BARE))),
+        ),
+        (
+            "E2 etcd vs hand-written",
+            run.map(|r| (r.e2(DISTLOCK), r.e2(BARE))),
+        ),
+    ] {
+        let what = "cycles/s against the hand-written etcd lock (its bare transactions)";
+        out.push(match runs {
+            Some((Some(distlock), Some(bare))) => {
+                let share = ratio(distlock.per_second, bare.per_second);
+                target(
+                    label,
+                    "38",
+                    what,
+                    "≥ 0.9×",
+                    format!(
+                        "{share:.2}× ({:.0} of {:.0}/s)",
+                        distlock.per_second, bare.per_second
+                    ),
+                    share >= 0.9,
+                )
+            }
+            _ => not_run(label, "38", what, "≥ 0.9×"),
+        });
+    }
     let what = "E3 etcd: grants won by the worker that just released (8 workers, one name)";
     out.push(match run.and_then(|r| r.e3.as_ref()) {
         Some(e3) => target(

@@ -38,7 +38,8 @@
 //!
 //! and those on etcd (`EtcdLock`, throwaway members of lock-testkit's):
 //!
-//! - E1: S1 on one member, interleaved with the bare etcd transactions it sends;
+//! - E1: S1 on one member, interleaved with the bare etcd transactions it sends; E2: the same
+//!   with S2's 32 tasks;
 //! - E3: S3 on one member; E5: S5 on one member (keep-alive messages, CPU per lease period);
 //! - failover: the leader of 3 members killed under a looping task, kill → next grant.
 //!
@@ -797,17 +798,19 @@ fn steps(plan: &Plan, bench: bool) -> Vec<(String, Duration)> {
             ));
         }
     }
-    if plan.has(Part::E1) || plan.has(Part::E3) || plan.has(Part::E5) {
+    if plan.has(Part::E1) || plan.has(Part::E2) || plan.has(Part::E3) || plan.has(Part::E5) {
         s.push(("starting etcd".to_owned(), secs(2.0)));
     }
-    if plan.has(Part::E1) {
-        let rounds = plan.s1_rounds;
-        for round in 1..=rounds {
-            for client in [etcd::BARE, etcd::BARE_OWN_LEASE, etcd::DISTLOCK] {
-                s.push((
-                    format!("E1 round {round}/{rounds}: {client}"),
-                    cycle / rounds,
-                ));
+    for (part, name) in [(Part::E1, "E1"), (Part::E2, "E2")] {
+        if plan.has(part) {
+            let rounds = plan.s1_rounds;
+            for round in 1..=rounds {
+                for client in [etcd::BARE, etcd::BARE_OWN_LEASE, etcd::DISTLOCK] {
+                    s.push((
+                        format!("{name} round {round}/{rounds}: {client}"),
+                        cycle / rounds,
+                    ));
+                }
             }
         }
     }

@@ -627,34 +627,47 @@ fn postgres(run: &Run) {
     }
 }
 
-/// E1, E3, E5 and the failover: etcd.
+/// E1's or E2's table: distlock and the bare transactions, in one run.
+fn etcd_cycles(runs: &[CycleRun], title: &str) {
+    if runs.is_empty() {
+        return;
+    }
+    println!("\n{title}: acquire + release cycles");
+    let rows: Vec<&CycleRun> = runs.iter().collect();
+    println!(
+        "{}",
+        cycle_table(&rows, "gRPC messages/cycle", |c| c.commands_per_op)
+    );
+    let find = |client: &str| runs.iter().find(|r| r.client == client);
+    if let (Some(d), Some(b)) = (find(crate::etcd::DISTLOCK), find(crate::etcd::BARE)) {
+        println!(
+            "  distlock: {:.0} % of its bare transactions ({:.0} of {:.0} cycles/s)",
+            ratio(d.per_second, b.per_second) * 100.0,
+            d.per_second,
+            b.per_second
+        );
+    }
+    println!(
+        "  cmds: gRPC messages the member received (grpc_server_msg_received_total); server \
+         CPU: the etcd process, /proc"
+    );
+}
+
+/// E1, E2, E3, E5 and the failover: etcd.
 fn etcd(run: &Run) {
     let Some(etcd) = &run.etcd else {
         return;
     };
-    if !etcd.e1.is_empty() {
-        println!(
-            "\nE1 uncontended on etcd {} (one member, 1 task): acquire + release cycles",
-            etcd.version
-        );
-        let rows: Vec<&CycleRun> = etcd.e1.iter().collect();
-        println!(
-            "{}",
-            cycle_table(&rows, "gRPC messages/cycle", |c| c.commands_per_op)
-        );
-        if let (Some(d), Some(b)) = (etcd.e1(crate::etcd::DISTLOCK), etcd.e1(crate::etcd::BARE)) {
-            println!(
-                "  distlock: {:.0} % of its bare transactions ({:.0} of {:.0} cycles/s)",
-                ratio(d.per_second, b.per_second) * 100.0,
-                d.per_second,
-                b.per_second
-            );
-        }
-        println!(
-            "  cmds: gRPC messages the member received (grpc_server_msg_received_total); server \
-             CPU: the etcd process, /proc"
-        );
-    }
+    let version = etcd.version;
+    etcd_cycles(
+        &etcd.e1,
+        &format!("E1 uncontended on etcd {version} (one member, 1 task)"),
+    );
+    let tasks = run.plan.s2_tasks;
+    etcd_cycles(
+        &etcd.e2,
+        &format!("E2 parallel on etcd {version} (one member, {tasks} tasks, each its own name)"),
+    );
     if let Some(e3) = &etcd.e3 {
         println!(
             "\nE3 contended on etcd: {} workers, one name, {:.0} ms hold, distlock's defaults",

@@ -641,9 +641,10 @@ pub(crate) fn counts(counts: &[u64]) -> String {
 
 /// The errors, lost updates and lost leases of the etcd parts.
 fn etcd_failures(etcd: &crate::etcd::EtcdRun, failures: &mut Vec<String>) {
-    for r in etcd.e1.iter().filter(|r| r.errors > 0) {
+    for r in etcd.e1.iter().chain(&etcd.e2).filter(|r| r.errors > 0) {
         failures.push(format!(
-            "E1 {}: {} errors (first: {})",
+            "{} {}: {} errors (first: {})",
+            r.scenario,
             r.client,
             r.errors,
             r.first_error.as_deref().unwrap_or("?")
