@@ -7,7 +7,7 @@
 //! probe's own queries left out) and the
 //! CPU time of the server's processes from `/proc`.
 //!
-//! For etcd (E1, E3, E5) the counts are gRPC messages the server received, by method
+//! For etcd (E1, E2, E3, E5) the counts are gRPC messages the server received, by method
 //! (`grpc_server_msg_received_total` on the member's `/metrics`: for a unary call one message, for
 //! a stream one per message, so a lease keep-alive counts once per renewal), and the CPU time of
 //! the member's process from `/proc`.

@@ -55,7 +55,7 @@ pub(crate) struct Run {
     /// S1 and S2 on the run's redis-server and on a Valkey server, in alternating rounds
     /// (the Redis-and-Valkey comparison); empty when not run.
     pub(crate) servers: Vec<crate::servers::ServerRun>,
-    /// E1, E3, E5 and the failover on etcd.
+    /// E1, E2, E3, E5 and the failover on etcd.
     pub(crate) etcd: Option<crate::etcd::EtcdRun>,
     pub(crate) targets: Vec<Target>,
     /// Correctness failures and errors: a run with any is not a valid measurement.
