@@ -34,9 +34,8 @@ redis.register_function('two_sets', function(keys, args)
 end)
 EOF
 
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+# free_port, callgrind_start/_pipe/_stop: the callgrind harness the cost scripts share.
+source scripts/lib/callgrind.sh
 
 cat >"$work/workload.py" <<'EOF'
 import hashlib, os, sys
@@ -70,28 +69,14 @@ EOF
 run() { # run <label> <kind>
   local label=$1 kind=$2 totals=()
   for n in "$N" $((2 * N)); do
-    local port out pid
-    port=$(free_port)
-    out="$work/callgrind.$kind.$n"
-    valgrind --tool=callgrind --callgrind-out-file="$out" \
-      "$server_bin" --port "$port" --bind 127.0.0.1 --save '' --appendonly no >/dev/null 2>&1 &
-    pid=$!
-    for _ in $(seq 1 150); do
-      redis-cli -p "$port" ping >/dev/null 2>&1 && break
-      sleep 0.2
-    done
-    redis-cli -p "$port" function load "$(cat "$library")" >/dev/null
-    redis-cli -p "$port" function load "$(cat "$work/floor.lua")" >/dev/null
-    redis-cli -p "$port" script load "$(cat "$work/set.lua")" >/dev/null
+    local out="$work/callgrind.$kind.$n"
+    callgrind_start "$server_bin" "$out"
+    redis-cli -p "$CG_PORT" function load "$(cat "$library")" >/dev/null
+    redis-cli -p "$CG_PORT" function load "$(cat "$work/floor.lua")" >/dev/null
+    redis-cli -p "$CG_PORT" script load "$(cat "$work/set.lua")" >/dev/null
     WORK="$work" python3 "$work/workload.py" "$kind" "$n" |
-      redis-cli -p "$port" --pipe 2>&1 | tail -1 | grep -q "errors: 0" || {
-      echo "fence-cost: the $kind workload had errors" >&2
-      kill "$pid" 2>/dev/null || true
-      exit 1
-    }
-    redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
-    wait "$pid" || true
-    totals+=("$(awk '/^(summary|totals):/ {print $2; exit}' "$out")")
+      callgrind_pipe "fence-cost ($kind)" || exit 1
+    totals+=("$(callgrind_stop "$out")")
   done
   local per=$(((totals[1] - totals[0]) / N))
   [ -z "${set_cost:-}" ] && set_cost=$per

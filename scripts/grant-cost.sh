@@ -38,9 +38,8 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 EOF
 
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+# free_port, callgrind_start/_pipe/_stop: the callgrind harness the cost scripts share.
+source scripts/lib/callgrind.sh
 
 cat >"$work/workload.py" <<'EOF'
 import hashlib, os, sys
@@ -77,28 +76,14 @@ EOF
 run() { # run <label> <kind>
   local label=$1 kind=$2 totals=()
   for cycles in "$N" $((2 * N)); do
-    local port out pid
-    port=$(free_port)
-    out="$work/callgrind.$kind.$cycles"
-    valgrind --tool=callgrind --callgrind-out-file="$out" \
-      "$server_bin" --port "$port" --bind 127.0.0.1 --save '' --appendonly no >/dev/null 2>&1 &
-    pid=$!
-    for _ in $(seq 1 150); do
-      redis-cli -p "$port" ping >/dev/null 2>&1 && break
-      sleep 0.2
-    done
+    local out="$work/callgrind.$kind.$cycles"
+    callgrind_start "$server_bin" "$out"
     for script in acquire release hand_release; do
-      redis-cli -p "$port" script load "$(cat "$work/$script.lua")" >/dev/null
+      redis-cli -p "$CG_PORT" script load "$(cat "$work/$script.lua")" >/dev/null
     done
     WORK="$work" python3 "$work/workload.py" "$kind" "$cycles" |
-      redis-cli -p "$port" --pipe 2>&1 | tail -1 | grep -q "errors: 0" || {
-      echo "grant-cost: the $kind workload had errors" >&2
-      kill "$pid" 2>/dev/null || true
-      exit 1
-    }
-    redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
-    wait "$pid" || true
-    totals+=("$(awk '/^(summary|totals):/ {print $2; exit}' "$out")")
+      callgrind_pipe "grant-cost ($kind)" || exit 1
+    totals+=("$(callgrind_stop "$out")")
   done
   local per=$(((totals[1] - totals[0]) / N))
   [ -z "${hand_cost:-}" ] && hand_cost=$per
