@@ -87,7 +87,8 @@ elif kind == "annotate":
               1795523795491234, "distlock-leader 1795523795491\npod-a:8080", 86400000)
 elif kind.startswith("describe"):
     # Lock::describe_holder of a held lock, with its note (describe) or before it (counter).
-    one = cmd("EVALSHA", sha("describe_holder"), 3, key, "{lock:cycle}:distlock-note", fence)
+    one = cmd("EVALSHA", sha("describe_holder"), 4, key, "{lock:cycle}:distlock-note", fence,
+              "{lock:cycle}:distlock-holder")
 else:
     if kind == "fenced":
         one = cmd("EVALSHA", sha("acquire"), 2, key, fence, token, 30000, 86400000)
