@@ -432,7 +432,15 @@ fn start_postgres(clock: Option<&FakeClock>) -> io::Result<PostgresServer> {
         None => builder,
     }
     .start()?;
-    let lock = PostgresLock::from_url(&server.url()).map_err(io::Error::other)?;
+    // Setup, not the run: the migration's statements get 10 s, not the default 1 s, which a
+    // server on a libfaketime clock (every clock read goes through its file) on a busy machine
+    // can exceed.
+    let lock = PostgresLock::builder()
+        .url(server.url())
+        .connect_timeout(Duration::from_secs(10))
+        .statement_timeout(Duration::from_secs(10))
+        .build()
+        .map_err(io::Error::other)?;
     runtime()?
         .block_on(lock.migrate())
         .map_err(io::Error::other)?;
