@@ -70,7 +70,7 @@ for _ in $(seq 1 600); do
 done
 (
     set -euo pipefail
-    # The workspace's docs, warnings denied, then lychee (installed if missing) over them and
+    # The published crates' docs, warnings denied, then lychee (installed if missing) over them and
     # the Markdown files: no broken local link or #fragment. (`scripts/check-links.sh --docsrs`
     # builds them as docs.rs does, before a release.)
     echo "== cargo doc and the links (at ${SECONDS} s)"
