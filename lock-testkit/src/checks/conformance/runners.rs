@@ -39,6 +39,11 @@ pub const RUNNERS: &[Runner] = &[
         "`PostgresLock` behind PgBouncer",
     ),
     runner("lock-etcd", "one_member", "`EtcdLock`, one etcd 3.5 member"),
+    runner(
+        "lock-object-store",
+        "memory",
+        "`ObjectStoreLock`, `object_store`'s in-memory store",
+    ),
 ];
 
 const fn runner(package: &'static str, module: &'static str, backend: &'static str) -> Runner {

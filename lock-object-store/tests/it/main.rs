@@ -1,0 +1,5 @@
+//! lock-object-store's integration tests, one binary: a module per behaviour. The S3 tests
+//! share one SeaweedFS server per binary (lock-testkit's `SeaweedfsServer`, on free loopback
+//! ports, stopped by its PID); the rest run on `object_store`'s in-memory store.
+
+mod conformance;
