@@ -94,3 +94,43 @@ pub(crate) fn to_lock_error(
         source,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source(e: &LockError) -> Option<&ObjectStoreError> {
+        match e {
+            LockError::Backend { source, .. } => source.downcast_ref(),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_write_answered_not_found_is_a_missing_bucket() {
+        let e = object_store::Error::NotFound {
+            path: "locks/job".into(),
+            source: "NoSuchBucket".into(),
+        };
+        let error = to_lock_error(Op::Acquire, "AmazonS3(b)", "locks/job", e);
+        assert!(!error.is_retryable());
+        assert!(matches!(
+            source(&error),
+            Some(ObjectStoreError::BucketMissing { .. })
+        ));
+    }
+
+    #[test]
+    fn refused_credentials_are_not_retryable() {
+        let e = object_store::Error::PermissionDenied {
+            path: "locks/job".into(),
+            source: "SignatureDoesNotMatch".into(),
+        };
+        let error = to_lock_error(Op::Acquire, "AmazonS3(b)", "locks/job", e);
+        assert!(!error.is_retryable());
+        assert!(matches!(
+            source(&error),
+            Some(ObjectStoreError::Credentials { .. })
+        ));
+    }
+}

@@ -32,3 +32,38 @@ mod memory {
         ((), backend())
     );
 }
+
+/// Lockers over one bucket of the binary's shared SeaweedFS server.
+mod seaweedfs {
+    use std::sync::Arc;
+
+    use lock_core::Locker;
+    use lock_testkit::SeaweedfsServer;
+    use lock_testkit::conformance::Backend;
+
+    /// The modules whose kind the lock refuses: they check that nothing reaches the store.
+    const REFUSED: [&str; 3] = ["read_write", "semaphore", "fair"];
+
+    /// The shared server and lockers on it. The refused modules get no server: their one
+    /// check asserts that no request is made, and nextest runs every test in a process of its
+    /// own, where each would start one (the test thread is named after the test).
+    fn setup() -> (Option<Arc<SeaweedfsServer>>, Backend) {
+        let thread = std::thread::current();
+        let test = thread.name().unwrap_or_default();
+        let server = (!REFUSED.iter().any(|m| test.ends_with(m))).then(crate::common::shared);
+        let (endpoint, url) = match &server {
+            Some(server) => (server.endpoint(), server.url("conformance")),
+            None => (
+                "http://127.0.0.1:1".to_owned(),
+                "s3://distlock/conformance".to_owned(),
+            ),
+        };
+        let backend = Backend::new(move || Locker::new(crate::common::lock_at(&endpoint, &url)));
+        (server, backend)
+    }
+
+    lock_testkit::conformance_tests!(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        setup()
+    );
+}

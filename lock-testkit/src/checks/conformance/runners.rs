@@ -44,6 +44,11 @@ pub const RUNNERS: &[Runner] = &[
         "memory",
         "`ObjectStoreLock`, `object_store`'s in-memory store",
     ),
+    runner(
+        "lock-object-store",
+        "seaweedfs",
+        "`ObjectStoreLock`, SeaweedFS 4.48 (S3)",
+    ),
 ];
 
 const fn runner(package: &'static str, module: &'static str, backend: &'static str) -> Runner {
