@@ -22,6 +22,9 @@ pub(crate) async fn try_acquire(
     lock.probe().await?;
     let key = lock.objects.key(name);
     let hex = token.to_hex();
+    if let Some(attempt) = after_own_release(lock, name, &key, token, ttl).await? {
+        return Ok(attempt);
+    }
     let current = lock.objects.read(Op::Acquire, &key).await?;
     let next = match &current {
         None => Body::first(hex.as_str(), ttl),
@@ -42,6 +45,35 @@ pub(crate) async fn try_acquire(
         }
         Ok(Written::Lost) => won_anyway(lock, name, &key, token, &next, started, ttl).await,
         Err(e) => Err(e),
+    }
+}
+
+/// When this lock released `key` last, one conditional write on the version of that release:
+/// granted when nobody wrote since (one request instead of a read and a write); `None` when
+/// someone did (or this lock never released it), and the grant goes the usual way.
+async fn after_own_release(
+    lock: &Shared,
+    name: &str,
+    key: &Path,
+    token: Token,
+    ttl: Duration,
+) -> Result<Option<Attempt>, LockError> {
+    let Some((version, released)) = lock.held.take_released(key) else {
+        return Ok(None);
+    };
+    let next = released.granted(token.to_hex().as_str(), ttl);
+    let started = Instant::now();
+    match lock
+        .objects
+        .write(Op::Acquire, key, &next, Some(&version))
+        .await?
+    {
+        Written::Done(version) => {
+            lock.observations.forget(key.as_ref());
+            lock.held.put(key, &token, version, next.clone());
+            Ok(Some(granted(lock, name, token, &next, started, ttl)))
+        }
+        Written::Lost => Ok(None),
     }
 }
 

@@ -7,24 +7,29 @@ use std::time::Duration;
 
 use lock_core::backend::Handover;
 use lock_core::{Lease, LockError, Op, Token, valid_until};
+use object_store::UpdateVersion;
 use tokio::time::Instant;
 
 use crate::body::Body;
 use crate::object_lock::Shared;
 use crate::store::Written;
 
+/// What a successful rewrite wrote: the body, when its write was sent, the new version.
+type Rewritten = (Body, Instant, UpdateVersion);
+
 /// Conditional updates tried before a lease whose object keeps changing under it is given up:
 /// only the holder writes a held object, so a second conflict means another writer.
 const TRIES: u32 = 2;
 
 /// Writes `change(body)` over the object of `lease` if it is still the lease's. Returns the
-/// body written and when its write was sent, `None` when the lease is no longer ours.
+/// body written, when its write was sent and the new version; `None` when the lease is no
+/// longer ours.
 async fn rewrite(
     lock: &Shared,
     lease: &Lease,
     op: Op,
     change: impl Fn(&Body) -> Body,
-) -> Result<Option<(Body, Instant)>, LockError> {
+) -> Result<Option<Rewritten>, LockError> {
     let key = lock.objects.key(lease.name());
     let token = *lease.token();
     let hex = token.to_hex();
@@ -49,8 +54,8 @@ async fn rewrite(
         let started = Instant::now();
         match lock.objects.write(op, &key, &next, Some(&version)).await? {
             Written::Done(version) => {
-                lock.held.put(&key, &token, version, next.clone());
-                return Ok(Some((next, started)));
+                lock.held.put(&key, &token, version.clone(), next.clone());
+                return Ok(Some((next, started, version)));
             }
             Written::Lost => continue,
         }
@@ -66,7 +71,7 @@ pub(crate) async fn extend(
     ttl: Duration,
 ) -> Result<Option<Instant>, LockError> {
     let done = rewrite(lock, lease, Op::Extend, |b| b.renewed(ttl)).await?;
-    Ok(done.map(|(_, started)| valid_until(started, ttl.saturating_sub(lock.drift(ttl)))))
+    Ok(done.map(|(_, started, _)| valid_until(started, ttl.saturating_sub(lock.drift(ttl)))))
 }
 
 /// Releases `lease`: the object is rewritten without a holder (its epoch kept), never deleted.
@@ -74,7 +79,11 @@ pub(crate) async fn release(lock: &Shared, lease: &Lease) -> Result<bool, LockEr
     let done = rewrite(lock, lease, Op::Release, Body::released).await?;
     let key = lock.objects.key(lease.name());
     lock.held.forget(&key, lease.token());
-    Ok(done.is_some())
+    let released = done.is_some();
+    if let Some((body, _, version)) = done {
+        lock.held.put_released(&key, version, body);
+    }
+    Ok(released)
 }
 
 /// Writes `note` beside `lease`'s grant.
@@ -95,7 +104,7 @@ pub(crate) async fn hand_over(
         b.granted(to_hex.as_str(), ttl)
     })
     .await?;
-    let Some((body, started)) = done else {
+    let Some((body, started, _)) = done else {
         return Ok(Handover::NotOwned);
     };
     let key = lock.objects.key(lease.name());
