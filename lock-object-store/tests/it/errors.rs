@@ -27,7 +27,7 @@ fn source_of(error: &LockError) -> Option<&ObjectStoreError> {
 }
 
 /// The checks on one SeaweedFS server (each test process starts its own: one test for all
-/// of them). SeaweedFS makes a missing bucket on the first write, so "bucket missing" cannot
+/// of them), the server killed and restarted last. SeaweedFS makes a missing bucket on the first write, so "bucket missing" cannot
 /// be shown on it (the unit tests map S3's 404 on a write).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_one_s3_server() {
@@ -54,6 +54,10 @@ async fn on_one_s3_server() {
         ),
         "wrong credentials are said so: {error:?}"
     );
+    drop(wrong);
+    // Last, as it kills the server: this process's test holds the only reference.
+    let server = std::sync::Arc::try_unwrap(server).expect("the server is this test's alone");
+    crate::faults::killed_and_restarted_server_gives_no_overlap(server).await;
 }
 
 /// An object at the lock's name that is not a lock body: `WrongType`, nothing overwritten.
