@@ -316,6 +316,7 @@ mod tests {
                 None,
                 Some("http://127.0.0.1:7002,http://127.0.0.1:7003".to_owned()),
             ),
+            (false, Backend::S3, None, None),
         ] {
             let args = WorkerArgs {
                 index: 3,
@@ -323,7 +324,7 @@ mod tests {
                 redis_url: "redis://127.0.0.1:7000/".to_owned(),
                 postgres_url,
                 etcd_url,
-                s3_endpoint: None,
+                s3_endpoint: (backend == Backend::S3).then(|| "http://127.0.0.1:7004".to_owned()),
                 deadline_unix_ms: 1_700_000_000_000,
                 ttl_ms: 500,
                 hold_ms: 2,
