@@ -7,6 +7,7 @@ mod error;
 mod fence;
 mod grant;
 mod held;
+mod inspect;
 mod object_lock;
 mod observe;
 mod probe;
@@ -16,6 +17,7 @@ mod store;
 pub use config::{DEFAULT_TIMEOUT, ObjectStoreLockBuilder, parse_s3};
 pub use error::{BACKEND, ObjectStoreError};
 pub use fence::{FENCE_METADATA, fenced_put};
+pub use inspect::LockObject;
 pub use lock_core::LockError;
 pub use object_lock::ObjectStoreLock;
 

@@ -85,6 +85,11 @@ impl ObjectStoreLock {
         self.shared.objects.key(name)
     }
 
+    /// What the clones share (for the tools' reads in `inspect.rs`).
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
     /// Runs the self-probe now rather than at the first grant.
     ///
     /// # Errors
