@@ -82,6 +82,35 @@ pub(crate) fn etcd_locker(urls: &str) -> Result<Locker, Error> {
     }
 }
 
+/// The bucket and prefix of the demo's lock objects on S3.
+pub(crate) const S3_URL: &str = "s3://distlock/demo";
+
+/// A `Locker` on the S3 endpoint `endpoint` (`ObjectStoreLock`, the test server's identity).
+///
+/// # Errors
+/// The configuration is refused, or the demo was built without the `s3` feature.
+pub(crate) fn s3_locker(endpoint: &str) -> Result<Locker, Error> {
+    #[cfg(feature = "s3")]
+    {
+        Ok(Locker::new(
+            distlock::object_store::ObjectStoreLock::builder()
+                .url(S3_URL)
+                .endpoint(endpoint)
+                .credentials(
+                    lock_testkit::SEAWEEDFS_ACCESS_KEY,
+                    lock_testkit::SEAWEEDFS_SECRET_KEY,
+                )
+                .region("us-east-1")
+                .build()?,
+        ))
+    }
+    #[cfg(not(feature = "s3"))]
+    {
+        let _ = endpoint;
+        Err(not_built("s3"))
+    }
+}
+
 /// Whether this build carries `backend`'s lock (the Redis one always).
 pub(crate) fn built_with(backend: crate::cli::Backend) -> Result<(), Error> {
     use crate::cli::Backend;
@@ -91,5 +120,7 @@ pub(crate) fn built_with(backend: crate::cli::Backend) -> Result<(), Error> {
         Backend::Etcd if cfg!(feature = "etcd") => Ok(()),
         Backend::Postgres => Err(not_built("postgres")),
         Backend::Etcd => Err(not_built("etcd")),
+        Backend::S3 if cfg!(feature = "s3") => Ok(()),
+        Backend::S3 => Err(not_built("s3")),
     }
 }

@@ -38,6 +38,10 @@ pub(crate) enum Backend {
     /// `EtcdLock` (a key per lock, a grant is a committed transaction, releases announced
     /// through a watch) on etcd; the counter and the fenced resource stay on Redis.
     Etcd,
+    /// `ObjectStoreLock` (an object per lock, granted by conditional writes, expiry seen on
+    /// each worker's own clock) on S3 (a throwaway SeaweedFS); the counter and the fenced
+    /// resource stay on Redis.
+    S3,
 }
 
 impl Backend {
@@ -47,6 +51,7 @@ impl Backend {
             Self::Redis => "redis",
             Self::Postgres => "postgres",
             Self::Etcd => "etcd",
+            Self::S3 => "s3",
         }
     }
 
@@ -57,6 +62,8 @@ impl Backend {
         match self {
             Self::Redis | Self::Postgres => 500,
             Self::Etcd => 2_000,
+            // A takeover after a stall waits a whole lease seen unchanged: short, to keep it.
+            Self::S3 => 1_000,
         }
     }
 }
@@ -150,6 +157,10 @@ pub(crate) struct WorkerArgs {
     #[arg(long, required_if_eq("backend", "etcd"))]
     pub(crate) etcd_url: Option<String>,
 
+    /// The S3 endpoint of the lock (SeaweedFS's), with `--backend s3`.
+    #[arg(long, required_if_eq("backend", "s3"))]
+    pub(crate) s3_endpoint: Option<String>,
+
     /// When to stop, in milliseconds since the Unix epoch (the same instant for every worker).
     #[arg(long)]
     pub(crate) deadline_unix_ms: u64,
@@ -192,6 +203,9 @@ impl WorkerArgs {
         if let Some(urls) = &self.etcd_url {
             push("etcd-url", urls.clone());
         }
+        if let Some(endpoint) = &self.s3_endpoint {
+            push("s3-endpoint", endpoint.clone());
+        }
         push("deadline-unix-ms", self.deadline_unix_ms.to_string());
         push("ttl-ms", self.ttl_ms.to_string());
         push("hold-ms", self.hold_ms.to_string());
@@ -228,6 +242,12 @@ impl RunArgs {
                 "{option} takes the fair lock (locker.fair), which EtcdLock does not offer yet \
                  (it answers LockError::Unsupported). Drop {option} to run the plain lock on \
                  etcd, or use --backend redis."
+            ));
+        }
+        if self.backend == Backend::S3 && (self.fair || self.compare) {
+            let option = if self.fair { "--fair" } else { "--compare" };
+            return Err(format!(
+                "{option} takes the fair lock (locker.fair), which ObjectStoreLock does not                  offer (it answers LockError::Unsupported). Drop {option} to run the plain lock                  on S3, or use --backend redis."
             ));
         }
         if self.backend != Backend::Etcd && self.etcd_url.is_some() {
@@ -296,6 +316,7 @@ mod tests {
                 None,
                 Some("http://127.0.0.1:7002,http://127.0.0.1:7003".to_owned()),
             ),
+            (false, Backend::S3, None, None),
         ] {
             let args = WorkerArgs {
                 index: 3,
@@ -303,6 +324,7 @@ mod tests {
                 redis_url: "redis://127.0.0.1:7000/".to_owned(),
                 postgres_url,
                 etcd_url,
+                s3_endpoint: (backend == Backend::S3).then(|| "http://127.0.0.1:7004".to_owned()),
                 deadline_unix_ms: 1_700_000_000_000,
                 ttl_ms: 500,
                 hold_ms: 2,

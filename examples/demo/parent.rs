@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use distlock::redis::redis::{self, aio::MultiplexedConnection};
-use lock_testkit::{EtcdCluster, EtcdNetwork, PostgresServer, RedisServer};
+use lock_testkit::{EtcdCluster, EtcdNetwork, PostgresServer, RedisServer, SeaweedfsServer};
 
 use crate::Error;
 use crate::backends::{POSTGRES_POOL_SIZE, migrate_postgres};
@@ -90,7 +90,16 @@ fn run(args: &RunArgs) -> Result<ExitCode, Error> {
         (Some(server), _) => Some(server.endpoints().join(",")),
         (None, url) => url.clone(),
     };
+    // With --backend s3: a throwaway SeaweedFS, also stopped by PID when dropped.
+    let s3_server = match args.backend {
+        Backend::S3 => Some(start_seaweedfs()?),
+        _ => None,
+    };
+    let s3_endpoint = s3_server.as_ref().map(SeaweedfsServer::endpoint);
     let backend = match (&pg_url, &etcd_url) {
+        _ if s3_server.is_some() => LockServer::S3 {
+            server: s3_server.as_ref(),
+        },
         (Some(pg_url), _) => LockServer::Postgres {
             url: pg_url,
             server: pg_server.as_ref(),
@@ -104,6 +113,7 @@ fn run(args: &RunArgs) -> Result<ExitCode, Error> {
     let lock_urls = LockUrls {
         postgres: pg_url.as_deref(),
         etcd: etcd_url.as_deref(),
+        s3: s3_endpoint.as_deref(),
     };
 
     let mut passed = true;
@@ -128,6 +138,13 @@ fn run(args: &RunArgs) -> Result<ExitCode, Error> {
         println!("{}", report::spreads_table(&spreads));
     }
 
+    if let Some(server) = s3_server {
+        let pid = server.pid();
+        drop(server);
+        if let Some(pid) = pid {
+            println!("stopped the throwaway SeaweedFS (pid {pid})");
+        }
+    }
     if let Some(server) = etcd_server {
         let pid = server.members().first().and_then(|m| m.pid());
         drop(server);
@@ -184,6 +201,11 @@ enum LockServer<'a> {
         /// The throwaway one-member cluster, if the demo started it.
         server: Option<&'a EtcdCluster>,
     },
+    /// On S3.
+    S3 {
+        /// The throwaway SeaweedFS.
+        server: Option<&'a SeaweedfsServer>,
+    },
 }
 
 /// Where the workers find the lock when it is not on Redis.
@@ -192,6 +214,20 @@ struct LockUrls<'a> {
     postgres: Option<&'a str>,
     /// The etcd members' client URLs, comma separated, with `--backend etcd`.
     etcd: Option<&'a str>,
+    /// The S3 endpoint, with `--backend s3`.
+    s3: Option<&'a str>,
+}
+
+/// Starts a throwaway SeaweedFS (`scripts/ensure-seaweedfs.sh` installs it) on loopback ports.
+fn start_seaweedfs() -> Result<SeaweedfsServer, Error> {
+    SeaweedfsServer::start().map_err(|e| {
+        format!(
+            "cannot start a throwaway SeaweedFS: {e}\n\
+             Install it with `bash scripts/ensure-seaweedfs.sh`, or point DISTLOCK_WEED at a \
+             weed binary."
+        )
+        .into()
+    })
 }
 
 /// Starts a throwaway one-member etcd (`scripts/ensure-etcd.sh` installs etcd) on a loopback
@@ -255,6 +291,7 @@ fn run_once(
             redis_url: url.to_owned(),
             postgres_url: lock_urls.postgres.map(str::to_owned),
             etcd_url: lock_urls.etcd.map(str::to_owned),
+            s3_endpoint: lock_urls.s3.map(str::to_owned),
             deadline_unix_ms,
             ttl_ms: args.ttl_ms(),
             hold_ms: args.hold_ms,
@@ -342,6 +379,19 @@ fn print_header(
             println!(
                 "  backend   postgres: PostgresLock (lease table distlock_leases) on {} ({pg_origin})",
                 redacted(pg_url)
+            );
+            println!(
+                "  redis     {} ({origin}): the counter and the fenced resource, the store the \
+                 lock protects",
+                redacted(url)
+            );
+        }
+        LockServer::S3 { server } => {
+            let pid = server.and_then(SeaweedfsServer::pid).unwrap_or_default();
+            println!(
+                "  backend   s3: ObjectStoreLock (object {}/{LOCK_NAME}) on a throwaway SeaweedFS, \
+                 pid {pid}, stopped at the end",
+                crate::backends::S3_URL
             );
             println!(
                 "  redis     {} ({origin}): the counter and the fenced resource, the store the \

@@ -223,6 +223,7 @@ fn totals(slots: &[Slot], end: Option<&EndState>, backend: Backend) -> Vec<Row> 
                 Backend::Redis => "redis (RedisLock)",
                 Backend::Postgres => "postgres (PostgresLock); counter and resource on Redis",
                 Backend::Etcd => "etcd (EtcdLock); counter and resource on Redis",
+                Backend::S3 => "s3 (ObjectStoreLock on SeaweedFS); counter and resource on Redis",
             },
         ),
         Row::info("total acquisitions", sum.acquisitions),
@@ -444,6 +445,17 @@ const ETCD_WAITS: (&str, &str) = (
      processes the first to ask wins (the fair lock, --fair, needs Redis).",
 );
 
+/// What the wait percentiles mean with the lock on S3 (`--backend s3`), in place of the
+/// first entry of [`LEGEND`].
+const S3_WAITS: (&str, &str) = (
+    "wait p50 / p99 (ObjectStoreLock)",
+    "Each acquisition is a read and a conditional write of the lock object. Releases are not \
+     announced: waiters poll with a jittered backoff, so most waits are a few polls. Behind a \
+     stalled holder the others wait until they have seen its object unchanged for a whole \
+     lease on their own clocks (no clock is trusted), so those waits are at least one lease. \
+     Between processes the first to ask wins (the fair lock, --fair, needs Redis).",
+);
+
 /// What the less obvious figures mean, wrapped to the terminal.
 const LEGEND: &[(&str, &str)] = &[
     (
@@ -484,6 +496,7 @@ fn print_legend(fair: bool, backend: Backend) {
         (true, _) => FAIR_WAITS,
         (false, Backend::Postgres) => POSTGRES_WAITS,
         (false, Backend::Etcd) => ETCD_WAITS,
+        (false, Backend::S3) => S3_WAITS,
         (false, Backend::Redis) => LEGEND[0],
     };
     for (term, meaning) in std::iter::once(&waits).chain(&LEGEND[1..]) {

@@ -9,7 +9,7 @@ use distlock::redis::redis::{self, aio::MultiplexedConnection};
 use distlock::{Guard, LockError, Locker, TimeoutPhase, redis::RedisLock};
 
 use crate::Error;
-use crate::backends::{etcd_locker, postgres_locker};
+use crate::backends::{etcd_locker, postgres_locker, s3_locker};
 use crate::cli::{Backend, WorkerArgs};
 use crate::protocol::{Event, StallOutcome, Summary, unix_ms_now};
 use crate::resource::{COUNTER_KEY, FencedResource, INSIDE_KEY, LOCK_NAME};
@@ -28,6 +28,7 @@ pub(crate) fn stall_overshoot(backend: Backend) -> Duration {
     match backend {
         Backend::Redis | Backend::Postgres => STALL_OVERSHOOT,
         Backend::Etcd => ETCD_STALL_OVERSHOOT,
+        Backend::S3 => STALL_OVERSHOOT,
     }
 }
 
@@ -137,6 +138,13 @@ impl Worker {
                     .as_deref()
                     .ok_or("--backend etcd needs --etcd-url")?;
                 etcd_locker(urls)?
+            }
+            (Backend::S3, _) => {
+                let endpoint = args
+                    .s3_endpoint
+                    .as_deref()
+                    .ok_or("--backend s3 needs --s3-endpoint")?;
+                s3_locker(endpoint)?
             }
         };
         let conn = redis::Client::open(args.redis_url.as_str())?

@@ -139,3 +139,7 @@ pub use servers::{
     redis_server_binary, try_etcd_binary, try_faketime_library, try_redis_server_binary,
     try_valkey_server_binary, valkey_install_dir,
 };
+pub use servers::{
+    FakeS3, SEAWEEDFS_ACCESS_KEY, SEAWEEDFS_BUCKET, SEAWEEDFS_SECRET_KEY, SEAWEEDFS_VERSION,
+    SeaweedfsServer, seaweedfs_install_dir, try_weed_binary,
+};

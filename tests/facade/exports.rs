@@ -8,6 +8,7 @@ const BACKENDS: &[(&str, &str, &str)] = &[
     ("redis", "lock-redis", "lock_redis"),
     ("postgres", "lock-postgres", "lock_postgres"),
     ("etcd", "lock-etcd", "lock_etcd"),
+    ("object_store", "lock-object-store", "lock_object_store"),
     ("redlock", "lock-redlock", "lock_redlock"),
 ];
 

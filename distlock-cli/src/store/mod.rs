@@ -7,6 +7,7 @@
 //! JSON documents and the web console print one thing whatever the backend.
 
 mod etcd;
+mod object_store;
 mod postgres;
 mod postgres_advisory;
 mod postgres_read;
@@ -175,6 +176,9 @@ pub(crate) async fn connect(args: &TargetArgs) -> Result<Box<dyn Store>, Failure
             postgres_target::PostgresTarget::connect(args).await?,
         )),
         Scheme::Redlock => Ok(Box::new(redlock::RedlockTarget::connect(args).await?)),
+        Scheme::ObjectStore => Ok(Box::new(
+            object_store::ObjectStoreTarget::connect(args).await?,
+        )),
     }
 }
 

@@ -17,6 +17,9 @@ pub(crate) enum Scheme {
     Etcd,
     /// PostgreSQL: `postgres://` or `postgresql://` (libpq's URIs).
     Postgres,
+    /// An object store: `s3://bucket/prefix` (the endpoint and credentials from the AWS
+    /// environment variables).
+    ObjectStore,
 }
 
 /// Redis URL schemes (redis-rs's).
@@ -33,6 +36,8 @@ const REDIS: &[&str] = &[
 const ETCD: &[&str] = &["etcd", "http", "https"];
 /// PostgreSQL URL schemes.
 const POSTGRES: &[&str] = &["postgres", "postgresql"];
+/// Object-store URL schemes.
+const OBJECT_STORE: &[&str] = &["s3"];
 
 impl Scheme {
     /// The backend of one URL.
@@ -53,6 +58,8 @@ impl Scheme {
             Ok(Self::Etcd)
         } else if POSTGRES.contains(&scheme.as_str()) {
             Ok(Self::Postgres)
+        } else if OBJECT_STORE.contains(&scheme.as_str()) {
+            Ok(Self::ObjectStore)
         } else {
             Err(Failure::new(
                 USAGE,
@@ -105,6 +112,7 @@ impl Scheme {
             Self::Redlock => "redlock",
             Self::Etcd => "etcd",
             Self::Postgres => "postgres",
+            Self::ObjectStore => "object-store",
         }
     }
 }
@@ -112,10 +120,12 @@ impl Scheme {
 /// The schemes accepted, for messages.
 fn expected() -> String {
     format!(
-        "expected one of {} (Redis; --redlock for Redlock), {} (etcd) or {} (PostgreSQL)",
+        "expected one of {} (Redis; --redlock for Redlock), {} (etcd), {} (PostgreSQL) or {} \
+         (object storage)",
         list(REDIS),
         list(ETCD),
-        list(POSTGRES)
+        list(POSTGRES),
+        list(OBJECT_STORE)
     )
 }
 
@@ -149,6 +159,7 @@ mod tests {
             ("HTTPS://h:2379", Scheme::Etcd),
             ("postgres://u@h/db", Scheme::Postgres),
             ("postgresql://h:5432/db?sslmode=disable", Scheme::Postgres),
+            ("s3://bucket/locks", Scheme::ObjectStore),
         ] {
             assert_eq!(Scheme::of(url).expect(url), scheme, "{url}");
         }

@@ -6,10 +6,12 @@
 // The servers, one module each.
 mod cluster;
 mod etcd;
+mod fake_s3;
 mod pgbouncer;
 mod postgres;
 mod proxy;
 mod redis;
+mod seaweedfs;
 mod sentinel;
 mod valkey;
 
@@ -32,12 +34,17 @@ pub use etcd::{
     try_etcd_binary,
 };
 pub use fake_clock::{FakeClock, Faked, try_faketime_library};
+pub use fake_s3::FakeS3;
 pub use pgbouncer::{PgBouncer, PgBouncerBuilder, PoolMode, pgbouncer_binary};
 pub use port::free_port;
 pub use postgres::{PostgresServer, PostgresServerBuilder, postgres_bin_dir};
 pub use proxy::FaultProxy;
 pub use redis::{KeepData, RedisServer, RedisServerBuilder};
 pub use role::Role;
+pub use seaweedfs::{
+    SEAWEEDFS_ACCESS_KEY, SEAWEEDFS_BUCKET, SEAWEEDFS_SECRET_KEY, SEAWEEDFS_VERSION,
+    SeaweedfsServer, seaweedfs_install_dir, try_weed_binary,
+};
 pub use sentinel::{RedisSentinelSet, RedisSentinelSetBuilder};
 #[cfg(feature = "tls")]
 pub use tls::TestCertificates;

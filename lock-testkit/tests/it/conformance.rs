@@ -31,6 +31,8 @@ mod matrix {
     use lock_core::MemoryLock;
     use lock_core::backend::{Capabilities, Fencing, Lock, MultiLock, TokenScale};
     use lock_etcd::EtcdLock;
+    use lock_object_store::ObjectStoreLock;
+    use lock_object_store::object_store::memory::InMemory;
     use lock_postgres::{PostgresAdvisoryLock, PostgresLock};
     use lock_redis::RedisLock;
     use lock_redlock::Redlock;
@@ -96,6 +98,11 @@ mod matrix {
                     .expect("URL"),
             ),
             ("lock-etcd", "one_member") => Arc::new(EtcdLock::new([ETCD]).expect("valid endpoint")),
+            ("lock-object-store", "memory" | "seaweedfs") => Arc::new(ObjectStoreLock::new(
+                Arc::new(InMemory::new()),
+                "locks",
+                std::time::Duration::from_secs(1),
+            )),
             _ => panic!(
                 "the matrix does not know the lock of the runner {}: add how it builds it \
                  to `lock_of`",

@@ -39,6 +39,16 @@ pub const RUNNERS: &[Runner] = &[
         "`PostgresLock` behind PgBouncer",
     ),
     runner("lock-etcd", "one_member", "`EtcdLock`, one etcd 3.5 member"),
+    runner(
+        "lock-object-store",
+        "memory",
+        "`ObjectStoreLock`, `object_store`'s in-memory store",
+    ),
+    runner(
+        "lock-object-store",
+        "seaweedfs",
+        "`ObjectStoreLock`, SeaweedFS 4.48 (S3)",
+    ),
 ];
 
 const fn runner(package: &'static str, module: &'static str, backend: &'static str) -> Runner {

@@ -1,0 +1,136 @@
+//! From `object_store`'s errors to [`LockError`]s, and the errors of this backend's own.
+
+use std::future::Future;
+use std::time::Duration;
+
+use lock_core::{LockError, Op, TimeoutPhase};
+use tokio::time::Instant;
+
+/// The label of this backend in errors, logs and metrics.
+pub const BACKEND: &str = "object-store";
+
+/// What went wrong with the store, beyond what `object_store`'s own error says: the `source`
+/// of a [`LockError::Backend`] this backend raises itself.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ObjectStoreError {
+    /// The bucket (or container) is missing: the store answered "not found" to a write.
+    /// Not retryable until someone creates it.
+    #[error("the bucket of {store} is missing (a write to {key:?} answered not found): {source}")]
+    BucketMissing {
+        /// The store, as `object_store` prints it.
+        store: String,
+        /// The object written.
+        key: String,
+        /// The store's answer.
+        #[source]
+        source: object_store::Error,
+    },
+    /// The store refused the credentials (wrong key, expired token, no permission).
+    #[error("{store} refused the credentials: {source}")]
+    Credentials {
+        /// The store, as `object_store` prints it.
+        store: String,
+        /// The store's answer.
+        #[source]
+        source: object_store::Error,
+    },
+    /// A URL given to the builder cannot be used.
+    #[error("{0}")]
+    Url(String),
+}
+
+/// Runs one request to the store, bounded by `timeout`.
+pub(crate) async fn timed<T>(
+    timeout: Duration,
+    request: impl Future<Output = object_store::Result<T>>,
+) -> Result<object_store::Result<T>, LockError> {
+    let started = Instant::now();
+    tokio::time::timeout(timeout, request)
+        .await
+        .map_err(|_| LockError::Timeout {
+            phase: TimeoutPhase::Command,
+            elapsed: started.elapsed(),
+        })
+}
+
+/// `error` of `op` on the store `store` (its `Display`) at `key` as a [`LockError`]: the
+/// credentials and a missing bucket are not retryable, the rest (connection refused, 5xx,
+/// throttling after the client's own retries) is.
+pub(crate) fn to_lock_error(
+    op: Op,
+    store: &str,
+    key: &str,
+    error: object_store::Error,
+) -> LockError {
+    use object_store::Error as E;
+    let (retryable, source): (bool, lock_core::BoxError) = match error {
+        E::PermissionDenied { .. } | E::Unauthenticated { .. } => (
+            false,
+            Box::new(ObjectStoreError::Credentials {
+                store: store.to_owned(),
+                source: error,
+            }),
+        ),
+        // A write that finds no object answers "not found" only when the bucket itself is
+        // missing (S3's NoSuchBucket is a 404).
+        E::NotFound { .. } => (
+            false,
+            Box::new(ObjectStoreError::BucketMissing {
+                store: store.to_owned(),
+                key: key.to_owned(),
+                source: error,
+            }),
+        ),
+        E::InvalidPath { .. } | E::NotSupported { .. } | E::NotImplemented { .. } => {
+            (false, Box::new(error))
+        }
+        other => (true, Box::new(other)),
+    };
+    LockError::Backend {
+        backend: BACKEND,
+        op,
+        retryable,
+        source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source(e: &LockError) -> Option<&ObjectStoreError> {
+        match e {
+            LockError::Backend { source, .. } => source.downcast_ref(),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_write_answered_not_found_is_a_missing_bucket() {
+        let e = object_store::Error::NotFound {
+            path: "locks/job".into(),
+            source: "NoSuchBucket".into(),
+        };
+        let error = to_lock_error(Op::Acquire, "AmazonS3(b)", "locks/job", e);
+        assert!(!error.is_retryable());
+        assert!(matches!(
+            source(&error),
+            Some(ObjectStoreError::BucketMissing { .. })
+        ));
+    }
+
+    #[test]
+    fn refused_credentials_are_not_retryable() {
+        let e = object_store::Error::PermissionDenied {
+            path: "locks/job".into(),
+            source: "SignatureDoesNotMatch".into(),
+        };
+        let error = to_lock_error(Op::Acquire, "AmazonS3(b)", "locks/job", e);
+        assert!(!error.is_retryable());
+        assert!(matches!(
+            source(&error),
+            Some(ObjectStoreError::Credentials { .. })
+        ));
+    }
+}

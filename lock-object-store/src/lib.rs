@@ -1,0 +1,26 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+
+mod body;
+mod config;
+mod error;
+mod fence;
+mod grant;
+mod held;
+mod inspect;
+mod object_lock;
+mod observe;
+mod probe;
+mod rewrite;
+mod store;
+
+pub use config::{DEFAULT_TIMEOUT, ObjectStoreLockBuilder, parse_s3};
+pub use error::{BACKEND, ObjectStoreError};
+pub use fence::{FENCE_METADATA, fenced_put};
+pub use inspect::LockObject;
+pub use lock_core::LockError;
+pub use object_lock::ObjectStoreLock;
+
+/// The `object_store` crate `ObjectStoreLock` is built on, re-exported so its version always
+/// matches.
+pub use object_store;

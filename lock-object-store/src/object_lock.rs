@@ -1,0 +1,223 @@
+//! `ObjectStoreLock`: the lock, and its [`Lock`] implementation.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use lock_core::backend::{Attempt, Capabilities, Fencing, Handover, Holder, Lock, TokenScale};
+use lock_core::{Lease, LockError, Op, Token};
+use object_store::ObjectStore;
+use object_store::path::Path;
+use tokio::sync::OnceCell;
+use tokio::time::Instant;
+
+use crate::error::BACKEND;
+use crate::held::Held;
+use crate::observe::Observations;
+use crate::probe::{Ignored, probe};
+use crate::store::Objects;
+use crate::{grant, rewrite};
+
+/// The constant part of the clock-rate allowance: 2 ms, as Redlock's.
+const DRIFT_CONSTANT: Duration = Duration::from_millis(2);
+/// The proportional part: 1 % of the lease, as Redlock's.
+const DRIFT_PER_MILLE: u32 = 10;
+
+/// A distributed lock on an object store: one object per name under a prefix, granted by
+/// conditional writes (create when absent, update on the version read), expiring when a
+/// contender has seen the same version for a whole lease on its own monotonic clock.
+///
+/// What it offers ([`Lock::capabilities`]): the mutex, the multi-lock one name after the other,
+/// strictly increasing fencing tokens (the object's epoch, kept across releases), renewal, and
+/// holder notes (`describe_holder`, `annotate`). Read-write locks, semaphores and fair locks
+/// are refused with [`LockError::Unsupported`]; releases are not announced (waiters poll with
+/// the `Locker`'s jittered backoff). A takeover after a holder died costs at least one lease
+/// (the crate's README, "Expiry").
+///
+/// Cheap to clone: clones share the store, the observations and the probe's answer.
+#[derive(Clone)]
+pub struct ObjectStoreLock {
+    shared: Arc<Shared>,
+}
+
+/// What the clones of one lock share.
+pub(crate) struct Shared {
+    pub(crate) objects: Objects,
+    pub(crate) observations: Observations,
+    pub(crate) held: Held,
+    /// The self-probe's answer, once it gave one (a store error leaves it unset: tried again).
+    probed: OnceCell<Result<(), &'static str>>,
+}
+
+impl ObjectStoreLock {
+    /// A lock on `store`, its objects under `prefix` (`"locks"`: the lock `job` is the
+    /// object `locks/job`; `""` for the top of the store), each request bounded by
+    /// `timeout`. Use [`ObjectStoreLock::builder`] for an `s3://` URL.
+    #[must_use]
+    pub fn new(store: Arc<dyn ObjectStore>, prefix: &str, timeout: Duration) -> Self {
+        let label: Arc<str> = store.to_string().into();
+        Self {
+            shared: Arc::new(Shared {
+                objects: Objects {
+                    store,
+                    prefix: Path::from(prefix),
+                    timeout,
+                    label,
+                },
+                observations: Observations::default(),
+                held: Held::default(),
+                probed: OnceCell::new(),
+            }),
+        }
+    }
+
+    /// The store this lock writes to.
+    #[must_use]
+    pub fn store(&self) -> &Arc<dyn ObjectStore> {
+        &self.shared.objects.store
+    }
+
+    /// The object path of lock `name` (`{prefix}/{name}`, the name one percent-encoded path
+    /// segment).
+    #[must_use]
+    pub fn object_path(&self, name: &str) -> Path {
+        self.shared.objects.key(name)
+    }
+
+    /// What the clones share (for the tools' reads in `inspect.rs`).
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
+    /// Runs the self-probe now rather than at the first grant.
+    ///
+    /// # Errors
+    /// [`LockError::Unsupported`] (naming the store) when the store accepted a stale
+    /// conditional write; timeouts and store errors.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a probe object left behind is harmless and never reused.
+    pub async fn check_store(&self) -> Result<(), LockError> {
+        self.shared.probe().await
+    }
+}
+
+impl Shared {
+    /// The self-probe's answer, running it on first use.
+    pub(crate) async fn probe(&self) -> Result<(), LockError> {
+        let answer = self
+            .probed
+            .get_or_try_init(|| async {
+                Ok::<_, LockError>(match probe(&self.objects).await? {
+                    None => Ok(()),
+                    Some(ignored) => Err(self.refusal(ignored)),
+                })
+            })
+            .await?;
+        answer.map_err(|backend| LockError::Unsupported {
+            backend,
+            kind: "conditional-write",
+        })
+    }
+
+    /// The label of a refused store: the error names it. Leaked once per lock (the answer is
+    /// kept), because [`LockError::Unsupported`] holds a `&'static str`.
+    fn refusal(&self, ignored: Ignored) -> &'static str {
+        let what = match ignored {
+            Ignored::Create => "accepted a create over an existing object (If-None-Match ignored)",
+            Ignored::Update => "accepted an update on a stale version (If-Match ignored)",
+            Ignored::NotImplemented => "cannot write conditionally",
+        };
+        tracing::error!(backend = BACKEND, store = %self.objects.label, what, "store refused");
+        Box::leak(format!("object-store on {} (it {what})", self.objects.label).into_boxed_str())
+    }
+
+    /// The allowance for the two machines' clock rates over `lease`: 1 % + 2 ms.
+    pub(crate) fn drift(&self, lease: Duration) -> Duration {
+        lease * DRIFT_PER_MILLE / 1000 + DRIFT_CONSTANT
+    }
+}
+
+impl fmt::Debug for ObjectStoreLock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ObjectStoreLock")
+            .field("store", &self.shared.objects.label)
+            .field("prefix", &self.shared.objects.prefix)
+            .field("timeout", &self.shared.objects.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl Lock for ObjectStoreLock {
+    fn backend(&self) -> &'static str {
+        BACKEND
+    }
+
+    async fn try_acquire(
+        &self,
+        name: &str,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        grant::try_acquire(&self.shared, name, token, ttl).await
+    }
+
+    async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
+        rewrite::extend(&self.shared, lease, ttl).await
+    }
+
+    async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
+        rewrite::release(&self.shared, lease).await
+    }
+
+    async fn hand_over(
+        &self,
+        lease: &Lease,
+        to: Token,
+        ttl: Duration,
+    ) -> Result<Handover, LockError> {
+        rewrite::hand_over(&self.shared, lease, to, ttl).await
+    }
+
+    async fn describe_holder(&self, name: &str) -> Result<Option<Holder>, LockError> {
+        let key = self.shared.objects.key(name);
+        let Some(cur) = self.shared.objects.read(Op::Acquire, &key).await? else {
+            return Ok(None);
+        };
+        if cur.body.holder.is_none() {
+            return Ok(None);
+        }
+        // The holder's remaining lease as this lock can vouch for it: the lease less how long
+        // this very version has been seen unchanged; seen for a whole lease, it is gone.
+        let lease = cur.body.lease();
+        let seen = self
+            .shared
+            .observations
+            .saw(key.as_ref(), &cur.version, lease, cur.received);
+        if seen >= lease + self.shared.drift(lease) {
+            return Ok(None);
+        }
+        let holder = Holder::new(cur.body.epoch, Some(lease.saturating_sub(seen)));
+        Ok(Some(match cur.body.note_bytes() {
+            Some(note) => holder.with_note(note),
+            None => holder,
+        }))
+    }
+
+    async fn annotate(&self, lease: &Lease, note: &[u8]) -> Result<bool, LockError> {
+        rewrite::annotate(&self.shared, lease, note).await
+    }
+
+    async fn ping(&self) -> Result<(), LockError> {
+        self.shared.probe().await
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::MUTEX
+            .with_fencing(Fencing::Strict(TokenScale::Counter))
+            .with_announcements(false)
+            .with_holders(true)
+    }
+}

@@ -1,0 +1,69 @@
+//! The conformance suite (`lock_testkit::conformance`) over `ObjectStoreLock`: on
+//! `object_store`'s in-memory store (`memory::...`, on a paused clock) and on a real
+//! S3-compatible server, SeaweedFS (`seaweedfs::...`). What runs comes from the suite's one
+//! list and the lock's capability table: the mutex, the multi-lock (one name after the other)
+//! and leader election with observers; read-write, semaphore and fair are checked to be
+//! refused before any request. Each locker has a lock of its own (its own observations of the
+//! objects, like another process), all on one store.
+
+/// Lockers over one in-memory store.
+mod memory {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use lock_core::Locker;
+    use lock_object_store::ObjectStoreLock;
+    use lock_object_store::object_store::memory::InMemory;
+    use lock_testkit::conformance::Backend;
+
+    fn backend() -> Backend {
+        let store = Arc::new(InMemory::new());
+        Backend::new(move || {
+            Locker::new(ObjectStoreLock::new(
+                store.clone(),
+                "locks",
+                Duration::from_secs(5),
+            ))
+        })
+    }
+
+    lock_testkit::conformance_tests!(
+        #[tokio::test(start_paused = true)]
+        ((), backend())
+    );
+}
+
+/// Lockers over one bucket of the binary's shared SeaweedFS server.
+mod seaweedfs {
+    use std::sync::Arc;
+
+    use lock_core::Locker;
+    use lock_testkit::SeaweedfsServer;
+    use lock_testkit::conformance::Backend;
+
+    /// The modules whose kind the lock refuses: they check that nothing reaches the store.
+    const REFUSED: [&str; 3] = ["read_write", "semaphore", "fair"];
+
+    /// The shared server and lockers on it. The refused modules get no server: their one
+    /// check asserts that no request is made, and nextest runs every test in a process of its
+    /// own, where each would start one (the test thread is named after the test).
+    fn setup() -> (Option<Arc<SeaweedfsServer>>, Backend) {
+        let thread = std::thread::current();
+        let test = thread.name().unwrap_or_default();
+        let server = (!REFUSED.iter().any(|m| test.ends_with(m))).then(crate::common::shared);
+        let (endpoint, url) = match &server {
+            Some(server) => (server.endpoint(), server.url("conformance")),
+            None => (
+                "http://127.0.0.1:1".to_owned(),
+                "s3://distlock/conformance".to_owned(),
+            ),
+        };
+        let backend = Backend::new(move || Locker::new(crate::common::lock_at(&endpoint, &url)));
+        (server, backend)
+    }
+
+    lock_testkit::conformance_tests!(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        setup()
+    );
+}
