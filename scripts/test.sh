@@ -22,6 +22,7 @@ bash scripts/ensure-redis.sh
 bash scripts/ensure-postgres.sh
 bash scripts/ensure-valkey.sh
 bash scripts/ensure-etcd.sh
+bash scripts/ensure-mariadb.sh
 bash scripts/ensure-faketime.sh
 bash scripts/ensure-promtool.sh
 bash scripts/ensure-chromium.sh

@@ -132,10 +132,10 @@ pub use processes::{run_test_in_processes, spawn_test_process};
 pub use servers::TestCertificates;
 pub use servers::{
     CLUSTER_SLOTS, ClusterNode, ETCD_VERSION, EtcdCluster, EtcdClusterBuilder, EtcdMember,
-    EtcdNetwork, FakeClock, Faked, FaultProxy, KeepData, PgBouncer, PgBouncerBuilder, PoolMode,
-    PostgresServer, PostgresServerBuilder, RedisCluster, RedisClusterBuilder, RedisSentinelSet,
-    RedisSentinelSetBuilder, RedisServer, RedisServerBuilder, Role, SlotMigration, VALKEY_VERSION,
-    cache_dir, etcd_install_dir, free_port, pgbouncer_binary, postgres_bin_dir,
-    redis_server_binary, try_etcd_binary, try_faketime_library, try_redis_server_binary,
-    try_valkey_server_binary, valkey_install_dir,
+    EtcdNetwork, FakeClock, Faked, FaultProxy, KeepData, MariadbServer, MariadbServerBuilder,
+    PgBouncer, PgBouncerBuilder, PoolMode, PostgresServer, PostgresServerBuilder, RedisCluster,
+    RedisClusterBuilder, RedisSentinelSet, RedisSentinelSetBuilder, RedisServer,
+    RedisServerBuilder, Role, SlotMigration, VALKEY_VERSION, cache_dir, etcd_install_dir,
+    free_port, pgbouncer_binary, postgres_bin_dir, redis_server_binary, try_etcd_binary,
+    try_faketime_library, try_redis_server_binary, try_valkey_server_binary, valkey_install_dir,
 };

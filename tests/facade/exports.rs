@@ -8,6 +8,7 @@ const BACKENDS: &[(&str, &str, &str)] = &[
     ("redis", "lock-redis", "lock_redis"),
     ("postgres", "lock-postgres", "lock_postgres"),
     ("etcd", "lock-etcd", "lock_etcd"),
+    ("mysql", "lock-mysql", "lock_mysql"),
     ("redlock", "lock-redlock", "lock_redlock"),
 ];
 

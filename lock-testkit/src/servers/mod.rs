@@ -6,6 +6,7 @@
 // The servers, one module each.
 mod cluster;
 mod etcd;
+mod mariadb;
 mod pgbouncer;
 mod postgres;
 mod proxy;
@@ -32,6 +33,7 @@ pub use etcd::{
     try_etcd_binary,
 };
 pub use fake_clock::{FakeClock, Faked, try_faketime_library};
+pub use mariadb::{MariadbServer, MariadbServerBuilder};
 pub use pgbouncer::{PgBouncer, PgBouncerBuilder, PoolMode, pgbouncer_binary};
 pub use port::free_port;
 pub use postgres::{PostgresServer, PostgresServerBuilder, postgres_bin_dir};

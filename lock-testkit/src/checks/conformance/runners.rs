@@ -39,6 +39,12 @@ pub const RUNNERS: &[Runner] = &[
         "`PostgresLock` behind PgBouncer",
     ),
     runner("lock-etcd", "one_member", "`EtcdLock`, one etcd 3.5 member"),
+    runner("lock-mysql", "table", "`MysqlLock`, MariaDB 10.11"),
+    runner(
+        "lock-mysql",
+        "advisory",
+        "`MysqlAdvisoryLock`, MariaDB 10.11",
+    ),
 ];
 
 const fn runner(package: &'static str, module: &'static str, backend: &'static str) -> Runner {

@@ -1,0 +1,7 @@
+//! lock-mysql's integration tests, one binary: a module per behaviour, the shared setup (a
+//! throwaway MariaDB shared by the tests that do not stop it, a migrated lock) in `common`.
+//! Servers are started through lock-testkit and stopped by their PID.
+
+mod common;
+
+mod conformance;
