@@ -55,6 +55,12 @@ impl Settings {
         let pool = match (self.pool, self.url) {
             (Some(pool), _) => pool,
             (None, Some(url)) => {
+                if !(url.starts_with("mysql://") || url.starts_with("mariadb://")) {
+                    return Err(LockError::invalid(format!(
+                        "not a MySQL URL (mysql://user:pw@host:port/db): {}",
+                        url.split_once("://").map_or("?", |(scheme, _)| scheme)
+                    )));
+                }
                 let options = MySqlConnectOptions::from_str(&url).map_err(|e| {
                     LockError::invalid(format!(
                         "invalid MySQL URL (mysql://user:pw@host:port/db): {e}"

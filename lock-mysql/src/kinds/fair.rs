@@ -18,8 +18,8 @@ pub(crate) const ANCHOR: &str = concat!(
     now_us!(),
     " FROM distlock_leases WHERE name = ? FOR UPDATE"
 );
-pub(crate) const NEW_ANCHOR: &str = "INSERT IGNORE INTO distlock_leases (name, token, fencing_token, expires_at) \
-     VALUES (?, NULL, 0, 0)";
+pub(crate) const NEW_ANCHOR: &str = "INSERT INTO distlock_leases (name, token, fencing_token, expires_at) \
+     VALUES (?, NULL, 0, 0) ON DUPLICATE KEY UPDATE name = name";
 const PRUNE: &str = "DELETE FROM distlock_fair_queue WHERE name = ? AND lapses_at <= ?";
 const HEAD: &str =
     "SELECT token, lapses_at FROM distlock_fair_queue WHERE name = ? ORDER BY arrival LIMIT 1";

@@ -176,7 +176,10 @@ pub(crate) async fn affects_row(
 }
 
 /// Locks the anchor row of `name` (`select` with `FOR UPDATE`), inserting a free one first
-/// (`insert`, an `INSERT IGNORE`) when the name has none yet.
+/// (`insert`) when the name has none yet. The insert is an `INSERT … ON DUPLICATE KEY UPDATE
+/// name = name`, not an `INSERT IGNORE`: on a row a concurrent transaction inserted first, it
+/// waits for an exclusive lock, where `INSERT IGNORE` takes a shared one that the `FOR UPDATE`
+/// after it must upgrade, and two such upgrades (or one and a queued `UPDATE`) deadlock.
 pub(crate) async fn lock_anchor(
     tx: &mut sqlx::MySqlConnection,
     select: &'static str,

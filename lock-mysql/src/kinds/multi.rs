@@ -112,7 +112,8 @@ async fn decide(
     let mut rows = lock_rows(tx, &select, &sorted).await?;
     if rows.len() < names.len() {
         let insert = format!(
-            "INSERT IGNORE INTO distlock_leases (name, token, fencing_token, expires_at) VALUES {}",
+            "INSERT INTO distlock_leases (name, token, fencing_token, expires_at) VALUES {} \
+             ON DUPLICATE KEY UPDATE name = name",
             vec!["(?, NULL, 0, 0)"; names.len()].join(", ")
         );
         let mut query = sqlx::query(&insert);

@@ -16,8 +16,8 @@ const ANCHOR: &str = concat!(
     now_us!(),
     " FROM distlock_rw WHERE name = ? FOR UPDATE"
 );
-const NEW_ANCHOR: &str = "INSERT IGNORE INTO distlock_rw (name, writer, fencing_token, expires_at) \
-                          VALUES (?, NULL, 0, 0)";
+const NEW_ANCHOR: &str = "INSERT INTO distlock_rw (name, writer, fencing_token, expires_at) \
+                          VALUES (?, NULL, 0, 0) ON DUPLICATE KEY UPDATE name = name";
 const WAITING_WRITER: &str =
     "SELECT MIN(lapses_at) FROM distlock_rw_waiting WHERE name = ? AND lapses_at > ?";
 const LAST_READER: &str =

@@ -16,7 +16,8 @@ const ANCHOR: &str = concat!(
     now_us!(),
     " FROM distlock_semaphores WHERE name = ? FOR UPDATE"
 );
-const NEW_ANCHOR: &str = "INSERT IGNORE INTO distlock_semaphores (name, max) VALUES (?, 0)";
+const NEW_ANCHOR: &str = "INSERT INTO distlock_semaphores (name, max) VALUES (?, 0) \
+                          ON DUPLICATE KEY UPDATE name = name";
 const PRUNE: &str = "DELETE FROM distlock_permits WHERE name = ? AND expires_at <= ?";
 const OTHERS: &str = "SELECT CAST(COALESCE(SUM(permits), 0) AS SIGNED), COUNT(*), MIN(expires_at) \
                       FROM distlock_permits WHERE name = ? AND token <> ?";

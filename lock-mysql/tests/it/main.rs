@@ -4,4 +4,8 @@
 
 mod common;
 
+mod advisory_loss;
 mod conformance;
+mod errors;
+mod fenced_write;
+mod restart;

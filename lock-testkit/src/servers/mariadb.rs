@@ -35,6 +35,7 @@ const LOG_FILE: &str = "mariadb.log";
 const DATA_DIR: &str = "data";
 const SOCKET: &str = "mysqld.sock";
 const PID_FILE: &str = "mysqld.pid";
+const TMP_DIR: &str = "tmp";
 
 /// Configures a [`MariadbServer`] before starting it; see [`MariadbServer::builder`].
 #[derive(Debug, Clone, Default)]
@@ -58,7 +59,8 @@ impl MariadbServerBuilder {
         self
     }
 
-    /// Runs `mariadb-install-db` in a fresh temporary directory, starts `mariadbd` on a free
+    /// Makes a data directory in a fresh temporary directory (a copy of a template made once
+    /// per machine by `mariadb-install-db`), starts `mariadbd` on a free
     /// port on `127.0.0.1` (as root: with `--user=root`), waits until it accepts connections,
     /// then creates the user `distlock` (with its password) and its database `distlock`
     /// through the root account on the socket.
@@ -80,7 +82,7 @@ impl MariadbServerBuilder {
             password: self.password.unwrap_or_else(|| DEFAULT_PASSWORD.to_owned()),
             settings: self.settings,
         };
-        server.install()?;
+        server.make_data_dir()?;
         launch::start_on_fresh_ports(&mut server)?;
         server.sql_as_root(&format!(
             "CREATE USER '{USER}'@'%' IDENTIFIED BY '{pw}'; \
@@ -260,12 +262,65 @@ impl MariadbServer {
         nix::unistd::geteuid().is_root().then_some("--user=root")
     }
 
-    fn install(&self) -> io::Result<()> {
+    /// Creates the data directory: a copy of the machine's template (an install made once by
+    /// the first server that needs it, renamed into place so no server sees half of one; the
+    /// copy costs a fraction of an install), else an install of its own.
+    fn make_data_dir(&self) -> io::Result<()> {
+        let data = self.dir().join(DATA_DIR);
+        std::fs::create_dir_all(self.dir().join(TMP_DIR))?;
+        if let Some(template) = self.template() {
+            let copied = Command::new("cp")
+                .arg("-a")
+                .arg(&template)
+                .arg(&data)
+                .status()?;
+            if copied.success() {
+                return Ok(());
+            }
+            let _ = std::fs::remove_dir_all(&data);
+        }
+        self.install(self.dir(), &data)
+    }
+
+    /// The template data directory for this server binary, in the system's temporary
+    /// directory (shared by every test process); `None` when it cannot be made.
+    fn template(&self) -> Option<PathBuf> {
+        let key = {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::hash::DefaultHasher::new();
+            self.bins.server.hash(&mut hasher);
+            let meta = std::fs::metadata(&self.bins.server).ok()?;
+            (meta.len(), meta.modified().ok()).hash(&mut hasher);
+            Self::user_arg().hash(&mut hasher);
+            hasher.finish()
+        };
+        let home = env::temp_dir().join(format!("lock-testkit-mariadb-template-{key:016x}"));
+        let data = home.join(DATA_DIR);
+        if data.join("mysql").is_dir() {
+            return Some(data);
+        }
+        let fresh = tempfile::Builder::new()
+            .prefix("lock-testkit-mariadb-template-new-")
+            .tempdir()
+            .ok()?;
+        std::fs::create_dir_all(fresh.path().join(TMP_DIR)).ok()?;
+        self.install(fresh.path(), &fresh.path().join(DATA_DIR))
+            .ok()?;
+        if std::fs::rename(fresh.path(), &home).is_ok() {
+            let _ = fresh.keep(); // renamed: no longer the temporary directory's to delete
+        }
+        data.join("mysql").is_dir().then_some(data)
+    }
+
+    /// `mariadb-install-db` into `data`, its temporary files in `home`'s `tmp/` (concurrent
+    /// installs sharing `/tmp` collide on their temporary tables).
+    fn install(&self, home: &Path, data: &Path) -> io::Result<()> {
         let log = self.process.append(LOG_FILE)?;
         let mut cmd = Command::new(&self.bins.install);
-        cmd.current_dir(self.dir())
+        cmd.current_dir(home)
             .arg("--no-defaults")
-            .arg(format!("--datadir={}", self.dir().join(DATA_DIR).display()))
+            .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--tmpdir={}", home.join(TMP_DIR).display()))
             .args([
                 "--auth-root-authentication-method=normal",
                 "--skip-test-db",
@@ -297,6 +352,7 @@ impl MariadbServer {
             format!("--socket={}", dir.join(SOCKET).display()).into(),
             format!("--pid-file={}", dir.join(PID_FILE).display()).into(),
             format!("--log-error={}", dir.join(LOG_FILE).display()).into(),
+            format!("--tmpdir={}", dir.join(TMP_DIR).display()).into(),
         ];
         args.extend(Self::user_arg().map(OsString::from));
         let defaults = [
