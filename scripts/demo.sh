@@ -28,7 +28,8 @@ case "$backend" in
   redis) ;;
   postgres) bash scripts/ensure-postgres.sh; features=(--features postgres) ;;
   etcd) bash scripts/ensure-etcd.sh; features=(--features etcd) ;;
-  *) echo "demo.sh: unknown backend '$backend' (redis, postgres, etcd)" >&2; exit 2 ;;
+  mysql) bash scripts/ensure-mariadb.sh; features=(--features mysql) ;;
+  *) echo "demo.sh: unknown backend '$backend' (redis, postgres, etcd, mysql)" >&2; exit 2 ;;
 esac
 # The first build compiles the demo's dependencies in release mode (cargo shows its progress;
 # the README's quick start gives the time it took); later runs start at once.

@@ -38,6 +38,9 @@ pub(crate) enum Backend {
     /// `EtcdLock` (a key per lock, a grant is a committed transaction, releases announced
     /// through a watch) on etcd; the counter and the fenced resource stay on Redis.
     Etcd,
+    /// `MysqlLock` (a lease table, waiters poll) on MariaDB / MySQL; the counter and the
+    /// fenced resource stay on Redis.
+    Mysql,
 }
 
 impl Backend {
@@ -47,6 +50,7 @@ impl Backend {
             Self::Redis => "redis",
             Self::Postgres => "postgres",
             Self::Etcd => "etcd",
+            Self::Mysql => "mysql",
         }
     }
 
@@ -55,7 +59,7 @@ impl Backend {
     /// timing): a shorter lease would end on the client long before the server lets go.
     pub(crate) fn default_ttl_ms(self) -> u64 {
         match self {
-            Self::Redis | Self::Postgres => 500,
+            Self::Redis | Self::Postgres | Self::Mysql => 500,
             Self::Etcd => 2_000,
         }
     }
@@ -125,6 +129,12 @@ pub(crate) struct RunArgs {
     /// demo takes only the lock demo:ledger (the key distlock/demo:ledger).
     #[arg(long, value_name = "URLS")]
     pub(crate) etcd_url: Option<String>,
+
+    /// With --backend mysql: use this MariaDB / MySQL instead of starting a throwaway one
+    /// (`mysql://user:pw@host:port/db`). The demo creates the lease table distlock_leases if it
+    /// is missing and takes only the lock demo:ledger (one row).
+    #[arg(long, value_name = "URL")]
+    pub(crate) mysql_url: Option<String>,
 }
 
 /// The parameters of one worker process, passed on its command line by the parent.
@@ -149,6 +159,10 @@ pub(crate) struct WorkerArgs {
     /// The etcd members of the lock (client URLs, comma separated), with `--backend etcd`.
     #[arg(long, required_if_eq("backend", "etcd"))]
     pub(crate) etcd_url: Option<String>,
+
+    /// The MariaDB / MySQL server of the lock, with `--backend mysql`.
+    #[arg(long, required_if_eq("backend", "mysql"))]
+    pub(crate) mysql_url: Option<String>,
 
     /// When to stop, in milliseconds since the Unix epoch (the same instant for every worker).
     #[arg(long)]
@@ -191,6 +205,9 @@ impl WorkerArgs {
         }
         if let Some(urls) = &self.etcd_url {
             push("etcd-url", urls.clone());
+        }
+        if let Some(url) = &self.mysql_url {
+            push("mysql-url", url.clone());
         }
         push("deadline-unix-ms", self.deadline_unix_ms.to_string());
         push("ttl-ms", self.ttl_ms.to_string());
@@ -251,6 +268,18 @@ impl RunArgs {
                  {option} to run the plain lock on PostgreSQL, or use --backend redis."
             ));
         }
+        if self.backend == Backend::Mysql && (self.fair || self.compare) {
+            return Err(
+                "--fair and --compare take the fair lock as the demo runs it, with Redis; drop \
+                 them to run the plain lock on MariaDB, or use --backend redis"
+                    .into(),
+            );
+        }
+        if self.backend != Backend::Mysql && self.mysql_url.is_some() {
+            return Err(
+                "--mysql-url is for the lock on MariaDB / MySQL: add --backend mysql".into(),
+            );
+        }
         if self.backend != Backend::Postgres && self.postgres_url.is_some() {
             return Err(
                 "--postgres-url is for the lock on PostgreSQL: add --backend postgres".into(),
@@ -303,6 +332,7 @@ mod tests {
                 redis_url: "redis://127.0.0.1:7000/".to_owned(),
                 postgres_url,
                 etcd_url,
+                mysql_url: None,
                 deadline_unix_ms: 1_700_000_000_000,
                 ttl_ms: 500,
                 hold_ms: 2,

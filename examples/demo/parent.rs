@@ -9,10 +9,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use distlock::redis::redis::{self, aio::MultiplexedConnection};
-use lock_testkit::{EtcdCluster, EtcdNetwork, PostgresServer, RedisServer};
+use lock_testkit::{EtcdCluster, EtcdNetwork, MariadbServer, PostgresServer, RedisServer};
 
 use crate::Error;
-use crate::backends::{POSTGRES_POOL_SIZE, migrate_postgres};
+use crate::backends::{POSTGRES_POOL_SIZE, migrate_mysql, migrate_postgres};
 use crate::cli::{Backend, RunArgs, WorkerArgs};
 use crate::progress::Progress;
 use crate::protocol::unix_ms_now;
@@ -90,7 +90,23 @@ fn run(args: &RunArgs) -> Result<ExitCode, Error> {
         (Some(server), _) => Some(server.endpoints().join(",")),
         (None, url) => url.clone(),
     };
+    // With --backend mysql: a throwaway MariaDB, also stopped by PID when dropped.
+    let my_server = match (args.backend, &args.mysql_url) {
+        (Backend::Mysql, None) => Some(start_mariadb()?),
+        _ => None,
+    };
+    let my_url = match (&my_server, &args.mysql_url) {
+        (Some(server), _) => Some(server.url()),
+        (None, url) => url.clone(),
+    };
+    if let Some(my_url) = &my_url {
+        runtime.block_on(migrate_mysql(my_url))?;
+    }
     let backend = match (&pg_url, &etcd_url) {
+        _ if my_url.is_some() => LockServer::Mysql {
+            url: my_url.as_deref().unwrap_or_default(),
+            pid: my_server.as_ref().and_then(MariadbServer::pid),
+        },
         (Some(pg_url), _) => LockServer::Postgres {
             url: pg_url,
             server: pg_server.as_ref(),
@@ -104,6 +120,7 @@ fn run(args: &RunArgs) -> Result<ExitCode, Error> {
     let lock_urls = LockUrls {
         postgres: pg_url.as_deref(),
         etcd: etcd_url.as_deref(),
+        mysql: my_url.as_deref(),
     };
 
     let mut passed = true;
@@ -184,6 +201,13 @@ enum LockServer<'a> {
         /// The throwaway one-member cluster, if the demo started it.
         server: Option<&'a EtcdCluster>,
     },
+    /// On MariaDB / MySQL.
+    Mysql {
+        /// Its URL.
+        url: &'a str,
+        /// The PID of the throwaway server, if the demo started it.
+        pid: Option<u32>,
+    },
 }
 
 /// Where the workers find the lock when it is not on Redis.
@@ -192,6 +216,20 @@ struct LockUrls<'a> {
     postgres: Option<&'a str>,
     /// The etcd members' client URLs, comma separated, with `--backend etcd`.
     etcd: Option<&'a str>,
+    /// MariaDB's URL, with `--backend mysql`.
+    mysql: Option<&'a str>,
+}
+
+/// Starts a throwaway MariaDB (`scripts/ensure-mariadb.sh` installs it) on a loopback port.
+fn start_mariadb() -> Result<MariadbServer, Error> {
+    MariadbServer::start().map_err(|e| {
+        format!(
+            "cannot start a throwaway MariaDB: {e}\n\
+             Install it with `bash scripts/ensure-mariadb.sh`, or use a running server with \
+             --mysql-url."
+        )
+        .into()
+    })
 }
 
 /// Starts a throwaway one-member etcd (`scripts/ensure-etcd.sh` installs etcd) on a loopback
@@ -255,6 +293,7 @@ fn run_once(
             redis_url: url.to_owned(),
             postgres_url: lock_urls.postgres.map(str::to_owned),
             etcd_url: lock_urls.etcd.map(str::to_owned),
+            mysql_url: lock_urls.mysql.map(str::to_owned),
             deadline_unix_ms,
             ttl_ms: args.ttl_ms(),
             hold_ms: args.hold_ms,
@@ -342,6 +381,21 @@ fn print_header(
             println!(
                 "  backend   postgres: PostgresLock (lease table distlock_leases) on {} ({pg_origin})",
                 redacted(pg_url)
+            );
+            println!(
+                "  redis     {} ({origin}): the counter and the fenced resource, the store the \
+                 lock protects",
+                redacted(url)
+            );
+        }
+        LockServer::Mysql { url: my_url, pid } => {
+            let my_origin = match pid {
+                Some(pid) => format!("a throwaway MariaDB, pid {pid}, stopped at the end"),
+                None => "given with --mysql-url; only the lock demo:ledger is taken".to_owned(),
+            };
+            println!(
+                "  backend   mysql: MysqlLock (lease table distlock_leases) on {} ({my_origin})",
+                redacted(my_url)
             );
             println!(
                 "  redis     {} ({origin}): the counter and the fenced resource, the store the \

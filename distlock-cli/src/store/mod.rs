@@ -7,6 +7,8 @@
 //! JSON documents and the web console print one thing whatever the backend.
 
 mod etcd;
+mod mysql;
+mod mysql_read;
 mod postgres;
 mod postgres_advisory;
 mod postgres_read;
@@ -175,6 +177,7 @@ pub(crate) async fn connect(args: &TargetArgs) -> Result<Box<dyn Store>, Failure
             postgres_target::PostgresTarget::connect(args).await?,
         )),
         Scheme::Redlock => Ok(Box::new(redlock::RedlockTarget::connect(args).await?)),
+        Scheme::Mysql => Ok(Box::new(mysql::MysqlTarget::connect(args).await?)),
     }
 }
 

@@ -17,6 +17,8 @@ pub(crate) enum Scheme {
     Etcd,
     /// PostgreSQL: `postgres://` or `postgresql://` (libpq's URIs).
     Postgres,
+    /// MySQL / MariaDB: `mysql://` or `mariadb://` (sqlx's URLs).
+    Mysql,
 }
 
 /// Redis URL schemes (redis-rs's).
@@ -33,6 +35,8 @@ const REDIS: &[&str] = &[
 const ETCD: &[&str] = &["etcd", "http", "https"];
 /// PostgreSQL URL schemes.
 const POSTGRES: &[&str] = &["postgres", "postgresql"];
+/// MySQL / MariaDB URL schemes.
+const MYSQL: &[&str] = &["mysql", "mariadb"];
 
 impl Scheme {
     /// The backend of one URL.
@@ -53,6 +57,8 @@ impl Scheme {
             Ok(Self::Etcd)
         } else if POSTGRES.contains(&scheme.as_str()) {
             Ok(Self::Postgres)
+        } else if MYSQL.contains(&scheme.as_str()) {
+            Ok(Self::Mysql)
         } else {
             Err(Failure::new(
                 USAGE,
@@ -105,6 +111,7 @@ impl Scheme {
             Self::Redlock => "redlock",
             Self::Etcd => "etcd",
             Self::Postgres => "postgres",
+            Self::Mysql => "mysql",
         }
     }
 }
@@ -112,10 +119,12 @@ impl Scheme {
 /// The schemes accepted, for messages.
 fn expected() -> String {
     format!(
-        "expected one of {} (Redis; --redlock for Redlock), {} (etcd) or {} (PostgreSQL)",
+        "expected one of {} (Redis; --redlock for Redlock), {} (etcd), {} (PostgreSQL) or {} \
+         (MySQL / MariaDB)",
         list(REDIS),
         list(ETCD),
-        list(POSTGRES)
+        list(POSTGRES),
+        list(MYSQL)
     )
 }
 
@@ -149,6 +158,8 @@ mod tests {
             ("HTTPS://h:2379", Scheme::Etcd),
             ("postgres://u@h/db", Scheme::Postgres),
             ("postgresql://h:5432/db?sslmode=disable", Scheme::Postgres),
+            ("mysql://u:pw@h:3306/db", Scheme::Mysql),
+            ("mariadb://h/db", Scheme::Mysql),
         ] {
             assert_eq!(Scheme::of(url).expect(url), scheme, "{url}");
         }
@@ -156,9 +167,13 @@ mod tests {
 
     #[test]
     fn an_unknown_scheme_is_named() {
-        let failure = Scheme::of("mysql://h/db").expect_err("unknown");
+        let failure = Scheme::of("mongodb://h/db").expect_err("unknown");
         assert_eq!(failure.code, USAGE);
-        assert!(failure.message.contains("\"mysql\""), "{}", failure.message);
+        assert!(
+            failure.message.contains("\"mongodb\""),
+            "{}",
+            failure.message
+        );
         assert!(
             failure.message.contains("postgres://"),
             "{}",

@@ -11,6 +11,7 @@ mod etcd_kinds;
 mod inspect;
 mod ls_many;
 mod migrate;
+mod mysql;
 mod postgres;
 mod redlock;
 mod release;
