@@ -449,8 +449,8 @@ const ETCD_WAITS: (&str, &str) = (
 /// place of the first entry of [`LEGEND`].
 const MYSQL_WAITS: (&str, &str) = (
     "wait p50 / p99 (MysqlLock)",
-    "Each acquisition is one INSERT ... ON DUPLICATE KEY UPDATE on the lease table and a read \
-     of the row. MySQL cannot announce a release, so the waiters poll with the locker's \
+    "Each acquisition is one INSERT ... ON DUPLICATE KEY UPDATE on the lease table (a busy \
+     answer also reads the row for the holder's time left). MySQL cannot announce a release, so the waiters poll with the locker's \
      backoff, bounded by the holder's time left: the worker that has just released asks again \
      at once and usually wins, and the others' waits are longer than with Redis or \
      PostgreSQL. Behind a stalled holder the others wait until its lease expires by the \

@@ -52,30 +52,38 @@ macro_rules! free {
 /// released or expired. MySQL and MariaDB apply the `ON DUPLICATE KEY UPDATE` assignments left
 /// to right, each later one seeing the earlier ones' new values: so the fencing token is
 /// computed first and the token second, both from the old row, and the expiry last, moved only
-/// when the token is now ours. Its answer is read by [`ACQUIRED`].
+/// when the token is now ours.
+///
+/// One round trip: the statement answers through the OK packet's `last_insert_id`, which
+/// `LAST_INSERT_ID(expr)` sets. A grant (a new row, or a row taken over) sets it to the grant's
+/// fencing token, never 0; a busy row sets it to 0 (`fencing_token + LAST_INSERT_ID(0)` leaves the
+/// counter as it was). The `VALUES` row is evaluated before the duplicate is found, so on a
+/// duplicate the assignment's call is the last and wins. Only a busy answer reads the row
+/// ([`ACQUIRED`]) for the holder's time left (or finds the lease ours already: a retry of a
+/// grant whose answer was lost).
 pub(crate) const ACQUIRE: &str = concat!(
     "INSERT INTO distlock_leases (name, token, fencing_token, expires_at)\n",
-    "VALUES (?, ?, ",
+    "VALUES (?, ?, LAST_INSERT_ID(",
     now_us!(),
-    ", ",
+    "), ",
     now_us!(),
     " + ? * 1000)\n",
     "ON DUPLICATE KEY UPDATE\n",
     "    fencing_token = IF(",
     free!(),
-    ", GREATEST(fencing_token + 1, ",
+    ", LAST_INSERT_ID(GREATEST(fencing_token + 1, ",
     now_us!(),
-    "), fencing_token),\n",
+    ")), fencing_token + LAST_INSERT_ID(0)),\n",
     "    token = IF(",
     free!(),
     ", VALUES(token), token),\n",
     "    expires_at = IF(token <=> VALUES(token), VALUES(expires_at), expires_at)"
 );
 
-/// The row of `?1` after [`ACQUIRE`] or [`HAND_OVER`]: its token, its fencing token, and the
-/// milliseconds left of its lease (0 when it has ended). A grant is ours when the token is
-/// ours and time is left: the token cannot change while the lease lasts, so the fencing token
-/// read is the one our statement issued.
+/// The row of `?1` after a busy [`ACQUIRE`]: its token, its fencing token, and the milliseconds
+/// left of its lease (0 when it has ended). The lease is ours when the token is ours and time
+/// is left: the token cannot change while the lease lasts, so the fencing token read is the
+/// one our grant issued.
 pub(crate) const ACQUIRED: &str = concat!(
     "SELECT token, fencing_token, CAST(GREATEST(0, CEIL((expires_at - ",
     now_us!(),
@@ -149,12 +157,13 @@ pub(crate) const RELEASE: &str = concat!(
 
 /// Pass the name `?3` from token `?4` to token `?1` for `?2` ms with a fresh fencing token
 /// (computed before the token moves: assignments apply left to right), if `?4`'s lease has not
-/// ended. One row affected when handed over.
+/// ended. One row affected when handed over, and the new fencing token in the OK packet's
+/// `last_insert_id` (`LAST_INSERT_ID(expr)`): one round trip.
 pub(crate) const HAND_OVER: &str = concat!(
     "UPDATE distlock_leases SET\n",
-    "    fencing_token = GREATEST(fencing_token + 1, ",
+    "    fencing_token = LAST_INSERT_ID(GREATEST(fencing_token + 1, ",
     now_us!(),
-    "),\n",
+    ")),\n",
     "    token = ?,\n",
     "    expires_at = ",
     now_us!(),

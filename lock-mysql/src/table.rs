@@ -21,8 +21,8 @@ use crate::sql::{PING, migration_statements};
 /// A distributed lock on MySQL (≥ 8.0) or MariaDB (≥ 10.6): one row per lock name in the lease
 /// table [`distlock_leases`](crate::MIGRATION), through a sqlx pool.
 ///
-/// A mutex acquire is one `INSERT … ON DUPLICATE KEY UPDATE` guarded by the row's expiry, and
-/// a read of the row; extend and release are one `UPDATE` each, acting only on the lease's own
+/// A mutex acquire is one `INSERT … ON DUPLICATE KEY UPDATE` guarded by the row's expiry (one
+/// round trip when granted); extend and release are one `UPDATE` each, acting only on the lease's own
 /// token. The read-write lock, the semaphore, the fair lock and the multi-lock each run one
 /// transaction that locks the name's anchor row first. Expiry is decided by the server's clock
 /// alone (`NOW(6)`), in microseconds since the epoch.
@@ -115,7 +115,8 @@ impl Lock for MysqlLock {
             .with_holders(true)
     }
 
-    /// One `INSERT … ON DUPLICATE KEY UPDATE` and a read of the row (see the crate docs).
+    /// One `INSERT … ON DUPLICATE KEY UPDATE`, whose OK packet carries a grant's fencing token
+    /// (see the crate docs); a busy answer reads the row for the holder's time left.
     async fn try_acquire(
         &self,
         name: &str,
@@ -185,8 +186,8 @@ impl Lock for MysqlLock {
         kinds::extend(&self.exec, lease, ttl_ms).await
     }
 
-    /// One `UPDATE` (fencing token, token, expiry) if the lease is still ours, and a read of
-    /// the new fencing token.
+    /// One `UPDATE` (fencing token, token, expiry) if the lease is still ours; the new fencing
+    /// token comes back in its OK packet.
     async fn hand_over(
         &self,
         lease: &Lease,

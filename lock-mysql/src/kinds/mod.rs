@@ -1,7 +1,8 @@
 //! The lock kinds on the lease table, one file each, and what they share: running a grant so
 //! that it outlives its caller, the busy answer, extend and release by the lease's kind.
 //!
-//! The mutex is one statement (`INSERT … ON DUPLICATE KEY UPDATE`) and a read of its row. The
+//! The mutex is one statement (`INSERT … ON DUPLICATE KEY UPDATE`; a busy answer also reads
+//! the row). The
 //! kinds that decide on several rows at once (read-write, semaphore, fair, multi) run one
 //! transaction that first locks the name's anchor row (`SELECT … FOR UPDATE`), so every
 //! decision on a name is taken by one transaction at a time, with "now" read once from the

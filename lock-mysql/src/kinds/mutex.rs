@@ -15,7 +15,8 @@ use crate::executor::{Executor, millis};
 use crate::sql::{ACQUIRE, ACQUIRED, HAND_OVER, RELEASE};
 
 /// One attempt at the mutex `name` for `ttl_ms`: the `INSERT … ON DUPLICATE KEY UPDATE` that
-/// takes a row that is free, released or expired, then the read of the row it left.
+/// takes a row that is free, released or expired and answers a grant's fencing token in its OK
+/// packet (one round trip); a busy answer reads the row for the holder's time left.
 pub(crate) async fn try_acquire(
     exec: &Executor,
     name: &str,
@@ -30,13 +31,16 @@ pub(crate) async fn try_acquire(
                 Op::Acquire,
                 Box::new(move |c| {
                     async move {
-                        sqlx::query(ACQUIRE)
+                        let done = sqlx::query(ACQUIRE)
                             .bind(&owned_name)
                             .bind(&hex)
                             .bind(millis(ttl_ms))
                             .execute(&mut *c)
                             .await?;
-                        read_grant(c, &owned_name, &hex).await
+                        match done.last_insert_id() {
+                            0 => read_grant(c, &owned_name, &hex).await,
+                            fence => Ok(Outcome::Granted(fence)),
+                        }
                     }
                     .boxed()
                 }),
@@ -68,7 +72,7 @@ async fn read_grant(
 }
 
 /// Passes the mutex `lease` holds to `to` for `ttl_ms`: one `UPDATE` (fencing token, token,
-/// expiry) if the lease is still ours, then the read of the new fencing token.
+/// expiry) if the lease is still ours, the new fencing token in its OK packet.
 pub(crate) async fn hand_over(
     exec: &Executor,
     lease: &Lease,
@@ -92,10 +96,8 @@ pub(crate) async fn hand_over(
                             .bind(&from)
                             .execute(&mut *c)
                             .await?;
-                        if done.rows_affected() == 0 {
-                            return Ok(None);
-                        }
-                        read_grant(c, &name, &to_hex).await.map(Some)
+                        Ok((done.rows_affected() > 0)
+                            .then(|| Outcome::Granted(done.last_insert_id())))
                     }
                     .boxed()
                 }),
