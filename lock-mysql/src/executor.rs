@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use lock_core::backend::Detached;
 use lock_core::{LockError, Op, TimeoutPhase};
 use sqlx::MySqlConnection;
 use sqlx::mysql::{MySql, MySqlPool};
@@ -72,27 +73,34 @@ impl Executor {
         }
     }
 
-    /// Runs a statement that may grant a lease (or record a waiter) in a task of its own, and
-    /// waits for its answer. When the caller is gone (dropped) before the answer, the task
-    /// gives back what the grant left behind (`left_behind` says whether it did) with `undo`,
-    /// after the grant has answered, so the undo can never overtake the grant.
+    /// Runs a statement that may grant a lease (or record a waiter) and waits for its answer.
+    /// The work runs in the caller's task while the caller waits (no task spawned on the way of
+    /// every acquire); what is left of it when the caller is gone goes on in a task of its own
+    /// ([`Detached`]), and gives back what the grant left behind (`left_behind` says whether it
+    /// did) with `undo`, after the grant has answered, so the undo can never overtake the grant.
     pub(crate) async fn grant<T: Send + 'static>(
         &self,
         work: BoxFuture<'static, Result<T, LockError>>,
         left_behind: fn(&T) -> bool,
         undo: impl FnOnce(Executor) -> BoxFuture<'static, ()> + Send + 'static,
     ) -> Result<T, LockError> {
-        let (answer, answered) = oneshot::channel();
+        let (answer, mut answered) = oneshot::channel();
         let exec = self.clone();
-        drop(tokio::spawn(async move {
+        let mut work = Detached::future(async move {
             let result = work.await;
             if let Err(Ok(value)) = answer.send(result)
                 && left_behind(&value)
             {
                 undo(exec).await;
             }
-        }));
-        answered.await.unwrap_or_else(|_| {
+        });
+        let got = tokio::select! {
+            biased;
+            got = &mut answered => got,
+            () = &mut work => (&mut answered).await,
+        };
+        drop(work); // unfinished (the caller took the answer early): it goes on by itself
+        got.unwrap_or_else(|_| {
             Err(LockError::Backend {
                 backend: BACKEND,
                 op: Op::Acquire,

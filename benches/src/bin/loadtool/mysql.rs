@@ -157,7 +157,8 @@ pub(crate) fn report(run: Option<&MysqlRun>) {
         let rows: Vec<&CycleRun> = runs.iter().collect();
         println!(
             "{}",
-            crate::report::cycle_table(&rows, "server CPU µs/cycle", |c| c.server_cpu_us_per_op)
+            crate::report::cycle_table(&rows, "server µs/cycle (not probed)", |c| c
+                .server_cpu_us_per_op)
         );
         let find = |client: &str| runs.iter().find(|r| r.client == client);
         if let (Some(d), Some(h)) = (find(DISTLOCK), find(HAND)) {
