@@ -390,7 +390,21 @@ mod tests {
             check(&["demo", "--backend", "postgres"]).expect("parses"),
             Ok(())
         );
-        assert!(check(&["demo", "--backend", "mysql"]).is_err());
+        assert_eq!(
+            check(&["demo", "--backend", "mysql"]).expect("parses"),
+            Ok(())
+        );
+        assert!(
+            check(&["demo", "--backend", "mysql", "--fair"])
+                .expect("parses")
+                .is_err()
+        );
+        assert!(
+            check(&["demo", "--mysql-url", "mysql://u:p@127.0.0.1/db"])
+                .expect("parses")
+                .is_err()
+        );
+        assert!(check(&["demo", "--backend", "mongodb"]).is_err());
         let url = "postgres://postgres@127.0.0.1:5999/postgres";
         assert_eq!(
             check(&["demo", "--backend", "postgres", "--postgres-url", url]).expect("parses"),
