@@ -23,6 +23,7 @@ bash scripts/ensure-postgres.sh
 bash scripts/ensure-valkey.sh
 bash scripts/ensure-etcd.sh
 bash scripts/ensure-seaweedfs.sh
+bash scripts/ensure-mariadb.sh
 bash scripts/ensure-faketime.sh
 bash scripts/ensure-promtool.sh
 bash scripts/ensure-chromium.sh

@@ -45,6 +45,9 @@ pub use lock_core::backend::{
 #[cfg(feature = "etcd")]
 #[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
 pub mod etcd;
+#[cfg(feature = "mysql")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mysql")))]
+pub mod mysql;
 #[cfg(feature = "object-store")]
 #[cfg_attr(docsrs, doc(cfg(feature = "object-store")))]
 pub mod object_store;

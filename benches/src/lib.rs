@@ -5,5 +5,7 @@
 #![forbid(unsafe_code)]
 
 pub mod handwritten;
+pub mod handwritten_mysql;
 
 pub use handwritten::HandLock;
+pub use handwritten_mysql::HandMysqlLock;

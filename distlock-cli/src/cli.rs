@@ -44,7 +44,8 @@ pub(crate) struct TargetArgs {
     /// `redis+unix://`, `unix://`); a Redis Cluster is recognised by itself; give several
     /// nodes' URLs, comma separated, if one may be down. Redlock: one Redis URL per master,
     /// with `--redlock`. etcd: `etcd://host:port` or `http(s)://host:port`, one per member.
-    /// PostgreSQL: `postgres://user@host:port/db` (or `postgresql://`).
+    /// PostgreSQL: `postgres://user@host:port/db` (or `postgresql://`). MySQL / MariaDB:
+    /// `mysql://user:password@host:port/db` (or `mariadb://`; lock-mysql's lease table).
     #[arg(
         long,
         env = "DISTLOCK_URL",
@@ -147,7 +148,8 @@ pub(crate) enum Command {
     /// master of a Cluster; a loaded library is replaced only by a newer version. Without
     /// functions (Redis < 7, an ACL without FUNCTION), says so: the library's code then runs as
     /// EVAL scripts. PostgreSQL (a `postgres://` or `postgresql://` URL): creates or upgrades
-    /// lock-postgres's schema (the lease table and its functions).
+    /// lock-postgres's schema (the lease table and its functions). MySQL / MariaDB (a
+    /// `mysql://` or `mariadb://` URL): creates lock-mysql's schema (the lease table).
     Migrate,
     /// A web console, a JSON API and a Prometheus exporter of the locks the store holds.
     ///

@@ -111,6 +111,52 @@ pub(crate) fn s3_locker(endpoint: &str) -> Result<Locker, Error> {
     }
 }
 
+/// A `Locker` on the MariaDB / MySQL at `url` (`MysqlLock`).
+///
+/// # Errors
+/// The URL does not parse, or the demo was built without the `mysql` feature.
+pub(crate) fn mysql_locker(url: &str) -> Result<Locker, Error> {
+    #[cfg(feature = "mysql")]
+    {
+        Ok(Locker::new(
+            distlock::mysql::MysqlLock::builder()
+                .url(url)
+                .pool_size(2)
+                .build()?,
+        ))
+    }
+    #[cfg(not(feature = "mysql"))]
+    {
+        let _ = url;
+        Err(not_built("mysql"))
+    }
+}
+
+/// Creates the lease table (`MysqlLock::migrate`) on the MariaDB / MySQL at `url` if missing.
+///
+/// # Errors
+/// The server refused, or the demo was built without the `mysql` feature.
+pub(crate) async fn migrate_mysql(url: &str) -> Result<(), Error> {
+    #[cfg(feature = "mysql")]
+    {
+        distlock::mysql::MysqlLock::builder()
+            .url(url)
+            .connect_timeout(std::time::Duration::from_secs(10))
+            .build()?
+            .migrate()
+            .await
+            .map_err(|e| {
+                let url = crate::parent::redacted(url);
+                format!("cannot create the lease table on {url}: {e}").into()
+            })
+    }
+    #[cfg(not(feature = "mysql"))]
+    {
+        let _ = url;
+        Err(not_built("mysql"))
+    }
+}
+
 /// Whether this build carries `backend`'s lock (the Redis one always).
 pub(crate) fn built_with(backend: crate::cli::Backend) -> Result<(), Error> {
     use crate::cli::Backend;
@@ -118,6 +164,8 @@ pub(crate) fn built_with(backend: crate::cli::Backend) -> Result<(), Error> {
         Backend::Redis => Ok(()),
         Backend::Postgres if cfg!(feature = "postgres") => Ok(()),
         Backend::Etcd if cfg!(feature = "etcd") => Ok(()),
+        Backend::Mysql if cfg!(feature = "mysql") => Ok(()),
+        Backend::Mysql => Err(not_built("mysql")),
         Backend::Postgres => Err(not_built("postgres")),
         Backend::Etcd => Err(not_built("etcd")),
         Backend::S3 if cfg!(feature = "s3") => Ok(()),

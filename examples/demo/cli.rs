@@ -42,6 +42,9 @@ pub(crate) enum Backend {
     /// each worker's own clock) on S3 (a throwaway SeaweedFS); the counter and the fenced
     /// resource stay on Redis.
     S3,
+    /// `MysqlLock` (a lease table, waiters poll) on MariaDB / MySQL; the counter and the
+    /// fenced resource stay on Redis.
+    Mysql,
 }
 
 impl Backend {
@@ -52,6 +55,7 @@ impl Backend {
             Self::Postgres => "postgres",
             Self::Etcd => "etcd",
             Self::S3 => "s3",
+            Self::Mysql => "mysql",
         }
     }
 
@@ -60,7 +64,7 @@ impl Backend {
     /// timing): a shorter lease would end on the client long before the server lets go.
     pub(crate) fn default_ttl_ms(self) -> u64 {
         match self {
-            Self::Redis | Self::Postgres => 500,
+            Self::Redis | Self::Postgres | Self::Mysql => 500,
             Self::Etcd => 2_000,
             // A takeover after a stall waits a whole lease seen unchanged: short, to keep it.
             Self::S3 => 1_000,
@@ -132,6 +136,12 @@ pub(crate) struct RunArgs {
     /// demo takes only the lock demo:ledger (the key distlock/demo:ledger).
     #[arg(long, value_name = "URLS")]
     pub(crate) etcd_url: Option<String>,
+
+    /// With --backend mysql: use this MariaDB / MySQL instead of starting a throwaway one
+    /// (`mysql://user:pw@host:port/db`). The demo creates the lease table distlock_leases if it
+    /// is missing and takes only the lock demo:ledger (one row).
+    #[arg(long, value_name = "URL")]
+    pub(crate) mysql_url: Option<String>,
 }
 
 /// The parameters of one worker process, passed on its command line by the parent.
@@ -160,6 +170,9 @@ pub(crate) struct WorkerArgs {
     /// The S3 endpoint of the lock (SeaweedFS's), with `--backend s3`.
     #[arg(long, required_if_eq("backend", "s3"))]
     pub(crate) s3_endpoint: Option<String>,
+    /// The MariaDB / MySQL server of the lock, with `--backend mysql`.
+    #[arg(long, required_if_eq("backend", "mysql"))]
+    pub(crate) mysql_url: Option<String>,
 
     /// When to stop, in milliseconds since the Unix epoch (the same instant for every worker).
     #[arg(long)]
@@ -205,6 +218,9 @@ impl WorkerArgs {
         }
         if let Some(endpoint) = &self.s3_endpoint {
             push("s3-endpoint", endpoint.clone());
+        }
+        if let Some(url) = &self.mysql_url {
+            push("mysql-url", url.clone());
         }
         push("deadline-unix-ms", self.deadline_unix_ms.to_string());
         push("ttl-ms", self.ttl_ms.to_string());
@@ -271,6 +287,18 @@ impl RunArgs {
                  {option} to run the plain lock on PostgreSQL, or use --backend redis."
             ));
         }
+        if self.backend == Backend::Mysql && (self.fair || self.compare) {
+            return Err(
+                "--fair and --compare take the fair lock as the demo runs it, with Redis; drop \
+                 them to run the plain lock on MariaDB, or use --backend redis"
+                    .into(),
+            );
+        }
+        if self.backend != Backend::Mysql && self.mysql_url.is_some() {
+            return Err(
+                "--mysql-url is for the lock on MariaDB / MySQL: add --backend mysql".into(),
+            );
+        }
         if self.backend != Backend::Postgres && self.postgres_url.is_some() {
             return Err(
                 "--postgres-url is for the lock on PostgreSQL: add --backend postgres".into(),
@@ -325,6 +353,7 @@ mod tests {
                 postgres_url,
                 etcd_url,
                 s3_endpoint: (backend == Backend::S3).then(|| "http://127.0.0.1:7004".to_owned()),
+                mysql_url: None,
                 deadline_unix_ms: 1_700_000_000_000,
                 ttl_ms: 500,
                 hold_ms: 2,
@@ -382,7 +411,21 @@ mod tests {
             check(&["demo", "--backend", "postgres"]).expect("parses"),
             Ok(())
         );
-        assert!(check(&["demo", "--backend", "mysql"]).is_err());
+        assert_eq!(
+            check(&["demo", "--backend", "mysql"]).expect("parses"),
+            Ok(())
+        );
+        assert!(
+            check(&["demo", "--backend", "mysql", "--fair"])
+                .expect("parses")
+                .is_err()
+        );
+        assert!(
+            check(&["demo", "--mysql-url", "mysql://u:p@127.0.0.1/db"])
+                .expect("parses")
+                .is_err()
+        );
+        assert!(check(&["demo", "--backend", "mongodb"]).is_err());
         let url = "postgres://postgres@127.0.0.1:5999/postgres";
         assert_eq!(
             check(&["demo", "--backend", "postgres", "--postgres-url", url]).expect("parses"),

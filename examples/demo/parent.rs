@@ -9,10 +9,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use distlock::redis::redis::{self, aio::MultiplexedConnection};
-use lock_testkit::{EtcdCluster, EtcdNetwork, PostgresServer, RedisServer, SeaweedfsServer};
+use lock_testkit::{
+    EtcdCluster, EtcdNetwork, MariadbServer, PostgresServer, RedisServer, SeaweedfsServer,
+};
 
 use crate::Error;
-use crate::backends::{POSTGRES_POOL_SIZE, migrate_postgres};
+use crate::backends::{POSTGRES_POOL_SIZE, migrate_mysql, migrate_postgres};
 use crate::cli::{Backend, RunArgs, WorkerArgs};
 use crate::progress::Progress;
 use crate::protocol::unix_ms_now;
@@ -96,9 +98,25 @@ fn run(args: &RunArgs) -> Result<ExitCode, Error> {
         _ => None,
     };
     let s3_endpoint = s3_server.as_ref().map(SeaweedfsServer::endpoint);
+    // With --backend mysql: a throwaway MariaDB, also stopped by PID when dropped.
+    let my_server = match (args.backend, &args.mysql_url) {
+        (Backend::Mysql, None) => Some(start_mariadb()?),
+        _ => None,
+    };
+    let my_url = match (&my_server, &args.mysql_url) {
+        (Some(server), _) => Some(server.url()),
+        (None, url) => url.clone(),
+    };
+    if let Some(my_url) = &my_url {
+        runtime.block_on(migrate_mysql(my_url))?;
+    }
     let backend = match (&pg_url, &etcd_url) {
         _ if s3_server.is_some() => LockServer::S3 {
             server: s3_server.as_ref(),
+        },
+        _ if my_url.is_some() => LockServer::Mysql {
+            url: my_url.as_deref().unwrap_or_default(),
+            pid: my_server.as_ref().and_then(MariadbServer::pid),
         },
         (Some(pg_url), _) => LockServer::Postgres {
             url: pg_url,
@@ -114,6 +132,7 @@ fn run(args: &RunArgs) -> Result<ExitCode, Error> {
         postgres: pg_url.as_deref(),
         etcd: etcd_url.as_deref(),
         s3: s3_endpoint.as_deref(),
+        mysql: my_url.as_deref(),
     };
 
     let mut passed = true;
@@ -206,6 +225,13 @@ enum LockServer<'a> {
         /// The throwaway SeaweedFS.
         server: Option<&'a SeaweedfsServer>,
     },
+    /// On MariaDB / MySQL.
+    Mysql {
+        /// Its URL.
+        url: &'a str,
+        /// The PID of the throwaway server, if the demo started it.
+        pid: Option<u32>,
+    },
 }
 
 /// Where the workers find the lock when it is not on Redis.
@@ -216,6 +242,8 @@ struct LockUrls<'a> {
     etcd: Option<&'a str>,
     /// The S3 endpoint, with `--backend s3`.
     s3: Option<&'a str>,
+    /// MariaDB's URL, with `--backend mysql`.
+    mysql: Option<&'a str>,
 }
 
 /// Starts a throwaway SeaweedFS (`scripts/ensure-seaweedfs.sh` installs it) on loopback ports.
@@ -225,6 +253,18 @@ fn start_seaweedfs() -> Result<SeaweedfsServer, Error> {
             "cannot start a throwaway SeaweedFS: {e}\n\
              Install it with `bash scripts/ensure-seaweedfs.sh`, or point DISTLOCK_WEED at a \
              weed binary."
+        )
+        .into()
+    })
+}
+
+/// Starts a throwaway MariaDB (`scripts/ensure-mariadb.sh` installs it) on a loopback port.
+fn start_mariadb() -> Result<MariadbServer, Error> {
+    MariadbServer::start().map_err(|e| {
+        format!(
+            "cannot start a throwaway MariaDB: {e}\n\
+             Install it with `bash scripts/ensure-mariadb.sh`, or use a running server with \
+             --mysql-url."
         )
         .into()
     })
@@ -292,6 +332,7 @@ fn run_once(
             postgres_url: lock_urls.postgres.map(str::to_owned),
             etcd_url: lock_urls.etcd.map(str::to_owned),
             s3_endpoint: lock_urls.s3.map(str::to_owned),
+            mysql_url: lock_urls.mysql.map(str::to_owned),
             deadline_unix_ms,
             ttl_ms: args.ttl_ms(),
             hold_ms: args.hold_ms,
@@ -392,6 +433,21 @@ fn print_header(
                 "  backend   s3: ObjectStoreLock (object {}/{LOCK_NAME}) on a throwaway SeaweedFS, \
                  pid {pid}, stopped at the end",
                 crate::backends::S3_URL
+            );
+            println!(
+                "  redis     {} ({origin}): the counter and the fenced resource, the store the \
+                 lock protects",
+                redacted(url)
+            );
+        }
+        LockServer::Mysql { url: my_url, pid } => {
+            let my_origin = match pid {
+                Some(pid) => format!("a throwaway MariaDB, pid {pid}, stopped at the end"),
+                None => "given with --mysql-url; only the lock demo:ledger is taken".to_owned(),
+            };
+            println!(
+                "  backend   mysql: MysqlLock (lease table distlock_leases) on {} ({my_origin})",
+                redacted(my_url)
             );
             println!(
                 "  redis     {} ({origin}): the counter and the fenced resource, the store the \

@@ -224,6 +224,7 @@ fn totals(slots: &[Slot], end: Option<&EndState>, backend: Backend) -> Vec<Row> 
                 Backend::Postgres => "postgres (PostgresLock); counter and resource on Redis",
                 Backend::Etcd => "etcd (EtcdLock); counter and resource on Redis",
                 Backend::S3 => "s3 (ObjectStoreLock on SeaweedFS); counter and resource on Redis",
+                Backend::Mysql => "mysql (MysqlLock); counter and resource on Redis",
             },
         ),
         Row::info("total acquisitions", sum.acquisitions),
@@ -456,6 +457,18 @@ const S3_WAITS: (&str, &str) = (
      Between processes the first to ask wins (the fair lock, --fair, needs Redis).",
 );
 
+/// What the wait percentiles mean with the lock on MariaDB / MySQL (`--backend mysql`), in
+/// place of the first entry of [`LEGEND`].
+const MYSQL_WAITS: (&str, &str) = (
+    "wait p50 / p99 (MysqlLock)",
+    "Each acquisition is one INSERT ... ON DUPLICATE KEY UPDATE on the lease table (a busy \
+     answer also reads the row for the holder's time left). MySQL cannot announce a release, \
+     so the waiters poll with the locker's backoff, bounded by the holder's time left: the worker that has just released asks again \
+     at once and usually wins, and the others' waits are longer than with Redis or \
+     PostgreSQL. Behind a stalled holder the others wait until its lease expires by the \
+     server's clock.",
+);
+
 /// What the less obvious figures mean, wrapped to the terminal.
 const LEGEND: &[(&str, &str)] = &[
     (
@@ -497,6 +510,7 @@ fn print_legend(fair: bool, backend: Backend) {
         (false, Backend::Postgres) => POSTGRES_WAITS,
         (false, Backend::Etcd) => ETCD_WAITS,
         (false, Backend::S3) => S3_WAITS,
+        (false, Backend::Mysql) => MYSQL_WAITS,
         (false, Backend::Redis) => LEGEND[0],
     };
     for (term, meaning) in std::iter::once(&waits).chain(&LEGEND[1..]) {

@@ -9,7 +9,7 @@ use distlock::redis::redis::{self, aio::MultiplexedConnection};
 use distlock::{Guard, LockError, Locker, TimeoutPhase, redis::RedisLock};
 
 use crate::Error;
-use crate::backends::{etcd_locker, postgres_locker, s3_locker};
+use crate::backends::{etcd_locker, mysql_locker, postgres_locker, s3_locker};
 use crate::cli::{Backend, WorkerArgs};
 use crate::protocol::{Event, StallOutcome, Summary, unix_ms_now};
 use crate::resource::{COUNTER_KEY, FencedResource, INSIDE_KEY, LOCK_NAME};
@@ -26,7 +26,7 @@ const ETCD_STALL_OVERSHOOT: Duration = Duration::from_millis(1_000);
 /// How much longer than the lease TTL a simulated stall lasts on `backend`.
 pub(crate) fn stall_overshoot(backend: Backend) -> Duration {
     match backend {
-        Backend::Redis | Backend::Postgres => STALL_OVERSHOOT,
+        Backend::Redis | Backend::Postgres | Backend::Mysql => STALL_OVERSHOOT,
         Backend::Etcd => ETCD_STALL_OVERSHOOT,
         Backend::S3 => STALL_OVERSHOOT,
     }
@@ -145,6 +145,13 @@ impl Worker {
                     .as_deref()
                     .ok_or("--backend s3 needs --s3-endpoint")?;
                 s3_locker(endpoint)?
+            }
+            (Backend::Mysql, _) => {
+                let url = args
+                    .mysql_url
+                    .as_deref()
+                    .ok_or("--backend mysql needs --mysql-url")?;
+                mysql_locker(url)?
             }
         };
         let conn = redis::Client::open(args.redis_url.as_str())?

@@ -54,6 +54,13 @@
 //! [`PgBouncer`] puts a PgBouncer (transaction mode by default) on a free loopback port in
 //! front of one, stopped by its PID too.
 //!
+//! [`MariadbServer`] does the same for MariaDB: a data directory copied from a template made
+//! once per machine by `mariadb-install-db`, `mariadbd` on a free loopback port with its socket
+//! in the temporary directory (as root: `--user=root`), a user `distlock` with a password and
+//! its database, killed by its PID (`SIGKILL`, a crash) and started again on the same data;
+//! `sql_as_root` runs SQL as root over the socket (`KILL CONNECTION`). A MariaDB already running
+//! on this machine is never used (`scripts/ensure-mariadb.sh` installs the binaries).
+//!
 //! [`EtcdCluster`] runs 1 or 3 (any odd count) etcd members, each in a network namespace of its
 //! own on a private bridge (`10.213.S.0/24`) when the process has root (or CAP_NET_ADMIN and
 //! CAP_SYS_ADMIN) and iproute2, else on loopback ports ([`EtcdNetwork`]; a throwaway etcd
@@ -132,12 +139,12 @@ pub use processes::{run_test_in_processes, spawn_test_process};
 pub use servers::TestCertificates;
 pub use servers::{
     CLUSTER_SLOTS, ClusterNode, ETCD_VERSION, EtcdCluster, EtcdClusterBuilder, EtcdMember,
-    EtcdNetwork, FakeClock, Faked, FaultProxy, KeepData, PgBouncer, PgBouncerBuilder, PoolMode,
-    PostgresServer, PostgresServerBuilder, RedisCluster, RedisClusterBuilder, RedisSentinelSet,
-    RedisSentinelSetBuilder, RedisServer, RedisServerBuilder, Role, SlotMigration, VALKEY_VERSION,
-    cache_dir, etcd_install_dir, free_port, pgbouncer_binary, postgres_bin_dir,
-    redis_server_binary, try_etcd_binary, try_faketime_library, try_redis_server_binary,
-    try_valkey_server_binary, valkey_install_dir,
+    EtcdNetwork, FakeClock, Faked, FaultProxy, KeepData, MariadbServer, MariadbServerBuilder,
+    PgBouncer, PgBouncerBuilder, PoolMode, PostgresServer, PostgresServerBuilder, RedisCluster,
+    RedisClusterBuilder, RedisSentinelSet, RedisSentinelSetBuilder, RedisServer,
+    RedisServerBuilder, Role, SlotMigration, VALKEY_VERSION, cache_dir, etcd_install_dir,
+    free_port, pgbouncer_binary, postgres_bin_dir, redis_server_binary, try_etcd_binary,
+    try_faketime_library, try_redis_server_binary, try_valkey_server_binary, valkey_install_dir,
 };
 pub use servers::{
     FakeS3, SEAWEEDFS_ACCESS_KEY, SEAWEEDFS_BUCKET, SEAWEEDFS_SECRET_KEY, SEAWEEDFS_VERSION,

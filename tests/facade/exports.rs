@@ -9,6 +9,7 @@ const BACKENDS: &[(&str, &str, &str)] = &[
     ("postgres", "lock-postgres", "lock_postgres"),
     ("etcd", "lock-etcd", "lock_etcd"),
     ("object_store", "lock-object-store", "lock_object_store"),
+    ("mysql", "lock-mysql", "lock_mysql"),
     ("redlock", "lock-redlock", "lock_redlock"),
 ];
 

@@ -5,10 +5,12 @@ mod clock;
 use std::io;
 use std::time::Duration;
 
+use distlock::mysql::MysqlLock;
 use distlock::postgres::PostgresLock;
 use distlock::postgres::tokio_postgres::{self, NoTls};
 use lock_testkit::{
-    EtcdCluster, FakeClock, FaultProxy, KeepData, PostgresServer, RedisCluster, RedisServer,
+    EtcdCluster, FakeClock, FaultProxy, KeepData, MariadbServer, PostgresServer, RedisCluster,
+    RedisServer,
 };
 
 use crate::resource::FenceStore;
@@ -55,6 +57,8 @@ pub(crate) struct Lab {
     postgres: Option<PostgresServer>,
     /// The etcd cluster, reached through its members' client proxies.
     etcd: Option<EtcdCluster>,
+    /// The MariaDB server (reached through `proxies`, as node 0).
+    mysql: Option<MariadbServer>,
     /// The etcd member killed or partitioned by the last etcd fault.
     etcd_faulted: Option<usize>,
     /// The cluster node killed by the last `kill_lock_master`.
@@ -109,9 +113,13 @@ impl Lab {
             Topology::Etcd => Some(EtcdCluster::builder().members(ETCD_MEMBERS).start()?),
             _ => None,
         };
+        let mysql = match topology {
+            Topology::Mysql => Some(start_mariadb()?),
+            _ => None,
+        };
         let (servers, cluster) = match topology {
             Topology::Single => (vec![store(0)?], None),
-            Topology::Postgres | Topology::Etcd => (Vec::new(), None),
+            Topology::Postgres | Topology::Etcd | Topology::Mysql => (Vec::new(), None),
             Topology::Redlock(n) => ((0..n).map(store).collect::<io::Result<Vec<_>>>()?, None),
             Topology::Cluster => {
                 let builder = RedisCluster::builder()
@@ -130,6 +138,7 @@ impl Lab {
             .iter()
             .map(RedisServer::addr)
             .chain(postgres.iter().map(PostgresServer::addr))
+            .chain(mysql.iter().map(MariadbServer::addr))
             .collect();
         let proxies = (0..workers)
             .map(|_| {
@@ -145,6 +154,7 @@ impl Lab {
             cluster,
             postgres,
             etcd,
+            mysql,
             etcd_faulted: None,
             killed: None,
             resource,
@@ -193,6 +203,16 @@ impl Lab {
                 url: format!("postgres://postgres@127.0.0.1:{port}/postgres"),
             };
         }
+        if let Some(server) = &self.mysql {
+            let port = self.proxies[worker as usize]
+                .first()
+                .map(|proxy| proxy.addr().port())
+                .unwrap_or_default();
+            let url = server.url();
+            return Backend::Mysql {
+                url: url.replace(&format!(":{}/", server.port()), &format!(":{port}/")),
+            };
+        }
         let urls: Vec<String> = self.proxies[worker as usize]
             .iter()
             .map(FaultProxy::url)
@@ -223,7 +243,9 @@ impl Lab {
 
     /// How many lock servers there are (not counting a cluster's).
     pub(crate) fn node_count(&self) -> usize {
-        self.servers.len() + usize::from(self.postgres.is_some())
+        self.servers.len()
+            + usize::from(self.postgres.is_some())
+            + usize::from(self.mysql.is_some())
     }
 
     /// Shuts PostgreSQL down: fast (`SIGINT`) or immediate (`SIGQUIT`).
@@ -254,6 +276,26 @@ impl Lab {
                 )
                 .await
                 .map(drop)
+        })
+    }
+
+    /// `SIGKILL`s MariaDB (a crash).
+    pub(crate) fn stop_mysql(&mut self) -> io::Result<()> {
+        self.mysql_mut()?.stop();
+        Ok(())
+    }
+
+    /// Starts MariaDB again with its data.
+    pub(crate) fn start_mysql(&mut self) -> io::Result<()> {
+        self.mysql_mut()?.start_again()
+    }
+
+    fn mysql_mut(&mut self) -> io::Result<&mut MariadbServer> {
+        self.mysql.as_mut().ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a MariaDB step in a scenario without MariaDB",
+            )
         })
     }
 
@@ -436,6 +478,21 @@ fn start_postgres(clock: Option<&FakeClock>) -> io::Result<PostgresServer> {
     // server on a libfaketime clock (every clock read goes through its file) on a busy machine
     // can exceed.
     let lock = PostgresLock::builder()
+        .url(server.url())
+        .connect_timeout(Duration::from_secs(10))
+        .statement_timeout(Duration::from_secs(10))
+        .build()
+        .map_err(io::Error::other)?;
+    runtime()?
+        .block_on(lock.migrate())
+        .map_err(io::Error::other)?;
+    Ok(server)
+}
+
+/// A MariaDB server with the lease table created (setup: 10 s per statement).
+fn start_mariadb() -> io::Result<MariadbServer> {
+    let server = MariadbServer::start()?;
+    let lock = MysqlLock::builder()
         .url(server.url())
         .connect_timeout(Duration::from_secs(10))
         .statement_timeout(Duration::from_secs(10))

@@ -113,6 +113,11 @@ fn main() -> ExitCode {
             .into_iter()
             .filter(|s| s.topology == scenario::Topology::Postgres)
             .collect()
+    } else if cli.scenario == "mysql" {
+        scenario::all()
+            .into_iter()
+            .filter(|s| s.topology == scenario::Topology::Mysql)
+            .collect()
     } else if cli.scenario == "etcd" {
         scenario::all()
             .into_iter()

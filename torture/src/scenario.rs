@@ -4,11 +4,13 @@ use std::fmt;
 use std::time::Duration;
 
 mod clock;
+mod mysql;
 
 pub use clock::{
     Clocks, clock_client_jump, clock_etcd_monotonic, clock_pg_jump, clock_redis_jump,
     clock_redlock_fast, clock_redlock_jump, clock_scenarios,
 };
+pub use mysql::{mysql_holder_pause, mysql_restart};
 
 use crate::checker::Report;
 use crate::schedule::{Net, Step, Target};
@@ -27,6 +29,8 @@ pub enum Topology {
     Postgres,
     /// An etcd cluster of 3 members; `EtcdLock`.
     Etcd,
+    /// One MariaDB; `MysqlLock` on its lease table.
+    Mysql,
 }
 
 /// How many times something may happen.
@@ -283,6 +287,8 @@ pub fn all() -> Vec<Scenario> {
         etcd_leader_partition(),
         etcd_holder_pause(),
         etcd_restart_all(),
+        mysql_restart(),
+        mysql_holder_pause(),
     ];
     all.extend(clock_scenarios());
     all

@@ -87,6 +87,10 @@ pub enum Step {
     },
     /// PostgreSQL: starts the server again with its data, on its port.
     StartPostgres,
+    /// MariaDB: `SIGKILL`s the server by its PID (a crash; InnoDB recovers on the next start).
+    StopMysql,
+    /// MariaDB: starts the server again with its data, on its port.
+    StartMysql,
     /// PostgreSQL: `pg_terminate_backend` on every session of the workers (the holder's
     /// included); the server and the lease table stay.
     TerminateBackends,
@@ -145,6 +149,7 @@ impl Step {
             | Step::Fill { .. }
             | Step::KillLockMaster
             | Step::StopPostgres { .. }
+            | Step::StopMysql
             | Step::KillEtcdLeader
             | Step::PartitionEtcdLeader
             | Step::StopEtcdCluster
@@ -155,6 +160,7 @@ impl Step {
             | Step::Resume(_)
             | Step::AwaitFailover
             | Step::StartPostgres
+            | Step::StartMysql
             // Over as soon as it is done: the time to the next grant counts from there.
             | Step::TerminateBackends
             // A new leader: the cluster serves again, without the killed member.
@@ -214,6 +220,8 @@ impl fmt::Display for Step {
             Step::StopPostgres { fast: true } => f.write_str("stop PostgreSQL (fast)"),
             Step::StopPostgres { fast: false } => f.write_str("stop PostgreSQL (immediate)"),
             Step::StartPostgres => f.write_str("start PostgreSQL again"),
+            Step::StopMysql => f.write_str("kill MariaDB"),
+            Step::StartMysql => f.write_str("start MariaDB again"),
             Step::TerminateBackends => f.write_str("pg_terminate_backend the workers' sessions"),
             Step::KillEtcdLeader => f.write_str("SIGKILL the etcd leader"),
             Step::AwaitEtcdLeader => f.write_str("a new etcd leader elected"),

@@ -7,6 +7,8 @@
 //! JSON documents and the web console print one thing whatever the backend.
 
 mod etcd;
+mod mysql;
+mod mysql_read;
 mod object_store;
 mod postgres;
 mod postgres_advisory;
@@ -179,6 +181,7 @@ pub(crate) async fn connect(args: &TargetArgs) -> Result<Box<dyn Store>, Failure
         Scheme::ObjectStore => Ok(Box::new(
             object_store::ObjectStoreTarget::connect(args).await?,
         )),
+        Scheme::Mysql => Ok(Box::new(mysql::MysqlTarget::connect(args).await?)),
     }
 }
 

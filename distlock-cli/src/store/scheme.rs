@@ -20,6 +20,8 @@ pub(crate) enum Scheme {
     /// An object store: `s3://bucket/prefix` (the endpoint and credentials from the AWS
     /// environment variables).
     ObjectStore,
+    /// MySQL / MariaDB: `mysql://` or `mariadb://` (sqlx's URLs).
+    Mysql,
 }
 
 /// Redis URL schemes (redis-rs's).
@@ -38,6 +40,8 @@ const ETCD: &[&str] = &["etcd", "http", "https"];
 const POSTGRES: &[&str] = &["postgres", "postgresql"];
 /// Object-store URL schemes.
 const OBJECT_STORE: &[&str] = &["s3"];
+/// MySQL / MariaDB URL schemes.
+const MYSQL: &[&str] = &["mysql", "mariadb"];
 
 impl Scheme {
     /// The backend of one URL.
@@ -60,6 +64,8 @@ impl Scheme {
             Ok(Self::Postgres)
         } else if OBJECT_STORE.contains(&scheme.as_str()) {
             Ok(Self::ObjectStore)
+        } else if MYSQL.contains(&scheme.as_str()) {
+            Ok(Self::Mysql)
         } else {
             Err(Failure::new(
                 USAGE,
@@ -113,6 +119,7 @@ impl Scheme {
             Self::Etcd => "etcd",
             Self::Postgres => "postgres",
             Self::ObjectStore => "object-store",
+            Self::Mysql => "mysql",
         }
     }
 }
@@ -120,11 +127,12 @@ impl Scheme {
 /// The schemes accepted, for messages.
 fn expected() -> String {
     format!(
-        "expected one of {} (Redis; --redlock for Redlock), {} (etcd), {} (PostgreSQL) or {} \
-         (object storage)",
+        "expected one of {} (Redis; --redlock for Redlock), {} (etcd), {} (PostgreSQL), {} \
+         (MySQL / MariaDB) or {} (object storage)",
         list(REDIS),
         list(ETCD),
         list(POSTGRES),
+        list(MYSQL),
         list(OBJECT_STORE)
     )
 }
@@ -160,6 +168,8 @@ mod tests {
             ("postgres://u@h/db", Scheme::Postgres),
             ("postgresql://h:5432/db?sslmode=disable", Scheme::Postgres),
             ("s3://bucket/locks", Scheme::ObjectStore),
+            ("mysql://u:pw@h:3306/db", Scheme::Mysql),
+            ("mariadb://h/db", Scheme::Mysql),
         ] {
             assert_eq!(Scheme::of(url).expect(url), scheme, "{url}");
         }
@@ -167,9 +177,13 @@ mod tests {
 
     #[test]
     fn an_unknown_scheme_is_named() {
-        let failure = Scheme::of("mysql://h/db").expect_err("unknown");
+        let failure = Scheme::of("mongodb://h/db").expect_err("unknown");
         assert_eq!(failure.code, USAGE);
-        assert!(failure.message.contains("\"mysql\""), "{}", failure.message);
+        assert!(
+            failure.message.contains("\"mongodb\""),
+            "{}",
+            failure.message
+        );
         assert!(
             failure.message.contains("postgres://"),
             "{}",

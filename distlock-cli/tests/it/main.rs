@@ -11,6 +11,7 @@ mod etcd_kinds;
 mod inspect;
 mod ls_many;
 mod migrate;
+mod mysql;
 mod object_store;
 mod postgres;
 mod redlock;

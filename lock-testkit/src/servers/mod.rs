@@ -7,6 +7,7 @@
 mod cluster;
 mod etcd;
 mod fake_s3;
+mod mariadb;
 mod pgbouncer;
 mod postgres;
 mod proxy;
@@ -35,6 +36,7 @@ pub use etcd::{
 };
 pub use fake_clock::{FakeClock, Faked, try_faketime_library};
 pub use fake_s3::FakeS3;
+pub use mariadb::{MariadbServer, MariadbServerBuilder};
 pub use pgbouncer::{PgBouncer, PgBouncerBuilder, PoolMode, pgbouncer_binary};
 pub use port::free_port;
 pub use postgres::{PostgresServer, PostgresServerBuilder, postgres_bin_dir};

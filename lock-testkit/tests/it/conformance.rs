@@ -45,6 +45,7 @@ mod matrix {
     const REDIS: &str = "redis://127.0.0.1:1";
     const POSTGRES: &str = "postgres://distlock@127.0.0.1:1/distlock";
     const ETCD: &str = "http://127.0.0.1:1";
+    const MYSQL: &str = "mysql://distlock@127.0.0.1:1/distlock";
 
     fn redis() -> RedisLock {
         RedisLock::builder()
@@ -103,6 +104,12 @@ mod matrix {
                 "locks",
                 std::time::Duration::from_secs(1),
             )),
+            ("lock-mysql", "table") => {
+                Arc::new(lock_mysql::MysqlLock::from_url(MYSQL).expect("URL"))
+            }
+            ("lock-mysql", "advisory") => {
+                Arc::new(lock_mysql::MysqlAdvisoryLock::from_url(MYSQL).expect("URL"))
+            }
             _ => panic!(
                 "the matrix does not know the lock of the runner {}: add how it builds it \
                  to `lock_of`",

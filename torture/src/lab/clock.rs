@@ -17,7 +17,7 @@ pub(super) fn node_clocks(
     clocks: Clocks,
 ) -> io::Result<Vec<Option<FakeClock>>> {
     let nodes = match topology {
-        Topology::Single | Topology::Postgres => 1,
+        Topology::Single | Topology::Postgres | Topology::Mysql => 1,
         Topology::Redlock(n) => n,
         Topology::Cluster | Topology::Etcd => 0,
     };

@@ -1,7 +1,8 @@
 //! Builds the worker's `Locker` through distlock's public API, as a user would.
 
 use distlock::{
-    LockError, Locker, etcd::EtcdLock, postgres::PostgresLock, redis::RedisLock, redlock::Redlock,
+    LockError, Locker, etcd::EtcdLock, mysql::MysqlLock, postgres::PostgresLock, redis::RedisLock,
+    redlock::Redlock,
 };
 
 use super::config::{Backend, WorkerConfig};
@@ -52,6 +53,13 @@ pub(crate) fn locker(config: &WorkerConfig) -> Result<(Locker, Option<EtcdLock>)
         ),
         Backend::Postgres { url } => Locker::builder(
             PostgresLock::builder()
+                .url(url.as_str())
+                .statement_timeout(timeout)
+                .connect_timeout(timeout)
+                .build()?,
+        ),
+        Backend::Mysql { url } => Locker::builder(
+            MysqlLock::builder()
                 .url(url.as_str())
                 .statement_timeout(timeout)
                 .connect_timeout(timeout)

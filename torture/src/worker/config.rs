@@ -32,6 +32,11 @@ pub enum Backend {
         /// The server's URL (the worker's proxy in front of it).
         url: String,
     },
+    /// `MysqlLock` (the lease table) on one MariaDB / MySQL.
+    Mysql {
+        /// The server's URL (the worker's proxy in front of it).
+        url: String,
+    },
     /// `EtcdLock` on an etcd cluster.
     Etcd {
         /// Every member's client URL (`http://host:port`, the member's fault proxy).

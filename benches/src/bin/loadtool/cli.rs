@@ -29,7 +29,7 @@ pub(crate) struct Cli {
 
     /// Run only these parts (comma-separated: baseline, s1, s2, s3, s4, s5, s6, s7, s8, s9,
     /// s10, valkey (S1 and S2 on Redis and Valkey, alternating); p1, p3, p5, p7, p8, p10 — S1, S3, S5, S7, S8 and S10 on PostgreSQL, P1 with its
-    /// pgbench baselines).
+    /// pgbench baselines; m1, m2 — S1 and S2 on MariaDB against a hand-written lock).
     #[arg(long, value_delimiter = ',', value_name = "PARTS")]
     pub(crate) only: Vec<Part>,
 
@@ -123,6 +123,11 @@ pub(crate) enum Part {
     /// Failover on a 3-member etcd: the leader killed while a task takes and releases the
     /// lock; the time from the kill to the next grant.
     EFailover,
+    /// S1 on MariaDB (`MysqlLock`'s lease table), interleaved with the hand-written MySQL lock
+    /// on the same server and client.
+    M1,
+    /// S2 on MariaDB: S2's tasks, each its own name, interleaved with the hand-written lock.
+    M2,
 }
 
 impl Part {
@@ -131,6 +136,8 @@ impl Part {
         [Part::P1, Part::P3, Part::P5, Part::P7, Part::P8, Part::P10];
     /// The parts run on etcd.
     pub(crate) const ETCD: [Part; 5] = [Part::E1, Part::E2, Part::E3, Part::E5, Part::EFailover];
+    /// The parts run on MariaDB.
+    pub(crate) const MYSQL: [Part; 2] = [Part::M1, Part::M2];
 }
 
 /// The tokio runtime flavour.
@@ -268,6 +275,8 @@ impl Plan {
                 Part::E3,
                 Part::E5,
                 Part::EFailover,
+                Part::M1,
+                Part::M2,
             ]
         } else {
             cli.only.clone()
@@ -319,6 +328,11 @@ impl Plan {
     /// Whether any part runs on etcd.
     pub(crate) fn has_etcd(&self) -> bool {
         Part::ETCD.iter().any(|p| self.has(*p))
+    }
+
+    /// Whether any MariaDB part runs.
+    pub(crate) fn has_mysql(&self) -> bool {
+        Part::MYSQL.iter().any(|p| self.has(*p))
     }
 
     /// How many times the failover part kills the leader.

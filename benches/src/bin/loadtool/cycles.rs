@@ -39,6 +39,8 @@ pub(crate) enum Client {
     Rslock(rslock::LockManager),
     /// E1's baseline: etcd's transactions sent alone with etcd-client (see [`crate::etcd`]).
     EtcdBare(Box<crate::etcd_bare::BareEtcd>),
+    /// M1's and M2's baseline: the hand-written MySQL lease-table lock.
+    HandMysql(distlock_bench::HandMysqlLock),
 }
 
 impl Client {
@@ -82,6 +84,16 @@ impl Client {
             }
             Self::Rslock(manager) => crate::rslock::cycle(manager, name, TTL).await?,
             Self::EtcdBare(bare) => bare.cycle(name).await?,
+            Self::HandMysql(hand) => {
+                let token = hand
+                    .try_acquire(name, TTL)
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .ok_or("the lock was busy")?;
+                hand.release(name, &token)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
         }
         Ok(())
     }

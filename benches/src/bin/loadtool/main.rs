@@ -61,6 +61,7 @@ mod handoff;
 mod info;
 mod kinds;
 mod labels;
+mod mysql;
 mod postgres;
 mod procfs;
 mod progress;
@@ -198,6 +199,7 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
         postgres: None,
         servers: Vec::new(),
         etcd: None,
+        mysql: None,
         targets: Vec::new(),
         failures: Vec::new(),
     };
@@ -559,6 +561,10 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
         run.etcd = Some(etcd::run(&plan, &runtime, &mut progress)?);
     }
 
+    if plan.has_mysql() {
+        run.mysql = Some(mysql::run(&plan, &runtime, &mut progress)?);
+    }
+
     progress.next();
     run.wall_s = started.elapsed().as_secs_f64();
     run.judge();
@@ -800,6 +806,22 @@ fn steps(plan: &Plan, bench: bool) -> Vec<(String, Duration)> {
     }
     if plan.has(Part::E1) || plan.has(Part::E2) || plan.has(Part::E3) || plan.has(Part::E5) {
         s.push(("starting etcd".to_owned(), secs(2.0)));
+    }
+    if plan.has_mysql() {
+        s.push(("starting MariaDB".to_owned(), secs(3.0)));
+    }
+    for (part, name) in [(Part::M1, "M1"), (Part::M2, "M2")] {
+        if plan.has(part) {
+            let rounds = plan.s1_rounds;
+            for round in 1..=rounds {
+                for client in mysql::CLIENTS {
+                    s.push((
+                        format!("{name} round {round}/{rounds}: {client}"),
+                        cycle / rounds,
+                    ));
+                }
+            }
+        }
     }
     for (part, name) in [(Part::E1, "E1"), (Part::E2, "E2")] {
         if plan.has(part) {

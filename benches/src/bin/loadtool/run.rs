@@ -57,6 +57,8 @@ pub(crate) struct Run {
     pub(crate) servers: Vec<crate::servers::ServerRun>,
     /// E1, E2, E3, E5 and the failover on etcd.
     pub(crate) etcd: Option<crate::etcd::EtcdRun>,
+    /// M1 and M2 on MariaDB.
+    pub(crate) mysql: Option<crate::mysql::MysqlRun>,
     pub(crate) targets: Vec<Target>,
     /// Correctness failures and errors: a run with any is not a valid measurement.
     pub(crate) failures: Vec<String>,
@@ -625,6 +627,17 @@ impl Run {
         }
         if let Some(etcd) = &self.etcd {
             etcd_failures(etcd, &mut failures);
+        }
+        if let Some(mysql) = &self.mysql {
+            for r in mysql.m1.iter().chain(&mysql.m2).filter(|r| r.errors > 0) {
+                failures.push(format!(
+                    "{} {}: {} errors (first: {})",
+                    r.scenario,
+                    r.client,
+                    r.errors,
+                    r.first_error.as_deref().unwrap_or("-")
+                ));
+            }
         }
         self.failures.extend(failures);
     }

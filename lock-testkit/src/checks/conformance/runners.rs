@@ -49,6 +49,12 @@ pub const RUNNERS: &[Runner] = &[
         "seaweedfs",
         "`ObjectStoreLock`, SeaweedFS 4.48 (S3)",
     ),
+    runner("lock-mysql", "table", "`MysqlLock`, MariaDB 10.11"),
+    runner(
+        "lock-mysql",
+        "advisory",
+        "`MysqlAdvisoryLock`, MariaDB 10.11",
+    ),
 ];
 
 const fn runner(package: &'static str, module: &'static str, backend: &'static str) -> Runner {

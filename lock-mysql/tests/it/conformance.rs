@@ -1,0 +1,58 @@
+//! The conformance suite (`lock_testkit::conformance`) over MariaDB: every check of every
+//! module, one test per module, over `MysqlLock` (the lease table: `table::mutex`) and
+//! `MysqlAdvisoryLock` (`advisory::...`). What runs comes from each lock's capability table:
+//! every kind for the lease table (the multi-lock in one transaction, strict fencing tokens,
+//! no announcements), the mutex and the multi-lock one name after the other for the advisory
+//! mode, whose other kinds are checked to be refused before any statement.
+//!
+//! The checks running at the same time share one throwaway server (`common::shared`), each on
+//! names of its own.
+
+/// Lockers each with a `MysqlLock` of its own (its own pool, like another process).
+mod table {
+    use std::sync::Arc;
+
+    use lock_core::Locker;
+    use lock_testkit::conformance::Backend;
+
+    async fn setup() -> (Arc<crate::common::Db>, Backend) {
+        let db = crate::common::shared().await;
+        let url = db.server.url();
+        let backend = Backend::new(move || Locker::new(crate::common::lock(&url)));
+        (db, backend)
+    }
+
+    lock_testkit::conformance_tests!(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        setup().await
+    );
+}
+
+/// Lockers each with a `MysqlAdvisoryLock` of their own (`GET_LOCK` session locks): no
+/// fencing tokens, no release announcements, as its capability table declares.
+mod advisory {
+    use std::sync::Arc;
+
+    use lock_core::Locker;
+    use lock_testkit::conformance::{Backend, Fencing};
+
+    async fn setup() -> (Arc<crate::common::Db>, Backend) {
+        let db = crate::common::shared().await;
+        let url = db.server.url();
+        let backend = Backend::new(move || Locker::new(crate::common::advisory(&url)));
+        (db, backend)
+    }
+
+    lock_testkit::conformance_tests!(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        setup().await
+    );
+
+    /// What the suite's fencing and wake-up checks assert over this mode comes from its table.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn declares_no_fencing_and_no_announcements() {
+        let (_db, backend) = setup().await;
+        assert_eq!(backend.fencing(), Fencing::None);
+        assert!(!backend.announces_releases());
+    }
+}
