@@ -4,11 +4,13 @@ use std::fmt;
 use std::time::Duration;
 
 mod clock;
+mod object_store;
 
 pub use clock::{
     Clocks, clock_client_jump, clock_etcd_monotonic, clock_pg_jump, clock_redis_jump,
     clock_redlock_fast, clock_redlock_jump, clock_scenarios,
 };
+pub use object_store::{s3_holder_pause, s3_restart, s3_restart_pause};
 
 use crate::checker::Report;
 use crate::schedule::{Net, Step, Target};
@@ -27,6 +29,8 @@ pub enum Topology {
     Postgres,
     /// An etcd cluster of 3 members; `EtcdLock`.
     Etcd,
+    /// One SeaweedFS (S3); `ObjectStoreLock`, the fenced log an object beside the locks'.
+    ObjectStore,
 }
 
 /// How many times something may happen.
@@ -283,6 +287,9 @@ pub fn all() -> Vec<Scenario> {
         etcd_leader_partition(),
         etcd_holder_pause(),
         etcd_restart_all(),
+        s3_restart(),
+        s3_holder_pause(),
+        s3_restart_pause(),
     ];
     all.extend(clock_scenarios());
     all

@@ -87,6 +87,10 @@ pub enum Step {
     },
     /// PostgreSQL: starts the server again with its data, on its port.
     StartPostgres,
+    /// SeaweedFS: `SIGKILL`s the S3 server by its PID (a crash); its data stays.
+    KillS3,
+    /// SeaweedFS: starts the S3 server again on its data, on its ports.
+    StartS3,
     /// PostgreSQL: `pg_terminate_backend` on every session of the workers (the holder's
     /// included); the server and the lease table stay.
     TerminateBackends,
@@ -145,6 +149,7 @@ impl Step {
             | Step::Fill { .. }
             | Step::KillLockMaster
             | Step::StopPostgres { .. }
+            | Step::KillS3
             | Step::KillEtcdLeader
             | Step::PartitionEtcdLeader
             | Step::StopEtcdCluster
@@ -155,6 +160,7 @@ impl Step {
             | Step::Resume(_)
             | Step::AwaitFailover
             | Step::StartPostgres
+            | Step::StartS3
             // Over as soon as it is done: the time to the next grant counts from there.
             | Step::TerminateBackends
             // A new leader: the cluster serves again, without the killed member.
@@ -214,6 +220,8 @@ impl fmt::Display for Step {
             Step::StopPostgres { fast: true } => f.write_str("stop PostgreSQL (fast)"),
             Step::StopPostgres { fast: false } => f.write_str("stop PostgreSQL (immediate)"),
             Step::StartPostgres => f.write_str("start PostgreSQL again"),
+            Step::KillS3 => f.write_str("kill SeaweedFS"),
+            Step::StartS3 => f.write_str("start SeaweedFS again"),
             Step::TerminateBackends => f.write_str("pg_terminate_backend the workers' sessions"),
             Step::KillEtcdLeader => f.write_str("SIGKILL the etcd leader"),
             Step::AwaitEtcdLeader => f.write_str("a new etcd leader elected"),

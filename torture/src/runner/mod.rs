@@ -377,6 +377,8 @@ impl Run<'_> {
             Step::RestartKilledMaster => self.lab.restart_killed_master()?,
             Step::StopPostgres { fast } => self.lab.stop_postgres(*fast)?,
             Step::StartPostgres => self.lab.start_postgres()?,
+            Step::KillS3 => self.lab.kill_s3()?,
+            Step::StartS3 => self.lab.start_s3()?,
             Step::TerminateBackends => self.lab.terminate_backends()?,
             Step::KillEtcdLeader => self.lab.kill_etcd_leader()?,
             Step::AwaitEtcdLeader => self.lab.await_etcd_leader()?,

@@ -7,6 +7,7 @@ mod clock;
 mod cluster;
 mod etcd;
 mod histories;
+mod object_store;
 mod postgres;
 mod redlock;
 mod single_redis;
