@@ -5,5 +5,7 @@
 #![forbid(unsafe_code)]
 
 pub mod handwritten;
+pub mod handwritten_s3;
 
 pub use handwritten::HandLock;
+pub use handwritten_s3::HandS3Lock;

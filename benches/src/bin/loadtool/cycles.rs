@@ -39,6 +39,8 @@ pub(crate) enum Client {
     Rslock(rslock::LockManager),
     /// E1's baseline: etcd's transactions sent alone with etcd-client (see [`crate::etcd`]).
     EtcdBare(Box<crate::etcd_bare::BareEtcd>),
+    /// O1's and O2's baseline: the hand-written object-storage lock (create + delete).
+    HandS3(distlock_bench::HandS3Lock),
 }
 
 impl Client {
@@ -82,6 +84,10 @@ impl Client {
             }
             Self::Rslock(manager) => crate::rslock::cycle(manager, name, TTL).await?,
             Self::EtcdBare(bare) => bare.cycle(name).await?,
+            Self::HandS3(hand) => {
+                hand.try_acquire(name).await?.ok_or("the lock was busy")?;
+                hand.release(name).await?;
+            }
         }
         Ok(())
     }

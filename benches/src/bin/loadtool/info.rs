@@ -144,6 +144,15 @@ impl Probe {
         })
     }
 
+    /// A probe that counts nothing on the server (MariaDB's parts): client CPU only.
+    pub(crate) fn client_only() -> Self {
+        Self {
+            conns: Vec::new(),
+            postgres: None,
+            etcd: None,
+        }
+    }
+
     /// A probe of the etcd member whose client address (serving `/metrics`) is `addr` and
     /// whose process is `server_pid`.
     pub(crate) fn etcd(addr: std::net::SocketAddr, server_pid: Option<u32>) -> Self {

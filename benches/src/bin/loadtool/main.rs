@@ -61,6 +61,8 @@ mod handoff;
 mod info;
 mod kinds;
 mod labels;
+mod objstore;
+mod objstore_count;
 mod postgres;
 mod procfs;
 mod progress;
@@ -198,6 +200,7 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
         postgres: None,
         servers: Vec::new(),
         etcd: None,
+        object_store: None,
         targets: Vec::new(),
         failures: Vec::new(),
     };
@@ -559,6 +562,10 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
         run.etcd = Some(etcd::run(&plan, &runtime, &mut progress)?);
     }
 
+    if plan.has_object_store() {
+        run.object_store = Some(objstore::run(&plan, &runtime, &mut progress)?);
+    }
+
     progress.next();
     run.wall_s = started.elapsed().as_secs_f64();
     run.judge();
@@ -800,6 +807,35 @@ fn steps(plan: &Plan, bench: bool) -> Vec<(String, Duration)> {
     }
     if plan.has(Part::E1) || plan.has(Part::E2) || plan.has(Part::E3) || plan.has(Part::E5) {
         s.push(("starting etcd".to_owned(), secs(2.0)));
+    }
+    if plan.has_object_store() {
+        s.push(("starting SeaweedFS".to_owned(), secs(3.0)));
+    }
+    for (part, name) in [(Part::O1, "O1"), (Part::O2, "O2")] {
+        if plan.has(part) {
+            let rounds = plan.s1_rounds;
+            for round in 1..=rounds {
+                for client in objstore::CLIENTS {
+                    s.push((
+                        format!("{name} round {round}/{rounds}: {client}"),
+                        cycle / rounds,
+                    ));
+                }
+            }
+        }
+    }
+    if plan.has(Part::OTakeover) {
+        let rounds = u32::try_from(plan.takeovers()).unwrap_or(1);
+        s.push((
+            format!("object-storage takeover: {rounds} holders die"),
+            objstore::TAKEOVER_LEASE * rounds,
+        ));
+    }
+    if plan.has(Part::O5) {
+        s.push((
+            format!("O5 {} renewed locks on object storage", objstore::O5_LOCKS),
+            plan.s5_lease * plan.s5_periods,
+        ));
     }
     for (part, name) in [(Part::E1, "E1"), (Part::E2, "E2")] {
         if plan.has(part) {

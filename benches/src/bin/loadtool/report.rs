@@ -32,6 +32,7 @@ pub(crate) fn print(run: &Run) {
     scale(run);
     postgres(run);
     etcd(run);
+    crate::objstore::report(run.object_store.as_ref());
     targets(run);
     if !run.failures.is_empty() {
         println!("\nFAILURES (the figures above are not a valid measurement):");
@@ -222,7 +223,7 @@ fn stale(run: &Run) {
 }
 
 /// The table of S1, S2, S4 and P1: a row a client, with `server_time` in the column `time`.
-fn cycle_table(rows: &[&CycleRun], time: &str, server_time: fn(&Cost) -> f64) -> Table {
+pub(crate) fn cycle_table(rows: &[&CycleRun], time: &str, server_time: fn(&Cost) -> f64) -> Table {
     let mut t = table(&[
         "scenario",
         "client",

@@ -57,6 +57,8 @@ pub(crate) struct Run {
     pub(crate) servers: Vec<crate::servers::ServerRun>,
     /// E1, E2, E3, E5 and the failover on etcd.
     pub(crate) etcd: Option<crate::etcd::EtcdRun>,
+    /// O1, O2, the takeover and O5 on object storage.
+    pub(crate) object_store: Option<crate::objstore::ObjStoreRun>,
     pub(crate) targets: Vec<Target>,
     /// Correctness failures and errors: a run with any is not a valid measurement.
     pub(crate) failures: Vec<String>,
@@ -625,6 +627,9 @@ impl Run {
         }
         if let Some(etcd) = &self.etcd {
             etcd_failures(etcd, &mut failures);
+        }
+        if let Some(object_store) = &self.object_store {
+            crate::objstore::failures(object_store, &mut failures);
         }
         self.failures.extend(failures);
     }
