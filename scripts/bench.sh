@@ -11,4 +11,6 @@ bash scripts/ensure-redis.sh
 # needs protoc to build at all.
 bash scripts/ensure-valkey.sh
 bash scripts/ensure-etcd.sh
+# The object-storage parts (O1, O2, the takeover, O5) run on a throwaway SeaweedFS.
+bash scripts/ensure-seaweedfs.sh
 exec cargo run --quiet --release -p distlock-bench --bin loadtool -- "$@"

@@ -6,6 +6,8 @@
 
 pub mod handwritten;
 pub mod handwritten_mysql;
+pub mod handwritten_s3;
 
 pub use handwritten::HandLock;
 pub use handwritten_mysql::HandMysqlLock;
+pub use handwritten_s3::HandS3Lock;

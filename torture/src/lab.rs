@@ -10,7 +10,7 @@ use distlock::postgres::PostgresLock;
 use distlock::postgres::tokio_postgres::{self, NoTls};
 use lock_testkit::{
     EtcdCluster, FakeClock, FaultProxy, KeepData, MariadbServer, PostgresServer, RedisCluster,
-    RedisServer,
+    RedisServer, SeaweedfsServer,
 };
 
 use crate::resource::FenceStore;
@@ -28,6 +28,9 @@ const REPLICA_LAG: Duration = Duration::from_millis(500);
 
 /// Members of the etcd scenarios' cluster: 3 survives the loss of any one.
 const ETCD_MEMBERS: usize = 3;
+
+/// The lock objects' prefix in the object-storage scenarios' bucket.
+const S3_PREFIX: &str = "torture-locks";
 /// How long a restarted etcd cluster may take to become healthy again.
 const ETCD_HEALTHY_WITHIN: Duration = Duration::from_secs(30);
 /// How long the members may take to agree on a leader (an election, on a loaded machine).
@@ -42,6 +45,16 @@ pub enum Server {
     Redis,
     /// Valkey's `valkey-server` (`scripts/ensure-valkey.sh` installs it).
     Valkey,
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        // SeaweedFS takes ~15 s to exit on SIGTERM after a restart on its data; its data is
+        // thrown away with the lab, so a crash is as good as a stop.
+        if let Some(server) = &mut self.s3 {
+            server.kill();
+        }
+    }
 }
 
 /// Everything a run's workers talk to.
@@ -59,6 +72,9 @@ pub(crate) struct Lab {
     etcd: Option<EtcdCluster>,
     /// The MariaDB server (reached through `proxies`, as node 0).
     mysql: Option<MariadbServer>,
+    /// The SeaweedFS of the object-storage scenarios (reached directly: its faults are
+    /// crashes, not network ones).
+    s3: Option<SeaweedfsServer>,
     /// The etcd member killed or partitioned by the last etcd fault.
     etcd_faulted: Option<usize>,
     /// The cluster node killed by the last `kill_lock_master`.
@@ -117,9 +133,15 @@ impl Lab {
             Topology::Mysql => Some(start_mariadb()?),
             _ => None,
         };
+        let s3 = match topology {
+            Topology::ObjectStore => Some(SeaweedfsServer::start()?),
+            _ => None,
+        };
         let (servers, cluster) = match topology {
             Topology::Single => (vec![store(0)?], None),
-            Topology::Postgres | Topology::Etcd | Topology::Mysql => (Vec::new(), None),
+            Topology::Postgres | Topology::Etcd | Topology::Mysql | Topology::ObjectStore => {
+                (Vec::new(), None)
+            }
             Topology::Redlock(n) => ((0..n).map(store).collect::<io::Result<Vec<_>>>()?, None),
             Topology::Cluster => {
                 let builder = RedisCluster::builder()
@@ -155,6 +177,7 @@ impl Lab {
             postgres,
             etcd,
             mysql,
+            s3,
             etcd_faulted: None,
             killed: None,
             resource,
@@ -174,6 +197,12 @@ impl Lab {
         if let Some(server) = &self.resource_postgres {
             return FenceStore::Postgres { url: server.url() };
         }
+        if let Some(server) = &self.s3 {
+            return FenceStore::ObjectStore {
+                endpoint: server.endpoint(),
+                url: server.url(S3_PREFIX),
+            };
+        }
         match &self.etcd {
             Some(etcd) => FenceStore::Etcd {
                 endpoints: etcd.endpoints(),
@@ -187,6 +216,12 @@ impl Lab {
         if let Some(cluster) = &self.cluster {
             return Backend::Cluster {
                 urls: cluster.urls(),
+            };
+        }
+        if let Some(server) = &self.s3 {
+            return Backend::ObjectStore {
+                endpoint: server.endpoint(),
+                url: server.url(S3_PREFIX),
             };
         }
         if let Some(etcd) = &self.etcd {
@@ -295,6 +330,26 @@ impl Lab {
             io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "a MariaDB step in a scenario without MariaDB",
+            )
+        })
+    }
+
+    /// `SIGKILL`s SeaweedFS (a crash); its data stays.
+    pub(crate) fn kill_s3(&mut self) -> io::Result<()> {
+        self.s3_mut()?.kill();
+        Ok(())
+    }
+
+    /// Starts SeaweedFS again on its data.
+    pub(crate) fn start_s3(&mut self) -> io::Result<()> {
+        self.s3_mut()?.start_again()
+    }
+
+    fn s3_mut(&mut self) -> io::Result<&mut SeaweedfsServer> {
+        self.s3.as_mut().ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a SeaweedFS step in a scenario without SeaweedFS",
             )
         })
     }

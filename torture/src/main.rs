@@ -20,7 +20,7 @@ struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
     /// A scenario name, `all`, `postgres` (the scenarios on PostgreSQL), `etcd` (those on a
-    /// 3-member etcd cluster) or `clock` (clocks that jump and run fast, every backend).
+    /// 3-member etcd cluster), `s3` (those on SeaweedFS) or `clock` (clocks that jump and run fast, every backend).
     #[arg(long, default_value = "all")]
     scenario: String,
     /// How long each scenario runs (e.g. `60s`, `5m`); default: its short CI form.
@@ -117,6 +117,11 @@ fn main() -> ExitCode {
         scenario::all()
             .into_iter()
             .filter(|s| s.topology == scenario::Topology::Mysql)
+            .collect()
+    } else if cli.scenario == "s3" {
+        scenario::all()
+            .into_iter()
+            .filter(|s| s.topology == scenario::Topology::ObjectStore)
             .collect()
     } else if cli.scenario == "etcd" {
         scenario::all()

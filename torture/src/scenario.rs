@@ -5,12 +5,14 @@ use std::time::Duration;
 
 mod clock;
 mod mysql;
+mod object_store;
 
 pub use clock::{
     Clocks, clock_client_jump, clock_etcd_monotonic, clock_pg_jump, clock_redis_jump,
     clock_redlock_fast, clock_redlock_jump, clock_scenarios,
 };
 pub use mysql::{mysql_holder_pause, mysql_restart};
+pub use object_store::{s3_holder_pause, s3_restart, s3_restart_pause};
 
 use crate::checker::Report;
 use crate::schedule::{Net, Step, Target};
@@ -31,6 +33,8 @@ pub enum Topology {
     Etcd,
     /// One MariaDB; `MysqlLock` on its lease table.
     Mysql,
+    /// One SeaweedFS (S3); `ObjectStoreLock`, the fenced log an object beside the locks'.
+    ObjectStore,
 }
 
 /// How many times something may happen.
@@ -289,6 +293,9 @@ pub fn all() -> Vec<Scenario> {
         etcd_restart_all(),
         mysql_restart(),
         mysql_holder_pause(),
+        s3_restart(),
+        s3_holder_pause(),
+        s3_restart_pause(),
     ];
     all.extend(clock_scenarios());
     all

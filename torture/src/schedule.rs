@@ -91,6 +91,10 @@ pub enum Step {
     StopMysql,
     /// MariaDB: starts the server again with its data, on its port.
     StartMysql,
+    /// SeaweedFS: `SIGKILL`s the S3 server by its PID (a crash); its data stays.
+    KillS3,
+    /// SeaweedFS: starts the S3 server again on its data, on its ports.
+    StartS3,
     /// PostgreSQL: `pg_terminate_backend` on every session of the workers (the holder's
     /// included); the server and the lease table stay.
     TerminateBackends,
@@ -150,6 +154,7 @@ impl Step {
             | Step::KillLockMaster
             | Step::StopPostgres { .. }
             | Step::StopMysql
+            | Step::KillS3
             | Step::KillEtcdLeader
             | Step::PartitionEtcdLeader
             | Step::StopEtcdCluster
@@ -161,6 +166,7 @@ impl Step {
             | Step::AwaitFailover
             | Step::StartPostgres
             | Step::StartMysql
+            | Step::StartS3
             // Over as soon as it is done: the time to the next grant counts from there.
             | Step::TerminateBackends
             // A new leader: the cluster serves again, without the killed member.
@@ -222,6 +228,8 @@ impl fmt::Display for Step {
             Step::StartPostgres => f.write_str("start PostgreSQL again"),
             Step::StopMysql => f.write_str("kill MariaDB"),
             Step::StartMysql => f.write_str("start MariaDB again"),
+            Step::KillS3 => f.write_str("kill SeaweedFS"),
+            Step::StartS3 => f.write_str("start SeaweedFS again"),
             Step::TerminateBackends => f.write_str("pg_terminate_backend the workers' sessions"),
             Step::KillEtcdLeader => f.write_str("SIGKILL the etcd leader"),
             Step::AwaitEtcdLeader => f.write_str("a new etcd leader elected"),

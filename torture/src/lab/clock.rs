@@ -19,7 +19,7 @@ pub(super) fn node_clocks(
     let nodes = match topology {
         Topology::Single | Topology::Postgres | Topology::Mysql => 1,
         Topology::Redlock(n) => n,
-        Topology::Cluster | Topology::Etcd => 0,
+        Topology::Cluster | Topology::Etcd | Topology::ObjectStore => 0,
     };
     (0..nodes)
         .map(|node| match clocks {

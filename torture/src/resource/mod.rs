@@ -8,12 +8,14 @@
 //! | Redis, Valkey, Redlock, Cluster | a list on the resource's own `redis-server` | `RedisFences::run` of a [`FencedScript`](distlock::redis::FencedScript) (`redis.rs`) |
 //! | PostgreSQL | a table on a PostgreSQL of its own | `distlock_fence` in the insert's transaction (`postgres.rs`) |
 //! | etcd | keys on the lock's own etcd cluster | `EtcdLock::guarded_commit` (`etcd.rs`) |
+//! | object storage | one object on the lock's own SeaweedFS | `lock_object_store::fenced_put` (`object_store.rs`) |
 //!
 //! The counter always lives on the resource's `redis-server`, which no fault touches. Each log
 //! entry names its token and its writer: the fence accepts an equal token (one holder writes
 //! many times), so the checker tells a holder's repeated write from a second holder's.
 
 mod etcd;
+mod object_store;
 mod postgres;
 mod redis;
 
@@ -23,6 +25,8 @@ use ::redis::aio::MultiplexedConnection;
 use distlock::Guard;
 use distlock::etcd::EtcdLock;
 use serde::{Deserialize, Serialize};
+
+pub use object_store::s3_lock;
 
 /// The plain counter, on the resource's `redis-server`.
 pub const COUNTER_KEY: &str = "torture:counter";
@@ -37,6 +41,13 @@ pub enum FenceStore {
     /// A table on a PostgreSQL of its own, behind `distlock_fence`.
     Postgres {
         /// The resource PostgreSQL's URL (reached directly).
+        url: String,
+    },
+    /// One object on the lock's S3 server, written by `fenced_put`.
+    ObjectStore {
+        /// The S3 endpoint, `http://host:port`.
+        endpoint: String,
+        /// The locks' `s3://bucket/prefix` (the log is an object in the same bucket).
         url: String,
     },
     /// Keys on the lock's etcd cluster, written by `EtcdLock::guarded_commit`.
@@ -94,6 +105,7 @@ enum Log {
     Redis(redis::RedisLog),
     Postgres(postgres::PostgresLog),
     Etcd(etcd::EtcdLog),
+    ObjectStore(object_store::ObjectLog),
 }
 
 /// A worker's handle on the resource.
@@ -133,6 +145,9 @@ impl Resource {
             FenceStore::Postgres { url } => {
                 Log::Postgres(postgres::PostgresLog::connect(url).await?)
             }
+            FenceStore::ObjectStore { endpoint, url } => {
+                Log::ObjectStore(object_store::ObjectLog::connect(endpoint, url)?)
+            }
             FenceStore::Etcd { .. } => Log::Etcd(etcd::EtcdLog::new(
                 etcd.ok_or("an etcd fenced log without an etcd lock")?,
             )),
@@ -163,6 +178,7 @@ impl Resource {
             Log::Redis(log) => log.append(guard, &entry).await,
             Log::Postgres(log) => log.append(guard, &entry).await,
             Log::Etcd(log) => log.append(guard, &entry).await,
+            Log::ObjectStore(log) => log.append(guard, &entry).await,
         };
         match written {
             Ok(()) => Ok(true),
@@ -183,6 +199,7 @@ impl Resource {
                 .map_err(|e| e.to_string()),
             Log::Postgres(log) => log.append_unfenced(entry).await,
             Log::Etcd(_) => Err("an etcd log is not written unfenced".to_owned()),
+            Log::ObjectStore(_) => Err("an object log is not written unfenced".to_owned()),
         }
     }
 
@@ -232,6 +249,9 @@ pub fn snapshot(url: &str, store: &FenceStore) -> Result<Snapshot, String> {
         FenceStore::Redis => redis::entries(&mut con)?,
         FenceStore::Postgres { url } => block_on(postgres::entries(url))?,
         FenceStore::Etcd { endpoints } => block_on(etcd::entries(endpoints))?,
+        FenceStore::ObjectStore { endpoint, url } => {
+            block_on(object_store::entries(endpoint, url))?
+        }
     };
     Ok(Snapshot {
         counter: counter.unwrap_or(0),
@@ -250,7 +270,7 @@ pub fn snapshot(url: &str, store: &FenceStore) -> Result<Snapshot, String> {
 pub fn prepare(store: &FenceStore) -> Result<(), String> {
     match store {
         FenceStore::Postgres { url } => block_on(postgres::prepare(url)),
-        FenceStore::Redis | FenceStore::Etcd { .. } => Ok(()),
+        FenceStore::Redis | FenceStore::Etcd { .. } | FenceStore::ObjectStore { .. } => Ok(()),
     }
 }
 

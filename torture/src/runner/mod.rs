@@ -379,6 +379,8 @@ impl Run<'_> {
             Step::StartPostgres => self.lab.start_postgres()?,
             Step::StopMysql => self.lab.stop_mysql()?,
             Step::StartMysql => self.lab.start_mysql()?,
+            Step::KillS3 => self.lab.kill_s3()?,
+            Step::StartS3 => self.lab.start_s3()?,
             Step::TerminateBackends => self.lab.terminate_backends()?,
             Step::KillEtcdLeader => self.lab.kill_etcd_leader()?,
             Step::AwaitEtcdLeader => self.lab.await_etcd_leader()?,

@@ -65,6 +65,9 @@ pub(crate) fn locker(config: &WorkerConfig) -> Result<(Locker, Option<EtcdLock>)
                 .connect_timeout(timeout)
                 .build()?,
         ),
+        Backend::ObjectStore { endpoint, url } => {
+            Locker::builder(crate::resource::s3_lock(endpoint, url, timeout)?)
+        }
         Backend::Etcd { endpoints } => {
             let lock = EtcdLock::builder()
                 .endpoints(endpoints.iter().map(String::as_str))

@@ -37,6 +37,13 @@ pub enum Backend {
         /// The server's URL (the worker's proxy in front of it).
         url: String,
     },
+    /// `ObjectStoreLock` on one S3-compatible server (SeaweedFS).
+    ObjectStore {
+        /// The S3 endpoint, `http://host:port`.
+        endpoint: String,
+        /// The lock objects' `s3://bucket/prefix`.
+        url: String,
+    },
     /// `EtcdLock` on an etcd cluster.
     Etcd {
         /// Every member's client URL (`http://host:port`, the member's fault proxy).

@@ -8,6 +8,7 @@ mod cluster;
 mod etcd;
 mod histories;
 mod mysql;
+mod object_store;
 mod postgres;
 mod redlock;
 mod single_redis;

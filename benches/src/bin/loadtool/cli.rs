@@ -30,6 +30,8 @@ pub(crate) struct Cli {
     /// Run only these parts (comma-separated: baseline, s1, s2, s3, s4, s5, s6, s7, s8, s9,
     /// s10, valkey (S1 and S2 on Redis and Valkey, alternating); p1, p3, p5, p7, p8, p10 — S1, S3, S5, S7, S8 and S10 on PostgreSQL, P1 with its
     /// pgbench baselines; m1, m2 — S1 and S2 on MariaDB against a hand-written lock).
+    /// pgbench baselines; o1, o2, o-takeover, o5 — S1, S2, the takeover and S5 on object
+    /// storage).
     #[arg(long, value_delimiter = ',', value_name = "PARTS")]
     pub(crate) only: Vec<Part>,
 
@@ -128,6 +130,16 @@ pub(crate) enum Part {
     M1,
     /// S2 on MariaDB: S2's tasks, each its own name, interleaved with the hand-written lock.
     M2,
+    /// S1 on object storage (`ObjectStoreLock` on SeaweedFS), interleaved with the hand-written
+    /// lock (`PUT If-None-Match: *` + `DELETE`) on the same server and client.
+    O1,
+    /// S2 on object storage: S2's tasks, each its own name, interleaved with the hand-written
+    /// lock.
+    O2,
+    /// Object storage: a holder dies, a contender takes over; the excess over one lease.
+    OTakeover,
+    /// S5 on object storage: locks held with renewal; requests per lock per lease period.
+    O5,
 }
 
 impl Part {
@@ -138,6 +150,8 @@ impl Part {
     pub(crate) const ETCD: [Part; 5] = [Part::E1, Part::E2, Part::E3, Part::E5, Part::EFailover];
     /// The parts run on MariaDB.
     pub(crate) const MYSQL: [Part; 2] = [Part::M1, Part::M2];
+    /// The parts run on object storage (SeaweedFS).
+    pub(crate) const OBJECT_STORE: [Part; 4] = [Part::O1, Part::O2, Part::OTakeover, Part::O5];
 }
 
 /// The tokio runtime flavour.
@@ -277,6 +291,10 @@ impl Plan {
                 Part::EFailover,
                 Part::M1,
                 Part::M2,
+                Part::O1,
+                Part::O2,
+                Part::OTakeover,
+                Part::O5,
             ]
         } else {
             cli.only.clone()
@@ -333,6 +351,16 @@ impl Plan {
     /// Whether any MariaDB part runs.
     pub(crate) fn has_mysql(&self) -> bool {
         Part::MYSQL.iter().any(|p| self.has(*p))
+    }
+
+    /// Whether any object-storage part runs.
+    pub(crate) fn has_object_store(&self) -> bool {
+        Part::OBJECT_STORE.iter().any(|p| self.has(*p))
+    }
+
+    /// How many holders the object-storage takeover lets die.
+    pub(crate) fn takeovers(&self) -> usize {
+        if self.mode == "quick" { 3 } else { 5 }
     }
 
     /// How many times the failover part kills the leader.

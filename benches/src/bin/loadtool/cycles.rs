@@ -41,6 +41,8 @@ pub(crate) enum Client {
     EtcdBare(Box<crate::etcd_bare::BareEtcd>),
     /// M1's and M2's baseline: the hand-written MySQL lease-table lock.
     HandMysql(distlock_bench::HandMysqlLock),
+    /// O1's and O2's baseline: the hand-written object-storage lock (create + delete).
+    HandS3(distlock_bench::HandS3Lock),
 }
 
 impl Client {
@@ -93,6 +95,10 @@ impl Client {
                 hand.release(name, &token)
                     .await
                     .map_err(|e| e.to_string())?;
+            }
+            Self::HandS3(hand) => {
+                hand.try_acquire(name).await?.ok_or("the lock was busy")?;
+                hand.release(name).await?;
             }
         }
         Ok(())

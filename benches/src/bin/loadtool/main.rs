@@ -62,6 +62,8 @@ mod info;
 mod kinds;
 mod labels;
 mod mysql;
+mod objstore;
+mod objstore_count;
 mod postgres;
 mod procfs;
 mod progress;
@@ -200,6 +202,7 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
         servers: Vec::new(),
         etcd: None,
         mysql: None,
+        object_store: None,
         targets: Vec::new(),
         failures: Vec::new(),
     };
@@ -564,6 +567,9 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
     if plan.has_mysql() {
         run.mysql = Some(mysql::run(&plan, &runtime, &mut progress)?);
     }
+    if plan.has_object_store() {
+        run.object_store = Some(objstore::run(&plan, &runtime, &mut progress)?);
+    }
 
     progress.next();
     run.wall_s = started.elapsed().as_secs_f64();
@@ -822,6 +828,35 @@ fn steps(plan: &Plan, bench: bool) -> Vec<(String, Duration)> {
                 }
             }
         }
+    }
+    if plan.has_object_store() {
+        s.push(("starting SeaweedFS".to_owned(), secs(3.0)));
+    }
+    for (part, name) in [(Part::O1, "O1"), (Part::O2, "O2")] {
+        if plan.has(part) {
+            let rounds = plan.s1_rounds;
+            for round in 1..=rounds {
+                for client in objstore::CLIENTS {
+                    s.push((
+                        format!("{name} round {round}/{rounds}: {client}"),
+                        cycle / rounds,
+                    ));
+                }
+            }
+        }
+    }
+    if plan.has(Part::OTakeover) {
+        let rounds = u32::try_from(plan.takeovers()).unwrap_or(1);
+        s.push((
+            format!("object-storage takeover: {rounds} holders die"),
+            objstore::TAKEOVER_LEASE * rounds,
+        ));
+    }
+    if plan.has(Part::O5) {
+        s.push((
+            format!("O5 {} renewed locks on object storage", objstore::O5_LOCKS),
+            plan.s5_lease * plan.s5_periods,
+        ));
     }
     for (part, name) in [(Part::E1, "E1"), (Part::E2, "E2")] {
         if plan.has(part) {

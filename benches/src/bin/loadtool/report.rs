@@ -33,6 +33,7 @@ pub(crate) fn print(run: &Run) {
     postgres(run);
     etcd(run);
     crate::mysql::report(run.mysql.as_ref());
+    crate::objstore::report(run.object_store.as_ref());
     targets(run);
     if !run.failures.is_empty() {
         println!("\nFAILURES (the figures above are not a valid measurement):");

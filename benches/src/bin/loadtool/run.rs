@@ -59,6 +59,8 @@ pub(crate) struct Run {
     pub(crate) etcd: Option<crate::etcd::EtcdRun>,
     /// M1 and M2 on MariaDB.
     pub(crate) mysql: Option<crate::mysql::MysqlRun>,
+    /// O1, O2, the takeover and O5 on object storage.
+    pub(crate) object_store: Option<crate::objstore::ObjStoreRun>,
     pub(crate) targets: Vec<Target>,
     /// Correctness failures and errors: a run with any is not a valid measurement.
     pub(crate) failures: Vec<String>,
@@ -638,6 +640,9 @@ impl Run {
                     r.first_error.as_deref().unwrap_or("-")
                 ));
             }
+        }
+        if let Some(object_store) = &self.object_store {
+            crate::objstore::failures(object_store, &mut failures);
         }
         self.failures.extend(failures);
     }
