@@ -35,7 +35,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 if [ ${#dirs[@]} -eq 0 ]; then
-    dirs=(lock-core/src lock-redis/src lock-redlock/src lock-postgres/src lock-etcd/src lock-mysql/src
+    dirs=(lock-core/src lock-redis/src lock-redlock/src lock-postgres/src lock-etcd/src lock-mysql/src lock-object-store/src
           lock-macros/src distlock-cli/src src)
     if [ "$tools" = 1 ]; then
         dirs+=(benches/src torture/src)
