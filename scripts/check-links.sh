@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The published crates' API docs (all features, warnings denied; `--docsrs`: as docs.rs builds
+# The workspace's API docs (all features, warnings denied; `--docsrs`: as docs.rs builds
 # them), then broken links, checked offline by lychee (https://lychee.cli.rs): in the facade's
 # API docs and in the repository's Markdown files.
 # Only local links are checked — files, and #fragments within them — since this machine has no
@@ -28,30 +28,20 @@ if ! lychee="$(lychee_bin)"; then
     lychee="$(lychee_bin)" || { echo "lychee is not installed" >&2; exit 1; }
 fi
 
-# The docs of the published crates (those docs.rs builds), warnings denied: what the test
-# command checks. The crates with `publish = false` (lock-testkit, the load tool, torture, the
-# models, the demo) are left out: nobody reads their API docs on docs.rs, their items are linted
-# by clippy's `missing_docs` all the same, and documenting them cost ~80 s of CPU beside the
-# tests (`cargo doc -p` of the four, user time).
-# `--docsrs` builds them as docs.rs does instead: `--cfg docsrs` turns on
-# `#![feature(doc_cfg)]` (the "Available on crate feature ..." badges), a nightly feature that
-# RUSTC_BOOTSTRAP lets the stable toolchain build. That build goes to a target directory of its
-# own: cargo counts RUSTC_BOOTSTRAP in every unit's fingerprint, so in the shared one each switch
-# rebuilt the proc-macros and all that depends on them, for the docs and then again for the
-# tests (a minute of CPU each way).
-mapfile -t published < <(cargo metadata --format-version 1 --no-deps | python3 -c '
-import json, sys
-for p in json.load(sys.stdin)["packages"]:
-    if p["publish"] != []:
-        print("-p"); print(p["name"])')
+# The workspace's docs, warnings denied: what the test command checks. `--docsrs` builds them
+# as docs.rs does instead: `--cfg docsrs` turns on `#![feature(doc_cfg)]` (the "Available on
+# crate feature ..." badges), a nightly feature that RUSTC_BOOTSTRAP lets the stable toolchain
+# build. That build goes to a target directory of its own: cargo counts RUSTC_BOOTSTRAP in
+# every unit's fingerprint, so in the shared one each switch rebuilt the proc-macros and all
+# that depends on them, for the docs and then again for the tests (a minute of CPU each way).
 if [[ "${1:-}" == "--docsrs" ]]; then
-    echo "== cargo doc, the published crates, with docs.rs settings (target/docsrs)"
+    echo "== cargo doc --workspace with docs.rs settings (target/docsrs)"
     export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/docsrs"
     RUSTC_BOOTSTRAP=1 RUSTDOCFLAGS="--cfg docsrs -D warnings" \
-        cargo doc "${published[@]}" --all-features --no-deps --quiet
+        cargo doc --workspace --all-features --no-deps --quiet
 else
-    echo "== cargo doc, the published crates"
-    RUSTDOCFLAGS="-D warnings" cargo doc "${published[@]}" --all-features --no-deps --quiet
+    echo "== cargo doc --workspace"
+    RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps --quiet
 fi
 
 # Left out, with the reason:

@@ -72,7 +72,7 @@ for _ in $(seq 1 600); do
 done
 (
     set -euo pipefail
-    # The published crates' docs, warnings denied, then lychee (installed if missing) over them and
+    # The workspace's docs, warnings denied, then lychee (installed if missing) over them and
     # the Markdown files: no broken local link or #fragment. (`scripts/check-links.sh --docsrs`
     # builds them as docs.rs does, before a release.)
     echo "== cargo doc and the links (at ${SECONDS} s)"

@@ -120,6 +120,9 @@ impl ObjectStoreLockBuilder {
         use object_store::aws::AmazonS3Builder;
         use object_store::{ClientOptions, RetryConfig};
 
+        // The TLS of the S3 client is rustls without a bundled provider (see Cargo.toml): ring's
+        // becomes the process default unless the application installed one (then that stays).
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let (bucket, prefix) = parse_s3(url)?;
         let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
         let endpoint = self
