@@ -394,8 +394,8 @@ impl Server for MariadbServer {
         Ok(())
     }
 
-    /// Spawns `mariadbd` on `self.port`; it is ready when its port accepts TCP connections
-    /// (it listens once InnoDB has recovered).
+    /// Spawns `mariadbd` on `self.port`; it is ready when its port and its socket accept
+    /// connections (it listens once InnoDB has recovered).
     fn launch(&mut self) -> io::Result<Launch> {
         let log = self.process.append(LOG_FILE)?;
         let child = Command::new(&self.bins.server)
@@ -407,8 +407,17 @@ impl Server for MariadbServer {
             .spawn()
             .map_err(|e| io::Error::new(e.kind(), format!("spawning mariadbd: {e}")))?;
         let port = self.port;
+        // Both listeners: the TCP port can accept before the socket does (the root account's
+        // statements go through the socket), and a connect to the socket then fails with
+        // ECONNREFUSED.
+        let socket = self.dir().join(SOCKET);
         self.process
-            .launch(child, port, |_| Ok(probe::accepts(port)))
+            .launch(child, port, |_| {
+                Ok(
+                    probe::accepts(port)
+                        && std::os::unix::net::UnixStream::connect(&socket).is_ok(),
+                )
+            })
             .map_err(|err| self.failure(&err.to_string()))
     }
 }
