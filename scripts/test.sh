@@ -14,12 +14,8 @@ cd "$(dirname "$0")/.."
 unset REDIS_URL
 # CI builds from a fresh clone, where incremental compilation's caches only cost time (writing
 # them); by hand, after a change, they are what makes the rebuild quick, so they stay on there.
-# CI also builds without line tables (the workspace's crates have them in the dev profile, the
-# dependencies none): a failing test still names its file and line (panics carry their
-# location), and the build and its links are smaller.
 if [[ "${CI:-}" == "true" ]]; then
     export CARGO_INCREMENTAL=0
-    export CARGO_PROFILE_DEV_DEBUG=false
 fi
 
 bash scripts/ensure-redis.sh

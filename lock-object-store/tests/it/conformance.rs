@@ -36,6 +36,7 @@ mod memory {
 /// Lockers over one bucket of the binary's shared SeaweedFS server.
 mod seaweedfs {
     use std::sync::Arc;
+    use std::time::Duration;
 
     use lock_core::Locker;
     use lock_testkit::SeaweedfsServer;
@@ -58,7 +59,12 @@ mod seaweedfs {
                 "s3://distlock/conformance".to_owned(),
             ),
         };
-        let backend = Backend::new(move || Locker::new(crate::common::lock_at(&endpoint, &url)));
+        let mut backend =
+            Backend::new(move || Locker::new(crate::common::lock_at(&endpoint, &url)));
+        // Waiters poll (no announcements) a single-process SeaweedFS that the test command's
+        // other tests load: the multi-lock's rounds took over 10 s there once (fresh-clone run
+        // at 26f72b9), where they take 2-3 s on a quiet machine.
+        backend.patience = Duration::from_secs(30);
         (server, backend)
     }
 
