@@ -9,7 +9,7 @@ use object_store::path::Path;
 use tokio::time::Instant;
 
 use crate::body::Body;
-use crate::object_lock::Shared;
+use crate::shared::Shared;
 use crate::store::{Current, Written};
 
 /// One try at `name` for `ttl` with `token`.

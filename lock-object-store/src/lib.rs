@@ -12,6 +12,7 @@ mod object_lock;
 mod observe;
 mod probe;
 mod rewrite;
+mod shared;
 mod store;
 
 pub use config::{DEFAULT_TIMEOUT, ObjectStoreLockBuilder, parse_s3};

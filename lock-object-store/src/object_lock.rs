@@ -15,14 +15,9 @@ use tokio::time::Instant;
 use crate::error::BACKEND;
 use crate::held::Held;
 use crate::observe::Observations;
-use crate::probe::{Ignored, probe};
+use crate::shared::Shared;
 use crate::store::Objects;
 use crate::{grant, rewrite};
-
-/// The constant part of the clock-rate allowance: 2 ms, as Redlock's.
-const DRIFT_CONSTANT: Duration = Duration::from_millis(2);
-/// The proportional part: 1 % of the lease, as Redlock's.
-const DRIFT_PER_MILLE: u32 = 10;
 
 /// A distributed lock on an object store: one object per name under a prefix, granted by
 /// conditional writes (create when absent, update on the version read), expiring when a
@@ -39,15 +34,6 @@ const DRIFT_PER_MILLE: u32 = 10;
 #[derive(Clone)]
 pub struct ObjectStoreLock {
     shared: Arc<Shared>,
-}
-
-/// What the clones of one lock share.
-pub(crate) struct Shared {
-    pub(crate) objects: Objects,
-    pub(crate) observations: Observations,
-    pub(crate) held: Held,
-    /// The self-probe's answer, once it gave one (a store error leaves it unset: tried again).
-    probed: OnceCell<Result<(), &'static str>>,
 }
 
 impl ObjectStoreLock {
@@ -100,42 +86,6 @@ impl ObjectStoreLock {
     /// Cancel safe: a probe object left behind is harmless and never reused.
     pub async fn check_store(&self) -> Result<(), LockError> {
         self.shared.probe().await
-    }
-}
-
-impl Shared {
-    /// The self-probe's answer, running it on first use.
-    pub(crate) async fn probe(&self) -> Result<(), LockError> {
-        let answer = self
-            .probed
-            .get_or_try_init(|| async {
-                Ok::<_, LockError>(match probe(&self.objects).await? {
-                    None => Ok(()),
-                    Some(ignored) => Err(self.refusal(ignored)),
-                })
-            })
-            .await?;
-        answer.map_err(|backend| LockError::Unsupported {
-            backend,
-            kind: "conditional-write",
-        })
-    }
-
-    /// The label of a refused store: the error names it. Leaked once per lock (the answer is
-    /// kept), because [`LockError::Unsupported`] holds a `&'static str`.
-    fn refusal(&self, ignored: Ignored) -> &'static str {
-        let what = match ignored {
-            Ignored::Create => "accepted a create over an existing object (If-None-Match ignored)",
-            Ignored::Update => "accepted an update on a stale version (If-Match ignored)",
-            Ignored::NotImplemented => "cannot write conditionally",
-        };
-        tracing::error!(backend = BACKEND, store = %self.objects.label, what, "store refused");
-        Box::leak(format!("object-store on {} (it {what})", self.objects.label).into_boxed_str())
-    }
-
-    /// The allowance for the two machines' clock rates over `lease`: 1 % + 2 ms.
-    pub(crate) fn drift(&self, lease: Duration) -> Duration {
-        lease * DRIFT_PER_MILLE / 1000 + DRIFT_CONSTANT
     }
 }
 

@@ -11,7 +11,7 @@ use object_store::UpdateVersion;
 use tokio::time::Instant;
 
 use crate::body::Body;
-use crate::object_lock::Shared;
+use crate::shared::Shared;
 use crate::store::Written;
 
 /// What a successful rewrite wrote: the body, when its write was sent, the new version.
