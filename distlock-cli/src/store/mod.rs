@@ -9,6 +9,7 @@
 mod etcd;
 mod mysql;
 mod mysql_read;
+mod mysql_target;
 mod object_store;
 mod postgres;
 mod postgres_advisory;

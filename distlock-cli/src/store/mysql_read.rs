@@ -9,7 +9,7 @@ use lock_core::backend::Holder;
 use lock_core::{Kind, Lease, Token};
 use lock_mysql::sqlx::{self, Row, mysql::MySqlRow};
 
-use super::mysql::MysqlTarget;
+use super::mysql_target::MysqlTarget;
 use crate::exit::{FAILURE, Failure};
 use crate::inspect::{LockInfo, Members, Permits};
 
