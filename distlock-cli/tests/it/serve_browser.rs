@@ -456,9 +456,11 @@ async fn wait_for(
     }
 }
 
-/// Waits (5 s at most) until the element's text contains `text`.
+/// Waits (15 s at most) until the element's text contains `text`.
 async fn wait_text(browser: &Client, selector: &str, text: &str) -> bool {
-    for _ in 0..50 {
+    // Up to 15 s: on a loaded machine the release's round trip (page, `serve`, the store) once
+    // took longer than 5 s (a fresh-clone run beside other builds).
+    for _ in 0..150 {
         let value = browser
             .execute(
                 "const e = document.querySelector(arguments[0]); return e ? e.textContent : '';",
