@@ -117,11 +117,13 @@ async fn a_silently_dead_subscriber_link_is_noticed_and_the_waiter_wakes() {
     tokio::time::timeout(WOKEN_WITHIN, watch.signal().changed_since(before))
         .await
         .expect("the watch was woken after the link died");
-    let seen = wait_subscribers(&server, "a", 2).await;
+    // Subscribed again on a new connection: a second connection through the proxy, and the
+    // channel subscribed on the server. (Whether the severed connection still counts there
+    // depends on when the server notices it is gone: under load it sometimes had already.)
+    let seen = wait_subscribers(&server, "a", 1).await;
     assert!(
-        seen >= 2,
-        "subscribed again on a new connection (the severed one still counts on the server): \
-         {seen} subscribers, {} proxy connections",
+        seen >= 1 && proxy.connections() >= 2,
+        "subscribed again on a new connection: {seen} subscribers, {} proxy connections",
         proxy.connections()
     );
     tokio::time::timeout(WOKEN_WITHIN, waiter)
