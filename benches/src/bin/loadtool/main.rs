@@ -59,6 +59,7 @@ mod etcd_bare;
 mod fairness;
 mod handoff;
 mod info;
+mod interleave;
 mod kinds;
 mod labels;
 mod mysql;

@@ -15,12 +15,12 @@ use serde::Serialize;
 use tokio::runtime::Runtime;
 
 use crate::cli::{Part, Plan};
-use crate::cycles::{self, Client, CycleRun};
+use crate::cycles::{Client, CycleRun};
 use crate::info::Probe;
+use crate::interleave;
 use crate::progress::Progress;
 use crate::stats::ratio;
-use crate::step::{block, slug};
-use crate::window::Timing;
+use crate::step::block;
 
 /// distlock's lease table through its `Locker`.
 pub(crate) const DISTLOCK: &str = "distlock mysql (table)";
@@ -60,11 +60,35 @@ pub(crate) fn run(
     };
     let mut probe = Probe::client_only();
     if plan.has(Part::M1) {
-        out.m1 = rounds("M1", 1, plan, runtime, progress, &clients, &mut probe)?;
+        out.m1 = interleave::rounds(
+            &interleave::Part {
+                scenario: "M1",
+                tasks: 1,
+                labels: &CLIENTS,
+                separator: ":",
+            },
+            plan,
+            runtime,
+            progress,
+            &clients,
+            &mut probe,
+        )?;
     }
     if plan.has(Part::M2) {
         let tasks = plan.s2_tasks;
-        out.m2 = rounds("M2", tasks, plan, runtime, progress, &clients, &mut probe)?;
+        out.m2 = interleave::rounds(
+            &interleave::Part {
+                scenario: "M2",
+                tasks,
+                labels: &CLIENTS,
+                separator: ":",
+            },
+            plan,
+            runtime,
+            progress,
+            &clients,
+            &mut probe,
+        )?;
     }
     drop(server);
     Ok(out)
@@ -96,46 +120,6 @@ async fn clients(url: &str) -> Result<(Vec<Client>, String), String> {
         ],
         version,
     ))
-}
-
-/// S1's rounds: in each, the hand-written lock first, then the backend, then distlock.
-fn rounds(
-    scenario: &'static str,
-    tasks: usize,
-    plan: &Plan,
-    runtime: &Runtime,
-    progress: &mut Progress,
-    clients: &[Client],
-    probe: &mut Probe,
-) -> Result<Vec<CycleRun>, String> {
-    let timing = Timing {
-        warmup: plan.cycles.warmup / plan.s1_rounds,
-        measure: plan.cycles.measure / plan.s1_rounds,
-    };
-    let mut windows: Vec<Vec<cycles::Window>> = CLIENTS.iter().map(|_| Vec::new()).collect();
-    for _ in 0..plan.s1_rounds {
-        for i in [2, 1, 0] {
-            progress.next();
-            let label = CLIENTS[i];
-            windows[i].push(block(
-                runtime,
-                timing.warmup + timing.measure,
-                cycles::measure(
-                    label,
-                    clients[i].clone(),
-                    &format!("{}:{}", scenario.to_lowercase(), slug(label)),
-                    tasks,
-                    timing,
-                    probe,
-                ),
-            )??);
-        }
-    }
-    Ok(CLIENTS
-        .iter()
-        .zip(windows)
-        .map(|(label, w)| CycleRun::from_windows(scenario, label, tasks, w))
-        .collect())
 }
 
 /// M1's and M2's tables, with distlock's throughput as a share of the hand-written lock's.

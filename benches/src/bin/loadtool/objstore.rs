@@ -25,13 +25,13 @@ use tokio::runtime::Runtime;
 use tokio::time::Instant;
 
 use crate::cli::{Part, Plan};
-use crate::cycles::{self, Client, CycleRun};
+use crate::cycles::{Client, CycleRun};
 use crate::info::Probe;
+use crate::interleave;
 use crate::objstore_count::{Counted, Counts};
 use crate::progress::Progress;
 use crate::stats::{Latency, nanos, ratio};
-use crate::step::{block, slug};
-use crate::window::Timing;
+use crate::step::block;
 
 /// distlock on object storage through its `Locker`.
 pub(crate) const DISTLOCK: &str = "distlock object-store";
@@ -103,11 +103,35 @@ pub(crate) fn run(
     let clients = clients(&server)?;
     let mut probe = Probe::client_only();
     if plan.has(Part::O1) {
-        out.o1 = rounds("O1", 1, plan, runtime, progress, &clients, &mut probe)?;
+        out.o1 = interleave::rounds(
+            &interleave::Part {
+                scenario: "O1",
+                tasks: 1,
+                labels: &CLIENTS,
+                separator: "-",
+            },
+            plan,
+            runtime,
+            progress,
+            &clients,
+            &mut probe,
+        )?;
     }
     if plan.has(Part::O2) {
         let tasks = plan.s2_tasks;
-        out.o2 = rounds("O2", tasks, plan, runtime, progress, &clients, &mut probe)?;
+        out.o2 = interleave::rounds(
+            &interleave::Part {
+                scenario: "O2",
+                tasks,
+                labels: &CLIENTS,
+                separator: "-",
+            },
+            plan,
+            runtime,
+            progress,
+            &clients,
+            &mut probe,
+        )?;
     }
     if plan.has(Part::OTakeover) {
         progress.next();
@@ -146,46 +170,6 @@ fn clients(server: &SeaweedfsServer) -> Result<Vec<Client>, String> {
         Client::Backend(Arc::new(lock(server, "backend")?)),
         Client::HandS3(HandS3Lock::new(hand_store, "hand")),
     ])
-}
-
-/// S1's rounds: in each, the hand-written lock first, then the backend, then distlock.
-fn rounds(
-    scenario: &'static str,
-    tasks: usize,
-    plan: &Plan,
-    runtime: &Runtime,
-    progress: &mut Progress,
-    clients: &[Client],
-    probe: &mut Probe,
-) -> Result<Vec<CycleRun>, String> {
-    let timing = Timing {
-        warmup: plan.cycles.warmup / plan.s1_rounds,
-        measure: plan.cycles.measure / plan.s1_rounds,
-    };
-    let mut windows: Vec<Vec<cycles::Window>> = CLIENTS.iter().map(|_| Vec::new()).collect();
-    for _ in 0..plan.s1_rounds {
-        for i in [2, 1, 0] {
-            progress.next();
-            let label = CLIENTS[i];
-            windows[i].push(block(
-                runtime,
-                timing.warmup + timing.measure,
-                cycles::measure(
-                    label,
-                    clients[i].clone(),
-                    &format!("{}-{}", scenario.to_lowercase(), slug(label)),
-                    tasks,
-                    timing,
-                    probe,
-                ),
-            )??);
-        }
-    }
-    Ok(CLIENTS
-        .iter()
-        .zip(windows)
-        .map(|(label, w)| CycleRun::from_windows(scenario, label, tasks, w))
-        .collect())
 }
 
 /// `rounds` takeovers: a holder takes [`TAKEOVER_LEASE`] and dies; a fresh contender (it never
