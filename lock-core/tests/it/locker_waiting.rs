@@ -315,23 +315,21 @@ async fn transient_failures_are_retried_within_the_wait() {
 #[tokio::test(start_paused = true)]
 async fn a_wait_without_deadline_outlasts_any_clock() {
     let (_, locker) = probe(Probe::default());
-    let two_hours = Duration::from_secs(2 * 3_600);
+    // Longer than any default wait or backoff; not hours: the waiter polls a holder that
+    // never announces, and each poll of paused time costs real CPU (2 h took 15 s of it).
+    let long = Duration::from_secs(20 * 60);
     for forever in [
         locker.lock("a").wait(Duration::MAX), // was InvalidInput: "overflows the clock"
         locker.lock("a").wait_forever(),
     ] {
-        let holder = locker
-            .lock("a")
-            .fixed_ttl(2 * two_hours)
-            .await
-            .expect("free");
+        let holder = locker.lock("a").fixed_ttl(2 * long).await.expect("free");
         let start = Instant::now();
         let waiter = tokio::spawn(forever.acquire());
-        sleep(two_hours).await;
-        assert!(!waiter.is_finished(), "still waiting after two hours");
+        sleep(long).await;
+        assert!(!waiter.is_finished(), "still waiting after 20 minutes");
         holder.release().await.expect("ours");
         let guard = waiter.await.expect("no panic").expect("acquired");
-        assert!(start.elapsed() >= two_hours);
+        assert!(start.elapsed() >= long);
         guard.release().await.expect("ours");
     }
 }

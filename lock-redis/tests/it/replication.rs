@@ -10,15 +10,20 @@ use lock_testkit::RedisServer;
 
 use crate::common::{self, raw, server};
 
-/// A replica of `primary`, attached and in sync (bounded wait).
+/// A replica of `primary`, attached and in sync (bounded wait: 20 s).
 fn replica_of(primary: &RedisServer) -> RedisServer {
+    // Redis 7 waits 5 s (`repl-diskless-sync-delay`) for more replicas before a full sync;
+    // with the 5 s this wait once had, a loaded machine lost the race.
+    primary
+        .command(&["CONFIG", "SET", "repl-diskless-sync-delay", "0"])
+        .expect("CONFIG SET");
     let replica = RedisServer::builder()
         .arg("--replicaof")
         .arg("127.0.0.1")
         .arg(primary.port().to_string())
         .start()
         .expect("replica");
-    for _ in 0..200 {
+    for _ in 0..800 {
         let info = replica.command(&["INFO", "replication"]).expect("INFO");
         if info.contains("master_link_status:up") {
             return replica;

@@ -148,6 +148,9 @@ fn a_repair_never_takes_a_key_another_token_holds() {
         let mut nodes = Nodes::start(5);
         let locker = Locker::new(nodes.redlock());
         let (guard, token) = held_everywhere(&nodes, &locker, "job").await;
+        // On a loaded machine the grant itself can miss node 4 (slower than the node timeout)
+        // and a renewal repair it before it holds everywhere: only later repairs count here.
+        let repaired_before = counters.get("distlock_redlock_node_grants_total", "n4", "repair");
 
         // Node 4 restarts empty and another client takes the name there (a minority: it
         // gets nothing elsewhere).
@@ -190,7 +193,8 @@ fn a_repair_never_takes_a_key_another_token_holds() {
         assert!(nodes.pttl(4, "job").await > LEASE_MS, "and its TTL too");
         assert_eq!(
             counters.get("distlock_redlock_node_grants_total", "n4", "repair"),
-            0
+            repaired_before,
+            "no repair of node 4 while the other token holds it"
         );
         // The four others still hold the lease.
         assert_eq!(

@@ -2,6 +2,8 @@
 //! touches it), each entry inserted in a transaction whose first statement is the fence
 //! `distlock_fence(resource, token)` that `PostgresLock::migrate` installs.
 
+use std::time::Duration;
+
 use distlock::postgres::tokio_postgres::{self, Client, NoTls};
 use distlock::postgres::{PostgresLock, fence};
 use distlock::{Guard, LockError, Op};
@@ -49,7 +51,14 @@ impl PostgresLog {
 
 /// Installs the fence (the lock's migration) and creates the log table.
 pub(super) async fn prepare(url: &str) -> Result<(), String> {
-    let lock = PostgresLock::from_url(url).map_err(|e| e.to_string())?;
+    // Setup, not the run: 10 s per statement, not the default 1 s, which the fence's server
+    // on a libfaketime clock on a busy machine has exceeded (the clock scenarios).
+    let lock = PostgresLock::builder()
+        .url(url)
+        .connect_timeout(Duration::from_secs(10))
+        .statement_timeout(Duration::from_secs(10))
+        .build()
+        .map_err(|e| e.to_string())?;
     lock.migrate().await.map_err(|e| e.to_string())?;
     let client = connect(url).await?;
     client
