@@ -83,9 +83,8 @@ echo "== cargo nextest (unit and integration tests, $threads at a time) (at ${SE
 ) | tee "$work/tests.log" &
 tests=$!
 
-# Meanwhile, since the tests leave much of the CPU idle: the docs and their links, the packages
-# and the doc tests, one after the other, their output shown when the tests are done. They
-# start once nextest has its binaries (its "Starting" line): before, their cargo would hold
+# Meanwhile: the doc tests and the docs, their links, the packages, one after the other, their
+# output shown when the tests are done. They start once nextest has its binaries (its "Starting" line): before, their cargo would hold
 # the build directory's lock that nextest's own cargo call is waiting for.
 for _ in $(seq 1 600); do
     grep -q '^ *Starting' "$work/tests.log" 2>/dev/null && break
@@ -94,11 +93,28 @@ for _ in $(seq 1 600); do
 done
 (
     set -euo pipefail
-    # The workspace's docs, warnings denied, then lychee (installed if missing) over them and
-    # the Markdown files: no broken local link or #fragment. (`scripts/check-links.sh --docsrs`
-    # builds them as docs.rs does, before a release.)
-    echo "== cargo doc and the links (at ${SECONDS} s)"
-    bash scripts/check-links.sh
+    # The doc tests, and beside each crate's, its docs (warnings denied: a broken intra-doc
+    # link fails) made by rustdoc from the same arguments (scripts/lib/rustdoc-docs.sh): the
+    # libraries the tests' build compiled, where `cargo doc` would type-check every dependency
+    # once more. Each workspace library's folder is made first, so that rustdoc links to the
+    # docs of a crate whose turn comes later (it links only to folders that exist).
+    target_dir="$(cargo metadata --format-version 1 --no-deps | python3 -c '
+import json, sys
+meta = json.load(sys.stdin)
+print(meta["target_directory"])
+for package in meta["packages"]:
+    for target in package["targets"]:
+        if {"lib", "proc-macro"} & set(target["kind"]):
+            print(target["name"].replace("-", "_"))
+' | { read -r dir; while read -r lib; do mkdir -p "$dir/doc/$lib"; done; echo "$dir"; })"
+    echo "== cargo test --doc (doc tests) and the docs (at ${SECONDS} s)"
+    DISTLOCK_DOC_OUT="$target_dir/doc" RUSTDOC="$PWD/scripts/lib/rustdoc-docs.sh" \
+        cargo test --workspace --all-features --doc
+    # lychee (installed if missing) over the docs and the Markdown files: no broken local link
+    # or #fragment. (`scripts/check-links.sh` alone builds them with `cargo doc`, the
+    # binaries' too; `--docsrs` as docs.rs does, before a release.)
+    echo "== the links (at ${SECONDS} s)"
+    bash scripts/check-links.sh --built
     # Ready to publish: every publishable crate packaged as crates.io would receive it, and each
     # .crate checked to hold every file its sources include and the license texts (seconds).
     # The verification build of every .crate is `bash scripts/package.sh --verify` (see there
@@ -109,9 +125,7 @@ done
     # unit tests (each alert fires on its series, with its labels, and not on the others).
     echo "== promtool: alert rules and dashboard queries (at ${SECONDS} s)"
     bash examples/axum_service/check-alerts.sh
-    echo "== cargo test --doc (doc tests) (at ${SECONDS} s)"
-    cargo test --workspace --all-features --doc
-    echo "== docs, links, packages and doc tests done (at ${SECONDS} s)"
+    echo "== doc tests, docs, links, packages done (at ${SECONDS} s)"
 ) >"$work/side.log" 2>&1 &
 side=$!
 

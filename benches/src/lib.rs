@@ -10,4 +10,4 @@ pub mod handwritten_s3;
 
 pub use handwritten::HandLock;
 pub use handwritten_mysql::HandMysqlLock;
-pub use handwritten_s3::HandS3Lock;
+pub use handwritten_s3::{BareS3Updates, HandS3Lock};

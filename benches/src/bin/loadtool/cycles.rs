@@ -43,6 +43,8 @@ pub(crate) enum Client {
     HandMysql(distlock_bench::HandMysqlLock),
     /// O1's and O2's baseline: the hand-written object-storage lock (create + delete).
     HandS3(distlock_bench::HandS3Lock),
+    /// O1's and O2's second baseline: the same conditional updates as `ObjectStoreLock`, bare.
+    BareS3(distlock_bench::BareS3Updates),
 }
 
 impl Client {
@@ -100,6 +102,7 @@ impl Client {
                 hand.try_acquire(name).await?.ok_or("the lock was busy")?;
                 hand.release(name).await?;
             }
+            Self::BareS3(bare) => bare.cycle(name).await?,
         }
         Ok(())
     }

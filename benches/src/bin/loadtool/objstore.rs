@@ -3,9 +3,11 @@
 //!
 //! - O1 and O2: S1 (one task) and S2 (S2's tasks, each its own name) in rounds that interleave
 //!   distlock's `ObjectStoreLock` through its `Locker`, the `ObjectStoreLock` alone
-//!   (`Lock::try_acquire` + `Lock::release`) and the hand-written lock
-//!   (`distlock_bench::HandS3Lock`: `PUT If-None-Match: *` + `DELETE`) on the same server and
-//!   the same client (`object_store`'s S3 client). The server is not probed: client CPU only.
+//!   (`Lock::try_acquire` + `Lock::release`), the same two conditional updates sent bare
+//!   (`distlock_bench::BareS3Updates`: what the store charges for keeping the object) and the
+//!   hand-written lock (`distlock_bench::HandS3Lock`: `PUT If-None-Match: *` + `DELETE`) on the
+//!   same server and the same client (`object_store`'s S3 client). The server is not probed:
+//!   client CPU only.
 //! - Takeover: a holder takes a lease and dies (no renewal, no release); a contender that never
 //!   saw it asks at once. Recorded: the time to its grant less one lease (by design a takeover
 //!   waits at least one lease: the contender must see the object unchanged for that long).
@@ -15,7 +17,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use distlock_bench::HandS3Lock;
+use distlock_bench::{BareS3Updates, HandS3Lock};
 use lock_core::backend::{Attempt, Lock};
 use lock_core::{Locker, Token};
 use lock_object_store::ObjectStoreLock;
@@ -37,10 +39,12 @@ use crate::step::block;
 pub(crate) const DISTLOCK: &str = "distlock object-store";
 /// The `ObjectStoreLock` alone, without the `Locker`.
 pub(crate) const BACKEND: &str = "ObjectStoreLock alone";
+/// The same two conditional updates as the `ObjectStoreLock`, without the lock around them.
+pub(crate) const BARE: &str = "bare conditional updates (PUT If-Match ×2)";
 /// The hand-written lock: create + delete.
 pub(crate) const HAND: &str = "hand-written (PUT If-None-Match + DELETE)";
 /// Who runs O1 and O2, in this order.
-pub(crate) const CLIENTS: [&str; 3] = [DISTLOCK, BACKEND, HAND];
+pub(crate) const CLIENTS: [&str; 4] = [DISTLOCK, BACKEND, BARE, HAND];
 
 /// The lease of the takeover's dead holder.
 pub(crate) const TAKEOVER_LEASE: Duration = Duration::from_secs(2);
@@ -162,12 +166,13 @@ fn lock(server: &SeaweedfsServer, prefix: &str) -> Result<ObjectStoreLock, Strin
         .map_err(|e| e.to_string())
 }
 
-/// O1's and O2's three clients, each under a prefix of its own.
+/// O1's and O2's four clients, each under a prefix of its own.
 fn clients(server: &SeaweedfsServer) -> Result<Vec<Client>, String> {
     let hand_store = Arc::clone(lock(server, "hand")?.store());
     Ok(vec![
         Client::Locker(Locker::new(lock(server, "distlock")?), None),
         Client::Backend(Arc::new(lock(server, "backend")?)),
+        Client::BareS3(BareS3Updates::new(Arc::clone(&hand_store), "bare")),
         Client::HandS3(HandS3Lock::new(hand_store, "hand")),
     ])
 }
@@ -298,6 +303,15 @@ pub(crate) fn report(run: Option<&ObjStoreRun>) {
                 ratio(d.per_second, h.per_second),
                 d.per_second,
                 h.per_second
+            );
+        }
+        if let (Some(d), Some(b)) = (find(DISTLOCK), find(BARE)) {
+            println!(
+                "  distlock: {:.2}× its own requests sent bare ({:.0} of {:.0} cycles/s): the \
+                 rest of the gap is the store's update against a delete",
+                ratio(d.per_second, b.per_second),
+                d.per_second,
+                b.per_second
             );
         }
     }
