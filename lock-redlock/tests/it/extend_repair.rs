@@ -100,6 +100,17 @@ fn a_node_restarted_empty_gets_the_lease_back_at_a_later_renewal() {
         let mut nodes = Nodes::start(5);
         let locker = Locker::new(nodes.redlock());
         let (guard, token) = held_everywhere(&nodes, &locker, "job").await;
+        // On a loaded machine the grant can miss a node (slower than the node timeout) and a
+        // renewal repair it before it holds everywhere: only later repairs count here.
+        let before: Vec<u64> = (0..5)
+            .map(|i| {
+                counters.get(
+                    "distlock_redlock_node_grants_total",
+                    &format!("n{i}"),
+                    "repair",
+                )
+            })
+            .collect();
 
         nodes.servers[2]
             .restart(KeepData::Discard)
@@ -121,13 +132,14 @@ fn a_node_restarted_empty_gets_the_lease_back_at_a_later_renewal() {
             "with the lease's TTL: PTTL {pttl}"
         );
         assert!(
-            counters.get("distlock_redlock_node_grants_total", "n2", "repair") >= 1,
+            counters.get("distlock_redlock_node_grants_total", "n2", "repair") > before[2],
             "counted as a repair of node 2"
         );
-        for node in ["n0", "n1", "n3", "n4"] {
+        for i in [0, 1, 3, 4] {
+            let node = format!("n{i}");
             assert_eq!(
-                counters.get("distlock_redlock_node_grants_total", node, "repair"),
-                0,
+                counters.get("distlock_redlock_node_grants_total", &node, "repair"),
+                before[i],
                 "{node} never lost the key"
             );
         }
@@ -234,6 +246,17 @@ fn a_node_in_its_grace_period_is_repaired_only_after_it() {
         // The grace is the fleet's longest lease: this one.
         let locker = Locker::new(redlock_with_grace(&nodes, LEASE));
         let (guard, token) = held_everywhere(&nodes, &locker, "job").await;
+        // On a loaded machine the grant can miss a node (slower than the node timeout) and a
+        // renewal repair it before it holds everywhere: only later repairs count here.
+        let before: Vec<u64> = (0..5)
+            .map(|i| {
+                counters.get(
+                    "distlock_redlock_node_grants_total",
+                    &format!("n{i}"),
+                    "repair",
+                )
+            })
+            .collect();
 
         nodes.servers[2]
             .restart(KeepData::Discard)
@@ -261,7 +284,10 @@ fn a_node_in_its_grace_period_is_repaired_only_after_it() {
             "repaired {:?} after the restart, within the {LEASE:?} grace",
             restarted.elapsed()
         );
-        assert!(counters.get("distlock_redlock_node_grants_total", "n2", "repair") >= 1);
+        assert!(
+            counters.get("distlock_redlock_node_grants_total", "n2", "repair") > before[2],
+            "counted as a repair of node 2"
+        );
         assert!(guard.is_held(), "the lease was never lost");
         assert!(guard.release().await.is_ok(), "released");
     });

@@ -27,6 +27,10 @@ const DEFAULT_OS_USER: &str = "postgres";
 /// The database superuser `initdb` creates, and the database the URL names.
 const SUPERUSER: &str = "postgres";
 
+/// Names the settings [`PostgresServer::run_initdb`] gives `initdb`, in the template's key:
+/// change it with them.
+const TEMPLATE_SETTINGS: &str = "utf8 no-locale trust wal-segsize=1";
+
 /// How long `initdb` may take.
 const INITDB_TIMEOUT: Duration = Duration::from_secs(120);
 const TIMING: Timing = Timing {
@@ -274,6 +278,8 @@ impl PostgresServer {
             let initdb = fs::metadata(self.bin_dir.join("initdb")).ok()?;
             (initdb.len(), initdb.modified().ok()).hash(&mut hasher);
             self.run_as.hash(&mut hasher);
+            // The settings of `run_initdb`: a template made with others is not this one.
+            TEMPLATE_SETTINGS.hash(&mut hasher);
             hasher.finish()
         };
         let home = env::temp_dir().join(format!("lock-testkit-postgres-template-{key:016x}"));
@@ -314,6 +320,9 @@ impl PostgresServer {
             "--no-locale".into(),
             "--no-sync".into(),
             "--no-instructions".into(),
+            // WAL segments of 1 MB instead of 16: a fresh cluster is 23 MB instead of 39, and
+            // each test server copies one (a few hundred copies in a test run).
+            "--wal-segsize=1".into(),
         ];
         match &self.password {
             Some(pw) => {
