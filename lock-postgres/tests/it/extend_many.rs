@@ -12,7 +12,10 @@ use lock_core::backend::{Attempt, Lock};
 async fn one_statement_extends_the_leases_still_ours_and_no_other() {
     let server = common::server();
     let lock = common::lock(&server).await;
-    let short = Duration::from_millis(300);
+    // Long enough for 50 grants and the batch on a loaded machine (300 ms was not: lease 0
+    // had run out before the batch reached it).
+    let short = Duration::from_secs(3);
+    let first_grant = tokio::time::Instant::now();
     let mut leases = Vec::new();
     for i in 0..50 {
         let token = Token::generate().expect("token");
@@ -39,7 +42,7 @@ async fn one_statement_extends_the_leases_still_ours_and_no_other() {
         assert_eq!(extended.is_some(), i != 10, "lease {i}: {extended:?}");
     }
     // Past the first TTL, the extended leases still hold: a new token is refused on each.
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    tokio::time::sleep_until(first_grant + short + Duration::from_millis(100)).await;
     for i in [0, 25, 49] {
         let other = lock
             .try_acquire(

@@ -58,6 +58,17 @@ impl Counters {
             .copied()
             .unwrap_or(0)
     }
+
+    /// The repairs counted so far on each of the five nodes.
+    fn repairs(&mut self) -> [u64; 5] {
+        std::array::from_fn(|i| {
+            self.get(
+                "distlock_redlock_node_grants_total",
+                &format!("n{i}"),
+                "repair",
+            )
+        })
+    }
 }
 
 /// Runs `test` on a current-thread runtime with a recorder local to this thread.
@@ -102,15 +113,7 @@ fn a_node_restarted_empty_gets_the_lease_back_at_a_later_renewal() {
         let (guard, token) = held_everywhere(&nodes, &locker, "job").await;
         // On a loaded machine the grant can miss a node (slower than the node timeout) and a
         // renewal repair it before it holds everywhere: only later repairs count here.
-        let before: Vec<u64> = (0..5)
-            .map(|i| {
-                counters.get(
-                    "distlock_redlock_node_grants_total",
-                    &format!("n{i}"),
-                    "repair",
-                )
-            })
-            .collect();
+        let before = counters.repairs();
 
         nodes.servers[2]
             .restart(KeepData::Discard)
@@ -248,15 +251,7 @@ fn a_node_in_its_grace_period_is_repaired_only_after_it() {
         let (guard, token) = held_everywhere(&nodes, &locker, "job").await;
         // On a loaded machine the grant can miss a node (slower than the node timeout) and a
         // renewal repair it before it holds everywhere: only later repairs count here.
-        let before: Vec<u64> = (0..5)
-            .map(|i| {
-                counters.get(
-                    "distlock_redlock_node_grants_total",
-                    &format!("n{i}"),
-                    "repair",
-                )
-            })
-            .collect();
+        let before = counters.repairs();
 
         nodes.servers[2]
             .restart(KeepData::Discard)
