@@ -61,6 +61,7 @@ pub async fn all_or_nothing(backend: &Backend, prefix: &str) {
 /// each: every round is granted within the patience (no deadlock) and no name is held twice.
 pub async fn no_deadlock_or_overlap(backend: &Backend, prefix: &str) {
     const NAMES: usize = 6;
+    const ROUNDS: u32 = 6;
     let names = Arc::new(names(prefix, "overlapping", NAMES));
     let inside: Arc<Vec<AtomicBool>> =
         Arc::new((0..NAMES).map(|_| AtomicBool::new(false)).collect());
@@ -77,7 +78,7 @@ pub async fn no_deadlock_or_overlap(backend: &Backend, prefix: &str) {
             let (patience, hold) = (backend.patience, backend.settle / 20);
             tokio::spawn(async move {
                 let mut rng = fastrand::Rng::with_seed(task);
-                for _ in 0..6 {
+                for _ in 0..ROUNDS {
                     let mut picked: Vec<usize> = (0..NAMES).collect();
                     rng.shuffle(&mut picked);
                     picked.truncate(3);
@@ -100,11 +101,15 @@ pub async fn no_deadlock_or_overlap(backend: &Backend, prefix: &str) {
             })
         })
         .collect();
+    // Each round is bounded by the patience (its `wait`, which is the no-deadlock check);
+    // a task's rounds together by that many patiences: on a loaded machine a task that waits
+    // behind the others in every round can take longer than one, and that is no deadlock.
+    let all_rounds = backend.patience * ROUNDS;
     for task in tasks {
-        backend
-            .within("a task's rounds", task)
-            .await
-            .expect("no panic");
+        match tokio::time::timeout(all_rounds, task).await {
+            Ok(done) => done.expect("no panic"),
+            Err(_) => panic!("a task's rounds: not done within {all_rounds:?}"),
+        }
     }
     assert_eq!(
         overlaps.load(Ordering::SeqCst),
