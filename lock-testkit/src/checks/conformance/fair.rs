@@ -2,9 +2,14 @@
 //! processes asked, single tries that do not jump the queue, waiters that give up leave no
 //! trace, and the fair lock is the mutex of its name.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::Guard;
+use async_trait::async_trait;
+use lock_core::backend::{Attempt, Capabilities, Lock, ReleaseWatch};
+use lock_core::{Guard, Kind, Lease, LockError, Locker, LockerBuilder, Token};
+use tokio::sync::Notify;
+use tokio::time::Instant;
 
 use super::{Backend, name};
 
@@ -17,14 +22,18 @@ async fn release(guard: Guard) {
 }
 
 /// Three waiters on lockers of their own queue one after the other behind a holder; once it
-/// releases, they are granted in the order they asked.
+/// releases, they are granted in the order they asked. Each waiter starts only once the one
+/// before it has been answered busy by the store (its place in the queue taken), so the order
+/// they asked in is known however slow the machine is.
 pub async fn grants_in_arrival_order(backend: &Backend, prefix: &str) {
     let name = name(prefix, "arrival-order");
     let holder = backend.locker().fair(name.as_str()).await.expect("free");
     let (order_tx, mut order_rx) = tokio::sync::mpsc::unbounded_channel();
     let mut waiters = Vec::new();
     for id in 0..3 {
-        let (locker, name, order) = (backend.locker(), name.clone(), order_tx.clone());
+        let queued = Arc::new(Notify::new());
+        let locker = QueueWatched::locker(backend, Arc::clone(&queued));
+        let (name, order) = (name.clone(), order_tx.clone());
         let patience = backend.patience;
         waiters.push(tokio::spawn(async move {
             let guard = locker
@@ -35,7 +44,9 @@ pub async fn grants_in_arrival_order(backend: &Backend, prefix: &str) {
             order.send(id).expect("the order is read");
             release(guard).await;
         }));
-        tokio::time::sleep(backend.settle).await;
+        backend
+            .within("the waiter's first busy answer", queued.notified())
+            .await;
     }
     release(holder).await;
     let mut order = Vec::new();
@@ -129,4 +140,67 @@ pub async fn fair_is_the_mutex(backend: &Backend, prefix: &str) {
     let refused = fair.fair(name.as_str()).wait(Duration::ZERO).await;
     assert!(refused.is_err(), "a fair request got a plainly held lock");
     held.release().await.expect("ours");
+}
+
+/// The backend's lock, telling `queued` when a queued fair attempt is answered busy: the waiter
+/// has its place in the queue.
+struct QueueWatched {
+    inner: Arc<dyn Lock>,
+    queued: Arc<Notify>,
+}
+
+impl QueueWatched {
+    /// A locker of its own on the backend's store whose queued fair attempts tell `queued`.
+    fn locker(backend: &Backend, queued: Arc<Notify>) -> Locker {
+        let inner = Arc::clone(backend.locker().backend_lock());
+        LockerBuilder::from_arc(Arc::new(Self { inner, queued })).build()
+    }
+}
+
+#[async_trait]
+impl Lock for QueueWatched {
+    fn backend(&self) -> &'static str {
+        self.inner.backend()
+    }
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
+    }
+    async fn try_acquire(
+        &self,
+        name: &str,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        self.inner.try_acquire(name, token, ttl).await
+    }
+    async fn try_acquire_kind(
+        &self,
+        name: &str,
+        kind: Kind,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        let attempt = self.inner.try_acquire_kind(name, kind, token, ttl).await;
+        if kind == (Kind::Fair { queued: true }) && matches!(attempt, Ok(Attempt::Busy { .. })) {
+            // `notify_one` keeps a permit when nobody waits yet, so no answer is missed.
+            self.queued.notify_one();
+        }
+        attempt
+    }
+    async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
+        self.inner.extend(lease, ttl).await
+    }
+    async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
+        self.inner.release(lease).await
+    }
+    async fn watch(&self, name: &str) -> Result<Option<ReleaseWatch>, LockError> {
+        self.inner.watch(name).await
+    }
+    async fn watch_turn(
+        &self,
+        name: &str,
+        token: &Token,
+    ) -> Result<Option<ReleaseWatch>, LockError> {
+        self.inner.watch_turn(name, token).await
+    }
 }
