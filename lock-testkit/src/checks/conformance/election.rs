@@ -234,12 +234,16 @@ pub async fn stop_margin_leaves_the_lease_valid(backend: &Backend, prefix: &str)
         .within("the at-risk signal", leadership.at_risk())
         .await;
     backend.within("the lost signal", leadership.lost()).await;
+    // Before the lease's end, which a margin not applied would not be (lost at the end). How
+    // far before is the timer's precision, which a loaded machine stretches by hundreds of ms
+    // (314 ms left of a 1 s margin was seen on the 2-core VM); lock-core's `stop_margin` tests check the
+    // exact stop point on a paused clock.
     let left = leadership
         .valid_until()
         .saturating_duration_since(Instant::now());
     assert!(
-        left >= margin * 4 / 5,
-        "lost() {left:?} before the lease's end; the margin is {margin:?}"
+        !left.is_zero(),
+        "lost() fired at or after the lease's end; the margin is {margin:?}"
     );
     let other = elect(backend, &name);
     assert!(
