@@ -1,10 +1,10 @@
 use distlock::{LockError, distributed_lock};
 
 struct State {
-    redis_url: String,
+    redis_port: u16,
 }
 
-#[distributed_lock("job", locker = state.redis_url)]
+#[distributed_lock("job", locker = state.redis_port)]
 async fn job(state: &State) -> Result<(), LockError> {
     Ok(())
 }
