@@ -153,12 +153,14 @@ pub async fn expiry_frees_the_name(backend: &Backend, prefix: &str) {
         .fixed_ttl(backend.short_ttl)
         .await
         .expect("free");
-    assert!(
-        held_elsewhere(backend, &name).await,
-        "another locker got a held name"
-    );
+    // A refusal is owed only to a try sent while the lease surely runs (`started` is before
+    // its grant): on a loaded machine a try can be sent after it ran out.
+    let late = started.elapsed() >= backend.short_ttl;
+    let held = held_elsewhere(backend, &name).await;
+    assert!(held || late, "another locker got a held name");
     let lock = Arc::clone(backend.locker().backend_lock());
     let token = Token::generate().expect("rng");
+    let late = started.elapsed() >= backend.short_ttl;
     match lock
         .as_ref()
         .try_acquire(&name, token, backend.patience)
@@ -170,6 +172,9 @@ pub async fn expiry_frees_the_name(backend: &Backend, prefix: &str) {
             "the busy answer's holder TTL {holder_ttl:?} exceeds the lease's {:?}",
             backend.short_ttl
         ),
+        Attempt::Acquired(lease) if late => {
+            lock.as_ref().release(&lease).await.expect("answers");
+        }
         Attempt::Acquired(lease) => panic!("the backend granted a held name: {lease:?}"),
     }
     let second = take(backend, &name).await;

@@ -1,0 +1,6 @@
+use distlock::distributed_lock;
+
+#[distributed_lock("job")]
+struct Job;
+
+fn main() {}
