@@ -23,14 +23,19 @@ struct Held {
     token: u64,
 }
 
-/// Contends on one name from `lockers` tasks until `until`, recording every hold.
-async fn contend(locks: Vec<ObjectStoreLock>, until: Instant, holds: Arc<Mutex<Vec<Held>>>) {
+/// Contends on one name from `lockers` tasks until `until` (which the caller may move),
+/// recording every hold.
+async fn contend(
+    locks: Vec<ObjectStoreLock>,
+    until: Arc<Mutex<Instant>>,
+    holds: Arc<Mutex<Vec<Held>>>,
+) {
     let tasks = locks.into_iter().map(|lock| {
-        let holds = Arc::clone(&holds);
+        let (holds, until) = (Arc::clone(&holds), Arc::clone(&until));
         tokio::spawn(async move {
             let locker = Locker::new(lock);
             for _ in 0..200 {
-                if Instant::now() >= until {
+                if Instant::now() >= *until.lock().unwrap_or_else(PoisonError::into_inner) {
                     break;
                 }
                 let Ok(guard) = locker
@@ -69,8 +74,10 @@ async fn contend(locks: Vec<ObjectStoreLock>, until: Instant, holds: Arc<Mutex<V
 pub(crate) async fn killed_and_restarted_server_gives_no_overlap(mut server: SeaweedfsServer) {
     let locks: Vec<_> = (0..3).map(|_| common::lock_on(&server, "faults")).collect();
     let holds = Arc::new(Mutex::new(Vec::new()));
-    let until = Instant::now() + Duration::from_secs(5);
-    let contenders = tokio::spawn(contend(locks, until, Arc::clone(&holds)));
+    // Until 4 s after the server is back (a restart on a loaded machine takes seconds, and a
+    // takeover waits out a lease), bounded by 30 s in all.
+    let until = Arc::new(Mutex::new(Instant::now() + Duration::from_secs(30)));
+    let contenders = tokio::spawn(contend(locks, Arc::clone(&until), Arc::clone(&holds)));
     tokio::time::sleep(Duration::from_secs(1)).await;
     let server = tokio::task::spawn_blocking(move || {
         server.kill();
@@ -80,10 +87,16 @@ pub(crate) async fn killed_and_restarted_server_gives_no_overlap(mut server: Sea
     })
     .await
     .expect("restart");
+    let restarted = Instant::now();
+    *until.lock().unwrap_or_else(PoisonError::into_inner) = restarted + Duration::from_secs(4);
     contenders.await.expect("contenders");
     let mut holds = holds.lock().unwrap_or_else(PoisonError::into_inner).clone();
     holds.sort_by_key(|h| h.from);
     assert!(holds.len() >= 4, "too few grants to tell: {holds:?}");
+    assert!(
+        holds.iter().any(|h| h.from >= restarted),
+        "no grant once the server was back: {holds:?}"
+    );
     for pair in holds.windows(2) {
         assert!(
             pair[0].to <= pair[1].from,
