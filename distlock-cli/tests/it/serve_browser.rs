@@ -495,26 +495,29 @@ async fn type_into(browser: &Client, selector: &str, text: &str) {
     .await;
 }
 
-/// Finds `selector` and does `what` to it, again when the element went stale in between (at
-/// most 20 tries, 100 ms apart); any other failure fails the test.
+/// Finds `selector` and does `what` to it, again when the element went stale in between (the
+/// page rebuilds its tables every second; on a loaded machine a find and a click can straddle
+/// several rebuilds): tries 100 ms apart for up to 20 s; any other failure fails the test.
 async fn act<F, Fut>(browser: &Client, selector: &str, what: &str, action: F)
 where
     F: Fn(fantoccini::elements::Element) -> Fut,
     Fut: std::future::Future<Output = Result<(), fantoccini::error::CmdError>>,
 {
-    for attempt in 1..=20 {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for _ in 0..200 {
         let element = browser
             .find(fantoccini::Locator::Css(selector))
             .await
             .unwrap_or_else(|e| panic!("{selector}: {e}"));
         match action(element).await {
             Ok(()) => return,
-            Err(e) if attempt < 20 && e.to_string().contains("stale element") => {
+            Err(e) if Instant::now() < deadline && e.to_string().contains("stale element") => {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
             Err(e) => panic!("{what} {selector}: {e}"),
         }
     }
+    panic!("{what} {selector}: stale at each of 200 tries");
 }
 
 /// chromedriver on a free loopback port, killed by its PID when dropped.
