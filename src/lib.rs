@@ -8,6 +8,14 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+// `#[distributed_lock]`'s reference (lock-macros' REFERENCE.md, the attribute's documentation)
+// is doc-tested here, against the facade its examples name: as lock-macros' own doc tests it
+// needed the facade as a dev-dependency, which cargo built a second time, with lock-core, for
+// the host (a proc-macro crate's tests are host code).
+#[cfg(doctest)]
+#[doc = include_str!("../lock-macros/REFERENCE.md")]
+struct MacroReferenceDoctests;
+
 // The backend-neutral names: lock-core's user-facing types, limits and helpers (the facade's
 // `exports` test checks that every name of lock-core's lib.rs is here).
 pub use lock_core::{

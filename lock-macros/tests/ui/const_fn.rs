@@ -1,8 +1,0 @@
-use distlock::distributed_lock;
-
-#[distributed_lock("job")]
-const fn job() -> u32 {
-    1
-}
-
-fn main() {}

@@ -1,6 +1,0 @@
-use distlock::distributed_lock;
-
-#[distributed_lock("job")]
-struct Job;
-
-fn main() {}
