@@ -77,6 +77,7 @@ mod servers;
 mod stale;
 mod stats;
 mod step;
+mod tables;
 mod target;
 mod waiters;
 mod window;
@@ -589,6 +590,9 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
     drop(servers);
 
     report::print(&run);
+    mysql::report(run.mysql.as_ref());
+    objstore::report(run.object_store.as_ref());
+    report::print_targets(&run);
     println!("\nWrote {} and {}", json.display(), svg.display());
     let missed = run.targets.iter().any(|t| t.met == Some(false));
     Ok(if !run.failures.is_empty() {

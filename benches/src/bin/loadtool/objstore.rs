@@ -293,7 +293,7 @@ pub(crate) fn report(run: Option<&ObjStoreRun>) {
         let rows: Vec<&CycleRun> = runs.iter().collect();
         println!(
             "{}",
-            crate::report::cycle_table(&rows, "server µs/cycle (not probed)", |c| c
+            crate::tables::cycle_table(&rows, "server µs/cycle (not probed)", |c| c
                 .server_cpu_us_per_op)
         );
         let find = |client: &str| runs.iter().find(|r| r.client == client);

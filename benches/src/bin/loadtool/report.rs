@@ -1,6 +1,6 @@
 //! The tables printed at the end of a run.
 
-use comfy_table::{CellAlignment, Table, presets};
+use comfy_table::Table;
 
 use crate::cycles::CycleRun;
 use crate::fairness::FairnessRun;
@@ -10,8 +10,9 @@ use crate::kinds::{SharingRun, Workload};
 use crate::renewal::{Backend, RenewalRun};
 use crate::run::{Run, redlock_label, rslock_label};
 use crate::stats::{Latency, ratio};
+use crate::tables::{breakdown, cycle_table, table};
 
-/// Prints every table of `run` on stdout.
+/// Prints the tables of `run` on stdout, but the stores' own and the targets.
 pub(crate) fn print(run: &Run) {
     println!();
     println!(
@@ -32,8 +33,11 @@ pub(crate) fn print(run: &Run) {
     scale(run);
     postgres(run);
     etcd(run);
-    crate::mysql::report(run.mysql.as_ref());
-    crate::objstore::report(run.object_store.as_ref());
+}
+
+/// Prints the targets of `run` and its failures, after every table (the stores' own, which
+/// `mysql::report` and `objstore::report` print, come between).
+pub(crate) fn print_targets(run: &Run) {
     targets(run);
     if !run.failures.is_empty() {
         println!("\nFAILURES (the figures above are not a valid measurement):");
@@ -41,18 +45,6 @@ pub(crate) fn print(run: &Run) {
             println!("  - {f}");
         }
     }
-}
-
-fn table(header: &[&str]) -> Table {
-    let mut t = Table::new();
-    t.load_preset(presets::UTF8_FULL_CONDENSED);
-    t.set_header(header.to_vec());
-    for i in 2..header.len() {
-        if let Some(column) = t.column_mut(i) {
-            column.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    t
 }
 
 fn baselines(run: &Run) {
@@ -221,37 +213,6 @@ fn stale(run: &Run) {
         "  busy answers: nodes refusing a fresh acquisition (counted by a wrapper around each node); \
          releases leaving a key: EXISTS on every node right after release returned"
     );
-}
-
-/// The table of S1, S2, S4 and P1: a row a client, with `server_time` in the column `time`.
-pub(crate) fn cycle_table(rows: &[&CycleRun], time: &str, server_time: fn(&Cost) -> f64) -> Table {
-    let mut t = table(&[
-        "scenario",
-        "client",
-        "cycles/s",
-        "p50 µs",
-        "p99 µs",
-        "cmds/cycle",
-        time,
-        "client CPU µs/cycle",
-        "server CPU µs/cycle",
-        "commands per cycle",
-    ]);
-    for r in rows {
-        t.add_row(vec![
-            r.scenario.to_owned(),
-            r.client.clone(),
-            format!("{:.0}", r.per_second),
-            format!("{:.0}", r.latency.p50_us),
-            format!("{:.0}", r.latency.p99_us),
-            format!("{:.2}", r.cost.commands_per_op),
-            format!("{:.1}", server_time(&r.cost)),
-            format!("{:.1}", r.cost.client_cpu_us_per_op),
-            format!("{:.1}", r.cost.server_cpu_us_per_op),
-            breakdown(&r.cost),
-        ]);
-    }
-    t
 }
 
 /// Server µs spent in every command (every statement: planning and executing) per operation.
@@ -747,24 +708,6 @@ fn targets(run: &Run) {
     println!("{t}");
 }
 
-/// `evalsha 2 · set 2 · ...`, the largest first.
-pub(crate) fn breakdown(cost: &Cost) -> String {
-    let mut parts: Vec<(&String, &f64)> = cost.commands.iter().collect();
-    parts.sort_by(|a, b| b.1.total_cmp(a.1).then(a.0.cmp(b.0)));
-    parts
-        .iter()
-        .filter(|(_, n)| **n >= 0.005)
-        .map(|(name, n)| format!("{name} {}", trim(**n)))
-        .collect::<Vec<_>>()
-        .join(" · ")
-}
-
-/// `2.00` → `2`, `0.5` → `0.5`, `0.123` → `0.12`.
-fn trim(n: f64) -> String {
-    let s = format!("{n:.2}");
-    s.trim_end_matches('0').trim_end_matches('.').to_owned()
-}
-
 fn shorten(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         s.to_owned()
@@ -780,14 +723,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn breakdown_lists_the_largest_first() {
-        let mut cost = Cost::default();
-        cost.commands.insert("evalsha".into(), 2.0);
-        cost.commands.insert("time".into(), 1.0);
-        cost.commands.insert("set".into(), 2.0);
-        cost.commands.insert("subscribe".into(), 0.001);
-        assert_eq!(breakdown(&cost), "evalsha 2 · set 2 · time 1");
-        assert_eq!(trim(0.5), "0.5");
+    fn long_text_is_shortened_with_an_ellipsis() {
         assert_eq!(shorten("abcdef", 4), "abc…");
+        assert_eq!(shorten("abc", 4), "abc");
     }
 }
