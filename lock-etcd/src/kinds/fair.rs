@@ -68,7 +68,13 @@ pub(crate) async fn try_acquire(
         let lease = Lease::new(name, token, fencing, valid_until(started, ttl)).with_kind(kind);
         return Ok(Attempt::Acquired(lease));
     }
-    exec.revoke_etcd_lease_later(&client, etcd_lease);
+    if !queued {
+        // A single try's token is not used again. A queued waiter's is, by its next attempt:
+        // its grant's etcd lease stays (kept alive by that attempt, revoked by the release
+        // that withdraws the waiter), since a revoke still on its way would land on the next
+        // attempt's lease and fail it, and a failed attempt costs the waiter its place.
+        exec.revoke_etcd_lease_later(&client, etcd_lease);
+    }
     let holder = read(&answer, 0);
     if holder.is_none() {
         // Free, but another waiter is ahead.
@@ -81,7 +87,7 @@ pub(crate) async fn try_acquire(
 }
 
 /// Takes `token`'s place in the queue of `name`, or keeps the one it has: the grant's
-/// `etcd_lease` and the entry's (kept alive), then one transaction that puts the entry if absent and
+/// `etcd_lease` and the entry's (both kept alive, or granted), then one transaction that puts the entry if absent and
 /// reads its creation revision. Answers the compare "this entry is the head" and the operation
 /// that deletes the entry with the grant.
 async fn take_place(
@@ -94,8 +100,10 @@ async fn take_place(
 ) -> Result<(Compare, Vec<TxnOp>), LockError> {
     let entry = entry_key(exec.prefix(), name, token);
     let entry_etcd_lease = EtcdLease::of_queue_entry(token, name);
+    // The grant's etcd lease is kept from the waiter's last attempt (its whole TTL again) or
+    // granted: a grant on it is valid for `ttl` from this attempt's start either way.
     let (granted, kept) = tokio::join!(
-        exec.grant_etcd_lease(client, Op::Acquire, etcd_lease, ttl),
+        exec.keep_or_grant_etcd_lease(etcd_lease, ttl),
         exec.keep_or_grant_etcd_lease(entry_etcd_lease, fair_entry_ttl(ttl)),
     );
     granted?;

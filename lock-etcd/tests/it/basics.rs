@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use lock_core::Token;
 use lock_core::backend::{Attempt, Handover, Lock};
+use lock_core::{Kind, Token};
 
 use crate::common::{lock_on, one_member};
 
@@ -93,4 +93,49 @@ async fn a_loopback_cluster_serves_a_lock() {
         Attempt::Busy { .. }
     ));
     assert!(lock.release(&lease).await.expect("answers"));
+}
+
+/// A queued fair waiter's attempts, back to back with one token, all answer busy while the
+/// lock is held (none fails on the etcd lease its previous attempt left behind: a failed
+/// attempt costs a waiter its place), and the waiter keeps its place: once the holder
+/// releases, the waiter queued after it is refused until it has had its turn.
+#[tokio::test]
+async fn a_fair_waiter_keeps_its_place_through_back_to_back_attempts() {
+    let cluster = one_member();
+    let lock = lock_on(&cluster);
+    let fair = Kind::Fair { queued: true };
+    let attempt = |token| lock.try_acquire_kind("queue", fair, token, TTL);
+    let Attempt::Acquired(held) = attempt(Token::generate().expect("rng"))
+        .await
+        .expect("answers")
+    else {
+        panic!("a free name was busy");
+    };
+    let (first, second) = (
+        Token::generate().expect("rng"),
+        Token::generate().expect("rng"),
+    );
+    for round in 0..30 {
+        for token in [first, second] {
+            let answer = attempt(token).await;
+            assert!(
+                matches!(answer, Ok(Attempt::Busy { .. })),
+                "round {round}: {answer:?}"
+            );
+        }
+    }
+    assert!(lock.release(&held).await.expect("answers"));
+    let early = attempt(second).await.expect("answers");
+    assert!(
+        matches!(early, Attempt::Busy { .. }),
+        "the second waiter went first: {early:?}"
+    );
+    let Attempt::Acquired(turn) = attempt(first).await.expect("answers") else {
+        panic!("the head of the queue was refused a free lock");
+    };
+    assert!(lock.release(&turn).await.expect("answers"));
+    let Attempt::Acquired(next) = attempt(second).await.expect("answers") else {
+        panic!("the next waiter was refused a free lock");
+    };
+    assert!(lock.release(&next).await.expect("answers"));
 }
