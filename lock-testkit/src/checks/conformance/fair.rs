@@ -5,12 +5,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use lock_core::backend::{Attempt, Capabilities, Lock, ReleaseWatch};
-use lock_core::{Guard, Kind, Lease, LockError, Locker, LockerBuilder, Token};
+use lock_core::Guard;
 use tokio::sync::Notify;
-use tokio::time::Instant;
 
+use super::queued::QueueWatched;
 use super::{Backend, name};
 
 async fn release(guard: Guard) {
@@ -140,67 +138,4 @@ pub async fn fair_is_the_mutex(backend: &Backend, prefix: &str) {
     let refused = fair.fair(name.as_str()).wait(Duration::ZERO).await;
     assert!(refused.is_err(), "a fair request got a plainly held lock");
     held.release().await.expect("ours");
-}
-
-/// The backend's lock, telling `queued` when a queued fair attempt is answered busy: the waiter
-/// has its place in the queue.
-struct QueueWatched {
-    inner: Arc<dyn Lock>,
-    queued: Arc<Notify>,
-}
-
-impl QueueWatched {
-    /// A locker of its own on the backend's store whose queued fair attempts tell `queued`.
-    fn locker(backend: &Backend, queued: Arc<Notify>) -> Locker {
-        let inner = Arc::clone(backend.locker().backend_lock());
-        LockerBuilder::from_arc(Arc::new(Self { inner, queued })).build()
-    }
-}
-
-#[async_trait]
-impl Lock for QueueWatched {
-    fn backend(&self) -> &'static str {
-        self.inner.backend()
-    }
-    fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
-    }
-    async fn try_acquire(
-        &self,
-        name: &str,
-        token: Token,
-        ttl: Duration,
-    ) -> Result<Attempt, LockError> {
-        self.inner.try_acquire(name, token, ttl).await
-    }
-    async fn try_acquire_kind(
-        &self,
-        name: &str,
-        kind: Kind,
-        token: Token,
-        ttl: Duration,
-    ) -> Result<Attempt, LockError> {
-        let attempt = self.inner.try_acquire_kind(name, kind, token, ttl).await;
-        if kind == (Kind::Fair { queued: true }) && matches!(attempt, Ok(Attempt::Busy { .. })) {
-            // `notify_one` keeps a permit when nobody waits yet, so no answer is missed.
-            self.queued.notify_one();
-        }
-        attempt
-    }
-    async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
-        self.inner.extend(lease, ttl).await
-    }
-    async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
-        self.inner.release(lease).await
-    }
-    async fn watch(&self, name: &str) -> Result<Option<ReleaseWatch>, LockError> {
-        self.inner.watch(name).await
-    }
-    async fn watch_turn(
-        &self,
-        name: &str,
-        token: &Token,
-    ) -> Result<Option<ReleaseWatch>, LockError> {
-        self.inner.watch_turn(name, token).await
-    }
 }

@@ -56,6 +56,7 @@ pub mod election;
 pub mod fair;
 pub mod multi;
 pub mod mutex;
+mod queued;
 pub mod read_write;
 mod run;
 mod runners;

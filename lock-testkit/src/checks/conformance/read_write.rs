@@ -6,8 +6,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use lock_core::{Guard, Kind, LockError, Locker};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{Notify, mpsc, watch};
 
+use super::queued::QueueWatched;
 use super::{Backend, name, poll_then_drop};
 
 /// Takes a read share of `name` on a fresh locker, waiting at most the patience.
@@ -156,9 +157,13 @@ pub async fn writer_preference_queues_new_readers(backend: &Backend, prefix: &st
     let name = name(prefix, "writer-preference");
     let first = read(backend, &name).await;
     let writer_released = Arc::new(AtomicBool::new(false));
+    let queued = Arc::new(Notify::new());
     let writer = {
-        let (locker, name, released) =
-            (backend.locker(), name.clone(), Arc::clone(&writer_released));
+        let (locker, name, released) = (
+            QueueWatched::locker(backend, Arc::clone(&queued)),
+            name.clone(),
+            Arc::clone(&writer_released),
+        );
         let (patience, hold) = (backend.patience, backend.settle);
         tokio::spawn(async move {
             let guard = locker
@@ -171,7 +176,11 @@ pub async fn writer_preference_queues_new_readers(backend: &Backend, prefix: &st
             guard.release().await.expect("the writer's release");
         })
     };
-    tokio::time::sleep(backend.settle).await;
+    // Once the store has answered the writer busy, its record is there (a fixed pause was not
+    // always long enough on a loaded machine).
+    backend
+        .within("the writer's first busy answer", queued.notified())
+        .await;
     assert!(!writer.is_finished(), "the writer got in beside a reader");
     assert!(
         !read_gets_in(backend, &name).await,
