@@ -7,7 +7,8 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::handoff::HandoffRun;
 use crate::run::{
-    BACKEND, DISTLOCK, DISTLOCK_TTL, HAND, RSLOCK, Run, UNFENCED, redlock_label, rslock_label,
+    BACKEND, DISTLOCK, DISTLOCK_TTL, HAND, RSLOCK, Run, UNFENCED, redlock_label,
+    redlock_unfenced_label, rslock_label,
 };
 use crate::stats::Latency;
 
@@ -133,6 +134,11 @@ fn panels(run: &Run) -> Vec<Panel> {
                         &format!("rslock ×{n}"),
                         RSLOCK_COLOR,
                         values(s4(rslock_label(n))),
+                    ),
+                    group(
+                        &format!("no fencing ×{n}"),
+                        REDLOCK_COLOR,
+                        values(s4(redlock_unfenced_label(n))),
                     ),
                     group(
                         &format!("Redlock ×{n}"),

@@ -1,5 +1,5 @@
 //! The interleaved rounds of a backend's S1/S2 against its baselines (M1/M2 on MariaDB, O1/O2
-//! on object storage): in each round the hand-written lock first, then the backend alone, then
+//! on object storage, S4's Redlock against rslock): in each round the hand-written lock first, then the backend alone, then
 //! distlock, so that a slow patch of a shared machine weighs on all three alike.
 
 use tokio::runtime::Runtime;
@@ -17,8 +17,9 @@ pub(crate) struct Part<'a> {
     pub(crate) scenario: &'static str,
     /// Concurrent tasks, each on a name of its own.
     pub(crate) tasks: usize,
-    /// The clients' labels, distlock first, the hand-written lock last (as `clients`).
-    pub(crate) labels: &'a [&'static str],
+    /// The clients' labels, distlock first, the hand-written lock (the baseline) last (as
+    /// `clients`).
+    pub(crate) labels: &'a [&'a str],
     /// Between the scenario and the client in the lock names (`:` or `-`, what the store takes).
     pub(crate) separator: &'a str,
 }

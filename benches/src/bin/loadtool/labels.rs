@@ -20,6 +20,12 @@ pub(crate) fn redlock_label(nodes: usize) -> String {
     format!("Redlock, {nodes} nodes")
 }
 
+/// S4's label of distlock's Redlock over `nodes` servers built with `fencing(false)`: a node's
+/// grant is one plain `SET NX PX GET`, as rslock's is.
+pub(crate) fn redlock_unfenced_label(nodes: usize) -> String {
+    format!("Redlock, no fencing, {nodes} nodes")
+}
+
 /// S4's label of rslock over `nodes` servers.
 pub(crate) fn rslock_label(nodes: usize) -> String {
     format!("{RSLOCK}, {nodes} nodes")

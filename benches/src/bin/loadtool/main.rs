@@ -104,7 +104,8 @@ use crate::kinds::Workload;
 use crate::progress::Progress;
 use crate::renewal::HeldLeases;
 use crate::run::{
-    BACKEND, DISTLOCK, DISTLOCK_TTL, HAND, RSLOCK, Run, UNFENCED, redlock_label, rslock_label,
+    BACKEND, DISTLOCK, DISTLOCK_TTL, HAND, RSLOCK, Run, UNFENCED, redlock_label,
+    redlock_unfenced_label, rslock_label,
 };
 use crate::step::{STEP_SLACK, block, slug};
 
@@ -387,12 +388,14 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
             let urls = servers.urls(nodes);
             let mut all = block(&runtime, Duration::ZERO, Probe::connect(&urls))?
                 .map_err(|e| e.to_string())?;
-            let node_locks = || {
+            let node_locks = |fencing: bool| {
                 urls.iter()
-                    .map(|url| match RedisLock::from_url(url) {
-                        Ok(node) => Ok(Arc::new(node) as Arc<dyn Lock>),
-                        Err(e) => Err(e.to_string()),
-                    })
+                    .map(
+                        |url| match RedisLock::builder().url(url).fencing(fencing).build() {
+                            Ok(node) => Ok(Arc::new(node) as Arc<dyn Lock>),
+                            Err(e) => Err(e.to_string()),
+                        },
+                    )
                     .collect::<Result<Vec<_>, String>>()
             };
             let redlock = |nodes: Vec<Arc<dyn Lock>>| {
@@ -402,35 +405,35 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
                     .build()
                     .map_err(|e| e.to_string())
             };
-            let timed = [
-                (
-                    redlock_label(nodes),
-                    Client::Locker(Locker::new(redlock(node_locks()?)?), None),
-                ),
-                (
-                    rslock_label(nodes),
-                    Client::Rslock(crate::rslock::manager(&urls)?),
-                ),
+            // Interleaved rounds (rslock, then the unfenced Redlock, then the fenced one, in
+            // each), so that a slow patch of the shared machine weighs on all three alike.
+            let labels = [
+                redlock_label(nodes),
+                redlock_unfenced_label(nodes),
+                rslock_label(nodes),
             ];
-            for (label, client) in &timed {
-                progress.next();
-                run.s4.push(block(
-                    &runtime,
-                    plan.cycles.warmup + plan.cycles.measure,
-                    cycles::run(
-                        "S4",
-                        label,
-                        client.clone(),
-                        &format!("s4:{}", slug(label)),
-                        1,
-                        plan.cycles,
-                        &mut all,
-                    ),
-                )??);
-            }
+            let clients = [
+                Client::Locker(Locker::new(redlock(node_locks(true)?)?), None),
+                Client::Locker(Locker::new(redlock(node_locks(false)?)?), None),
+                Client::Rslock(crate::rslock::manager(&urls)?),
+            ];
+            let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
+            run.s4.extend(interleave::rounds(
+                &interleave::Part {
+                    scenario: "S4",
+                    tasks: 1,
+                    labels: &labels,
+                    separator: ":",
+                },
+                &plan,
+                &runtime,
+                &mut progress,
+                &clients,
+                &mut all,
+            )?);
             // The counting passes: distlock's Redlock over nodes that count their busy
             // answers, then rslock (it does not expose them: the key check only).
-            let counters: Vec<Arc<Counted>> = node_locks()?
+            let counters: Vec<Arc<Counted>> = node_locks(true)?
                 .into_iter()
                 .map(|node| Arc::new(Counted::new(node)))
                 .collect();
@@ -446,7 +449,7 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
                     Client::Locker(Locker::new(counted), None),
                     Some(&counters[..]),
                 ),
-                (rslock_label(nodes), timed[1].1.clone(), None),
+                (rslock_label(nodes), clients[2].clone(), None),
             ];
             for (label, client, busy) in passes {
                 progress.next();
@@ -681,8 +684,19 @@ fn steps(plan: &Plan, bench: bool) -> Vec<(String, Duration)> {
     }
     if plan.has(Part::S4) {
         for nodes in [3, 5] {
-            for label in [redlock_label(nodes), rslock_label(nodes)] {
-                s.push((format!("S4 {label}"), cycle));
+            let rounds = plan.s1_rounds;
+            for round in 1..=rounds {
+                // In the order each round runs them: the baseline first.
+                for label in [
+                    rslock_label(nodes),
+                    redlock_unfenced_label(nodes),
+                    redlock_label(nodes),
+                ] {
+                    s.push((
+                        format!("S4 round {round}/{rounds}: {label}"),
+                        cycle / rounds,
+                    ));
+                }
             }
             for label in [redlock_label(nodes), rslock_label(nodes)] {
                 s.push((

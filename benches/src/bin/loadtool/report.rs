@@ -8,7 +8,7 @@ use crate::handoff::HandoffRun;
 use crate::info::Cost;
 use crate::kinds::{SharingRun, Workload};
 use crate::renewal::{Backend, RenewalRun};
-use crate::run::{Run, redlock_label, rslock_label};
+use crate::run::{Run, redlock_label, redlock_unfenced_label, rslock_label};
 use crate::stats::{Latency, ratio};
 use crate::tables::{breakdown, cycle_table, table};
 
@@ -119,20 +119,25 @@ fn cycles(run: &Run) {
          from INFO commandstats"
     );
     for nodes in [3, 5] {
-        let (Some(ours), Some(theirs)) = (
-            Run::cycle(&run.s4, &redlock_label(nodes)),
-            Run::cycle(&run.s4, &rslock_label(nodes)),
-        ) else {
+        let Some(theirs) = Run::cycle(&run.s4, &rslock_label(nodes)) else {
             continue;
         };
-        println!(
-            "  S4 {nodes} nodes, distlock's Redlock against rslock: {:.0} vs {:.0} cycles/s ({:.2}×), p50 {:.0} vs {:.0} µs",
-            ours.per_second,
-            theirs.per_second,
-            ratio(ours.per_second, theirs.per_second),
-            ours.latency.p50_us,
-            theirs.latency.p50_us
-        );
+        for (what, label) in [
+            ("Redlock", redlock_label(nodes)),
+            ("Redlock with fencing(false)", redlock_unfenced_label(nodes)),
+        ] {
+            let Some(ours) = Run::cycle(&run.s4, &label) else {
+                continue;
+            };
+            println!(
+                "  S4 {nodes} nodes, distlock's {what} against rslock: {:.0} vs {:.0} cycles/s ({:.2}×), p50 {:.0} vs {:.0} µs",
+                ours.per_second,
+                theirs.per_second,
+                ratio(ours.per_second, theirs.per_second),
+                ours.latency.p50_us,
+                theirs.latency.p50_us
+            );
+        }
     }
     stale(run);
 }
@@ -158,8 +163,14 @@ fn servers(run: &Run) {
             || "-".to_owned(),
             |c| {
                 format!(
-                    "{:.2}× ({:.2}–{:.2}), {:.0}/s",
-                    c.ratio, c.ratio_spread.0, c.ratio_spread.1, c.median_per_second
+                    "{:.2}× ({:.2}–{:.2}), {:.0}/s; CPU µs/cycle client {:.1}, server {:.1}; {:.2} cmds",
+                    c.ratio,
+                    c.ratio_spread.0,
+                    c.ratio_spread.1,
+                    c.median_per_second,
+                    c.client_cpu_us,
+                    c.server_cpu_us,
+                    c.commands_per_cycle
                 )
             },
         )
@@ -168,8 +179,15 @@ fn servers(run: &Run) {
         t.add_row(vec![
             r.server.clone(),
             format!("{} ({} tasks)", r.scenario, r.tasks),
-            r.client(crate::run::HAND)
-                .map_or_else(|| "-".to_owned(), |c| format!("{:.0}", c.median_per_second)),
+            r.client(crate::run::HAND).map_or_else(
+                || "-".to_owned(),
+                |c| {
+                    format!(
+                        "{:.0}; CPU µs/cycle client {:.1}, server {:.1}; {:.2} cmds",
+                        c.median_per_second, c.client_cpu_us, c.server_cpu_us, c.commands_per_cycle
+                    )
+                },
+            ),
             cell(r.client(crate::run::UNFENCED)),
             cell(r.client(crate::run::DISTLOCK)),
         ]);

@@ -17,7 +17,8 @@ use crate::target::{Target, not_run, target};
 use crate::waiters::WaitersRun;
 
 pub(crate) use crate::labels::{
-    BACKEND, DISTLOCK, DISTLOCK_TTL, HAND, RSLOCK, UNFENCED, redlock_label, rslock_label,
+    BACKEND, DISTLOCK, DISTLOCK_TTL, HAND, RSLOCK, UNFENCED, redlock_label, redlock_unfenced_label,
+    rslock_label,
 };
 
 /// Everything a run measured.
@@ -360,7 +361,7 @@ impl Run {
     /// The peer targets: distlock against the simplest alternatives, measured in the
     /// same run (the hand-written lock, rslock).
     fn judge_peers(&self, t: &mut Vec<Target>) {
-        let versus = |id: &'static str,
+        let versus = |(id, issues): (&'static str, &'static str),
                       what: &'static str,
                       rows: &[CycleRun],
                       ours: &str,
@@ -371,18 +372,18 @@ impl Run {
                     let x = ratio(a.per_second, b.per_second);
                     target(
                         id,
-                        "15",
+                        issues,
                         what,
                         shown,
                         format!("{x:.2}× ({:.0} vs {:.0}/s)", a.per_second, b.per_second),
                         x >= goal,
                     )
                 }
-                _ => not_run(id, "15", what, shown),
+                _ => not_run(id, issues, what, shown),
             }
         };
         t.push(versus(
-            "S1 fenced vs hand",
+            ("S1 fenced vs hand", "15"),
             "S1 cycles/s, distlock (fenced) against the hand-written lock",
             &self.s1,
             DISTLOCK,
@@ -390,7 +391,7 @@ impl Run {
             (0.9, "≥ 0.9×"),
         ));
         t.push(versus(
-            "S1 no fencing vs hand",
+            ("S1 no fencing vs hand", "15"),
             "S1 cycles/s, fencing(false) against the hand-written lock",
             &self.s1,
             UNFENCED,
@@ -398,7 +399,7 @@ impl Run {
             (1.0, "≥ 1.0×"),
         ));
         t.push(versus(
-            "S2 fenced vs hand",
+            ("S2 fenced vs hand", "15"),
             "S2 cycles/s (32 tasks), distlock (fenced) against the hand-written lock",
             &self.s2,
             DISTLOCK,
@@ -406,25 +407,42 @@ impl Run {
             (0.6, "≥ 0.6×"),
         ));
         t.push(versus(
-            "S2 no fencing vs hand",
+            ("S2 no fencing vs hand", "15"),
             "S2 cycles/s, fencing(false) against the hand-written lock",
             &self.s2,
             UNFENCED,
             HAND,
             (1.0, "≥ 1.0×"),
         ));
+        // Issue 15 asked ≥ 1.0× of rslock for the fenced Redlock; issue 38 set the bar at 0.9×
+        // for it (a fenced grant is a script on every node; rslock's is a plain `SET NX PX`)
+        // and at 1.0× for `fencing(false)`, which sends what rslock sends.
         for nodes in [3, 5] {
-            let (ours, theirs) = (redlock_label(nodes), rslock_label(nodes));
-            let id = if nodes == 3 {
-                "S4 Redlock vs rslock, 3 nodes"
+            let theirs = rslock_label(nodes);
+            let (fenced, unfenced) = if nodes == 3 {
+                (
+                    "S4 Redlock vs rslock, 3 nodes",
+                    "S4 Redlock no fencing vs rslock, 3 nodes",
+                )
             } else {
-                "S4 Redlock vs rslock, 5 nodes"
+                (
+                    "S4 Redlock vs rslock, 5 nodes",
+                    "S4 Redlock no fencing vs rslock, 5 nodes",
+                )
             };
             t.push(versus(
-                id,
+                (fenced, "15, 38"),
                 "S4 cycles/s, distlock's fenced Redlock against rslock on the same nodes",
                 &self.s4,
-                &ours,
+                &redlock_label(nodes),
+                &theirs,
+                (0.9, "≥ 0.9×"),
+            ));
+            t.push(versus(
+                (unfenced, "38"),
+                "S4 cycles/s, distlock's Redlock with fencing(false) against rslock",
+                &self.s4,
+                &redlock_unfenced_label(nodes),
                 &theirs,
                 (1.0, "≥ 1.0×"),
             ));
