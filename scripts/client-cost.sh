@@ -14,7 +14,15 @@ cd "$(dirname "$0")/.."
 N=${N:-2000}
 bash scripts/ensure-redis.sh
 bash scripts/ensure-etcd.sh # protoc: the bench crate's etcd-client needs it to build
-for tool in valgrind redis-server python3; do
+# SERVER=valkey counts the same clients against valkey-server (scripts/ensure-valkey.sh installs
+# it, or $DISTLOCK_VALKEY_SERVER), where distlock releases by DELIFEQ instead of the script.
+SERVER=${SERVER:-redis}
+server_bin=redis-server
+if [ "$SERVER" = valkey ]; then
+  server_bin=${DISTLOCK_VALKEY_SERVER:-$(command -v valkey-server || echo "${XDG_CACHE_HOME:-$HOME/.cache}/distlock/valkey-9.1.2/valkey-server")}
+  [ -x "$server_bin" ] || { echo "client-cost: no valkey-server; run scripts/ensure-valkey.sh" >&2; exit 1; }
+fi
+for tool in valgrind "$server_bin" python3; do
   command -v "$tool" >/dev/null || { echo "client-cost: $tool is missing" >&2; exit 1; }
 done
 cargo build --quiet --release -p distlock-bench --example s1_cycles
@@ -24,7 +32,7 @@ target_dir="$(cargo metadata --format-version 1 --no-deps \
 binary="$target_dir/release/examples/s1_cycles"
 
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no >/dev/null 2>&1 &
+"$server_bin" --port "$port" --bind 127.0.0.1 --save '' --appendonly no >/dev/null 2>&1 &
 server=$!
 work=$(mktemp -d)
 trap 'kill "$server" 2>/dev/null || true; rm -rf "$work"' EXIT
@@ -39,7 +47,7 @@ count() { # count <client> <cycles>: instructions of one run
   awk '/^(summary|totals):/ {print $2; exit}' "$work/out"
 }
 
-echo "Client instructions per acquire + release cycle (callgrind, N=$N):"
+echo "Client instructions per acquire + release cycle on $SERVER (callgrind, N=$N):"
 for client in hand rslock unfenced fenced; do
   one=$(count "$client" "$N")
   two=$(count "$client" $((2 * N)))
