@@ -20,8 +20,13 @@ use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 
 use crate::common::servers::{Nodes, redis_lock};
 
-/// Back-to-back cycles measured (after one warm-up cycle).
-const CYCLES: u64 = 3_000;
+/// Back-to-back cycles measured (after one warm-up cycle): the end-to-end check on real nodes.
+/// A release that decides at the quorum is caught deterministically by the in-memory tests
+/// (`release_then_acquire_memory`, `stragglers_memory`, `lagging_nodes_memory`: 8 of them fail
+/// with it, measured); on healthy loopback nodes the stragglers finish before the next send,
+/// and this test passed with it at 3,000 cycles as at 1,000. 3,000 cost 44 s of a test slot on
+/// a loaded machine.
+const CYCLES: u64 = 1_000;
 const NODES: usize = 5;
 const NAME: &str = "b2b-all";
 /// The `node` label of this test's nodes, followed by their index.

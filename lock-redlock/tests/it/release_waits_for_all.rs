@@ -9,7 +9,11 @@ use lock_core::backend::{Attempt, Lock};
 
 use crate::common::servers::Nodes;
 
-const CYCLES: usize = 1_000;
+/// 500 cycles × 5 nodes checked after each release, end to end on real nodes (1,000 cost 55 s of
+/// a test slot on a loaded machine). A release that decides at the quorum is caught
+/// deterministically by the in-memory tests (8 of them fail with it, measured); this one
+/// passed with it at 1,000 cycles too, the stragglers finishing before the check's reads.
+const CYCLES: usize = 500;
 const NAME: &str = "release-all";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
