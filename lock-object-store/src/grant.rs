@@ -37,7 +37,7 @@ pub(crate) async fn try_acquire(
     // after the store answered a read of this write, which is later.
     let started = Instant::now();
     let on = current.as_ref().map(|c| &c.version);
-    match lock.objects.write(Op::Acquire, &key, &next, on).await {
+    match lock.objects.grant(&key, &next, on).await {
         Ok(Written::Done(version)) => {
             lock.observations.forget(key.as_ref());
             lock.held.put(&key, &token, version, next.clone());
@@ -63,11 +63,7 @@ async fn after_own_release(
     };
     let next = released.granted(token.to_hex().as_str(), ttl);
     let started = Instant::now();
-    match lock
-        .objects
-        .write(Op::Acquire, key, &next, Some(&version))
-        .await?
-    {
+    match lock.objects.grant(key, &next, Some(&version)).await? {
         Written::Done(version) => {
             lock.observations.forget(key.as_ref());
             lock.held.put(key, &token, version, next.clone());

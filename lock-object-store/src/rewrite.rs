@@ -38,10 +38,7 @@ async fn rewrite(
         let (version, body) = match last.take() {
             Some(known) => known,
             None => match lock.objects.read(op, &key).await? {
-                Some(cur)
-                    if cur.body.held_by(hex.as_str())
-                        && cur.body.epoch == lease.fencing_token() =>
-                {
+                Some(cur) if cur.body.held_by(hex.as_str()) && same_grant(&cur.body, lease) => {
                     (cur.version, cur.body)
                 }
                 _ => {
@@ -62,6 +59,16 @@ async fn rewrite(
     }
     lock.held.forget(&key, &token);
     Ok(None)
+}
+
+/// Whether `body`, held by `lease`'s token, is `lease`'s grant. A token is fresh for every
+/// attempt, so the token alone says so; the epoch is compared too when the lease knows it. It
+/// does not when the `Locker` arms the release of an attempt that was not answered (cancelled,
+/// or timed out after the write may have landed): that lease carries fencing token 0, which no
+/// grant has (epochs start at 1), and its release must free the grant it cannot see the epoch
+/// of (issue 46: such a grant was left held for a whole lease).
+fn same_grant(body: &Body, lease: &Lease) -> bool {
+    lease.fencing_token() == 0 || body.epoch == lease.fencing_token()
 }
 
 /// Renews `lease` for `ttl` from now: the new validity, or `None` when it is no longer ours.

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use lock_core::backend::Detached;
 use lock_core::{LockError, Op};
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt as _, PutMode, PutOptions, UpdateVersion};
@@ -91,7 +92,56 @@ impl Objects {
         let put = self
             .store
             .put_opts(key, body.encode().into(), PutOptions::from(mode));
-        match timed(self.timeout, put).await? {
+        self.written(op, key, timed(self.timeout, put).await?)
+    }
+
+    /// The grant's conditional write of `body` at `key` (as [`Objects::write`]), seen through
+    /// even when its caller goes: cancelled, or its request bound ran out after the request
+    /// left. A write that lands for a caller who is gone is given back at once, by a
+    /// conditional write of the released body on the version it made (safety rule 12: what a
+    /// request may leave behind is undone after it answered, never before). The `Locker`'s
+    /// armed release of the token covers a write that landed before that release read the
+    /// object; this covers one the store applies after.
+    ///
+    /// # Errors
+    /// As [`Objects::write`].
+    pub(crate) async fn grant(
+        &self,
+        key: &Path,
+        body: &Body,
+        on: Option<&UpdateVersion>,
+    ) -> Result<Written, LockError> {
+        let mode = on.map_or(PutMode::Create, |v| PutMode::Update(v.clone()));
+        let (store, path, bytes) = (Arc::clone(&self.store), key.clone(), body.encode());
+        let give_back = (Arc::clone(&self.store), key.clone(), body.released());
+        let timeout = self.timeout;
+        let put = Detached::future(async move {
+            store
+                .put_opts(&path, bytes.into(), PutOptions::from(mode))
+                .await
+        })
+        .leftover(move |landed| async move {
+            let Ok(done) = landed else { return };
+            let (store, path, released) = give_back;
+            let on = PutMode::Update(UpdateVersion::from(done));
+            let put = store.put_opts(&path, released.encode().into(), PutOptions::from(on));
+            // A failure leaves the grant to its lease, as a crash would; a precondition
+            // failure means the armed release got there first.
+            if !matches!(tokio::time::timeout(timeout, put).await, Ok(Ok(_))) {
+                tracing::debug!(key = %path, "a grant nobody received was not given back");
+            }
+        });
+        self.written(Op::Acquire, key, timed(self.timeout, put).await?)
+    }
+
+    /// What a conditional write's answer means.
+    fn written(
+        &self,
+        op: Op,
+        key: &Path,
+        answer: object_store::Result<object_store::PutResult>,
+    ) -> Result<Written, LockError> {
+        match answer {
             Ok(done) => Ok(Written::Done(UpdateVersion::from(done))),
             Err(
                 object_store::Error::AlreadyExists { .. }

@@ -8,3 +8,4 @@ mod common;
 mod conformance;
 mod errors;
 mod faults;
+mod lost_answer;
