@@ -20,8 +20,12 @@ mod one_member {
     fn setup() -> (EtcdCluster, Backend) {
         let cluster = EtcdCluster::start().expect("start etcd");
         let endpoints = cluster.endpoints();
+        // Late answers through a proxy in front of the member.
         let mut backend = Backend::new(move || {
             Locker::new(EtcdLock::new(endpoints.iter().cloned()).expect("valid endpoints"))
+        })
+        .with_late_answers_through(cluster.member(0).client_addr(), |at| {
+            Locker::new(EtcdLock::new([format!("http://{at}")]).expect("valid endpoint"))
         });
         backend.short_ttl = Duration::from_secs(2);
         // etcd revokes leases that ran out on a 500 ms tick of its leader: a key outlives the

@@ -66,3 +66,12 @@ pub fn advisory(url: &str) -> MysqlAdvisoryLock {
         .build()
         .expect("build lock")
 }
+
+/// `url` with `server`'s address replaced by another (a proxy's in front of it).
+pub fn through(
+    server: &MariadbServer,
+    url: &str,
+) -> impl Fn(std::net::SocketAddr) -> String + Send + Sync + 'static {
+    let (url, server) = (url.to_owned(), server.addr().to_string());
+    move |at| url.replace(&server, &at.to_string())
+}

@@ -18,7 +18,11 @@ mod table {
     async fn setup() -> (Arc<crate::common::Db>, Backend) {
         let db = crate::common::shared().await;
         let url = db.server.url();
-        let backend = Backend::new(move || Locker::new(crate::common::lock(&url)));
+        let late = crate::common::through(&db.server, &url);
+        let backend = Backend::new(move || Locker::new(crate::common::lock(&url)))
+            .with_late_answers_through(db.server.addr(), move |at| {
+                Locker::new(crate::common::lock(&late(at)))
+            });
         (db, backend)
     }
 
@@ -39,7 +43,11 @@ mod advisory {
     async fn setup() -> (Arc<crate::common::Db>, Backend) {
         let db = crate::common::shared().await;
         let url = db.server.url();
-        let backend = Backend::new(move || Locker::new(crate::common::advisory(&url)));
+        let late = crate::common::through(&db.server, &url);
+        let backend = Backend::new(move || Locker::new(crate::common::advisory(&url)))
+            .with_late_answers_through(db.server.addr(), move |at| {
+                Locker::new(crate::common::advisory(&late(at)))
+            });
         (db, backend)
     }
 

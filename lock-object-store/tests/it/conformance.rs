@@ -16,14 +16,22 @@ mod memory {
     use lock_object_store::object_store::memory::InMemory;
     use lock_testkit::conformance::Backend;
 
+    use crate::common::SlowStore;
+
     fn backend() -> Backend {
         let store = Arc::new(InMemory::new());
+        let late = Arc::clone(&store);
         Backend::new(move || {
             Locker::new(ObjectStoreLock::new(
                 store.clone(),
                 "locks",
                 Duration::from_secs(5),
             ))
+        })
+        // Late answers from a wrapper of the store, below the lock's own bookkeeping.
+        .with_late_answers(move |latency| {
+            let store = Arc::new(SlowStore::new(late.clone(), latency));
+            Locker::new(ObjectStoreLock::new(store, "locks", Duration::from_secs(5)))
         })
     }
 
@@ -35,6 +43,7 @@ mod memory {
 
 /// Lockers over one bucket of the binary's shared SeaweedFS server.
 mod seaweedfs {
+    use std::net::{Ipv4Addr, SocketAddr};
     use std::sync::Arc;
     use std::time::Duration;
 
@@ -59,8 +68,16 @@ mod seaweedfs {
                 "s3://distlock/conformance".to_owned(),
             ),
         };
+        let late_url = url.clone();
         let mut backend =
             Backend::new(move || Locker::new(crate::common::lock_at(&endpoint, &url)));
+        // Late answers through a proxy in front of the S3 port.
+        if let Some(server) = &server {
+            let s3 = SocketAddr::from((Ipv4Addr::LOCALHOST, server.s3_port()));
+            backend = backend.with_late_answers_through(s3, move |at| {
+                Locker::new(crate::common::lock_at(&format!("http://{at}"), &late_url))
+            });
+        }
         // Waiters poll (no announcements) a single-process SeaweedFS that the test command's
         // other tests load: the multi-lock's rounds took over 10 s there once (fresh-clone run
         // at 26f72b9), where they take 2-3 s on a quiet machine.

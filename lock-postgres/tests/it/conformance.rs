@@ -68,11 +68,16 @@ mod db {
     }
 
     /// Lockers on the shared server, each with a lock of its own (its own pool, like another
-    /// process) that `lock` makes from the server's URL.
+    /// process) that `lock` makes from the server's URL; late answers through a proxy.
     pub(super) async fn lockers<L: Lock + 'static>(lock: fn(&str) -> L) -> (Arc<Db>, Backend) {
         let db = shared().await;
         let url = db.server.url();
-        let backend = Backend::new(move || Locker::new(lock(url.as_str())));
+        let late = url.clone();
+        let server = db.server.addr();
+        let backend = Backend::new(move || Locker::new(lock(url.as_str())))
+            .with_late_answers_through(server, move |at| {
+                Locker::new(lock(&late.replace(&server.to_string(), &at.to_string())))
+            });
         (db, backend)
     }
 }
@@ -132,6 +137,7 @@ mod advisory {
 /// directly (`LISTEN` is session state, which a transaction pooler does not keep). One pooler
 /// per check, in front of the shared server.
 mod pgbouncer {
+    use std::net::{Ipv4Addr, SocketAddr};
     use std::sync::Arc;
 
     use lock_core::Locker;
@@ -143,16 +149,23 @@ mod pgbouncer {
         let db = super::db::shared().await;
         let bouncer = PgBouncer::start(&db.server).expect("start pgbouncer");
         let (url, listen) = (bouncer.url(), db.server.url());
-        let backend = Backend::new(move || {
+        let lock = move |url: &str| {
             Locker::new(
                 PostgresLock::builder()
-                    .url(url.as_str())
+                    .url(url)
                     .listen_url(listen.as_str())
                     .prepared_statements(false)
                     .build()
                     .expect("valid URL"),
             )
-        });
+        };
+        let pooler = SocketAddr::from((Ipv4Addr::LOCALHOST, bouncer.port()));
+        let (direct, late) = (lock.clone(), url.clone());
+        // Late answers through a proxy in front of the pooler.
+        let backend = Backend::new(move || direct(url.as_str()))
+            .with_late_answers_through(pooler, move |at| {
+                lock(&late.replace(&pooler.to_string(), &at.to_string()))
+            });
         ((bouncer, db), backend)
     }
 

@@ -13,11 +13,13 @@
 mod redis {
     use std::time::Duration;
 
+    use std::sync::Arc;
+
     use lock_core::Locker;
     use lock_redis::RedisLock;
     use lock_redlock::Redlock;
     use lock_testkit::RedisServer;
-    use lock_testkit::conformance::{Backend, Fencing};
+    use lock_testkit::conformance::{Backend, Fencing, SlowLock};
 
     /// The nodes' client timeouts: above the Redlock's node timeouts (at most 500 ms), as the
     /// crate docs advise, so a hung node keeps its connection.
@@ -29,19 +31,23 @@ mod redis {
     /// answer.
     const NODE_TIMEOUT: Duration = Duration::from_millis(250);
 
-    fn redlock_over(urls: &[String]) -> Redlock {
+    fn redlock_over(urls: &[String], latency: Option<Duration>) -> Redlock {
         urls.iter()
             .enumerate()
             .fold(Redlock::builder(), |builder, (i, url)| {
-                builder.named_node(
-                    format!("n{i}"),
-                    RedisLock::builder()
-                        .url(url.as_str())
-                        .connect_timeout(CLIENT_TIMEOUT)
-                        .command_timeout(CLIENT_TIMEOUT)
-                        .build()
-                        .expect("valid URL"),
-                )
+                let node = RedisLock::builder()
+                    .url(url.as_str())
+                    .connect_timeout(CLIENT_TIMEOUT)
+                    .command_timeout(CLIENT_TIMEOUT)
+                    .build()
+                    .expect("valid URL");
+                match latency {
+                    // The nodes' answers late, below the Redlock's own bookkeeping.
+                    Some(latency) => {
+                        builder.named_node(format!("n{i}"), SlowLock::new(Arc::new(node), latency))
+                    }
+                    None => builder.named_node(format!("n{i}"), node),
+                }
             })
             .node_timeout(NODE_TIMEOUT)
             .build()
@@ -55,7 +61,9 @@ mod redis {
         let urls: Vec<String> = servers.iter().map(RedisServer::url).collect();
         // The nodes share this host's clock: the default hold of a few milliseconds orders
         // the tokens.
-        let backend = Backend::new(move || Locker::new(redlock_over(&urls)));
+        let late = urls.clone();
+        let backend = Backend::new(move || Locker::new(redlock_over(&urls, None)))
+            .with_late_answers(move |latency| Locker::new(redlock_over(&late, Some(latency))));
         (servers, backend)
     }
 
@@ -85,9 +93,12 @@ mod redis {
 mod memory {
     use std::sync::Arc;
 
+    use std::time::Duration;
+
+    use lock_core::backend::Lock;
     use lock_core::{LockError, Locker, MemoryLock};
     use lock_redlock::Redlock;
-    use lock_testkit::conformance::{Backend, Fencing};
+    use lock_testkit::conformance::{Backend, Fencing, SlowLock};
 
     fn redlock(nodes: &[Arc<MemoryLock>]) -> Redlock {
         Redlock::builder()
@@ -96,10 +107,24 @@ mod memory {
             .expect("three nodes")
     }
 
+    /// A Redlock over `nodes` whose grants reach each node `latency` late and are answered
+    /// `latency` late.
+    fn slow_redlock(nodes: &[Arc<MemoryLock>], latency: Duration) -> Redlock {
+        Redlock::builder()
+            .nodes(nodes.iter().map(|node| {
+                let node: Arc<dyn Lock> = Arc::clone(node) as Arc<dyn Lock>;
+                SlowLock::new(node, latency)
+            }))
+            .build()
+            .expect("three nodes")
+    }
+
     fn setup() -> (Vec<Arc<MemoryLock>>, Backend) {
         let nodes: Vec<Arc<MemoryLock>> = (0..3).map(|_| Arc::new(MemoryLock::new())).collect();
         let shared = nodes.clone();
-        let backend = Backend::new(move || Locker::new(redlock(&shared)));
+        let late = nodes.clone();
+        let backend = Backend::new(move || Locker::new(redlock(&shared)))
+            .with_late_answers(move |latency| Locker::new(slow_redlock(&late, latency)));
         (nodes, backend)
     }
 

@@ -48,12 +48,17 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
-use lock_core::Locker;
+use std::net::SocketAddr;
+
 use lock_core::backend::{self, Capabilities};
+use lock_core::{Locker, LockerBuilder};
+
+use crate::FaultProxy;
 
 mod checks;
 pub mod election;
 pub mod fair;
+mod lost_answer;
 pub mod multi;
 pub mod mutex;
 mod queued;
@@ -61,6 +66,7 @@ pub mod read_write;
 mod run;
 mod runners;
 pub mod semaphore;
+mod slow;
 mod unsupported;
 
 pub use checks::Module;
@@ -68,6 +74,7 @@ pub use checks::Module;
 pub use run::{CHECK_FILTER_ENV, CHECKS_AT_ONCE, Check, run_checks};
 pub use runners::assert_listed;
 pub use runners::{RUNNERS, Runner};
+pub use slow::SlowLock;
 pub use unsupported::refused;
 
 /// A store under test: a factory of fresh [`Locker`]s that all reach the same store, and the
@@ -93,7 +100,13 @@ pub struct Backend {
     pub hold: Duration,
     /// The capability table of the backend's lock, read once from the first locker.
     capabilities: Arc<OnceLock<Capabilities>>,
+    /// Lockers on the same store whose requests and answers are late by the latency given
+    /// ([`Backend::with_late_answers`]).
+    late: Option<LateLockers>,
 }
+
+/// A factory of lockers whose requests and answers are late by the latency given.
+type LateLockers = Arc<dyn Fn(Duration) -> Locker + Send + Sync>;
 
 /// What a backend's fencing tokens promise about successive grants of one name, as the suite's
 /// fencing checks use it: the backend's declared [`backend::Fencing`] with the test's times
@@ -139,7 +152,81 @@ impl Backend {
             patience: Duration::from_secs(10),
             hold: Duration::from_millis(5),
             capabilities: Arc::default(),
+            late: None,
         }
+    }
+
+    /// Gives the backend a way to lose answers below it, which
+    /// [`mutex::lost_answer_leaves_nothing`] needs (it fails without one): `lockers(latency)`
+    /// makes a fresh locker on the same store whose requests reach the store `latency` late
+    /// and whose answers come back `latency` late, so that a caller giving up in between
+    /// leaves a grant the store applied and nobody received. Below the backend's own code: a
+    /// proxy on its connections ([`Backend::with_late_answers_through`]), a wrapper of the
+    /// store it writes to, [`SlowLock`] around a Redlock's nodes.
+    #[must_use]
+    pub fn with_late_answers(
+        mut self,
+        lockers: impl Fn(Duration) -> Locker + Send + Sync + 'static,
+    ) -> Self {
+        self.late = Some(Arc::new(lockers));
+        self
+    }
+
+    /// [`Backend::with_late_answers`] through a [`FaultProxy`] in front of `upstream` (the
+    /// store's address) with the latency asked for, one proxy per locker; `connect(addr)`
+    /// makes a locker whose backend connects to the store at `addr` (the proxy's address). A
+    /// proxy lives as long as the backend.
+    #[must_use]
+    pub fn with_late_answers_through(
+        self,
+        upstream: SocketAddr,
+        connect: impl Fn(SocketAddr) -> Locker + Send + Sync + 'static,
+    ) -> Self {
+        let proxies: Arc<Mutex<Vec<FaultProxy>>> = Arc::default();
+        self.with_late_answers(move |latency| {
+            let proxy = FaultProxy::start(upstream).expect("start a fault proxy");
+            proxy.set_latency(latency);
+            let locker = connect(proxy.addr());
+            proxies
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(proxy);
+            locker
+        })
+    }
+
+    /// [`Backend::with_late_answers`] with [`SlowLock`] around the backend's own lock: for a
+    /// backend with nothing between it and its store (`MemoryLock`), or one whose connections
+    /// no proxy can stand in (a Redis Cluster's clients follow redirections to the nodes' own
+    /// addresses). Weaker than a delay below the backend: see [`SlowLock`].
+    #[must_use]
+    pub fn with_late_answers_around_the_lock(self) -> Self {
+        let lockers = Arc::clone(&self.lockers);
+        self.with_late_answers(move |latency| {
+            let inner = Arc::clone(lockers().backend_lock());
+            LockerBuilder::from_arc(Arc::new(SlowLock::new(inner, latency))).build()
+        })
+    }
+
+    /// A fresh locker whose requests and answers are `latency` late, kept alive as long as
+    /// the backend ([`Backend::with_late_answers`]).
+    ///
+    /// # Panics
+    /// When the runner gave the backend no such lockers.
+    #[must_use]
+    pub fn late_locker(&self, latency: Duration) -> Locker {
+        let Some(late) = &self.late else {
+            panic!(
+                "the runner gives no way to delay the backend's answers: call \
+                 `Backend::with_late_answers` (or `_through` a proxy) in its setup"
+            )
+        };
+        let locker = late(latency);
+        self.made
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(locker.clone());
+        locker
     }
 
     /// The capability table of the backend's lock
@@ -298,6 +385,7 @@ macro_rules! __conformance_checks {
                 hand_over_within_one_locker,
                 wakeups_across_lockers,
                 cancelled_acquire_leaves_nothing,
+                lost_answer_leaves_nothing,
                 renewal_outlives_the_lease,
                 fixed_ttl_is_lost,
                 renewal_notices_loss,

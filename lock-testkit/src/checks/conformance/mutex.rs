@@ -21,6 +21,8 @@ use tokio::time::Instant;
 
 use super::{Backend, Fencing, name, poll_then_drop};
 
+pub use super::lost_answer::lost_answer_leaves_nothing;
+
 /// Holds a grant as long as [`Backend::fencing`] needs before it is ended, so the next
 /// grant's token can be compared with it.
 async fn hold_for_fencing(backend: &Backend) {
