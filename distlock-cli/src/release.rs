@@ -25,13 +25,22 @@ pub(crate) async fn release(
         },
     };
     let released = store.release_token(&args.name, &token).await?;
+    let announced = released && announces_releases(store);
     if json {
         println!(
             "{}",
-            serde_json::json!({ "name": args.name, "token": token, "released": released })
+            serde_json::json!({
+                "name": args.name, "token": token, "released": released, "announced": announced,
+            })
         );
-    } else if released {
+    } else if announced {
         println!("released {:?} (token {token}); waiters notified", args.name);
+    } else if released {
+        // MySQL and object stores announce nothing: their waiters poll.
+        println!(
+            "released {:?} (token {token}); waiters find it free at their next try",
+            args.name
+        );
     }
     if released {
         return Ok(ExitCode::SUCCESS);
@@ -41,6 +50,14 @@ pub(crate) async fn release(
         explain_not_released(&args.name, now.as_deref());
     }
     Ok(ExitCode::from(FAILURE))
+}
+
+/// Whether the store announces a release to its waiters, as the library's capability table
+/// for it says; `false` when the library's lock cannot be built for it.
+fn announces_releases(store: &dyn Store) -> bool {
+    store
+        .lock(None)
+        .is_ok_and(|lock| lock.capabilities().announces_releases)
 }
 
 /// Says on stderr why `name` was not released: held with another token (`holder`'s), or not

@@ -164,6 +164,12 @@ async fn ls_show_and_release_on_a_three_member_cluster() {
     .expect("run");
     assert!(right.status.success(), "{}", stderr(&right));
     assert!(stdout(&right).contains("released"), "{}", stdout(&right));
+    // etcd's watchers see the delete.
+    assert!(
+        stdout(&right).contains("waiters notified"),
+        "{}",
+        stdout(&right)
+    );
     let gone = client.get("distlock/job:nightly", None).await.expect("get");
     assert!(gone.kvs().is_empty(), "the key is deleted");
     // The holder learns it at its next renewal, or at its release.

@@ -85,6 +85,12 @@ async fn ls_show_release_and_run_on_s3() {
     .await;
     assert!(right.status.success(), "{}", stderr(&right));
     assert!(stdout(&right).contains("released"), "{}", stdout(&right));
+    // An object store announces no release: nobody was notified.
+    assert!(
+        !stdout(&right).contains("waiters notified"),
+        "{}",
+        stdout(&right)
+    );
     let kept = lock
         .inspect("job:nightly")
         .await
