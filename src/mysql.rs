@@ -1,7 +1,7 @@
 //! The MySQL / MariaDB backend (feature `mysql`): [`MysqlLock`], a lease table (every lock
 //! kind, strict fencing tokens on the server's clock, waiters poll), and its advisory mode
-//! [`MysqlAdvisoryLock`] (`GET_LOCK` session locks, the mutex only), with everything lock-mysql
-//! exports: their defaults, the schema's SQL, errors, and the client crate they are built on
+//! [`MysqlAdvisoryLock`] (`GET_LOCK` session locks, the mutex only), the guarded write
+//! [`fence`] (`CALL distlock_fence(resource, token)`), with everything lock-mysql exports: their defaults, the schema's SQL, errors, and the client crate they are built on
 //! ([`sqlx`]) under its own name.
 
 // Every name of lock-mysql resolves here through this glob, also one added there before the
@@ -15,9 +15,9 @@ pub use lock_mysql::*;
 // against lock-mysql's lib.rs).
 pub use lock_mysql::{
     DEFAULT_ADVISORY_POOL_SIZE, DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE,
-    DEFAULT_STATEMENT_TIMEOUT, LockError, MAX_LOCK_NAME_CHARS, MIGRATION, MissingTable,
-    MysqlAdvisoryLock, MysqlAdvisoryLockBuilder, MysqlLock, MysqlLockBuilder, SCHEMA_VERSION,
-    TABLE, advisory_name,
+    DEFAULT_STATEMENT_TIMEOUT, FENCE_TABLE, FENCED_SQLSTATE, LockError, MAX_LOCK_NAME_CHARS,
+    MIGRATION, MissingTable, MysqlAdvisoryLock, MysqlAdvisoryLockBuilder, MysqlLock,
+    MysqlLockBuilder, SCHEMA_VERSION, TABLE, advisory_name, fence,
 };
 // The client crate the backend is built on, under its own name.
 #[doc(no_inline)]

@@ -17,9 +17,11 @@ use std::fmt;
 /// other. The resource is the lock's name by default ([`Guard::fence`](crate::Guard::fence));
 /// [`Fence::for_resource`] names another.
 ///
-/// The stores' fences: `distlock_fence(resource, token)` in PostgreSQL (lock-postgres),
-/// `FCALL distlock_fenced_set` / `distlock_fenced_del` in Redis and Valkey (lock-redis), and an
-/// etcd transaction that compares the lock key's revision (lock-etcd).
+/// The stores' fences: `distlock_fence(resource, token)` in PostgreSQL (lock-postgres) and, as
+/// a procedure (`CALL`), in MySQL and MariaDB (lock-mysql), `FCALL distlock_fenced_set` /
+/// `distlock_fenced_del` in Redis and Valkey (lock-redis), the object's fence metadata in an
+/// object store (lock-object-store's `fenced_put`), and an etcd transaction that compares the
+/// lock key's revision (lock-etcd).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Fence {
     /// The fenced resource: by default the lock name.

@@ -1,6 +1,8 @@
--- distlock's lease table on MySQL (>= 8.0) / MariaDB (>= 10.6), schema version 1.
+-- distlock's lease table on MySQL (>= 8.0.29) / MariaDB (>= 10.6), schema version 2.
 -- Idempotent: every statement can run again on a database that has the schema. Each statement
--- ends with a semicolon at the end of its line (`MysqlLock::migrate` splits the text there).
+-- ends with a semicolon at the end of its line (`MysqlLock::migrate` splits the text there),
+-- but for the procedure, which runs from its `CREATE PROCEDURE` line to the line `END;` (in
+-- the `mysql` client, wrap it in `DELIMITER //` ... `END//`).
 --
 -- Every time is an integer of microseconds since the Unix epoch on the SERVER's clock
 -- (`UNIX_TIMESTAMP(NOW(6)) * 1000000`), never the client's: one clock decides every expiry.
@@ -69,10 +71,46 @@ CREATE TABLE IF NOT EXISTS distlock_fair_queue (
     UNIQUE KEY distlock_fair_queue_waiter (name, token)
 ) ENGINE = InnoDB;
 
+-- Guarded writes (schema version 2): per fenced resource, the largest fencing token it
+-- accepted. `CALL distlock_fence(resource, token)` as the first statement of the transaction
+-- of a write: it admits the write iff the token is >= the record (equal is accepted: one holder
+-- writes many times under one grant), raises the record to it, and keeps the record's row
+-- locked until the transaction ends; a smaller token is refused with SQLSTATE 'DL409', whose
+-- message starts `token=<token> current=<record>`, and nothing of the write applies once the
+-- caller rolls back. Bad input (an empty or NULL resource, a NULL token) is SQLSTATE '22023'.
+CREATE TABLE IF NOT EXISTS distlock_fences (
+    resource   VARBINARY(1024) NOT NULL PRIMARY KEY,
+    token      BIGINT UNSIGNED NOT NULL,
+    updated_at BIGINT NOT NULL
+) ENGINE = InnoDB;
+
+CREATE PROCEDURE IF NOT EXISTS distlock_fence(IN p_resource VARBINARY(1024), IN p_token BIGINT UNSIGNED)
+MODIFIES SQL DATA
+BEGIN
+    DECLARE v_current BIGINT UNSIGNED;
+    DECLARE v_refusal VARCHAR(128);
+    IF p_resource IS NULL OR LENGTH(p_resource) = 0 OR p_token IS NULL THEN
+        SIGNAL SQLSTATE '22023'
+            SET MESSAGE_TEXT = 'distlock_fence: the resource must be a non-empty name and the token a number';
+    END IF;
+    INSERT INTO distlock_fences (resource, token, updated_at)
+    VALUES (p_resource, p_token, CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED))
+    ON DUPLICATE KEY UPDATE updated_at = updated_at;
+    SELECT token INTO v_current FROM distlock_fences WHERE resource = p_resource FOR UPDATE;
+    IF v_current > p_token THEN
+        SET v_refusal = LEFT(CONCAT('token=', p_token, ' current=', v_current,
+            ' refused by distlock_fence for resource ', CONVERT(p_resource USING utf8mb4)), 128);
+        SIGNAL SQLSTATE 'DL409' SET MESSAGE_TEXT = v_refusal;
+    END IF;
+    UPDATE distlock_fences
+    SET token = p_token, updated_at = CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)
+    WHERE resource = p_resource;
+END;
+
 CREATE TABLE IF NOT EXISTS distlock_schema (
     one     TINYINT NOT NULL PRIMARY KEY,
     version INT NOT NULL
 ) ENGINE = InnoDB;
 
-INSERT INTO distlock_schema (one, version) VALUES (1, 1)
+INSERT INTO distlock_schema (one, version) VALUES (1, 2)
 ON DUPLICATE KEY UPDATE version = GREATEST(version, VALUES(version));

@@ -19,12 +19,20 @@ pub struct MissingTable {
     source: sqlx::Error,
 }
 
+impl MissingTable {
+    /// The schema is missing, as `source` (the server's answer) says.
+    pub(crate) fn new(source: sqlx::Error) -> Self {
+        Self { source }
+    }
+}
+
 impl fmt::Display for MissingTable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
             "the lock's schema (the lease table `{}`, version {}) is missing: run \
-             `MysqlLock::migrate()` or the SQL in `lock_mysql::MIGRATION` once ({})",
+             `distlock migrate mysql://...`, `MysqlLock::migrate()` or the SQL in \
+             `lock_mysql::MIGRATION` once ({})",
             crate::sql::TABLE,
             crate::sql::SCHEMA_VERSION,
             self.source
@@ -55,7 +63,7 @@ pub(crate) fn from_sqlx(err: sqlx::Error, op: Op) -> LockError {
             backend: BACKEND,
             op,
             retryable: false,
-            source: Box::new(MissingTable { source: err }),
+            source: Box::new(MissingTable::new(err)),
         };
     }
     if matches!(err, sqlx::Error::PoolTimedOut) {

@@ -5,6 +5,7 @@ mod advisory;
 mod config;
 mod error;
 mod executor;
+mod fence;
 mod kinds;
 mod sql;
 mod table;
@@ -15,6 +16,7 @@ pub use config::{
     DEFAULT_STATEMENT_TIMEOUT, MysqlAdvisoryLockBuilder, MysqlLockBuilder,
 };
 pub use error::MissingTable;
+pub use fence::{FENCE_TABLE, FENCED_SQLSTATE, fence};
 pub use lock_core::LockError;
 pub use sql::{MIGRATION, SCHEMA_VERSION, TABLE};
 pub use table::MysqlLock;

@@ -9,7 +9,7 @@
 pub const TABLE: &str = "distlock_leases";
 
 /// The version of the schema [`MIGRATION`] creates, recorded in the table `distlock_schema`.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The migration that creates the lock's schema: run it once per database, before the first
 /// lock operation, yourself (with your migration tool) or through
@@ -29,6 +29,8 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// The read-write lock, the semaphore and the fair queue have tables of their own
 /// (`distlock_rw`, `distlock_rw_readers`, `distlock_rw_waiting`, `distlock_semaphores`,
 /// `distlock_permits`, `distlock_fair_queue`), and holder notes live in `distlock_notes`.
+/// Version 2 adds guarded writes: the table `distlock_fences` and the procedure
+/// `distlock_fence(resource, token)` ([`fence`](crate::fence)).
 pub const MIGRATION: &str = include_str!("../sql/migration.sql");
 
 /// The server's clock now, in microseconds since the epoch. `NOW(6)` is the statement's start
@@ -175,7 +177,8 @@ pub(crate) const HAND_OVER: &str = concat!(
 /// The connectivity check.
 pub(crate) const PING: &str = "SELECT 1";
 
-/// The statements of [`MIGRATION`], split where a line ends with `;`, comments dropped.
+/// The statements of [`MIGRATION`], split where a line ends with `;`, comments dropped; a
+/// `CREATE PROCEDURE` runs to its line `END;` (its body's statements end with `;` too).
 pub(crate) fn migration_statements() -> Vec<String> {
     let mut statements = Vec::new();
     let mut current = String::new();
@@ -186,7 +189,8 @@ pub(crate) fn migration_statements() -> Vec<String> {
         }
         current.push_str(line);
         current.push('\n');
-        if line.ends_with(';') {
+        let in_procedure = current.starts_with("CREATE PROCEDURE");
+        if (in_procedure && line == "END;") || (!in_procedure && line.ends_with(';')) {
             statements.push(current.trim().trim_end_matches(';').to_owned());
             current.clear();
         }
@@ -199,8 +203,14 @@ mod tests {
     #[test]
     fn the_migration_splits_into_its_statements() {
         let statements = super::migration_statements();
-        assert_eq!(statements.len(), 10);
+        assert_eq!(statements.len(), 12);
         assert!(statements[0].starts_with("CREATE TABLE IF NOT EXISTS distlock_leases"));
+        let procedure = statements
+            .iter()
+            .find(|s| s.starts_with("CREATE PROCEDURE IF NOT EXISTS distlock_fence"))
+            .expect("the fence's procedure");
+        assert!(procedure.ends_with("END"), "{procedure}");
+        assert!(procedure.contains("SIGNAL SQLSTATE 'DL409'"), "{procedure}");
         assert!(statements.iter().all(|s| !s.ends_with(';')));
     }
 }

@@ -63,7 +63,10 @@ impl Store for MysqlTarget {
         self.lock.migrate().await?;
         let version = lock_mysql::SCHEMA_VERSION;
         Ok((
-            format!("MySQL: the distlock schema is at version {version}"),
+            format!(
+                "MySQL: the distlock schema is at version {version} (the lease tables, and the \
+                 fence `CALL distlock_fence(resource, token)`)"
+            ),
             serde_json::json!({ "backend": "mysql", "schema_version": version }),
         ))
     }
