@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use lock_core::{LockError, Op};
+use lock_core::{Fence, LockError, Op};
 use object_store::path::Path;
 use object_store::{
     Attribute, Attributes, GetOptions, ObjectStore, PutMode, PutOptions, PutPayload, PutResult,
@@ -25,26 +25,31 @@ pub const FENCE_METADATA: &str = "distlock-fence";
 /// Conditional writes tried before a contended object is reported busy.
 const TRIES: u32 = 4;
 
-/// Writes `payload` to `path` on `store` with the fencing token `fencing_token` (the lease's
-/// [`Lease::fencing_token`](lock_core::Lease::fencing_token)), unless the object was already
-/// written with a larger token. Equal tokens are accepted (the same holder writing again).
-/// Each request is bounded by `timeout`.
+/// Writes `payload` to the object `fence.resource` (a path in `store`, such as
+/// `reports/nightly.csv`) with the fencing token `fence.token`, unless the object was already
+/// written with a larger token: the contract of every distlock fence ([`Fence`]), the record
+/// being the object's own metadata. Equal tokens are accepted (the same holder writing
+/// again). Each request is bounded by `timeout`. From a guard:
+/// `guard.fence().for_resource("reports/nightly.csv")`.
 ///
 /// # Errors
 /// [`LockError::Fenced`] when the object carries a larger token (nothing written);
-/// [`LockError::Busy`] when other writers kept changing the object; timeouts and store errors
-/// ([`LockError::Backend`] with op `write`).
+/// [`LockError::InvalidInput`] when `fence.resource` is not a valid object path (empty, or
+/// with an empty or `.`/`..` segment; nothing sent); [`LockError::Busy`] when other writers
+/// kept changing the object; timeouts and store errors ([`LockError::Backend`] with op
+/// `write`).
 ///
 /// # Cancel safety
 /// Cancel safe in the sense that matters: dropped, the write either landed whole (with this
 /// token) or not at all.
 pub async fn fenced_put(
     store: &dyn ObjectStore,
-    path: &Path,
+    fence: &Fence,
     payload: PutPayload,
-    fencing_token: u64,
     timeout: Duration,
 ) -> Result<PutResult, LockError> {
+    let path = &resource_path(&fence.resource)?;
+    let fencing_token = fence.token;
     let label = store.to_string();
     let error = |e| to_lock_error(Op::Write, &label, path.as_ref(), e);
     for _ in 0..TRIES {
@@ -61,7 +66,7 @@ pub async fn fenced_put(
                     .unwrap_or(0);
                 if current > fencing_token {
                     return Err(LockError::Fenced {
-                        resource: path.to_string(),
+                        resource: fence.resource.clone(),
                         token: fencing_token,
                         current,
                     });
@@ -97,4 +102,33 @@ pub async fn fenced_put(
         name: path.to_string(),
         holder_ttl: None,
     })
+}
+
+/// The object path a fence's resource names.
+fn resource_path(resource: &str) -> Result<Path, LockError> {
+    match Path::parse(resource) {
+        Ok(path) if !path.as_ref().is_empty() => Ok(path),
+        Ok(_) => Err(LockError::invalid("the fenced object's path is empty")),
+        Err(e) => Err(LockError::invalid(format!(
+            "the fenced resource {resource:?} is not an object path: {e}"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::resource_path;
+
+    #[test]
+    fn a_resource_is_an_object_path() {
+        assert_eq!(
+            resource_path("reports/nightly.csv")
+                .map(|p| p.to_string())
+                .ok(),
+            Some("reports/nightly.csv".to_owned())
+        );
+        assert!(resource_path("").is_err());
+        assert!(resource_path("a//b").is_err());
+        assert!(resource_path("a/../b").is_err());
+    }
 }

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use lock_core::{LockError, Locker};
+use lock_core::{Fence, LockError, Locker};
 use lock_object_store::{ObjectStoreLock, fenced_put};
 use lock_testkit::SeaweedfsServer;
 use tokio::time::Instant;
@@ -133,18 +133,16 @@ pub(crate) async fn paused_holder_is_fenced(server: &SeaweedfsServer) {
     assert!(new.fencing_token() > old_token);
     fenced_put(
         store.as_ref(),
-        &resource,
+        &new.fence().for_resource(resource.as_ref()),
         b"new".to_vec().into(),
-        new.fencing_token(),
         common::TIMEOUT,
     )
     .await
     .expect("the new holder writes");
     let late = fenced_put(
         store.as_ref(),
-        &resource,
+        &Fence::new(resource.as_ref(), old_token),
         b"late".to_vec().into(),
-        old_token,
         common::TIMEOUT,
     )
     .await;

@@ -68,9 +68,8 @@ impl ObjectLog {
         log.push('\n');
         fenced_put(
             store,
-            &path,
+            &guard.fence().for_resource(LOG_PATH),
             PutPayload::from(log),
-            guard.fencing_token(),
             self.timeout,
         )
         .await
