@@ -33,19 +33,10 @@ pub use lock_core::{
 
 // Every metric series, the `Locker`'s and the backends'.
 pub mod metrics;
-// lock-core's `metric` module at its old path (`distlock::metric`), for one release: a module
-// re-export cannot carry `#[deprecated]`.
-#[doc(hidden)]
-pub use lock_core::metric;
 
 // What a backend implements and uses (the `Lock` trait, attempts, release signals): users of a
 // lock need none of it, so it has a module of its own.
 pub use lock_core::backend;
-// Their crate-root paths from before, for one release.
-#[doc(hidden)]
-pub use lock_core::backend::{
-    Attempt, Handover, Lock, MultiAttempt, ReleaseSignal, ReleaseWatch, acquire_in_order,
-};
 
 // One module per backend, as in sqlx: everything its crate exports, under the crate's own names
 // (`distlock::redis::RedisLock`, `distlock::postgres::DEFAULT_POOL_SIZE`), and the client crates
@@ -69,35 +60,6 @@ pub mod redis;
 #[cfg_attr(docsrs, doc(cfg(feature = "redlock")))]
 pub mod redlock;
 
-// The backends' types, settings and helpers at their old crate-root paths, deprecated, for one
-// release (the client crates hidden instead: a module re-export cannot carry `#[deprecated]`).
-mod deprecated;
-#[cfg(feature = "redis")]
-#[allow(deprecated)]
-pub use deprecated::{
-    DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION, DEFAULT_GRACE,
-    EvictionRisk, NotReplicated, RedisLock, RedisLockBuilder, ReplicaPolicy, TOKEN_PREFIX,
-    TokenValue, key_slot, token_value,
-};
-#[cfg(feature = "redlock")]
-#[allow(deprecated)]
-pub use deprecated::{
-    DEFAULT_DRIFT_CONSTANT, DEFAULT_DRIFT_FACTOR, METRIC_NODE_ERRORS, METRIC_NODE_GRANTS,
-    METRIC_NODE_REFUSALS, METRIC_NODE_TIMEOUTS, METRIC_QUORUM, NODE_TIMEOUT_CEILING,
-    NODE_TIMEOUT_FLOOR, NODE_TIMEOUT_PERCENT, QuorumNotReached, REDLOCK_PING_TIMEOUT, Redlock,
-    RedlockBuilder, ValidityExpired, default_node_timeout, describe_redlock_metrics, quorum,
-};
-#[cfg(feature = "etcd")]
-#[allow(deprecated)]
-pub use deprecated::{EtcdLock, EtcdLockBuilder};
-#[cfg(feature = "postgres")]
-#[allow(deprecated)]
-pub use deprecated::{
-    MissingTable, POSTGRES_ADVISORY_POOL_SIZE, POSTGRES_CHANNEL, POSTGRES_CONNECT_TIMEOUT,
-    POSTGRES_MIGRATION, POSTGRES_POOL_SIZE, POSTGRES_STATEMENT_TIMEOUT, POSTGRES_TABLE,
-    PostgresAdvisoryLock, PostgresAdvisoryLockBuilder, PostgresError, PostgresLock,
-    PostgresLockBuilder, PreparedStatementsUnsupported, TransactionPooler, advisory_key,
-};
 #[cfg(feature = "postgres")]
 #[doc(hidden)]
 pub use lock_postgres::{deadpool_postgres, tokio_postgres};

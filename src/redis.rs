@@ -30,17 +30,3 @@ pub use lock_redis::CLUSTER_GRACE_REFRESH;
 // documentation.
 #[doc(no_inline)]
 pub use lock_redis::{deadpool_redis, redis};
-// The metric names from before `metric`, for one release.
-#[allow(deprecated)]
-pub use lock_redis::{
-    METRIC_EVICTION_RISK_TOTAL, METRIC_GRACE_REFUSED_TOTAL, METRIC_GRACE_SECONDS,
-};
-
-// `distlock::redis` was the redis crate itself until this module took its name, then that
-// crate was `distlock::redis::client`: both stay reachable for one release
-// (`distlock::redis::Client`, `distlock::redis::cmd`). No name of lock-redis is in the redis
-// crate, so the two globs do not collide (the `ambiguous_glob_reexports` lint would say so).
-#[doc(hidden)]
-pub use lock_redis::redis as client;
-#[doc(hidden)]
-pub use lock_redis::redis::*;

@@ -18,9 +18,3 @@ pub use lock_redlock::{
     NODE_TIMEOUT_CEILING, NODE_TIMEOUT_FLOOR, NODE_TIMEOUT_PERCENT, PING_TIMEOUT, QuorumNotReached,
     Redlock, RedlockBuilder, ValidityExpired, default_node_timeout, metric, quorum,
 };
-// The metric names from before `metric`, for one release.
-#[allow(deprecated)]
-pub use lock_redlock::{
-    METRIC_NODE_ERRORS, METRIC_NODE_GRANTS, METRIC_NODE_REFUSALS, METRIC_NODE_TIMEOUTS,
-    METRIC_QUORUM, describe_metrics,
-};

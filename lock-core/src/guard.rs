@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::backend::Lock;
 use crate::metric;
 use crate::runtime::cleanup::ReleaseOnDrop;
 use crate::runtime::handoff::end_lease;
@@ -14,7 +15,7 @@ use crate::runtime::held::HeldLease;
 use crate::runtime::owners::Owners;
 use crate::runtime::renewal::Renewer;
 use crate::runtime::waiters::Waiters;
-use crate::{Lease, Lock, LockError, check_ttl};
+use crate::{Lease, LockError, check_ttl};
 
 /// Owns a granted lease until [`Guard::release`], [`Guard::leak`] or drop.
 ///
@@ -187,7 +188,7 @@ impl Guard {
 
     /// A future that resolves when the lease is lost while this guard lives: renewal found the
     /// lock no longer ours, the backend saw its key deleted or overwritten by someone else (at
-    /// once, where the backend watches keys: [`Lock::watch_loss`](crate::Lock::watch_loss),
+    /// once, where the backend watches keys: [`Lock::watch_loss`](crate::backend::Lock::watch_loss),
     /// Redis and Valkey), or the lease's stop point ([`Guard::stop_at`], `valid_until` minus
     /// the [stop margin](Guard::stop_margin)) passed without a renewal moving it — renewals
     /// failing until then, or a fixed TTL running towards its end. So it fires while the lease
@@ -208,16 +209,6 @@ impl Guard {
         LeaseWatch {
             held: Arc::clone(&self.held),
         }
-    }
-
-    /// The old name of [`lease_watch`](Guard::lease_watch): a view of this lease.
-    #[deprecated(
-        since = "0.1.0",
-        note = "renamed `lease_watch`: `watch` also names the subscription to releases (`Lock::watch`)"
-    )]
-    #[must_use]
-    pub fn watch(&self) -> LeaseWatch {
-        self.lease_watch()
     }
 
     /// Extends the lease so it expires `ttl` from now, if it is still ours.

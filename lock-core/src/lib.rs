@@ -30,12 +30,6 @@ pub use guard::{Guard, LeaseWatch};
 pub use kind::{FAIR_ENTRY_TTL, Kind, MAX_PERMITS, fair_entry_ttl};
 pub use lease::{Lease, valid_until};
 pub use lease_text::ParseLeaseError;
-// The implementer-facing items live in `backend`; these root paths stay for one release so that
-// code written against them keeps compiling.
-#[doc(hidden)]
-pub use backend::{
-    Attempt, Handover, Lock, MultiAttempt, ReleaseSignal, ReleaseWatch, acquire_in_order,
-};
 pub use locker::{
     AdoptRequest, DEFAULT_LEASE, DEFAULT_RETRY_ERRORS_FOR, DEFAULT_WAIT, LockRequest, Locker,
     LockerBuilder, MAX_MULTI, MultiGuard, MultiRequest, default_stop_margin,

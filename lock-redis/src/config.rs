@@ -344,7 +344,7 @@ impl RedisLockBuilder {
     /// fresh Redis grants at once. With [`strict`](Self::strict) a process that never saw the
     /// old server is covered too. While in grace an acquire answers busy with the time left as
     /// the holder's TTL (a `Locker` waits and retries then; `try_acquire` answers
-    /// `LockError::Busy`), and [`METRIC_GRACE_REFUSED_TOTAL`](crate::METRIC_GRACE_REFUSED_TOTAL)
+    /// `LockError::Busy`), and [`metric::GRACE_REFUSED_TOTAL`](crate::metric::GRACE_REFUSED_TOTAL)
     /// counts it. A holder's renewal on a server that lost its key still fails as lost, and
     /// fencing tokens still grow.
     ///

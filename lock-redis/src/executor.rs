@@ -429,7 +429,8 @@ mod future_sizes {
     /// about `DELIFEQ`, announcing a native release) are boxed apart for this.
     #[test]
     fn the_boxed_lock_futures_fit_the_allocators_cache() {
-        use lock_core::{Lease, Lock, Token};
+        use lock_core::backend::Lock;
+        use lock_core::{Lease, Token};
         const CACHED: usize = 1016;
         let lock = crate::RedisLock::builder()
             .url("redis://127.0.0.1:1/")

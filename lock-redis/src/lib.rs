@@ -50,14 +50,3 @@ pub use topology::Topology;
 pub use deadpool_redis;
 /// The Redis client `RedisLock` is built on, re-exported so its version always matches.
 pub use redis;
-
-// The metric names from before the `metric` module, for one release.
-/// The grace period's gauge: use [`metric::GRACE_SECONDS`].
-#[deprecated(note = "use `lock_redis::metric::GRACE_SECONDS`")]
-pub const METRIC_GRACE_SECONDS: &str = metric::GRACE_SECONDS;
-/// The grace period's refusal counter: use [`metric::GRACE_REFUSED_TOTAL`].
-#[deprecated(note = "use `lock_redis::metric::GRACE_REFUSED_TOTAL`")]
-pub const METRIC_GRACE_REFUSED_TOTAL: &str = metric::GRACE_REFUSED_TOTAL;
-/// The eviction risk counter: use [`metric::EVICTION_RISK_TOTAL`].
-#[deprecated(note = "use `lock_redis::metric::EVICTION_RISK_TOTAL`")]
-pub const METRIC_EVICTION_RISK_TOTAL: &str = metric::EVICTION_RISK_TOTAL;

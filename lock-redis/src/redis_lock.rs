@@ -132,14 +132,6 @@ impl RedisLock {
         self.keys(name).listed()
     }
 
-    /// Every key the lock of `kind` named `name` may write: `lock_keys(name).of_kind(kind)`
-    /// (see [`LockKeys::of_kind`]).
-    #[deprecated(note = "use `lock_keys(name).of_kind(kind)`: one list of a lock's keys")]
-    #[must_use]
-    pub fn keys_of(&self, name: &str, kind: Kind) -> Vec<String> {
-        self.lock_keys(name).of_kind(kind)
-    }
-
     /// Releases the exclusive lock `name` if its key still holds `token_value` — the plain
     /// string the holder stored (`dl:` + 32 hex characters for a distlock holder, whatever
     /// another client wrote for a foreign one) — and announces the release on its channel, so

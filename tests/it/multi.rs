@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
-use distlock::{LockError, Locker, MemoryLock, distributed_lock, metric};
+use distlock::metrics as metric;
+use distlock::{LockError, Locker, MemoryLock, distributed_lock};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use tokio::time::{Instant, sleep, timeout};
 

@@ -1,7 +1,8 @@
 //! `name = ".."`: the metrics label; by default the template, never the rendered name (whose
 //! number of values would be unbounded).
 
-use distlock::{LockError, Locker, distributed_lock, metric};
+use distlock::metrics as metric;
+use distlock::{LockError, Locker, distributed_lock};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 
 use crate::common::Backend;

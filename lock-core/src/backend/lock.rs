@@ -8,8 +8,9 @@ use tokio::time::Instant;
 
 use crate::backend::Capabilities;
 use crate::backend::Holder;
+use crate::backend::ReleaseWatch;
 use crate::backend::{LossWatch, OnLoss};
-use crate::{Kind, Lease, LockError, ReleaseWatch, Token};
+use crate::{Kind, Lease, LockError, Token};
 
 /// The answer to one acquire attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,7 +12,7 @@ use std::fmt;
 pub type OnLoss = Box<dyn Fn() + Send + Sync>;
 
 /// A backend's watch on the key of one held lease, from
-/// [`Lock::watch_loss`](crate::Lock::watch_loss). Dropping it ends the watch: the backend's
+/// [`Lock::watch_loss`](crate::backend::Lock::watch_loss). Dropping it ends the watch: the backend's
 /// `keep` value is dropped with it, and the [`OnLoss`] it holds is never called again.
 pub struct LossWatch {
     _keep: Box<dyn Any + Send + Sync>,

@@ -65,7 +65,7 @@ impl fmt::Debug for ReleaseSignal {
     }
 }
 
-/// A backend's subscription to the releases of one name, from [`Lock::watch`](crate::Lock::watch).
+/// A backend's subscription to the releases of one name, from [`Lock::watch`](crate::backend::Lock::watch).
 ///
 /// The backend bumps [`ReleaseWatch::signal`] whenever it learns of a release of the name (from
 /// any process). Dropping the watch ends the subscription (the backend's `keep` value is

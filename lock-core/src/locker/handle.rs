@@ -178,7 +178,7 @@ impl Locker {
     ///
     /// `asked_at` is when the request began: the armed release's lease needs an instant, and
     /// one the caller holds saves a reading of the clock per attempt. A mutex whose request
-    /// renews its lease goes to [`Lock::try_acquire_renewed`](crate::Lock::try_acquire_renewed).
+    /// renews its lease goes to [`Lock::try_acquire_renewed`](crate::backend::Lock::try_acquire_renewed).
     pub(super) async fn attempt(
         &self,
         name: &Arc<str>,

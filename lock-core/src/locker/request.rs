@@ -122,15 +122,6 @@ impl LockRequest {
         self
     }
 
-    /// The old name of [`fixed_ttl`](LockRequest::fixed_ttl): a fixed TTL, not renewed.
-    #[deprecated(
-        since = "0.1.0",
-        note = "`ttl` turns renewal off: say so with `fixed_ttl`, or use `lease` for a renewed lease of another length"
-    )]
-    pub fn ttl(self, ttl: Duration) -> Self {
-        self.fixed_ttl(ttl)
-    }
-
     /// How long [`acquire`](LockRequest::acquire) waits for a held lock before giving up with
     /// [`LockError::Timeout`]. `Duration::ZERO` makes one attempt. A wait too long for the
     /// clock (`Duration::MAX`) is [`wait_forever`](LockRequest::wait_forever).

@@ -9,7 +9,8 @@ use tokio::time::Instant;
 use super::kinds::{fair, mutex, read_write, semaphore};
 use super::store::{Fence, Store};
 use crate::backend::Holder;
-use crate::{Attempt, Handover, Kind, Lease, Lock, LockError, Token, lease::valid_until};
+use crate::backend::{Attempt, Handover, Lock};
+use crate::{Kind, Lease, LockError, Token, lease::valid_until};
 
 /// An in-process lock store with the semantics of the Redis backend: a lock expires at the end
 /// of its TTL, only the holder's token extends or releases it, and every grant gets a fencing

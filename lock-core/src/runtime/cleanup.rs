@@ -4,7 +4,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use crate::{Lease, Lock};
+use crate::Lease;
+use crate::backend::Lock;
 
 /// A failed background release is logged at `warn` at most once per this period per process;
 /// the others in between at `debug`, counted in the next warning. While a store is down, every

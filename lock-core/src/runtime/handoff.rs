@@ -3,9 +3,10 @@
 
 use std::sync::Arc;
 
+use crate::backend::{Handover, Lock};
 use crate::runtime::cleanup::ReleaseOnDrop;
 use crate::runtime::waiters::Waiters;
-use crate::{Handover, Lease, Lock, LockError, Token};
+use crate::{Lease, LockError, Token};
 
 /// Ends `lease`: a mutex lease is handed to the head of this process's line for the name when there is one
 /// (see [`Waiters::successor`]) and the backend can ([`Lock::hand_over`]); otherwise releases

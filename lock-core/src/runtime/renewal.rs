@@ -34,10 +34,11 @@ use tokio::time::Instant;
 
 use crate::backend::PerRuntime;
 
+use crate::backend::Lock;
 use crate::metric;
 use crate::runtime::held::HeldLease;
 use crate::runtime::oldest::{REPORT_EVERY, Reporter};
-use crate::{Lease, Lock, LockError};
+use crate::{Lease, LockError};
 
 /// Leases due within this much of the earliest are renewed in the same batch.
 const BATCH_WINDOW: Duration = Duration::from_millis(50);

@@ -10,7 +10,7 @@
 //! the heads of all its lines.
 //!
 //! A guard released while its name has a line here hands the lock straight to the head
-//! ([`Lock::hand_over`](crate::Lock::hand_over)): one round trip, no announcement, no race
+//! ([`Lock::hand_over`](crate::backend::Lock::hand_over)): one round trip, no announcement, no race
 //! with the releaser. At most [`MAX_LOCAL_HANDOFFS`] times in a row, then one plain release,
 //! so waiters in other processes get their chance.
 
@@ -22,10 +22,11 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use crate::Lease;
+use crate::backend::{Lock, ReleaseSignal, ReleaseWatch};
 use crate::kind::Class;
 use crate::runtime::cleanup::ReleaseOnDrop;
 use crate::runtime::held::HeldLease;
-use crate::{Lease, Lock, ReleaseSignal, ReleaseWatch};
 
 /// How many times in a row a name is handed from one task of this process to the next before
 /// a guard releases it plainly, announcing the release to every process. Without a bound, a

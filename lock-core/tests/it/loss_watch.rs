@@ -6,8 +6,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use lock_core::backend::Lock;
 use lock_core::backend::{Attempt, LossWatch, OnLoss};
-use lock_core::{Lease, Lock, LockError, Locker, MemoryLock, Token};
+use lock_core::{Lease, LockError, Locker, MemoryLock, Token};
 use tokio::time::Instant;
 
 /// A memory lock whose loss watches the test fires by hand; a watch's slot empties when the
