@@ -142,7 +142,7 @@ impl EtcdLockBuilder {
                 user: self.user,
             }),
             clients: Arc::default(),
-            shared: crate::shared::SharedLeases::default(),
+            shared: crate::shared_lease::SharedLeases::default(),
             watches: Watches::default(),
         }))
     }

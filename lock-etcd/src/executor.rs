@@ -12,7 +12,7 @@ use lock_core::{LockError, Op, TimeoutPhase, Token};
 use crate::client::{Clients, Target};
 use crate::error::{bounded, malformed};
 use crate::layout::{self, EtcdLease, is_ours_layout, ttl_seconds};
-use crate::shared::SharedLeases;
+use crate::shared_lease::SharedLeases;
 use crate::watch::Watches;
 
 /// How long a failed release's etcd lease is revoked again in the background: past a few

@@ -11,7 +11,7 @@ mod kinds;
 mod layout;
 mod members;
 mod renew;
-mod shared;
+mod shared_lease;
 mod watch;
 
 pub use config::{

@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use crate::executor::{Executor, read};
 use crate::kinds::mutex;
 use crate::layout::held;
-use crate::shared::Shared;
+use crate::shared_lease::Shared;
 
 /// The most keys read in one transaction: etcd's default `--max-txn-ops`.
 const READS_PER_TXN: usize = 128;

@@ -8,7 +8,7 @@ use sqlx::mysql::{MySqlConnectOptions, MySqlPool, MySqlPoolOptions};
 
 use crate::advisory::MysqlAdvisoryLock;
 use crate::executor::Executor;
-use crate::table::MysqlLock;
+use crate::mysql_lock::MysqlLock;
 
 /// How long getting a connection may take by default (connecting included).
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);

@@ -7,8 +7,8 @@ mod error;
 mod executor;
 mod fence;
 mod kinds;
+mod mysql_lock;
 mod sql;
-mod table;
 
 pub use advisory::{MAX_LOCK_NAME_CHARS, MysqlAdvisoryLock, advisory_name};
 pub use config::{
@@ -18,8 +18,8 @@ pub use config::{
 pub use error::MissingTable;
 pub use fence::{FENCE_TABLE, FENCED_SQLSTATE, fence};
 pub use lock_core::LockError;
+pub use mysql_lock::MysqlLock;
 pub use sql::{MIGRATION, SCHEMA_VERSION, TABLE};
-pub use table::MysqlLock;
 
 /// The client `MysqlLock` is built on, re-exported so its version always matches.
 pub use sqlx;

@@ -8,7 +8,7 @@ mod fence;
 mod grant;
 mod held;
 mod inspect;
-mod object_lock;
+mod object_store_lock;
 mod observe;
 mod probe;
 mod rewrite;
@@ -20,7 +20,7 @@ pub use error::{BACKEND, ObjectStoreError};
 pub use fence::{FENCE_METADATA, fenced_put};
 pub use inspect::LockObject;
 pub use lock_core::LockError;
-pub use object_lock::ObjectStoreLock;
+pub use object_store_lock::ObjectStoreLock;
 
 /// The `object_store` crate `ObjectStoreLock` is built on, re-exported so its version always
 /// matches.

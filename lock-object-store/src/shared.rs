@@ -1,5 +1,5 @@
 //! What the clones of one `ObjectStoreLock` share: the store, the observations, the held
-//! leases and the self-probe's answer. Apart from `object_lock.rs` so that the grant and the
+//! leases and the self-probe's answer. Apart from `object_store_lock.rs` so that the grant and the
 //! rewrites (which the lock calls) take it without importing the lock.
 
 use std::time::Duration;

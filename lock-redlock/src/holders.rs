@@ -3,7 +3,7 @@
 //! I/O (the round is in `kinds/holder.rs`), so the rules are unit-tested here.
 //!
 //! A node's answer is one of: failed (an error or a timeout), free (no holder), or held —
-//! by a grant the node's note names (`crate::note`: a Redlock grant that wrote a note), or by
+//! by a grant the node's note names (`crate::record`: a Redlock grant that wrote a note), or by
 //! a holder it cannot name (a grant that wrote no note yet, another client's key).
 
 use std::collections::HashMap;
@@ -13,7 +13,7 @@ use std::time::Duration;
 use lock_core::LockError;
 use lock_core::backend::Holder;
 
-use crate::note::{self, GrantId};
+use crate::record::{self, GrantId};
 use crate::tally::{Tally, quorum};
 
 /// What one node said it holds.
@@ -76,7 +76,7 @@ impl Reading {
         match answer {
             Ok(None) => self.free += 1,
             Ok(Some(holder)) => {
-                let record = holder.note.as_deref().and_then(note::open);
+                let record = holder.note.as_deref().and_then(record::open);
                 self.held.push(Held {
                     grant: record.map(|(grant, _)| grant),
                     ttl: holder.ttl,
@@ -199,7 +199,8 @@ mod tests {
     /// A node holding `lease`'s grant with `note` written, `ttl_ms` left.
     fn named(lease: &Lease, note: &[u8], ttl_ms: u64) -> Result<Option<Holder>, LockError> {
         Ok(Some(
-            Holder::new(99, Some(Duration::from_millis(ttl_ms))).with_note(note::seal(lease, note)),
+            Holder::new(99, Some(Duration::from_millis(ttl_ms)))
+                .with_note(record::seal(lease, note)),
         ))
     }
 

@@ -8,7 +8,7 @@ mod holders;
 mod kinds;
 pub mod metric;
 mod node;
-mod note;
+mod record;
 mod redlock;
 mod releasing;
 mod repair;
@@ -22,7 +22,7 @@ mod watch;
 pub use config::RedlockBuilder;
 pub use error::{BACKEND, QuorumNotReached, ValidityExpired};
 pub use lock_core::LockError;
-pub use note::MAX_NOTE_BYTES;
+pub use record::MAX_NOTE_BYTES;
 pub use redlock::{PING_TIMEOUT, Redlock};
 pub use settings::{
     DEFAULT_DRIFT_CONSTANT, DEFAULT_DRIFT_FACTOR, NODE_TIMEOUT_CEILING, NODE_TIMEOUT_FLOOR,

@@ -12,8 +12,8 @@ use lock_core::{Lease, LockError, Op, Token, check_name, check_ttl};
 use tokio::time::Instant;
 
 use crate::error::BACKEND;
-use crate::kinds::holder;
 use crate::kinds::mutex::{self, Plan};
+use crate::kinds::note;
 use crate::node::Node;
 use crate::round::{Fanout, Until};
 use crate::settings::{Config, default_node_timeout};
@@ -378,7 +378,7 @@ impl Lock for Redlock {
     async fn describe_holder(&self, name: &str) -> Result<Option<Holder>, LockError> {
         self.check_holders()?;
         check_name(name)?;
-        holder::describe(&self.shared, name).await
+        note::describe(&self.shared, name).await
     }
 
     /// Writes `note` beside `lease` on all N nodes at once, through each node's own `annotate`
@@ -408,7 +408,7 @@ impl Lock for Redlock {
     /// [`QuorumNotReached`]: crate::QuorumNotReached
     async fn annotate(&self, lease: &Lease, note: &[u8]) -> Result<bool, LockError> {
         self.check_holders()?;
-        holder::annotate(&self.shared, lease, note).await
+        note::annotate(&self.shared, lease, note).await
     }
 }
 

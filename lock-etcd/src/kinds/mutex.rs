@@ -17,7 +17,7 @@ use tokio::time::Instant;
 use crate::error::bounded;
 use crate::executor::{Executor, put_on, read, revision};
 use crate::layout::{self, EtcdLease, held, note_key};
-use crate::shared::Shared;
+use crate::shared_lease::Shared;
 
 /// One attempt at the mutex `name` for a renewed grant: one transaction (no lease grant): if
 /// the key's `create_revision` is 0, put the token on the shared etcd lease of `ttl`, else read

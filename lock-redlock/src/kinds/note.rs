@@ -2,7 +2,7 @@
 //! ([`annotate`], through each node's own `annotate`), and the holder read from every node and
 //! decided by a quorum ([`describe`], through each node's own `describe_holder`). What the
 //! nodes' answers decide is counted in `crate::holders`; the record that names the grant on
-//! each node is `crate::note`.
+//! each node is `crate::record`.
 //!
 //! The Redis distributed-locks page
 //! (<https://redis.io/docs/latest/develop/use/patterns/distributed-locks/>) defines only
@@ -39,14 +39,14 @@ use lock_core::{Lease, LockError, Op, TimeoutPhase};
 use tokio::time::Instant;
 
 use crate::holders::{Described, Reading};
-use crate::note;
+use crate::record;
 use crate::round::{Fanout, Until};
 use crate::shared::Shared;
 use crate::tally::{Decision, drift};
 use crate::telemetry::{self, ANNOTATE, DESCRIBE, Reply};
 
 /// Writes `note` beside `lease` on all N nodes at once, each through its own `annotate` with
-/// the lease (the same token on every node), as a record naming the grant (`crate::note`).
+/// the lease (the same token on every node), as a record naming the grant (`crate::record`).
 /// `Ok(true)` iff a quorum wrote it; `Ok(false)` iff the refusals alone rule that out (the
 /// lease is no longer ours on too many nodes); else a quorum error. Waits, like a release, for
 /// every node that is not lagging, up to the release timeout, so the note is on every healthy
@@ -57,8 +57,8 @@ pub(crate) async fn annotate(
     lease: &Lease,
     note: &[u8],
 ) -> Result<bool, LockError> {
-    note::check(note)?;
-    let record: Arc<[u8]> = Arc::from(note::seal(lease, note));
+    record::check(note)?;
+    let record: Arc<[u8]> = Arc::from(record::seal(lease, note));
     // Kept for the extend's repairs (a node that restarted empty gets it again with the key).
     shared.keep_note(*lease.token(), Arc::clone(&record));
     let shared_lease = Arc::new(lease.clone());

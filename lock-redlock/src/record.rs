@@ -1,5 +1,5 @@
 //! The record a Redlock writes on each node as that node's note ([`Lock::annotate`] of the
-//! node, through `crate::kinds::holder`): a header that names the Redlock grant, then the
+//! node, through `crate::kinds::note`): a header that names the Redlock grant, then the
 //! caller's note.
 //!
 //! ```text
