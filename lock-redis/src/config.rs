@@ -7,16 +7,16 @@ use std::time::Duration;
 use deadpool_redis::Pool;
 use lock_core::LockError;
 
-use crate::conn::Source;
-use crate::grace::{DEFAULT_GRACE, GraceSettings};
+use crate::connection::conn::Source;
+use crate::connection::replication::{ReplicaPolicy, Replication};
+use crate::connection::source::SourceSettings;
 use crate::holder::Describe;
 use crate::redis_lock::RedisLock;
-use crate::replication::{ReplicaPolicy, Replication};
+use crate::safety::grace::{DEFAULT_GRACE, GraceSettings};
 use crate::settings::{
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION,
     DEFAULT_SUBSCRIBER_PING_INTERVAL, DEFAULT_TRACK_LOSSES_AFTER, Settings, assemble,
 };
-use crate::source::SourceSettings;
 
 impl RedisLock {
     /// Starts configuring a lock; see [`RedisLockBuilder`].

@@ -9,12 +9,12 @@ use lock_core::{LockError, Op, TimeoutPhase};
 use redis::{ErrorKind, FromRedisValue, ServerErrorKind};
 use tokio::time::Instant;
 
-use crate::conn::{Conn, Connections};
+use crate::connection::conn::{Conn, Connections};
+use crate::connection::replication::Replication;
 use crate::error::{breaks_connection, from_redis, timeout};
 use crate::layout::Keys;
-use crate::native::{self, Command, Native, is_refusal};
-use crate::replication::Replication;
 use crate::scripts::Lua;
+use crate::scripts::native::{self, Command, Native, is_refusal};
 use crate::topology::Topology;
 use crate::units::ms;
 
@@ -173,7 +173,7 @@ impl Executor {
                 // inline it would grow every acquire's future.
                 Box::pin(async {
                     if let Ok(Conn {
-                        conn: crate::conn::Handle::Cluster(mut conn),
+                        conn: crate::connection::conn::Handle::Cluster(mut conn),
                         ..
                     }) = self.conns.get().await
                     {
@@ -369,7 +369,7 @@ pub(crate) fn evalsha(script: &Lua, keys: &[&str], args: usize, arg_bytes: usize
 
 /// Loads `script` and sends its EVALSHA `call` again, after a NOSCRIPT answer.
 async fn load_and_call<T: FromRedisValue>(
-    conn: &mut crate::conn::Handle,
+    conn: &mut crate::connection::conn::Handle,
     script: &Lua,
     call: &redis::Cmd,
 ) -> redis::RedisResult<T> {
@@ -384,7 +384,7 @@ async fn load_and_call<T: FromRedisValue>(
 #[cfg(test)]
 mod future_sizes {
     use super::*;
-    use crate::conn::Source;
+    use crate::connection::conn::Source;
     use crate::scripts::RELEASE;
 
     /// Every lock operation's future holds these; the backend's boxed future is allocated and
@@ -400,8 +400,8 @@ mod future_sizes {
             Connections::new(
                 Source::Single(pool),
                 Duration::from_secs(1),
-                crate::grace::GraceState::new(
-                    crate::grace::GraceSettings {
+                crate::safety::grace::GraceState::new(
+                    crate::safety::grace::GraceSettings {
                         grace: Duration::ZERO,
                         strict: false,
                     },

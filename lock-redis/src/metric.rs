@@ -10,9 +10,17 @@
 //!
 //! `server` is the address the lock was built with, or the Sentinel master's name.
 
-// The constants live next to the code that records them; these are their names here, the same
-// style as `lock_core::metric`'s (no `METRIC_` prefix: the module says it).
-pub use crate::grace::{
-    METRIC_EVICTION_RISK_TOTAL as EVICTION_RISK_TOTAL,
-    METRIC_GRACE_REFUSED_TOTAL as GRACE_REFUSED_TOTAL, METRIC_GRACE_SECONDS as GRACE_SECONDS,
-};
+/// Gauge, seconds: how long the grace period of a server still lasts, as this process last
+/// checked (on each acquire attempt there; 0 at the first attempt after it ended). Labels
+/// `backend` (`"redis"`) and `server` (the address the lock was built with, or the Sentinel
+/// master's name).
+pub const GRACE_SECONDS: &str = "distlock_grace_seconds";
+
+/// Counter: acquire attempts answered busy because their server was in its grace period.
+/// Labels `backend` and `server`, as [`GRACE_SECONDS`].
+pub const GRACE_REFUSED_TOTAL: &str = "distlock_grace_refused_total";
+
+/// Counter: connections to a server whose memory policy can evict lock keys (a `maxmemory`
+/// and an `allkeys-*` or `volatile-*` policy): one per new connection. Labels `backend`,
+/// `server` and `policy`.
+pub const EVICTION_RISK_TOTAL: &str = "distlock_eviction_risk_total";

@@ -16,11 +16,11 @@ use tokio::time::Instant;
 
 use crate::error::BACKEND;
 use crate::executor::Executor;
+use crate::feeds::subscriber::Subscriber;
+use crate::feeds::tracker::Tracker;
 use crate::kinds::{Grants, fair, multi, mutex, note, read_write, semaphore};
 use crate::layout::{Keys, LockKeys, token_value};
-use crate::subscriber::Subscriber;
 use crate::topology::Topology;
-use crate::tracker::Tracker;
 
 /// A distributed lock on Redis (≥ 7.0) — one server, a Redis Cluster (feature `cluster`) or a
 /// master found through Sentinel (feature `sentinel`) — through a `deadpool-redis` pool.
@@ -85,8 +85,8 @@ impl RedisLock {
     /// every `RedisFences` of one lock shares what it learned about the server (functions or
     /// scripts).
     #[must_use]
-    pub fn fences(&self) -> crate::RedisFences {
-        crate::RedisFences::new(Arc::clone(&self.exec), Arc::clone(&self.fences))
+    pub fn fences(&self) -> crate::fences::RedisFences {
+        crate::fences::RedisFences::new(Arc::clone(&self.exec), Arc::clone(&self.fences))
     }
 
     /// How long one command may wait for its reply (see

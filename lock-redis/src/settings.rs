@@ -3,15 +3,15 @@
 
 use std::time::Duration;
 
-use crate::conn::{Connections, Source};
+use crate::connection::conn::{Connections, Source};
+use crate::connection::replication::Replication;
 use crate::executor::Executor;
-use crate::grace::{DEFAULT_GRACE, GraceSettings, GraceState};
+use crate::feeds::subscriber::{Origin, Ping, Subscriber};
+use crate::feeds::tracker::Tracker;
 use crate::holder::Describe;
 use crate::kinds::Grants;
 use crate::redis_lock::RedisLock;
-use crate::replication::Replication;
-use crate::subscriber::{Origin, Ping, Subscriber};
-use crate::tracker::Tracker;
+use crate::safety::grace::{DEFAULT_GRACE, GraceSettings, GraceState};
 use crate::units::ms;
 
 /// How long getting a connection may take, connecting included, by default: 2 s.

@@ -3,7 +3,7 @@
 //! A Redis restarted without persistence forgets every key; its holders do not know and keep
 //! working until their lease's `valid_until`, by their own clocks. Each client's process sees the
 //! restart on its next connection (a new `run_id`: `GraceState::record` in
-//! `lock-redis/src/grace.rs`) and from then on grants nothing there for the grace period
+//! `lock-redis/src/safety/grace.rs`) and from then on grants nothing there for the grace period
 //! (`GraceState::verdict`: the attempt answers busy for the time left), which must be at least
 //! the longest lease. Two names on the one server: the grace covers both. Processes that never
 //! saw the old server (a first connection after the restart) are not modelled: without strict

@@ -14,7 +14,7 @@ use std::time::Duration;
 use redis::{Cmd, ErrorKind, RedisError, RedisResult, Value};
 
 use super::script::{LIBRARY, LIBRARY_VERSION};
-use crate::conn::Handle;
+use crate::connection::conn::Handle;
 
 /// What [`RedisFences::load`](crate::RedisFences::load) found and did. On a Redis Cluster,
 /// the outcome of every master combined: the first of `Unsupported`, `KeptNewer`, `KeptOlder`,

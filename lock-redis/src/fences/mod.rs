@@ -84,7 +84,7 @@ impl RedisFences {
     /// ends like a record.
     pub fn record_key(key: &str) -> Result<String, LockError> {
         check_key(key)?;
-        Ok(match crate::slot::hash_tag(key) {
+        Ok(match crate::layout::slot::hash_tag(key) {
             Some(tag) => format!("{{{tag}}}{RECORD_SUFFIX}:{key}"),
             None => format!("{{{key}}}{RECORD_SUFFIX}"),
         })
@@ -307,7 +307,7 @@ fn check_key(key: &str) -> Result<(), LockError> {
             "the key {key:?} ends like a fence record ({RECORD_SUFFIX})"
         )));
     }
-    if crate::slot::hash_tag(key).is_none() && (key.is_empty() || key.contains('}')) {
+    if crate::layout::slot::hash_tag(key).is_none() && (key.is_empty() || key.contains('}')) {
         return Err(LockError::invalid(format!(
             "the key {key:?} is empty or holds a }} without a hash tag: give it a hash tag {{...}}"
         )));

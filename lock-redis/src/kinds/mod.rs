@@ -18,7 +18,7 @@ use lock_core::backend::Attempt;
 use lock_core::{Kind, Lease, LockError, Op, Token};
 use tokio::time::Instant;
 
-use crate::conn::Conn;
+use crate::connection::conn::Conn;
 use crate::error::BACKEND;
 use crate::executor::Executor;
 use crate::holder::Describe;

@@ -10,11 +10,11 @@ use lock_core::{Lease, LockError, Op, Token, valid_until};
 use tokio::time::Instant;
 
 use super::{Grants, gave_back, mutex, unexpected};
-use crate::conn::Conn;
+use crate::connection::conn::Conn;
 use crate::executor::Executor;
+use crate::layout::slot::key_slot;
 use crate::layout::{Keys, token_value};
 use crate::scripts::MULTI_ACQUIRE;
-use crate::slot::key_slot;
 use crate::topology::Topology;
 
 /// One attempt at the mutexes `names` (at `keys`, in the same order) for `ttl_ms` in one

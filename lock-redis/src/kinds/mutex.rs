@@ -9,10 +9,10 @@ use lock_core::{Lease, LockError, Op, Token, valid_until};
 use tokio::time::Instant;
 
 use super::{Grants, confirm_grant, unexpected};
-use crate::conn::Conn;
+use crate::connection::conn::Conn;
 use crate::executor::{Executor, evalsha};
 use crate::layout::{Keys, announces, token_value};
-use crate::native;
+use crate::scripts::native;
 use crate::scripts::{ACQUIRE, EXTEND, HANDOVER};
 use crate::topology::Topology;
 

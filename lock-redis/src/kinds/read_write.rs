@@ -9,7 +9,7 @@ use lock_core::{Kind, Lease, LockError, Op, Token, valid_until};
 use tokio::time::Instant;
 
 use super::{Grants, flag, read_reply, settle_reply};
-use crate::conn::Conn;
+use crate::connection::conn::Conn;
 use crate::executor::Executor;
 use crate::layout::{Keys, token_value};
 use crate::scripts::{EXTEND, READ_ACQUIRE, READ_EXTEND, WRITE_ACQUIRE};

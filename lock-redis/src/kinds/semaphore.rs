@@ -8,7 +8,7 @@ use lock_core::{Kind, Lease, LockError, Op, Token, valid_until};
 use tokio::time::Instant;
 
 use super::{Grants, read_reply, settle_reply};
-use crate::conn::Conn;
+use crate::connection::conn::Conn;
 use crate::executor::Executor;
 use crate::layout::{Keys, token_value};
 use crate::scripts::{SEMAPHORE_ACQUIRE, SEMAPHORE_EXTEND, SEMAPHORE_IN_USE};

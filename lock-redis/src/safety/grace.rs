@@ -29,28 +29,14 @@ use redis::aio::ConnectionLike;
 use tokio::time::Instant;
 
 use crate::error::BACKEND;
-use crate::facts::{self, ServerFacts};
+use crate::metric;
+use crate::safety::facts::{self, ServerFacts};
 use crate::units::ms;
 
 /// The grace period by default: [`lock_core::DEFAULT_LEASE`] (30 s), the lease a `Locker`
 /// grants unless told otherwise. It must be at least the longest lease or `fixed_ttl` any
 /// client of the same Redis uses (see [`grace`](crate::RedisLockBuilder::grace)).
 pub const DEFAULT_GRACE: Duration = lock_core::DEFAULT_LEASE;
-
-/// Gauge, seconds: how long the grace period of a server still lasts, as this process last
-/// checked (on each acquire attempt there; 0 at the first attempt after it ended). Labels
-/// `backend` (`"redis"`) and `server` (the address the lock was built with, or the Sentinel
-/// master's name).
-pub const METRIC_GRACE_SECONDS: &str = "distlock_grace_seconds";
-
-/// Counter: acquire attempts answered busy because their server was in its grace period.
-/// Labels `backend` and `server`, as [`METRIC_GRACE_SECONDS`].
-pub const METRIC_GRACE_REFUSED_TOTAL: &str = "distlock_grace_refused_total";
-
-/// Counter: connections to a server whose memory policy can evict lock keys (a `maxmemory`
-/// and an `allkeys-*` or `volatile-*` policy): one per new connection. Labels `backend`,
-/// `server` and `policy`.
-pub const METRIC_EVICTION_RISK_TOTAL: &str = "distlock_eviction_risk_total";
 
 /// The server may evict lock keys under memory pressure, so a held lock can vanish and be
 /// granted again: the `source` of the [`LockError::Backend`] (not retryable) with which a lock
@@ -266,7 +252,7 @@ impl GraceState {
             policy: facts.maxmemory_policy.clone(),
             maxmemory: facts.maxmemory,
         };
-        metrics::counter!(METRIC_EVICTION_RISK_TOTAL, "backend" => BACKEND,
+        metrics::counter!(metric::EVICTION_RISK_TOTAL, "backend" => BACKEND,
             "server" => self.server.clone(), "policy" => risk.policy.clone())
         .increment(1);
         if !state.warned_eviction {
@@ -311,7 +297,7 @@ impl GraceState {
             drop(state);
             let left = until - now;
             self.gauge(left);
-            metrics::counter!(METRIC_GRACE_REFUSED_TOTAL, "backend" => BACKEND, "server" => self.server.clone())
+            metrics::counter!(metric::GRACE_REFUSED_TOTAL, "backend" => BACKEND, "server" => self.server.clone())
                 .increment(1);
             return Ok(Some(left));
         }
@@ -325,7 +311,7 @@ impl GraceState {
     }
 
     fn gauge(&self, left: Duration) {
-        metrics::gauge!(METRIC_GRACE_SECONDS, "backend" => BACKEND, "server" => self.server.clone())
+        metrics::gauge!(metric::GRACE_SECONDS, "backend" => BACKEND, "server" => self.server.clone())
             .set(left.as_secs_f64());
     }
 }

@@ -1,5 +1,8 @@
 //! Turning redis-rs and pool errors into [`LockError`]s.
 
+#[cfg(feature = "tls")]
+mod certificate;
+
 use std::time::Duration;
 
 use lock_core::{LockError, Op, TimeoutPhase};
@@ -37,7 +40,7 @@ pub(crate) fn from_redis(err: RedisError, op: Op, key: &str, elapsed: Duration) 
 fn retryable(err: &RedisError) -> bool {
     // A rejected certificate is an I/O error to redis-rs, but it stays rejected.
     #[cfg(feature = "tls")]
-    if crate::tls::is_certificate_error(err) {
+    if certificate::is_certificate_error(err) {
         return false;
     }
     // A full Redis under `noeviction` refuses writes ("OOM command not allowed"): no grant was

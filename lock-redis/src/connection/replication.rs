@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use lock_core::{LockError, Op, TimeoutPhase};
 
-use crate::conn::Handle;
+use crate::connection::conn::Handle;
 use crate::error::{BACKEND, from_redis, timeout};
 
 /// What to do when fewer replicas than asked confirm a lock write in time.
@@ -117,7 +117,7 @@ async fn send(conn: &mut Handle, wait: redis::Cmd, key: &str) -> redis::RedisRes
         #[cfg(feature = "cluster")]
         Handle::Cluster(c) => {
             use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
-            let route = Route::new(crate::slot::key_slot(key), SlotAddr::Master);
+            let route = Route::new(crate::layout::slot::key_slot(key), SlotAddr::Master);
             let value = c
                 .route_command(
                     wait,

@@ -37,8 +37,8 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use crate::feeds::subscriber::{Origin, SharedOrigin};
 use crate::layout::{TokenValue, token_value};
-use crate::subscriber::{Origin, SharedOrigin};
 
 /// How long to wait before connecting again after the tracking connection failed.
 const RECONNECT_AFTER: Duration = Duration::from_millis(200);

@@ -27,7 +27,7 @@ use redis::{Cmd, Pipeline, RedisFuture, Value};
 use tokio::time::Instant;
 
 use crate::error::{BACKEND, timeout};
-use crate::grace::GraceState;
+use crate::safety::grace::GraceState;
 use crate::topology::Topology;
 
 /// Where connections come from.
@@ -127,7 +127,7 @@ pub(crate) struct Connections {
     grace: GraceState,
     /// On a Redis Cluster: every node's facts and grace period, and who owns which slots.
     #[cfg(feature = "cluster")]
-    cluster: Option<crate::cluster_grace::ClusterGrace>,
+    cluster: Option<crate::safety::cluster_grace::ClusterGrace>,
 }
 
 struct HeldConnection {
@@ -183,12 +183,12 @@ impl Connections {
     #[cfg(feature = "cluster")]
     pub(crate) fn with_cluster_grace(
         mut self,
-        settings: crate::grace::GraceSettings,
+        settings: crate::safety::grace::GraceSettings,
         prefix: &str,
         limit: Duration,
     ) -> Self {
         if matches!(self.source, Source::Cluster(_)) {
-            self.cluster = Some(crate::cluster_grace::ClusterGrace::new(
+            self.cluster = Some(crate::safety::cluster_grace::ClusterGrace::new(
                 settings, prefix, limit,
             ));
         }
@@ -197,7 +197,7 @@ impl Connections {
 
     /// The cluster's grace state, on a Redis Cluster.
     #[cfg(feature = "cluster")]
-    pub(crate) fn cluster_grace(&self) -> Option<&crate::cluster_grace::ClusterGrace> {
+    pub(crate) fn cluster_grace(&self) -> Option<&crate::safety::cluster_grace::ClusterGrace> {
         self.cluster.as_ref()
     }
 

@@ -3,9 +3,11 @@
 //! "which keys does the lock `n` use": every kind's operations take their keys from it, and the
 //! operators' list ([`LockKeys`]) is made from it.
 
+pub(crate) mod slot;
+
 use lock_core::{Kind, LockError};
 
-use crate::slot::derived;
+use crate::layout::slot::derived;
 
 /// The end of every fencing counter key. Lock keys may not end with it (see [`reserved`]).
 const FENCE_SUFFIX: &str = ":distlock-fence";
@@ -396,7 +398,7 @@ impl LockKeys {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::slot::key_slot;
+    use crate::layout::slot::key_slot;
 
     // The derivations under the names these tests grew up with.
     fn fence_key(key: &str) -> String {

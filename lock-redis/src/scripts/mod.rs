@@ -3,6 +3,8 @@
 //! repeated once (`Executor::run`), so a flushed script costs one extra round trip, never an
 //! error.
 
+pub(crate) mod native;
+
 use std::sync::LazyLock;
 
 use crate::topology::Topology;
@@ -30,11 +32,11 @@ impl Lua {
     }
 }
 
-const FENCE_LUA: &str = include_str!("../lua/fence.lua");
-const ACQUIRE_LUA: &str = include_str!("../lua/acquire.lua");
-const HANDOVER_LUA: &str = include_str!("../lua/handover.lua");
-const RELEASE_LUA: &str = include_str!("../lua/release.lua");
-const EXTEND_LUA: &str = include_str!("../lua/extend.lua");
+const FENCE_LUA: &str = include_str!("../../lua/fence.lua");
+const ACQUIRE_LUA: &str = include_str!("../../lua/acquire.lua");
+const HANDOVER_LUA: &str = include_str!("../../lua/handover.lua");
+const RELEASE_LUA: &str = include_str!("../../lua/release.lua");
+const EXTEND_LUA: &str = include_str!("../../lua/extend.lua");
 
 /// The scripts that issue fencing tokens, with `lua/fence.lua` in front.
 static ACQUIRE_FENCED_LUA: LazyLock<String> = LazyLock::new(|| format!("{FENCE_LUA}{ACQUIRE_LUA}"));
@@ -67,9 +69,9 @@ pub(crate) static EXTEND: LazyLock<Lua> = LazyLock::new(|| Lua::new(EXTEND_LUA))
 
 // The read-write lock and the semaphore: `lua/clock.lua` (the server's clock, expiry of sorted
 // sets) in front of each, `lua/semaphore.lua` (pruning) in front of the semaphore's.
-const CLOCK_LUA: &str = include_str!("../lua/clock.lua");
-const SEMAPHORE_LUA: &str = include_str!("../lua/semaphore.lua");
-const FAIR_LUA: &str = include_str!("../lua/fair.lua");
+const CLOCK_LUA: &str = include_str!("../../lua/clock.lua");
+const SEMAPHORE_LUA: &str = include_str!("../../lua/semaphore.lua");
+const FAIR_LUA: &str = include_str!("../../lua/fair.lua");
 
 /// The script with the helpers it needs in front, and its announcing command filled in.
 fn assemble(parts: &[&str], publish: &str) -> Lua {
@@ -81,22 +83,22 @@ type Lazy = LazyLock<Lua>;
 
 /// A reader's share; see `lua/read_acquire.lua`.
 pub(crate) static READ_ACQUIRE: Lazy =
-    LazyLock::new(|| assemble(&[CLOCK_LUA, include_str!("../lua/read_acquire.lua")], ""));
+    LazyLock::new(|| assemble(&[CLOCK_LUA, include_str!("../../lua/read_acquire.lua")], ""));
 /// The write lock, with writer preference; see `lua/write_acquire.lua`.
 pub(crate) static WRITE_ACQUIRE: Lazy = LazyLock::new(|| {
     assemble(
         &[
             CLOCK_LUA,
             FENCE_LUA,
-            include_str!("../lua/write_acquire.lua"),
+            include_str!("../../lua/write_acquire.lua"),
         ],
         "",
     )
 });
 /// One reader's expiry; see `lua/read_extend.lua`.
 pub(crate) static READ_EXTEND: Lazy =
-    LazyLock::new(|| assemble(&[CLOCK_LUA, include_str!("../lua/read_extend.lua")], ""));
-const RW_RELEASE_LUA: &str = include_str!("../lua/rw_release.lua");
+    LazyLock::new(|| assemble(&[CLOCK_LUA, include_str!("../../lua/read_extend.lua")], ""));
+const RW_RELEASE_LUA: &str = include_str!("../../lua/rw_release.lua");
 /// A reader's or writer's release, announced with `PUBLISH`; see `lua/rw_release.lua`.
 pub(crate) static RW_RELEASE: Lazy =
     LazyLock::new(|| assemble(&[CLOCK_LUA, RW_RELEASE_LUA], "PUBLISH"));
@@ -109,7 +111,7 @@ pub(crate) static SEMAPHORE_ACQUIRE: Lazy = LazyLock::new(|| {
         &[
             CLOCK_LUA,
             SEMAPHORE_LUA,
-            include_str!("../lua/semaphore_acquire.lua"),
+            include_str!("../../lua/semaphore_acquire.lua"),
         ],
         "",
     )
@@ -120,12 +122,12 @@ pub(crate) static SEMAPHORE_EXTEND: Lazy = LazyLock::new(|| {
         &[
             CLOCK_LUA,
             SEMAPHORE_LUA,
-            include_str!("../lua/semaphore_extend.lua"),
+            include_str!("../../lua/semaphore_extend.lua"),
         ],
         "",
     )
 });
-const SEMAPHORE_RELEASE_LUA: &str = include_str!("../lua/semaphore_release.lua");
+const SEMAPHORE_RELEASE_LUA: &str = include_str!("../../lua/semaphore_release.lua");
 /// A holder's permits back, announced with `PUBLISH`; see `lua/semaphore_release.lua`.
 pub(crate) static SEMAPHORE_RELEASE: Lazy = LazyLock::new(|| {
     assemble(
@@ -147,12 +149,12 @@ pub(crate) static FAIR_ACQUIRE: Lazy = LazyLock::new(|| {
             CLOCK_LUA,
             FENCE_LUA,
             FAIR_LUA,
-            include_str!("../lua/fair_acquire.lua"),
+            include_str!("../../lua/fair_acquire.lua"),
         ],
         "",
     )
 });
-const FAIR_RELEASE_LUA: &str = include_str!("../lua/fair_release.lua");
+const FAIR_RELEASE_LUA: &str = include_str!("../../lua/fair_release.lua");
 /// A fair holder's release or a fair waiter's withdrawal, telling the head with `PUBLISH`;
 /// see `lua/fair_release.lua`.
 pub(crate) static FAIR_RELEASE: Lazy =
@@ -161,26 +163,31 @@ pub(crate) static FAIR_RELEASE: Lazy =
 pub(crate) static FAIR_RELEASE_SHARDED: Lazy =
     LazyLock::new(|| assemble(&[CLOCK_LUA, FAIR_LUA, FAIR_RELEASE_LUA], "SPUBLISH"));
 /// Several mutexes in one slot, all or none; see `lua/multi_acquire.lua`.
-pub(crate) static MULTI_ACQUIRE: Lazy =
-    LazyLock::new(|| assemble(&[FENCE_LUA, include_str!("../lua/multi_acquire.lua")], ""));
+pub(crate) static MULTI_ACQUIRE: Lazy = LazyLock::new(|| {
+    assemble(
+        &[FENCE_LUA, include_str!("../../lua/multi_acquire.lua")],
+        "",
+    )
+});
 /// The permits in use; see `lua/semaphore_in_use.lua`.
 pub(crate) static SEMAPHORE_IN_USE: Lazy = LazyLock::new(|| {
     assemble(
         &[
             CLOCK_LUA,
             SEMAPHORE_LUA,
-            include_str!("../lua/semaphore_in_use.lua"),
+            include_str!("../../lua/semaphore_in_use.lua"),
         ],
         "",
     )
 });
 
 /// A note beside a mutex grant, if the grant still holds; see `lua/annotate.lua`.
-pub(crate) static ANNOTATE: Lazy = LazyLock::new(|| Lua::new(include_str!("../lua/annotate.lua")));
+pub(crate) static ANNOTATE: Lazy =
+    LazyLock::new(|| Lua::new(include_str!("../../lua/annotate.lua")));
 /// The holder of a mutex, its fencing token and note, in one read; see
 /// `lua/describe_holder.lua`.
 pub(crate) static DESCRIBE_HOLDER: Lazy =
-    LazyLock::new(|| Lua::new(include_str!("../lua/describe_holder.lua")));
+    LazyLock::new(|| Lua::new(include_str!("../../lua/describe_holder.lua")));
 
 /// The release scripts of one lock: announcing with `SPUBLISH` (sharded pub/sub, answered by
 /// the slot's own node) on a Redis Cluster, `PUBLISH` elsewhere.

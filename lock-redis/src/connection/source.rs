@@ -8,8 +8,8 @@ use std::time::Duration;
 use deadpool_redis::{Manager, Pool, Runtime};
 use lock_core::LockError;
 
-use crate::conn::Source;
-use crate::subscriber::Origin;
+use crate::connection::conn::Source;
+use crate::feeds::subscriber::Origin;
 
 /// Where the lock connects, as the builder was told.
 #[derive(Default)]
@@ -24,7 +24,7 @@ pub(crate) struct SourceSettings {
     pub(crate) sentinel: Option<(Vec<String>, String)>,
     pub(crate) pubsub_url: Option<String>,
     #[cfg(feature = "tls")]
-    pub(crate) tls: crate::tls::TlsSettings,
+    pub(crate) tls: crate::connection::tls::TlsSettings,
 }
 
 /// The connection source made from [`SourceSettings`].
@@ -56,7 +56,7 @@ impl SourceSettings {
         command_timeout: Duration,
     ) -> Result<Opened, LockError> {
         #[cfg(feature = "tls")]
-        crate::tls::ensure_crypto_provider(); // also for a `pool` of yours over rediss://
+        crate::connection::tls::ensure_crypto_provider(); // also for a `pool` of yours over rediss://
         let mut chosen = Chosen {
             sources: Vec::new(),
             pubsub: None,

@@ -38,9 +38,9 @@ use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::{ErrorKind, RedisError, ServerErrorKind, Value};
 use tokio::time::Instant;
 
-use crate::facts::{self, ServerFacts};
-use crate::grace::{GraceSettings, GraceState, Strict};
-use crate::slot::key_slot;
+use crate::layout::slot::key_slot;
+use crate::safety::facts::{self, ServerFacts};
+use crate::safety::grace::{GraceSettings, GraceState, Strict};
 
 /// How old a Redis Cluster's node facts may get before the next acquire refreshes them
 /// (`CLUSTER SLOTS` and one `INFO` per node): 2 s. It bounds how long a failover that the
