@@ -34,7 +34,7 @@ for _ in $(seq 1 100); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; s
 
 hold() { # NAME NOTE [run flags...]
   local name=$1 note=$2; shift 2
-  "$bin" --url "$url" run --ttl 15s --note "$note" "$@" "$name" -- sleep 600 >/dev/null 2>&1 &
+  "$bin" --url "$url" run --lease 15s --note "$note" "$@" "$name" -- sleep 600 >/dev/null 2>&1 &
   pids+=($!)
 }
 # The stuck one first: held past --stuck-after by the time of the picture.
@@ -42,7 +42,7 @@ hold billing:nightly-export "nightly export, cron 02:00"
 sleep 12
 hold orders:reindex "reindex orders shard 3"
 hold cache:warmup:eu-west "warm product cache"
-"$bin" --url "$url" run --leader --value "scheduler-2 (10.0.3.12)" --ttl 15s scheduler -- sleep 600 \
+"$bin" --url "$url" run --leader --value "scheduler-2 (10.0.3.12)" --lease 15s scheduler -- sleep 600 \
   >/dev/null 2>&1 &
 pids+=($!)
 sleep 1

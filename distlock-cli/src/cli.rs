@@ -115,7 +115,7 @@ pub(crate) enum Command {
     ///
     /// The lease is renewed while the command runs. The command gets DISTLOCK_LOCK_NAME and
     /// DISTLOCK_FENCING_TOKEN in its environment. If the lease is lost, the command gets
-    /// SIGTERM, then SIGKILL after --grace, and distlock exits with the "lost" code. SIGINT,
+    /// SIGTERM, then SIGKILL after --kill-after, and distlock exits with the "lost" code. SIGINT,
     /// SIGTERM and SIGHUP sent to distlock are passed on to the command. The command and what it
     /// starts never outlive distlock: if distlock is killed, a guardian kills the command's
     /// process group. The lock is released when the command exits (what it left running in its
@@ -125,7 +125,7 @@ pub(crate) enum Command {
     /// With --leader, the lock is a leader election: distlock campaigns (waits to be elected,
     /// without limit), runs the command while it leads (DISTLOCK_TERM is the term), and when the
     /// leadership is lost stops the command (SIGTERM to its process group, SIGKILL after
-    /// --grace) and campaigns again. The command exiting by itself ends distlock with its code,
+    /// --kill-after) and campaigns again. The command exiting by itself ends distlock with its code,
     /// after resigning. --once: one campaign (bounded by --wait if given), one run.
     #[command(after_help = exit::CODES_HELP)]
     Run(RunArgs),
@@ -241,7 +241,10 @@ pub(crate) struct RunArgs {
     /// The lease: renewed every third of it while the command runs; how long the lock
     /// outlives a crash of distlock itself.
     #[arg(long, default_value = "30s", value_parser = duration)]
-    pub(crate) ttl: Duration,
+    pub(crate) lease: Duration,
+    /// The old spelling of --lease: refused with a hint.
+    #[arg(long = "ttl", hide = true, value_parser = renamed("--lease"))]
+    pub(crate) old_ttl: Option<String>,
     /// How long to wait for the lock; `0s` tries once. Past it, exit with the "busy" code.
     /// Default 10s; with --leader, no limit (a candidate waits to be elected), and only with
     /// --once.
@@ -249,7 +252,11 @@ pub(crate) struct RunArgs {
     pub(crate) wait: Option<Duration>,
     /// After SIGTERM on a lost lease, how long the command has before SIGKILL.
     #[arg(long, default_value = "5s", value_parser = duration)]
-    pub(crate) grace: Duration,
+    pub(crate) kill_after: Duration,
+    /// The old spelling of --kill-after (it clashed with the store grace period): refused with
+    /// a hint.
+    #[arg(long = "grace", hide = true, value_parser = renamed("--kill-after"))]
+    pub(crate) old_grace: Option<String>,
     /// Leader election: campaign, run the command while leading, stop it when the leadership
     /// is lost, campaign again.
     #[arg(long)]
@@ -318,4 +325,11 @@ fn interval(text: &str) -> Result<Duration, String> {
     } else {
         Err("the interval must be between 100ms and 1h".into())
     }
+}
+
+/// The parser of a flag that was renamed before the first release: it refuses every value,
+/// naming the new flag, so a script written for the old name fails before anything runs (no
+/// lock taken, nothing released) rather than running with a default.
+fn renamed(now: &'static str) -> impl Fn(&str) -> Result<String, String> + Clone {
+    move |_| Err(format!("renamed: use {now} (nothing was run)"))
 }

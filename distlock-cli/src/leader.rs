@@ -44,7 +44,7 @@ pub(crate) async fn run(store: &dyn Store, args: RunArgs) -> Result<ExitCode, Fa
     let election = locker
         .elect(args.name.as_str())
         .value(value)
-        .lease(args.ttl);
+        .lease(args.lease);
     let mut signals = Signals::listen()?;
     // Bounded by the leadership being lost (or a campaign failing) each turn; every other
     // outcome returns.
@@ -129,7 +129,7 @@ async fn resign_after(
                 "distlock: resigning {:?} failed ({}); the term ends within {}",
                 args.name,
                 one_line(&error),
-                humantime::format_duration(args.ttl)
+                humantime::format_duration(args.lease)
             );
             Ok(ExitCode::from(code_of(status)))
         }

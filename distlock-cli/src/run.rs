@@ -64,7 +64,7 @@ pub(crate) async fn run(store: &dyn Store, args: RunArgs) -> Result<ExitCode, Fa
     let locker = locker(store, Some(&note))?;
     let guard = locker
         .lock(args.name.as_str())
-        .lease(args.ttl)
+        .lease(args.lease)
         .wait(wait)
         .acquire()
         .await
@@ -175,9 +175,9 @@ pub(crate) async fn supervise(
         eprintln!(
             "distlock: the lease on {:?} was lost; stopping the command (SIGTERM, SIGKILL after {})",
             args.name,
-            humantime::format_duration(args.grace)
+            humantime::format_duration(args.kill_after)
         );
-        stop(&mut child, group, args.grace).await;
+        stop(&mut child, group, args.kill_after).await;
     }
     // Whatever the command left running in its group would outlive the lock.
     end_group(guardian, group).await;
@@ -206,7 +206,7 @@ pub(crate) async fn release_after(
                 "distlock: releasing {:?} failed ({}); it expires within {}",
                 args.name,
                 crate::exit::one_line(&error),
-                humantime::format_duration(args.ttl)
+                humantime::format_duration(args.lease)
             );
             Ok(ExitCode::from(code_of(status)))
         }

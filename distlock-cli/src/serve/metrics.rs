@@ -153,7 +153,7 @@ fn leader_terms(out: &mut String, terms: BTreeMap<&str, u64>) {
     for (name, term) in terms {
         let _ = writeln!(
             out,
-            "distlock_store_leader_term{{name=\"{}\"}} {term}",
+            "distlock_store_leader_term{{lock=\"{}\"}} {term}",
             escape(name)
         );
     }

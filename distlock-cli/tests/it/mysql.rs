@@ -118,7 +118,7 @@ fn exclusive_runs(url: &str) -> bool {
     let children: Vec<_> = (0..3)
         .map(|_| {
             Command::new(env!("CARGO_BIN_EXE_distlock"))
-                .args(["--url", url, "run", "job:exclusive", "--ttl", "5s"])
+                .args(["--url", url, "run", "job:exclusive", "--lease", "5s"])
                 .args(["--wait", "30s", "--", "sh", "-c", &script])
                 .env_remove("DISTLOCK_URL")
                 .stdin(Stdio::null())

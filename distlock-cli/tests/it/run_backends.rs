@@ -66,7 +66,7 @@ fn runs_never_overlap(target: &[&str], notes: bool) {
                 target,
                 "job:exclusive",
                 &[
-                    "--ttl",
+                    "--lease",
                     "5s",
                     "--wait",
                     "30s",
@@ -116,7 +116,7 @@ fn released_lease_stops_the_group(target: &[&str]) {
     let mut run = spawn_run(
         target,
         "job:released",
-        &["--ttl", "2s", "--grace", "1s"],
+        &["--lease", "2s", "--kill-after", "1s"],
         &script,
     );
     let child_pid = pid_in(&child);

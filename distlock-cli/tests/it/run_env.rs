@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use lock_testkit::{RedisCluster, RedisServer};
 
-use crate::common::{self, distlock, hold, locker, query, stderr};
+use crate::common::{self, distlock, hold, locker, query, stderr, stdout};
 
 const BUSY: i32 = 75;
 
@@ -20,7 +20,7 @@ async fn passes_the_token(urls: Vec<String>) {
             &[
                 "run",
                 "report:daily",
-                "--ttl",
+                "--lease",
                 "5s",
                 "--",
                 "sh",
@@ -135,4 +135,30 @@ async fn the_holder_is_described_while_the_command_runs() {
         redis::cmd("GET").arg("{report:daily}:distlock-holder"),
     );
     assert_eq!(old, None, "never written");
+}
+
+/// The flags renamed before the first release (`--ttl` is `--lease`, `--grace`, which clashed
+/// with the store grace period, is `--kill-after`) are refused with the new name, before
+/// anything runs: usage's exit code 2, the command never started, no lock taken.
+#[test]
+fn the_old_flag_names_are_refused_with_the_new_ones() {
+    let server = RedisServer::start().expect("redis");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("ran").display().to_string();
+    for (old, new) in [("--ttl", "--lease"), ("--grace", "--kill-after")] {
+        let touch = format!("touch {path}");
+        let out = distlock(
+            &[server.url()],
+            &["run", "renamed", old, "5s", "--", "sh", "-c", &touch],
+        );
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{old}: {err}");
+        assert!(err.contains(new), "{old}: the new name is given: {err}");
+        assert!(
+            !std::path::Path::new(&path).exists(),
+            "{old}: the command ran"
+        );
+    }
+    let free = distlock(&[server.url()], &["show", "renamed"]);
+    assert!(stdout(&free).contains("not held"), "{}", stdout(&free));
 }

@@ -37,12 +37,12 @@ pub(crate) fn pid_in(file: &Path) -> u32 {
         .expect("a pid")
 }
 
-/// `distlock TARGET run NAME --ttl 2s -- sh -c SCRIPT`, not waited for; `target` names the
+/// `distlock TARGET run NAME --lease 2s -- sh -c SCRIPT`, not waited for; `target` names the
 /// store (`--url ...`, and `--redlock` for Redlock).
 pub(crate) fn run_on(target: &[&str], name: &str, script: &str) -> Child {
     Command::new(env!("CARGO_BIN_EXE_distlock"))
         .args(target)
-        .args(["run", name, "--ttl", "2s", "--wait", "20s", "--"])
+        .args(["run", name, "--lease", "2s", "--wait", "20s", "--"])
         .args(["sh", "-c", script])
         .env_remove("DISTLOCK_URL")
         .stdin(Stdio::null())
@@ -146,9 +146,9 @@ pub(crate) fn lost_lease_stops_the_group(url: &str, steal: impl FnOnce()) {
             url,
             "run",
             "job:stolen",
-            "--ttl",
+            "--lease",
             "2s",
-            "--grace",
+            "--kill-after",
             "1s",
             "--",
         ])

@@ -66,7 +66,7 @@ pub(crate) fn wait_starts(file: &Path, count: usize, limit: Duration) -> Vec<Sta
     seen
 }
 
-/// A candidate: `distlock run NAME --leader --ttl 2s --grace 1s ARGS -- sh -c SCRIPT`, where
+/// A candidate: `distlock run NAME --leader --lease 2s --kill-after 1s ARGS -- sh -c SCRIPT`, where
 /// the command appends its start to `file` and waits on a child.
 fn candidate(url: &str, name: &str, file: &Path, extra: &[&str]) -> Child {
     candidate_on(&["--url", url], name, file, extra)
@@ -80,8 +80,8 @@ pub(crate) fn candidate_on(target: &[&str], name: &str, file: &Path, extra: &[&s
     );
     Command::new(env!("CARGO_BIN_EXE_distlock"))
         .args(target)
-        .args(["run", name, "--leader", "--ttl", "2s"])
-        .args(["--grace", "1s"])
+        .args(["run", name, "--leader", "--lease", "2s"])
+        .args(["--kill-after", "1s"])
         .args(extra)
         .args(["--", "sh", "-c", &script])
         .env_remove("DISTLOCK_URL")

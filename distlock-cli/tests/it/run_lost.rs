@@ -27,9 +27,9 @@ fn stolen_mid_run(urls: &[String]) {
             &urls.join(","),
             "run",
             "batch:7",
-            "--ttl",
+            "--lease",
             "3s",
-            "--grace",
+            "--kill-after",
             "1s",
             "--",
         ])

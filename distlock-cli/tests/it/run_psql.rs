@@ -61,7 +61,9 @@ fn a_psql_job_under_run_writes_fenced_and_a_stale_one_is_refused() {
         let script = job(&psql, &url, &file.display().to_string());
         let out = distlock(
             &[redis.url()],
-            &["run", "nightly", "--ttl", "10s", "--", "sh", "-c", &script],
+            &[
+                "run", "nightly", "--lease", "10s", "--", "sh", "-c", &script,
+            ],
         );
         assert!(out.status.success(), "run {run}: {}", stderr(&out));
         let token = std::fs::read_to_string(&file).expect("the job's token");

@@ -49,12 +49,25 @@ async fn api_and_metrics_show_every_holder_and_stuck_holds_grow_old() {
     // Another process: renewed every second, its command hangs, never released.
     let run = Holder::start(
         &urls,
-        &["--ttl", "3s", "--note", "nightly <b>build</b>", "job:stuck"],
+        &[
+            "--lease",
+            "3s",
+            "--note",
+            "nightly <b>build</b>",
+            "job:stuck",
+        ],
         "job:stuck",
     );
     let leader = Holder::start(
         &urls,
-        &["--leader", "--value", "api-1", "--ttl", "3s", "elect:main"],
+        &[
+            "--leader",
+            "--value",
+            "api-1",
+            "--lease",
+            "3s",
+            "elect:main",
+        ],
         "elect:main",
     );
     // In this process: a fixed TTL of a minute, never renewed, never released; and a
@@ -163,7 +176,7 @@ async fn api_and_metrics_show_every_holder_and_stuck_holds_grow_old() {
         gauge(
             &first,
             "distlock_store_leader_term",
-            &[("name", "elect:main")]
+            &[("lock", "elect:main")]
         ),
         Some(term as f64)
     );

@@ -129,7 +129,7 @@ async fn console(backend: &Backend) {
         match *kind {
             "mutex" => holders.push(Holder::start(
                 &urls,
-                &["--ttl", "10s", "--note", HOSTILE_NOTE, "job:nightly"],
+                &["--lease", "10s", "--note", HOSTILE_NOTE, "job:nightly"],
                 "job:nightly",
             )),
             "election" => holders.push(Holder::start(
@@ -138,7 +138,7 @@ async fn console(backend: &Backend) {
                     "--leader",
                     "--value",
                     "scheduler-a",
-                    "--ttl",
+                    "--lease",
                     "10s",
                     "elect:scheduler",
                 ],
@@ -217,7 +217,7 @@ async fn console(backend: &Backend) {
     // A lock taken after the page loaded shows within 2 s, without a reload; released, it goes.
     let mut late = Holder::start(
         &urls,
-        &["--ttl", "10s", "--note", "late", "job:late"],
+        &["--lease", "10s", "--note", "late", "job:late"],
         "job:late",
     );
     let appeared = wait_for(&browser, Duration::from_secs(2), |rows| {
@@ -336,7 +336,7 @@ async fn console(backend: &Backend) {
 
     let _bearer_holder = Holder::start(
         &urls,
-        &["--ttl", "10s", "job:late-bearer"],
+        &["--lease", "10s", "job:late-bearer"],
         "job:late-bearer",
     );
     // With --auth-token-file: the page asks for the bearer token, then shows the locks with

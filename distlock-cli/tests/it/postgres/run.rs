@@ -31,7 +31,7 @@ fn processes_exclude_each_other() {
                     &server.url(),
                     "run",
                     "job:exclusive",
-                    "--ttl",
+                    "--lease",
                     "5s",
                 ])
                 .args(["--wait", "30s", "--", "sh", "-c", &script])
