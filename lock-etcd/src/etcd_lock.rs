@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use etcd_client::{Client, GetOptions, Txn, TxnOp, TxnResponse};
+use etcd_client::{Client, GetOptions, Txn, TxnOp, TxnOpResponse, TxnResponse};
 use lock_core::backend::{
     Attempt, Capabilities, Fencing, Handover, Holder, Lock, MultiAttempt, MultiLock, ReleaseWatch,
     TokenScale,
@@ -15,10 +15,10 @@ use tokio::time::Instant;
 
 use crate::error::{BACKEND, bounded};
 use crate::executor::Executor;
-use crate::guarded;
 use crate::kinds::{fair, multi, mutex, note, read_write, semaphore};
 use crate::layout;
 use crate::renew;
+use crate::{fence, held};
 
 /// What this backend offers: every kind (mutex, read-write, semaphore, fair), the multi-lock in one transaction, fencing tokens
 /// that are etcd revisions (one counter for the whole cluster, kept through restarts and
@@ -54,9 +54,11 @@ const CAPABILITIES: Capabilities = Capabilities::MUTEX
 /// - the fair lock (`try_acquire_kind`): a queue entry per waiter, the head by creation
 ///   revision (the crate README, "The fair lock").
 /// - `watch`: one watch per runtime on the key prefix (deletions only).
-/// - `guarded_txn` / `guarded_commit` (not of the `Lock` trait): the user's operations in one
-///   transaction with the compares "the key holds the grant's value at its fencing token's
-///   revision" (the crate README, "Guarded writes").
+/// - `guarded_txn` / `guarded_commit` (not of the `Lock` trait): the fence every distlock store
+///   keeps, taking a [`Fence`](lock_core::Fence): the user's operations in one transaction that
+///   admits them iff the token is ≥ the resource's record and raises it (the crate README,
+///   "Guarded writes"). `held_txn` / `held_commit`: stronger, etcd's own, the operations only
+///   while a guard's grant is the current one.
 /// - `annotate`: one transaction (if the key holds the token, put the note key on the grant's
 ///   etcd lease); `describe_holder`: one transaction reading the key and the note key, then
 ///   the etcd lease's TTL (the crate README, "Holder descriptions").
@@ -105,6 +107,51 @@ impl EtcdLock {
         self.inner.client().await
     }
 
+    /// The guarded write of `ops` with `fence` (from a guard: `guard.fence()`, or
+    /// `guard.fence().for_resource("orders/42")`), as every distlock store keeps it: one
+    /// transaction that applies `ops` iff `fence.token` is ≥ the largest token
+    /// `fence.resource` has accepted (equal is accepted: one holder writes many times under
+    /// one grant), and raises that record to it. Send it with any client of the same cluster;
+    /// `succeeded()` false with a failed inner transaction means refused, and nothing applied.
+    /// [`EtcdLock::guarded_commit`] sends it and reads the answer for you. The record is the key
+    /// `prefix + "\0acc/" + len + ":" + resource + "/"`.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidInput`] for an empty resource name or one longer than a lock name
+    /// may be. Sends nothing.
+    pub fn guarded_txn(
+        &self,
+        fence: &lock_core::Fence,
+        ops: impl Into<Vec<TxnOp>>,
+    ) -> Result<Txn, LockError> {
+        fence::txn(self.prefix(), fence, ops.into())
+    }
+
+    /// Sends the [guarded write](EtcdLock::guarded_txn) of `ops` with `fence` on this lock's
+    /// client: the answers of `ops`, in order, when the fence admitted them.
+    ///
+    /// # Errors
+    /// [`LockError::Fenced`] `{ resource, token, current }` when `fence.token` is below the
+    /// record `current` (a later grant's holder wrote first): nothing applied.
+    /// [`LockError::InvalidInput`] as [`EtcdLock::guarded_txn`] (nothing sent).
+    /// [`LockError::Timeout`] (command timeout) / [`LockError::Backend`] (with
+    /// [`Op::Write`](lock_core::Op::Write)) when etcd fails: the transaction may have been
+    /// applied or not.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: dropped once sent, the transaction may or may not have committed (as
+    /// any etcd write).
+    pub async fn guarded_commit(
+        &self,
+        fence: &lock_core::Fence,
+        ops: impl Into<Vec<TxnOp>>,
+    ) -> Result<Vec<TxnOpResponse>, LockError> {
+        let txn = fence::txn(self.prefix(), fence, ops.into())?;
+        let client = self.client().await?;
+        let answer = self.inner.txn(&client, Op::Write, txn).await?;
+        fence::outcome(fence, &answer)
+    }
+
     /// An etcd transaction that commits only while `guard`'s grant still holds the lock: its
     /// `when` already compares the lock key's value with the grant's and its `mod_revision`
     /// with the guard's fencing token (for a read share: the reader's key and the name's fence
@@ -114,8 +161,9 @@ impl EtcdLock {
     /// longer holds the lock and nothing of `and_then` applied. Stronger than a fence: the
     /// compare and the writes are one transaction at one revision, so the writes commit only
     /// while the grant is etcd's current one, linearizably (the crate README, "Guarded
-    /// writes"). [`EtcdLock::guarded_commit`] sends it and maps a refusal to
-    /// [`LockError::Fenced`].
+    /// writes"). [`EtcdLock::held_commit`] sends it and maps a refusal to
+    /// [`LockError::Fenced`]. Where the fence of every store is enough, prefer
+    /// [`EtcdLock::guarded_txn`]: the same shape on every backend.
     ///
     /// A guard of another backend (or another etcd cluster or prefix) names a key that does
     /// not hold its token at its revision: the compare fails and nothing commits.
@@ -124,12 +172,12 @@ impl EtcdLock {
     /// [`LockError::InvalidInput`] for a semaphore guard (permits carry fencing token 0), a
     /// guard with fencing token 0 of another kind (not an etcd grant), or a name etcd's layout
     /// refuses. Sends nothing.
-    pub fn guarded_txn(&self, guard: &lock_core::Guard) -> Result<Txn, LockError> {
-        let guarded = guarded::guard_compares(self.prefix(), &guard.lease())?;
+    pub fn held_txn(&self, guard: &lock_core::Guard) -> Result<Txn, LockError> {
+        let guarded = held::guard_compares(self.prefix(), &guard.lease())?;
         Ok(Txn::new().when(guarded.compares))
     }
 
-    /// Sends `ops` in a [guarded transaction](EtcdLock::guarded_txn) of `guard` on this
+    /// Sends `ops` in a [held transaction](EtcdLock::held_txn) of `guard` on this
     /// lock's client: the answer (one `op_responses()` entry per op of `ops`, in order) when
     /// the guard still held the lock, so every op applied.
     ///
@@ -138,7 +186,7 @@ impl EtcdLock {
     /// `resource` is the lock name, `token` the guard's fencing token, `current` the
     /// successor's fencing token (the key's revision, read in the same transaction), or, with
     /// no holder now, the store's revision at the refusal (every later grant's token is above
-    /// it). [`LockError::InvalidInput`] as [`EtcdLock::guarded_txn`] (nothing sent).
+    /// it). [`LockError::InvalidInput`] as [`EtcdLock::held_txn`] (nothing sent).
     /// [`LockError::Timeout`] (command timeout) / [`LockError::Backend`] (with
     /// [`Op::Write`](lock_core::Op::Write)) when etcd fails: the transaction may have been
     /// applied or not.
@@ -146,15 +194,15 @@ impl EtcdLock {
     /// # Cancel safety
     /// Not cancel safe: dropped once sent, the transaction may or may not have committed (as
     /// any etcd write; a committed one applied while the guard held the lock).
-    pub async fn guarded_commit(
+    pub async fn held_commit(
         &self,
         guard: &lock_core::Guard,
         ops: impl Into<Vec<TxnOp>>,
     ) -> Result<TxnResponse, LockError> {
         let lease = guard.lease();
-        let guarded = guarded::guard_compares(self.prefix(), &lease)?;
+        let guarded = held::guard_compares(self.prefix(), &lease)?;
         let client = self.client().await?;
-        let read_back = guarded::read_back(&guarded);
+        let read_back = held::read_back(&guarded);
         let txn = Txn::new()
             .when(guarded.compares)
             .and_then(ops)
@@ -163,7 +211,7 @@ impl EtcdLock {
         if answer.succeeded() {
             Ok(answer)
         } else {
-            Err(guarded::fenced(&lease, &answer))
+            Err(held::fenced(&lease, &answer))
         }
     }
 }

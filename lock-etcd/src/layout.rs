@@ -22,7 +22,7 @@ pub(crate) fn key(prefix: &str, name: &str) -> Vec<u8> {
 
 /// Checks a lock name for etcd: lock-core's rules (not empty, at most `MAX_NAME_LEN` bytes), and
 /// no NUL as its first byte. Names that start with NUL are distlock's own key spaces under the
-/// prefix (`\0sem/`, `\0fair/`, `\0rwr/`, `\0rww/`, `\0rwf/`, `\0note/`): a lock of such a
+/// prefix (`\0sem/`, `\0fair/`, `\0rwr/`, `\0rww/`, `\0rwf/`, `\0note/`, `\0acc/`): a lock of such a
 /// name would share keys with another lock's semaphore holders, readers or note.
 ///
 /// # Errors
@@ -127,6 +127,10 @@ pub(crate) const FENCE: &[u8] = b"\0rwf/";
 
 /// What separates the note keys from the lock keys under the prefix.
 pub(crate) const NOTE: &[u8] = b"\0note/";
+
+/// The space of fence records: per fenced resource, the largest fencing token a guarded write
+/// was admitted with (`fence.rs`).
+pub(crate) const ACCEPTED: &[u8] = b"\0acc/";
 
 /// The start of the range of `name`'s keys in the space `mark` (semaphore holders, fair
 /// waiters): `prefix + mark + len(name) + ":" + name + "/"`.

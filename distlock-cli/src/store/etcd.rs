@@ -48,13 +48,12 @@ impl Store for EtcdTarget {
         )))
     }
 
-    /// Nothing to install: an etcd write is fenced by a transaction that compares the lock
-    /// key's revision (`EtcdLock::guarded_txn`), which any etcd client can send. Checks that
-    /// the cluster answers, and says so.
+    /// Nothing to install: an etcd write is fenced by a transaction that compares and raises
+    /// the resource's record (`EtcdLock::guarded_txn`), which any etcd client can send.
     async fn migrate(&self) -> Result<(String, serde_json::Value), Failure> {
         Ok((
-            "etcd: nothing to install (a fenced write is a transaction comparing the lock key's \
-             revision: EtcdLock::guarded_txn)"
+            "etcd: nothing to install (a fenced write is one transaction that compares and \
+             raises the resource's fence record: EtcdLock::guarded_txn)"
                 .to_owned(),
             serde_json::json!({ "backend": "etcd", "installed": [] }),
         ))

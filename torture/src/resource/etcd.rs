@@ -1,5 +1,5 @@
 //! The fenced log of the etcd scenarios: keys on the lock's own etcd cluster, each put by
-//! `EtcdLock::guarded_commit`, which commits only while the guard's grant is etcd's current
+//! `EtcdLock::held_commit`, which commits only while the guard's grant is etcd's current
 //! holder of the name (the lock key's revision is the token): stronger than a fence's order.
 
 use distlock::etcd::EtcdLock;
@@ -31,7 +31,7 @@ impl EtcdLog {
         let worker = entry.split_whitespace().nth(1).unwrap_or("?");
         let key = format!("{PREFIX}{worker}/{:010}", self.written);
         self.lock
-            .guarded_commit(guard, [TxnOp::put(key, entry, None)])
+            .held_commit(guard, [TxnOp::put(key, entry, None)])
             .await
             .map(drop)
     }

@@ -7,7 +7,7 @@
 //! |---|---|---|
 //! | Redis, Valkey, Redlock, Cluster | a list on the resource's own `redis-server` | `RedisFences::run` of a [`FencedScript`](distlock::redis::FencedScript) (`redis.rs`) |
 //! | PostgreSQL | a table on a PostgreSQL of its own | `distlock_fence` in the insert's transaction (`postgres.rs`) |
-//! | etcd | keys on the lock's own etcd cluster | `EtcdLock::guarded_commit` (`etcd.rs`) |
+//! | etcd | keys on the lock's own etcd cluster | `EtcdLock::held_commit` (`etcd.rs`) |
 //! | object storage | one object on the lock's own SeaweedFS | `lock_object_store::fenced_put` (`object_store.rs`) |
 //!
 //! The counter always lives on the resource's `redis-server`, which no fault touches. Each log
@@ -50,7 +50,7 @@ pub enum FenceStore {
         /// The locks' `s3://bucket/prefix` (the log is an object in the same bucket).
         url: String,
     },
-    /// Keys on the lock's etcd cluster, written by `EtcdLock::guarded_commit`.
+    /// Keys on the lock's etcd cluster, written by `EtcdLock::held_commit`.
     Etcd {
         /// Every member's client URL.
         endpoints: Vec<String>,

@@ -159,7 +159,7 @@ pub enum FenceRule {
     #[default]
     Order,
     /// Any whose writer no longer holds the lock, which a token at or above the largest
-    /// accepted may be too (lock-etcd's `guarded_commit`); accepted ones still never go below.
+    /// accepted may be too (lock-etcd's `held_commit`); accepted ones still never go below.
     Holder,
 }
 

@@ -1,4 +1,4 @@
-//! Guarded transactions: the user's own etcd writes, committed only while a guard's grant is
+//! Held transactions: the user's own etcd writes, committed only while a guard's grant is
 //! still the current one (the crate README, "Guarded writes").
 //!
 //! A grant is a key written at a revision, and that revision is the guard's fencing token. So
@@ -17,7 +17,7 @@
 //!   write grant; absent, revision 0, when the name was never write-locked). The reader holds
 //!   its own key, so the compares are that key's value and the fence key's `mod_revision` (an
 //!   absent key compares as revision 0 in etcd).
-//! - semaphore permits have token 0 and no key of the name: no guarded transaction.
+//! - semaphore permits have token 0 and no key of the name: no held transaction.
 
 use etcd_client::{Compare, CompareOp, TxnOp, TxnResponse};
 use lock_core::{Kind, Lease, LockError};
@@ -51,7 +51,7 @@ pub(crate) fn guard_compares(prefix: &str, lease: &Lease) -> Result<Guarded, Loc
             if fencing == 0 {
                 return Err(LockError::invalid(format!(
                     "the guard of {name:?} has fencing token 0: it is not an etcd grant, so no \
-                     guarded transaction can name its revision"
+                     held transaction can name its revision"
                 )));
             }
             let key = layout::key(prefix, name);
@@ -75,21 +75,21 @@ pub(crate) fn guard_compares(prefix: &str, lease: &Lease) -> Result<Guarded, Loc
         }
         Kind::Semaphore { .. } => Err(LockError::invalid(format!(
             "the guard of {name:?} holds semaphore permits, which carry no fencing token \
-             (0): a guarded transaction needs a mutex, fair, read, write or multi-lock guard"
+             (0): a held transaction needs a mutex, fair, read, write or multi-lock guard"
         ))),
         other => Err(LockError::invalid(format!(
-            "a guarded transaction does not know the lock kind {}",
+            "a held transaction does not know the lock kind {}",
             other.label()
         ))),
     }
 }
 
-/// The read a guarded commit adds to its else branch: the key whose revision is the token.
+/// The read a held commit adds to its else branch: the key whose revision is the token.
 pub(crate) fn read_back(guarded: &Guarded) -> TxnOp {
     TxnOp::get(guarded.revision_key.clone(), None)
 }
 
-/// The error of a guarded commit of `lease` that etcd refused, from `answer`'s else branch
+/// The error of a held commit of `lease` that etcd refused, from `answer`'s else branch
 /// ([`read_back`]): `current` is the revision key's `mod_revision` when it is above the token
 /// (the successor's fencing token), else the store's revision at the refusal (no other grant
 /// holds the name now; every later grant's token will be above it).

@@ -1,4 +1,4 @@
-//! Guarded transactions (`EtcdLock::guarded_txn`, `guarded_commit`) against a real member: a
+//! Held transactions (`EtcdLock::held_txn`, `held_commit`) against a real member: a
 //! write commits while its guard holds the lock; once the lease is gone (expired, released
 //! under it, taken by a successor) nothing of it applies and the error is `Fenced` with the
 //! successor's revision; the successor's writes all apply; holders taking turns never lose an
@@ -63,12 +63,12 @@ async fn a_guarded_write_commits_while_held_and_never_after_a_successor() {
         .expect("granted");
     let token = guard.fencing_token();
     let answer = lock
-        .guarded_commit(&guard, [TxnOp::put("data", "first", None)])
+        .held_commit(&guard, [TxnOp::put("data", "first", None)])
         .await
         .expect("held: committed");
     assert_eq!(answer.op_responses().len(), 1, "one answer per op");
     let own = lock
-        .guarded_txn(&guard)
+        .held_txn(&guard)
         .expect("a mutex guard")
         .and_then([TxnOp::put("by", "first", None)]);
     let mut client = lock.client().await.expect("client");
@@ -83,7 +83,7 @@ async fn a_guarded_write_commits_while_held_and_never_after_a_successor() {
     let next = successor.fencing_token();
     assert!(next > token);
     match lock
-        .guarded_commit(&guard, [TxnOp::put("data", "stale", None)])
+        .held_commit(&guard, [TxnOp::put("data", "stale", None)])
         .await
     {
         Err(LockError::Fenced {
@@ -94,12 +94,12 @@ async fn a_guarded_write_commits_while_held_and_never_after_a_successor() {
         other => panic!("a stale write was not fenced: {other:?}"),
     }
     let stale = lock
-        .guarded_txn(&guard)
+        .held_txn(&guard)
         .expect("a mutex guard")
         .and_then([TxnOp::put("by", "stale", None)]);
     assert!(!client.txn(stale).await.expect("txn").succeeded());
     for i in 0..10 {
-        lock.guarded_commit(
+        lock.held_commit(
             &successor,
             [TxnOp::put("data", format!("second {i}"), None)],
         )
@@ -118,7 +118,7 @@ async fn a_guard_of_another_backend_never_commits() {
     let lock = lock_on(&cluster);
     let elsewhere = Locker::new(MemoryLock::new());
     let guard = elsewhere.lock("g").await.expect("granted in memory");
-    let foreign = || lock.guarded_commit(&guard, [TxnOp::put("data", "foreign", None)]);
+    let foreign = || lock.held_commit(&guard, [TxnOp::put("data", "foreign", None)]);
     // The name free on etcd: the key holds nothing.
     assert!(matches!(foreign().await, Err(LockError::Fenced { resource, .. }) if resource == "g"));
     // The name held on etcd: its key holds the etcd holder's token, not the memory guard's.
@@ -134,7 +134,7 @@ async fn every_kind_with_a_token_is_guarded_by_its_revision() {
     let lock = lock_on(&cluster);
     let locker = Locker::new(lock.clone());
     let commit = |guard: &lock_core::Guard, value: &'static str| {
-        let (lock, guard_txn) = (lock.clone(), lock.guarded_txn(guard));
+        let (lock, guard_txn) = (lock.clone(), lock.held_txn(guard));
         let ops = [TxnOp::put("data", value, None)];
         async move {
             let txn = guard_txn.expect("a guard with a token").and_then(ops);
@@ -182,7 +182,7 @@ async fn every_kind_with_a_token_is_guarded_by_its_revision() {
         .expect("released");
     assert!(!commit(&reader, "released reader").await);
     assert!(matches!(
-        lock.guarded_commit(&reader, [TxnOp::put("data", "x", None)]).await,
+        lock.held_commit(&reader, [TxnOp::put("data", "x", None)]).await,
         Err(LockError::Fenced { token, current, .. }) if token == written && current > written
     ));
     drop(reader);
@@ -196,11 +196,11 @@ async fn every_kind_with_a_token_is_guarded_by_its_revision() {
 
     let permits = locker.semaphore("s", 2).await.expect("granted");
     assert!(matches!(
-        lock.guarded_txn(&permits),
+        lock.held_txn(&permits),
         Err(LockError::InvalidInput { .. })
     ));
     assert!(matches!(
-        lock.guarded_commit(&permits, [TxnOp::put("data", "x", None)])
+        lock.held_commit(&permits, [TxnOp::put("data", "x", None)])
             .await,
         Err(LockError::InvalidInput { .. })
     ));
@@ -233,7 +233,7 @@ async fn take_turns(lock: EtcdLock, rounds: u32, overrun: Option<u32>) -> (Vec<(
             TxnOp::put("counter", (seen + 1).to_string(), None),
             TxnOp::put(format!("turns/{token}"), "", None),
         ];
-        match lock.guarded_commit(&guard, ops).await {
+        match lock.held_commit(&guard, ops).await {
             Ok(answer) => commits.push((answer.header().expect("header").revision(), token)),
             Err(LockError::Fenced { current, .. }) => {
                 assert!(current > token, "{current} > {token}");
@@ -285,7 +285,7 @@ const LEASE: Duration = Duration::from_secs(2);
 /// (`refused` = its token and the error's `current`) and exits. The parent stops it between
 /// two writes, lets a successor take the lock and write, and resumes it.
 #[tokio::test]
-#[ignore = "a holder process of guarded.rs"]
+#[ignore = "a holder process of held.rs"]
 async fn paused_holder() {
     let store = std::env::var(STORE_VAR).expect("the store's endpoints");
     let lock = lock_at(store.split(',').map(str::to_owned).collect());
@@ -302,7 +302,7 @@ async fn paused_holder() {
             TxnOp::put("data", format!("holder {token} {i}"), None),
             TxnOp::put(format!("child/{i:05}"), token.to_string(), None),
         ];
-        match lock.guarded_commit(&guard, ops).await {
+        match lock.held_commit(&guard, ops).await {
             Err(LockError::Fenced { current, .. }) => {
                 record(&lock, format!("{token} {current}")).await;
                 return;
@@ -379,7 +379,7 @@ async fn a_holder_process_stopped_past_its_lease_is_refused() {
     let next = successor.fencing_token();
     assert!(next > token);
     for i in 0..20 {
-        lock.guarded_commit(
+        lock.held_commit(
             &successor,
             [TxnOp::put("data", format!("successor {i}"), None)],
         )
