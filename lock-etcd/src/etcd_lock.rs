@@ -31,7 +31,9 @@ const CAPABILITIES: Capabilities = Capabilities::MUTEX
     .with_multi(MultiLock::Atomic)
     .with_fencing(Fencing::Strict(TokenScale::Counter))
     .with_announcements(true)
-    .with_holders(true);
+    .with_holders(true)
+    // `EtcdLock::guarded_commit`: a record per resource, compared and raised in one `Txn`.
+    .with_guarded_writes(true);
 
 /// A lock backend on etcd: a grant is a committed Raft entry, so it survives the loss of any
 /// minority of members, restarts and leader changes, and the fencing token is the revision of

@@ -113,6 +113,8 @@ impl Lock for MysqlLock {
             .with_fencing(Fencing::Strict(TokenScale::Clock))
             .with_announcements(false)
             .with_holders(true)
+            // `lock_mysql::fence`: `CALL distlock_fence(resource, token)`.
+            .with_guarded_writes(true)
     }
 
     /// One `INSERT … ON DUPLICATE KEY UPDATE`, whose OK packet carries a grant's fencing token

@@ -169,5 +169,7 @@ impl Lock for ObjectStoreLock {
             .with_fencing(Fencing::Strict(TokenScale::Counter))
             .with_announcements(false)
             .with_holders(true)
+            // `lock_object_store::fenced_put`: the token in the object's metadata.
+            .with_guarded_writes(true)
     }
 }

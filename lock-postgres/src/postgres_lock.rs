@@ -150,6 +150,8 @@ impl Lock for PostgresLock {
             .with_fencing(Fencing::Strict(TokenScale::Clock))
             .with_announcements(self.listener.is_some())
             .with_holders(true)
+            // `lock_postgres::fence`: `distlock_fence(resource, token)`.
+            .with_guarded_writes(true)
     }
 
     /// One `INSERT … ON CONFLICT (name) DO UPDATE … RETURNING` (see the crate docs).

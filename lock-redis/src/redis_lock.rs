@@ -256,6 +256,8 @@ impl Lock for RedisLock {
             .with_fencing(fencing)
             .with_announcements(self.subscriber.is_some())
             .with_holders(self.grants.fencing())
+            // `RedisLock::fences`: the `distlock` function library (Redis and Valkey 7+).
+            .with_guarded_writes(self.grants.fencing())
     }
 
     async fn try_acquire(

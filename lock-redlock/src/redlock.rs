@@ -443,6 +443,10 @@ fn capabilities_over(
         .with_fencing(fencing)
         .with_announcements(announcing >= needed)
         .with_holders(all > 0 && holders == all)
+        // No fence of its own: a fence is one store's record, and a Redlock's token comes
+        // from a quorum of stores. Its tokens fence a store of the user's (README, "Fencing
+        // tokens"), as far as `fencing` says they are ordered.
+        .with_guarded_writes(false)
 }
 
 impl fmt::Debug for Redlock {

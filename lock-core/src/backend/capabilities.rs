@@ -49,6 +49,14 @@ pub struct Capabilities {
     /// [`Lock::annotate`](crate::backend::Lock::annotate) work: observers of a leader
     /// election read the leader's term and value from the store.
     pub holders: bool,
+    /// Whether the backend's crate ships a fence for the store it locks on: a guarded write
+    /// taking a [`Fence`](crate::Fence) that applies iff its token is ≥ the largest the
+    /// resource accepted, raising that record in the same atomic step, and answers
+    /// [`LockError::Fenced`](crate::LockError::Fenced) otherwise (PostgreSQL's and MySQL's
+    /// `distlock_fence`, Redis's `distlock_fenced_set`, etcd's `guarded_commit`, an object
+    /// store's `fenced_put`). `false` where the backend issues no tokens to fence with
+    /// (advisory locks) or has no one store to fence in (a Redlock's quorum, `MemoryLock`).
+    pub guarded_writes: bool,
 }
 
 /// How a backend's multi-lock takes its names: all in one atomic step, or one after the other.
@@ -115,6 +123,7 @@ impl Capabilities {
         fencing: Fencing::Strict(TokenScale::Counter),
         announces_releases: false,
         holders: false,
+        guarded_writes: false,
     };
 
     /// These capabilities with the read-write lock.
@@ -168,6 +177,15 @@ impl Capabilities {
         Self { holders, ..self }
     }
 
+    /// These capabilities with a fence for guarded writes (`true`) or not.
+    #[must_use]
+    pub const fn with_guarded_writes(self, guarded_writes: bool) -> Self {
+        Self {
+            guarded_writes,
+            ..self
+        }
+    }
+
     /// Whether the backend grants leases of `kind` (of any parameters).
     #[must_use]
     pub const fn offers(&self, kind: Kind) -> bool {
@@ -209,6 +227,7 @@ mod tests {
         }
         assert_eq!(caps.multi, MultiLock::InOrder);
         assert!(!caps.announces_releases);
+        assert!(!caps.guarded_writes);
     }
 
     #[test]
@@ -219,8 +238,10 @@ mod tests {
             .with_fair()
             .with_multi(MultiLock::Atomic)
             .with_fencing(Fencing::None)
-            .with_announcements(true);
+            .with_announcements(true)
+            .with_guarded_writes(true);
         assert!(caps.offers(Kind::Fair { queued: false }));
+        assert!(caps.guarded_writes);
         assert_eq!(caps.multi, MultiLock::Atomic);
         assert_eq!(caps.fencing, Fencing::None);
         assert!(caps.announces_releases);

@@ -12,10 +12,11 @@
 mod one_member {
     use std::time::Duration;
 
-    use lock_core::Locker;
+    use lock_core::{Fence, Locker};
     use lock_etcd::EtcdLock;
+    use lock_etcd::etcd_client::TxnOp;
     use lock_testkit::EtcdCluster;
-    use lock_testkit::conformance::Backend;
+    use lock_testkit::conformance::{Backend, GuardedWrites};
 
     fn setup() -> (EtcdCluster, Backend) {
         let cluster = EtcdCluster::start().expect("start etcd");
@@ -27,6 +28,27 @@ mod one_member {
         .with_late_answers_through(cluster.member(0).client_addr(), |at| {
             Locker::new(EtcdLock::new([format!("http://{at}")]).expect("valid endpoint"))
         });
+        let lock = EtcdLock::new(cluster.endpoints()).expect("valid endpoints");
+        let reads = lock.clone();
+        backend = backend.with_guarded_writes(GuardedWrites::new(
+            move |fence: Fence, value: String| {
+                let lock = lock.clone();
+                async move {
+                    let put = TxnOp::put(fence.resource.as_bytes(), value, None);
+                    lock.guarded_commit(&fence, [put]).await.map(drop)
+                }
+            },
+            move |resource: String| {
+                let lock = reads.clone();
+                async move {
+                    let mut kv = lock.client().await.expect("client").kv_client();
+                    let got = kv.get(resource, None).await.expect("get");
+                    got.kvs()
+                        .first()
+                        .map(|kv| String::from_utf8_lossy(kv.value()).into_owned())
+                }
+            },
+        ));
         backend.short_ttl = Duration::from_secs(2);
         // etcd revokes leases that ran out on a 500 ms tick of its leader: a key outlives the
         // holder's `lost` by up to that much, which the checks that look for the store's

@@ -12,18 +12,66 @@
 mod table {
     use std::sync::Arc;
 
-    use lock_core::Locker;
-    use lock_testkit::conformance::Backend;
+    use lock_core::{Fence, Locker};
+    use lock_mysql::sqlx::{self, Connection as _, MySqlConnection};
+    use lock_testkit::conformance::{Backend, GuardedWrites};
 
     async fn setup() -> (Arc<crate::common::Db>, Backend) {
         let db = crate::common::shared().await;
         let url = db.server.url();
         let late = crate::common::through(&db.server, &url);
+        let writes = guarded_writes(&url);
         let backend = Backend::new(move || Locker::new(crate::common::lock(&url)))
             .with_late_answers_through(db.server.addr(), move |at| {
                 Locker::new(crate::common::lock(&late(at)))
-            });
+            })
+            .with_guarded_writes(writes);
         (db, backend)
+    }
+
+    /// The suite's guarded writes: `CALL distlock_fence` first, then an upsert of
+    /// `guarded_register`, in one transaction (rolled back when refused).
+    fn guarded_writes(url: &str) -> GuardedWrites {
+        let (url, reads) = (url.to_owned(), url.to_owned());
+        GuardedWrites::new(
+            move |fence: Fence, value: String| {
+                let url = url.clone();
+                async move {
+                    let mut conn = MySqlConnection::connect(&url).await.expect("connect");
+                    sqlx::query(
+                        "CREATE TABLE IF NOT EXISTS guarded_register \
+                         (resource VARBINARY(1024) PRIMARY KEY, value TEXT NOT NULL)",
+                    )
+                    .execute(&mut conn)
+                    .await
+                    .expect("the guarded checks' table");
+                    let mut tx = conn.begin().await.expect("begin");
+                    lock_mysql::fence(&mut tx, &fence).await?;
+                    sqlx::query(
+                        "INSERT INTO guarded_register (resource, value) VALUES (?, ?) \
+                         ON DUPLICATE KEY UPDATE value = VALUES(value)",
+                    )
+                    .bind(fence.resource.as_bytes())
+                    .bind(&value)
+                    .execute(&mut *tx)
+                    .await
+                    .expect("write");
+                    tx.commit().await.expect("commit");
+                    Ok(())
+                }
+            },
+            move |resource: String| {
+                let url = reads.clone();
+                async move {
+                    let mut conn = MySqlConnection::connect(&url).await.expect("connect");
+                    sqlx::query_scalar("SELECT value FROM guarded_register WHERE resource = ?")
+                        .bind(resource.as_bytes())
+                        .fetch_optional(&mut conn)
+                        .await
+                        .expect("read")
+                }
+            },
+        )
     }
 
     lock_testkit::conformance_tests!(

@@ -6,6 +6,41 @@
 //! refused before any request. Each locker has a lock of its own (its own observations of the
 //! objects, like another process), all on one store.
 
+/// The suite's guarded writes on `store`: `fenced_put` of the value to the object the fence's
+/// resource names, read back with a `GET`.
+fn guarded_writes(
+    store: std::sync::Arc<dyn lock_object_store::object_store::ObjectStore>,
+) -> lock_testkit::conformance::GuardedWrites {
+    use lock_object_store::object_store::ObjectStoreExt as _;
+    use lock_object_store::object_store::path::Path;
+    let reads = std::sync::Arc::clone(&store);
+    lock_testkit::conformance::GuardedWrites::new(
+        move |fence, value: String| {
+            let store = std::sync::Arc::clone(&store);
+            async move {
+                let timeout = std::time::Duration::from_secs(5);
+                lock_object_store::fenced_put(store.as_ref(), &fence, value.into(), timeout)
+                    .await
+                    .map(drop)
+            }
+        },
+        move |resource: String| {
+            let store = std::sync::Arc::clone(&reads);
+            async move {
+                let got = store.get(&Path::parse(&resource).expect("a path")).await;
+                match got {
+                    Ok(got) => Some(
+                        String::from_utf8(got.bytes().await.expect("body").to_vec())
+                            .expect("utf-8"),
+                    ),
+                    Err(lock_object_store::object_store::Error::NotFound { .. }) => None,
+                    Err(e) => panic!("read {resource}: {e}"),
+                }
+            }
+        },
+    )
+}
+
 /// Lockers over one in-memory store.
 mod memory {
     use std::sync::Arc;
@@ -21,6 +56,7 @@ mod memory {
     fn backend() -> Backend {
         let store = Arc::new(InMemory::new());
         let late = Arc::clone(&store);
+        let writes: Arc<dyn lock_object_store::object_store::ObjectStore> = store.clone();
         Backend::new(move || {
             Locker::new(ObjectStoreLock::new(
                 store.clone(),
@@ -33,6 +69,7 @@ mod memory {
             let store = Arc::new(SlowStore::new(late.clone(), latency));
             Locker::new(ObjectStoreLock::new(store, "locks", Duration::from_secs(5)))
         })
+        .with_guarded_writes(super::guarded_writes(writes))
     }
 
     lock_testkit::conformance_tests!(
@@ -71,8 +108,10 @@ mod seaweedfs {
         let late_url = url.clone();
         let mut backend =
             Backend::new(move || Locker::new(crate::common::lock_at(&endpoint, &url)));
-        // Late answers through a proxy in front of the S3 port.
+        // Late answers through a proxy in front of the S3 port; guarded writes to the bucket.
         if let Some(server) = &server {
+            let store = crate::common::lock_at(&server.endpoint(), &late_url);
+            backend = backend.with_guarded_writes(super::guarded_writes(Arc::clone(store.store())));
             let s3 = SocketAddr::from((Ipv4Addr::LOCALHOST, server.s3_port()));
             backend = backend.with_late_answers_through(s3, move |at| {
                 Locker::new(crate::common::lock_at(&format!("http://{at}"), &late_url))

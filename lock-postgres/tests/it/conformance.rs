@@ -16,11 +16,13 @@ mod db {
     use std::sync::{Arc, Mutex, PoisonError, Weak};
     use std::time::Duration;
 
+    use lock_core::Fence;
     use lock_core::Locker;
     use lock_core::backend::Lock;
     use lock_postgres::PostgresLock;
+    use lock_postgres::tokio_postgres::{self, NoTls};
     use lock_testkit::PostgresServer;
-    use lock_testkit::conformance::Backend;
+    use lock_testkit::conformance::{Backend, GuardedWrites};
     use tokio::sync::OnceCell;
 
     /// A server, and whether its lease table was created.
@@ -62,9 +64,63 @@ mod db {
                     .migrate()
                     .await
                     .expect("migrate");
+                let (client, connection) = tokio_postgres::connect(&db.server.url(), NoTls)
+                    .await
+                    .expect("connect");
+                tokio::spawn(connection);
+                client
+                    .batch_execute(
+                        "CREATE TABLE IF NOT EXISTS guarded_register \
+                         (resource text PRIMARY KEY, value text NOT NULL)",
+                    )
+                    .await
+                    .expect("the guarded checks' table");
             })
             .await;
         db
+    }
+
+    /// The suite's guarded writes on the database at `url`: `distlock_fence` first, then an
+    /// upsert of `guarded_register`, in one transaction (rolled back when refused).
+    pub(super) fn guarded_writes(url: String) -> GuardedWrites {
+        let reads = url.clone();
+        GuardedWrites::new(
+            move |fence: Fence, value: String| {
+                let url = url.clone();
+                async move {
+                    let (mut client, connection) =
+                        tokio_postgres::connect(&url, NoTls).await.expect("connect");
+                    tokio::spawn(connection);
+                    let tx = client.transaction().await.expect("begin");
+                    lock_postgres::fence(&tx, &fence).await?;
+                    tx.execute(
+                        "INSERT INTO guarded_register (resource, value) VALUES ($1, $2) \
+                         ON CONFLICT (resource) DO UPDATE SET value = EXCLUDED.value",
+                        &[&fence.resource, &value],
+                    )
+                    .await
+                    .expect("write");
+                    tx.commit().await.expect("commit");
+                    Ok(())
+                }
+            },
+            move |resource: String| {
+                let url = reads.clone();
+                async move {
+                    let (client, connection) =
+                        tokio_postgres::connect(&url, NoTls).await.expect("connect");
+                    tokio::spawn(connection);
+                    client
+                        .query_opt(
+                            "SELECT value FROM guarded_register WHERE resource = $1",
+                            &[&resource],
+                        )
+                        .await
+                        .expect("read")
+                        .map(|row| row.get(0))
+                }
+            },
+        )
     }
 
     /// Lockers on the shared server, each with a lock of its own (its own pool, like another
@@ -91,7 +147,11 @@ mod table {
     use lock_testkit::conformance::Backend;
 
     async fn setup() -> (Arc<super::db::Db>, Backend) {
-        super::db::lockers(|url| PostgresLock::builder().url(url).build().expect("valid URL")).await
+        let (db, backend) =
+            super::db::lockers(|url| PostgresLock::builder().url(url).build().expect("valid URL"))
+                .await;
+        let writes = super::db::guarded_writes(db.server.url());
+        (db, backend.with_guarded_writes(writes))
     }
 
     lock_testkit::conformance_tests!(
@@ -149,6 +209,7 @@ mod pgbouncer {
         let db = super::db::shared().await;
         let bouncer = PgBouncer::start(&db.server).expect("start pgbouncer");
         let (url, listen) = (bouncer.url(), db.server.url());
+        let url_for_writes = url.clone();
         let lock = move |url: &str| {
             Locker::new(
                 PostgresLock::builder()
@@ -166,6 +227,8 @@ mod pgbouncer {
             .with_late_answers_through(pooler, move |at| {
                 lock(&late.replace(&pooler.to_string(), &at.to_string()))
             });
+        // Guarded writes through the pooler too: the fence and the write in one transaction.
+        let backend = backend.with_guarded_writes(super::db::guarded_writes(url_for_writes));
         ((bouncer, db), backend)
     }
 

@@ -7,6 +7,25 @@
 //! `RedisLock`'s capability table; `MemoryLock` runs it in lock-testkit's own tests, Redlock
 //! and PostgreSQL in their crates.
 
+/// The suite's guarded writes through `fences` (`FCALL distlock_fenced_set`), read back with
+/// `read`.
+fn guarded_writes<R, RF>(
+    fences: lock_redis::RedisFences,
+    read: R,
+) -> lock_testkit::conformance::GuardedWrites
+where
+    R: Fn(String) -> RF + Send + Sync + 'static,
+    RF: std::future::Future<Output = Option<String>> + Send + 'static,
+{
+    lock_testkit::conformance::GuardedWrites::new(
+        move |fence, value: String| {
+            let fences = fences.clone();
+            async move { fences.set(&fence, value.as_bytes(), None).await }
+        },
+        read,
+    )
+}
+
 /// Lockers each with a `RedisLock` of their own (their own pool and pub/sub connection, like
 /// other processes) on a fresh redis-server per check.
 mod redis {
@@ -16,7 +35,8 @@ mod redis {
     use lock_testkit::conformance::Backend;
 
     /// The suite's store on `server`, release announcements on; late answers through a
-    /// proxy on the commands' connections.
+    /// proxy on the commands' connections; guarded writes through the `distlock` function
+    /// library.
     pub(super) fn backend(server: &RedisServer) -> Backend {
         let url = server.url();
         let lock = move |url: &str| {
@@ -28,8 +48,26 @@ mod redis {
                     .expect("valid URL"),
             )
         };
+        let fences = RedisLock::from_url(&url).expect("valid URL").fences();
+        let reads = url.clone();
+        let read = move |key: String| {
+            let url = reads.clone();
+            async move {
+                let mut conn = redis::Client::open(url)
+                    .expect("valid URL")
+                    .get_multiplexed_async_connection()
+                    .await
+                    .expect("connect");
+                redis::cmd("GET")
+                    .arg(key)
+                    .query_async::<Option<String>>(&mut conn)
+                    .await
+                    .expect("GET")
+            }
+        };
         Backend::new(move || lock(url.as_str()))
             .with_late_answers_through(server.addr(), move |at| lock(&format!("redis://{at}")))
+            .with_guarded_writes(super::guarded_writes(fences, read))
     }
 
     fn setup() -> (RedisServer, Backend) {
@@ -157,10 +195,29 @@ mod cluster {
         });
         backend.settle = Duration::from_millis(300);
         backend.patience = Duration::from_secs(20);
+        let fences = cluster_lock(cluster).fences();
+        let urls = cluster.urls();
+        let read = move |key: String| {
+            let urls = urls.clone();
+            async move {
+                let mut conn = redis::cluster::ClusterClient::new(urls)
+                    .expect("urls")
+                    .get_async_connection()
+                    .await
+                    .expect("connect");
+                redis::cmd("GET")
+                    .arg(key)
+                    .query_async::<Option<String>>(&mut conn)
+                    .await
+                    .expect("GET")
+            }
+        };
         // A cluster's clients follow redirections to the nodes' own addresses, where no proxy
         // stands: answers are delayed around the lock (RedisLock below its answers is checked
         // by the single-server runners, through a proxy).
-        backend.with_late_answers_around_the_lock()
+        backend
+            .with_late_answers_around_the_lock()
+            .with_guarded_writes(super::guarded_writes(fences, read))
     }
 
     fn setup() -> (Arc<RedisCluster>, Backend) {

@@ -121,6 +121,9 @@ mod matrix {
 
     fn cell(module: Module, caps: &Capabilities) -> String {
         let n = module.checks().len();
+        if !module.offered_by(caps) && module == Module::Guarded {
+            return "none".to_owned();
+        }
         if !module.offered_by(caps) {
             return "`Unsupported`".to_owned();
         }
@@ -153,7 +156,8 @@ mod matrix {
             "Every backend runs all {total} checks, one test per module (its checks share one \
              server, a few at a time); a number is the checks of that module run against the \
              backend, `Unsupported` the module's one check that its kind is refused before any \
-             I/O instead.\n"
+             I/O instead, `none` a backend that ships no fence for guarded writes (its \
+             README says why).\n"
         );
         let _ = write!(out, "| backend | runner |");
         for module in modules {

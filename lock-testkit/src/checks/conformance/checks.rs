@@ -21,16 +21,20 @@ pub enum Module {
     /// [`election`](super::election): leader election, offered by every backend whose fencing
     /// tokens can be terms (strict, or after holding).
     Election,
+    /// [`guarded`](super::guarded): the fence the backend's crate ships for its store (guarded
+    /// writes taking a [`Fence`](lock_core::Fence)).
+    Guarded,
 }
 
 impl Module {
     /// Every module, in the order of the suite's list.
-    pub const ALL: [Module; 6] = [
+    pub const ALL: [Module; 7] = [
         Module::Mutex,
         Module::ReadWrite,
         Module::Semaphore,
         Module::Fair,
         Module::Multi,
+        Module::Guarded,
         Module::Election,
     ];
 
@@ -45,6 +49,7 @@ impl Module {
             Module::Fair => "fair",
             Module::Multi => "multi",
             Module::Election => "election",
+            Module::Guarded => "guarded",
         }
     }
 
@@ -57,6 +62,7 @@ impl Module {
             Module::Semaphore => caps.semaphore,
             Module::Fair => caps.fair,
             Module::Election => matches!(caps.fencing, Fencing::Strict(_) | Fencing::AfterHolding),
+            Module::Guarded => caps.guarded_writes,
         }
     }
 }
@@ -86,7 +92,7 @@ mod tests {
     #[test]
     fn every_module_has_checks_and_its_name() {
         let total: usize = Module::ALL.iter().map(|m| m.checks().len()).sum();
-        assert_eq!(total, 44);
+        assert_eq!(total, 47);
         assert_eq!(Module::ReadWrite.name(), "read_write");
         assert!(Module::Multi.offered_by(&Capabilities::MUTEX));
         assert!(!Module::Fair.offered_by(&Capabilities::MUTEX));

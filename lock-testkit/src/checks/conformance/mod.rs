@@ -58,6 +58,7 @@ use crate::FaultProxy;
 mod checks;
 pub mod election;
 pub mod fair;
+pub mod guarded;
 mod lost_answer;
 pub mod multi;
 pub mod mutex;
@@ -70,6 +71,7 @@ mod slow;
 mod unsupported;
 
 pub use checks::Module;
+pub use guarded::GuardedWrites;
 #[doc(hidden)]
 pub use run::{CHECK_FILTER_ENV, CHECKS_AT_ONCE, Check, run_checks};
 pub use runners::assert_listed;
@@ -103,6 +105,8 @@ pub struct Backend {
     /// Lockers on the same store whose requests and answers are late by the latency given
     /// ([`Backend::with_late_answers`]).
     late: Option<LateLockers>,
+    /// The store's fence, for the `guarded` module ([`Backend::with_guarded_writes`]).
+    guarded: Option<GuardedWrites>,
 }
 
 /// A factory of lockers whose requests and answers are late by the latency given.
@@ -153,7 +157,23 @@ impl Backend {
             hold: Duration::from_millis(5),
             capabilities: Arc::default(),
             late: None,
+            guarded: None,
         }
+    }
+
+    /// Gives the [`guarded`] module the fence of the store this backend locks on: a backend
+    /// whose capability table declares guarded writes must be given one, one that does not
+    /// must not.
+    #[must_use]
+    pub fn with_guarded_writes(mut self, writes: GuardedWrites) -> Self {
+        self.guarded = Some(writes);
+        self
+    }
+
+    /// The store's fence the runner gave ([`Backend::with_guarded_writes`]).
+    #[must_use]
+    pub fn guarded_writes(&self) -> Option<&GuardedWrites> {
+        self.guarded.as_ref()
     }
 
     /// Gives the backend a way to lose answers below it, which
@@ -423,6 +443,11 @@ macro_rules! __conformance_checks {
                 no_deadlock_or_overlap,
                 losing_one_is_losing_the_guard,
                 cancelled_acquire_leaves_nothing,
+            ]
+            guarded Guarded [
+                late_write_of_a_paused_holder_is_fenced,
+                equal_token_is_accepted,
+                every_successors_write_applies,
             ]
             election Election [
                 one_leader_at_a_time,
