@@ -167,6 +167,16 @@ impl Target {
     }
 }
 
+/// What a failed connection says: the client's error, or, when the server answered in another
+/// protocol than Redis's, that (the library's [`lock_redis::NotRedis`]), not a parse error.
+fn said(error: redis::RedisError) -> String {
+    if error.kind() == redis::ErrorKind::Parse {
+        lock_redis::NotRedis::from(error).to_string()
+    } else {
+        error.to_string()
+    }
+}
+
 /// Connects to one node, checks it answers (and accepts the credentials) with `PING`.
 async fn open(
     info: &ConnectionInfo,
@@ -181,7 +191,7 @@ async fn open(
     let connecting = client.get_multiplexed_async_connection_with_config(config);
     let mut conn = match tokio::time::timeout(limit, connecting).await {
         Ok(Ok(conn)) => conn,
-        Ok(Err(e)) => return Err(fail(&e)),
+        Ok(Err(e)) => return Err(fail(&said(e))),
         Err(_) => {
             return Err(fail(&format!(
                 "no answer within {}",
@@ -192,7 +202,7 @@ async fn open(
     let _: String = redis::cmd("PING")
         .query_async(&mut conn)
         .await
-        .map_err(|e| fail(&e))?;
+        .map_err(|e| fail(&said(e)))?;
     Ok(Node {
         addr,
         conn,

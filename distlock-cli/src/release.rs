@@ -24,7 +24,7 @@ pub(crate) async fn release(
             }
         },
     };
-    let released = store.release_token(&args.name, &token).await?;
+    let released = store.release(&args.name, &token).await?;
     let announced = released && announces_releases(store);
     if json {
         println!(
@@ -95,7 +95,7 @@ async fn confirm_current(store: &dyn Store, name: &str) -> Result<Forced, Failur
     if let Some(token) = holder_token(store, name).await? {
         return confirm(name, token).map(Forced::Token);
     }
-    let Some(session) = store.holding_session(name).await? else {
+    let Some(session) = store.holding(name).await? else {
         return Err(Failure::new(FAILURE, format!("{name:?} is not held")));
     };
     eprint!(

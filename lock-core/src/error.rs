@@ -248,6 +248,9 @@ pub enum Op {
     /// A fenced write to the protected resource (a store's fence, an etcd guarded
     /// transaction), made on the holder's behalf.
     Write,
+    /// A read that changes nothing: a holder's description, an operator's listing or look at
+    /// one lock (`distlock ls`, `show`).
+    Read,
 }
 
 impl fmt::Display for Op {
@@ -258,6 +261,7 @@ impl fmt::Display for Op {
             Self::Extend => "extend",
             Self::Release => "release",
             Self::Write => "write",
+            Self::Read => "read",
         })
     }
 }

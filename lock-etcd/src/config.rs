@@ -159,6 +159,11 @@ fn check_endpoint(endpoint: &str) -> Result<(), LockError> {
         return Err(bad("the scheme must be http:// or https://"));
     }
     let authority = rest.trim_end_matches('/');
+    if let Some((_, path)) = authority.split_once('/') {
+        return Err(bad(&format!(
+            "an endpoint has no path (/{path}); the key prefix is `EtcdLockBuilder::prefix`"
+        )));
+    }
     let (host, port) = authority
         .rsplit_once(':')
         .ok_or_else(|| bad("expected host:port"))?;
@@ -186,6 +191,7 @@ mod tests {
             "http://:2379",
             "http://x:port",
             "x:99999",
+            "http://127.0.0.1:12379/some/path",
         ] {
             assert!(
                 matches!(check_endpoint(bad), Err(LockError::InvalidInput { .. })),

@@ -1,5 +1,6 @@
 //! From the etcd client's errors and our deadlines to [`LockError`].
 
+use std::fmt;
 use std::future::Future;
 use std::time::Duration;
 
@@ -33,7 +34,52 @@ pub(crate) fn backend(op: Op, err: etcd_client::Error) -> LockError {
         backend: BACKEND,
         op,
         retryable: retryable(&err),
-        source: Box::new(err),
+        source: Box::new(EtcdError(err)),
+    }
+}
+
+/// The etcd client's error, said in one line: the source of a [`LockError::Backend`] on etcd.
+/// A transport failure's gRPC status prints its cause in tonic's debug form; this says what
+/// happened (`tcp connect error: Connection refused (os error 111)`), and
+/// [`client_error`](EtcdError::client_error) or `source()` give the client's own error.
+#[derive(Debug)]
+pub struct EtcdError(etcd_client::Error);
+
+impl EtcdError {
+    /// The etcd client's error.
+    #[must_use]
+    pub fn client_error(&self) -> &etcd_client::Error {
+        &self.0
+    }
+}
+
+impl From<etcd_client::Error> for EtcdError {
+    fn from(error: etcd_client::Error) -> Self {
+        Self(error)
+    }
+}
+
+impl fmt::Display for EtcdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let etcd_client::Error::GRpcStatus(status) = &self.0 else {
+            return write!(f, "{}", self.0);
+        };
+        let mut cause = std::error::Error::source(status);
+        // Bounded: a cause chain is short, but a cyclic one must not hang us.
+        for _ in 0..16 {
+            let Some(error) = cause else { break };
+            if let Some(io) = error.downcast_ref::<std::io::Error>() {
+                return write!(f, "{}: {io}", status.message());
+            }
+            cause = error.source();
+        }
+        write!(f, "{} ({:?})", status.message(), status.code())
+    }
+}
+
+impl std::error::Error for EtcdError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
     }
 }
 

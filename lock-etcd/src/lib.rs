@@ -18,6 +18,7 @@ mod watch;
 pub use config::{
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PREFIX, EtcdLockBuilder,
 };
+pub use error::EtcdError;
 pub use etcd_lock::EtcdLock;
 pub use kinds::note::MAX_NOTE_BYTES;
 pub use lock_core::LockError;

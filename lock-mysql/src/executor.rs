@@ -15,6 +15,9 @@ use tokio::time::Instant;
 
 use crate::error::{BACKEND, from_sqlx, session_gone, timeout};
 
+/// How long the direct connection attempt that explains a connect timeout may take.
+const PROBE: Duration = Duration::from_millis(500);
+
 /// The pool and the limits every statement of one lock runs within.
 #[derive(Clone, Debug)]
 pub(crate) struct Executor {
@@ -35,9 +38,28 @@ impl Executor {
         match tokio::time::timeout(self.connect_timeout, self.pool.acquire()).await {
             Ok(Ok(conn)) => Ok(conn),
             Ok(Err(sqlx::Error::PoolTimedOut)) | Err(_) => {
-                Err(timeout(TimeoutPhase::Connect, started.elapsed()))
+                Err(self.why_no_connection(started).await)
             }
             Ok(Err(err)) => Err(from_sqlx(err, Op::Connect)),
+        }
+    }
+
+    /// Why no connection came within the connect timeout. The pool tries a refused connection
+    /// again until its timeout, which hides the refusal; one direct attempt, bounded by
+    /// [`PROBE`], tells a refused port (a retryable backend error naming the refusal, as on
+    /// every other backend) from a silent one or a pool whose connections are all busy (a
+    /// connect timeout).
+    async fn why_no_connection(&self, started: Instant) -> LockError {
+        use sqlx::ConnectOptions as _;
+        let options = self.pool.connect_options();
+        match tokio::time::timeout(PROBE, options.connect()).await {
+            Ok(Err(err)) => from_sqlx(err, Op::Connect),
+            Ok(Ok(conn)) => {
+                // The server answers: the pool was busy or slow. Closed, not kept.
+                drop(conn);
+                timeout(TimeoutPhase::Connect, started.elapsed())
+            }
+            Err(_) => timeout(TimeoutPhase::Connect, started.elapsed()),
         }
     }
 

@@ -14,9 +14,10 @@ pub const BACKEND: &str = "object-store";
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ObjectStoreError {
-    /// The bucket (or container) is missing: the store answered "not found" to a write.
-    /// Not retryable until someone creates it.
-    #[error("the bucket of {store} is missing (a write to {key:?} answered not found): {source}")]
+    /// The bucket (or container) is missing: the store answered "not found" to a write, or
+    /// `NoSuchBucket` to a listing. Not retryable until someone creates it. The message names
+    /// the store and the object; the store's own answer is the `source`.
+    #[error("the bucket of {store} is missing ({key:?} answered not found): create it first")]
     BucketMissing {
         /// The store, as `object_store` prints it.
         store: String,
@@ -26,8 +27,13 @@ pub enum ObjectStoreError {
         #[source]
         source: object_store::Error,
     },
-    /// The store refused the credentials (wrong key, expired token, no permission).
-    #[error("{store} refused the credentials: {source}")]
+    /// The store refused the credentials (wrong key, expired token, no permission). The
+    /// message names the store and the store's error code (`SignatureDoesNotMatch`,
+    /// `InvalidAccessKeyId`, `AccessDenied`); its whole answer is the `source`.
+    #[error(
+        "{store} refused the credentials ({}): check the access key and secret, and the permissions",
+        code_of(source)
+    )]
     Credentials {
         /// The store, as `object_store` prints it.
         store: String,
@@ -54,6 +60,59 @@ pub(crate) async fn timed<T>(
         })
 }
 
+/// `error` as the kind of error its store's answer says it is: `object_store` reports some
+/// refusals (a listing's 403, `NoSuchBucket`) as a generic error whose text is the S3 answer.
+fn classified(error: object_store::Error) -> object_store::Error {
+    let object_store::Error::Generic { store, source } = error else {
+        return error;
+    };
+    let text = source.to_string();
+    let refused = [
+        "SignatureDoesNotMatch",
+        "InvalidAccessKeyId",
+        "AccessDenied",
+        "403 Forbidden",
+    ];
+    if refused.iter().any(|code| text.contains(code)) {
+        object_store::Error::PermissionDenied {
+            path: store.to_owned(),
+            source,
+        }
+    } else if text.contains("NoSuchBucket") {
+        object_store::Error::NotFound {
+            path: store.to_owned(),
+            source,
+        }
+    } else {
+        object_store::Error::Generic { store, source }
+    }
+}
+
+/// The S3 error code in a store's answer (`<Code>…</Code>`), else its first line.
+fn code_of(error: &object_store::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = std::error::Error::source(error);
+    // Bounded: a cause chain is short, but a cyclic one must not hang us.
+    for _ in 0..16 {
+        let Some(next) = cause else { break };
+        text.push('\n');
+        text.push_str(&next.to_string());
+        cause = next.source();
+    }
+    let code = text
+        .split_once("<Code>")
+        .and_then(|(_, rest)| rest.split_once("</Code>"))
+        .map(|(code, _)| code.to_owned());
+    code.unwrap_or_else(|| {
+        text.lines()
+            .next()
+            .unwrap_or_default()
+            .chars()
+            .take(120)
+            .collect()
+    })
+}
+
 /// `error` of `op` on the store `store` (its `Display`) at `key` as a [`LockError`]: the
 /// credentials and a missing bucket are not retryable, the rest (connection refused, 5xx,
 /// throttling after the client's own retries) is.
@@ -64,6 +123,7 @@ pub(crate) fn to_lock_error(
     error: object_store::Error,
 ) -> LockError {
     use object_store::Error as E;
+    let error = classified(error);
     let (retryable, source): (bool, lock_core::BoxError) = match error {
         E::PermissionDenied { .. } | E::Unauthenticated { .. } => (
             false,

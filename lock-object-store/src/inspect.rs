@@ -37,7 +37,7 @@ impl ObjectStoreLock {
     /// Cancel safe: it changes nothing.
     pub async fn inspect(&self, name: &str) -> Result<Option<LockObject>, LockError> {
         let key = self.shared().objects.key(name);
-        let current = self.shared().objects.read(Op::Acquire, &key).await?;
+        let current = self.shared().objects.read(Op::Read, &key).await?;
         Ok(current.map(|cur| LockObject {
             name: name.to_owned(),
             key: key.to_string(),
@@ -63,7 +63,7 @@ impl ObjectStoreLock {
             objects.store.list_with_delimiter(Some(&objects.prefix)),
         )
         .await?
-        .map_err(|e| objects.error(Op::Acquire, &objects.prefix, e))?;
+        .map_err(|e| objects.error(Op::Read, &objects.prefix, e))?;
         let mut names: Vec<String> = listed
             .objects
             .iter()

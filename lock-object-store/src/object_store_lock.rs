@@ -133,7 +133,7 @@ impl Lock for ObjectStoreLock {
 
     async fn describe_holder(&self, name: &str) -> Result<Option<Holder>, LockError> {
         let key = self.shared.objects.key(name);
-        let Some(cur) = self.shared.objects.read(Op::Acquire, &key).await? else {
+        let Some(cur) = self.shared.objects.read(Op::Read, &key).await? else {
             return Ok(None);
         };
         if cur.body.holder.is_none() {

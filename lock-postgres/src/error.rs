@@ -33,8 +33,8 @@ impl fmt::Display for MissingTable {
         write!(
             f,
             "the lock's schema (the lease table `{}` and the fence `distlock_fence`, version {}) \
-             is missing or older: run `PostgresLock::migrate()` or the SQL in \
-             `lock_postgres::MIGRATION` once ({})",
+             is missing or older: run `distlock migrate postgres://...`, \
+             `PostgresLock::migrate()` or the SQL in `lock_postgres::MIGRATION` once ({})",
             crate::sql::TABLE,
             crate::sql::SCHEMA_VERSION,
             self.described

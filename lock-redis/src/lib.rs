@@ -20,6 +20,7 @@ mod units;
 
 pub use config::RedisLockBuilder;
 pub use connection::replication::{NotReplicated, ReplicaPolicy};
+pub use error::NotRedis;
 pub use fences::{FencedScript, LIBRARY_VERSION, LibraryLoad, RECORD_SUFFIX, RedisFences};
 pub use holder::HolderReplies;
 pub use kinds::note::MAX_NOTE_BYTES;

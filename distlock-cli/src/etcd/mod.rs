@@ -126,6 +126,11 @@ fn member_url(url: &str) -> Result<String, Failure> {
     if authority.contains('@') {
         return Err(bad("credentials are not supported on etcd URLs"));
     }
+    if let Some((_, path)) = authority.split_once('/') {
+        return Err(bad(&format!(
+            "a member's URL has no path (/{path}); the key prefix is --prefix"
+        )));
+    }
     let (host, port) = authority
         .rsplit_once(':')
         .ok_or_else(|| bad("expected etcd://host:port"))?;
@@ -146,7 +151,10 @@ pub(crate) async fn bounded<T>(
 ) -> Result<T, Failure> {
     match tokio::time::timeout(limit, future).await {
         Ok(Ok(value)) => Ok(value),
-        Ok(Err(e)) => Err(Failure::new(BACKEND, format!("{what}: {}", one_line(&e)))),
+        Ok(Err(e)) => Err(Failure::new(
+            BACKEND,
+            format!("{what}: {}", one_line(&lock_etcd::EtcdError::from(e))),
+        )),
         Err(_) => Err(Failure::new(
             BACKEND,
             format!(

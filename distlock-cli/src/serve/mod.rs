@@ -223,7 +223,7 @@ async fn release(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -
     let released = app
         .cache
         .store()
-        .release_token(&request.name, request.token.trim())
+        .release(&request.name, request.token.trim())
         .await;
     app.cache.invalidate().await;
     match released {
@@ -237,6 +237,11 @@ async fn release(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -
                 "released": false,
                 "reason": "not held with this token (held by another holder, or not held)",
             })),
+        )
+            .into_response(),
+        Err(failure) if failure.code == crate::exit::USAGE => (
+            StatusCode::BAD_REQUEST,
+            axum::Json(serde_json::json!({ "released": false, "reason": failure.message })),
         )
             .into_response(),
         Err(failure) => (

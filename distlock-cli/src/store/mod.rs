@@ -68,14 +68,34 @@ pub(crate) trait Store: Send + Sync {
         Ok(listing)
     }
 
-    /// [`Store::read`], with an election shown as such.
+    /// [`Store::read`] of a valid name, with an election shown as such. The name is checked
+    /// here, once for every store, by the library's rule (`lock_core::check_name`).
     ///
     /// # Errors
-    /// As [`Store::read`].
+    /// A usage failure for an empty or over-long name; as [`Store::read`].
     async fn describe(&self, name: &str) -> Result<Vec<LockInfo>, Failure> {
+        lock_core::check_name(name)?;
         let mut locks = self.read(name).await?;
         locks.iter_mut().for_each(LockInfo::find_election);
         Ok(locks)
+    }
+
+    /// [`Store::release_token`] of a valid name (checked here, once for every store).
+    ///
+    /// # Errors
+    /// A usage failure for an empty or over-long name; as [`Store::release_token`].
+    async fn release(&self, name: &str, token: &str) -> Result<bool, Failure> {
+        lock_core::check_name(name)?;
+        self.release_token(name, token).await
+    }
+
+    /// [`Store::holding_session`] of a valid name (checked here, once for every store).
+    ///
+    /// # Errors
+    /// A usage failure for an empty or over-long name; as [`Store::holding_session`].
+    async fn holding(&self, name: &str) -> Result<Option<Session>, Failure> {
+        lock_core::check_name(name)?;
+        self.holding_session(name).await
     }
 
     /// Releases `name` if it is held with `token` (the string `ls` and `show` print), waking

@@ -41,14 +41,12 @@ impl Store for MysqlTarget {
     }
 
     async fn read(&self, name: &str) -> Result<Vec<LockInfo>, Failure> {
-        lock_core::check_name(name)?;
         let (mut locks, _) = mysql_read::read(self, &Filter::Name(name.to_owned())).await?;
         locks.sort_by(|a, b| a.kind.cmp(b.kind));
         Ok(locks)
     }
 
     async fn release_token(&self, name: &str, token: &str) -> Result<bool, Failure> {
-        lock_core::check_name(name)?;
         match mysql_read::lease_of(self, name, token).await? {
             Some(lease) => Ok(self.lock.release(&lease).await?),
             None => Ok(false),

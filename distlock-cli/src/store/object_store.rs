@@ -94,13 +94,11 @@ impl Store for ObjectStoreTarget {
     }
 
     async fn read(&self, name: &str) -> Result<Vec<LockInfo>, Failure> {
-        lock_core::check_name(name)?;
         let object = self.lock.inspect(name).await?;
         Ok(object.and_then(|o| self.info(o)).into_iter().collect())
     }
 
     async fn release_token(&self, name: &str, token: &str) -> Result<bool, Failure> {
-        lock_core::check_name(name)?;
         Ok(self.lock.release_token(name, token).await?)
     }
 

@@ -47,7 +47,6 @@ impl Store for PostgresTarget {
     }
 
     async fn read(&self, name: &str) -> Result<Vec<LockInfo>, Failure> {
-        lock_core::check_name(name)?;
         let client = self.client().await?;
         let (mut locks, _) =
             postgres_read::read(self, &client, &Filter::Name(name.to_owned())).await?;
@@ -57,7 +56,6 @@ impl Store for PostgresTarget {
     }
 
     async fn release_token(&self, name: &str, token: &str) -> Result<bool, Failure> {
-        lock_core::check_name(name)?;
         let client = self.client().await?;
         if let Some(lease) = postgres_read::lease_of(self, &client, name, token).await? {
             drop(client);
@@ -89,7 +87,6 @@ impl Store for PostgresTarget {
     }
 
     async fn holding_session(&self, name: &str) -> Result<Option<Session>, Failure> {
-        lock_core::check_name(name)?;
         let client = self.client().await?;
         postgres_advisory::holding_session(self, &client, name).await
     }

@@ -141,3 +141,75 @@ fn postgres_bad_names_and_urls() {
         2,
     );
 }
+
+/// The same bad names are usage errors (exit 2, one line) on Redis as on PostgreSQL, MySQL and
+/// object storage: the name is checked once, for every store, before it is looked up.
+#[test]
+fn redis_bad_names_are_usage_errors() {
+    let server = RedisServer::start().expect("redis");
+    let long = "n".repeat(1100);
+    for args in [
+        &["show", ""][..],
+        &["show", &long],
+        &["release", "", "--token", "dl:0"],
+        &["release", &long, "--token", "dl:0"],
+        &["run", "", "--", "true"],
+    ] {
+        let out = distlock(&[server.url()], args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    }
+}
+
+/// A port nobody listens on is named as refused on every backend (not a timeout, not a
+/// client's debug dump): one line, the backend failure's exit code.
+#[test]
+fn a_refused_port_is_named_on_every_backend() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .expect("port")
+        .local_addr()
+        .expect("addr")
+        .port();
+    for url in [
+        format!("redis://127.0.0.1:{port}/"),
+        format!("postgres://postgres@127.0.0.1:{port}/postgres"),
+        format!("mysql://root@127.0.0.1:{port}/test"),
+        format!("etcd://127.0.0.1:{port}"),
+    ] {
+        let out = distlock(std::slice::from_ref(&url), &["ls"]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(69), "{url}: {err}");
+        assert_eq!(err.lines().count(), 1, "{url}: {err}");
+        assert!(err.to_lowercase().contains("refused"), "{url}: {err}");
+        assert!(!err.contains("tonic::"), "{url}: a debug dump: {err}");
+    }
+}
+
+/// A server of another kind on a Redis URL (here one that answers like an HTTP server) is
+/// named as such, not as a parse error of its first byte.
+#[test]
+fn a_server_of_another_kind_is_named() {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("port");
+    let port = listener.local_addr().expect("addr").port();
+    let answering = std::thread::spawn(move || {
+        use std::io::{Read as _, Write as _};
+        // Two connections at most (the command tries once); each gets an HTTP answer.
+        for _ in 0..2 {
+            let Ok((mut conn, _)) = listener.accept() else {
+                return;
+            };
+            let mut request = [0_u8; 512];
+            let _ = conn.read(&mut request);
+            let _ = conn.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+        }
+    });
+    let out = distlock(&[format!("redis://127.0.0.1:{port}/")], &["ls"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(69), "{err}");
+    assert!(
+        err.contains("does not answer in the Redis protocol"),
+        "{err}"
+    );
+    drop(answering);
+}

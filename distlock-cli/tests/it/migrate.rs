@@ -82,6 +82,14 @@ fn migrate_without_the_function_command_says_scripts_are_used() {
 async fn migrate_installs_the_postgres_schema() {
     let server = PostgresServer::start().expect("postgres");
     let urls = [server.url()];
+    // Before it, a run tells the operator to run `distlock migrate` (the command they are in).
+    let before = distlock(&urls, &["run", "job", "--", "true"]);
+    assert_eq!(before.status.code(), Some(69), "{}", stderr(&before));
+    assert!(
+        stderr(&before).contains("distlock migrate"),
+        "{}",
+        stderr(&before)
+    );
     for _ in 0..2 {
         let out = distlock(&urls, &["migrate"]);
         assert!(out.status.success(), "{}", stderr(&out));

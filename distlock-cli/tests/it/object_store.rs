@@ -115,3 +115,49 @@ async fn ls_show_release_and_run_on_s3() {
     assert_eq!(after.holder, None, "run released its lock");
     assert!(after.epoch >= 1);
 }
+
+/// A wrong secret and a missing bucket are told as such by every subcommand that reads the
+/// store: one line naming the remedy, the store's error code rather than its XML answer, the
+/// backend failure's exit code, and "read" rather than a lock operation the user never asked
+/// for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_secret_and_a_missing_bucket_are_named() {
+    let server = SeaweedfsServer::start().expect("start seaweedfs");
+    let ours = server.url("cli");
+    // A bucket nobody made: SeaweedFS makes one on the first write, so only reads find it
+    // missing.
+    let missing = "s3://no-such-bucket/cli";
+    for args in [&["ls"][..], &["show", "job"]] {
+        let mut wrong = Command::new(env!("CARGO_BIN_EXE_distlock"));
+        wrong
+            .arg("--url")
+            .arg(&ours)
+            .args(args)
+            .env_remove("DISTLOCK_URL")
+            .env("AWS_ENDPOINT_URL", server.endpoint())
+            .env("AWS_ACCESS_KEY_ID", SEAWEEDFS_ACCESS_KEY)
+            .env("AWS_SECRET_ACCESS_KEY", "not-the-secret")
+            .env("AWS_REGION", "us-east-1")
+            .stdin(std::process::Stdio::null());
+        let out = tokio::task::spawn_blocking(move || wrong.output().expect("run distlock"))
+            .await
+            .expect("run");
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(69), "{args:?}: {err}");
+        assert!(err.contains("refused the credentials"), "{args:?}: {err}");
+        assert!(!err.contains('<'), "{args:?}: the store's XML: {err}");
+        assert!(err.contains("during read"), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+
+        let out = run(&server, missing, args).await;
+        let err = stderr(&out);
+        if args[0] == "show" && out.status.success() {
+            // A read of one object in a missing bucket may answer "not found" like an absent
+            // object: nothing is held there, which is true.
+            continue;
+        }
+        assert_eq!(out.status.code(), Some(69), "{args:?}: {err}");
+        assert!(err.contains("missing"), "{args:?}: {err}");
+        assert!(!err.contains('<'), "{args:?}: the store's XML: {err}");
+    }
+}

@@ -10,6 +10,36 @@ use redis::{ErrorKind, RedisError, RetryMethod, ServerErrorKind};
 
 pub(crate) const BACKEND: &str = "redis";
 
+/// The server answered, but not in the Redis protocol (RESP): the URL names a server of
+/// another kind (an HTTP server, PostgreSQL, a TLS port spoken to in plain text). The
+/// `source` (not retryable) of the [`LockError::Backend`] a lock answers then; `source()`
+/// gives redis-rs's parse error.
+#[derive(Debug)]
+pub struct NotRedis {
+    source: RedisError,
+}
+
+impl From<RedisError> for NotRedis {
+    fn from(source: RedisError) -> Self {
+        Self { source }
+    }
+}
+
+impl std::fmt::Display for NotRedis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(
+            "the server does not answer in the Redis protocol (RESP): is it a Redis or Valkey \
+             server, and is the scheme right (rediss:// for TLS)?",
+        )
+    }
+}
+
+impl std::error::Error for NotRedis {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
 /// Maps a failed command. `key` names the key a WRONGTYPE reply is about; `elapsed` is the time
 /// spent, reported if the client library timed out.
 pub(crate) fn from_redis(err: RedisError, op: Op, key: &str, elapsed: Duration) -> LockError {
@@ -20,6 +50,14 @@ pub(crate) fn from_redis(err: RedisError, op: Op, key: &str, elapsed: Duration) 
             TimeoutPhase::Command
         };
         return timeout(phase, elapsed);
+    }
+    if err.kind() == ErrorKind::Parse {
+        return LockError::Backend {
+            backend: BACKEND,
+            op,
+            retryable: false,
+            source: Box::new(NotRedis::from(err)),
+        };
     }
     if err.code() == Some("WRONGTYPE") {
         return LockError::WrongType {
