@@ -8,7 +8,8 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::exit;
 
-/// Inspect, release and use distlock locks on Redis, Redlock, etcd and PostgreSQL.
+/// Inspect, release and use distlock locks on Redis and Valkey (single, Cluster, Sentinel),
+/// Redlock, PostgreSQL, MySQL / MariaDB, etcd and object storage (S3).
 #[derive(Debug, Parser)]
 #[command(name = "distlock", version, about, after_help = exit::CODES_HELP)]
 pub(crate) struct Cli {
@@ -46,6 +47,8 @@ pub(crate) struct TargetArgs {
     /// with `--redlock`. etcd: `etcd://host:port` or `http(s)://host:port`, one per member.
     /// PostgreSQL: `postgres://user@host:port/db` (or `postgresql://`). MySQL / MariaDB:
     /// `mysql://user:password@host:port/db` (or `mariadb://`; lock-mysql's lease table).
+    /// Object storage: `s3://bucket/prefix` (the endpoint and credentials from the AWS
+    /// environment variables: `AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, ...).
     #[arg(
         long,
         env = "DISTLOCK_URL",

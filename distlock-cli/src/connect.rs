@@ -170,10 +170,9 @@ impl Target {
 /// What a failed connection says: the client's error, or, when the server answered in another
 /// protocol than Redis's, that (the library's [`lock_redis::NotRedis`]), not a parse error.
 fn said(error: redis::RedisError) -> String {
-    if error.kind() == redis::ErrorKind::Parse {
-        lock_redis::NotRedis::from(error).to_string()
-    } else {
-        error.to_string()
+    match lock_redis::NotRedis::from_error(error) {
+        Ok(not_redis) => not_redis.to_string(),
+        Err(error) => error.to_string(),
     }
 }
 

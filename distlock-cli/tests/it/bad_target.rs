@@ -213,3 +213,32 @@ fn a_server_of_another_kind_is_named() {
     );
     drop(answering);
 }
+
+/// `--help` names the URL scheme of every backend the command takes.
+#[test]
+fn the_help_names_every_backends_url() {
+    let out = distlock(&["redis://127.0.0.1:1/".into()], &["--help"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let help = String::from_utf8_lossy(&out.stdout);
+    for scheme in [
+        "redis://",
+        "rediss://",
+        "valkey://",
+        "etcd://",
+        "postgres://",
+        "mysql://",
+        "mariadb://",
+        "s3://",
+    ] {
+        assert!(
+            help.contains(scheme),
+            "--help does not name {scheme}:\n{help}"
+        );
+    }
+    for backend in ["Redlock", "PostgreSQL", "MySQL", "etcd", "object storage"] {
+        assert!(
+            help.contains(backend),
+            "--help does not name {backend}:\n{help}"
+        );
+    }
+}

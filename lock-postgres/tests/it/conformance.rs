@@ -20,6 +20,7 @@ mod db {
     use lock_core::Locker;
     use lock_core::backend::Lock;
     use lock_postgres::PostgresLock;
+    use lock_postgres::tokio_postgres::types::Type;
     use lock_postgres::tokio_postgres::{self, NoTls};
     use lock_testkit::PostgresServer;
     use lock_testkit::conformance::{Backend, GuardedWrites};
@@ -80,10 +81,10 @@ mod db {
         db
     }
 
-    /// The suite's guarded writes on the database at `url`: `distlock_fence` first, then an
-    /// upsert of `guarded_register`, in one transaction (rolled back when refused).
-    pub(super) fn guarded_writes(url: String) -> GuardedWrites {
-        let reads = url.clone();
+    /// The suite's guarded writes through `url`: `distlock_fence` first, then an upsert of
+    /// `guarded_register`, in one transaction (rolled back when refused), in unnamed
+    /// statements (a transaction pooler keeps no prepared statement); read back at `reads`.
+    pub(super) fn guarded_writes(url: String, reads: String) -> GuardedWrites {
         GuardedWrites::new(
             move |fence: Fence, value: String| {
                 let url = url.clone();
@@ -93,10 +94,10 @@ mod db {
                     tokio::spawn(connection);
                     let tx = client.transaction().await.expect("begin");
                     lock_postgres::fence(&tx, &fence).await?;
-                    tx.execute(
+                    tx.query_typed(
                         "INSERT INTO guarded_register (resource, value) VALUES ($1, $2) \
                          ON CONFLICT (resource) DO UPDATE SET value = EXCLUDED.value",
-                        &[&fence.resource, &value],
+                        &[(&fence.resource, Type::TEXT), (&value, Type::TEXT)],
                     )
                     .await
                     .expect("write");
@@ -150,7 +151,7 @@ mod table {
         let (db, backend) =
             super::db::lockers(|url| PostgresLock::builder().url(url).build().expect("valid URL"))
                 .await;
-        let writes = super::db::guarded_writes(db.server.url());
+        let writes = super::db::guarded_writes(db.server.url(), db.server.url());
         (db, backend.with_guarded_writes(writes))
     }
 
@@ -228,7 +229,8 @@ mod pgbouncer {
                 lock(&late.replace(&pooler.to_string(), &at.to_string()))
             });
         // Guarded writes through the pooler too: the fence and the write in one transaction.
-        let backend = backend.with_guarded_writes(super::db::guarded_writes(url_for_writes));
+        let writes = super::db::guarded_writes(url_for_writes, db.server.url());
+        let backend = backend.with_guarded_writes(writes);
         ((bouncer, db), backend)
     }
 

@@ -10,6 +10,13 @@ use redis::{ErrorKind, RedisError, RetryMethod, ServerErrorKind};
 
 pub(crate) const BACKEND: &str = "redis";
 
+/// Whether `err` is a reply that is not RESP at all (its first bytes are of another
+/// protocol), rather than a RESP reply cut short (a connection closed mid-reply, which is
+/// retryable).
+pub(crate) fn is_not_redis(err: &RedisError) -> bool {
+    err.kind() == ErrorKind::Parse && !err.to_string().contains("end of input")
+}
+
 /// The server answered, but not in the Redis protocol (RESP): the URL names a server of
 /// another kind (an HTTP server, PostgreSQL, a TLS port spoken to in plain text). The
 /// `source` (not retryable) of the [`LockError::Backend`] a lock answers then; `source()`
@@ -17,6 +24,21 @@ pub(crate) const BACKEND: &str = "redis";
 #[derive(Debug)]
 pub struct NotRedis {
     source: RedisError,
+}
+
+impl NotRedis {
+    /// `err` as [`NotRedis`] when it says the server answered in another protocol (not a
+    /// reply cut short), else `err` itself.
+    ///
+    /// # Errors
+    /// `err` when it is not a reply of another protocol.
+    pub fn from_error(err: RedisError) -> Result<Self, RedisError> {
+        if is_not_redis(&err) {
+            Ok(Self { source: err })
+        } else {
+            Err(err)
+        }
+    }
 }
 
 impl From<RedisError> for NotRedis {
@@ -51,7 +73,7 @@ pub(crate) fn from_redis(err: RedisError, op: Op, key: &str, elapsed: Duration) 
         };
         return timeout(phase, elapsed);
     }
-    if err.kind() == ErrorKind::Parse {
+    if is_not_redis(&err) {
         return LockError::Backend {
             backend: BACKEND,
             op,

@@ -20,7 +20,7 @@ const STEP: Duration = Duration::from_millis(13);
 /// The most callers the sweep starts (a grant of many round trips gets a coarser sweep).
 const MOST: u32 = 40;
 
-/// Callers on a locker whose requests and answers are [`LATENCY`] late
+/// Callers on a locker whose requests and answers are 40 ms late
 /// ([`Backend::with_late_answers`]) give up on a grant at moments spread over how long a grant
 /// of a fresh name takes through that delay (half as long again, and one delay more), one
 /// name each: some give up before their
