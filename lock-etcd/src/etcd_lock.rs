@@ -246,31 +246,49 @@ impl Lock for EtcdLock {
         mutex::try_acquire_shared(&self.inner, name, token, ttl).await
     }
 
-    async fn try_acquire_kind(
+    async fn try_acquire_read(
         &self,
         name: &str,
-        kind: Kind,
+        writer_preference: bool,
         token: Token,
         ttl: Duration,
     ) -> Result<Attempt, LockError> {
         layout::check_name(name)?;
-        match kind {
-            Kind::Mutex => self.try_acquire(name, token, ttl).await,
-            Kind::Semaphore { permits, max } => {
-                semaphore::try_acquire(&self.inner, name, (permits, max), token, ttl).await
-            }
-            Kind::Fair { queued } => fair::try_acquire(&self.inner, name, queued, token, ttl).await,
-            Kind::Read { writer_preference } => {
-                read_write::try_read(&self.inner, name, writer_preference, token, ttl).await
-            }
-            Kind::Write { writer_preference } => {
-                read_write::try_write(&self.inner, name, writer_preference, token, ttl).await
-            }
-            other => Err(LockError::Unsupported {
-                backend: BACKEND,
-                kind: other.label(),
-            }),
-        }
+        read_write::try_read(&self.inner, name, writer_preference, token, ttl).await
+    }
+
+    async fn try_acquire_write(
+        &self,
+        name: &str,
+        writer_preference: bool,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        layout::check_name(name)?;
+        read_write::try_write(&self.inner, name, writer_preference, token, ttl).await
+    }
+
+    async fn try_acquire_semaphore(
+        &self,
+        name: &str,
+        permits: u32,
+        max: u32,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        layout::check_name(name)?;
+        semaphore::try_acquire(&self.inner, name, permits, max, token, ttl).await
+    }
+
+    async fn try_acquire_fair(
+        &self,
+        name: &str,
+        queued: bool,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        layout::check_name(name)?;
+        fair::try_acquire(&self.inner, name, queued, token, ttl).await
     }
 
     async fn permits_in_use(&self, name: &str) -> Result<u32, LockError> {

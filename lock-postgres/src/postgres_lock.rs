@@ -169,34 +169,48 @@ impl Lock for PostgresLock {
     /// Every kind, each one statement: the mutex through [`Lock::try_acquire`], the others
     /// through one call of their function (`distlock_read_acquire`, `distlock_write_acquire`,
     /// `distlock_semaphore_acquire`, `distlock_fair_acquire`; see `sql/migration.sql`).
-    async fn try_acquire_kind(
+    async fn try_acquire_read(
         &self,
         name: &str,
-        kind: Kind,
+        writer_preference: bool,
         token: Token,
         ttl: Duration,
     ) -> Result<Attempt, LockError> {
-        if kind == Kind::Mutex {
-            return self.try_acquire(name, token, ttl).await; // it checks its input itself
-        }
-        check_name(name)?;
+        let kind = Kind::Read { writer_preference };
+        read_write::try_acquire(&self.exec, name, kind, token, check_ttl(ttl)?).await
+    }
+
+    async fn try_acquire_write(
+        &self,
+        name: &str,
+        writer_preference: bool,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        let kind = Kind::Write { writer_preference };
+        read_write::try_acquire(&self.exec, name, kind, token, check_ttl(ttl)?).await
+    }
+
+    async fn try_acquire_semaphore(
+        &self,
+        name: &str,
+        permits: u32,
+        max: u32,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
         let ttl_ms = check_ttl(ttl)?;
-        match kind {
-            Kind::Read { .. } | Kind::Write { .. } => {
-                read_write::try_acquire(&self.exec, name, kind, token, ttl_ms).await
-            }
-            Kind::Semaphore { permits, max } => {
-                semaphore::try_acquire(&self.exec, name, permits, max, token, ttl_ms).await
-            }
-            Kind::Fair { queued } => {
-                fair::try_acquire(&self.exec, name, queued, token, ttl_ms).await
-            }
-            // The mutex returned above; a kind added to lock-core later is refused.
-            other => Err(LockError::Unsupported {
-                backend: BACKEND,
-                kind: other.label(),
-            }),
-        }
+        semaphore::try_acquire(&self.exec, name, permits, max, token, ttl_ms).await
+    }
+
+    async fn try_acquire_fair(
+        &self,
+        name: &str,
+        queued: bool,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        fair::try_acquire(&self.exec, name, queued, token, check_ttl(ttl)?).await
     }
 
     /// Every name in one call of `distlock_multi_acquire`, all or none: one round trip, the

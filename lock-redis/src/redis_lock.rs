@@ -221,6 +221,21 @@ impl RedisLock {
     fn checked_keys(&self, name: &str) -> Result<Keys, LockError> {
         Keys::checked(&self.prefix, name)
     }
+
+    /// What a grant of a kind other than the mutex starts from: the keys of `name` and `ttl`
+    /// in milliseconds, or (`Err`) the busy answer of a server in its grace period.
+    async fn for_grant(
+        &self,
+        name: &str,
+        ttl: Duration,
+    ) -> Result<Result<(Keys, u64), Attempt>, LockError> {
+        let ttl_ms = check_ttl(ttl)?;
+        let keys = self.checked_keys(name)?;
+        match self.in_grace(ttl, &[keys.key()]).await? {
+            Some(busy) => Ok(Err(busy)),
+            None => Ok(Ok((keys, ttl_ms))),
+        }
+    }
 }
 
 #[async_trait]
@@ -278,37 +293,73 @@ impl Lock for RedisLock {
 
     /// Read shares, write locks, permits and the fair lock through their own scripts (see the
     /// crate README, "Read-write locks and semaphores").
-    async fn try_acquire_kind(
+    async fn try_acquire_read(
         &self,
         name: &str,
-        kind: Kind,
+        writer_preference: bool,
         token: Token,
         ttl: Duration,
     ) -> Result<Attempt, LockError> {
-        if kind == Kind::Mutex {
-            return self.try_acquire(name, token, ttl).await;
-        }
-        let ttl_ms = check_ttl(ttl)?;
-        let keys = self.checked_keys(name)?;
-        if let Some(busy) = self.in_grace(ttl, &[keys.key()]).await? {
-            return Ok(busy);
-        }
+        let kind = Kind::Read { writer_preference };
+        let (keys, ttl_ms) = match self.for_grant(name, ttl).await? {
+            Ok(grant) => grant,
+            Err(busy) => return Ok(busy),
+        };
         let (exec, grants) = (&self.exec, &self.grants);
-        let attempt = match kind {
-            Kind::Read { .. } | Kind::Write { .. } => {
-                read_write::try_acquire(exec, grants, &keys, name, kind, token, ttl_ms).await
-            }
-            Kind::Semaphore { permits, max } => {
-                semaphore::try_acquire(exec, grants, &keys, name, permits, max, token, ttl_ms).await
-            }
-            Kind::Fair { queued } => {
-                fair::try_acquire(exec, grants, &keys, name, queued, token, ttl_ms).await
-            }
-            other => Err(LockError::Unsupported {
-                backend: BACKEND,
-                kind: other.label(),
-            }),
-        }?;
+        let attempt =
+            read_write::try_acquire(exec, grants, &keys, name, kind, token, ttl_ms).await?;
+        self.unless_in_grace(attempt, ttl).await
+    }
+
+    async fn try_acquire_write(
+        &self,
+        name: &str,
+        writer_preference: bool,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        let kind = Kind::Write { writer_preference };
+        let (keys, ttl_ms) = match self.for_grant(name, ttl).await? {
+            Ok(grant) => grant,
+            Err(busy) => return Ok(busy),
+        };
+        let (exec, grants) = (&self.exec, &self.grants);
+        let attempt =
+            read_write::try_acquire(exec, grants, &keys, name, kind, token, ttl_ms).await?;
+        self.unless_in_grace(attempt, ttl).await
+    }
+
+    async fn try_acquire_semaphore(
+        &self,
+        name: &str,
+        permits: u32,
+        max: u32,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        let (keys, ttl_ms) = match self.for_grant(name, ttl).await? {
+            Ok(grant) => grant,
+            Err(busy) => return Ok(busy),
+        };
+        let (exec, grants) = (&self.exec, &self.grants);
+        let attempt =
+            semaphore::try_acquire(exec, grants, &keys, name, permits, max, token, ttl_ms).await?;
+        self.unless_in_grace(attempt, ttl).await
+    }
+
+    async fn try_acquire_fair(
+        &self,
+        name: &str,
+        queued: bool,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        let (keys, ttl_ms) = match self.for_grant(name, ttl).await? {
+            Ok(grant) => grant,
+            Err(busy) => return Ok(busy),
+        };
+        let (exec, grants) = (&self.exec, &self.grants);
+        let attempt = fair::try_acquire(exec, grants, &keys, name, queued, token, ttl_ms).await?;
         self.unless_in_grace(attempt, ttl).await
     }
 

@@ -144,30 +144,18 @@ pub trait Lock: Send + Sync {
     ) -> Result<Attempt, LockError>;
 
     /// Tries once to acquire `name` as `kind` for `ttl`: the one entry point of every lock
-    /// kind. The lease granted carries `kind` ([`Lease::with_kind`]), so [`Lock::extend`] and
+    /// kind, written once here. It checks the name and the TTL ([`check_name`](crate::check_name),
+    /// [`check_ttl`](crate::check_ttl)) and calls the kind's method: [`Lock::try_acquire`] for
+    /// [`Kind::Mutex`], [`Lock::try_acquire_read`], [`Lock::try_acquire_write`],
+    /// [`Lock::try_acquire_semaphore`], [`Lock::try_acquire_fair`]. A backend implements the
+    /// kinds it offers and inherits [`LockError::Unsupported`] (before any I/O) for the others;
+    /// it does not override this method (a wrapper that forwards every call may). The lease
+    /// granted carries `kind` ([`Lease::with_kind`]), so [`Lock::extend`] and
     /// [`Lock::release`] know what it holds.
     ///
-    /// What each kind must keep, on top of the rules of [`Lock::try_acquire`]:
-    /// - [`Kind::Read`]: granted while no writer holds the name (and, with
-    ///   `writer_preference`, no writer waits); each reader its own token and expiry; the
-    ///   lease's fencing token is the last write's.
-    /// - [`Kind::Write`]: granted while no writer and no reader holds the name; a fencing
-    ///   token like a mutex. Busy with `writer_preference`: record that `token` waits (until
-    ///   `ttl` from now, or until `token` is released), so later readers are refused.
-    /// - [`Kind::Semaphore`]: granted when `permits` are free of `max`, all at once or none;
-    ///   [`LockError::PermitsMismatch`] when holders of the name use another `max`.
-    /// - [`Kind::Fair`]: the mutex of `name`, granted only to the head of the name's queue of
-    ///   fair waiters (or, with `queued: false`, only when the queue is empty). Busy with
-    ///   `queued`: put `token` in the queue (keeping its place if it is there already), its
-    ///   entry lasting [`fair_entry_ttl`](crate::fair_entry_ttl)`(ttl)` from now; releasing
-    ///   `token` removes it. Entries that lapsed are dropped before the head is chosen.
-    ///
-    /// The default serves [`Kind::Mutex`] through [`Lock::try_acquire`] and answers
-    /// [`LockError::Unsupported`] for every other kind.
-    ///
     /// # Errors
-    /// As [`Lock::try_acquire`]; [`LockError::Unsupported`] for a kind the backend does not
-    /// offer (nothing sent); [`LockError::PermitsMismatch`].
+    /// [`LockError::InvalidInput`] for an empty or over-long name or a TTL out of range (nothing
+    /// sent); as the kind's method.
     ///
     /// # Cancel safety
     /// As [`Lock::try_acquire`]: the caller releases `token` (as a lease of `kind`) when the
@@ -179,13 +167,130 @@ pub trait Lock: Send + Sync {
         token: Token,
         ttl: Duration,
     ) -> Result<Attempt, LockError> {
+        crate::check_name(name)?;
+        crate::check_ttl(ttl)?;
         match kind {
             Kind::Mutex => self.try_acquire(name, token, ttl).await,
-            other => Err(LockError::Unsupported {
-                backend: self.backend(),
-                kind: other.label(),
-            }),
+            Kind::Read { writer_preference } => {
+                self.try_acquire_read(name, writer_preference, token, ttl)
+                    .await
+            }
+            Kind::Write { writer_preference } => {
+                self.try_acquire_write(name, writer_preference, token, ttl)
+                    .await
+            }
+            Kind::Semaphore { permits, max } => {
+                self.try_acquire_semaphore(name, permits, max, token, ttl)
+                    .await
+            }
+            Kind::Fair { queued } => self.try_acquire_fair(name, queued, token, ttl).await,
         }
+    }
+
+    /// Tries once to take a read share of `name` for `ttl` ([`Kind::Read`]): granted while no
+    /// writer holds the name (and, with `writer_preference`, no writer waits); each reader has
+    /// its own token and expiry; the lease's fencing token is the last write's. Called by
+    /// [`Lock::try_acquire_kind`], which has checked the name and the TTL. The default answers
+    /// [`LockError::Unsupported`] before any I/O.
+    ///
+    /// # Errors
+    /// As [`Lock::try_acquire`]; [`LockError::Unsupported`] from a backend without it.
+    ///
+    /// # Cancel safety
+    /// As [`Lock::try_acquire`].
+    async fn try_acquire_read(
+        &self,
+        name: &str,
+        writer_preference: bool,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        let _ = (name, writer_preference, token, ttl);
+        Err(LockError::Unsupported {
+            backend: self.backend(),
+            kind: "read",
+        })
+    }
+
+    /// Tries once to take the write lock of `name` for `ttl` ([`Kind::Write`]): granted while
+    /// no writer and no reader holds the name; a fencing token like a mutex. Busy with
+    /// `writer_preference`: record that `token` waits (until `ttl` from now, or until `token`
+    /// is released), so later readers are refused. Called by [`Lock::try_acquire_kind`]; the
+    /// default answers [`LockError::Unsupported`] before any I/O.
+    ///
+    /// # Errors
+    /// As [`Lock::try_acquire`]; [`LockError::Unsupported`] from a backend without it.
+    ///
+    /// # Cancel safety
+    /// As [`Lock::try_acquire`]; a waiting record left by a dropped attempt goes with the
+    /// release of `token`.
+    async fn try_acquire_write(
+        &self,
+        name: &str,
+        writer_preference: bool,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        let _ = (name, writer_preference, token, ttl);
+        Err(LockError::Unsupported {
+            backend: self.backend(),
+            kind: "write",
+        })
+    }
+
+    /// Tries once to take `permits` of the semaphore `name` of `max` for `ttl`
+    /// ([`Kind::Semaphore`]): granted when `permits` are free, all at once or none. Called by
+    /// [`Lock::try_acquire_kind`]; the default answers [`LockError::Unsupported`] before any
+    /// I/O.
+    ///
+    /// # Errors
+    /// As [`Lock::try_acquire`]; [`LockError::PermitsMismatch`] when holders of the name use
+    /// another `max`; [`LockError::Unsupported`] from a backend without it.
+    ///
+    /// # Cancel safety
+    /// As [`Lock::try_acquire`].
+    async fn try_acquire_semaphore(
+        &self,
+        name: &str,
+        permits: u32,
+        max: u32,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        let _ = (name, permits, max, token, ttl);
+        Err(LockError::Unsupported {
+            backend: self.backend(),
+            kind: "semaphore",
+        })
+    }
+
+    /// Tries once to take the fair lock `name` for `ttl` ([`Kind::Fair`]): the mutex of `name`,
+    /// granted only to the head of the name's queue of fair waiters (or, with `queued:
+    /// false`, only when the queue is empty). Busy with `queued`: put `token` in the queue
+    /// (keeping its place if it is there already), its entry lasting
+    /// [`fair_entry_ttl`](crate::fair_entry_ttl)`(ttl)` from now; releasing `token` removes it.
+    /// Entries that lapsed are dropped before the head is chosen. Called by
+    /// [`Lock::try_acquire_kind`]; the default answers [`LockError::Unsupported`] before any
+    /// I/O.
+    ///
+    /// # Errors
+    /// As [`Lock::try_acquire`]; [`LockError::Unsupported`] from a backend without it.
+    ///
+    /// # Cancel safety
+    /// As [`Lock::try_acquire`]; a queue entry left by a dropped attempt goes with the release
+    /// of `token`.
+    async fn try_acquire_fair(
+        &self,
+        name: &str,
+        queued: bool,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        let _ = (name, queued, token, ttl);
+        Err(LockError::Unsupported {
+            backend: self.backend(),
+            kind: "fair",
+        })
     }
 
     /// How many permits of the semaphore `name` are held now (expired holders not counted).
@@ -455,6 +560,18 @@ macro_rules! forward_lock {
             }
             async fn try_acquire_kind(&self, name: &str, kind: Kind, token: Token, ttl: Duration) -> Result<Attempt, LockError> {
                 (**self).try_acquire_kind(name, kind, token, ttl).await
+            }
+            async fn try_acquire_read(&self, name: &str, writer_preference: bool, token: Token, ttl: Duration) -> Result<Attempt, LockError> {
+                (**self).try_acquire_read(name, writer_preference, token, ttl).await
+            }
+            async fn try_acquire_write(&self, name: &str, writer_preference: bool, token: Token, ttl: Duration) -> Result<Attempt, LockError> {
+                (**self).try_acquire_write(name, writer_preference, token, ttl).await
+            }
+            async fn try_acquire_semaphore(&self, name: &str, permits: u32, max: u32, token: Token, ttl: Duration) -> Result<Attempt, LockError> {
+                (**self).try_acquire_semaphore(name, permits, max, token, ttl).await
+            }
+            async fn try_acquire_fair(&self, name: &str, queued: bool, token: Token, ttl: Duration) -> Result<Attempt, LockError> {
+                (**self).try_acquire_fair(name, queued, token, ttl).await
             }
             async fn permits_in_use(&self, name: &str) -> Result<u32, LockError> {
                 (**self).permits_in_use(name).await

@@ -178,14 +178,45 @@ impl Lock for MemoryLock {
         self.attempt(name, Kind::Mutex, token, ttl)
     }
 
-    async fn try_acquire_kind(
+    async fn try_acquire_read(
         &self,
         name: &str,
-        kind: Kind,
+        writer_preference: bool,
         token: Token,
         ttl: Duration,
     ) -> Result<Attempt, LockError> {
-        self.attempt(name, kind, token, ttl)
+        self.attempt(name, Kind::Read { writer_preference }, token, ttl)
+    }
+
+    async fn try_acquire_write(
+        &self,
+        name: &str,
+        writer_preference: bool,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        self.attempt(name, Kind::Write { writer_preference }, token, ttl)
+    }
+
+    async fn try_acquire_semaphore(
+        &self,
+        name: &str,
+        permits: u32,
+        max: u32,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        self.attempt(name, Kind::Semaphore { permits, max }, token, ttl)
+    }
+
+    async fn try_acquire_fair(
+        &self,
+        name: &str,
+        queued: bool,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        self.attempt(name, Kind::Fair { queued }, token, ttl)
     }
 
     async fn permits_in_use(&self, name: &str) -> Result<u32, LockError> {

@@ -48,7 +48,8 @@ fn read_all(prefix: &str, name: &str) -> TxnOp {
 pub(crate) async fn try_acquire(
     exec: &Executor,
     name: &str,
-    (permits, max): (u32, u32),
+    permits: u32,
+    max: u32,
     token: Token,
     ttl: Duration,
 ) -> Result<Attempt, LockError> {
