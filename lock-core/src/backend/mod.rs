@@ -14,6 +14,7 @@
 
 mod capabilities;
 mod detached;
+mod forward;
 mod holder;
 mod lock;
 mod loss;
