@@ -43,7 +43,9 @@ fn micros(i: u64) -> u64 {
 /// background releases it owes can run, then exits.
 async fn storm(endpoint: &str, prefix: &str) {
     let lock = lock(endpoint, prefix);
-    lock.check_store().await.expect("the store writes conditionally");
+    lock.check_store()
+        .await
+        .expect("the store writes conditionally");
     let locker = Locker::new(lock);
     let mut tasks = Vec::new();
     for i in 0..ACQUIRES {
@@ -68,7 +70,12 @@ async fn held(endpoint: &str, prefix: &str) -> u64 {
     let mut held = 0;
     for i in 0..NAMES {
         let name = format!("n{i}");
-        match locker.lock(name.as_str()).try_acquire().await.expect("answers") {
+        match locker
+            .lock(name.as_str())
+            .try_acquire()
+            .await
+            .expect("answers")
+        {
             Some(guard) => guard.release().await.expect("ours"),
             None => held += 1,
         }

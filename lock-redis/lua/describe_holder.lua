@@ -6,12 +6,10 @@
 -- KEYS[2]  the note key (annotate.lua: token '\n' fencing token '\n' note; the description a
 --          grant writes with holder metadata has the same layout)
 -- KEYS[3]  the fencing counter (fence.lua: the last fencing token issued for the name)
--- KEYS[4]  the previous version's description of the holder (`{key}:distlock-holder`, JSON),
---          read for one release so that a holder it granted still shows
 --
 -- Returns nil when nobody holds the lock. Otherwise {the holder's token, PTTL in ms (-1: no
--- expiry), the note key's value, the fencing counter's value, the previous description}, each
--- of the last three nil (false) when absent. A lock key of another type raises WRONGTYPE.
+-- expiry), the note key's value, the fencing counter's value}, each of the last two nil
+-- (false) when absent. A lock key of another type raises WRONGTYPE.
 local holder = redis.call('GET', KEYS[1])
 if not holder then
   return nil
@@ -21,5 +19,4 @@ return {
   redis.call('PTTL', KEYS[1]),
   redis.call('GET', KEYS[2]),
   redis.call('GET', KEYS[3]),
-  redis.call('GET', KEYS[4]),
 }

@@ -8,8 +8,6 @@
 --          the slot migrates, which would block every release during a resharding.
 -- ARGV[3]  optional: the note key, holding the description the grant wrote (same slot, not
 --          declared), deleted with it
--- ARGV[4]  optional (with ARGV[3]): one more key of the holder to delete with it (same slot, not
---          declared): the previous version's description, `{key}:distlock-holder`
 --
 -- PUBLISH_COMMAND is replaced before the script is loaded: by PUBLISH, or by SPUBLISH (sharded
 -- pub/sub) on a Redis Cluster. Two scripts rather than an argument saying which: every argument
@@ -30,9 +28,6 @@
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   if ARGV[3] then
     redis.pcall('DEL', ARGV[3])
-    if ARGV[4] then
-      redis.pcall('DEL', ARGV[4])
-    end
   end
   local deleted = redis.pcall('DEL', KEYS[1], ARGV[2])
   if type(deleted) == 'table' then

@@ -6,9 +6,6 @@
 //! [`Lock::describe_holder`](lock_core::backend::Lock::describe_holder) and for operators'
 //! tools (`distlock ls`, `distlock show`), always as a [`Holder`]. The lock key's own value
 //! stays the plain token, so redis-py and node-redlock interop is unchanged.
-//!
-//! The previous release wrote the description under `{key}:distlock-holder` instead; it is
-//! still read, for one release, so that a holder granted by that version still shows.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -53,9 +50,9 @@ impl Describe {
 }
 
 /// The replies a holder is read from, each as the store gave it: the lock key's value and
-/// PTTL, and the values of its note key, its fencing counter and the previous version's
-/// description key ([`LockKeys`](crate::LockKeys) `note`, `fence` and `holder`). Read them in
-/// one step (a script or a pipeline), so that they belong together.
+/// PTTL, and the values of its note key and its fencing counter ([`LockKeys`](crate::LockKeys)
+/// `note` and `fence`). Read them in one step (a script or a pipeline), so that they belong
+/// together.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct HolderReplies<'a> {
     /// The lock key's value (`GET`), the holder's token; `None` when the key is absent.
@@ -66,19 +63,15 @@ pub struct HolderReplies<'a> {
     pub note: Option<&'a [u8]>,
     /// The fencing counter's value (`GET`): the last fencing token issued for the name.
     pub fence: Option<&'a [u8]>,
-    /// The previous version's description (`GET` of `{key}:distlock-holder`, JSON).
-    pub legacy: Option<&'a [u8]>,
 }
 
 impl HolderReplies<'_> {
     /// The holder these replies describe, `None` when nobody holds the lock. Its note is the
     /// one written beside its own grant (a note left by an earlier grant, another token, is
-    /// not shown), or the description the previous version wrote for its token (one grant
-    /// never has both: only its own holder writes either). Its fencing token is the one its
-    /// note carries; else, for a distlock holder (a `dl:` token), the fencing counter's (a
-    /// fenced grant sets the counter in the same script that sets the key, so the last token
-    /// issued is the holder's); else 0, like any other client's holder (redis-py,
-    /// node-redlock).
+    /// not shown). Its fencing token is the one its note carries; else, for a distlock holder
+    /// (a `dl:` token), the fencing counter's (a fenced grant sets the counter in the same
+    /// script that sets the key, so the last token issued is the holder's); else 0, like any
+    /// other client's holder (redis-py, node-redlock).
     #[must_use]
     pub fn holder(&self) -> Option<Holder> {
         let value = self.value?;
@@ -94,11 +87,9 @@ impl HolderReplies<'_> {
         };
         let fencing_token = own.map_or_else(counter, |(fence, _)| fence);
         let holder = Holder::new(fencing_token, ttl);
-        let legacy = self.legacy.filter(|legacy| describes(legacy, value));
-        Some(match (legacy, own) {
-            (Some(legacy), _) => holder.with_note(legacy),
-            (None, Some((_, note))) => holder.with_note(note),
-            (None, None) => holder,
+        Some(match own {
+            Some((_, note)) => holder.with_note(note),
+            None => holder,
         })
     }
 }
@@ -114,15 +105,6 @@ fn own_note<'a>(note: &'a [u8], token: &[u8]) -> Option<(u64, &'a [u8])> {
     // A fencing token that is not a number tells no term: 0, as the counter's would.
     let fence = std::str::from_utf8(fence).ok()?.parse().unwrap_or(0);
     Some((fence, text))
-}
-
-/// Whether the previous version's description `legacy` (JSON with a `token` field) describes
-/// the holder of `token`.
-fn describes(legacy: &[u8], token: &[u8]) -> bool {
-    serde_json::from_slice::<serde_json::Value>(legacy)
-        .ok()
-        .and_then(|json| json.get("token")?.as_str().map(|t| t.as_bytes() == token))
-        .unwrap_or(false)
 }
 
 /// The host's name as the kernel knows it (`/proc/sys/kernel/hostname`), else `HOSTNAME`, else
@@ -160,13 +142,12 @@ mod tests {
 
     const TOKEN: &[u8] = b"dl:00ff";
 
-    fn read(note: Option<&[u8]>, fence: Option<&[u8]>, legacy: Option<&[u8]>) -> Option<Holder> {
+    fn read(note: Option<&[u8]>, fence: Option<&[u8]>) -> Option<Holder> {
         HolderReplies {
             value: Some(TOKEN),
             pttl_ms: 5_000,
             note,
             fence,
-            legacy,
         }
         .holder()
     }
@@ -175,15 +156,15 @@ mod tests {
     fn the_holders_own_note_is_its_description() {
         let ttl = Some(Duration::from_secs(5));
         assert_eq!(
-            read(Some(b"dl:00ff\n7\npod-a\nline two"), Some(b"9"), None),
+            read(Some(b"dl:00ff\n7\npod-a\nline two"), Some(b"9")),
             Some(Holder::new(7, ttl).with_note(&b"pod-a\nline two"[..]))
         );
         // An earlier grant's note (another token) is not this holder's: the counter's term.
         assert_eq!(
-            read(Some(b"dl:0011\n3\npod-b"), Some(b"9"), None),
+            read(Some(b"dl:0011\n3\npod-b"), Some(b"9")),
             Some(Holder::new(9, ttl))
         );
-        assert_eq!(read(None, None, None), Some(Holder::new(0, ttl)));
+        assert_eq!(read(None, None), Some(Holder::new(0, ttl)));
         let nobody = HolderReplies {
             note: Some(b"dl:00ff\n7\npod-a"),
             ..HolderReplies::default()
@@ -200,24 +181,5 @@ mod tests {
             ..HolderReplies::default()
         };
         assert_eq!(foreign.holder(), Some(Holder::new(0, None)));
-    }
-
-    #[test]
-    fn the_previous_releases_description_shows_for_its_token_only() {
-        let ttl = Some(Duration::from_secs(5));
-        let legacy = Describe::here(Some("nightly")).of("dl:00ff");
-        assert_eq!(
-            read(None, Some(b"9"), Some(legacy.as_bytes())),
-            Some(Holder::new(9, ttl).with_note(legacy.as_bytes()))
-        );
-        let stale = Describe::here(None).of("dl:0011");
-        assert_eq!(
-            read(None, Some(b"9"), Some(stale.as_bytes())),
-            Some(Holder::new(9, ttl))
-        );
-        assert_eq!(
-            read(None, Some(b"9"), Some(b"not json")),
-            Some(Holder::new(9, ttl))
-        );
     }
 }

@@ -11,13 +11,12 @@ use crate::inspect::{LockInfo, Member, Members, Permits};
 /// The holder of the lock key whose value is `at(1)`, read by lock-redis's one reader from the
 /// replies of `redis_read::queue_reads`; `None` when it said nothing about itself.
 fn holder_of(at: impl Fn(usize) -> Option<Vec<u8>>, pttl_ms: i64) -> Option<Holder> {
-    let (value, note, fence, legacy) = (at(1), at(16), at(3), at(4));
+    let (value, note, fence) = (at(1), at(16), at(3));
     HolderReplies {
         value: value.as_deref(),
         pttl_ms,
         note: note.as_deref(),
         fence: fence.as_deref(),
-        legacy: legacy.as_deref(),
     }
     .holder()
     .filter(|holder| holder.note.is_some())

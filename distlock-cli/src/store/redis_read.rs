@@ -83,15 +83,14 @@ impl Seen {
 }
 
 /// The commands that read one lock; [`replies_of`] puts their replies where [`read_one`]
-/// takes them. The lock's string keys (the lock key, its fencing counter, the previous
-/// holder's description, the grant's note: one cluster slot) are read with one `MGET` (a
+/// takes them. The lock's string keys (the lock key, its fencing counter, the grant's note:
+/// one cluster slot) are read with one `MGET` (a
 /// non-string lock key reads as nil: not a mutex), then only the reads of the kinds `seen`:
 /// a mutex costs 3 commands (`MGET`, `PTTL`, `PUBSUB NUMSUB`).
 fn queue_reads(pipe: &mut redis::Pipeline, keys: &LockKeys, sharded: bool, seen: Seen) {
     pipe.cmd("MGET")
         .arg(&keys.key)
         .arg(&keys.fence)
-        .arg(&keys.holder)
         .arg(&keys.note);
     if seen.main {
         pipe.cmd("PTTL").arg(&keys.key);
@@ -135,7 +134,7 @@ fn queue_reads(pipe: &mut redis::Pipeline, keys: &LockKeys, sharded: bool, seen:
 fn replies_of(seen: Seen, sent: &mut impl Iterator<Item = Value>) -> Vec<Value> {
     let mut r = vec![Value::Nil; READS];
     if let Some(Value::Array(values)) = sent.next() {
-        for (value, i) in values.into_iter().zip([1, 3, 4, 16]) {
+        for (value, i) in values.into_iter().zip([1, 3, 16]) {
             r[i] = value;
         }
     }

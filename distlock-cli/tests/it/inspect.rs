@@ -51,8 +51,9 @@ async fn every_kind(urls: Vec<String>) {
             .acquire()
             .await;
     });
-    // Holder metadata as the previous release's grant scripts wrote it (still read for one
-    // release): shown when its token is the holder's, ignored when it is stale (another token).
+    // Holder metadata as a grant writes it, in the note beside it (token, fencing token, the
+    // description): shown when its token is the holder's, ignored when it is stale (another
+    // token's note, left by a lock released since: notes outlive their grants).
     let described = serde_json::json!({
         "token": token, "host": "web-1", "pid": 4242, "label": "checkout",
         "since_ms": 1_700_000_000_000u64, "note": "order batch"
@@ -60,27 +61,18 @@ async fn every_kind(urls: Vec<String>) {
     let _: () = query(
         &urls,
         redis::cmd("SET")
-            .arg("{order:1}:distlock-holder")
-            .arg(described.to_string())
-            .arg("PX")
-            .arg(30_000),
+            .arg("{order:1}:distlock-note")
+            .arg(format!("{token}\n{}\n{described}", order.fencing_token())),
     );
     let stale =
         serde_json::json!({ "token": "dl:00000000000000000000000000000000", "host": "old" });
     let _: () = query(
         &urls,
         redis::cmd("SET")
-            .arg("{order:2}:distlock-holder")
-            .arg(stale.to_string()),
+            .arg("{order:2}:distlock-note")
+            .arg(format!("dl:00000000000000000000000000000000\n1\n{stale}")),
     );
-    // Notes beside grants (`Lock::annotate`, what leader election writes): one of the holder's
-    // grant, one left by a lock released since (notes outlive their grants). Neither is a lock.
-    let _: () = query(
-        &urls,
-        redis::cmd("SET")
-            .arg("{order:1}:distlock-note")
-            .arg(format!("{token}\n{}\npod-a", order.fencing_token())),
-    );
+    // A note left by a lock released since is not a lock either.
     let _: () = query(
         &urls,
         redis::cmd("SET")

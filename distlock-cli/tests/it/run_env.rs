@@ -127,14 +127,9 @@ async fn the_holder_is_described_while_the_command_runs() {
     assert_eq!(shown["pid"], u64::from(child.id()), "{shown}");
     assert_eq!(shown["note"], "distlock run -- sleep 3", "{shown}");
     assert!(child.wait().expect("wait").success());
-    // The description is the grant's note; nothing is written under the previous release's key.
+    // The description is the grant's note.
     let left: Option<String> = query(&urls, redis::cmd("GET").arg("{report:daily}:distlock-note"));
     assert_eq!(left, None, "deleted with the release");
-    let old: Option<String> = query(
-        &urls,
-        redis::cmd("GET").arg("{report:daily}:distlock-holder"),
-    );
-    assert_eq!(old, None, "never written");
 }
 
 /// The flags renamed before the first release (`--ttl` is `--lease`, `--grace`, which clashed

@@ -279,15 +279,14 @@ pub(crate) async fn release_value(
     keys: &Keys,
     token_value: &str,
 ) -> Result<bool, LockError> {
-    let (channel, note, legacy) = (keys.released(), keys.note(), keys.holder());
-    // The holder's description goes with the lock, whoever wrote it: its note, or the
-    // previous version's description.
+    let (channel, note) = (keys.released(), keys.note());
+    // The holder's description (its note) goes with the lock, whoever wrote it.
     let (released, _conn): (i64, _) = exec
         .run(
             Op::Release,
             grants.releases.mutex,
             &[keys.key()],
-            &[token_value, &channel, &note, &legacy],
+            &[token_value, &channel, &note],
         )
         .await?;
     Ok(released == 1)

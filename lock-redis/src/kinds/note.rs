@@ -58,12 +58,12 @@ pub(crate) async fn annotate(
 /// The holder of the mutex at `keys`, in one atomic read (`lua/describe_holder.lua`) decoded by
 /// the one reader of holder descriptions ([`HolderReplies`]): `None` when the key is absent.
 pub(crate) async fn describe(exec: &Executor, keys: &Keys) -> Result<Option<Holder>, LockError> {
-    let (note_key, fence_key, legacy_key) = (keys.note(), keys.fence(), keys.holder());
+    let (note_key, fence_key) = (keys.note(), keys.fence());
     let (reply, _conn): (Option<Vec<redis::Value>>, _) = exec
         .run(
             Op::Acquire,
             &DESCRIBE_HOLDER,
-            &[keys.key(), &note_key, &fence_key, &legacy_key],
+            &[keys.key(), &note_key, &fence_key],
             &[] as &[&str],
         )
         .await?;
@@ -76,17 +76,16 @@ pub(crate) async fn describe(exec: &Executor, keys: &Keys) -> Result<Option<Hold
         redis::Value::BulkString(b) => Ok(Some(b.clone())),
         _ => Err(bad()),
     };
-    let [value, pttl, note, fence, legacy] = &reply[..] else {
+    let [value, pttl, note, fence] = &reply[..] else {
         return Err(bad());
     };
-    let (value, note, fence, legacy) = (bytes(value)?, bytes(note)?, bytes(fence)?, bytes(legacy)?);
+    let (value, note, fence) = (bytes(value)?, bytes(note)?, bytes(fence)?);
     let pttl_ms: i64 = redis::from_redis_value_ref(pttl).map_err(|_| bad())?;
     Ok(HolderReplies {
         value: value.as_deref(),
         pttl_ms,
         note: note.as_deref(),
         fence: fence.as_deref(),
-        legacy: legacy.as_deref(),
     }
     .holder())
 }

@@ -15,12 +15,6 @@ const FENCE_SUFFIX: &str = ":distlock-fence";
 /// The end of every release channel name (and of the waiting mark, a key of the same name).
 const RELEASED_SUFFIX: &str = ":distlock-released";
 
-/// The end of the key where the previous release described a lock's holder (host, pid, since,
-/// note; a JSON string written by the grant). Nothing writes it now: the description is the
-/// grant's note ([`NOTE_SUFFIX`]). Still read for one release, so that a holder granted by that
-/// version shows, and still refused as a lock name.
-const HOLDER_SUFFIX: &str = ":distlock-holder";
-
 /// The end of the key that holds the note written beside a mutex grant
 /// ([`Lock::annotate`](lock_core::backend::Lock::annotate)): the grant's token, its fencing
 /// token and the note, kept as long as the fencing counter. A grant with holder metadata writes
@@ -167,11 +161,6 @@ impl Keys {
         derived(&self.key, RELEASED_SUFFIX)
     }
 
-    /// The key where the previous release described the holder (see [`HOLDER_SUFFIX`]).
-    pub(crate) fn holder(&self) -> String {
-        derived(&self.key, HOLDER_SUFFIX)
-    }
-
     /// The key of the note written beside a mutex grant (see [`NOTE_SUFFIX`]).
     pub(crate) fn note(&self) -> String {
         derived(&self.key, NOTE_SUFFIX)
@@ -226,13 +215,7 @@ impl Keys {
                     self.note(),
                 ]
             }
-            _ => vec![
-                self.key.clone(),
-                self.fence(),
-                self.released(),
-                self.holder(),
-                self.note(),
-            ],
+            _ => vec![self.key.clone(), self.fence(), self.released(), self.note()],
         }
     }
 
@@ -245,7 +228,6 @@ impl Keys {
             key: self.key.clone(),
             fence: self.fence(),
             released: self.released(),
-            holder: self.holder(),
             note: self.note(),
             writer,
             readers,
@@ -273,10 +255,6 @@ pub struct LockKeys {
     /// A key of the same name is the waiting mark, left by a busy attempt (see the crate
     /// README, "Release announcements").
     pub released: String,
-    /// Where the previous release described the holder (a JSON string). Nothing writes it
-    /// now: the description is the grant's [`note`](LockKeys::note). It is read for one
-    /// release, so that a holder granted by that version still shows.
-    pub holder: String,
     /// The note written beside a mutex (or fair) grant by
     /// [`Lock::annotate`](lock_core::backend::Lock::annotate): a string, the grant's token, a
     /// newline, its fencing token, a newline, then the note's bytes; kept as long as the
@@ -308,8 +286,6 @@ pub enum DerivedKey {
     Fence,
     /// [`LockKeys::released`].
     Released,
-    /// [`LockKeys::holder`].
-    Holder,
     /// [`LockKeys::note`].
     Note,
     /// [`LockKeys::writer`].
@@ -329,10 +305,9 @@ pub enum DerivedKey {
 }
 
 /// Every derived key's ending, with what it is. A lock key may end with none of them.
-const DERIVED: [(&str, DerivedKey); 11] = [
+const DERIVED: [(&str, DerivedKey); 10] = [
     (FENCE_SUFFIX, DerivedKey::Fence),
     (RELEASED_SUFFIX, DerivedKey::Released),
-    (HOLDER_SUFFIX, DerivedKey::Holder),
     (NOTE_SUFFIX, DerivedKey::Note),
     (WRITER_SUFFIX, DerivedKey::Writer),
     (READERS_SUFFIX, DerivedKey::Readers),
@@ -407,9 +382,6 @@ mod tests {
     fn release_channel(key: &str) -> String {
         Keys::from_key(key).released()
     }
-    fn holder_key(key: &str) -> String {
-        Keys::from_key(key).holder()
-    }
     fn turn_channel(key: &str, token: &str) -> String {
         Keys::from_key(key).turn(token)
     }
@@ -430,7 +402,6 @@ mod tests {
             for (derived_key, which) in [
                 (&keys.fence, DerivedKey::Fence),
                 (&keys.released, DerivedKey::Released),
-                (&keys.holder, DerivedKey::Holder),
                 (&keys.note, DerivedKey::Note),
                 (&keys.writer, DerivedKey::Writer),
                 (&keys.readers, DerivedKey::Readers),
@@ -450,10 +421,6 @@ mod tests {
             assert_eq!(LockKeys::owner_of(key), None);
         }
         assert_eq!(
-            LockKeys::of_key("order:42").holder,
-            "{order:42}:distlock-holder"
-        );
-        assert_eq!(
             LockKeys::of_key("order:42").note,
             "{order:42}:distlock-note"
         );
@@ -466,9 +433,6 @@ mod tests {
             let fence = fence_key(key);
             let mark = format!("{}released", &fence[..fence.len() - "fence".len()]);
             assert_eq!(mark, release_channel(key), "key {key:?}");
-            // ... and the previous release's description of the holder the same way.
-            let holder = format!("{}holder", &fence[..fence.len() - "fence".len()]);
-            assert_eq!(holder, holder_key(key), "key {key:?}");
             // ... and the note, where a grant writes its description (lua/acquire.lua,
             // handover.lua).
             let note = format!("{}note", &fence[..fence.len() - "fence".len()]);

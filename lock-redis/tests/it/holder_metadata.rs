@@ -1,8 +1,7 @@
 //! Holder metadata: a lock built with `holder_metadata` describes its holder as the grant's
 //! note (`{key}:distlock-note`: the token, the fencing token, then JSON), written by the grant,
 //! renewed, handed over and deleted with the lease, and read back by `describe_holder`; the
-//! lock key itself keeps the plain token. The previous release's description
-//! (`{key}:distlock-holder`) is no longer written, and still read.
+//! lock key itself keeps the plain token.
 
 use std::time::Duration;
 
@@ -14,8 +13,6 @@ use crate::common::{self, get, pttl, raw, server, token_of};
 
 /// Where the grant writes its description: its note.
 const HOLDER: &str = "{order:42}:distlock-note";
-/// Where the previous release wrote it.
-const LEGACY: &str = "{order:42}:distlock-holder";
 
 fn described(server: &lock_testkit::RedisServer) -> RedisLock {
     RedisLock::builder()
@@ -79,11 +76,6 @@ async fn a_grant_describes_its_holder_until_the_release() {
         Some(json.as_bytes()),
         "the one description"
     );
-    assert_eq!(
-        get(&mut conn, LEGACY).await,
-        None,
-        "the old key is not written"
-    );
 
     guard
         .extend(Duration::from_secs(60))
@@ -137,60 +129,7 @@ async fn without_holder_metadata_nothing_is_written_beside_the_key() {
     let locker = Locker::new(common::lock_on(&server));
     let guard = locker.lock("order:42").await.expect("granted");
     assert_eq!(get(&mut conn, HOLDER).await, None);
-    assert_eq!(get(&mut conn, LEGACY).await, None);
     guard.release().await.expect("released");
-}
-
-#[tokio::test]
-async fn a_description_the_previous_release_wrote_still_shows() {
-    let server = server();
-    let mut conn = raw(&server).await;
-    let lock = common::lock_on(&server);
-    let locker = Locker::new(common::lock_on(&server));
-    let guard = locker.lock("order:42").await.expect("granted");
-    let token = token_of(&guard);
-    let old = serde_json::json!({
-        "host": "web-1", "pid": 4242, "note": "nightly", "token": token, "since_ms": 1
-    })
-    .to_string();
-    let _: () = redis::cmd("SET")
-        .arg(LEGACY)
-        .arg(&old)
-        .arg("PX")
-        .arg(30_000)
-        .query_async(&mut conn)
-        .await
-        .expect("SET");
-    let described = lock.describe_holder("order:42").await.expect("reads");
-    assert_eq!(
-        described.and_then(|h| h.note),
-        Some(old.as_bytes().into()),
-        "shown as the holder's note"
-    );
-    // Another token's: not this holder's.
-    let stale = old.replace(token.as_str(), "dl:00000000000000000000000000000000");
-    let _: () = redis::cmd("SET")
-        .arg(LEGACY)
-        .arg(&stale)
-        .query_async(&mut conn)
-        .await
-        .expect("SET");
-    let described = lock.describe_holder("order:42").await.expect("reads");
-    assert_eq!(described.and_then(|h| h.note), None);
-    // An operator's release by token deletes it with the lock.
-    let _: () = redis::cmd("SET")
-        .arg(LEGACY)
-        .arg(&old)
-        .query_async(&mut conn)
-        .await
-        .expect("SET");
-    assert!(
-        lock.release_token("order:42", &token)
-            .await
-            .expect("released")
-    );
-    assert_eq!(get(&mut conn, LEGACY).await, None, "deleted with the lock");
-    drop(guard);
 }
 
 #[test]
