@@ -31,6 +31,7 @@ impl Store for MysqlTarget {
             Filter::Name(pattern.to_owned())
         };
         let (mut locks, rows) = mysql_read::read(self, &filter).await?;
+        locks.extend(mysql_read::advisory(self, &filter).await?);
         locks.retain(|lock| matcher.matches(&lock.name));
         locks.sort_by(|a, b| (&a.name, a.kind).cmp(&(&b.name, b.kind)));
         Ok(Listing {
@@ -41,7 +42,9 @@ impl Store for MysqlTarget {
     }
 
     async fn read(&self, name: &str) -> Result<Vec<LockInfo>, Failure> {
-        let (mut locks, _) = mysql_read::read(self, &Filter::Name(name.to_owned())).await?;
+        let filter = Filter::Name(name.to_owned());
+        let (mut locks, _) = mysql_read::read(self, &filter).await?;
+        locks.extend(mysql_read::advisory(self, &filter).await?);
         locks.sort_by(|a, b| a.kind.cmp(b.kind));
         Ok(locks)
     }

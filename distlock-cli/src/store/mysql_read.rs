@@ -254,3 +254,58 @@ pub(super) async fn lease_of(
     let now = tokio::time::Instant::now();
     Ok(Some(Lease::new(name, parsed, 0, now).with_kind(kind)))
 }
+
+/// The `GET_LOCK` locks the server holds now (lock-mysql's advisory mode) whose name `filter`
+/// covers: from MariaDB's `information_schema.METADATA_LOCK_INFO` (the `metadata_lock_info`
+/// plugin: `plugin-load-add = metadata_lock_info`), else MySQL's
+/// `performance_schema.metadata_locks`. Each is kind `advisory`, its holder the connection
+/// that holds it; no token, TTL or fencing token (a session lock has none). None where neither
+/// table can be read (the plugin not loaded, the schema off or not granted): the README says
+/// so. A name over 64 characters is held under its hash (`lock_mysql::advisory_name`), shown
+/// as such.
+pub(super) async fn advisory(
+    target: &MysqlTarget,
+    filter: &Filter,
+) -> Result<Vec<LockInfo>, Failure> {
+    let value = match filter {
+        Filter::Name(name) => lock_mysql::advisory_name(name),
+        Filter::Like(_) => filter.value().to_owned(),
+    };
+    let sources = [
+        format!(
+            "SELECT CAST(TABLE_SCHEMA AS CHAR), CAST(THREAD_ID AS SIGNED) \
+             FROM information_schema.METADATA_LOCK_INFO \
+             WHERE LOCK_TYPE = 'User lock' AND {}",
+            filter.on("TABLE_SCHEMA")
+        ),
+        format!(
+            "SELECT CAST(OBJECT_NAME AS CHAR), CAST(OWNER_THREAD_ID AS SIGNED) \
+             FROM performance_schema.metadata_locks \
+             WHERE OBJECT_TYPE = 'USER LEVEL LOCK' AND LOCK_STATUS = 'GRANTED' AND {}",
+            filter.on("OBJECT_NAME")
+        ),
+    ];
+    for sql in sources {
+        let query = sqlx::query_as::<_, (String, i64)>(&sql)
+            .bind(value.clone())
+            .fetch_all(target.lock.pool());
+        // A table this server does not have, or does not let us read: try the next.
+        let Ok(rows) = target.bounded("reading GET_LOCK locks", query).await else {
+            continue;
+        };
+        return Ok(rows
+            .into_iter()
+            .map(|(name, thread)| LockInfo {
+                key: name.clone(),
+                name,
+                kind: "advisory",
+                holder: Some(
+                    Holder::new(0, None).with_note(format!("connection {thread}").into_bytes()),
+                ),
+                node: target.node.clone(),
+                ..LockInfo::default()
+            })
+            .collect());
+    }
+    Ok(Vec::new())
+}

@@ -138,3 +138,53 @@ fn exclusive_runs(url: &str) -> bool {
         .count();
     !overlap.exists() && count == 3
 }
+
+/// `GET_LOCK` locks (lock-mysql's advisory mode) are listed by `ls` and `show` where the server
+/// can tell who holds them: MariaDB with the `metadata_lock_info` plugin loaded. Without it they
+/// are not listed, and the listing still answers (the README says so).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn advisory_locks_are_listed_where_the_server_tells() {
+    let server = MariadbServer::builder()
+        .setting("plugin-load-add", "metadata_lock_info")
+        .start()
+        .expect("mariadb with metadata_lock_info");
+    let plain = MariadbServer::start().expect("mariadb");
+    for (server, listed) in [(&server, true), (&plain, false)] {
+        let url = server.url();
+        let u = vec![url.clone()];
+        let migrated = tokio::task::spawn_blocking(move || distlock(&u, &["migrate"]))
+            .await
+            .expect("run");
+        assert!(migrated.status.success(), "{}", stderr(&migrated));
+        let lock = lock_mysql::MysqlAdvisoryLock::builder()
+            .url(url.as_str())
+            .build()
+            .expect("lock");
+        let guard = Locker::new(lock)
+            .lock("nightly")
+            .lease(Duration::from_secs(30))
+            .acquire()
+            .await
+            .expect("GET_LOCK");
+        let urls = vec![url];
+        let (ls, show) = tokio::task::spawn_blocking(move || {
+            (
+                distlock(&urls, &["--json", "ls"]),
+                distlock(&urls, &["--json", "show", "nightly"]),
+            )
+        })
+        .await
+        .expect("run");
+        assert!(ls.status.success(), "{}", stderr(&ls));
+        assert!(show.status.success(), "{}", stderr(&show));
+        let (ls, show) = (json(&ls), json(&show));
+        if listed {
+            let held = find(&ls, "nightly", "advisory");
+            assert!(held["holder"].to_string().contains("connection"), "{ls:#}");
+            find(&show, "nightly", "advisory");
+        } else {
+            assert!(!ls.to_string().contains("nightly"), "{ls:#}");
+        }
+        guard.release().await.expect("released");
+    }
+}
