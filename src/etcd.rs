@@ -15,8 +15,8 @@ pub use lock_etcd::*;
 // against lock-etcd's lib.rs). Plain comments, not doc comments: a doc comment on a `pub use` is
 // prepended to every re-exported item's own documentation.
 pub use lock_etcd::{
-    DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PREFIX, EtcdError, EtcdLock,
-    EtcdLockBuilder, LockError, MAX_NOTE_BYTES,
+    BACKEND, DEFAULT_CONNECT_TIMEOUT, DEFAULT_OPERATION_TIMEOUT, DEFAULT_PREFIX, EtcdError,
+    EtcdLock, EtcdLockBuilder, LockError, MAX_NOTE_BYTES,
 };
 // The client crate the backend is built on, under its own name: a link to its own
 // documentation.

@@ -14,10 +14,10 @@ pub use lock_mysql::*;
 // The documented list: every public name of lock-mysql (the facade's `exports` test checks it
 // against lock-mysql's lib.rs).
 pub use lock_mysql::{
-    DEFAULT_ADVISORY_POOL_SIZE, DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE,
-    DEFAULT_STATEMENT_TIMEOUT, FENCE_TABLE, FENCED_SQLSTATE, LockError, MAX_LOCK_NAME_CHARS,
-    MIGRATION, MissingTable, MysqlAdvisoryLock, MysqlAdvisoryLockBuilder, MysqlLock,
-    MysqlLockBuilder, SCHEMA_VERSION, TABLE, advisory_name, fence,
+    BACKEND, DEFAULT_ADVISORY_POOL_SIZE, DEFAULT_CONNECT_TIMEOUT, DEFAULT_OPERATION_TIMEOUT,
+    DEFAULT_POOL_SIZE, FENCE_TABLE, FENCED_SQLSTATE, LockError, MAX_LOCK_NAME_CHARS,
+    MAX_NOTE_BYTES, MIGRATION, MissingTable, MysqlAdvisoryLock, MysqlAdvisoryLockBuilder,
+    MysqlLock, MysqlLockBuilder, SCHEMA_VERSION, TABLE, advisory_name, fence,
 };
 // The client crate the backend is built on, under its own name.
 #[doc(no_inline)]

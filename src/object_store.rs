@@ -16,8 +16,8 @@ pub use lock_object_store::*;
 // checks it against lock-object-store's lib.rs). Plain comments, not doc comments: a doc
 // comment on a `pub use` is prepended to every re-exported item's own documentation.
 pub use lock_object_store::{
-    BACKEND, DEFAULT_TIMEOUT, FENCE_METADATA, LockError, LockObject, ObjectStoreError,
-    ObjectStoreLock, ObjectStoreLockBuilder, fenced_put, parse_s3,
+    BACKEND, DEFAULT_OPERATION_TIMEOUT, FENCE_METADATA, LockError, LockObject, MAX_NOTE_BYTES,
+    ObjectStoreError, ObjectStoreLock, ObjectStoreLockBuilder, fenced_put, parse_s3,
 };
 // The client crate the backend is built on, under its own name: a link to its own
 // documentation.

@@ -17,11 +17,12 @@ pub use lock_postgres::*;
 // against lock-postgres's lib.rs). Plain comments, not doc comments: a doc comment on a `pub use` is
 // prepended to every re-exported item's own documentation.
 pub use lock_postgres::{
-    CHANNEL, DEFAULT_ADVISORY_POOL_SIZE, DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE,
-    DEFAULT_STATEMENT_TIMEOUT, FENCE_TABLE, FENCED_SQLSTATE, LockError, Lookalike, MIGRATION,
-    MissingTable, PostgresAdvisoryLock, PostgresAdvisoryLockBuilder, PostgresError, PostgresLock,
-    PostgresLockBuilder, PreparedStatementsUnsupported, SCHEMA_VERSION, TABLE, TURN_CHANNEL,
-    TransactionPooler, UnsupportedServer, advisory_key, fence,
+    BACKEND, CHANNEL, DEFAULT_ADVISORY_POOL_SIZE, DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_OPERATION_TIMEOUT, DEFAULT_POOL_SIZE, FENCE_TABLE, FENCED_SQLSTATE, LockError,
+    Lookalike, MAX_NOTE_BYTES, MIGRATION, MissingTable, PostgresAdvisoryLock,
+    PostgresAdvisoryLockBuilder, PostgresError, PostgresLock, PostgresLockBuilder,
+    PreparedStatementsUnsupported, SCHEMA_VERSION, TABLE, TURN_CHANNEL, TransactionPooler,
+    UnsupportedServer, advisory_key, fence,
 };
 // The fence through sqlx (feature `sqlx`).
 #[cfg(feature = "sqlx")]

@@ -16,11 +16,12 @@ pub use lock_redis::*;
 // against lock-redis's lib.rs). Plain comments, not doc comments: a doc comment on a `pub use` is
 // prepended to every re-exported item's own documentation.
 pub use lock_redis::{
-    DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION, DEFAULT_GRACE,
-    DEFAULT_SUBSCRIBER_PING_INTERVAL, DEFAULT_TRACK_LOSSES_AFTER, DerivedKey, EvictionRisk,
-    FencedScript, HolderReplies, LIBRARY_VERSION, LibraryLoad, LockError, LockKeys, MAX_NOTE_BYTES,
-    NotRedis, NotReplicated, RECORD_SUFFIX, RedisFences, RedisLock, RedisLockBuilder,
-    ReplicaPolicy, TOKEN_PREFIX, TokenValue, Topology, key_slot, metric, token_value,
+    BACKEND, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION, DEFAULT_GRACE,
+    DEFAULT_OPERATION_TIMEOUT, DEFAULT_SUBSCRIBER_PING_INTERVAL, DEFAULT_TRACK_LOSSES_AFTER,
+    DerivedKey, EvictionRisk, FencedScript, HolderReplies, LIBRARY_VERSION, LibraryLoad, LockError,
+    LockKeys, MAX_NOTE_BYTES, NotRedis, NotReplicated, RECORD_SUFFIX, RedisFences, RedisLock,
+    RedisLockBuilder, ReplicaPolicy, TOKEN_PREFIX, TokenValue, Topology, key_slot, metric,
+    token_value,
 };
 // A Redis Cluster's refresh interval (feature `cluster`).
 #[cfg(feature = "cluster")]

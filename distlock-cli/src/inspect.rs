@@ -32,8 +32,8 @@ pub(crate) struct LockInfo {
     pub(crate) permits: Option<Permits>,
     /// The fair queue, first in line first.
     pub(crate) fair_queue: Vec<String>,
-    /// What the holder said about itself (its grant's note, or the previous release's
-    /// description of its token), as lock-redis reads it; shown as [`description`].
+    /// What the holder said about itself (its grant's note), as lock-redis reads it; shown as
+    /// [`description`].
     #[serde(serialize_with = "serialize_holder")]
     pub(crate) holder: Option<Holder>,
     /// The master it lives on (`host:port`), or the store's members.

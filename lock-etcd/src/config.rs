@@ -15,7 +15,7 @@ use crate::watch::Watches;
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long one request (a transaction, an etcd lease grant, a keep-alive) may wait for its answer
 /// by default.
-pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
+pub const DEFAULT_OPERATION_TIMEOUT: Duration = Duration::from_secs(2);
 /// The prefix of every lock key by default: the lock `order:42` is the key
 /// `distlock/order:42`.
 pub const DEFAULT_PREFIX: &str = "distlock/";
@@ -58,7 +58,7 @@ impl Default for EtcdLockBuilder {
             endpoints: Vec::new(),
             prefix: DEFAULT_PREFIX.to_owned(),
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-            command_timeout: DEFAULT_COMMAND_TIMEOUT,
+            command_timeout: DEFAULT_OPERATION_TIMEOUT,
             user: None,
         }
     }
@@ -97,7 +97,7 @@ impl EtcdLockBuilder {
         self
     }
 
-    /// How long one request may wait for its answer (default [`DEFAULT_COMMAND_TIMEOUT`]);
+    /// How long one request may wait for its answer (default [`DEFAULT_OPERATION_TIMEOUT`]);
     /// past it the operation fails with a `Command` timeout (the request may still have been
     /// applied). A cluster without a quorum answers at once with an error instead: requests
     /// carry etcd's `require leader` flag.

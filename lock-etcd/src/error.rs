@@ -8,7 +8,7 @@ use lock_core::{LockError, Op, TimeoutPhase};
 use tokio::time::Instant;
 
 /// The label of every error and metric of this backend.
-pub(crate) const BACKEND: &str = "etcd";
+pub const BACKEND: &str = "etcd";
 
 /// `future` bounded by `timeout`: its error mapped for `op`, or a timeout of `phase`.
 pub(crate) async fn bounded<T>(

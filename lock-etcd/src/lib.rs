@@ -16,9 +16,9 @@ mod shared_lease;
 mod watch;
 
 pub use config::{
-    DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PREFIX, EtcdLockBuilder,
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_OPERATION_TIMEOUT, DEFAULT_PREFIX, EtcdLockBuilder,
 };
-pub use error::EtcdError;
+pub use error::{BACKEND, EtcdError};
 pub use etcd_lock::EtcdLock;
 pub use kinds::note::MAX_NOTE_BYTES;
 pub use lock_core::LockError;

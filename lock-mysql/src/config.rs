@@ -14,7 +14,7 @@ use crate::mysql_lock::MysqlLock;
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// How long one statement (or one kind's transaction) may wait for its reply by default.
-pub const DEFAULT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(1);
+pub const DEFAULT_OPERATION_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The pool size of a [`MysqlLock`] by default.
 pub const DEFAULT_POOL_SIZE: u32 = 4;
@@ -38,7 +38,7 @@ impl Settings {
             url: None,
             pool: None,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-            statement_timeout: DEFAULT_STATEMENT_TIMEOUT,
+            statement_timeout: DEFAULT_OPERATION_TIMEOUT,
             pool_size,
         }
     }
@@ -141,7 +141,7 @@ macro_rules! builder {
             }
 
             /// How long one statement (one kind's transaction) may wait for its reply; default
-            /// [`DEFAULT_STATEMENT_TIMEOUT`].
+            /// [`DEFAULT_OPERATION_TIMEOUT`].
             pub fn statement_timeout(mut self, timeout: Duration) -> Self {
                 self.settings.statement_timeout = timeout;
                 self

@@ -6,7 +6,9 @@ use std::time::Duration;
 use lock_core::{LockError, Op, TimeoutPhase};
 use sqlx::mysql::MySqlDatabaseError;
 
-pub(crate) const BACKEND: &str = "mysql";
+/// The label of this backend in errors, logs and metrics (the `backend` label; what
+/// `Lock::backend` answers).
+pub const BACKEND: &str = "mysql";
 
 /// `ER_NO_SUCH_TABLE`: a table of the schema is missing.
 const NO_SUCH_TABLE: u16 = 1146;

@@ -12,12 +12,12 @@ mod sql;
 
 pub use advisory::{MAX_LOCK_NAME_CHARS, MysqlAdvisoryLock, advisory_name};
 pub use config::{
-    DEFAULT_ADVISORY_POOL_SIZE, DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE,
-    DEFAULT_STATEMENT_TIMEOUT, MysqlAdvisoryLockBuilder, MysqlLockBuilder,
+    DEFAULT_ADVISORY_POOL_SIZE, DEFAULT_CONNECT_TIMEOUT, DEFAULT_OPERATION_TIMEOUT,
+    DEFAULT_POOL_SIZE, MysqlAdvisoryLockBuilder, MysqlLockBuilder,
 };
-pub use error::MissingTable;
+pub use error::{BACKEND, MissingTable};
 pub use fence::{FENCE_TABLE, FENCED_SQLSTATE, fence};
-pub use lock_core::LockError;
+pub use lock_core::{LockError, MAX_NOTE_BYTES};
 pub use mysql_lock::MysqlLock;
 pub use sql::{MIGRATION, SCHEMA_VERSION, TABLE};
 

@@ -10,7 +10,7 @@ use crate::ObjectStoreLock;
 
 /// The default bound on one request to the store (a read or a conditional write), including
 /// the client's own retries: 5 s.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+pub const DEFAULT_OPERATION_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Builds an [`ObjectStoreLock`]: from a store you made ([`ObjectStoreLockBuilder::store`],
 /// any `object_store` store: S3, GCS, Azure, in-memory), or from an `s3://bucket/prefix` URL
@@ -78,7 +78,7 @@ impl ObjectStoreLockBuilder {
     }
 
     /// The bound on one request, the client's retries included (default
-    /// [`DEFAULT_TIMEOUT`]); past it the operation answers `LockError::Timeout`.
+    /// [`DEFAULT_OPERATION_TIMEOUT`]); past it the operation answers `LockError::Timeout`.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
         self
@@ -91,7 +91,7 @@ impl ObjectStoreLockBuilder {
     /// not `s3://bucket[/prefix]` (or without the `aws` feature), a zero timeout, or an S3
     /// configuration `object_store` refuses.
     pub fn build(self) -> Result<ObjectStoreLock, LockError> {
-        let timeout = self.timeout.unwrap_or(DEFAULT_TIMEOUT);
+        let timeout = self.timeout.unwrap_or(DEFAULT_OPERATION_TIMEOUT);
         if timeout.is_zero() {
             return Err(LockError::invalid(
                 "the object store timeout must not be zero",

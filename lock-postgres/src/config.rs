@@ -14,7 +14,7 @@ use crate::statements::Statements;
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// How long one statement may wait for its reply by default: 1 s.
-pub const DEFAULT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(1);
+pub const DEFAULT_OPERATION_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// How many pooled connections a lock opens at most by default: 4 (the release listener has
 /// one more of its own per tokio runtime).
@@ -92,7 +92,7 @@ impl PostgresLockBuilder {
         self
     }
 
-    /// How long one statement may wait for its reply (default [`DEFAULT_STATEMENT_TIMEOUT`]).
+    /// How long one statement may wait for its reply (default [`DEFAULT_OPERATION_TIMEOUT`]).
     /// Past it the operation fails with a `Command` timeout, the connection is dropped and a
     /// cancel request is sent for the statement. It is enforced by the client, not with the
     /// server's `statement_timeout` setting, so no session state is needed (PgBouncer).
@@ -178,7 +178,7 @@ impl PostgresLockBuilder {
         )?;
         let statement_timeout = positive(
             "statement timeout",
-            self.statement_timeout.unwrap_or(DEFAULT_STATEMENT_TIMEOUT),
+            self.statement_timeout.unwrap_or(DEFAULT_OPERATION_TIMEOUT),
         )?;
         let pool_size = self.pool_size.unwrap_or(default_pool_size);
         if pool_size == 0 {

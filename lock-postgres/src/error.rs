@@ -6,7 +6,9 @@ use std::time::Duration;
 use lock_core::{LockError, Op, TimeoutPhase};
 use tokio_postgres::error::SqlState;
 
-pub(crate) const BACKEND: &str = "postgres";
+/// The label of this backend in errors, logs and metrics (the `backend` label; what
+/// `Lock::backend` answers).
+pub const BACKEND: &str = "postgres";
 
 /// The lock's schema is missing or older than this crate needs: a table of it, or one of its
 /// functions (a database migrated to version 1 that is asked for a read-write lock, a semaphore

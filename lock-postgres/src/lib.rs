@@ -19,13 +19,13 @@ mod statements;
 pub use advisory::builder::{DEFAULT_ADVISORY_POOL_SIZE, PostgresAdvisoryLockBuilder};
 pub use advisory::{PostgresAdvisoryLock, TransactionPooler, advisory_key};
 pub use config::{
-    DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE, DEFAULT_STATEMENT_TIMEOUT, PostgresLockBuilder,
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_OPERATION_TIMEOUT, DEFAULT_POOL_SIZE, PostgresLockBuilder,
 };
-pub use error::{MissingTable, PostgresError};
+pub use error::{BACKEND, MissingTable, PostgresError};
 #[cfg(feature = "sqlx")]
 pub use fence::fence_sqlx;
 pub use fence::{FENCE_TABLE, FENCED_SQLSTATE, fence};
-pub use lock_core::LockError;
+pub use lock_core::{LockError, MAX_NOTE_BYTES};
 pub use lookalike::{Lookalike, UnsupportedServer};
 pub use postgres_lock::PostgresLock;
 pub use sql::{CHANNEL, MIGRATION, SCHEMA_VERSION, TABLE, TURN_CHANNEL};

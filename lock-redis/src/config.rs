@@ -14,7 +14,7 @@ use crate::holder::Describe;
 use crate::redis_lock::RedisLock;
 use crate::safety::grace::{DEFAULT_GRACE, GraceSettings};
 use crate::settings::{
-    DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION,
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION, DEFAULT_OPERATION_TIMEOUT,
     DEFAULT_SUBSCRIBER_PING_INTERVAL, DEFAULT_TRACK_LOSSES_AFTER, Settings, assemble,
 };
 
@@ -216,7 +216,7 @@ impl RedisLockBuilder {
         self
     }
 
-    /// How long one command may wait for its reply (default [`DEFAULT_COMMAND_TIMEOUT`]).
+    /// How long one command may wait for its reply (default [`DEFAULT_OPERATION_TIMEOUT`]).
     /// Past it the operation fails with a `Command` timeout and the connection is replaced.
     pub fn command_timeout(mut self, timeout: Duration) -> Self {
         self.command_timeout = Some(timeout);
@@ -424,7 +424,7 @@ impl RedisLockBuilder {
         )?;
         let command_timeout = positive(
             "command timeout",
-            self.command_timeout.unwrap_or(DEFAULT_COMMAND_TIMEOUT),
+            self.command_timeout.unwrap_or(DEFAULT_OPERATION_TIMEOUT),
         )?;
         let fence_retention = self.fence_retention.unwrap_or(DEFAULT_FENCE_RETENTION);
         lock_core::check_ttl(fence_retention).map_err(|_| {

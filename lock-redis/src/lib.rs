@@ -20,7 +20,7 @@ mod units;
 
 pub use config::RedisLockBuilder;
 pub use connection::replication::{NotReplicated, ReplicaPolicy};
-pub use error::NotRedis;
+pub use error::{BACKEND, NotRedis};
 pub use fences::{FencedScript, LIBRARY_VERSION, LibraryLoad, RECORD_SUFFIX, RedisFences};
 pub use holder::HolderReplies;
 pub use kinds::note::MAX_NOTE_BYTES;
@@ -32,7 +32,7 @@ pub use redis_lock::RedisLock;
 pub use safety::cluster_grace::CLUSTER_GRACE_REFRESH;
 pub use safety::grace::{DEFAULT_GRACE, EvictionRisk};
 pub use settings::{
-    DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION,
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_FENCE_RETENTION, DEFAULT_OPERATION_TIMEOUT,
     DEFAULT_SUBSCRIBER_PING_INTERVAL, DEFAULT_TRACK_LOSSES_AFTER,
 };
 pub use topology::Topology;

@@ -463,8 +463,8 @@ impl Lock for RedisLock {
         }
     }
 
-    /// One EVALSHA of `lua/describe_holder.lua`: the key, its PTTL, the note key, the fencing
-    /// counter and the previous release's description key read in one atomic step, decoded by
+    /// One EVALSHA of `lua/describe_holder.lua`: the key, its PTTL, the note key and the
+    /// fencing counter read in one atomic step, decoded by
     /// [`HolderReplies::holder`](crate::HolderReplies::holder), the one reader `distlock`
     /// uses too. The note is the one written beside the holder's grant ([`Lock::annotate`], or
     /// the grant's own description with holder metadata). The fencing token is the one the

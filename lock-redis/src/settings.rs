@@ -18,7 +18,7 @@ use crate::units::ms;
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// How long one command may wait for its reply by default: 1 s.
-pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(1);
+pub const DEFAULT_OPERATION_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// How often the release subscriber sends `PING` on its subscribed connection by default: 5 s.
 /// See [`RedisLockBuilder::subscriber_ping_interval`](crate::RedisLockBuilder::subscriber_ping_interval).
@@ -62,7 +62,7 @@ impl Default for Settings {
         Self {
             prefix: String::new(),
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-            command_timeout: DEFAULT_COMMAND_TIMEOUT,
+            command_timeout: DEFAULT_OPERATION_TIMEOUT,
             fence_retention: DEFAULT_FENCE_RETENTION,
             fencing: true,
             holder: None,

@@ -13,6 +13,101 @@ const BACKENDS: &[(&str, &str, &str)] = &[
     ("redlock", "lock-redlock", "lock_redlock"),
 ];
 
+/// The names every backend module has, so that switching a backend changes no name but the
+/// lock's: (facade module, the names).
+const COMMON: &[(&str, &[&str])] = &[
+    (
+        "redis",
+        &[
+            "BACKEND",
+            "DEFAULT_CONNECT_TIMEOUT",
+            "DEFAULT_OPERATION_TIMEOUT",
+            "MAX_NOTE_BYTES",
+            "LockError",
+        ],
+    ),
+    (
+        "postgres",
+        &[
+            "BACKEND",
+            "DEFAULT_CONNECT_TIMEOUT",
+            "DEFAULT_OPERATION_TIMEOUT",
+            "MAX_NOTE_BYTES",
+            "LockError",
+        ],
+    ),
+    (
+        "etcd",
+        &[
+            "BACKEND",
+            "DEFAULT_CONNECT_TIMEOUT",
+            "DEFAULT_OPERATION_TIMEOUT",
+            "MAX_NOTE_BYTES",
+            "LockError",
+        ],
+    ),
+    (
+        "mysql",
+        &[
+            "BACKEND",
+            "DEFAULT_CONNECT_TIMEOUT",
+            "DEFAULT_OPERATION_TIMEOUT",
+            "MAX_NOTE_BYTES",
+            "LockError",
+        ],
+    ),
+    // No connect phase of its own: the request bound covers the client's connection.
+    (
+        "object_store",
+        &[
+            "BACKEND",
+            "DEFAULT_OPERATION_TIMEOUT",
+            "MAX_NOTE_BYTES",
+            "LockError",
+        ],
+    ),
+    // Its nodes' timeouts are derived from each lease (`default_node_timeout`).
+    ("redlock", &["BACKEND", "MAX_NOTE_BYTES", "LockError"]),
+];
+
+/// Every backend module has the common names ([`COMMON`]), and every backend crate's
+/// `BACKEND` is what its lock's `Lock::backend` answers (checked by the crates' own tests).
+#[test]
+fn every_backend_module_has_the_common_names() {
+    assert_eq!(
+        COMMON.len(),
+        BACKENDS.len(),
+        "a backend without its common names"
+    );
+    for &(module, names) in COMMON {
+        let listed = public_names(&strip_comments(&read(format!("src/{module}.rs"))));
+        let missing: Vec<_> = names.iter().filter(|n| !listed.contains(**n)).collect();
+        assert!(
+            missing.is_empty(),
+            "src/{module}.rs lacks the common {missing:?}"
+        );
+    }
+    let labels = [
+        distlock::redis::BACKEND,
+        distlock::postgres::BACKEND,
+        distlock::etcd::BACKEND,
+        distlock::mysql::BACKEND,
+        distlock::object_store::BACKEND,
+        distlock::redlock::BACKEND,
+    ];
+    assert_eq!(
+        labels,
+        [
+            "redis",
+            "postgres",
+            "etcd",
+            "mysql",
+            "object-store",
+            "redlock"
+        ]
+    );
+}
+
 /// lock-core's names that the root shows under another name: (lock-core's, the root's).
 const RENAMED_AT_ROOT: &[(&str, &str)] = &[("metric", "metrics")];
 

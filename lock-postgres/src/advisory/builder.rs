@@ -80,7 +80,7 @@ impl PostgresAdvisoryLockBuilder {
     }
 
     /// How long one statement may wait for its reply (default
-    /// [`DEFAULT_STATEMENT_TIMEOUT`](crate::DEFAULT_STATEMENT_TIMEOUT)), enforced by the
+    /// [`DEFAULT_OPERATION_TIMEOUT`](crate::DEFAULT_OPERATION_TIMEOUT)), enforced by the
     /// client. A held session's `idle_session_timeout` is its lease's TTL plus this.
     pub fn statement_timeout(mut self, timeout: Duration) -> Self {
         self.inner = self.inner.statement_timeout(timeout);

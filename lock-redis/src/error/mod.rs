@@ -8,7 +8,9 @@ use std::time::Duration;
 use lock_core::{LockError, Op, TimeoutPhase};
 use redis::{ErrorKind, RedisError, RetryMethod, ServerErrorKind};
 
-pub(crate) const BACKEND: &str = "redis";
+/// The label of this backend in errors, logs and metrics (the `backend` label; what
+/// `Lock::backend` answers).
+pub const BACKEND: &str = "redis";
 
 /// Whether `err` is a reply that is not RESP at all (its first bytes are of another
 /// protocol), rather than a RESP reply cut short (a connection closed mid-reply, which is

@@ -327,8 +327,7 @@ impl LockKeys {
 
     /// Every key the lock of `kind` may write, in this order: for a mutex the key, its fencing
     /// counter, its waiting mark (named like the release channel, left by a busy attempt; see
-    /// the crate README, "Release announcements") and the previous release's description of
-    /// its holder (see [`LockKeys::holder`]), then the note written beside a grant
+    /// the crate README, "Release announcements"), then the note written beside a grant
     /// ([`Lock::annotate`](lock_core::backend::Lock::annotate), or the grant itself with
     /// [`holder_metadata`](crate::RedisLockBuilder::holder_metadata)); for a read-write lock
     /// its writer, readers and waiting writers and the fencing counter; for a semaphore its

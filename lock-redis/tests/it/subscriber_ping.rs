@@ -200,7 +200,7 @@ async fn the_check_is_on_by_default() {
     proxy.sever();
     let severed = std::time::Instant::now();
     let bound = lock_redis::DEFAULT_SUBSCRIBER_PING_INTERVAL
-        + lock_redis::DEFAULT_COMMAND_TIMEOUT
+        + lock_redis::DEFAULT_OPERATION_TIMEOUT
         + WOKEN_WITHIN;
     tokio::time::timeout(bound, watch.signal().changed_since(before))
         .await

@@ -219,7 +219,7 @@ async fn renewal(server: &SeaweedfsServer, plan: &Plan) -> Result<RenewalCount, 
     let locker = Locker::builder(ObjectStoreLock::new(
         counted,
         "o5",
-        lock_object_store::DEFAULT_TIMEOUT,
+        lock_object_store::DEFAULT_OPERATION_TIMEOUT,
     ))
     .lease(lease)
     .build();
