@@ -222,6 +222,25 @@ impl RedisLock {
         Keys::checked(&self.prefix, name)
     }
 
+    /// A read share or the write lock (`kind`) of `name`: one script, the same for both
+    /// (`kinds/read_write.rs`), within the grace period's checks.
+    async fn read_write(
+        &self,
+        name: &str,
+        kind: Kind,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        let (keys, ttl_ms) = match self.for_grant(name, ttl).await? {
+            Ok(grant) => grant,
+            Err(busy) => return Ok(busy),
+        };
+        let (exec, grants) = (&self.exec, &self.grants);
+        let attempt =
+            read_write::try_acquire(exec, grants, &keys, name, kind, token, ttl_ms).await?;
+        self.unless_in_grace(attempt, ttl).await
+    }
+
     /// What a grant of a kind other than the mutex starts from: the keys of `name` and `ttl`
     /// in milliseconds, or (`Err`) the busy answer of a server in its grace period.
     async fn for_grant(
@@ -301,14 +320,7 @@ impl Lock for RedisLock {
         ttl: Duration,
     ) -> Result<Attempt, LockError> {
         let kind = Kind::Read { writer_preference };
-        let (keys, ttl_ms) = match self.for_grant(name, ttl).await? {
-            Ok(grant) => grant,
-            Err(busy) => return Ok(busy),
-        };
-        let (exec, grants) = (&self.exec, &self.grants);
-        let attempt =
-            read_write::try_acquire(exec, grants, &keys, name, kind, token, ttl_ms).await?;
-        self.unless_in_grace(attempt, ttl).await
+        self.read_write(name, kind, token, ttl).await
     }
 
     async fn try_acquire_write(
@@ -319,14 +331,7 @@ impl Lock for RedisLock {
         ttl: Duration,
     ) -> Result<Attempt, LockError> {
         let kind = Kind::Write { writer_preference };
-        let (keys, ttl_ms) = match self.for_grant(name, ttl).await? {
-            Ok(grant) => grant,
-            Err(busy) => return Ok(busy),
-        };
-        let (exec, grants) = (&self.exec, &self.grants);
-        let attempt =
-            read_write::try_acquire(exec, grants, &keys, name, kind, token, ttl_ms).await?;
-        self.unless_in_grace(attempt, ttl).await
+        self.read_write(name, kind, token, ttl).await
     }
 
     async fn try_acquire_semaphore(

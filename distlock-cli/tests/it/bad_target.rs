@@ -7,6 +7,15 @@ use lock_testkit::{PostgresServer, RedisServer};
 
 use crate::common::{distlock, stderr};
 
+/// A loopback port nobody listens on: bound, then freed.
+fn closed_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .expect("port")
+        .local_addr()
+        .expect("addr")
+        .port()
+}
+
 fn one_clear_line(urls: &[String], what: &str, expected_code: i32) {
     for args in [
         &["ls"][..],
@@ -45,12 +54,7 @@ fn bad_url() {
 
 #[test]
 fn server_down() {
-    // A port nobody listens on: bound, then freed.
-    let port = TcpListener::bind("127.0.0.1:0")
-        .expect("port")
-        .local_addr()
-        .expect("addr")
-        .port();
+    let port = closed_port();
     one_clear_line(&[format!("redis://127.0.0.1:{port}/")], "down", 69);
 }
 
@@ -72,11 +76,7 @@ fn wrong_password() {
 
 #[test]
 fn postgres_server_down() {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .expect("port")
-        .local_addr()
-        .expect("addr")
-        .port();
+    let port = closed_port();
     let url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
     one_clear_line(std::slice::from_ref(&url), "postgres down", 69);
     let out = distlock(&[url], &["ls"]);
@@ -166,11 +166,7 @@ fn redis_bad_names_are_usage_errors() {
 /// client's debug dump): one line, the backend failure's exit code.
 #[test]
 fn a_refused_port_is_named_on_every_backend() {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .expect("port")
-        .local_addr()
-        .expect("addr")
-        .port();
+    let port = closed_port();
     for url in [
         format!("redis://127.0.0.1:{port}/"),
         format!("postgres://postgres@127.0.0.1:{port}/postgres"),

@@ -206,10 +206,7 @@ pub trait Lock: Send + Sync {
         ttl: Duration,
     ) -> Result<Attempt, LockError> {
         let _ = (name, writer_preference, token, ttl);
-        Err(LockError::Unsupported {
-            backend: self.backend(),
-            kind: "read",
-        })
+        unsupported(self.backend(), "read")
     }
 
     /// Tries once to take the write lock of `name` for `ttl` ([`Kind::Write`]): granted while
@@ -232,10 +229,7 @@ pub trait Lock: Send + Sync {
         ttl: Duration,
     ) -> Result<Attempt, LockError> {
         let _ = (name, writer_preference, token, ttl);
-        Err(LockError::Unsupported {
-            backend: self.backend(),
-            kind: "write",
-        })
+        unsupported(self.backend(), "write")
     }
 
     /// Tries once to take `permits` of the semaphore `name` of `max` for `ttl`
@@ -258,10 +252,7 @@ pub trait Lock: Send + Sync {
         ttl: Duration,
     ) -> Result<Attempt, LockError> {
         let _ = (name, permits, max, token, ttl);
-        Err(LockError::Unsupported {
-            backend: self.backend(),
-            kind: "semaphore",
-        })
+        unsupported(self.backend(), "semaphore")
     }
 
     /// Tries once to take the fair lock `name` for `ttl` ([`Kind::Fair`]): the mutex of `name`,
@@ -287,10 +278,7 @@ pub trait Lock: Send + Sync {
         ttl: Duration,
     ) -> Result<Attempt, LockError> {
         let _ = (name, queued, token, ttl);
-        Err(LockError::Unsupported {
-            backend: self.backend(),
-            kind: "fair",
-        })
+        unsupported(self.backend(), "fair")
     }
 
     /// How many permits of the semaphore `name` are held now (expired holders not counted).
@@ -303,10 +291,7 @@ pub trait Lock: Send + Sync {
     /// Cancel safe: it changes nothing (a backend may prune expired permits).
     async fn permits_in_use(&self, name: &str) -> Result<u32, LockError> {
         let _ = name;
-        Err(LockError::Unsupported {
-            backend: self.backend(),
-            kind: "semaphore",
-        })
+        unsupported(self.backend(), "semaphore")
     }
 
     /// As [`Lock::try_acquire`], for a grant the [`Locker`](crate::Locker) will renew until its
@@ -491,10 +476,7 @@ pub trait Lock: Send + Sync {
     /// Cancel safe: it changes nothing.
     async fn describe_holder(&self, name: &str) -> Result<Option<Holder>, LockError> {
         let _ = name;
-        Err(LockError::Unsupported {
-            backend: self.backend(),
-            kind: "holder",
-        })
+        unsupported(self.backend(), "holder")
     }
 
     /// Writes `note` beside the mutex `lease`, if it is still ours, replacing any note of this
@@ -512,10 +494,7 @@ pub trait Lock: Send + Sync {
     /// Cancel safe: dropped, the note is written or not.
     async fn annotate(&self, lease: &Lease, note: &[u8]) -> Result<bool, LockError> {
         let _ = (lease, note);
-        Err(LockError::Unsupported {
-            backend: self.backend(),
-            kind: "holder",
-        })
+        unsupported(self.backend(), "holder")
     }
 
     /// Checks that the backend answers: connects if it must and makes one round trip
@@ -541,4 +520,10 @@ pub trait Lock: Send + Sync {
     fn capabilities(&self) -> Capabilities {
         Capabilities::MUTEX
     }
+}
+
+/// The answer of a backend to a kind (or an operation of one) it does not offer: refused
+/// before any I/O, naming the backend and the kind.
+fn unsupported<T>(backend: &'static str, kind: &'static str) -> Result<T, LockError> {
+    Err(LockError::Unsupported { backend, kind })
 }

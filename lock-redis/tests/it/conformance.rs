@@ -7,6 +7,15 @@
 //! `RedisLock`'s capability table; `MemoryLock` runs it in lock-testkit's own tests, Redlock
 //! and PostgreSQL in their crates.
 
+/// What `key` holds, read on `conn` (a server's or a cluster's connection).
+async fn get(conn: &mut impl ::redis::aio::ConnectionLike, key: String) -> Option<String> {
+    ::redis::cmd("GET")
+        .arg(key)
+        .query_async::<Option<String>>(conn)
+        .await
+        .expect("GET")
+}
+
 /// The suite's guarded writes through `fences` (`FCALL distlock_fenced_set`), read back with
 /// `read`.
 fn guarded_writes<R, RF>(
@@ -58,11 +67,7 @@ mod redis {
                     .get_multiplexed_async_connection()
                     .await
                     .expect("connect");
-                redis::cmd("GET")
-                    .arg(key)
-                    .query_async::<Option<String>>(&mut conn)
-                    .await
-                    .expect("GET")
+                super::get(&mut conn, key).await
             }
         };
         Backend::new(move || lock(url.as_str()))
@@ -205,11 +210,7 @@ mod cluster {
                     .get_async_connection()
                     .await
                     .expect("connect");
-                redis::cmd("GET")
-                    .arg(key)
-                    .query_async::<Option<String>>(&mut conn)
-                    .await
-                    .expect("GET")
+                super::get(&mut conn, key).await
             }
         };
         // A cluster's clients follow redirections to the nodes' own addresses, where no proxy
