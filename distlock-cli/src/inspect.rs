@@ -1,9 +1,9 @@
 //! What reading a store yields, the same shape on every backend ([`LockInfo`], [`Listing`]):
 //! `ls`, `show`, `watch`, the JSON documents and the web console print these whatever the
-//! store. Each store reads into them on its own (Redis: `store/redis_read.rs`; etcd:
-//! `etcd/read.rs`; PostgreSQL: `store/postgres_read.rs`).
+//! store. Each backend crate reads its own layout (lock-core's `Inspect`, in its
+//! `inspect.rs`); [`LockInfo::from_held`] turns what it reads into what the command prints.
 
-use lock_core::backend::Holder;
+use lock_core::backend::{HeldKind, HeldLock, Holder, HolderView};
 use serde::{Serialize, Serializer};
 
 /// One held lock of one kind.
@@ -36,6 +36,9 @@ pub(crate) struct LockInfo {
     /// [`description`].
     #[serde(serialize_with = "serialize_holder")]
     pub(crate) holder: Option<Holder>,
+    /// When the holder was granted the lock (Unix ms), where the store records it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) since_ms: Option<u64>,
     /// The master it lives on (`host:port`), or the store's members.
     pub(crate) node: String,
     /// When the holder is a leader (its note is an election's record): the election's leader.
@@ -98,6 +101,95 @@ pub(crate) struct LeaderInfo {
 }
 
 impl LockInfo {
+    /// What the command prints of a hold a backend's inspector read.
+    pub(crate) fn from_held(held: HeldLock) -> Self {
+        let first = held.holders.first().cloned();
+        let ttl_ms = |h: &HolderView| {
+            h.ttl
+                .map(|t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX))
+        };
+        let members = |holders: &[HolderView], count: u64| Members {
+            count,
+            shown: holders
+                .iter()
+                .map(|h| Member {
+                    token: h.token.clone(),
+                    ttl_ms: ttl_ms(h).unwrap_or(-1),
+                    permits: h.permits,
+                })
+                .collect(),
+        };
+        let exclusive = matches!(
+            held.kind,
+            HeldKind::Mutex
+                | HeldKind::Fair
+                | HeldKind::Write
+                | HeldKind::Session
+                | HeldKind::Foreign
+        );
+        let mut info = LockInfo {
+            kind: kind_word(held.kind),
+            waiters: held.waiters,
+            queued: held.queued,
+            fair_queue: held.queue,
+            fencing_token: held.last_fencing_token,
+            node: held.node,
+            quorum: held.quorum.map(|q| Quorum {
+                holding: q.holding,
+                required: q.required,
+                masters: q.members,
+                answered: q.answered,
+            }),
+            nodes: held
+                .members
+                .into_iter()
+                .map(|m| NodeAnswer {
+                    ttl_ms: m
+                        .ttl
+                        .map(|t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX)),
+                    node: m.member,
+                    token: m.token,
+                    fencing_token: m.fencing_token,
+                    agrees: m.agrees,
+                    error: m.error,
+                })
+                .collect(),
+            ..LockInfo::default()
+        };
+        match held.kind {
+            HeldKind::Read => info.readers = Some(members(&held.holders, held.holder_count)),
+            HeldKind::Semaphore => {
+                info.permits = Some(Permits {
+                    max: held.max_permits,
+                    used: held.permits_used,
+                    holders: members(&held.holders, held.holder_count),
+                });
+            }
+            _ => {}
+        }
+        if exclusive && let Some(first) = first {
+            info.ttl_ms = ttl_ms(&first);
+            info.since_ms = first.since.and_then(|since| {
+                since
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .ok()
+                    .and_then(|d| u64::try_from(d.as_millis()).ok())
+            });
+            let mut holder = Holder::new(
+                first.fencing_token.or(held.last_fencing_token).unwrap_or(0),
+                first.ttl,
+            );
+            if let Some(note) = first.note {
+                holder = holder.with_note(note);
+            }
+            info.holder = Some(holder);
+            info.token = Some(first.token);
+        }
+        info.name = held.name;
+        info.key = held.key;
+        info
+    }
+
     /// Whether this is a held lock (not a Redlock name without a quorum, [`NO_QUORUM`]).
     pub(crate) fn is_held(&self) -> bool {
         self.kind != NO_QUORUM
@@ -127,6 +219,16 @@ impl LockInfo {
                     .and_then(|d| u64::try_from(d.as_millis()).ok())
             }),
         });
+    }
+}
+
+/// The command's word for a kind (a read-write lock is one row, held by readers or by its
+/// writer).
+fn kind_word(kind: HeldKind) -> &'static str {
+    match kind {
+        HeldKind::Read | HeldKind::Write => "read-write",
+        HeldKind::Session => "advisory",
+        other => other.as_str(),
     }
 }
 
@@ -185,4 +287,15 @@ pub(crate) struct Listing {
     pub(crate) keys_scanned: u64,
     /// Whether a master's walk stopped at the step limit.
     pub(crate) truncated: bool,
+}
+
+impl Listing {
+    /// What the command prints of a backend inspector's listing.
+    pub(crate) fn from_held(listing: lock_core::backend::Listing) -> Self {
+        Self {
+            locks: listing.locks.into_iter().map(LockInfo::from_held).collect(),
+            keys_scanned: listing.scanned,
+            truncated: listing.truncated,
+        }
+    }
 }

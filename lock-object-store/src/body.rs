@@ -40,6 +40,19 @@ pub(crate) struct Body {
     /// base64; it belongs to the grant, so a new grant starts without one.
     #[serde(rename = "n", default, skip_serializing_if = "Option::is_none")]
     pub(crate) note: Option<String>,
+    /// When the holder was granted the lock, by its own wall clock (Unix ms): what an
+    /// inspection shows as "held since". Written with the grant (no extra request), kept by
+    /// renewals and notes, dropped on release.
+    #[serde(rename = "s", default, skip_serializing_if = "Option::is_none")]
+    pub(crate) since_ms: Option<u64>,
+}
+
+/// The wall clock now, in Unix milliseconds.
+fn now_ms() -> Option<u64> {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()
+        .and_then(|d| u64::try_from(d.as_millis()).ok())
 }
 
 /// Why an object's bytes are not a lock body.
@@ -56,6 +69,7 @@ impl Body {
             lease_ms: millis(lease),
             writes: 1,
             note: None,
+            since_ms: now_ms(),
         }
     }
 
@@ -68,6 +82,7 @@ impl Body {
             lease_ms: millis(lease),
             writes: self.writes.wrapping_add(1),
             note: None,
+            since_ms: now_ms(),
         }
     }
 
@@ -94,9 +109,16 @@ impl Body {
         Self {
             holder: None,
             note: None,
+            since_ms: None,
             writes: self.writes.wrapping_add(1),
             ..self.clone()
         }
+    }
+
+    /// When the holder was granted the lock (its own wall clock), if it said.
+    pub(crate) fn since(&self) -> Option<std::time::SystemTime> {
+        self.since_ms
+            .map(|ms| std::time::UNIX_EPOCH + Duration::from_millis(ms))
     }
 
     /// The lease as a duration.

@@ -1,8 +1,13 @@
-//! Reading and releasing lock objects from outside a lock's own grants: what an operator's
-//! tool (`distlock ls`, `show`, `release --token`) needs.
+//! Reading and releasing lock objects from outside a lock's own grants: lock-core's
+//! [`Inspect`] (what `distlock ls`, `show`, `release --token` need), and the raw object
+//! ([`ObjectStoreLock::object`]).
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
+use async_trait::async_trait;
+use lock_core::backend::{
+    HeldKind, HeldLock, HolderView, Inspect, ListOptions, Listing, NamePattern,
+};
 use lock_core::{LockError, Op};
 use object_store::path::Path;
 
@@ -25,17 +30,20 @@ pub struct LockObject {
     pub lease: Duration,
     /// The holder's note, if it wrote one.
     pub note: Option<Vec<u8>>,
+    /// When the holder was granted the lock (its own wall clock), if it said.
+    pub since: Option<SystemTime>,
 }
 
 impl ObjectStoreLock {
-    /// The lock object of `name`, `None` when there is none.
+    /// The lock object of `name`, held or released (its epoch is kept), `None` when there is
+    /// none. [`Inspect::inspect`] gives the same as a held lock.
     ///
     /// # Errors
     /// [`LockError::WrongType`] when the object is not a lock body; timeouts and store errors.
     ///
     /// # Cancel safety
     /// Cancel safe: it changes nothing.
-    pub async fn inspect(&self, name: &str) -> Result<Option<LockObject>, LockError> {
+    pub async fn object(&self, name: &str) -> Result<Option<LockObject>, LockError> {
         let key = self.shared().objects.key(name);
         let current = self.shared().objects.read(Op::Read, &key).await?;
         Ok(current.map(|cur| LockObject {
@@ -44,6 +52,7 @@ impl ObjectStoreLock {
             epoch: cur.body.epoch,
             note: cur.body.note_bytes(),
             lease: cur.body.lease(),
+            since: cur.body.since(),
             holder: cur.body.holder,
         }))
     }
@@ -53,10 +62,7 @@ impl ObjectStoreLock {
     ///
     /// # Errors
     /// Timeouts and store errors.
-    ///
-    /// # Cancel safety
-    /// Cancel safe: it changes nothing.
-    pub async fn names(&self) -> Result<Vec<String>, LockError> {
+    async fn names(&self) -> Result<Vec<String>, LockError> {
         let objects = &self.shared().objects;
         let listed = crate::error::timed(
             objects.timeout,
@@ -80,10 +86,7 @@ impl ObjectStoreLock {
     ///
     /// # Errors
     /// [`LockError::WrongType`] when the object is not a lock body; timeouts and store errors.
-    ///
-    /// # Cancel safety
-    /// Cancel safe: the object is released or left as it was.
-    pub async fn release_token(&self, name: &str, token: &str) -> Result<bool, LockError> {
+    async fn release_object(&self, name: &str, token: &str) -> Result<bool, LockError> {
         let objects = &self.shared().objects;
         let key: Path = objects.key(name);
         for _ in 0..2 {
@@ -103,6 +106,56 @@ impl ObjectStoreLock {
             }
         }
         Ok(false)
+    }
+}
+
+/// A held lock object as an inspection shows it (`None` when released). The lease is the
+/// most the holder has left: only a contender's own observation can tell less, and this read
+/// is the first. The object's last write is the grant or a renewal, so it tells no "since".
+fn held(object: LockObject, node: &str) -> Option<HeldLock> {
+    let token = object.holder?;
+    let mut holder = HolderView::new(token)
+        .fencing_token(object.epoch)
+        .ttl(object.lease);
+    if let Some(note) = object.note {
+        holder = holder.note(note);
+    }
+    if let Some(since) = object.since {
+        holder = holder.since(since);
+    }
+    let mut lock = HeldLock::new(object.name, object.key, HeldKind::Mutex, node).holder(holder);
+    lock.last_fencing_token = Some(object.epoch);
+    Some(lock)
+}
+
+#[async_trait]
+impl Inspect for ObjectStoreLock {
+    async fn list(
+        &self,
+        pattern: &NamePattern,
+        _options: &ListOptions,
+    ) -> Result<Listing, LockError> {
+        let names = self.names().await?;
+        let scanned = names.len() as u64;
+        let node = self.shared().objects.label.to_string();
+        let mut locks = Vec::new();
+        for name in names.iter().filter(|n| pattern.matches(n)) {
+            // Another program's object under the prefix is not a lock: left out.
+            if let Ok(Some(object)) = self.object(name).await {
+                locks.extend(held(object, &node));
+            }
+        }
+        Ok(Listing::new(locks, scanned))
+    }
+
+    async fn read(&self, name: &str) -> Result<Vec<HeldLock>, LockError> {
+        let node = self.shared().objects.label.to_string();
+        let object = self.object(name).await?;
+        Ok(object.and_then(|o| held(o, &node)).into_iter().collect())
+    }
+
+    async fn release_held(&self, name: &str, token: &str) -> Result<bool, LockError> {
+        self.release_object(name, token).await
     }
 }
 
@@ -156,7 +209,8 @@ mod tests {
             panic!("free");
         };
         assert_eq!(lock.names().await.expect("list"), vec!["a/b".to_owned()]);
-        let seen = lock.inspect("a/b").await.expect("read").expect("there");
+        let seen = lock.object("a/b").await.expect("read").expect("there");
+        assert!(seen.since.is_some(), "the grant says when it was made");
         assert_eq!(seen.holder.as_deref(), Some(token.to_hex().as_str()));
         assert_eq!(seen.epoch, lease.fencing_token());
         assert!(!lock.release_token("a/b", "00").await.expect("answers"));
@@ -166,7 +220,7 @@ mod tests {
                 .expect("answers")
         );
         assert_eq!(
-            lock.inspect("a/b")
+            lock.object("a/b")
                 .await
                 .expect("read")
                 .expect("kept")

@@ -164,6 +164,10 @@ impl Lock for ObjectStoreLock {
         self.shared.probe().await
     }
 
+    fn inspector(&self) -> Option<&dyn lock_core::backend::Inspect> {
+        Some(self)
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities::MUTEX
             .with_fencing(Fencing::Strict(TokenScale::Counter))

@@ -215,6 +215,9 @@ fn holder_since(info: &LockInfo) -> Option<u64> {
     if let Some(since) = info.leader.as_ref().and_then(|l| l.since_ms) {
         return Some(since);
     }
+    if let Some(since) = info.since_ms {
+        return Some(since);
+    }
     description(info.holder.as_ref()?)
         .get("since_ms")
         .and_then(serde_json::Value::as_u64)

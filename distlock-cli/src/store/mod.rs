@@ -27,7 +27,7 @@ mod scheme;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use lock_core::backend::Lock;
+use lock_core::backend::{Inspect, ListOptions, Lock, NamePattern};
 use lock_core::{Guard, Locker};
 
 use crate::cli::{ScanArgs, TargetArgs};
@@ -43,19 +43,49 @@ pub(crate) trait Store: Send + Sync {
     /// The backend's name, in messages and `--json` (`redis`, `etcd`, `postgres`, `redlock`).
     fn backend(&self) -> &'static str;
 
+    /// The store's operator reads, which its backend crate implements beside its layout
+    /// (lock-core's `Inspect`); `None` while a store still reads here.
+    fn inspector(&self) -> Option<&dyn Inspect> {
+        None
+    }
+
     /// Every held lock (of every kind) whose name matches the glob `pattern`, sorted by name
-    /// and kind, as the store keeps them (the backend's part of [`Store::list`]).
+    /// and kind, as the store keeps them (the backend's part of [`Store::list`]): its
+    /// inspector's listing.
     ///
     /// # Errors
     /// A usage failure for a bad pattern; a backend failure when the store fails or is slow.
-    async fn scan(&self, pattern: &str, scan: &ScanArgs) -> Result<Listing, Failure>;
+    async fn scan(&self, pattern: &str, scan: &ScanArgs) -> Result<Listing, Failure> {
+        let pattern = NamePattern::new(pattern)?;
+        let options = ListOptions::default()
+            .batch(scan.count)
+            .foreign(scan.foreign);
+        let listing = self.inspection()?.list(&pattern, &options).await?;
+        Ok(Listing::from_held(listing))
+    }
 
     /// Every held lock named `name` (one name may be held as several kinds), as the store keeps
     /// them (the backend's part of [`Store::describe`]); empty when it is not held.
     ///
     /// # Errors
     /// A backend failure when the store fails or is slow.
-    async fn read(&self, name: &str) -> Result<Vec<LockInfo>, Failure>;
+    async fn read(&self, name: &str) -> Result<Vec<LockInfo>, Failure> {
+        let held = self.inspection()?.inspect(name).await?;
+        Ok(held.into_iter().map(LockInfo::from_held).collect())
+    }
+
+    /// [`Store::inspector`], or a failure saying this store has none.
+    ///
+    /// # Errors
+    /// A usage failure when the store has no inspector.
+    fn inspection(&self) -> Result<&dyn Inspect, Failure> {
+        self.inspector().ok_or_else(|| {
+            Failure::new(
+                crate::exit::USAGE,
+                format!("{} offers no operator reads", self.backend()),
+            )
+        })
+    }
 
     /// [`Store::scan`], with the elections among the locks shown as such (kind `election`,
     /// with their leader).
@@ -104,7 +134,9 @@ pub(crate) trait Store: Send + Sync {
     ///
     /// # Errors
     /// A backend failure when the store fails or is slow.
-    async fn release_token(&self, name: &str, token: &str) -> Result<bool, Failure>;
+    async fn release_token(&self, name: &str, token: &str) -> Result<bool, Failure> {
+        Ok(self.inspection()?.release_token(name, token).await?)
+    }
 
     /// The library's lock on this store, for `run`, `run --leader` and `leader`. With
     /// `describe`, each grant describes its holder (host, pid, since, and `describe` as the

@@ -71,7 +71,7 @@ async fn ls_show_release_and_run_on_s3() {
     .await;
     assert_eq!(wrong.status.code(), Some(1), "{}", stderr(&wrong));
     let still = lock
-        .inspect("job:nightly")
+        .object("job:nightly")
         .await
         .expect("read")
         .expect("there");
@@ -92,7 +92,7 @@ async fn ls_show_release_and_run_on_s3() {
         stdout(&right)
     );
     let kept = lock
-        .inspect("job:nightly")
+        .object("job:nightly")
         .await
         .expect("read")
         .expect("kept");
@@ -108,7 +108,7 @@ async fn ls_show_release_and_run_on_s3() {
     let ran = run(&server, &url, &["run", "job:run", "--", "true"]).await;
     assert!(ran.status.success(), "{}", stderr(&ran));
     let after = lock
-        .inspect("job:run")
+        .object("job:run")
         .await
         .expect("read")
         .expect("written");

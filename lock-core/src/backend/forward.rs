@@ -8,7 +8,8 @@ use async_trait::async_trait;
 use tokio::time::Instant;
 
 use crate::backend::{
-    Attempt, Capabilities, Handover, Holder, Lock, LossWatch, MultiAttempt, OnLoss, ReleaseWatch,
+    Attempt, Capabilities, Handover, Holder, Inspect, Lock, LossWatch, MultiAttempt, OnLoss,
+    ReleaseWatch,
 };
 use crate::{Kind, Lease, LockError, Token};
 
@@ -77,6 +78,9 @@ macro_rules! forward_lock {
             }
             fn watch_loss(&self, lease: &Lease, on_loss: OnLoss) -> Option<LossWatch> {
                 (**self).watch_loss(lease, on_loss)
+            }
+            fn inspector(&self) -> Option<&dyn Inspect> {
+                (**self).inspector()
             }
             fn capabilities(&self) -> Capabilities {
                 (**self).capabilities()

@@ -8,6 +8,7 @@ use tokio::time::Instant;
 
 use crate::backend::Capabilities;
 use crate::backend::Holder;
+use crate::backend::Inspect;
 use crate::backend::ReleaseWatch;
 use crate::backend::{LossWatch, OnLoss};
 use crate::{Kind, Lease, LockError, Token};
@@ -510,6 +511,12 @@ pub trait Lock: Send + Sync {
     /// Cancel safe: it changes nothing.
     async fn ping(&self) -> Result<(), LockError> {
         Ok(())
+    }
+
+    /// The store's operator reads ([`Inspect`]: list, inspect, release by token), `None` from
+    /// a backend without them. Tools reach every store's through this one method.
+    fn inspector(&self) -> Option<&dyn Inspect> {
+        None
     }
 
     /// What this backend offers: its capability table (kinds, multi-lock, fencing,

@@ -16,8 +16,10 @@ mod capabilities;
 mod detached;
 mod forward;
 mod holder;
+mod inspect;
 mod lock;
 mod loss;
+mod pattern;
 mod per_runtime;
 mod signal;
 mod signal_table;
@@ -25,8 +27,13 @@ mod signal_table;
 pub use capabilities::{Capabilities, Fencing, MultiLock, TokenScale};
 pub use detached::{Detach, Detached, Work};
 pub use holder::Holder;
+pub use inspect::{
+    HeldKind, HeldLock, HolderView, Inspect, ListOptions, Listing, MAX_HOLDERS_SHOWN, MemberAnswer,
+    QuorumView, ReleaseFeed,
+};
 pub use lock::{Attempt, Handover, Lock, MultiAttempt, acquire_in_order};
 pub use loss::{LossWatch, OnLoss};
+pub use pattern::NamePattern;
 pub use per_runtime::PerRuntime;
 pub use signal::{ReleaseSignal, ReleaseWatch};
 pub use signal_table::{SignalTable, SignalWatcher};

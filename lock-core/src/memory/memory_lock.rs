@@ -73,7 +73,7 @@ impl MemoryLock {
         mutexes + rw + permits
     }
 
-    fn state(&self) -> MutexGuard<'_, Store> {
+    pub(super) fn state(&self) -> MutexGuard<'_, Store> {
         // No code panics while holding the mutex, but never turn poison into a panic here.
         self.store
             .lock()
@@ -130,6 +130,10 @@ impl Lock for MemoryLock {
     /// store's mutex, not the set); strict fencing tokens from one counter. No announcements:
     /// the store lives in one process, whose `Locker`s wake their own waiters, so waiters on
     /// another `Locker` over the same store poll.
+    fn inspector(&self) -> Option<&dyn crate::backend::Inspect> {
+        Some(self)
+    }
+
     fn capabilities(&self) -> crate::backend::Capabilities {
         use crate::backend::{Capabilities, Fencing, MultiLock, TokenScale};
         Capabilities::MUTEX

@@ -2,6 +2,7 @@
 //! is: `memory_lock.rs` holds the type and its one `impl Lock`, which dispatches on the kind;
 //! `kinds/` holds one attempt per kind, free functions over the `store`.
 
+mod inspect;
 mod kinds;
 mod memory_lock;
 mod store;

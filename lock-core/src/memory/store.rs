@@ -45,6 +45,8 @@ pub(super) struct Entry {
     pub(super) expires: Instant,
     /// The fencing token of this grant, for [`Lock::describe_holder`].
     pub(super) fence: u64,
+    /// When it was granted (wall clock), for inspection's "held since".
+    pub(super) since: std::time::SystemTime,
 }
 
 /// One read-write lock: its writer, its readers, and the writers waiting (writer preference).

@@ -42,7 +42,7 @@ async fn assert_given_back(operator: &ObjectStoreLock, store: &SlowStore) {
         "the grant's write never reached the store: the check checked nothing"
     );
     let object = operator
-        .inspect("job")
+        .object("job")
         .await
         .expect("readable")
         .expect("the grant's write landed");
@@ -129,6 +129,6 @@ async fn a_release_knowing_only_the_token_frees_the_grant() {
         operator.release(&armed).await.expect("answers"),
         "the armed release of an unanswered grant did not free it"
     );
-    let object = operator.inspect("job").await.expect("readable");
+    let object = operator.object("job").await.expect("readable");
     assert_eq!(object.and_then(|o| o.holder), None, "still held");
 }

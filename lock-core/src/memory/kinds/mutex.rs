@@ -47,6 +47,7 @@ pub(in crate::memory) fn grant(
             token,
             expires,
             fence,
+            since: std::time::SystemTime::now(),
         },
     );
     Lease::new(name, token, fence, expires)

@@ -56,6 +56,7 @@ pub(in crate::memory) fn try_acquire(
             token,
             expires,
             fence,
+            since: std::time::SystemTime::now(),
         });
         fence
     };

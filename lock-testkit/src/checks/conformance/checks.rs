@@ -21,6 +21,9 @@ pub enum Module {
     /// [`election`](super::election): leader election, offered by every backend whose fencing
     /// tokens can be terms (strict, or after holding).
     Election,
+    /// [`inspect`](super::inspect): the operator reads every backend offers (list, inspect,
+    /// release by token).
+    Inspect,
     /// [`guarded`](super::guarded): the fence the backend's crate ships for its store (guarded
     /// writes taking a [`Fence`](lock_core::Fence)).
     Guarded,
@@ -28,12 +31,13 @@ pub enum Module {
 
 impl Module {
     /// Every module, in the order of the suite's list.
-    pub const ALL: [Module; 7] = [
+    pub const ALL: [Module; 8] = [
         Module::Mutex,
         Module::ReadWrite,
         Module::Semaphore,
         Module::Fair,
         Module::Multi,
+        Module::Inspect,
         Module::Guarded,
         Module::Election,
     ];
@@ -49,6 +53,7 @@ impl Module {
             Module::Fair => "fair",
             Module::Multi => "multi",
             Module::Election => "election",
+            Module::Inspect => "inspect",
             Module::Guarded => "guarded",
         }
     }
@@ -57,7 +62,7 @@ impl Module {
     #[must_use]
     pub fn offered_by(self, caps: &Capabilities) -> bool {
         match self {
-            Module::Mutex | Module::Multi => true,
+            Module::Mutex | Module::Multi | Module::Inspect => true,
             Module::ReadWrite => caps.read_write,
             Module::Semaphore => caps.semaphore,
             Module::Fair => caps.fair,
@@ -92,7 +97,7 @@ mod tests {
     #[test]
     fn every_module_has_checks_and_its_name() {
         let total: usize = Module::ALL.iter().map(|m| m.checks().len()).sum();
-        assert_eq!(total, 47);
+        assert_eq!(total, 52);
         assert_eq!(Module::ReadWrite.name(), "read_write");
         assert!(Module::Multi.offered_by(&Capabilities::MUTEX));
         assert!(!Module::Fair.offered_by(&Capabilities::MUTEX));

@@ -59,6 +59,7 @@ mod checks;
 pub mod election;
 pub mod fair;
 pub mod guarded;
+pub mod inspect;
 mod lost_answer;
 pub mod multi;
 pub mod mutex;
@@ -443,6 +444,13 @@ macro_rules! __conformance_checks {
                 no_deadlock_or_overlap,
                 losing_one_is_losing_the_guard,
                 cancelled_acquire_leaves_nothing,
+            ]
+            inspect Inspect [
+                mutex_is_listed_with_its_holder,
+                every_kind_is_shown_as_itself,
+                fair_waiters_are_counted,
+                release_by_token_frees_for_the_next,
+                bad_names_are_refused,
             ]
             guarded Guarded [
                 late_write_of_a_paused_holder_is_fenced,
