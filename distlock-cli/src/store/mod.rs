@@ -27,7 +27,7 @@ mod scheme;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use lock_core::backend::{Inspect, ListOptions, Lock, NamePattern};
+use lock_core::backend::{Inspect, ListOptions, Lock, NamePattern, ReleaseFeed};
 use lock_core::{Guard, Locker};
 
 use crate::cli::{ScanArgs, TargetArgs};
@@ -153,13 +153,19 @@ pub(crate) trait Store: Send + Sync {
         false
     }
 
-    /// Starts counting the releases announced on the store, for `watch`'s RELEASES/S; `None`
-    /// when the store announces none that can be counted.
+    /// Starts counting the releases announced on the store, for `watch`'s RELEASES/S (its
+    /// inspector's release feed); `None` when the store announces none that can be counted.
     ///
     /// # Errors
     /// A backend failure when subscribing fails.
     async fn releases(&self) -> Result<Option<Box<dyn Releases>>, Failure> {
-        Ok(None)
+        let Some(inspector) = self.inspector() else {
+            return Ok(None);
+        };
+        Ok(inspector
+            .release_feed()
+            .await?
+            .map(|feed| Box::new(Feed(feed)) as Box<dyn Releases>))
     }
 
     /// The session that holds `name` where the store binds a lock to a session rather than
@@ -216,6 +222,31 @@ pub(crate) trait Releases: Send {
     /// Releases per second per lock name since the last call (`seconds` ago); the counts
     /// start again from zero.
     fn take_rates(&mut self, seconds: f64) -> std::collections::HashMap<String, f64>;
+}
+
+/// [`Releases`] over a backend inspector's release feed.
+struct Feed(Box<dyn ReleaseFeed>);
+
+#[async_trait]
+impl Releases for Feed {
+    async fn follow(&mut self, locks: &mut [LockInfo]) {
+        let names: Vec<&str> = locks.iter().map(|l| l.name.as_str()).collect();
+        let own = self.0.follow(&names).await;
+        for lock in locks.iter_mut() {
+            if let Some(own) = own.get(&lock.name) {
+                lock.waiters = lock.waiters.saturating_sub(*own);
+            }
+        }
+    }
+
+    fn take_rates(&mut self, seconds: f64) -> std::collections::HashMap<String, f64> {
+        self.0
+            .take_counts()
+            .into_iter()
+            // Counts far below 2^52: exact as f64.
+            .map(|(name, n)| (name, n as f64 / seconds))
+            .collect()
+    }
 }
 
 /// Connects to the store the URLs name (their scheme picks the backend; see [`Scheme`]).

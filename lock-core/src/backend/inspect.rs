@@ -429,12 +429,6 @@ pub trait Inspect: Send + Sync {
     /// Cancel safe: the lock is released or left as it was.
     async fn release_held(&self, name: &str, token: &str) -> Result<bool, LockError>;
 
-    /// Whether this store announces releases to waiters (so a release wakes them at once;
-    /// elsewhere they notice on their next poll).
-    fn announces_releases(&self) -> bool {
-        false
-    }
-
     /// Starts counting the releases the store announces; `None` where it announces none that
     /// can be counted.
     ///
