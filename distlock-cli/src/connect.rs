@@ -1,51 +1,39 @@
-//! Reaching Redis: plain connections to every master for reading (SCAN and friends), and a
-//! `RedisLock` for what changes a lock (release, run), built from the same URLs.
+//! Reaching Redis: a first connection that tells whether the URLs answer (and whether they are
+//! a Redis Cluster's or a Sentinel's), then a `RedisLock` built from the same URLs, through
+//! which every read (lock-redis's own operator reads) and change goes.
 
 use std::time::Duration;
 
 use lock_redis::{RedisLock, RedisLockBuilder};
 use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, ConnectionAddr, ConnectionInfo, IntoConnectionInfo, Value};
+use redis::{AsyncConnectionConfig, ConnectionAddr, ConnectionInfo, IntoConnectionInfo};
 
 use crate::cli::TargetArgs;
 use crate::exit::{BACKEND, Failure, USAGE, one_line};
 use crate::tls::Tls;
 
-/// One master: where it is and a connection to it. Every key of a lock lives on one master
-/// (they share a hash slot), so a lock is read from a single node.
-#[derive(Clone)]
+/// The server that answered first: where it is and a connection to it.
 pub(crate) struct Node {
     /// `host:port`, for messages.
     pub(crate) addr: String,
-    pub(crate) conn: MultiplexedConnection,
-    /// The hash slots it serves, as inclusive ranges (empty for a single server).
-    pub(crate) slots: Vec<SlotRange>,
-    /// How to connect again (`watch` opens a pub/sub connection).
-    pub(crate) info: ConnectionInfo,
+    conn: MultiplexedConnection,
 }
-
-/// First and last hash slot of a range a master serves.
-pub(crate) type SlotRange = (i64, i64);
 
 /// The deployment behind the URLs.
 pub(crate) struct Target {
-    /// Every master (one for a single server).
-    pub(crate) nodes: Vec<Node>,
-    /// Whether it is a Redis Cluster: release channels are sharded there (`SHARDNUMSUB`).
+    /// The server that answered (the master a sentinel names, a cluster's first node).
+    pub(crate) node: Node,
+    /// Whether it is a Redis Cluster.
     pub(crate) cluster: bool,
-    pub(crate) prefix: String,
-    pub(crate) command_timeout: Duration,
-    /// The master's name when the URLs are sentinels'.
-    #[cfg_attr(not(feature = "sentinel"), allow(dead_code))]
-    sentinel_master: Option<String>,
-    /// TLS settings, for every connection.
-    pub(crate) tls: Tls,
-    urls: Vec<String>,
-    connect_timeout: Duration,
+    /// The library's lock on it, with the prefix, timeouts and TLS settings given: every read
+    /// and change goes through it.
+    pub(crate) lock: RedisLock,
+    place: Place,
 }
 
 impl Target {
-    /// Connects to the first URL that answers and, on a cluster, to every master.
+    /// Connects to the first URL that answers (a sentinel's master when the URLs are
+    /// sentinels'), tells whether it is a Redis Cluster, and builds the lock on it.
     ///
     /// # Errors
     /// A usage failure for a URL that does not parse; a backend failure when no URL answers
@@ -74,16 +62,7 @@ impl Target {
                 match sentinel_master_node(info, master, &tls, &config, args.connect_timeout).await
                 {
                     Ok(node) => {
-                        return Ok(Self {
-                            nodes: vec![node],
-                            cluster: false,
-                            prefix: args.prefix.clone().unwrap_or_default(),
-                            sentinel_master,
-                            tls,
-                            command_timeout: args.command_timeout,
-                            urls: args.url.clone(),
-                            connect_timeout: args.connect_timeout,
-                        });
+                        return Self::around(args, node, false, sentinel_master, tls);
                     }
                     Err(failure) => {
                         last = Some(failure);
@@ -94,21 +73,7 @@ impl Target {
             match open(info, &tls, &config, args.connect_timeout).await {
                 Ok(node) => {
                     let cluster = cluster_enabled(&node).await?;
-                    let nodes = if cluster {
-                        masters(&node, info, &tls, &config, args.connect_timeout).await?
-                    } else {
-                        vec![node]
-                    };
-                    return Ok(Self {
-                        nodes,
-                        cluster,
-                        prefix: args.prefix.clone().unwrap_or_default(),
-                        sentinel_master: None,
-                        tls,
-                        command_timeout: args.command_timeout,
-                        urls: args.url.clone(),
-                        connect_timeout: args.connect_timeout,
-                    });
+                    return Self::around(args, node, cluster, None, tls);
                 }
                 Err(failure) => last = Some(failure),
             }
@@ -116,9 +81,55 @@ impl Target {
         Err(last.unwrap_or_else(|| Failure::new(USAGE, "no Redis URL given")))
     }
 
+    /// The target around `node`, the server that answered, with its lock.
+    fn around(
+        args: &TargetArgs,
+        node: Node,
+        cluster: bool,
+        sentinel_master: Option<String>,
+        tls: Tls,
+    ) -> Result<Self, Failure> {
+        let place = Place {
+            cluster,
+            prefix: args.prefix.clone().unwrap_or_default(),
+            sentinel_master,
+            tls,
+            command_timeout: args.command_timeout,
+            urls: args.url.clone(),
+            connect_timeout: args.connect_timeout,
+        };
+        Ok(Self {
+            node,
+            cluster,
+            lock: place.lock_with(RedisLock::builder())?,
+            place,
+        })
+    }
+
     /// A `RedisLock` on the same deployment, with the same prefix and timeouts, from `builder`
     /// (say, one that describes its holders).
     pub(crate) fn lock_with(&self, builder: RedisLockBuilder) -> Result<RedisLock, Failure> {
+        self.place.lock_with(builder)
+    }
+}
+
+/// Where the URLs lead and how to reach it, for the locks built on it.
+struct Place {
+    cluster: bool,
+    prefix: String,
+    /// The master's name when the URLs are sentinels'.
+    #[cfg_attr(not(feature = "sentinel"), allow(dead_code))]
+    sentinel_master: Option<String>,
+    /// TLS settings, for every connection.
+    tls: Tls,
+    command_timeout: Duration,
+    urls: Vec<String>,
+    connect_timeout: Duration,
+}
+
+impl Place {
+    /// A `RedisLock` on the deployment, with the prefix and timeouts given, from `builder`.
+    fn lock_with(&self, builder: RedisLockBuilder) -> Result<RedisLock, Failure> {
         let builder = self
             .tls
             .apply(builder)
@@ -147,23 +158,6 @@ impl Target {
             builder.url(self.urls[0].clone())
         };
         Ok(builder.build()?)
-    }
-
-    /// The Redis key of the lock `name`.
-    pub(crate) fn key(&self, name: &str) -> String {
-        format!("{}{name}", self.prefix)
-    }
-
-    /// The master that holds `key` (its hash slot's, on a cluster).
-    pub(crate) fn node_for(&self, key: &str) -> Result<&Node, Failure> {
-        if !self.cluster {
-            return Ok(&self.nodes[0]);
-        }
-        let slot = i64::from(lock_redis::key_slot(key));
-        self.nodes
-            .iter()
-            .find(|n| n.slots.iter().any(|(a, b)| (*a..=*b).contains(&slot)))
-            .ok_or_else(|| Failure::new(BACKEND, format!("no master serves slot {slot}")))
     }
 }
 
@@ -202,12 +196,7 @@ async fn open(
         .query_async(&mut conn)
         .await
         .map_err(|e| fail(&said(e)))?;
-    Ok(Node {
-        addr,
-        conn,
-        slots: Vec::new(),
-        info: info.clone(),
-    })
+    Ok(Node { addr, conn })
 }
 
 /// The master that the sentinel at `sentinel` names `master`, connected to without
@@ -250,56 +239,6 @@ async fn cluster_enabled(node: &Node) -> Result<bool, Failure> {
     Ok(info.lines().any(|l| l.trim() == "cluster_enabled:1"))
 }
 
-/// Connections to every master of the cluster `seed` belongs to (from `CLUSTER SLOTS`), with
-/// the seed's credentials, database and TLS settings.
-async fn masters(
-    seed: &Node,
-    seed_info: &ConnectionInfo,
-    tls: &Tls,
-    config: &AsyncConnectionConfig,
-    limit: Duration,
-) -> Result<Vec<Node>, Failure> {
-    let ranges: Vec<Value> = redis::cmd("CLUSTER")
-        .arg("SLOTS")
-        .query_async(&mut seed.conn.clone())
-        .await
-        .map_err(|e| Failure::backend(&format!("CLUSTER SLOTS on {}", seed.addr), &e))?;
-    let mut addrs: Vec<(String, u16, Vec<SlotRange>)> = Vec::new();
-    for range in &ranges {
-        let Some((start, end, master)) = slot_range(range) else {
-            continue;
-        };
-        let Some((host, port)) = master.rsplit_once(':') else {
-            continue;
-        };
-        let host = if host.is_empty() {
-            seed.addr.rsplit_once(':').map_or("", |(h, _)| h).to_owned()
-        } else {
-            host.to_owned()
-        };
-        if let Ok(port) = port.parse::<u16>() {
-            match addrs.iter_mut().find(|(h, p, _)| *h == host && *p == port) {
-                Some((_, _, slots)) => slots.push((start, end)),
-                None => addrs.push((host, port, vec![(start, end)])),
-            }
-        }
-    }
-    if addrs.is_empty() {
-        return Err(Failure::new(
-            BACKEND,
-            format!("{}: the cluster has no slots assigned", seed.addr),
-        ));
-    }
-    let mut nodes = Vec::with_capacity(addrs.len());
-    for (host, port, slots) in addrs {
-        let addr = node_addr(seed_info.addr(), host, port);
-        let mut node = open(&seed_info.clone().set_addr(addr), tls, config, limit).await?;
-        node.slots = slots;
-        nodes.push(node);
-    }
-    Ok(nodes)
-}
-
 /// `host:port` reached like `like`: over TLS, with its settings, if `like` is.
 fn node_addr(like: &ConnectionAddr, host: String, port: u16) -> ConnectionAddr {
     match like {
@@ -315,25 +254,4 @@ fn node_addr(like: &ConnectionAddr, host: String, port: u16) -> ConnectionAddr {
         },
         _ => ConnectionAddr::Tcp(host, port),
     }
-}
-
-/// One row of `CLUSTER SLOTS`: first slot, last slot, and the master's `host:port`.
-fn slot_range(range: &Value) -> Option<(i64, i64, String)> {
-    let Value::Array(parts) = range else {
-        return None;
-    };
-    let (Value::Int(start), Value::Int(end), Value::Array(master)) =
-        (parts.first()?, parts.get(1)?, parts.get(2)?)
-    else {
-        return None;
-    };
-    let host = match master.first()? {
-        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
-        Value::SimpleString(s) => s.clone(),
-        _ => return None,
-    };
-    let Value::Int(port) = master.get(1)? else {
-        return None;
-    };
-    Some((*start, *end, format!("{host}:{port}")))
 }

@@ -175,15 +175,18 @@ impl LockInfo {
                     .ok()
                     .and_then(|d| u64::try_from(d.as_millis()).ok())
             });
-            let mut holder = Holder::new(
-                first.fencing_token.or(held.last_fencing_token).unwrap_or(0),
-                first.ttl,
-            );
-            if let Some(note) = first.note {
-                holder = holder.with_note(note);
-            }
-            info.holder = Some(holder);
+            // What the holder said about itself: shown only when it said something.
+            info.holder = first.note.map(|note| {
+                Holder::new(
+                    first.fencing_token.or(held.last_fencing_token).unwrap_or(0),
+                    first.ttl,
+                )
+                .with_note(note)
+            });
             info.token = Some(first.token);
+        }
+        if !held.quorum.is_none_or(|q| q.reached()) {
+            info.kind = NO_QUORUM;
         }
         info.name = held.name;
         info.key = held.key;

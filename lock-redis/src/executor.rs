@@ -77,6 +77,11 @@ impl Executor {
     }
 
     /// Which kind of deployment the commands go to.
+    /// The server's label in logs and metrics (`host:port`, `sentinel:<master>`, `pool`).
+    pub(crate) fn server(&self) -> &str {
+        self.conns.grace().server()
+    }
+
     pub(crate) fn topology(&self) -> Topology {
         self.conns.topology()
     }
@@ -136,6 +141,45 @@ impl Executor {
         let reply =
             tokio::time::timeout_at(self.deadline(started), cmd.query_async(&mut conn.conn)).await;
         self.settle(reply, conn, op, key, started)
+    }
+
+    /// Sends `pipe` (plain reads, no script) to `node`, a master of a Redis Cluster given by
+    /// address, or to the one server (`None`), bounded by the command timeout: the operator
+    /// reads of `inspect/`, which walk every master.
+    ///
+    /// # Errors
+    /// [`LockError::Timeout`] past the command timeout; [`LockError::Backend`] when Redis
+    /// fails (a read that fails inside the pipeline is a reply, not an error).
+    pub(crate) async fn read_pipeline(
+        &self,
+        pipe: &redis::Pipeline,
+        node: Option<&(String, u16)>,
+    ) -> Result<Vec<redis::Value>, LockError> {
+        let mut conn = self.conns.get().await?;
+        let started = Instant::now();
+        let reply = tokio::time::timeout_at(self.deadline(started), async {
+            match (&mut conn.conn, node) {
+                #[cfg(feature = "cluster")]
+                (crate::connection::conn::Handle::Cluster(cluster), Some((host, port))) => {
+                    let count = pipe.len();
+                    cluster
+                        .route_pipeline(
+                            pipe.clone(),
+                            0,
+                            count,
+                            redis::cluster_routing::SingleNodeRoutingInfo::ByAddress {
+                                host: host.clone(),
+                                port: *port,
+                            },
+                        )
+                        .await
+                }
+                (handle, _) => pipe.query_async(handle).await,
+            }
+        })
+        .await;
+        self.settle(reply, conn, Op::Read, "", started)
+            .map(|(values, _)| values)
     }
 
     /// Whether a grant of a lease of `ttl` on `keys` may be made now (see `grace.rs`):

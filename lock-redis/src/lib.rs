@@ -8,6 +8,7 @@ mod executor;
 mod feeds;
 mod fences;
 mod holder;
+mod inspect;
 mod kinds;
 mod layout;
 pub mod metric;

@@ -218,6 +218,21 @@ impl RedisLock {
 
     /// The keys of the lock `name`, refused when its key ends like one of distlock's derived
     /// keys: for every operation that may create a lock.
+    /// The executor every command goes through (for the operator reads of `inspect/`).
+    pub(crate) fn executor(&self) -> &Executor {
+        &self.exec
+    }
+
+    /// The key prefix of every lock.
+    pub(crate) fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The release subscriber, when the lock has a pub/sub connection.
+    pub(crate) fn subscriber(&self) -> Option<&Subscriber> {
+        self.subscriber.as_ref()
+    }
+
     fn checked_keys(&self, name: &str) -> Result<Keys, LockError> {
         Keys::checked(&self.prefix, name)
     }
@@ -271,6 +286,10 @@ impl Lock for RedisLock {
     /// [`pubsub_url`](crate::RedisLockBuilder::pubsub_url)). Holder descriptions (what leader
     /// election's observers read) when grants carry fencing tokens: without them there is no
     /// term to describe.
+    fn inspector(&self) -> Option<&dyn lock_core::backend::Inspect> {
+        Some(self)
+    }
+
     fn capabilities(&self) -> Capabilities {
         let multi = if self.topology() == Topology::Cluster {
             MultiLock::InOrder

@@ -5,6 +5,7 @@ mod acquire;
 mod config;
 mod error;
 mod holders;
+mod inspect;
 mod kinds;
 pub mod metric;
 mod node;

@@ -165,6 +165,10 @@ impl Lock for Redlock {
     ///
     /// [`Fencing::AfterHolding`]: lock_core::backend::Fencing::AfterHolding
     /// [`Fencing::Unordered`]: lock_core::backend::Fencing::Unordered
+    fn inspector(&self) -> Option<&dyn lock_core::backend::Inspect> {
+        Some(self)
+    }
+
     fn capabilities(&self) -> lock_core::backend::Capabilities {
         capabilities_over(
             self.nodes().map(|(_, lock)| lock.capabilities()),

@@ -16,11 +16,7 @@ mod postgres_advisory;
 mod postgres_read;
 mod postgres_releases;
 mod postgres_target;
-mod quorum;
 mod redis;
-mod redis_decode;
-mod redis_read;
-mod redis_releases;
 mod redlock;
 mod scheme;
 

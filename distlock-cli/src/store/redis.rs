@@ -1,18 +1,16 @@
-//! [`Store`] on one Redis or Valkey deployment (single, Cluster, Sentinel): reads with plain
-//! commands on every master (`redis_read.rs`), changes through a `RedisLock` built from the same
-//! URLs (`connect`), and counts release announcements with pub/sub (`watch`).
+//! [`Store`] on one Redis or Valkey deployment (single, Cluster, Sentinel): a `RedisLock` built
+//! from the URLs (`connect`), whose own operator reads list, show, release and count the
+//! releases announced.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use lock_core::backend::Lock;
+use lock_core::backend::{Inspect, Lock};
 use lock_redis::RedisLock;
 
-use super::{Releases, Store, redis_read};
-use crate::cli::ScanArgs;
+use super::Store;
 use crate::connect::Target;
 use crate::exit::Failure;
-use crate::inspect::{Listing, LockInfo};
 
 #[async_trait]
 impl Store for Target {
@@ -20,19 +18,8 @@ impl Store for Target {
         "redis"
     }
 
-    async fn scan(&self, pattern: &str, scan: &ScanArgs) -> Result<Listing, Failure> {
-        redis_read::list(self, pattern, scan.count, scan.foreign).await
-    }
-
-    async fn read(&self, name: &str) -> Result<Vec<LockInfo>, Failure> {
-        redis_read::describe(self, &self.key(name)).await
-    }
-
-    async fn release_token(&self, name: &str, token: &str) -> Result<bool, Failure> {
-        Ok(self
-            .lock_with(RedisLock::builder())?
-            .release_token(name, token)
-            .await?)
+    fn inspector(&self) -> Option<&dyn Inspect> {
+        Some(&self.lock)
     }
 
     fn lock(&self, describe: Option<&str>) -> Result<Arc<dyn Lock>, Failure> {
@@ -45,12 +32,6 @@ impl Store for Target {
 
     fn describes_grants(&self) -> bool {
         true
-    }
-
-    async fn releases(&self) -> Result<Option<Box<dyn Releases>>, Failure> {
-        Ok(Some(Box::new(
-            super::redis_releases::RedisReleases::start(self).await?,
-        )))
     }
 
     async fn migrate(&self) -> Result<(String, serde_json::Value), Failure> {

@@ -113,6 +113,12 @@ impl Subscriber {
         Some(Arc::clone(&self.origin))
     }
 
+    /// Where the subscriber connects, cluster or not: where a release feed for a watcher
+    /// (`inspect/feed.rs`) subscribes too.
+    pub(crate) fn connects_to(&self) -> SharedOrigin {
+        Arc::clone(&self.origin)
+    }
+
     /// The current runtime's feed, started if it has none (or its task is gone with an earlier
     /// runtime, whose feed is dropped then).
     fn feed(&self) -> (SignalTable<String>, mpsc::UnboundedSender<Request>) {

@@ -13,7 +13,7 @@ use crate::layout::slot::derived;
 const FENCE_SUFFIX: &str = ":distlock-fence";
 
 /// The end of every release channel name (and of the waiting mark, a key of the same name).
-const RELEASED_SUFFIX: &str = ":distlock-released";
+pub(crate) const RELEASED_SUFFIX: &str = ":distlock-released";
 
 /// The end of the key that holds the note written beside a mutex grant
 /// ([`Lock::annotate`](lock_core::backend::Lock::annotate)): the grant's token, its fencing

@@ -274,6 +274,19 @@ async fn read_cluster(
     Ok((slots, facts))
 }
 
+/// The masters of a `CLUSTER SLOTS` reply, each with the slot ranges it owns (first and last
+/// slot, inclusive), in the order first listed: where the operator reads of `inspect/` walk.
+pub(crate) fn masters_of(reply: &Value) -> Vec<(String, Vec<(u16, u16)>)> {
+    let mut masters: Vec<(String, Vec<(u16, u16)>)> = Vec::new();
+    for owned in parse_slots(reply).0 {
+        match masters.iter_mut().find(|(m, _)| *m == owned.master) {
+            Some((_, ranges)) => ranges.push((owned.first, owned.last)),
+            None => masters.push((owned.master, vec![(owned.first, owned.last)])),
+        }
+    }
+    masters
+}
+
 /// The owned ranges (sorted) and every node address (masters and replicas, once each) of a
 /// `CLUSTER SLOTS` reply: `[[first, last, [host, port, id, ..], [replica ..] ..] ..]`.
 fn parse_slots(reply: &Value) -> (Vec<Owned>, Vec<(String, u16)>) {

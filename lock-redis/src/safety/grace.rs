@@ -110,6 +110,11 @@ pub(crate) struct Learned {
 }
 
 impl GraceState {
+    /// The server's label in logs and metrics (`host:port`, `sentinel:<master>`, `pool`).
+    pub(crate) fn server(&self) -> &str {
+        &self.server
+    }
+
     pub(crate) fn new(settings: GraceSettings, server: String, prefix: &str) -> Self {
         Self {
             settings,

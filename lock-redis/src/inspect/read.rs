@@ -1,21 +1,18 @@
 //! Reading locks on Redis: the SCAN walk that finds them (and tells which kinds' keys exist),
 //! then one pipelined round of plain read commands per batch of locks (MGET, PTTL, ZRANGE,
 //! HGETALL, PUBSUB NUMSUB...) on the master that holds them, only those their kinds need. The
-//! replies are decoded in `redis_decode.rs`.
+//! replies are decoded in `decode.rs`.
 
 use std::collections::HashMap;
 
-use lock_redis::{DerivedKey, LockKeys};
+use lock_core::LockError;
+use lock_core::backend::{HeldLock, ListOptions, Listing, MAX_HOLDERS_SHOWN, NamePattern};
 use redis::Value;
 
-use super::redis_decode::{read_one, server_ms};
-use crate::connect::{Node, Target};
-use crate::exit::{Failure, USAGE};
-use crate::inspect::{Listing, LockInfo};
-
-/// At most this many members of a readers' or holders' set are listed per lock (the count is
-/// always exact).
-const MEMBERS_SHOWN: isize = 50;
+use super::decode::{at, read_one, server_ms};
+use super::masters::Master;
+use crate::executor::Executor;
+use crate::layout::{DerivedKey, LockKeys};
 
 /// Locks described per pipelined round trip.
 const BATCH: usize = 200;
@@ -24,26 +21,12 @@ const BATCH: usize = 200;
 /// always ends; a keyspace that large is reported as cut short.
 const MAX_SCAN_STEPS: u64 = 1_000_000;
 
-/// Every held lock (of every kind) named `key`, read in one round trip from its master.
-pub(crate) async fn describe(target: &Target, key: &str) -> Result<Vec<LockInfo>, Failure> {
-    let node = target.node_for(key)?;
-    let name = key.strip_prefix(target.prefix.as_str()).unwrap_or(key);
-    let mut found = describe_batch(
-        node,
-        target.cluster,
-        &[(name.to_owned(), key.to_owned(), Seen::ALL)],
-        true,
-    )
-    .await?;
-    Ok(found.pop().unwrap_or_default())
-}
-
 /// Which of a lock's keys the SCAN walk saw: only the reads of the kinds seen are sent (a
 /// mutex takes 3 commands, not 17), and a name with none of its holding keys (a released
 /// lock's fencing counter) is not read at all. A key there for the whole walk is always seen
 /// (SCAN's guarantee), so a lock held throughout is never missed.
 #[derive(Debug, Clone, Copy, Default)]
-struct Seen {
+pub(super) struct Seen {
     /// The lock key itself: a mutex, a fair lock, or another client's key.
     main: bool,
     /// The read-write lock's writer, readers or waiting writers.
@@ -55,8 +38,8 @@ struct Seen {
 }
 
 impl Seen {
-    /// Every kind (`show`: nothing was walked).
-    const ALL: Seen = Seen {
+    /// Every kind (one name read: nothing was walked).
+    pub(super) const ALL: Seen = Seen {
         main: true,
         read_write: true,
         semaphore: true,
@@ -82,12 +65,13 @@ impl Seen {
     }
 }
 
-/// The commands that read one lock; [`replies_of`] puts their replies where [`read_one`]
-/// takes them. The lock's string keys (the lock key, its fencing counter, the grant's note:
-/// one cluster slot) are read with one `MGET` (a
-/// non-string lock key reads as nil: not a mutex), then only the reads of the kinds `seen`:
-/// a mutex costs 3 commands (`MGET`, `PTTL`, `PUBSUB NUMSUB`).
+/// The commands that read one lock; [`replies_of`] puts their replies where
+/// [`read_one`] takes them. The lock's string keys (the lock key, its fencing counter, the
+/// grant's note: one cluster slot) are read with one `MGET` (a non-string lock key reads as
+/// nil: not a mutex), then only the reads of the kinds `seen`: a mutex costs 3 commands
+/// (`MGET`, `PTTL`, `PUBSUB NUMSUB`).
 fn queue_reads(pipe: &mut redis::Pipeline, keys: &LockKeys, sharded: bool, seen: Seen) {
+    let shown = isize::try_from(MAX_HOLDERS_SHOWN).unwrap_or(isize::MAX) - 1;
     pipe.cmd("MGET")
         .arg(&keys.key)
         .arg(&keys.fence)
@@ -105,7 +89,7 @@ fn queue_reads(pipe: &mut redis::Pipeline, keys: &LockKeys, sharded: bool, seen:
         pipe.cmd("ZRANGE")
             .arg(&keys.readers)
             .arg(0)
-            .arg(MEMBERS_SHOWN - 1)
+            .arg(shown)
             .arg("WITHSCORES");
         pipe.cmd("ZCARD").arg(&keys.writers_waiting);
     }
@@ -114,41 +98,48 @@ fn queue_reads(pipe: &mut redis::Pipeline, keys: &LockKeys, sharded: bool, seen:
         pipe.cmd("ZRANGE")
             .arg(&keys.permits)
             .arg(0)
-            .arg(MEMBERS_SHOWN - 1)
+            .arg(shown)
             .arg("WITHSCORES");
         pipe.cmd("HGETALL").arg(&keys.permit_counts);
     }
     if seen.main && seen.fair {
-        pipe.cmd("ZRANGE")
-            .arg(&keys.fair_queue)
-            .arg(0)
-            .arg(MEMBERS_SHOWN - 1);
+        pipe.cmd("ZRANGE").arg(&keys.fair_queue).arg(0).arg(shown);
         pipe.cmd("ZCARD").arg(&keys.fair_queue);
     }
 }
 
-/// One lock's replies to [`queue_reads`], taken from `sent`, at the places [`read_one`] reads
-/// them: 0 the lock key's type, 1 its value, 2 its PTTL, 3 the fencing counter, 4 the previous
-/// holder's description, 5 the waiters, 6-10 the read-write lock's, 11-13 the semaphore's,
-/// 14-15 the fair queue's, 16 the note; nil for what was not read.
+/// One lock's replies to [`queue_reads`], taken from `sent`, at the places of [`at`]; nil
+/// for what was not read.
 fn replies_of(seen: Seen, sent: &mut impl Iterator<Item = Value>) -> Vec<Value> {
-    let mut r = vec![Value::Nil; READS];
+    let mut r = vec![Value::Nil; at::COUNT];
     if let Some(Value::Array(values)) = sent.next() {
-        for (value, i) in values.into_iter().zip([1, 3, 16]) {
+        for (value, i) in values.into_iter().zip([at::VALUE, at::FENCE, at::NOTE]) {
             r[i] = value;
         }
     }
     let mut take = |r: &mut Vec<Value>, i: usize| r[i] = sent.next().unwrap_or(Value::Nil);
-    let string = matches!(r[1], Value::BulkString(_) | Value::SimpleString(_));
-    r[0] = Value::SimpleString(if string { "string" } else { "none" }.to_owned());
+    let string = matches!(r[at::VALUE], Value::BulkString(_) | Value::SimpleString(_));
+    r[at::TYPE] = Value::SimpleString(if string { "string" } else { "none" }.to_owned());
     if seen.main {
-        take(&mut r, 2);
+        take(&mut r, at::PTTL);
     }
-    take(&mut r, 5);
+    take(&mut r, at::WAITERS);
     let groups: [(bool, &[usize]); 3] = [
-        (seen.read_write, &[6, 7, 8, 9, 10]),
-        (seen.semaphore, &[11, 12, 13]),
-        (seen.main && seen.fair, &[14, 15]),
+        (
+            seen.read_write,
+            &[
+                at::WRITER,
+                at::WRITER_PTTL,
+                at::READERS,
+                at::READER_MEMBERS,
+                at::WRITERS_WAITING,
+            ],
+        ),
+        (
+            seen.semaphore,
+            &[at::HOLDERS, at::HOLDER_MEMBERS, at::PERMIT_COUNTS],
+        ),
+        (seen.main && seen.fair, &[at::FAIR_QUEUE, at::FAIR_LENGTH]),
     ];
     for (read, places) in groups {
         if read {
@@ -160,64 +151,64 @@ fn replies_of(seen: Seen, sent: &mut impl Iterator<Item = Value>) -> Vec<Value> 
     r
 }
 
-/// How many replies [`queue_reads`] asks for.
-const READS: usize = 17;
-
-/// Reads the locks `(name, key)` on `node` in one pipeline, after one `TIME` (the server's
-/// clock, which scores readers' and holders' expiries). `foreign`: keep string keys with a TTL
-/// that hold no distlock token.
-async fn describe_batch(
-    node: &Node,
-    sharded: bool,
+/// Reads the locks `(name, key, seen)` on `master` in one pipeline, after one `TIME` (the
+/// server's clock, which scores readers' and holders' expiries). `foreign`: keep string keys
+/// with a TTL that hold no distlock token.
+///
+/// # Errors
+/// As [`Executor::read_pipeline`].
+pub(super) async fn describe_batch(
+    exec: &Executor,
+    master: &Master,
     locks: &[(String, String, Seen)],
     foreign: bool,
-) -> Result<Vec<Vec<LockInfo>>, Failure> {
+) -> Result<Vec<Vec<HeldLock>>, LockError> {
     let mut pipe = redis::pipe();
     pipe.ignore_errors();
     pipe.cmd("TIME");
     for (_, key, seen) in locks {
-        queue_reads(&mut pipe, &LockKeys::of_key(key), sharded, *seen);
+        queue_reads(&mut pipe, &LockKeys::of_key(key), master.sharded(), *seen);
     }
-    let replies: Vec<Value> = pipe
-        .query_async(&mut node.conn.clone())
-        .await
-        .map_err(|e| Failure::backend(&format!("reading locks on {}", node.addr), &e))?;
+    let replies = exec.read_pipeline(&pipe, master.route()).await?;
     let now_ms = server_ms(replies.first());
     let mut sent = replies.into_iter().skip(1);
     Ok(locks
         .iter()
         .map(|(name, key, seen)| {
             let r = replies_of(*seen, &mut sent);
-            read_one(name, key, &r, now_ms, foreign, &node.addr)
+            read_one(name, key, &r, now_ms, foreign, &master.label)
         })
         .collect())
 }
 
-/// Lists every held lock whose name matches `pattern`, master by master: SCAN with COUNT
-/// `count`, each key folded to the lock it belongs to, each lock read once.
-pub(crate) async fn list(
-    target: &Target,
-    pattern: &str,
-    count: u32,
-    foreign: bool,
-) -> Result<Listing, Failure> {
-    let matcher = glob::Pattern::new(pattern)
-        .map_err(|e| Failure::new(USAGE, format!("bad pattern {pattern:?}: {e}")))?;
-    let mut listing = Listing::default();
-    for node in &target.nodes {
+/// Lists every held lock under `prefix` whose name matches `pattern`, master by master: SCAN
+/// with COUNT `options.batch`, each key folded to the lock it belongs to, each lock read
+/// once.
+///
+/// # Errors
+/// As [`Executor::read_pipeline`].
+pub(super) async fn list(
+    exec: &Executor,
+    masters: &[Master],
+    prefix: &str,
+    pattern: &NamePattern,
+    options: &ListOptions,
+) -> Result<Listing, LockError> {
+    let mut locks = Vec::new();
+    let (mut scanned, mut truncated) = (0, false);
+    for master in masters {
         // The walk first (which keys of each lock exist), then the reads each needs.
-        let walk = walk(node, &target.prefix, &matcher, count).await?;
-        listing.keys_scanned += walk.keys_scanned;
-        listing.truncated |= walk.truncated;
+        let walk = walk(exec, master, prefix, pattern, options.batch).await?;
+        scanned += walk.keys_scanned;
+        truncated |= walk.truncated;
         for chunk in walk.locks.chunks(BATCH) {
-            for locks in describe_batch(node, target.cluster, chunk, foreign).await? {
-                listing.locks.extend(locks);
+            for found in describe_batch(exec, master, chunk, options.foreign).await? {
+                locks.extend(found);
             }
         }
     }
-    listing
-        .locks
-        .sort_by(|a, b| (&a.name, a.kind).cmp(&(&b.name, b.kind)));
+    let mut listing = Listing::new(locks, scanned);
+    listing.truncated = truncated;
     Ok(listing)
 }
 
@@ -232,31 +223,40 @@ struct Walk {
     truncated: bool,
 }
 
-/// Walks the keys of `node` (SCAN with COUNT `count`), folding each to the lock it belongs to
-/// and recording which of the lock's keys exist, for the locks under `prefix` whose name
-/// `matcher` matches; a name with none of its holding keys is left out.
+/// Walks the keys of `master` (SCAN with COUNT `count`), folding each to the lock it belongs
+/// to and recording which of the lock's keys exist, for the locks under `prefix` whose name
+/// `pattern` matches; a name with none of its holding keys is left out.
 async fn walk(
-    node: &Node,
+    exec: &Executor,
+    master: &Master,
     prefix: &str,
-    matcher: &glob::Pattern,
+    pattern: &NamePattern,
     count: u32,
-) -> Result<Walk, Failure> {
+) -> Result<Walk, LockError> {
     let mut walk = Walk::default();
     // Where each lock key is in `walk.locks`, so that its keys fold to one entry.
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut cursor: u64 = 0;
     let mut steps = 0u64;
     loop {
-        let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("COUNT")
-            .arg(count)
-            .query_async(&mut node.conn.clone())
-            .await
-            .map_err(|e| Failure::backend(&format!("SCAN on {}", node.addr), &e))?;
+        let mut pipe = redis::pipe();
+        pipe.cmd("SCAN").arg(cursor).arg("COUNT").arg(count);
+        let reply = exec.read_pipeline(&pipe, master.route()).await?;
+        let (next, keys): (u64, Vec<String>) = reply
+            .into_iter()
+            .next()
+            .map(redis::from_redis_value)
+            .transpose()
+            .map_err(|e| LockError::Backend {
+                backend: crate::error::BACKEND,
+                op: lock_core::Op::Read,
+                retryable: false,
+                source: format!("an unexpected reply to SCAN: {e}").into(),
+            })?
+            .unwrap_or_default();
         walk.keys_scanned += keys.len() as u64;
         for key in keys {
-            let Some((name, lock_key, which)) = lock_of(key, prefix, matcher) else {
+            let Some((name, lock_key, which)) = lock_of(key, prefix, pattern) else {
                 continue;
             };
             let at = match index.get(&lock_key) {
@@ -284,18 +284,18 @@ async fn walk(
 }
 
 /// The lock a key belongs to, as `(name, lock key, which of its keys)` (`None` for the lock key
-/// itself), when the lock is under `prefix` and `matcher` matches its name.
+/// itself), when the lock is under `prefix` and `pattern` matches its name.
 fn lock_of(
     key: String,
     prefix: &str,
-    matcher: &glob::Pattern,
+    pattern: &NamePattern,
 ) -> Option<(String, String, Option<DerivedKey>)> {
     let (lock_key, which) = match LockKeys::owner_of(&key) {
         Some((owner, which)) => (owner, Some(which)),
         None => (key, None),
     };
     let name = lock_key.strip_prefix(prefix)?;
-    if !matcher.matches(name) {
+    if !pattern.matches(name) {
         return None;
     }
     Some((name.to_owned(), lock_key, which))
