@@ -158,6 +158,8 @@ impl LockInfo {
         };
         match held.kind {
             HeldKind::Read => info.readers = Some(members(&held.holders, held.holder_count)),
+            // A writer's read-write row says it has no readers.
+            HeldKind::Write => info.readers = Some(members(&[], 0)),
             HeldKind::Semaphore => {
                 info.permits = Some(Permits {
                     max: held.max_permits,

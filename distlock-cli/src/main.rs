@@ -3,7 +3,6 @@
 
 mod cli;
 mod connect;
-mod etcd;
 mod exit;
 mod guardian;
 mod host;

@@ -7,8 +7,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use etcd_client::{Client, GetOptions, Txn, TxnOp, TxnOpResponse, TxnResponse};
 use lock_core::backend::{
-    Attempt, Capabilities, Fencing, Handover, Holder, Lock, MultiAttempt, MultiLock, ReleaseWatch,
-    TokenScale,
+    Attempt, Capabilities, Fencing, Handover, Holder, Inspect, Lock, MultiAttempt, MultiLock,
+    ReleaseWatch, TokenScale,
 };
 use lock_core::{Kind, Lease, LockError, Op, TimeoutPhase, Token};
 use tokio::time::Instant;
@@ -77,6 +77,11 @@ impl EtcdLock {
         Self {
             inner: Arc::new(inner),
         }
+    }
+
+    /// The shared state and requests every operation uses (the inspector's too).
+    pub(crate) fn executor(&self) -> &Executor {
+        &self.inner
     }
 
     /// The prefix before every lock name.
@@ -410,5 +415,10 @@ impl Lock for EtcdLock {
 
     fn capabilities(&self) -> Capabilities {
         CAPABILITIES
+    }
+
+    /// The operator reads of this lock's prefix (`inspect/`).
+    fn inspector(&self) -> Option<&dyn Inspect> {
+        Some(self)
     }
 }

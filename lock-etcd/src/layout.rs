@@ -1,10 +1,11 @@
 //! The data layout: one key per lock, holding the holder's token, attached to an etcd lease of
 //! the holder's own whose id is derived from the token ([`EtcdLease`]); and the key spaces beside the lock keys
-//! (semaphore holders, fair queues, readers, waiting writers, fences, notes), the one place
-//! that knows them.
+//! (semaphore holders, fair queues, readers, waiting writers, fences, notes, grant times), the
+//! one place that knows them: the grants write them, and the inspector (`inspect/`) reads them.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use etcd_client::{PutOptions, TxnOp};
 use lock_core::{Kind, Lease, Token};
 
 /// What a distlock holder's value starts with, followed by the token's 32 hex digits: the
@@ -22,7 +23,7 @@ pub(crate) fn key(prefix: &str, name: &str) -> Vec<u8> {
 
 /// Checks a lock name for etcd: lock-core's rules (not empty, at most `MAX_NAME_LEN` bytes), and
 /// no NUL as its first byte. Names that start with NUL are distlock's own key spaces under the
-/// prefix (`\0sem/`, `\0fair/`, `\0rwr/`, `\0rww/`, `\0rwf/`, `\0note/`, `\0acc/`): a lock of such a
+/// prefix (`\0sem/`, `\0fair/`, `\0rwr/`, `\0rww/`, `\0rwf/`, `\0note/`, `\0acc/`, `\0at/`): a lock of such a
 /// name would share keys with another lock's semaphore holders, readers or note.
 ///
 /// # Errors
@@ -44,6 +45,11 @@ pub(crate) fn value(token: &Token) -> Vec<u8> {
     value.extend_from_slice(VALUE_PREFIX.as_bytes());
     value.extend_from_slice(token.to_hex().as_str().as_bytes());
     value
+}
+
+/// The token (32 hex digits) in a holder's value, `None` for a value distlock never writes.
+pub(crate) fn token_hex(value: &[u8]) -> Option<&str> {
+    std::str::from_utf8(value.strip_prefix(VALUE_PREFIX.as_bytes())?).ok()
 }
 
 /// Whether a stored value was written by distlock (whose holders announce their release).
@@ -131,6 +137,9 @@ pub(crate) const NOTE: &[u8] = b"\0note/";
 /// The space of fence records: per fenced resource, the largest fencing token a guarded write
 /// was admitted with (`fence.rs`).
 pub(crate) const ACCEPTED: &[u8] = b"\0acc/";
+
+/// The space of grant times: per holder, when its grant was made (`granted_key`).
+pub(crate) const GRANTED: &[u8] = b"\0at/";
 
 /// The start of the range of `name`'s keys in the space `mark` (semaphore holders, fair
 /// waiters): `prefix + mark + len(name) + ":" + name + "/"`.
@@ -220,6 +229,141 @@ pub(crate) fn held(prefix: &str, lease: &Lease) -> (Vec<u8>, Vec<u8>) {
     }
 }
 
+/// The grant-time key of the holder `token` of `name`: its value is the Unix time of the
+/// grant in milliseconds (the granter's clock, decimal), put in the grant's own transaction on
+/// the grant's etcd lease, so it lives exactly as long as the grant. Keyed by token, it never
+/// describes another grant; a key of its own (rather than a longer lock value) leaves every
+/// compare on the holder's value, and every older reader of the layout, as they were.
+pub(crate) fn granted_key(prefix: &str, name: &str, token_hex: &str) -> Vec<u8> {
+    let mut key = under(GRANTED, prefix, name);
+    key.extend_from_slice(token_hex.as_bytes());
+    key
+}
+
+/// `Put(granted_key, now)` on `etcd_lease` (an id): the grant time of `token`'s grant of
+/// `name`, sent with the grant itself.
+pub(crate) fn stamp(prefix: &str, name: &str, token: &Token, etcd_lease: i64) -> TxnOp {
+    let now_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    TxnOp::put(
+        granted_key(prefix, name, token.to_hex().as_str()),
+        now_ms.to_string(),
+        Some(PutOptions::new().with_lease(etcd_lease)),
+    )
+}
+
+/// `Delete(granted_key)` of `token`'s grant of `name`: sent with the grant's release.
+pub(crate) fn unstamp(prefix: &str, name: &str, token: &Token) -> TxnOp {
+    TxnOp::delete(granted_key(prefix, name, token.to_hex().as_str()), None)
+}
+
+/// The grant time a grant-time key's value says.
+pub(crate) fn granted_at(value: &[u8]) -> Option<SystemTime> {
+    let ms: u64 = std::str::from_utf8(value).ok()?.parse().ok()?;
+    UNIX_EPOCH.checked_add(Duration::from_millis(ms))
+}
+
+/// The kinds of keys beside the lock keys, by their space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Space {
+    /// A semaphore holder ([`SEMAPHORE`]).
+    Semaphore,
+    /// A fair waiter's queue entry ([`FAIR`]).
+    Fair,
+    /// A reader ([`READERS`]).
+    Reader,
+    /// A writer's waiting record ([`WAITING`]).
+    Waiting,
+    /// The read-write fence key ([`FENCE`]).
+    Fence,
+    /// The holder's note ([`NOTE`]).
+    Note,
+    /// A holder's grant time ([`GRANTED`]).
+    Granted,
+}
+
+/// The marks after the prefix, and their spaces (the fence records of [`ACCEPTED`] belong to
+/// resources, not to lock names: left out).
+const SPACES: &[(&[u8], Space)] = &[
+    (SEMAPHORE, Space::Semaphore),
+    (FAIR, Space::Fair),
+    (READERS, Space::Reader),
+    (WAITING, Space::Waiting),
+    (FENCE, Space::Fence),
+    (NOTE, Space::Note),
+    (GRANTED, Space::Granted),
+];
+
+/// What one key under the prefix is.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Parsed<'k> {
+    /// The lock key of the name.
+    Lock(&'k str),
+    /// A key of the name in a space; `rest` is what follows the name's `/` (a token in hex,
+    /// or nothing).
+    Derived {
+        space: Space,
+        name: &'k str,
+        rest: &'k [u8],
+    },
+}
+
+impl<'k> Parsed<'k> {
+    /// The lock name the key belongs to.
+    pub(crate) fn name(&self) -> &'k str {
+        match self {
+            Self::Lock(name) | Self::Derived { name, .. } => name,
+        }
+    }
+}
+
+/// What `key` (under `prefix`) is; `None` for a key outside the prefix, not UTF-8, or in a
+/// space no lock name owns.
+pub(crate) fn parse<'k>(prefix: &str, key: &'k [u8]) -> Option<Parsed<'k>> {
+    let rest = key.strip_prefix(prefix.as_bytes())?;
+    if !rest.starts_with(b"\0") {
+        return std::str::from_utf8(rest).ok().map(Parsed::Lock);
+    }
+    let (space, rest) = SPACES
+        .iter()
+        .find_map(|(mark, space)| rest.strip_prefix(*mark).map(|r| (*space, r)))?;
+    let colon = rest.iter().position(|b| *b == b':')?;
+    let len: usize = std::str::from_utf8(&rest[..colon]).ok()?.parse().ok()?;
+    let name = rest.get(colon + 1..colon + 1 + len)?;
+    if rest.get(colon + 1 + len) != Some(&b'/') {
+        return None;
+    }
+    Some(Parsed::Derived {
+        space,
+        name: std::str::from_utf8(name).ok()?,
+        rest: rest.get(colon + 2 + len..)?,
+    })
+}
+
+/// The permits and `max` a semaphore holder's value says, after its token's value.
+pub(crate) fn holder_parts(stored: &[u8]) -> Option<(&[u8], u64, u64)> {
+    let text = std::str::from_utf8(stored).ok()?;
+    let mut parts = text.split(' ');
+    let token = parts.next()?;
+    let permits = parts.next()?.parse().ok()?;
+    let max = parts.next()?.parse().ok()?;
+    Some((token.as_bytes(), permits, max))
+}
+
+/// The end of the range of every key that starts with `prefix` (etcd's rule: its last byte
+/// below 0xff incremented, what follows dropped; `[0]`, "to the end", when there is none).
+pub(crate) fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
+}
+
 /// The note key of `name` (the holder description beside its grant, `kinds/note.rs`).
 pub(crate) fn note_key(prefix: &str, name: &str) -> Vec<u8> {
     under(NOTE, prefix, name)
@@ -261,6 +405,58 @@ mod tests {
     fn note_keys_never_share_a_range_with_other_names() {
         assert_ne!(note_key("p/", "a"), note_key("p/", "a/b"));
         assert!(note_key("p/", "a").starts_with(b"p/\0note/1:a/"));
+    }
+
+    #[test]
+    fn keys_name_their_lock_and_space() {
+        assert_eq!(parse("p/", b"p/job:1"), Some(Parsed::Lock("job:1")));
+        let token = Token::from_bytes([5; 16]);
+        let reader = reader_key("p/", "a/b", &token);
+        let parsed = parse("p/", &reader).expect("a reader");
+        assert_eq!(parsed.name(), "a/b");
+        assert!(matches!(
+            parsed,
+            Parsed::Derived { space: Space::Reader, rest, .. } if rest == token.to_hex().as_str().as_bytes()
+        ));
+        assert!(matches!(
+            parse("p/", &note_key("p/", "x")),
+            Some(Parsed::Derived {
+                space: Space::Note,
+                name: "x",
+                rest: b""
+            })
+        ));
+        assert_eq!(parse("p/", b"p/\0sem/9:x/"), None, "a length past the end");
+        assert_eq!(parse("p/", b"p/\0zzz/1:x/"), None, "an unknown space");
+        assert_eq!(parse("p/", b"p/\0acc/1:x/"), None, "a resource's record");
+        assert_eq!(parse("p/", b"q/x"), None);
+        assert_eq!(prefix_end(b"distlock/"), b"distlock0".to_vec());
+        assert_eq!(prefix_end(b"a\xff"), b"b".to_vec());
+        assert_eq!(prefix_end(b""), vec![0]);
+    }
+
+    #[test]
+    fn grant_times_and_holder_values_read_back() {
+        let token = Token::from_bytes([6; 16]);
+        let key = granted_key("p/", "x", token.to_hex().as_str());
+        assert!(matches!(
+            parse("p/", &key),
+            Some(Parsed::Derived {
+                space: Space::Granted,
+                name: "x",
+                ..
+            })
+        ));
+        assert_eq!(name_of(b"p/", &key), None, "no waiter wakes on it");
+        assert_eq!(
+            granted_at(b"1700000000000"),
+            UNIX_EPOCH.checked_add(Duration::from_secs(1_700_000_000))
+        );
+        assert_eq!(granted_at(b"soon"), None);
+        let stored = holder_value(&token, 2, 5);
+        let (value_part, permits, max) = holder_parts(&stored).expect("a holder");
+        assert_eq!((value_part, permits, max), (&value(&token)[..], 2, 5));
+        assert_eq!(holder_parts(b"dl:ab"), None);
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod etcd_lock;
 mod executor;
 mod fence;
 mod held;
+mod inspect;
 mod kinds;
 mod layout;
 mod members;

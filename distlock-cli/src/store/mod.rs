@@ -253,7 +253,7 @@ impl Releases for Feed {
 pub(crate) async fn connect(args: &TargetArgs) -> Result<Box<dyn Store>, Failure> {
     match Scheme::of_all(&args.url, args.redlock)? {
         Scheme::Redis => Ok(Box::new(crate::connect::Target::connect(args).await?)),
-        Scheme::Etcd => Ok(Box::new(crate::etcd::EtcdTarget::connect(args).await?)),
+        Scheme::Etcd => Ok(Box::new(etcd::EtcdTarget::connect(args).await?)),
         Scheme::Postgres => Ok(Box::new(
             postgres_target::PostgresTarget::connect(args).await?,
         )),

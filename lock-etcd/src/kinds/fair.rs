@@ -20,7 +20,7 @@ use tokio::time::Instant;
 use super::mutex;
 use crate::error::malformed;
 use crate::executor::{Executor, put_on_value, read, revision};
-use crate::layout::{EtcdLease, FAIR as MARK, entry_key, range_end, under, value};
+use crate::layout::{EtcdLease, FAIR as MARK, entry_key, range_end, stamp, under, unstamp, value};
 
 /// How soon a waiter that is not the head tries again when the lock is free (the head is about
 /// to take it; its grant is not announced, its release is).
@@ -50,7 +50,10 @@ pub(crate) async fn try_acquire(
             Vec::new(),
         )
     };
-    let mut then = vec![put_on_value(lock_key.clone(), value(&token), etcd_lease)];
+    let mut then = vec![
+        put_on_value(lock_key.clone(), value(&token), etcd_lease),
+        stamp(exec.prefix(), name, &token, etcd_lease.id()),
+    ];
     then.extend(took);
     let txn = Txn::new()
         .when([
@@ -155,6 +158,7 @@ pub(crate) async fn release(exec: &Executor, lease: &Lease) -> Result<bool, Lock
         .and_then([
             TxnOp::delete(lock_key, None),
             TxnOp::delete(entry.clone(), None),
+            unstamp(exec.prefix(), lease.name(), lease.token()),
         ])
         .or_else([TxnOp::delete(entry, None)]);
     mutex::send_release(exec, &client, lease, txn).await

@@ -1,5 +1,8 @@
 //! The multi-lock: every name's mutex in one transaction, so a set of names is granted whole
 //! or not at all, with one fencing token (the transaction's revision) for every lease.
+//!
+//! Its grants write no grant time (`layout::granted_key`): a put per name more would halve the
+//! names one transaction can take (etcd's `--max-txn-ops`, 128 by default).
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -16,7 +16,7 @@ use tokio::time::Instant;
 
 use crate::error::bounded;
 use crate::executor::{Executor, put_on, read, revision};
-use crate::layout::{self, EtcdLease, held, note_key};
+use crate::layout::{self, EtcdLease, held, note_key, stamp, unstamp};
 use crate::shared_lease::Shared;
 
 /// One attempt at the mutex `name` for a renewed grant: one transaction (no lease grant): if
@@ -32,11 +32,10 @@ pub(crate) async fn try_acquire_shared(
 ) -> Result<Attempt, LockError> {
     let started = Instant::now();
     let client = exec.client().await?;
-    let key = exec.key(name);
-    let (answer, shared) = match put_on_shared(exec, &client, &key, &token, ttl).await {
+    let (answer, shared) = match put_on_shared(exec, &client, name, &token, ttl).await {
         Err((_, Some(gone))) => {
             exec.shared.forget(gone);
-            put_on_shared(exec, &client, &key, &token, ttl)
+            put_on_shared(exec, &client, name, &token, ttl)
                 .await
                 .map_err(|(error, _)| error)?
         }
@@ -50,15 +49,17 @@ pub(crate) async fn try_acquire_shared(
     Ok(exec.busy(&client, read(&answer, 0).as_ref(), false).await)
 }
 
-/// The grant transaction on the shared lease of `ttl`; on error, the shared lease's id too
-/// when etcd said it does not have it.
+/// The grant transaction on the shared lease of `ttl` (the lock key and its grant time); on
+/// error, the shared lease's id too when etcd said it does not have it.
 async fn put_on_shared(
     exec: &Executor,
     client: &Client,
-    key: &[u8],
+    name: &str,
     token: &Token,
     ttl: Duration,
 ) -> Result<(TxnResponse, Shared), (LockError, Option<i64>)> {
+    let key = exec.key(name);
+    let key = key.as_slice();
     let timeout = exec.command_timeout();
     let shared = (exec.shared)
         .fresh(client, Op::Acquire, ttl, timeout)
@@ -71,7 +72,7 @@ async fn put_on_shared(
     );
     let txn = Txn::new()
         .when([Compare::create_revision(key.to_vec(), CompareOp::Equal, 0)])
-        .and_then([put])
+        .and_then([put, stamp(exec.prefix(), name, token, shared.id)])
         .or_else([TxnOp::get(key.to_vec(), None)]);
     match exec.txn(client, Op::Acquire, txn).await {
         Ok(answer) => Ok((answer, shared)),
@@ -99,7 +100,10 @@ pub(crate) async fn try_acquire(
         .await?;
     let txn = Txn::new()
         .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-        .and_then([put_on(key.clone(), &token, etcd_lease)])
+        .and_then([
+            put_on(key.clone(), &token, etcd_lease),
+            stamp(exec.prefix(), name, &token, etcd_lease.id()),
+        ])
         .or_else([TxnOp::get(key, None)]);
     let answer = exec.txn(&client, Op::Acquire, txn).await?;
     if answer.succeeded() {
@@ -179,8 +183,8 @@ async fn granted_ttl(
 }
 
 /// Releases `lease` (the mutex, a reader, a semaphore holder, a writer without preference):
-/// one transaction (if its key holds its value, delete the key and, for the mutex, its note
-/// key). The grant's own etcd lease is revoked in the background only when the key was on it
+/// one transaction (if its key holds its value, delete the key, its grant time and, for the
+/// mutex, its note key). The grant's own etcd lease is revoked in the background only when the key was on it
 /// (`prev_kv`: a fixed grant) or the key was not ours (an attempt dropped after the lease
 /// grant): a key on the shared lease costs no second request.
 ///
@@ -189,10 +193,10 @@ async fn granted_ttl(
 pub(crate) async fn release(exec: &Executor, lease: &Lease) -> Result<bool, LockError> {
     let client = exec.client().await?;
     let (key, stored) = held(exec.prefix(), lease);
-    let mut ops = vec![TxnOp::delete(
-        key.clone(),
-        Some(DeleteOptions::new().with_prev_key()),
-    )];
+    let mut ops = vec![
+        TxnOp::delete(key.clone(), Some(DeleteOptions::new().with_prev_key())),
+        unstamp(exec.prefix(), lease.name(), lease.token()),
+    ];
     if matches!(lease.kind(), Kind::Mutex) {
         ops.push(TxnOp::delete(note_key(exec.prefix(), lease.name()), None));
     }
@@ -277,8 +281,11 @@ pub(crate) async fn hand_over(
         )])
         .and_then([
             put_on(key, &to, etcd_lease),
-            // The old grant's note: on the shared lease it would not go with a revoke.
+            stamp(exec.prefix(), lease.name(), &to, etcd_lease.id()),
+            // The old grant's note and time: on the shared lease they would not go with a
+            // revoke.
             TxnOp::delete(note_key(exec.prefix(), lease.name()), None),
+            unstamp(exec.prefix(), lease.name(), lease.token()),
         ]);
     let answer = exec.txn(&client, Op::Acquire, txn).await?;
     if !answer.succeeded() {

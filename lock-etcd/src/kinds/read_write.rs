@@ -26,7 +26,8 @@ use tokio::time::Instant;
 use super::mutex;
 use crate::executor::{Executor, put_on_value, read, revision};
 use crate::layout::{
-    EtcdLease, FENCE, READERS, WAITING, held, range_end, reader_key, under, value, waiting_key,
+    EtcdLease, FENCE, READERS, WAITING, held, range_end, reader_key, stamp, under, unstamp, value,
+    waiting_key,
 };
 
 /// "No key in the range of `name` under `mark`": a range compare on `version == 0`.
@@ -71,6 +72,7 @@ pub(crate) async fn try_read(
         .and_then([
             put_on_value(reader_key(prefix, name, &token), value(&token), etcd_lease),
             TxnOp::get(under(FENCE, prefix, name), None),
+            stamp(prefix, name, &token, etcd_lease.id()),
         ])
         .or_else([
             TxnOp::get(lock_key, None),
@@ -137,6 +139,7 @@ pub(crate) async fn try_write(
             put_on_value(lock_key, value(&token), etcd_lease),
             TxnOp::put(under(FENCE, prefix, name), Vec::new(), None),
             TxnOp::delete(waiting, None),
+            stamp(prefix, name, &token, etcd_lease.id()),
         ])
         .or_else(otherwise);
     let answer = exec.txn(&client, Op::Acquire, txn).await?;
@@ -171,6 +174,7 @@ pub(crate) async fn release_writer(exec: &Executor, lease: &Lease) -> Result<boo
         .and_then([
             TxnOp::delete(lock_key, None),
             TxnOp::delete(record.clone(), None),
+            unstamp(exec.prefix(), lease.name(), lease.token()),
         ])
         .or_else([TxnOp::delete(record, None)]);
     mutex::send_release(exec, &client, lease, txn).await

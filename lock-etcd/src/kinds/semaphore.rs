@@ -24,7 +24,7 @@ use lock_core::{Kind, Lease, LockError, Op, Token, valid_until};
 use tokio::time::Instant;
 
 use crate::executor::{Executor, put_on_value};
-use crate::layout::{EtcdLease, holder_key, holder_value, holders, range_end};
+use crate::layout::{EtcdLease, holder_key, holder_value, holders, range_end, stamp};
 
 /// The permits and `max` a holder's value says (`None` for a value this layout never writes).
 fn parse(stored: &[u8]) -> Option<(u32, u32)> {
@@ -62,6 +62,8 @@ pub(crate) async fn try_acquire(
     let txn = Txn::new().and_then([
         put_on_value(key.clone(), holder_value(&token, permits, max), etcd_lease),
         read_all(exec.prefix(), name),
+        // A busy attempt's goes with its etcd lease, revoked below.
+        stamp(exec.prefix(), name, &token, etcd_lease.id()),
     ]);
     let answer = exec.txn(&client, Op::Acquire, txn).await?;
     let holders = match answer.op_responses().into_iter().nth(1) {

@@ -12,5 +12,6 @@ mod faults;
 mod fence;
 mod held;
 mod holder_notes;
+mod inspect;
 mod recovery;
 mod shared_lease;
