@@ -68,6 +68,11 @@ impl MysqlAdvisoryLock {
         }
     }
 
+    /// The pool and limits its statements run within (the inspector's too).
+    pub(crate) fn exec(&self) -> &Executor {
+        &self.exec
+    }
+
     /// The pool the lock takes its connections from.
     #[must_use]
     pub fn pool(&self) -> &MySqlPool {
@@ -265,6 +270,12 @@ impl Lock for MysqlAdvisoryLock {
             Err((_, true)) => Ok(false),
             Err((error, false)) => Err(error),
         }
+    }
+
+    /// The server's operator reads: the `GET_LOCK` locks it tells of, and the lease tables'
+    /// holders where the schema was migrated.
+    fn inspector(&self) -> Option<&dyn lock_core::backend::Inspect> {
+        Some(self)
     }
 
     /// Gets a connection (connecting if the pool has none) and runs `SELECT 1`.
