@@ -16,6 +16,7 @@ use sqlx::Row;
 use sqlx::mysql::MySqlPool;
 use tokio::time::Instant;
 
+pub(crate) use name::HASHED_PREFIX;
 pub use name::{MAX_LOCK_NAME_CHARS, advisory_name};
 
 use crate::error::{BACKEND, session_gone};
@@ -77,6 +78,15 @@ impl MysqlAdvisoryLock {
     #[must_use]
     pub fn pool(&self) -> &MySqlPool {
         &self.exec.pool
+    }
+
+    /// The names this lock holds now, by their `GET_LOCK` names: what a listing shows in
+    /// place of a long name's hash (the server knows only the hash).
+    pub(crate) fn held_names(&self) -> HashMap<String, String> {
+        self.map()
+            .iter()
+            .map(|((name, _), held)| (held.key.clone(), name.clone()))
+            .collect()
     }
 
     /// How many leases this lock holds now (each keeps one connection).

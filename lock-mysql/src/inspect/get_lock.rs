@@ -9,33 +9,51 @@ use lock_core::Op;
 use lock_core::backend::{HeldKind, HeldLock, HolderView};
 
 use super::Filter;
-use crate::advisory::advisory_name;
+use crate::advisory::{HASHED_PREFIX, advisory_name};
 use crate::executor::Executor;
 
 /// Where the server may tell who holds its `GET_LOCK` locks, tried in turn: the lock's name
-/// and the connection id that holds it, for names `{on}` covers.
-const SOURCES: [&str; 2] = [
-    "SELECT CAST(TABLE_SCHEMA AS CHAR), CAST(THREAD_ID AS SIGNED) \
-     FROM information_schema.METADATA_LOCK_INFO \
-     WHERE LOCK_TYPE = 'User lock' AND TABLE_SCHEMA {on}",
-    "SELECT CAST(m.OBJECT_NAME AS CHAR), CAST(t.PROCESSLIST_ID AS SIGNED) \
-     FROM performance_schema.metadata_locks m \
-     JOIN performance_schema.threads t ON t.THREAD_ID = m.OWNER_THREAD_ID \
-     WHERE m.OBJECT_TYPE = 'USER LEVEL LOCK' AND m.LOCK_STATUS = 'GRANTED' \
-     AND m.OBJECT_NAME {on}",
+/// and the connection id that holds it, for names `{on}` covers, and the column `{on}` is on.
+const SOURCES: [(&str, &str); 2] = [
+    (
+        "SELECT CAST(TABLE_SCHEMA AS CHAR), CAST(THREAD_ID AS SIGNED) \
+         FROM information_schema.METADATA_LOCK_INFO \
+         WHERE LOCK_TYPE = 'User lock' AND {on}",
+        "TABLE_SCHEMA",
+    ),
+    (
+        "SELECT CAST(m.OBJECT_NAME AS CHAR), CAST(t.PROCESSLIST_ID AS SIGNED) \
+         FROM performance_schema.metadata_locks m \
+         JOIN performance_schema.threads t ON t.THREAD_ID = m.OWNER_THREAD_ID \
+         WHERE m.OBJECT_TYPE = 'USER LEVEL LOCK' AND m.LOCK_STATUS = 'GRANTED' AND {on}",
+        "m.OBJECT_NAME",
+    ),
 ];
+
+/// The condition on `column` for `filter`: a listing also reads every hashed name (a long
+/// name's `GET_LOCK` name, [`advisory_name`]: the server cannot tell which names they hide).
+fn condition(filter: &Filter, column: &str) -> String {
+    match filter {
+        Filter::Name(_) => format!("{column} {}", filter.condition()),
+        Filter::Like(_) => format!(
+            "({column} {} OR {column} LIKE '{HASHED_PREFIX}%')",
+            filter.condition()
+        ),
+    }
+}
 
 /// The `GET_LOCK` locks `filter` covers (one name is looked up under its `GET_LOCK` name,
 /// [`advisory_name`]), each [`HeldKind::Session`] held by its connection: token the connection
 /// id, note `connection <id>`; no TTL, fencing token or time of grant (a session lock has
-/// none). Empty where the server tells nothing.
+/// none). A listing's hashed names are shown as such (but by the lock that holds them: its
+/// inspector knows their names). Empty where the server tells nothing.
 pub(super) async fn read(exec: &Executor, filter: &Filter, node: &str) -> Vec<HeldLock> {
     let value = match filter {
         Filter::Name(name) => advisory_name(name),
         Filter::Like(like) => like.clone(),
     };
-    for source in SOURCES {
-        let sql = source.replace("{on}", filter.condition());
+    for (source, column) in SOURCES {
+        let sql = source.replace("{on}", &condition(filter, column));
         let value = value.clone();
         let rows = exec
             .run(

@@ -9,9 +9,11 @@ mod get_lock;
 mod holders;
 mod release;
 
+use std::collections::HashMap;
+
 use async_trait::async_trait;
 use lock_core::LockError;
-use lock_core::backend::{HeldLock, Inspect, ListOptions, Listing, NamePattern};
+use lock_core::backend::{HeldKind, HeldLock, Inspect, ListOptions, Listing, NamePattern};
 use sqlx::mysql::MySqlPool;
 
 use crate::advisory::MysqlAdvisoryLock;
@@ -112,12 +114,22 @@ async fn read_all(
     Ok((locks, rows))
 }
 
+/// Every hold whose name matches `pattern`; a `GET_LOCK` name in `own` (a hashed long name
+/// the lock holds itself) is shown under the name it hides.
 async fn list(
     exec: &Executor,
     pattern: &NamePattern,
     tables: Tables,
+    own: &HashMap<String, String>,
 ) -> Result<Listing, LockError> {
     let (mut locks, rows) = read_all(exec, &Filter::of(pattern), tables).await?;
+    for lock in &mut locks {
+        if lock.kind == HeldKind::Session
+            && let Some(name) = own.get(&lock.key)
+        {
+            lock.name.clone_from(name);
+        }
+    }
     locks.retain(|lock| pattern.matches(&lock.name));
     Ok(Listing::new(locks, rows))
 }
@@ -147,7 +159,7 @@ impl Inspect for MysqlLock {
         pattern: &NamePattern,
         _options: &ListOptions,
     ) -> Result<Listing, LockError> {
-        list(self.exec(), pattern, Tables::Required).await
+        list(self.exec(), pattern, Tables::Required, &HashMap::new()).await
     }
 
     async fn read(&self, name: &str) -> Result<Vec<HeldLock>, LockError> {
@@ -160,7 +172,9 @@ impl Inspect for MysqlLock {
 }
 
 /// As [`MysqlLock`]'s: the `GET_LOCK` locks the server tells of, and the lease tables' holders
-/// where the schema was migrated (none where it was not).
+/// where the schema was migrated (none where it was not). A name over 64 characters is held
+/// under its hash ([`advisory_name`](crate::advisory_name)): a listing shows the ones this lock
+/// holds under their names, the others' under the hash.
 #[async_trait]
 impl Inspect for MysqlAdvisoryLock {
     async fn list(
@@ -168,7 +182,7 @@ impl Inspect for MysqlAdvisoryLock {
         pattern: &NamePattern,
         _options: &ListOptions,
     ) -> Result<Listing, LockError> {
-        list(self.exec(), pattern, Tables::IfPresent).await
+        list(self.exec(), pattern, Tables::IfPresent, &self.held_names()).await
     }
 
     async fn read(&self, name: &str) -> Result<Vec<HeldLock>, LockError> {
