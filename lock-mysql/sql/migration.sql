@@ -1,4 +1,4 @@
--- distlock's lease table on MySQL (>= 8.0.29) / MariaDB (>= 10.6), schema version 2.
+-- distlock's lease table on MySQL (>= 8.0.29) / MariaDB (>= 10.6), schema version 3.
 -- Idempotent: every statement can run again on a database that has the schema. Each statement
 -- ends with a semicolon at the end of its line (`MysqlLock::migrate` splits the text there),
 -- but for the procedure, which runs from its `CREATE PROCEDURE` line to the line `END;` (in
@@ -7,6 +7,8 @@
 -- Every time is an integer of microseconds since the Unix epoch on the SERVER's clock
 -- (`UNIX_TIMESTAMP(NOW(6)) * 1000000`), never the client's: one clock decides every expiry.
 -- Names are compared byte for byte (VARBINARY), tokens are 32 lowercase hex characters.
+-- `granted_at` (schema version 3) is when the holder of the row was granted its lease, set by
+-- the grant's own statement (what an operator's `distlock ls` shows as "held since").
 
 -- The mutex (and the fair lock's lease): one row per name ever taken. A released row is kept
 -- (token NULL) so that the name's next fencing token follows its last one.
@@ -14,7 +16,8 @@ CREATE TABLE IF NOT EXISTS distlock_leases (
     name          VARBINARY(1024) NOT NULL PRIMARY KEY,
     token         CHAR(32) CHARACTER SET ascii COLLATE ascii_bin NULL,
     fencing_token BIGINT NOT NULL,
-    expires_at    BIGINT NOT NULL
+    expires_at    BIGINT NOT NULL,
+    granted_at    BIGINT NULL
 ) ENGINE = InnoDB;
 
 -- A note beside a mutex's grant (leader election's value), shown only while `token` holds it.
@@ -30,13 +33,15 @@ CREATE TABLE IF NOT EXISTS distlock_rw (
     name          VARBINARY(1024) NOT NULL PRIMARY KEY,
     writer        CHAR(32) CHARACTER SET ascii COLLATE ascii_bin NULL,
     fencing_token BIGINT NOT NULL,
-    expires_at    BIGINT NOT NULL
+    expires_at    BIGINT NOT NULL,
+    granted_at    BIGINT NULL
 ) ENGINE = InnoDB;
 
 CREATE TABLE IF NOT EXISTS distlock_rw_readers (
     name       VARBINARY(1024) NOT NULL,
     token      CHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
     expires_at BIGINT NOT NULL,
+    granted_at BIGINT NULL,
     PRIMARY KEY (name, token)
 ) ENGINE = InnoDB;
 
@@ -58,6 +63,7 @@ CREATE TABLE IF NOT EXISTS distlock_permits (
     token      CHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
     permits    INT NOT NULL,
     expires_at BIGINT NOT NULL,
+    granted_at BIGINT NULL,
     PRIMARY KEY (name, token)
 ) ENGINE = InnoDB;
 
@@ -107,10 +113,38 @@ BEGIN
     WHERE resource = p_resource;
 END;
 
+-- Schema version 3: the holders' `granted_at`, added here to tables an earlier version created
+-- (MySQL has no `ADD COLUMN IF NOT EXISTS`). A grant by a client of an earlier version leaves
+-- the column as it was: upgrade the clients with the schema.
+CREATE PROCEDURE IF NOT EXISTS distlock_upgrade_v3()
+MODIFIES SQL DATA
+BEGIN
+    -- A concurrent migration added the column first (duplicate column): nothing left to do.
+    DECLARE CONTINUE HANDLER FOR 1060 BEGIN END;
+    IF NOT EXISTS (SELECT 1 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE()
+            AND TABLE_NAME = 'distlock_leases' AND COLUMN_NAME = 'granted_at') THEN
+        ALTER TABLE distlock_leases ADD COLUMN granted_at BIGINT NULL;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE()
+            AND TABLE_NAME = 'distlock_rw' AND COLUMN_NAME = 'granted_at') THEN
+        ALTER TABLE distlock_rw ADD COLUMN granted_at BIGINT NULL;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE()
+            AND TABLE_NAME = 'distlock_rw_readers' AND COLUMN_NAME = 'granted_at') THEN
+        ALTER TABLE distlock_rw_readers ADD COLUMN granted_at BIGINT NULL;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE()
+            AND TABLE_NAME = 'distlock_permits' AND COLUMN_NAME = 'granted_at') THEN
+        ALTER TABLE distlock_permits ADD COLUMN granted_at BIGINT NULL;
+    END IF;
+END;
+
+CALL distlock_upgrade_v3();
+
 CREATE TABLE IF NOT EXISTS distlock_schema (
     one     TINYINT NOT NULL PRIMARY KEY,
     version INT NOT NULL
 ) ENGINE = InnoDB;
 
-INSERT INTO distlock_schema (one, version) VALUES (1, 2)
+INSERT INTO distlock_schema (one, version) VALUES (1, 3)
 ON DUPLICATE KEY UPDATE version = GREATEST(version, VALUES(version));

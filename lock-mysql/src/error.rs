@@ -13,7 +13,11 @@ pub const BACKEND: &str = "mysql";
 /// `ER_NO_SUCH_TABLE`: a table of the schema is missing.
 const NO_SUCH_TABLE: u16 = 1146;
 
-/// The lock's schema is missing: a table of it does not exist. The source of the
+/// `ER_BAD_FIELD_ERROR`: a column of the schema is missing (a schema of an earlier version).
+const NO_SUCH_COLUMN: u16 = 1054;
+
+/// The lock's schema is missing or out of date: a table of it does not exist, or a column of
+/// this version ([`SCHEMA_VERSION`](crate::SCHEMA_VERSION)). The source of the
 /// [`LockError::Backend`] (not retryable) that a lock operation returns before the migration
 /// was run. The message says how to create it.
 #[derive(Debug)]
@@ -32,7 +36,7 @@ impl fmt::Display for MissingTable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "the lock's schema (the lease table `{}`, version {}) is missing: run \
+            "the lock's schema (the lease table `{}`, version {}) is missing or out of date: run \
              `distlock migrate mysql://...`, `MysqlLock::migrate()` or the SQL in \
              `lock_mysql::MIGRATION` once ({})",
             crate::sql::TABLE,
@@ -48,6 +52,16 @@ impl std::error::Error for MissingTable {
     }
 }
 
+/// Whether `err` says a table of the schema does not exist (not merely out of date).
+pub(crate) fn no_such_table(err: &LockError) -> bool {
+    match err {
+        LockError::Backend { source, .. } => source
+            .downcast_ref::<MissingTable>()
+            .is_some_and(|missing| number(&missing.source) == Some(NO_SUCH_TABLE)),
+        _ => false,
+    }
+}
+
 /// The server's error number, when the server sent one.
 pub(crate) fn number(err: &sqlx::Error) -> Option<u16> {
     match err {
@@ -60,7 +74,7 @@ pub(crate) fn number(err: &sqlx::Error) -> Option<u16> {
 
 /// Maps a failed statement or connection attempt.
 pub(crate) fn from_sqlx(err: sqlx::Error, op: Op) -> LockError {
-    if number(&err) == Some(NO_SUCH_TABLE) {
+    if matches!(number(&err), Some(NO_SUCH_TABLE | NO_SUCH_COLUMN)) {
         return LockError::Backend {
             backend: BACKEND,
             op,

@@ -6,6 +6,7 @@ mod config;
 mod error;
 mod executor;
 mod fence;
+mod inspect;
 mod kinds;
 mod mysql_lock;
 mod sql;

@@ -46,6 +46,11 @@ impl MysqlLock {
         Self { exec }
     }
 
+    /// The pool and limits its statements run within (the inspector's too).
+    pub(crate) fn exec(&self) -> &Executor {
+        &self.exec
+    }
+
     /// The pool the lock takes its connections from.
     #[must_use]
     pub fn pool(&self) -> &MySqlPool {
@@ -231,6 +236,12 @@ impl Lock for MysqlLock {
     /// Writes `note` beside the lease's row while its token holds it.
     async fn annotate(&self, lease: &Lease, note: &[u8]) -> Result<bool, LockError> {
         note::annotate(&self.exec, lease, note).await
+    }
+
+    /// This lock's operator reads: every kind of the lease tables, and the `GET_LOCK` locks
+    /// the server tells of.
+    fn inspector(&self) -> Option<&dyn lock_core::backend::Inspect> {
+        Some(self)
     }
 
     /// Gets a connection (connecting if the pool has none) and runs `SELECT 1`.

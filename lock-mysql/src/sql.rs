@@ -9,7 +9,7 @@
 pub const TABLE: &str = "distlock_leases";
 
 /// The version of the schema [`MIGRATION`] creates, recorded in the table `distlock_schema`.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The migration that creates the lock's schema: run it once per database, before the first
 /// lock operation, yourself (with your migration tool) or through
@@ -24,13 +24,19 @@ pub const SCHEMA_VERSION: u32 = 2;
 /// | `token` | `CHAR(32)`, null when released | the holder's token, 32 hex characters |
 /// | `fencing_token` | `BIGINT` | the last fencing token issued for the name |
 /// | `expires_at` | `BIGINT` | when the holder's lease ends: µs since the epoch, server clock |
+/// | `granted_at` | `BIGINT`, null before a grant | when the holder was granted the lease (µs, server clock) |
 ///
 /// A released row is kept (token null) so the name's next fencing token follows its last one.
 /// The read-write lock, the semaphore and the fair queue have tables of their own
 /// (`distlock_rw`, `distlock_rw_readers`, `distlock_rw_waiting`, `distlock_semaphores`,
 /// `distlock_permits`, `distlock_fair_queue`), and holder notes live in `distlock_notes`.
 /// Version 2 adds guarded writes: the table `distlock_fences` and the procedure
-/// `distlock_fence(resource, token)` ([`fence`](crate::fence)).
+/// `distlock_fence(resource, token)` ([`fence`](crate::fence)). Version 3 adds `granted_at`
+/// to every table of holders (`distlock_leases`, `distlock_rw`, `distlock_rw_readers`,
+/// `distlock_permits`), set by the grant's own statement: the "held since" of an operator's
+/// listing. It adds the column to tables an earlier version created; the statements of this
+/// version write it, so they need the migration (a missing column is reported as
+/// [`MissingTable`](crate::MissingTable)).
 pub const MIGRATION: &str = include_str!("../sql/migration.sql");
 
 /// The server's clock now, in microseconds since the epoch. `NOW(6)` is the statement's start
@@ -52,9 +58,9 @@ macro_rules! free {
 
 /// Try once to take `?1` with token `?2` for `?3` ms: insert the row, or take over a row that is
 /// released or expired. MySQL and MariaDB apply the `ON DUPLICATE KEY UPDATE` assignments left
-/// to right, each later one seeing the earlier ones' new values: so the fencing token is
-/// computed first and the token second, both from the old row, and the expiry last, moved only
-/// when the token is now ours.
+/// to right, each later one seeing the earlier ones' new values: so the fencing token and the
+/// grant's time are computed first and the token next, all from the old row, and the expiry
+/// last, moved only when the token is now ours. (A retry of our own grant keeps its time.)
 ///
 /// One round trip: the statement answers through the OK packet's `last_insert_id`, which
 /// `LAST_INSERT_ID(expr)` sets. A grant (a new row, or a row taken over) sets it to the grant's
@@ -64,18 +70,23 @@ macro_rules! free {
 /// ([`ACQUIRED`]) for the holder's time left (or finds the lease ours already: a retry of a
 /// grant whose answer was lost).
 pub(crate) const ACQUIRE: &str = concat!(
-    "INSERT INTO distlock_leases (name, token, fencing_token, expires_at)\n",
+    "INSERT INTO distlock_leases (name, token, fencing_token, expires_at, granted_at)\n",
     "VALUES (?, ?, LAST_INSERT_ID(",
     now_us!(),
     "), ",
     now_us!(),
-    " + ? * 1000)\n",
+    " + ? * 1000, ",
+    now_us!(),
+    ")\n",
     "ON DUPLICATE KEY UPDATE\n",
     "    fencing_token = IF(",
     free!(),
     ", LAST_INSERT_ID(GREATEST(fencing_token + 1, ",
     now_us!(),
     ")), fencing_token + LAST_INSERT_ID(0)),\n",
+    "    granted_at = IF(",
+    free!(),
+    ", VALUES(granted_at), granted_at),\n",
     "    token = IF(",
     free!(),
     ", VALUES(token), token),\n",
@@ -166,6 +177,9 @@ pub(crate) const HAND_OVER: &str = concat!(
     "    fencing_token = LAST_INSERT_ID(GREATEST(fencing_token + 1, ",
     now_us!(),
     ")),\n",
+    "    granted_at = ",
+    now_us!(),
+    ",\n",
     "    token = ?,\n",
     "    expires_at = ",
     now_us!(),
@@ -203,7 +217,7 @@ mod tests {
     #[test]
     fn the_migration_splits_into_its_statements() {
         let statements = super::migration_statements();
-        assert_eq!(statements.len(), 12);
+        assert_eq!(statements.len(), 14);
         assert!(statements[0].starts_with("CREATE TABLE IF NOT EXISTS distlock_leases"));
         let procedure = statements
             .iter()

@@ -8,7 +8,6 @@
 
 mod etcd;
 mod mysql;
-mod mysql_read;
 mod mysql_target;
 mod object_store;
 mod postgres;

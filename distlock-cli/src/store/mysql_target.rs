@@ -1,9 +1,7 @@
 //! The MySQL / MariaDB server as the command reaches it (`MysqlTarget`): its lock-mysql lock
-//! and its `host:port`. Apart from the `Store` implementation (`mysql.rs`) so that the table's
-//! reads (`mysql_read.rs`) take it without importing the store.
+//! (whose inspector reads the server) and its `host:port`, checked to answer once.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use lock_core::backend::Lock;
 use lock_mysql::MysqlLock;
@@ -13,11 +11,10 @@ use crate::exit::{BACKEND, Failure, USAGE, one_line};
 
 /// A MySQL / MariaDB server as the command reaches it.
 pub(crate) struct MysqlTarget {
-    /// lock-mysql's lock: `run`, elections, releases; its pool serves the reads too.
+    /// lock-mysql's lock: `run`, elections, and its inspector.
     pub(super) lock: Arc<MysqlLock>,
-    /// `host:port`, for `node` and messages; never the password.
-    pub(crate) node: String,
-    command_timeout: Duration,
+    /// `host:port`, for messages; never the password.
+    node: String,
 }
 
 impl MysqlTarget {
@@ -39,7 +36,6 @@ impl MysqlTarget {
         let target = Self {
             lock: Arc::new(lock),
             node: node_of(url),
-            command_timeout: args.command_timeout,
         };
         target.lock.ping().await.map_err(|e| {
             Failure::new(
@@ -48,32 +44,6 @@ impl MysqlTarget {
             )
         })?;
         Ok(target)
-    }
-
-    /// Awaits `query` within the command timeout; `what` names it in a failure.
-    ///
-    /// # Errors
-    /// A backend failure when it fails or takes longer.
-    pub(super) async fn bounded<T>(
-        &self,
-        what: &str,
-        query: impl std::future::Future<Output = Result<T, lock_mysql::sqlx::Error>>,
-    ) -> Result<T, Failure> {
-        match tokio::time::timeout(self.command_timeout, query).await {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(error)) => Err(Failure::new(
-                BACKEND,
-                format!("MySQL at {}, {what}: {}", self.node, one_line(&error)),
-            )),
-            Err(_) => Err(Failure::new(
-                BACKEND,
-                format!(
-                    "MySQL at {}, {what}: no answer within {}",
-                    self.node,
-                    humantime::format_duration(self.command_timeout)
-                ),
-            )),
-        }
     }
 }
 

@@ -76,6 +76,10 @@ async fn ls_show_release_and_run() {
     let order = find(&listed, "order:1", "mutex");
     assert_eq!(order["token"], token.as_str(), "{listed:#}");
     assert_eq!(order["fencing_token"], guard.fencing_token(), "{listed:#}");
+    assert!(
+        order["since_ms"].as_u64().is_some(),
+        "held since: {listed:#}"
+    );
     assert_eq!(find(&listed, "report", "read-write")["readers"]["count"], 1);
     assert_eq!(find(&listed, "pool", "semaphore")["permits"]["used"], 1);
     assert_eq!(find(&shown, "order:1", "mutex")["token"], token.as_str());

@@ -16,6 +16,7 @@ use sqlx::Row;
 use sqlx::mysql::MySqlPool;
 use tokio::time::Instant;
 
+pub(crate) use name::HASHED_PREFIX;
 pub use name::{MAX_LOCK_NAME_CHARS, advisory_name};
 
 use crate::error::{BACKEND, session_gone};
@@ -68,10 +69,24 @@ impl MysqlAdvisoryLock {
         }
     }
 
+    /// The pool and limits its statements run within (the inspector's too).
+    pub(crate) fn exec(&self) -> &Executor {
+        &self.exec
+    }
+
     /// The pool the lock takes its connections from.
     #[must_use]
     pub fn pool(&self) -> &MySqlPool {
         &self.exec.pool
+    }
+
+    /// The names this lock holds now, by their `GET_LOCK` names: what a listing shows in
+    /// place of a long name's hash (the server knows only the hash).
+    pub(crate) fn held_names(&self) -> HashMap<String, String> {
+        self.map()
+            .iter()
+            .map(|((name, _), held)| (held.key.clone(), name.clone()))
+            .collect()
     }
 
     /// How many leases this lock holds now (each keeps one connection).
@@ -265,6 +280,12 @@ impl Lock for MysqlAdvisoryLock {
             Err((_, true)) => Ok(false),
             Err((error, false)) => Err(error),
         }
+    }
+
+    /// The server's operator reads: the `GET_LOCK` locks it tells of, and the lease tables'
+    /// holders where the schema was migrated.
+    fn inspector(&self) -> Option<&dyn lock_core::backend::Inspect> {
+        Some(self)
     }
 
     /// Gets a connection (connecting if the pool has none) and runs `SELECT 1`.

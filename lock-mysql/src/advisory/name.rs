@@ -7,7 +7,7 @@ use sha2::{Digest, Sha256};
 pub const MAX_LOCK_NAME_CHARS: usize = 64;
 
 /// What a hashed name starts with.
-const HASHED_PREFIX: &str = "distlock:sha256:";
+pub(crate) const HASHED_PREFIX: &str = "distlock:sha256:";
 
 /// The `GET_LOCK` name `MysqlAdvisoryLock` uses for `name`: `name` itself when it has at most
 /// [`MAX_LOCK_NAME_CHARS`] characters, else `distlock:sha256:` followed by the first 48 hex

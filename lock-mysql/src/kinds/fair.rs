@@ -23,8 +23,8 @@ pub(crate) const NEW_ANCHOR: &str = "INSERT INTO distlock_leases (name, token, f
 const PRUNE: &str = "DELETE FROM distlock_fair_queue WHERE name = ? AND lapses_at <= ?";
 const HEAD: &str =
     "SELECT token, lapses_at FROM distlock_fair_queue WHERE name = ? ORDER BY arrival LIMIT 1";
-const TAKE: &str =
-    "UPDATE distlock_leases SET token = ?, expires_at = ?, fencing_token = ? WHERE name = ?";
+const TAKE: &str = "UPDATE distlock_leases SET token = ?, expires_at = ?, fencing_token = ?, \
+                    granted_at = ? WHERE name = ?";
 const LEAVE: &str = "DELETE FROM distlock_fair_queue WHERE name = ? AND token = ?";
 const QUEUE: &str = "INSERT INTO distlock_fair_queue (name, token, lapses_at) VALUES (?, ?, ?) \
                      ON DUPLICATE KEY UPDATE lapses_at = VALUES(lapses_at)";
@@ -101,6 +101,7 @@ async fn decide(
                 .bind(hex)
                 .bind(plus_ms(now, ttl_ms))
                 .bind(fence)
+                .bind(now)
                 .bind(name)
                 .execute(&mut *tx)
                 .await?;

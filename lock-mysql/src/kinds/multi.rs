@@ -136,11 +136,13 @@ async fn decide(
     }
     for (name, fence) in names.iter().zip(&fences) {
         sqlx::query(
-            "UPDATE distlock_leases SET token = ?, expires_at = ?, fencing_token = ? WHERE name = ?",
+            "UPDATE distlock_leases SET token = ?, expires_at = ?, fencing_token = ?, \
+             granted_at = ? WHERE name = ?",
         )
         .bind(hex)
         .bind(plus_ms(now, ttl_ms))
         .bind(fence)
+        .bind(now)
         .bind(name)
         .execute(&mut *tx)
         .await?;

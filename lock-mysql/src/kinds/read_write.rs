@@ -22,14 +22,17 @@ const WAITING_WRITER: &str =
     "SELECT MIN(lapses_at) FROM distlock_rw_waiting WHERE name = ? AND lapses_at > ?";
 const LAST_READER: &str =
     "SELECT MAX(expires_at) FROM distlock_rw_readers WHERE name = ? AND expires_at > ?";
-const ADD_READER: &str = "INSERT INTO distlock_rw_readers (name, token, expires_at) VALUES (?, ?, ?) \
-                          ON DUPLICATE KEY UPDATE expires_at = VALUES(expires_at)";
+/// A reader's row, its grant's time (`?4`, now) kept when the token renews a live share.
+const ADD_READER: &str = "INSERT INTO distlock_rw_readers (name, token, expires_at, granted_at) \
+                          VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE \
+                          granted_at = IF(expires_at > VALUES(granted_at), granted_at, \
+                          VALUES(granted_at)), expires_at = VALUES(expires_at)";
 const ADD_WAITING: &str = "INSERT INTO distlock_rw_waiting (name, token, lapses_at) VALUES (?, ?, ?) \
                            ON DUPLICATE KEY UPDATE lapses_at = VALUES(lapses_at)";
 const DROP_WAITING: &str = "DELETE FROM distlock_rw_waiting WHERE name = ? AND token = ?";
 const PRUNE_READERS: &str = "DELETE FROM distlock_rw_readers WHERE name = ? AND expires_at <= ?";
-const TAKE_WRITE: &str =
-    "UPDATE distlock_rw SET writer = ?, expires_at = ?, fencing_token = ? WHERE name = ?";
+const TAKE_WRITE: &str = "UPDATE distlock_rw SET writer = ?, expires_at = ?, fencing_token = ?, \
+                          granted_at = ? WHERE name = ?";
 const RELEASE_READER: &str = concat!(
     "DELETE FROM distlock_rw_readers WHERE name = ? AND token = ? AND expires_at > ",
     now_us!()
@@ -113,6 +116,7 @@ async fn read(
         .bind(name)
         .bind(hex)
         .bind(plus_ms(now, ttl_ms))
+        .bind(now)
         .execute(&mut *tx)
         .await?;
     Ok(Outcome::Granted(super::fence(fence)))
@@ -168,6 +172,7 @@ async fn write(
         .bind(hex)
         .bind(plus_ms(now, ttl_ms))
         .bind(fence)
+        .bind(now)
         .bind(name)
         .execute(&mut *tx)
         .await?;

@@ -22,8 +22,11 @@ const PRUNE: &str = "DELETE FROM distlock_permits WHERE name = ? AND expires_at 
 const OTHERS: &str = "SELECT CAST(COALESCE(SUM(permits), 0) AS SIGNED), COUNT(*), MIN(expires_at) \
                       FROM distlock_permits WHERE name = ? AND token <> ?";
 const SET_MAX: &str = "UPDATE distlock_semaphores SET max = ? WHERE name = ?";
-const ADD_HOLDER: &str = "INSERT INTO distlock_permits (name, token, permits, expires_at) \
-                          VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE \
+/// A holder's row, its grant's time (`?5`, now) kept when the token renews a live hold.
+const ADD_HOLDER: &str = "INSERT INTO distlock_permits (name, token, permits, expires_at, \
+                          granted_at) VALUES (?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE \
+                          granted_at = IF(expires_at > VALUES(granted_at), granted_at, \
+                          VALUES(granted_at)), \
                           permits = VALUES(permits), expires_at = VALUES(expires_at)";
 const RELEASE: &str = concat!(
     "DELETE FROM distlock_permits WHERE name = ? AND token = ? AND expires_at > ",
@@ -141,6 +144,7 @@ async fn decide(
         .bind(hex)
         .bind(permits)
         .bind(plus_ms(now, ttl_ms))
+        .bind(now)
         .execute(&mut *tx)
         .await?;
     Ok(Decision::Outcome(Outcome::Granted(0)))

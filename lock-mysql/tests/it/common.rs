@@ -31,7 +31,12 @@ pub async fn shared() -> Arc<Db> {
             Some(db) => db,
             None => {
                 let db = Arc::new(Db {
-                    server: MariadbServer::start().expect("start mariadb"),
+                    // `metadata_lock_info`: where MariaDB tells who holds a `GET_LOCK` lock
+                    // (the inspectors' listing of the advisory mode's locks).
+                    server: MariadbServer::builder()
+                        .setting("plugin-load-add", "metadata_lock_info")
+                        .start()
+                        .expect("start mariadb"),
                     migrated: OnceCell::new(),
                 });
                 *shared = Arc::downgrade(&db);

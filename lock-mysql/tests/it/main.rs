@@ -8,4 +8,5 @@ mod advisory_loss;
 mod conformance;
 mod errors;
 mod fenced_write;
+mod inspect;
 mod restart;

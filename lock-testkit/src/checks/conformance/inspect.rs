@@ -53,8 +53,16 @@ async fn find(backend: &Backend, locker: &Locker, name: &str, kind: HeldKind) ->
 }
 
 /// The view of `guard`'s holder among `held`'s holders (its token ends with the guard's,
-/// whatever the store puts before it).
+/// whatever the store puts before it). A session's lock has no token of its own (its holder's
+/// token is the server's session id, which the guard cannot know): its one holder is the
+/// session.
 fn holder_of<'a>(held: &'a HeldLock, guard: &Guard) -> &'a HolderView {
+    if held.kind == HeldKind::Session {
+        assert_eq!(held.holder_count, 1, "one session holds it: {held:#?}");
+        return held
+            .first_holder()
+            .unwrap_or_else(|| panic!("the session holding {} is not shown", guard.name()));
+    }
     let token = guard.lease().token().to_hex();
     held.holders
         .iter()
