@@ -7,15 +7,12 @@
 //! JSON documents and the web console print one thing whatever the backend.
 
 mod etcd;
+mod like;
 mod mysql;
 mod mysql_read;
 mod mysql_target;
 mod object_store;
 mod postgres;
-mod postgres_advisory;
-mod postgres_read;
-mod postgres_releases;
-mod postgres_target;
 mod quorum;
 mod redis;
 mod redis_decode;
@@ -258,9 +255,7 @@ pub(crate) async fn connect(args: &TargetArgs) -> Result<Box<dyn Store>, Failure
     match Scheme::of_all(&args.url, args.redlock)? {
         Scheme::Redis => Ok(Box::new(crate::connect::Target::connect(args).await?)),
         Scheme::Etcd => Ok(Box::new(crate::etcd::EtcdTarget::connect(args).await?)),
-        Scheme::Postgres => Ok(Box::new(
-            postgres_target::PostgresTarget::connect(args).await?,
-        )),
+        Scheme::Postgres => Ok(Box::new(postgres::PostgresTarget::connect(args).await?)),
         Scheme::Redlock => Ok(Box::new(redlock::RedlockTarget::connect(args).await?)),
         Scheme::ObjectStore => Ok(Box::new(
             object_store::ObjectStoreTarget::connect(args).await?,

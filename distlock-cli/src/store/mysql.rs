@@ -26,7 +26,7 @@ impl Store for MysqlTarget {
         let matcher = glob::Pattern::new(pattern)
             .map_err(|e| Failure::new(USAGE, format!("bad pattern {pattern:?}: {e}")))?;
         let filter = if pattern.contains(['*', '?', '[']) {
-            Filter::Like(super::postgres_read::like_prefix(pattern))
+            Filter::Like(super::like::like_prefix(pattern))
         } else {
             Filter::Name(pattern.to_owned())
         };
