@@ -109,11 +109,12 @@ impl PostgresAdvisoryLock {
         &self.node
     }
 
-    /// The backend pid of each session this lock holds a lease on, with the lease's token.
-    pub(crate) fn held_sessions(&self) -> Vec<(i32, Token)> {
+    /// The backend pid of each session this lock holds a lease on, with the lease's name and
+    /// token.
+    pub(crate) fn held_sessions(&self) -> Vec<(i32, String, Token)> {
         self.map()
             .iter()
-            .map(|((_, token), held)| (held.pid, *token))
+            .map(|((name, token), held)| (held.pid, name.clone(), *token))
             .collect()
     }
 

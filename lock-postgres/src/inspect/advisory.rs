@@ -213,29 +213,32 @@ async fn entries(
     Ok(grouped)
 }
 
+/// The leases of the inspecting lock itself, by the backend pid of the session holding each:
+/// its name and token (hex).
+pub(super) type Own = HashMap<i32, (String, String)>;
+
 /// One lock per holding session of each key (a shared lock may have several), waiters being
-/// the key's requests not granted. `name`: how to name the key; `own`: the tokens of the
-/// sessions of the inspecting lock itself, by backend pid.
+/// the key's requests not granted. `name`: how to name the key; `own`: the inspecting lock's
+/// own sessions, whose locks are named by their lease's name and hold its token after the pid.
 fn held_locks(
     grouped: BTreeMap<Key, Vec<Entry>>,
     node: &str,
     name: impl Fn(Key) -> String,
-    own: &HashMap<i32, String>,
+    own: &Own,
 ) -> Vec<HeldLock> {
     let mut locks = Vec::new();
     for (key, entries) in grouped {
         let waiters = entries.iter().filter(|e| !e.granted).count() as u64;
         for entry in entries.iter().filter(|e| e.granted) {
-            let token = match entry.pid {
-                Some(pid) => match own.get(&pid) {
-                    Some(token) => format!("{pid}:{token}"),
-                    None => pid.to_string(),
-                },
-                None => String::new(),
+            let mine = entry.pid.and_then(|pid| own.get(&pid));
+            let (lock_name, token) = match (mine, entry.pid) {
+                (Some((name, token)), Some(pid)) => (name.clone(), format!("{pid}:{token}")),
+                (_, Some(pid)) => (name(key), pid.to_string()),
+                _ => (name(key), String::new()),
             };
             let view = HolderView::new(token).note(entry.description());
             let mut lock =
-                HeldLock::new(name(key), key.text(), HeldKind::Session, node).holder(view);
+                HeldLock::new(lock_name, key.text(), HeldKind::Session, node).holder(view);
             lock.waiters = waiters;
             locks.push(lock);
         }
@@ -252,7 +255,7 @@ pub(super) async fn list(
     exec: &Executor,
     node: &str,
     literal: Option<&str>,
-    own: &HashMap<i32, String>,
+    own: &Own,
 ) -> Result<(Vec<HeldLock>, u64), LockError> {
     let grouped = entries(exec, None).await?;
     let rows = grouped.values().map(Vec::len).sum::<usize>() as u64;
@@ -277,7 +280,7 @@ pub(super) async fn describe(
     exec: &Executor,
     node: &str,
     name: &str,
-    own: &HashMap<i32, String>,
+    own: &Own,
 ) -> Result<Vec<HeldLock>, LockError> {
     let grouped = entries(exec, Some(Key::of_name(name))).await?;
     Ok(held_locks(grouped, node, |_| name.to_owned(), own))

@@ -6,9 +6,10 @@
 //!   anyone's), a name being able to be held both ways; releases by token through the kinds'
 //!   own releases; and counts the announced releases (`feed.rs`).
 //! - [`PostgresAdvisoryLock`] shows the database's advisory locks only: it needs no table, and
-//!   is used where there may be none (or no right to read it). Its own sessions' holders carry
-//!   their lease's token after the backend pid (`<pid>:<token>`), so a process can find its own
-//!   leases among the sessions.
+//!   is used where there may be none (or no right to read it). The server keeps only a lock's
+//!   key, so a listing names another process's lock `advisory:<key>`; the lock's own sessions
+//!   are named by their lease's name, and their holders carry its token after the backend pid
+//!   (`<pid>:<token>`), so a process finds its own leases among the sessions.
 //!
 //! An advisory lock is [`HeldKind::Session`]: no token to compare, so never released by one
 //! ([`PostgresLock::advisory_holders`] and [`PostgresLock::end_advisory_session`] are what
@@ -75,7 +76,7 @@ async fn read_all(
     exec: &Executor,
     node: &str,
     name: &str,
-    own: &HashMap<i32, String>,
+    own: &advisory::Own,
 ) -> Result<Vec<HeldLock>, LockError> {
     let filter = table::Filter::Name(name.to_owned());
     let ((mut locks, _), sessions) = futures::try_join!(
@@ -132,6 +133,14 @@ impl Inspect for PostgresLock {
     /// `advisory:<key>`, or by the pattern itself when it has no wildcard and is that key's
     /// name). `scanned` counts the rows read. A database migrated to an older schema shows the
     /// kinds it has, without a grant's date before version 5.
+    ///
+    /// An advisory lock ([`HeldKind::Session`](lock_core::backend::HeldKind::Session)) has one
+    /// holder per session holding it (several for a shared lock), its token the backend pid,
+    /// and as its note a JSON object describing the session from `pg_stat_activity`:
+    /// `backend_pid`, `application_name`, `client_addr`, `user`, `session_since_ms` (Unix ms:
+    /// the lock is held at most since then; PostgreSQL does not record when it was taken),
+    /// `state`, `state_change_ms`, and `mode` (`ExclusiveLock` or `ShareLock`), each where known.
+    /// Its `waiters` are the sessions waiting for it.
     async fn list(
         &self,
         pattern: &NamePattern,
@@ -198,11 +207,11 @@ impl PostgresAdvisoryLock {
         }
     }
 
-    /// The tokens of this lock's held leases, by the backend pid of the session holding each.
-    fn own_sessions(&self) -> HashMap<i32, String> {
+    /// This lock's held leases (name, token), by the backend pid of the session holding each.
+    fn own_sessions(&self) -> advisory::Own {
         self.held_sessions()
             .into_iter()
-            .map(|(pid, token)| (pid, token.to_hex().as_str().to_owned()))
+            .map(|(pid, name, token)| (pid, (name, token.to_hex().as_str().to_owned())))
             .collect()
     }
 
@@ -235,9 +244,9 @@ impl PostgresAdvisoryLock {
 
 #[async_trait]
 impl Inspect for PostgresAdvisoryLock {
-    /// The database's advisory locks (named `advisory:<key>`, or by the pattern itself when it
-    /// has no wildcard and is that key's name) that match. `scanned` counts the `pg_locks` rows
-    /// read.
+    /// The database's advisory locks that match: this lock's own leases by their names, the
+    /// others named `advisory:<key>` (or by the pattern itself when it has no wildcard and is
+    /// that key's name). `scanned` counts the `pg_locks` rows read.
     async fn list(
         &self,
         pattern: &NamePattern,
