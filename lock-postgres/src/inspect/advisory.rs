@@ -2,8 +2,9 @@
 //! 'advisory'`, this database) with their sessions from `pg_stat_activity`, in one query; and
 //! what `distlock release --force` needs of them (the holding session, `pg_terminate_backend`).
 //!
-//! A lock name maps to a key as [`advisory_key`] maps it (the advisory mode's, and sqlx's); the
-//! server keeps only the key, so reading a name computes its key and looks for it, while a
+//! A lock name maps to a key as [`advisory_key`](crate::advisory_key) maps it (the advisory
+//! mode's, and sqlx's); the server keeps only the key, so reading a name computes its key and
+//! looks for it, while a
 //! listing names what it finds `advisory:<key>` (or `advisory:<k1>,<k2>` for a lock taken with
 //! two `int4` keys). The lock belongs to the session that took it: there is no token, and only
 //! that session unlocks it (or its end).
@@ -23,13 +24,9 @@ use tokio_postgres::Row;
 use tokio_postgres::types::{ToSql, Type};
 
 use super::AdvisorySession;
-use crate::advisory_key;
+use super::lock_key::{Key, PREFIX};
 use crate::error::{BACKEND, unexpected};
 use crate::executor::Executor;
-
-/// How a listing names an advisory lock whose name it cannot know (`advisory:<key>`), and
-/// how such a name reads back.
-pub(super) const PREFIX: &str = "advisory:";
 
 /// Every advisory lock of this database, granted or requested, with its session. `$1`: 0 for
 /// all keys, else only the key `(classid, objid, objsubid) = ($2, $3, $4)`.
@@ -52,73 +49,6 @@ WHERE l.locktype = 'advisory' AND l.granted AND l.pid = $1
     AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
     AND l.classid::int8 = $2 AND l.objid::int8 = $3 AND l.objsubid::int4 = $4
 LIMIT 1";
-
-/// An advisory lock's identity in `pg_locks`: one `bigint` key is `(high 32 bits, low 32
-/// bits, 1)`; two `int4` keys are `(k1, k2, 2)`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) struct Key {
-    classid: i64,
-    objid: i64,
-    objsubid: i32,
-}
-
-impl Key {
-    /// The `bigint` key `key` (`pg_advisory_lock(bigint)`).
-    fn big(key: i64) -> Self {
-        // `as` splits the two's complement into its halves, as the server does.
-        let bits = key as u64;
-        Self {
-            classid: (bits >> 32) as i64,
-            objid: (bits & 0xffff_ffff) as i64,
-            objsubid: 1,
-        }
-    }
-
-    /// The key a name means: `advisory:<bigint>` or `advisory:<int4>,<int4>` as a listing
-    /// names them, else the name's own key ([`advisory_key`]).
-    pub(super) fn of_name(name: &str) -> Self {
-        if let Some(rest) = name.strip_prefix(PREFIX) {
-            if let Ok(key) = rest.parse::<i64>() {
-                return Self::big(key);
-            }
-            if let Some((a, b)) = rest.split_once(',')
-                && let (Ok(a), Ok(b)) = (a.trim().parse::<i32>(), b.trim().parse::<i32>())
-            {
-                return Self {
-                    classid: i64::from(a as u32),
-                    objid: i64::from(b as u32),
-                    objsubid: 2,
-                };
-            }
-        }
-        Self::big(advisory_key(name))
-    }
-
-    /// How a listing names it: `<bigint>` or `<int4>,<int4>`.
-    // classid and objid are oids (32 bits): the casts take the bits back as the signed keys
-    // they were given as, truncating nothing.
-    #[allow(clippy::cast_possible_truncation)]
-    fn text(self) -> String {
-        if self.objsubid == 1 {
-            let key = ((self.classid as u64) << 32 | (self.objid as u64 & 0xffff_ffff)) as i64;
-            key.to_string()
-        } else {
-            format!(
-                "{},{}",
-                self.classid as u32 as i32, self.objid as u32 as i32
-            )
-        }
-    }
-
-    /// The key as the three parameters `$2, $3, $4` of [`LOCKS`] and [`TERMINATE`].
-    fn params(&self) -> [(&(dyn ToSql + Sync), Type); 3] {
-        [
-            (&self.classid, Type::INT8),
-            (&self.objid, Type::INT8),
-            (&self.objsubid, Type::INT4),
-        ]
-    }
-}
 
 /// One row of [`LOCKS`].
 struct Entry {
@@ -336,31 +266,5 @@ pub(super) async fn terminate(exec: &Executor, name: &str, pid: i32) -> Result<b
             return Ok(false);
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Key;
-
-    #[test]
-    fn keys_split_and_join_as_the_server_does() {
-        for key in [0, 1, -1, i64::MIN, i64::MAX, -5_560_419_505_042_474_287] {
-            let split = Key::big(key);
-            assert!(split.classid >= 0 && split.classid <= i64::from(u32::MAX));
-            assert_eq!(split.text(), key.to_string());
-            assert_eq!(Key::of_name(&format!("advisory:{key}")), split);
-        }
-        // pg_advisory_lock(1, 2) and (-1, 7): classid and objid as oids.
-        let pair = Key::of_name("advisory:-1,7");
-        assert_eq!(
-            (pair.classid, pair.objid, pair.objsubid),
-            (4_294_967_295, 7, 2)
-        );
-        assert_eq!(pair.text(), "-1,7");
-        assert_eq!(
-            Key::of_name("my first Postgres advisory lock!"),
-            Key::big(-5_560_419_505_042_474_287)
-        );
     }
 }

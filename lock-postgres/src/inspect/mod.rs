@@ -2,21 +2,25 @@
 //! and `watch` need), beside the layout they read, for both lock types:
 //!
 //! - [`PostgresLock`] shows the database as an operator sees it: every kind of the lease table
-//!   (`table.rs`) and the database's advisory locks (`advisory.rs`: sqlx's, the advisory mode's,
-//!   anyone's), a name being able to be held both ways; releases by token through the kinds'
-//!   own releases; and counts the announced releases (`feed.rs`).
+//!   (`table.rs`, `rows.rs`) and the database's advisory locks (`advisory.rs`, `lock_key.rs`:
+//!   sqlx's, the advisory mode's, anyone's), a name being able to be held both ways; releases
+//!   by token through the kinds' own releases (`release.rs`); and counts the announced releases
+//!   (`feed.rs`).
 //! - [`PostgresAdvisoryLock`] shows the database's advisory locks only: it needs no table, and
 //!   is used where there may be none (or no right to read it). The server keeps only a lock's
 //!   key, so a listing names another process's lock `advisory:<key>`; the lock's own sessions
 //!   are named by their lease's name, and their holders carry its token after the backend pid
 //!   (`<pid>:<token>`), so a process finds its own leases among the sessions.
 //!
-//! An advisory lock is [`HeldKind::Session`]: no token to compare, so never released by one
-//! ([`PostgresLock::advisory_holders`] and [`PostgresLock::end_advisory_session`] are what
-//! `release --force` uses instead).
+//! An advisory lock is [`HeldKind::Session`](lock_core::backend::HeldKind::Session): no token
+//! to compare, so never released by one ([`PostgresLock::advisory_holders`] and
+//! [`PostgresLock::end_advisory_session`] are what `release --force` uses instead).
 
 mod advisory;
 mod feed;
+mod lock_key;
+mod release;
+mod rows;
 mod table;
 
 use std::collections::HashMap;
@@ -80,7 +84,7 @@ async fn read_all(
 ) -> Result<Vec<HeldLock>, LockError> {
     let filter = table::Filter::Name(name.to_owned());
     let ((mut locks, _), sessions) = futures::try_join!(
-        table::read(exec, &filter, node),
+        rows::read(exec, &filter, node),
         advisory::describe(exec, node, name, own)
     )?;
     locks.extend(sessions);
@@ -155,7 +159,7 @@ impl Inspect for PostgresLock {
         let node = self.node();
         let own = HashMap::new();
         let ((mut locks, rows), (sessions, session_rows)) = futures::try_join!(
-            table::read(exec, &filter, node),
+            rows::read(exec, &filter, node),
             advisory::list(exec, node, literal, &own)
         )?;
         locks.extend(sessions);
@@ -174,7 +178,7 @@ impl Inspect for PostgresLock {
     /// As [`Inspect::release_held`]; [`LockError::InvalidInput`] when `name` is held with
     /// `token` but it is not a distlock token (another client's row).
     async fn release_held(&self, name: &str, token: &str) -> Result<bool, LockError> {
-        match table::lease_of(self.executor(), name, token).await? {
+        match release::lease_of(self.executor(), name, token).await? {
             Some(lease) => self.release(&lease).await,
             None => Ok(false),
         }
