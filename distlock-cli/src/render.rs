@@ -137,7 +137,7 @@ fn held_by(holder: &Holder) -> String {
     if let Some(since) = number(&fields, "since_ms") {
         parts.push(format!("for {}", age(since)));
     }
-    // A PostgreSQL advisory lock's session (see store/postgres_advisory.rs).
+    // A PostgreSQL advisory lock's session (lock-postgres's description of it).
     if let Some(pid) = number(&fields, "backend_pid") {
         parts.push(format!("backend pid {pid}"));
     }

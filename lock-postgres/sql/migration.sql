@@ -1,8 +1,9 @@
--- distlock's schema on PostgreSQL, version 4: the lease table (version 1), the tables and
+-- distlock's schema on PostgreSQL, version 5: the lease table (version 1), the tables and
 -- functions of the read-write lock, the semaphore and the fair lock (version 2), the notes
--- beside a grant (version 3), and the fence of guarded writes, `distlock_fence` (version 4).
+-- beside a grant (version 3), the fence of guarded writes, `distlock_fence` (version 4), and
+-- when each holder was granted its lock, `granted_at` (version 5).
 --
--- Idempotent: run it on an empty database, or over version 1, 2 or 3 (an existing
+-- Idempotent: run it on an empty database, or over version 1, 2, 3 or 4 (an existing
 -- `distlock_leases` and every lease in it are kept), or again. `PostgresLock::migrate()` runs it; so can your
 -- migration tool (it is `lock_postgres::MIGRATION`).
 --
@@ -83,6 +84,43 @@ CREATE TABLE IF NOT EXISTS distlock_fair_queue (
 );
 CREATE INDEX IF NOT EXISTS distlock_fair_queue_order ON distlock_fair_queue (name, arrival);
 
+-- Version 5: when each holder was granted its lock (server clock), set by the grant itself,
+-- for operators (`distlock ls`: "held since"). Null for a grant made before the upgrade. The
+-- columns are added without a default, so no table is rewritten and no held lease gets a false
+-- date; the defaults below apply to rows inserted from now on.
+ALTER TABLE distlock_leases ADD COLUMN IF NOT EXISTS granted_at timestamptz;
+ALTER TABLE distlock_rw ADD COLUMN IF NOT EXISTS granted_at timestamptz;
+ALTER TABLE distlock_rw_readers ADD COLUMN IF NOT EXISTS granted_at timestamptz;
+ALTER TABLE distlock_permits ADD COLUMN IF NOT EXISTS granted_at timestamptz;
+ALTER TABLE distlock_leases ALTER COLUMN granted_at SET DEFAULT clock_timestamp();
+ALTER TABLE distlock_rw_readers ALTER COLUMN granted_at SET DEFAULT clock_timestamp();
+ALTER TABLE distlock_permits ALTER COLUMN granted_at SET DEFAULT clock_timestamp();
+
+-- The mutex's statements are the client's (`lock_postgres`'s `ACQUIRE`, `HAND_OVER`), and a
+-- client of an earlier version sends them without the column: a grant of the lease row is
+-- dated here instead, in the statement that makes it. Every grant of the row issues a new
+-- fencing token (acquire, hand-over, the fair lock, the multi-lock), and nothing else changes
+-- it (an extend or a release keeps it), so the new token is what marks a grant; the WHEN clause
+-- is evaluated without calling the function.
+CREATE OR REPLACE FUNCTION distlock_lease_granted() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.granted_at := clock_timestamp();
+    RETURN NEW;
+END
+$$;
+
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_trigger
+        WHERE tgname = 'distlock_leases_granted' AND tgrelid = 'distlock_leases'::regclass) THEN
+        CREATE TRIGGER distlock_leases_granted BEFORE UPDATE ON distlock_leases
+        FOR EACH ROW WHEN (NEW.fencing_token IS DISTINCT FROM OLD.fencing_token)
+        EXECUTE FUNCTION distlock_lease_granted();
+    END IF;
+END
+$$;
+
 -- Milliseconds from now until `t`, at least 0, rounded up.
 CREATE OR REPLACE FUNCTION distlock_ms_until(t timestamptz, now_t timestamptz) RETURNS int8
 LANGUAGE sql IMMUTABLE AS $$
@@ -143,8 +181,9 @@ BEGIN
             RETURN;
         END IF;
     END IF;
-    INSERT INTO distlock_rw_readers AS r (name, token, expires_at)
-    VALUES (p_name, p_token, now_t + p_ttl_ms * interval '1 millisecond')
+    -- A reader that holds its share already keeps its grant's date.
+    INSERT INTO distlock_rw_readers AS r (name, token, expires_at, granted_at)
+    VALUES (p_name, p_token, now_t + p_ttl_ms * interval '1 millisecond', now_t)
     ON CONFLICT (name, token) DO UPDATE SET expires_at = excluded.expires_at;
     granted := true;
     wait_ms := 0;
@@ -182,7 +221,8 @@ BEGIN
     UPDATE distlock_rw r
     SET writer = p_token,
         expires_at = now_t + p_ttl_ms * interval '1 millisecond',
-        fencing_token = distlock_next_fence(r.fencing_token, now_t)
+        fencing_token = distlock_next_fence(r.fencing_token, now_t),
+        granted_at = now_t
     WHERE r.name = p_name
     RETURNING r.fencing_token INTO fencing_token;
     granted := true;
@@ -262,8 +302,9 @@ BEGIN
         wait_ms := distlock_ms_until(soonest, now_t);
         RETURN;
     END IF;
-    INSERT INTO distlock_permits AS p (name, token, permits, expires_at)
-    VALUES (p_name, p_token, p_permits, now_t + p_ttl_ms * interval '1 millisecond')
+    -- A holder that holds permits already keeps its grant's date.
+    INSERT INTO distlock_permits AS p (name, token, permits, expires_at, granted_at)
+    VALUES (p_name, p_token, p_permits, now_t + p_ttl_ms * interval '1 millisecond', now_t)
     ON CONFLICT (name, token) DO UPDATE SET permits = excluded.permits, expires_at = excluded.expires_at;
     status := 1;
     wait_ms := 0;
@@ -477,5 +518,5 @@ BEGIN
 END
 $$;
 
-INSERT INTO distlock_schema (version) VALUES (4)
+INSERT INTO distlock_schema (version) VALUES (5)
 ON CONFLICT (one) DO UPDATE SET version = greatest(distlock_schema.version, excluded.version);

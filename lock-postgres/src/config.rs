@@ -156,12 +156,14 @@ impl PostgresLockBuilder {
         };
         let listen_url = self.listen_url.clone();
         let settings = self.resolve(DEFAULT_POOL_SIZE)?;
+        let node = crate::inspect::node_of(settings.config.as_ref());
         let listen = match listen_url {
             Some(url) => Some(parse(&url, settings.connect_timeout)?),
             None => settings.config,
         };
         Ok(PostgresLock::assemble(
             settings.pool,
+            node,
             listen.filter(|_| announcements),
             settings.connect_timeout,
             settings.statement_timeout,

@@ -8,6 +8,7 @@ mod error;
 mod executor;
 mod fence;
 mod grant;
+mod inspect;
 mod kinds;
 mod listener;
 mod lookalike;
@@ -25,6 +26,7 @@ pub use error::{BACKEND, MissingTable, PostgresError};
 #[cfg(feature = "sqlx")]
 pub use fence::fence_sqlx;
 pub use fence::{FENCE_TABLE, FENCED_SQLSTATE, fence};
+pub use inspect::AdvisorySession;
 pub use lock_core::{LockError, MAX_NOTE_BYTES};
 pub use lookalike::{Lookalike, UnsupportedServer};
 pub use postgres_lock::PostgresLock;

@@ -91,6 +91,11 @@ impl Failure {
 }
 
 impl Listener {
+    /// The client configuration it listens with (a watcher's feed connects with it too).
+    pub(crate) fn config(&self) -> &tokio_postgres::Config {
+        &self.config
+    }
+
     pub(crate) fn new(config: tokio_postgres::Config, limit: Duration) -> Self {
         Self {
             config,

@@ -46,11 +46,14 @@ pub struct PostgresLock {
     /// Release announcements for waiters; `None` with announcements off, or a pool without a
     /// configuration.
     listener: Option<Listener>,
+    /// `host:port` of the server (never the password): the operator reads' `node`.
+    node: String,
 }
 
 impl PostgresLock {
     pub(crate) fn assemble(
         pool: Pool,
+        node: String,
         listen: Option<tokio_postgres::Config>,
         connect_timeout: Duration,
         statement_timeout: Duration,
@@ -65,7 +68,23 @@ impl PostgresLock {
             },
             listener: listen
                 .map(|config| Listener::new(config, connect_timeout + statement_timeout)),
+            node,
         }
+    }
+
+    /// How the lock's statements run: the operator reads (`inspect/`) run theirs so too.
+    pub(crate) fn executor(&self) -> &Executor {
+        &self.exec
+    }
+
+    /// `host:port` of the server, for the operator reads.
+    pub(crate) fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// The listener's client configuration; `None` with announcements off.
+    pub(crate) fn listen_config(&self) -> Option<&tokio_postgres::Config> {
+        self.listener.as_ref().map(Listener::config)
     }
 
     /// Whether the lock prepares its statements (see
@@ -133,6 +152,12 @@ impl PostgresLock {
 impl Lock for PostgresLock {
     fn backend(&self) -> &'static str {
         BACKEND
+    }
+
+    /// The lease table's locks of every kind and the database's advisory locks (see
+    /// [`Inspect`](lock_core::backend::Inspect)'s implementation on `PostgresLock`).
+    fn inspector(&self) -> Option<&dyn lock_core::backend::Inspect> {
+        Some(self)
     }
 
     /// Every kind: the mutex, the read-write lock, the semaphore and the fair lock (schema

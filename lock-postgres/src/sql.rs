@@ -22,8 +22,9 @@ pub const TURN_CHANNEL: &str = "distlock_turn";
 /// Version 1 was the lease table alone; version 2 adds the read-write lock, the semaphore and
 /// the fair lock; version 3 the notes beside a grant; version 4 the fence of guarded writes
 /// ([`FENCE_TABLE`](crate::FENCE_TABLE) and the function `distlock_fence`, see
-/// [`fence`](crate::fence)).
-pub const SCHEMA_VERSION: u32 = 4;
+/// [`fence`](crate::fence)); version 5 the date of each grant (`granted_at`, read by the
+/// operator reads: [`Inspect`](lock_core::backend::Inspect)'s "held since").
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// The migration that creates (or upgrades) the lock's schema: run it once per database, before
 /// the first lock operation, yourself (with your migration tool) or through
@@ -39,6 +40,7 @@ pub const SCHEMA_VERSION: u32 = 4;
 /// | `token` | `text`, null when released | the holder's token, 32 hex characters |
 /// | `fencing_token` | `bigint` | the last fencing token issued for the name |
 /// | `expires_at` | `timestamptz` | when the holder's lease ends, on the server's clock |
+/// | `granted_at` | `timestamptz`, null before version 5 | when the holder was granted it, on the server's clock (set by a trigger on each new fencing token) |
 ///
 /// A released row is kept (token null) so the name's next fencing token follows its last one;
 /// deleting free rows is safe (see the crate docs on fencing). The read-write lock, the

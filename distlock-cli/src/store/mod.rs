@@ -11,10 +11,6 @@ mod mysql;
 mod mysql_target;
 mod object_store;
 mod postgres;
-mod postgres_advisory;
-mod postgres_read;
-mod postgres_releases;
-mod postgres_target;
 mod redis;
 mod redlock;
 mod scheme;
@@ -253,9 +249,7 @@ pub(crate) async fn connect(args: &TargetArgs) -> Result<Box<dyn Store>, Failure
     match Scheme::of_all(&args.url, args.redlock)? {
         Scheme::Redis => Ok(Box::new(crate::connect::Target::connect(args).await?)),
         Scheme::Etcd => Ok(Box::new(etcd::EtcdTarget::connect(args).await?)),
-        Scheme::Postgres => Ok(Box::new(
-            postgres_target::PostgresTarget::connect(args).await?,
-        )),
+        Scheme::Postgres => Ok(Box::new(postgres::PostgresTarget::connect(args).await?)),
         Scheme::Redlock => Ok(Box::new(redlock::RedlockTarget::connect(args).await?)),
         Scheme::ObjectStore => Ok(Box::new(
             object_store::ObjectStoreTarget::connect(args).await?,

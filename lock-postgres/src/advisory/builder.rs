@@ -103,6 +103,7 @@ impl PostgresAdvisoryLockBuilder {
         let settings = self.inner.resolve(DEFAULT_ADVISORY_POOL_SIZE)?;
         Ok(PostgresAdvisoryLock::assemble(
             settings.pool,
+            crate::inspect::node_of(settings.config.as_ref()),
             settings.connect_timeout,
             settings.statement_timeout,
         ))

@@ -66,20 +66,28 @@ pub struct PostgresAdvisoryLock {
     pool: Pool,
     /// The held leases: (name, token) to the connection whose session holds the lock.
     held: Mutex<HashMap<(String, Token), Arc<HeldSession>>>,
-    connect_timeout: Duration,
-    statement_timeout: Duration,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) statement_timeout: Duration,
+    /// `host:port` of the server (never the password): the operator reads' `node`.
+    node: String,
     /// The `idle_session_timeout` fresh sessions start with, read on the first acquire: what a
     /// release sets it back to before the connection returns to the pool.
     idle_default: std::sync::OnceLock<String>,
 }
 
 impl PostgresAdvisoryLock {
-    fn assemble(pool: Pool, connect_timeout: Duration, statement_timeout: Duration) -> Self {
+    fn assemble(
+        pool: Pool,
+        node: String,
+        connect_timeout: Duration,
+        statement_timeout: Duration,
+    ) -> Self {
         Self {
             pool,
             held: Mutex::new(HashMap::new()),
             connect_timeout,
             statement_timeout,
+            node,
             idle_default: std::sync::OnceLock::new(),
         }
     }
@@ -94,6 +102,20 @@ impl PostgresAdvisoryLock {
     #[must_use]
     pub fn held_leases(&self) -> usize {
         self.map().len()
+    }
+
+    /// `host:port` of the server, for the operator reads.
+    pub(crate) fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// The backend pid of each session this lock holds a lease on, with the lease's name and
+    /// token.
+    pub(crate) fn held_sessions(&self) -> Vec<(i32, String, Token)> {
+        self.map()
+            .iter()
+            .map(|((name, token), held)| (held.pid, name.clone(), *token))
+            .collect()
     }
 
     /// What a release sets `idle_session_timeout` back to: the sessions' starting value
@@ -207,6 +229,12 @@ fn acquire_error(err: tokio_postgres::Error) -> LockError {
 impl Lock for PostgresAdvisoryLock {
     fn backend(&self) -> &'static str {
         BACKEND
+    }
+
+    /// The database's advisory locks, this lock's own sessions among them (see
+    /// [`Inspect`](lock_core::backend::Inspect)'s implementation on `PostgresAdvisoryLock`).
+    fn inspector(&self) -> Option<&dyn lock_core::backend::Inspect> {
+        Some(self)
     }
 
     /// The mutex only, the multi-lock one name after the other. Less than the full contract,

@@ -1,6 +1,6 @@
 //! The kinds of lock on the lease table, one file each: the mutex, the read-write lock, the
 //! semaphore, the fair lock, the multi-lock and the holder's note, each one statement or one
-//! function call per operation (`sql/migration.sql`, schema version 4). Plain functions over
+//! function call per operation (`sql/migration.sql`, schema version 5). Plain functions over
 //! the [`Executor`]: nothing here needs the lock itself; `PostgresLock`'s `impl Lock` picks the
 //! kind. Every acquire goes through [`Executor::grant`], so a grant whose caller is gone is
 //! given back by its kind's own release. What the kinds share is here: the extend of a lease

@@ -412,7 +412,9 @@ async fn without_the_migration_the_fence_says_to_run_it_and_version_3_upgrades()
             .await
             .expect_err("v3"),
     );
-    lock.migrate().await.expect("upgrade to version 4");
+    lock.migrate()
+        .await
+        .expect("upgrade to the current version");
     lock.migrate().await.expect("again");
     let version: i32 = client
         .query_one("SELECT version FROM distlock_schema", &[])
@@ -423,7 +425,7 @@ async fn without_the_migration_the_fence_says_to_run_it_and_version_3_upgrades()
         u32::try_from(version).ok(),
         Some(lock_postgres::SCHEMA_VERSION)
     );
-    assert_eq!(lock_postgres::SCHEMA_VERSION, 4);
+    assert_eq!(lock_postgres::SCHEMA_VERSION, 5);
     fence(&client, &Fence::new("acct", 1))
         .await
         .expect("fenced");

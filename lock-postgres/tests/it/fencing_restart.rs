@@ -52,6 +52,21 @@ async fn tokens_increase_across_a_restart(mut server: PostgresServer, durable: b
     server.stop();
     server.start_again().expect("start again");
 
+    if !durable {
+        // A grant may have survived the crash while its release was lost (which of the last
+        // commits reach the disk depends on where the WAL writer happened to flush): the name
+        // is then held again by that grant, and freed by its release.
+        for lease in [&first, &second] {
+            // Retried while the restart's broken connections are thrown away.
+            for _ in 0..20 {
+                match lock.release(lease).await {
+                    Ok(_) => break,
+                    Err(error) => assert!(error.is_retryable(), "{error}"),
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
     let third = acquire(&lock, "released").await;
     assert!(
         third.fencing_token() > second.fencing_token(),

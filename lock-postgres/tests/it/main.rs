@@ -20,6 +20,7 @@ mod fair_processes;
 mod fence;
 mod fence_processes;
 mod fencing_restart;
+mod held_since;
 mod kinds_processes;
 mod lifecycle;
 mod missing_table;
