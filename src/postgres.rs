@@ -17,7 +17,7 @@ pub use lock_postgres::*;
 // against lock-postgres's lib.rs). Plain comments, not doc comments: a doc comment on a `pub use` is
 // prepended to every re-exported item's own documentation.
 pub use lock_postgres::{
-    BACKEND, CHANNEL, DEFAULT_ADVISORY_POOL_SIZE, DEFAULT_CONNECT_TIMEOUT,
+    AdvisorySession, BACKEND, CHANNEL, DEFAULT_ADVISORY_POOL_SIZE, DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_OPERATION_TIMEOUT, DEFAULT_POOL_SIZE, FENCE_TABLE, FENCED_SQLSTATE, LockError,
     Lookalike, MAX_NOTE_BYTES, MIGRATION, MissingTable, PostgresAdvisoryLock,
     PostgresAdvisoryLockBuilder, PostgresError, PostgresLock, PostgresLockBuilder,
