@@ -70,6 +70,11 @@ pub(crate) struct Quorum {
     pub(crate) answered: usize,
 }
 
+/// A duration in whole milliseconds, as the JSON documents give TTLs.
+fn millis(duration: Option<std::time::Duration>) -> Option<i64> {
+    duration.map(|t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX))
+}
+
 /// One Redlock master's answer for a name.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct NodeAnswer {
@@ -88,6 +93,20 @@ pub(crate) struct NodeAnswer {
     pub(crate) error: Option<String>,
 }
 
+impl NodeAnswer {
+    /// What the command prints of one member's answer.
+    fn from_member(member: lock_core::backend::MemberAnswer) -> Self {
+        Self {
+            ttl_ms: millis(member.ttl),
+            node: member.member,
+            token: member.token,
+            fencing_token: member.fencing_token,
+            agrees: member.agrees,
+            error: member.error,
+        }
+    }
+}
+
 /// An election's leader, read from the record it wrote beside its grant
 /// (`lock_core::Leader::from_record`).
 #[derive(Debug, Clone, Serialize)]
@@ -104,17 +123,13 @@ impl LockInfo {
     /// What the command prints of a hold a backend's inspector read.
     pub(crate) fn from_held(held: HeldLock) -> Self {
         let first = held.holders.first().cloned();
-        let ttl_ms = |h: &HolderView| {
-            h.ttl
-                .map(|t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX))
-        };
         let members = |holders: &[HolderView], count: u64| Members {
             count,
             shown: holders
                 .iter()
                 .map(|h| Member {
                     token: h.token.clone(),
-                    ttl_ms: ttl_ms(h).unwrap_or(-1),
+                    ttl_ms: millis(h.ttl).unwrap_or(-1),
                     permits: h.permits,
                 })
                 .collect(),
@@ -143,16 +158,7 @@ impl LockInfo {
             nodes: held
                 .members
                 .into_iter()
-                .map(|m| NodeAnswer {
-                    ttl_ms: m
-                        .ttl
-                        .map(|t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX)),
-                    node: m.member,
-                    token: m.token,
-                    fencing_token: m.fencing_token,
-                    agrees: m.agrees,
-                    error: m.error,
-                })
+                .map(NodeAnswer::from_member)
                 .collect(),
             ..LockInfo::default()
         };
@@ -170,22 +176,7 @@ impl LockInfo {
             _ => {}
         }
         if exclusive && let Some(first) = first {
-            info.ttl_ms = ttl_ms(&first);
-            info.since_ms = first.since.and_then(|since| {
-                since
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .ok()
-                    .and_then(|d| u64::try_from(d.as_millis()).ok())
-            });
-            // What the holder said about itself: shown only when it said something.
-            info.holder = first.note.map(|note| {
-                Holder::new(
-                    first.fencing_token.or(held.last_fencing_token).unwrap_or(0),
-                    first.ttl,
-                )
-                .with_note(note)
-            });
-            info.token = Some(first.token);
+            info.hold_by(first, held.last_fencing_token);
         }
         if !held.quorum.is_none_or(|q| q.reached()) {
             info.kind = NO_QUORUM;
@@ -193,6 +184,27 @@ impl LockInfo {
         info.name = held.name;
         info.key = held.key;
         info
+    }
+
+    /// Fills in an exclusive hold's holder: its token, TTL, since when, and what it said about
+    /// itself (shown only when it said something). `last_fencing_token`: the name's counter,
+    /// when the holder's own fencing token is not known.
+    fn hold_by(&mut self, first: HolderView, last_fencing_token: Option<u64>) {
+        self.ttl_ms = millis(first.ttl);
+        self.since_ms = first.since.and_then(|since| {
+            since
+                .duration_since(std::time::UNIX_EPOCH)
+                .ok()
+                .and_then(|d| u64::try_from(d.as_millis()).ok())
+        });
+        self.holder = first.note.map(|note| {
+            Holder::new(
+                first.fencing_token.or(last_fencing_token).unwrap_or(0),
+                first.ttl,
+            )
+            .with_note(note)
+        });
+        self.token = Some(first.token);
     }
 
     /// Whether this is a held lock (not a Redlock name without a quorum, [`NO_QUORUM`]).

@@ -113,17 +113,42 @@ fn code_of(error: &object_store::Error) -> String {
     })
 }
 
+/// Whether the HTTP client gave up waiting for the store's answer (its request timeout).
+fn timed_out(error: &object_store::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(cause) = source {
+        if let Some(http) = cause.downcast_ref::<object_store::client::HttpError>()
+            && http.kind() == object_store::client::HttpErrorKind::Timeout
+        {
+            return true;
+        }
+        source = cause.source();
+    }
+    false
+}
+
 /// `error` of `op` on the store `store` (its `Display`) at `key` as a [`LockError`]: the
-/// credentials and a missing bucket are not retryable, the rest (connection refused, 5xx,
-/// throttling after the client's own retries) is.
+/// client's request timeout ([`LockError::Timeout`], after `timeout`); the credentials and a
+/// missing bucket, not retryable; the rest (connection refused, 5xx, throttling after the
+/// client's own retries), retryable.
 pub(crate) fn to_lock_error(
     op: Op,
     store: &str,
     key: &str,
     error: object_store::Error,
+    timeout: Duration,
 ) -> LockError {
     use object_store::Error as E;
     let error = classified(error);
+    if timed_out(&error) {
+        // The store accepted the connection and never answered within the client's timeout
+        // (`timeout`, the lock's operation timeout): a timeout, told apart from a store that
+        // refused or failed.
+        return LockError::Timeout {
+            phase: TimeoutPhase::Command,
+            elapsed: timeout,
+        };
+    }
     let (retryable, source): (bool, lock_core::BoxError) = match error {
         E::PermissionDenied { .. } | E::Unauthenticated { .. } => (
             false,
@@ -172,7 +197,7 @@ mod tests {
             path: "locks/job".into(),
             source: "NoSuchBucket".into(),
         };
-        let error = to_lock_error(Op::Acquire, "AmazonS3(b)", "locks/job", e);
+        let error = to_lock_error(Op::Acquire, "AmazonS3(b)", "locks/job", e, Duration::ZERO);
         assert!(!error.is_retryable());
         assert!(matches!(
             source(&error),
@@ -186,7 +211,7 @@ mod tests {
             path: "locks/job".into(),
             source: "SignatureDoesNotMatch".into(),
         };
-        let error = to_lock_error(Op::Acquire, "AmazonS3(b)", "locks/job", e);
+        let error = to_lock_error(Op::Acquire, "AmazonS3(b)", "locks/job", e, Duration::ZERO);
         assert!(!error.is_retryable());
         assert!(matches!(
             source(&error),

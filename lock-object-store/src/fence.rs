@@ -51,7 +51,7 @@ pub async fn fenced_put(
     let path = &resource_path(&fence.resource)?;
     let fencing_token = fence.token;
     let label = store.to_string();
-    let error = |e| to_lock_error(Op::Write, &label, path.as_ref(), e);
+    let error = |e| to_lock_error(Op::Write, &label, path.as_ref(), e, timeout);
     for _ in 0..TRIES {
         let head = GetOptions {
             head: true,

@@ -153,6 +153,6 @@ impl Objects {
 
     /// A store error of `op` at `key` as a [`LockError`].
     pub(crate) fn error(&self, op: Op, key: &Path, e: object_store::Error) -> LockError {
-        to_lock_error(op, &self.label, key.as_ref(), e)
+        to_lock_error(op, &self.label, key.as_ref(), e, self.timeout)
     }
 }

@@ -64,10 +64,17 @@ impl std::error::Error for NotRedis {
     }
 }
 
+/// Whether `err` is a timeout that redis-rs flattened into text: a cluster client that could
+/// reach no node keeps only the last node's error as the detail of "Failed to create initial
+/// connections" (`Io: timed out`), so the I/O error's kind is gone.
+fn flattened_timeout(err: &RedisError) -> bool {
+    err.kind() == redis::ErrorKind::Io && err.detail().is_some_and(|d| d.contains("timed out"))
+}
+
 /// Maps a failed command. `key` names the key a WRONGTYPE reply is about; `elapsed` is the time
 /// spent, reported if the client library timed out.
 pub(crate) fn from_redis(err: RedisError, op: Op, key: &str, elapsed: Duration) -> LockError {
-    if err.is_timeout() {
+    if err.is_timeout() || flattened_timeout(&err) {
         let phase = if op == Op::Connect {
             TimeoutPhase::Connect
         } else {

@@ -219,6 +219,16 @@ mod cluster {
         backend
             .with_late_answers_around_the_lock()
             .with_guarded_writes(super::guarded_writes(fences, read))
+            .with_address(|at| {
+                Locker::new(
+                    RedisLock::builder()
+                        .cluster_urls([format!("redis://{at}")])
+                        .connect_timeout(Duration::from_secs(2))
+                        .command_timeout(Duration::from_secs(2))
+                        .build()
+                        .expect("cluster URLs"),
+                )
+            })
     }
 
     fn setup() -> (Arc<RedisCluster>, Backend) {

@@ -63,7 +63,12 @@ mod redis {
         // the tokens.
         let late = urls.clone();
         let backend = Backend::new(move || Locker::new(redlock_over(&urls, None)))
-            .with_late_answers(move |latency| Locker::new(redlock_over(&late, Some(latency))));
+            .with_late_answers(move |latency| Locker::new(redlock_over(&late, Some(latency))))
+            // Every node at the address: what a Redlock answers when no node can grant.
+            .with_address(|at| {
+                let url = format!("redis://{at}");
+                Locker::new(redlock_over(&[url.clone(), url.clone(), url], None))
+            });
         (servers, backend)
     }
 

@@ -24,6 +24,9 @@ pub enum Module {
     /// [`inspect`](super::inspect): the operator reads every backend offers (list, inspect,
     /// release by token).
     Inspect,
+    /// [`errors`](super::errors): the same mistake, the same typed error (a refused port, a
+    /// silent one, a server of another kind).
+    Errors,
     /// [`guarded`](super::guarded): the fence the backend's crate ships for its store (guarded
     /// writes taking a [`Fence`](lock_core::Fence)).
     Guarded,
@@ -31,13 +34,14 @@ pub enum Module {
 
 impl Module {
     /// Every module, in the order of the suite's list.
-    pub const ALL: [Module; 8] = [
+    pub const ALL: [Module; 9] = [
         Module::Mutex,
         Module::ReadWrite,
         Module::Semaphore,
         Module::Fair,
         Module::Multi,
         Module::Inspect,
+        Module::Errors,
         Module::Guarded,
         Module::Election,
     ];
@@ -54,6 +58,7 @@ impl Module {
             Module::Multi => "multi",
             Module::Election => "election",
             Module::Inspect => "inspect",
+            Module::Errors => "errors",
             Module::Guarded => "guarded",
         }
     }
@@ -62,7 +67,7 @@ impl Module {
     #[must_use]
     pub fn offered_by(self, caps: &Capabilities) -> bool {
         match self {
-            Module::Mutex | Module::Multi | Module::Inspect => true,
+            Module::Mutex | Module::Multi | Module::Inspect | Module::Errors => true,
             Module::ReadWrite => caps.read_write,
             Module::Semaphore => caps.semaphore,
             Module::Fair => caps.fair,
@@ -97,7 +102,7 @@ mod tests {
     #[test]
     fn every_module_has_checks_and_its_name() {
         let total: usize = Module::ALL.iter().map(|m| m.checks().len()).sum();
-        assert_eq!(total, 52);
+        assert_eq!(total, 55);
         assert_eq!(Module::ReadWrite.name(), "read_write");
         assert!(Module::Multi.offered_by(&Capabilities::MUTEX));
         assert!(!Module::Fair.offered_by(&Capabilities::MUTEX));

@@ -57,6 +57,7 @@ use crate::FaultProxy;
 
 mod checks;
 pub mod election;
+pub mod errors;
 pub mod fair;
 pub mod guarded;
 pub mod inspect;
@@ -108,7 +109,13 @@ pub struct Backend {
     late: Option<LateLockers>,
     /// The store's fence, for the `guarded` module ([`Backend::with_guarded_writes`]).
     guarded: Option<GuardedWrites>,
+    /// Lockers of the same backend pointed at any address, for the `errors` module
+    /// ([`Backend::with_address`]).
+    reach: Option<Reach>,
 }
+
+/// A factory of lockers of one backend pointed at the address given.
+type Reach = Arc<dyn Fn(SocketAddr) -> Locker + Send + Sync>;
 
 /// A factory of lockers whose requests and answers are late by the latency given.
 type LateLockers = Arc<dyn Fn(Duration) -> Locker + Send + Sync>;
@@ -159,7 +166,33 @@ impl Backend {
             capabilities: Arc::default(),
             late: None,
             guarded: None,
+            reach: None,
         }
+    }
+
+    /// Gives the [`errors`] module a way to point this backend at any address: `at(addr)`
+    /// makes a fresh locker of the same backend, with the runner's usual settings and short
+    /// connect and command timeouts (a second or two), whose store is at `addr`. A backend
+    /// with no network between it and its store (`MemoryLock`) gives none.
+    #[must_use]
+    pub fn with_address(
+        mut self,
+        at: impl Fn(SocketAddr) -> Locker + Send + Sync + 'static,
+    ) -> Self {
+        self.reach = Some(Arc::new(at));
+        self
+    }
+
+    /// A locker of this backend pointed at `addr` ([`Backend::with_address`]), `None` when the
+    /// runner gave no way to.
+    #[must_use]
+    pub fn locker_at(&self, addr: SocketAddr) -> Option<Locker> {
+        let locker = (self.reach.as_ref()?)(addr);
+        self.made
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(locker.clone());
+        Some(locker)
     }
 
     /// Gives the [`guarded`] module the fence of the store this backend locks on: a backend
@@ -196,7 +229,8 @@ impl Backend {
     /// [`Backend::with_late_answers`] through a [`FaultProxy`] in front of `upstream` (the
     /// store's address) with the latency asked for, one proxy per locker; `connect(addr)`
     /// makes a locker whose backend connects to the store at `addr` (the proxy's address). A
-    /// proxy lives as long as the backend.
+    /// proxy lives as long as the backend. Unless the runner gave one, `connect` is also the
+    /// backend's way to any address ([`Backend::with_address`]).
     #[must_use]
     pub fn with_late_answers_through(
         self,
@@ -204,7 +238,14 @@ impl Backend {
         connect: impl Fn(SocketAddr) -> Locker + Send + Sync + 'static,
     ) -> Self {
         let proxies: Arc<Mutex<Vec<FaultProxy>>> = Arc::default();
-        self.with_late_answers(move |latency| {
+        // The same lockers reach any address: the `errors` module's too.
+        let connect = Arc::new(connect);
+        let reach = Arc::clone(&connect);
+        let mut this = self;
+        if this.reach.is_none() {
+            this.reach = Some(Arc::new(move |addr| reach(addr)));
+        }
+        this.with_late_answers(move |latency| {
             let proxy = FaultProxy::start(upstream).expect("start a fault proxy");
             proxy.set_latency(latency);
             let locker = connect(proxy.addr());
@@ -451,6 +492,11 @@ macro_rules! __conformance_checks {
                 fair_waiters_are_counted,
                 release_by_token_frees_for_the_next,
                 bad_names_are_refused,
+            ]
+            errors Errors [
+                refused_port_is_told,
+                silent_port_is_a_timeout,
+                another_kind_of_server_is_a_backend_error,
             ]
             guarded Guarded [
                 late_write_of_a_paused_holder_is_fenced,
