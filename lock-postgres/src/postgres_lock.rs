@@ -77,8 +77,11 @@ impl PostgresLock {
         &self.exec
     }
 
-    /// `host:port` of the server, for the operator reads.
-    pub(crate) fn node(&self) -> &str {
+    /// `host:port` of the server this lock connects to (a Unix socket's directory; never the
+    /// password), or `postgres` for a lock made from a pool alone: the `node` its operator
+    /// reads show.
+    #[must_use]
+    pub fn node(&self) -> &str {
         &self.node
     }
 

@@ -8,7 +8,7 @@ use crate::source::read;
 
 /// The series `distlock serve` exports from the store: not recorded by a library crate, so not
 /// in `distlock::metrics`.
-const STORE_SERIES: &[&str] = &["distlock_store_oldest_hold_seconds"];
+const STORE_SERIES: &[&str] = &["distlock_store_oldest_held_seconds"];
 
 /// Every `distlock_…` series named in `text`, a histogram's `_bucket`, `_count` and `_sum`
 /// series under the histogram's name.
@@ -57,7 +57,7 @@ fn the_alerts_and_the_dashboard_name_existing_series() {
     let alerts = named(&read("examples/axum_service/alerts.yml"));
     for wanted in [
         "distlock_oldest_held_seconds",
-        "distlock_store_oldest_hold_seconds",
+        "distlock_store_oldest_held_seconds",
         "distlock_acquire_wait_seconds",
         "distlock_at_risk_total",
         "distlock_eviction_risk_total",

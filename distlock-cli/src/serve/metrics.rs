@@ -38,6 +38,16 @@ pub(crate) fn render(view: &View) -> String {
     out
 }
 
+/// The library's word for a lock's kind (its metrics' `kind` label): a read-write lock is
+/// `read` while readers hold it and `write` while its writer does.
+fn kind_label(info: &crate::inspect::LockInfo) -> &'static str {
+    match info.kind {
+        "read-write" if info.token.is_some() => "write",
+        "read-write" => "read",
+        other => other,
+    }
+}
+
 /// The snapshot's locks summed per kind and name prefix (at `now`, Unix ms), and each
 /// election's current term, per election name.
 fn tally(view: &View, now: u64) -> (Groups<'_>, BTreeMap<&str, u64>) {
@@ -46,7 +56,7 @@ fn tally(view: &View, now: u64) -> (Groups<'_>, BTreeMap<&str, u64>) {
     for held in view.snapshot.iter().flat_map(|s| s.locks.iter()) {
         let info = &held.info;
         let prefix = info.name.split(':').next().unwrap_or_default();
-        let group = groups.entry((info.kind, prefix)).or_default();
+        let group = groups.entry((kind_label(info), prefix)).or_default();
         group.held += 1;
         group.oldest_ms = group.oldest_ms.max(now.saturating_sub(held.since_ms));
         group.waiters += info.waiters;
@@ -110,7 +120,7 @@ fn group_series(out: &mut String, groups: &Groups<'_>) {
             |g| Some(g.held.to_string()),
         ),
         (
-            "distlock_store_oldest_hold_seconds",
+            "distlock_store_oldest_held_seconds",
             "How long the oldest hold of each kind and name prefix has lasted (the holder's since, else when this server first saw it).",
             |g| Some(seconds(g.oldest_ms)),
         ),
@@ -120,21 +130,21 @@ fn group_series(out: &mut String, groups: &Groups<'_>) {
             |g| Some(g.waiters.to_string()),
         ),
         (
-            "distlock_store_permits_used",
-            "Semaphore permits in use, per name prefix.",
+            "distlock_store_permits_held",
+            "Semaphore permits held, per lock-name prefix.",
             |g| Some(g.permits_used.to_string()),
         ),
     ];
     for (name, help, value) in series {
         gauge(out, name, help);
         for ((kind, prefix), group) in groups {
-            if name == "distlock_store_permits_used" && *kind != "semaphore" {
+            if name == "distlock_store_permits_held" && *kind != "semaphore" {
                 continue;
             }
             if let Some(value) = value(group) {
                 let _ = writeln!(
                     out,
-                    "{name}{{kind=\"{}\",name_prefix=\"{}\"}} {value}",
+                    "{name}{{kind=\"{}\",lock_prefix=\"{}\"}} {value}",
                     escape(kind),
                     escape(prefix)
                 );

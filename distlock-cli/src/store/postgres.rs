@@ -44,12 +44,9 @@ impl PostgresTarget {
             .connect_timeout(args.connect_timeout)
             .statement_timeout(args.command_timeout)
             .build()?;
-        let config = url
-            .parse::<tokio_postgres::Config>()
-            .map_err(|e| Failure::new(USAGE, format!("bad PostgreSQL URL: {}", one_line(&e))))?;
         let target = Self {
+            node: lock.node().to_owned(),
             lock: Arc::new(lock),
-            node: node_of(&config),
         };
         target.check(args.connect_timeout).await?;
         Ok(target)
@@ -89,17 +86,6 @@ fn describe(error: &tokio_postgres::Error) -> String {
             None => error.to_string(),
         },
     }
-}
-
-/// `host:port` of the configuration's first host (a socket's directory for a Unix socket).
-fn node_of(config: &tokio_postgres::Config) -> String {
-    let host = match config.get_hosts().first() {
-        Some(tokio_postgres::config::Host::Tcp(host)) => host.clone(),
-        Some(tokio_postgres::config::Host::Unix(dir)) => dir.display().to_string(),
-        None => "localhost".to_owned(),
-    };
-    let port = config.get_ports().first().copied().unwrap_or(5432);
-    format!("{host}:{port}")
 }
 
 /// An advisory lock as the command has always shown it: its kind `advisory-shared` when its

@@ -88,6 +88,14 @@ async fn api_and_metrics_show_every_holder_and_stuck_holds_grow_old() {
         .acquire()
         .await
         .expect("semaphore");
+    // And a read share: the exporter says `read`, the library's word for the kind.
+    let _reader = locker
+        .read("report:daily")
+        .lease(Duration::from_secs(30))
+        .wait(Duration::from_secs(5))
+        .acquire()
+        .await
+        .expect("read share");
 
     let serve = Serve::start(&urls, &["--stuck-after", "1s", "--refresh", "200ms"]);
     let doc = serve.json("/api/locks");
@@ -160,15 +168,23 @@ async fn api_and_metrics_show_every_holder_and_stuck_holds_grow_old() {
         gauge(
             &first,
             "distlock_store_locks_held",
-            &[("kind", "semaphore"), ("name_prefix", "pool")]
+            &[("kind", "semaphore"), ("lock_prefix", "pool")]
         ),
         Some(1.0)
     );
     assert_eq!(
         gauge(
             &first,
-            "distlock_store_permits_used",
-            &[("name_prefix", "pool")]
+            "distlock_store_locks_held",
+            &[("kind", "read"), ("lock_prefix", "report")]
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        gauge(
+            &first,
+            "distlock_store_permits_held",
+            &[("lock_prefix", "pool")]
         ),
         Some(2.0)
     );
@@ -183,9 +199,9 @@ async fn api_and_metrics_show_every_holder_and_stuck_holds_grow_old() {
     std::thread::sleep(Duration::from_millis(1500));
     let second = serve.metrics();
     for prefix in ["job", "cache"] {
-        let labels = [("kind", "mutex"), ("name_prefix", prefix)];
-        let before = gauge(&first, "distlock_store_oldest_hold_seconds", &labels).expect(prefix);
-        let after = gauge(&second, "distlock_store_oldest_hold_seconds", &labels).expect(prefix);
+        let labels = [("kind", "mutex"), ("lock_prefix", prefix)];
+        let before = gauge(&first, "distlock_store_oldest_held_seconds", &labels).expect(prefix);
+        let after = gauge(&second, "distlock_store_oldest_held_seconds", &labels).expect(prefix);
         assert!(
             before >= 1.0 && after >= before + 1.0,
             "{prefix}: {before} then {after}"
@@ -199,8 +215,8 @@ async fn api_and_metrics_show_every_holder_and_stuck_holds_grow_old() {
     let later = own();
     let store = gauge(
         &serve.metrics(),
-        "distlock_store_oldest_hold_seconds",
-        &[("kind", "mutex"), ("name_prefix", "cache")],
+        "distlock_store_oldest_held_seconds",
+        &[("kind", "mutex"), ("lock_prefix", "cache")],
     )
     .expect("cache");
     assert!(
