@@ -16,7 +16,7 @@ pub use lock_etcd::*;
 // prepended to every re-exported item's own documentation.
 pub use lock_etcd::{
     BACKEND, DEFAULT_CONNECT_TIMEOUT, DEFAULT_OPERATION_TIMEOUT, DEFAULT_PREFIX, EtcdError,
-    EtcdLock, EtcdLockBuilder, LockError, MAX_NOTE_BYTES,
+    EtcdLock, EtcdLockBuilder, LockError, MAX_NOTE_BYTES, metric,
 };
 // The client crate the backend is built on, under its own name: a link to its own
 // documentation.

@@ -17,7 +17,7 @@ pub use lock_mysql::{
     BACKEND, DEFAULT_ADVISORY_POOL_SIZE, DEFAULT_CONNECT_TIMEOUT, DEFAULT_OPERATION_TIMEOUT,
     DEFAULT_POOL_SIZE, FENCE_TABLE, FENCED_SQLSTATE, LockError, MAX_LOCK_NAME_CHARS,
     MAX_NOTE_BYTES, MIGRATION, MissingTable, MysqlAdvisoryLock, MysqlAdvisoryLockBuilder,
-    MysqlLock, MysqlLockBuilder, SCHEMA_VERSION, TABLE, advisory_name, fence,
+    MysqlLock, MysqlLockBuilder, SCHEMA_VERSION, TABLE, advisory_name, fence, metric,
 };
 // The client crate the backend is built on, under its own name.
 #[doc(no_inline)]

@@ -17,7 +17,7 @@ pub use lock_object_store::*;
 // comment on a `pub use` is prepended to every re-exported item's own documentation.
 pub use lock_object_store::{
     BACKEND, DEFAULT_OPERATION_TIMEOUT, FENCE_METADATA, LockError, LockObject, MAX_NOTE_BYTES,
-    ObjectStoreError, ObjectStoreLock, ObjectStoreLockBuilder, fenced_put, parse_s3,
+    ObjectStoreError, ObjectStoreLock, ObjectStoreLockBuilder, fenced_put, metric, parse_s3,
 };
 // The client crate the backend is built on, under its own name: a link to its own
 // documentation.

@@ -22,7 +22,7 @@ pub use lock_postgres::{
     Lookalike, MAX_NOTE_BYTES, MIGRATION, MissingTable, PostgresAdvisoryLock,
     PostgresAdvisoryLockBuilder, PostgresError, PostgresLock, PostgresLockBuilder,
     PreparedStatementsUnsupported, SCHEMA_VERSION, TABLE, TURN_CHANNEL, TransactionPooler,
-    UnsupportedServer, advisory_key, fence,
+    UnsupportedServer, advisory_key, fence, metric,
 };
 // The fence through sqlx (feature `sqlx`).
 #[cfg(feature = "sqlx")]

@@ -16,13 +16,18 @@ mod renew;
 mod shared_lease;
 mod watch;
 
-pub use config::{
-    DEFAULT_CONNECT_TIMEOUT, DEFAULT_OPERATION_TIMEOUT, DEFAULT_PREFIX, EtcdLockBuilder,
-};
-pub use error::{BACKEND, EtcdError};
-pub use etcd_lock::EtcdLock;
-pub use kinds::note::MAX_NOTE_BYTES;
-pub use lock_core::LockError;
+pub use config::DEFAULT_PREFIX;
+
+lock_core::backend_exports! {
+    lock: etcd_lock::EtcdLock,
+    builder: config::EtcdLockBuilder,
+    backend: error::BACKEND,
+    connect_timeout: config::DEFAULT_CONNECT_TIMEOUT,
+    operation_timeout: config::DEFAULT_OPERATION_TIMEOUT,
+    max_note_bytes: kinds::note::MAX_NOTE_BYTES,
+    error: error::EtcdError,
+    metric: lock_core::metric,
+}
 
 /// The etcd client `EtcdLock` is built on, re-exported so its version always matches.
 pub use etcd_client;

@@ -15,12 +15,19 @@ mod rewrite;
 mod shared;
 mod store;
 
-pub use config::{DEFAULT_OPERATION_TIMEOUT, ObjectStoreLockBuilder, parse_s3};
-pub use error::{BACKEND, ObjectStoreError};
+pub use config::parse_s3;
 pub use fence::{FENCE_METADATA, fenced_put};
 pub use inspect::LockObject;
-pub use lock_core::{LockError, MAX_NOTE_BYTES};
-pub use object_store_lock::ObjectStoreLock;
+
+lock_core::backend_exports! {
+    lock: object_store_lock::ObjectStoreLock,
+    builder: config::ObjectStoreLockBuilder,
+    backend: error::BACKEND,
+    operation_timeout: config::DEFAULT_OPERATION_TIMEOUT,
+    max_note_bytes: lock_core::MAX_NOTE_BYTES,
+    error: error::ObjectStoreError,
+    metric: lock_core::metric,
+}
 
 /// The `object_store` crate `ObjectStoreLock` is built on, re-exported so its version always
 /// matches.

@@ -10,6 +10,10 @@
 //!
 //! `server` is the address the lock was built with, or the Sentinel master's name.
 
+/// The `Locker`'s own series, which every backend records: lock-core's names, here too so
+/// that `metric` is one module per backend crate.
+pub use lock_core::metric::*;
+
 /// Gauge, seconds: how long the grace period of a server still lasts, as this process last
 /// checked (on each acquire attempt there; 0 at the first attempt after it ended). Labels
 /// `backend` (`"redis"`) and `server` (the address the lock was built with, or the Sentinel

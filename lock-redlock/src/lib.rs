@@ -20,13 +20,18 @@ mod tally;
 mod telemetry;
 mod watch;
 
-pub use config::RedlockBuilder;
-pub use error::{BACKEND, QuorumNotReached, ValidityExpired};
-pub use lock_core::LockError;
-pub use record::MAX_NOTE_BYTES;
-pub use redlock::{PING_TIMEOUT, Redlock};
+pub use error::ValidityExpired;
+pub use redlock::PING_TIMEOUT;
 pub use settings::{
     DEFAULT_DRIFT_CONSTANT, DEFAULT_DRIFT_FACTOR, NODE_TIMEOUT_CEILING, NODE_TIMEOUT_FLOOR,
     NODE_TIMEOUT_PERCENT, default_node_timeout,
 };
 pub use tally::quorum;
+
+lock_core::backend_exports! {
+    lock: redlock::Redlock,
+    builder: config::RedlockBuilder,
+    backend: error::BACKEND,
+    max_note_bytes: record::MAX_NOTE_BYTES,
+    error: error::QuorumNotReached,
+}

@@ -12,6 +12,10 @@
 //!
 //! [`describe`] registers their descriptions with the installed recorder.
 
+/// The `Locker`'s own series, which every backend records: lock-core's names, here too so
+/// that `metric` is one module per backend crate.
+pub use lock_core::metric::*;
+
 // The constants live next to the code that records them; these are their names here, the same
 // style as `lock_core::metric`'s (no `METRIC_` prefix: the module says it).
 pub use crate::telemetry::{

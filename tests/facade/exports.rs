@@ -24,6 +24,7 @@ const COMMON: &[(&str, &[&str])] = &[
             "DEFAULT_OPERATION_TIMEOUT",
             "MAX_NOTE_BYTES",
             "LockError",
+            "metric",
         ],
     ),
     (
@@ -34,6 +35,7 @@ const COMMON: &[(&str, &[&str])] = &[
             "DEFAULT_OPERATION_TIMEOUT",
             "MAX_NOTE_BYTES",
             "LockError",
+            "metric",
         ],
     ),
     (
@@ -44,6 +46,7 @@ const COMMON: &[(&str, &[&str])] = &[
             "DEFAULT_OPERATION_TIMEOUT",
             "MAX_NOTE_BYTES",
             "LockError",
+            "metric",
         ],
     ),
     (
@@ -54,6 +57,7 @@ const COMMON: &[(&str, &[&str])] = &[
             "DEFAULT_OPERATION_TIMEOUT",
             "MAX_NOTE_BYTES",
             "LockError",
+            "metric",
         ],
     ),
     // No connect phase of its own: the request bound covers the client's connection.
@@ -64,6 +68,7 @@ const COMMON: &[(&str, &[&str])] = &[
             "DEFAULT_OPERATION_TIMEOUT",
             "MAX_NOTE_BYTES",
             "LockError",
+            "metric",
         ],
     ),
     // Its nodes' timeouts are derived from each lease (`default_node_timeout`).

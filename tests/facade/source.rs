@@ -29,7 +29,8 @@ pub(crate) fn strip_comments(text: &str) -> String {
 /// The names a crate root (`lib.rs` text) makes public at its top level: `pub use` lists (the
 /// last segment of each path, or its `as` name; globs left out), and `pub mod`, `pub const`,
 /// `pub static`, `pub fn`, `pub struct`, `pub enum`, `pub trait`, `pub type` items.
-/// `#[doc(hidden)]` ones are left out: they are not part of what the crate offers.
+/// `#[doc(hidden)]` ones are left out: they are not part of what the crate offers. The items of
+/// a `lock_core::backend_exports!` call count as `pub use`s of theirs.
 pub(crate) fn public_names(lib_rs: &str) -> BTreeSet<String> {
     let code = strip_comments(lib_rs);
     let mut names = BTreeSet::new();
@@ -73,6 +74,20 @@ pub(crate) fn public_names(lib_rs: &str) -> BTreeSet<String> {
                         names.insert(name.to_owned());
                     }
                 }
+                hidden = false;
+            }
+            // lock-core's `backend_exports!`: each argument's item, and `LockError`.
+            "backend_exports" => {
+                let body = take_until(&mut rest, '}');
+                for argument in body.split(',') {
+                    if let Some((_, path)) = argument.split_once(':') {
+                        let last = path.trim().rsplit("::").next().unwrap_or_default();
+                        if !last.is_empty() {
+                            names.insert(last.to_owned());
+                        }
+                    }
+                }
+                names.insert("LockError".to_owned());
                 hidden = false;
             }
             ";" | "}" => hidden = false,

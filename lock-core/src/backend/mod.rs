@@ -14,6 +14,7 @@
 
 mod capabilities;
 mod detached;
+mod exports;
 mod forward;
 mod holder;
 mod inspect;
