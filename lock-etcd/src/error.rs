@@ -19,11 +19,34 @@ pub(crate) async fn bounded<T>(
 ) -> Result<T, LockError> {
     let started = Instant::now();
     match tokio::time::timeout(timeout, future).await {
-        Ok(answer) => answer.map_err(|err| backend(op, err)),
+        Ok(answer) => answer.map_err(|err| {
+            if timed_out(&err) {
+                LockError::Timeout {
+                    phase,
+                    elapsed: started.elapsed(),
+                }
+            } else {
+                backend(op, err)
+            }
+        }),
         Err(_) => Err(LockError::Timeout {
             phase,
             elapsed: started.elapsed(),
         }),
+    }
+}
+
+/// Whether the client gave up waiting itself (its connect or request timeout, which tonic
+/// reports as a `Cancelled` status "Timeout expired", or a deadline): a timeout, as ours is,
+/// told apart from a member that refused or failed.
+fn timed_out(err: &etcd_client::Error) -> bool {
+    match err {
+        etcd_client::Error::GRpcStatus(status) => {
+            status.code() == tonic::Code::DeadlineExceeded
+                || (status.code() == tonic::Code::Cancelled
+                    && status.message().contains("Timeout expired"))
+        }
+        _ => false,
     }
 }
 

@@ -21,11 +21,13 @@ mod table {
         let url = db.server.url();
         let late = crate::common::through(&db.server, &url);
         let writes = guarded_writes(&url);
+        let wrong = db.server.url_with_password("not-the-password");
         let backend = Backend::new(move || Locker::new(crate::common::lock(&url)))
             .with_late_answers_through(db.server.addr(), move |at| {
                 Locker::new(crate::common::lock(&late(at)))
             })
-            .with_guarded_writes(writes);
+            .with_guarded_writes(writes)
+            .with_wrong_credentials(move || Locker::new(crate::common::lock(&wrong)));
         (db, backend)
     }
 

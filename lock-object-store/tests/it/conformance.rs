@@ -116,6 +116,21 @@ mod seaweedfs {
             backend = backend.with_late_answers_through(s3, move |at| {
                 Locker::new(crate::common::lock_at(&format!("http://{at}"), &late_url))
             });
+            let endpoint = server.endpoint();
+            let wrong_url = server.url("conformance");
+            // No unprepared store here: SeaweedFS makes a missing bucket on the first write
+            // (lock-object-store's tests and the command's check a listing's `BucketMissing`).
+            backend = backend.with_wrong_credentials(move || {
+                Locker::new(
+                    lock_object_store::ObjectStoreLock::builder()
+                        .url(wrong_url.as_str())
+                        .endpoint(endpoint.as_str())
+                        .credentials(lock_testkit::SEAWEEDFS_ACCESS_KEY, "not-the-secret")
+                        .region("us-east-1")
+                        .build()
+                        .expect("valid S3 configuration"),
+                )
+            });
         }
         // Waiters poll (no announcements) a single-process SeaweedFS that the test command's
         // other tests load: the multi-lock's rounds took over 10 s there once (fresh-clone run

@@ -144,6 +144,7 @@ mod db {
 mod table {
     use std::sync::Arc;
 
+    use lock_core::Locker;
     use lock_postgres::PostgresLock;
     use lock_testkit::conformance::Backend;
 
@@ -152,7 +153,19 @@ mod table {
             super::db::lockers(|url| PostgresLock::builder().url(url).build().expect("valid URL"))
                 .await;
         let writes = super::db::guarded_writes(db.server.url(), db.server.url());
-        (db, backend.with_guarded_writes(writes))
+        // A session whose search path finds no lease table: a database never migrated.
+        let unmigrated = format!("{}?options=-csearch_path%3Dnowhere", db.server.url());
+        let backend = backend
+            .with_guarded_writes(writes)
+            .with_unprepared(move || {
+                Locker::new(
+                    PostgresLock::builder()
+                        .url(unmigrated.as_str())
+                        .build()
+                        .expect("valid URL"),
+                )
+            });
+        (db, backend)
     }
 
     lock_testkit::conformance_tests!(

@@ -7,6 +7,14 @@
 //! `Timeout`: no quorum of nodes could grant, and the nodes' own errors are its source (they
 //! are the same as a single store's, which the checks read there).
 //!
+//! A store that needs something installed or made before its first lock (PostgreSQL's and
+//! MySQL's lease tables: `distlock migrate`; an object store's bucket) and lacks it answers a
+//! [`LockError::Backend`] that is not retryable and names the remedy
+//! ([`Backend::with_unprepared`]).
+//!
+//! Credentials the store refuses are a [`LockError::Backend`] that is not retryable and says so
+//! ([`Backend::with_wrong_credentials`], where the runner's store checks credentials).
+//!
 //! A runner gives the suite a way to point its backend at any address
 //! ([`Backend::with_address`]); the checks make the addresses: a port nobody listens on, a
 //! listener that accepts and never answers, and one that answers in HTTP and hangs up. A
@@ -144,4 +152,57 @@ pub async fn another_kind_of_server_is_a_backend_error(backend: &Backend, prefix
         ),
         "a server of another kind answered {answer:?}, not a backend error"
     );
+}
+
+/// A try on a store that lacks what it needs (a schema never migrated, a bucket never made)
+/// fails at once with a [`LockError::Backend`] that is not retryable (waiting will not help) and
+/// whose message names the remedy: `migrate` or the bucket.
+pub async fn unprepared_store_names_the_remedy(backend: &Backend, prefix: &str) {
+    let Some(locker) = backend.unprepared_locker() else {
+        return;
+    };
+    let name = name(prefix, "unprepared");
+    match try_once(&locker, &name).await {
+        Err(error @ LockError::Backend { retryable, .. }) => {
+            let text = chain(&error);
+            assert!(
+                !retryable,
+                "a missing schema or bucket is retryable: {text}"
+            );
+            assert!(
+                text.contains("migrate") || text.contains("bucket"),
+                "the error does not name the remedy: {text}"
+            );
+        }
+        other => panic!("an unprepared store answered {other:?}, not a backend error"),
+    }
+}
+
+/// A try with credentials the store refuses fails at once with a [`LockError::Backend`] that
+/// is not retryable (trying again with the same secret will not help) and says the
+/// credentials were refused.
+pub async fn wrong_credentials_are_told(backend: &Backend, prefix: &str) {
+    let Some(locker) = backend.wrong_credentials_locker() else {
+        return;
+    };
+    let name = name(prefix, "credentials");
+    match try_once(&locker, &name).await {
+        Err(error @ LockError::Backend { retryable, .. }) => {
+            let text = chain(&error);
+            assert!(!retryable, "refused credentials are retryable: {text}");
+            assert!(
+                [
+                    "password",
+                    "credential",
+                    "access denied",
+                    "authentication",
+                    "signature"
+                ]
+                .iter()
+                .any(|word| text.contains(word)),
+                "the error does not say the credentials were refused: {text}"
+            );
+        }
+        other => panic!("refused credentials answered {other:?}, not a backend error"),
+    }
 }

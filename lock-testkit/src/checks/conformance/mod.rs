@@ -112,6 +112,12 @@ pub struct Backend {
     /// Lockers of the same backend pointed at any address, for the `errors` module
     /// ([`Backend::with_address`]).
     reach: Option<Reach>,
+    /// Lockers of the same backend on a store that lacks its schema or bucket
+    /// ([`Backend::with_unprepared`]).
+    unprepared: Option<Arc<dyn Fn() -> Locker + Send + Sync>>,
+    /// Lockers of the same backend with credentials its store refuses
+    /// ([`Backend::with_wrong_credentials`]).
+    wrong_credentials: Option<Arc<dyn Fn() -> Locker + Send + Sync>>,
 }
 
 /// A factory of lockers of one backend pointed at the address given.
@@ -167,7 +173,53 @@ impl Backend {
             late: None,
             guarded: None,
             reach: None,
+            unprepared: None,
+            wrong_credentials: None,
         }
+    }
+
+    /// Gives the [`errors`] module a locker of this backend whose credentials its store
+    /// refuses (a wrong password or secret), for a store that checks credentials.
+    #[must_use]
+    pub fn with_wrong_credentials(
+        mut self,
+        lockers: impl Fn() -> Locker + Send + Sync + 'static,
+    ) -> Self {
+        self.wrong_credentials = Some(Arc::new(lockers));
+        self
+    }
+
+    /// A locker with refused credentials ([`Backend::with_wrong_credentials`]), `None` when
+    /// the runner gave none.
+    #[must_use]
+    pub fn wrong_credentials_locker(&self) -> Option<Locker> {
+        let locker = (self.wrong_credentials.as_ref()?)();
+        self.made
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(locker.clone());
+        Some(locker)
+    }
+
+    /// Gives the [`errors`] module a locker of this backend on a store that lacks what the
+    /// backend needs before its first lock (a lease table never migrated, a bucket never
+    /// made), for a store that needs such a thing.
+    #[must_use]
+    pub fn with_unprepared(mut self, lockers: impl Fn() -> Locker + Send + Sync + 'static) -> Self {
+        self.unprepared = Some(Arc::new(lockers));
+        self
+    }
+
+    /// A locker on an unprepared store ([`Backend::with_unprepared`]), `None` when the runner
+    /// gave none (its store needs nothing made first).
+    #[must_use]
+    pub fn unprepared_locker(&self) -> Option<Locker> {
+        let locker = (self.unprepared.as_ref()?)();
+        self.made
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(locker.clone());
+        Some(locker)
     }
 
     /// Gives the [`errors`] module a way to point this backend at any address: `at(addr)`
@@ -497,6 +549,8 @@ macro_rules! __conformance_checks {
                 refused_port_is_told,
                 silent_port_is_a_timeout,
                 another_kind_of_server_is_a_backend_error,
+                unprepared_store_names_the_remedy,
+                wrong_credentials_are_told,
             ]
             guarded Guarded [
                 late_write_of_a_paused_holder_is_fenced,
