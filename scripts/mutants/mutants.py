@@ -1,0 +1,79 @@
+"""The store protocols' mutants (issue 50): each one breaks one rule of one store's side of
+the lock protocol on purpose (a Lua script, a SQL statement, an etcd compare, an S3
+condition), and names the checks that must notice. `scripts/mutants.sh` applies them one at a
+time in a scratch worktree and runs the checks; a mutant is *killed* when they fail.
+
+Each entry: (id, file, the exact text to change, what it becomes, the nextest filter of the
+checks that should kill it, the rule it breaks).
+"""
+
+REDIS = "package(lock-redis) & test(/conformance::redis::{}$/)"
+PG = "package(lock-postgres) & test(/conformance::table::{}$/)"
+MYSQL = "package(lock-mysql) & test(/conformance::table::{}$/)"
+ETCD = "package(lock-etcd) & test(/conformance::one_member::{}$/)"
+S3 = "package(lock-object-store) & test(/conformance::(memory|seaweedfs)::{}$/)"
+
+MUTANTS = [
+    # Redis (Lua, Redis 7.0: no native commands, every rule is in a script)
+    ("redis-release-skips-token-compare", "lock-redis/lua/release.lua",
+     "if redis.call('GET', KEYS[1]) == ARGV[1] then", "if true then",
+     REDIS.format("mutex"), "only the holder's token releases"),
+    ("redis-extend-skips-token-compare", "lock-redis/lua/extend.lua",
+     "if redis.call('GET', KEYS[1]) == ARGV[1] then", "if true then",
+     REDIS.format("mutex"), "only the holder's token extends"),
+    ("redis-grant-without-nx", "lock-redis/lua/acquire.lua",
+     "ARGV[1], 'NX', 'PX', ARGV[2], 'GET'", "ARGV[1], 'PX', ARGV[2], 'GET'",
+     REDIS.format("mutex"), "a grant only on a free key"),
+    ("redis-grant-without-ttl", "lock-redis/lua/acquire.lua",
+     "ARGV[1], 'NX', 'PX', ARGV[2], 'GET'", "ARGV[1], 'NX', 'GET'",
+     REDIS.format("mutex"), "every grant expires"),
+    ("redis-extend-keeps-the-old-ttl", "lock-redis/lua/extend.lua",
+     "return redis.call('PEXPIRE', KEYS[1], ARGV[2])", "return 1",
+     REDIS.format("mutex"), "an extension moves the expiry"),
+    ("redis-fence-not-raised", "lock-redis/lua/acquire.lua",
+     "local fence, err = issue_fence(KEYS[2], ARGV[3])", "local fence, err = 1, nil",
+     REDIS.format("mutex"), "each grant's fencing token is larger"),
+    ("redis-fenced-set-accepts-smaller", "lock-redis/lua/fence_library.lua",
+     "<", ">=",
+     REDIS.format("guarded"), "the fence refuses a smaller token"),
+    # PostgreSQL (the lease table's statements)
+    ("pg-release-skips-token-compare", "lock-postgres/src/sql.rs",
+     "    UPDATE distlock_leases SET token = NULL, expires_at = clock_timestamp()\n    WHERE name = $1 AND token = $2 AND expires_at > clock_timestamp()",
+     "    UPDATE distlock_leases SET token = NULL, expires_at = clock_timestamp()\n    WHERE name = $1 AND expires_at > clock_timestamp()",
+     PG.format("mutex"), "only the holder's token releases"),
+    ("pg-grant-over-a-live-lease", "lock-postgres/src/sql.rs",
+     "    token = CASE WHEN l.token IS NULL OR l.expires_at <= excluded.expires_at - $3 * interval '1 millisecond'\n        THEN excluded.token ELSE l.token END,",
+     "    token = excluded.token,",
+     PG.format("mutex"), "a grant only on a free row"),
+    ("pg-fence-not-raised", "lock-postgres/src/sql.rs",
+     "THEN greatest(l.fencing_token + 1, excluded.fencing_token) ELSE l.fencing_token END,",
+     "THEN l.fencing_token ELSE l.fencing_token END,",
+     PG.format("mutex"), "each grant's fencing token is larger"),
+    ("pg-hand-over-skips-token-compare", "lock-postgres/src/sql.rs",
+     "    fencing_token = greatest(fencing_token + 1, (extract(epoch FROM clock_timestamp()) * 1000000)::int8)\nWHERE name = $1 AND token = $2 AND expires_at > clock_timestamp()",
+     "    fencing_token = greatest(fencing_token + 1, (extract(epoch FROM clock_timestamp()) * 1000000)::int8)\nWHERE name = $1 AND expires_at > clock_timestamp()",
+     PG.format("mutex"), "only the holder hands over"),
+    # MySQL / MariaDB
+    ("mysql-release-skips-token-compare", "lock-mysql/src/sql.rs",
+     "    \"\\nWHERE name = ? AND token = ? AND expires_at > \",\n    now_us!()\n);\n\n/// Pass",
+     "    \"\\nWHERE name = ? AND (token = ? OR TRUE) AND expires_at > \",\n    now_us!()\n);\n\n/// Pass",
+     MYSQL.format("mutex"), "only the holder's token releases"),
+    # etcd
+    ("etcd-extend-skips-value-compare", "lock-etcd/src/kinds/mutex.rs",
+     "let ours = Txn::new().when([Compare::value(key, CompareOp::Equal, stored)]);",
+     "let ours = Txn::new().when([Compare::value(key, CompareOp::NotEqual, b\"\".to_vec())]);",
+     ETCD.format("mutex"), "only the holder's token extends"),
+    ("etcd-grant-without-create-compare", "lock-etcd/src/kinds/mutex.rs",
+     ".when([Compare::create_revision(key.to_vec(), CompareOp::Equal, 0)])",
+     ".when([Compare::create_revision(key.to_vec(), CompareOp::GreaterOrEqual, 0)])",
+     ETCD.format("mutex"), "a grant only on a free key"),
+    # object storage
+    ("s3-first-grant-without-if-none-match", "lock-object-store/src/store.rs",
+     "let mode = on.map_or(PutMode::Create, |v| PutMode::Update(v.clone()));\n        let put = self",
+     "let mode = on.map_or(PutMode::Overwrite, |v| PutMode::Update(v.clone()));\n        let put = self",
+     S3.format("mutex"), "a first grant only when no object exists"),
+    ("s3-grant-without-if-match", "lock-object-store/src/store.rs",
+     "let mode = on.map_or(PutMode::Create, |v| PutMode::Update(v.clone()));\n        let put = self",
+     "let mode = on.map_or(PutMode::Create, |_| PutMode::Overwrite);\n        let put = self",
+     S3.format("mutex"), "a takeover only of the version observed"),
+]

@@ -1,0 +1,62 @@
+"""Runs the mutants of mutants.py in the scratch tree given (see scripts/mutants.sh)."""
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from mutants import MUTANTS  # noqa: E402
+
+# Every check run is bounded: a mutant that hangs a check counts as killed when nextest's own
+# slow-test timeout ends it, and the whole run of one mutant is cut at this many seconds.
+PER_MUTANT_SECONDS = 900
+
+
+def run(tree: Path, only: str) -> int:
+    chosen = [m for m in MUTANTS if m[0].startswith(only)]
+    if not chosen:
+        print(f"no mutant's id starts with {only!r}", file=sys.stderr)
+        return 2
+    results = []
+    for mid, file, before, after, checks, rule in chosen:
+        path = tree / file
+        text = path.read_text()
+        if text.count(before) < 1:
+            results.append((mid, "STALE", 0.0, rule, checks))
+            print(f"{mid}: the text to change is not in {file} any more", flush=True)
+            continue
+        path.write_text(text.replace(before, after, 1))
+        started = time.monotonic()
+        try:
+            outcome = subprocess.run(
+                ["cargo", "nextest", "run", "--workspace", "--all-features", "-E", checks,
+                 "--no-fail-fast", "--test-threads", "4", "--cargo-quiet"],
+                cwd=tree, capture_output=True, text=True, timeout=PER_MUTANT_SECONDS,
+            )
+            log = outcome.stdout + outcome.stderr
+            if outcome.returncode == 0:
+                verdict = "SURVIVED"
+            elif "error[E" in log or "could not compile" in log:
+                verdict = "BUILD-FAILED"
+            else:
+                verdict = "killed"
+        except subprocess.TimeoutExpired:
+            verdict = "killed (timeout)"
+        finally:
+            path.write_text(text)
+        seconds = time.monotonic() - started
+        results.append((mid, verdict, seconds, rule, checks))
+        print(f"{mid}: {verdict} in {seconds:.0f} s", flush=True)
+    killed = sum(1 for r in results if r[1].startswith("killed"))
+    print()
+    print("| mutant | rule it breaks | checks | verdict | time |")
+    print("|---|---|---|---|---|")
+    for mid, verdict, seconds, rule, checks in results:
+        print(f"| {mid} | {rule} | `{checks}` | {verdict} | {seconds:.0f} s |")
+    print(f"\n{killed} of {len(results)} mutants killed")
+    return 0 if killed == len(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(run(Path(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else ""))
