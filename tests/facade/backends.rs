@@ -67,7 +67,7 @@ fn backend_lock_type(krate: &str) -> Option<String> {
     let lib = root().join(krate).join("src/lib.rs");
     let text = strip_comments(&std::fs::read_to_string(lib).ok()?);
     let call = text.split("backend_exports!").nth(1)?;
-    let entry = call.split("lock:").nth(1)?;
+    let (_, entry) = call.split_once("lock:")?;
     let path = entry.split(',').next()?.trim();
     Some(path.rsplit("::").next()?.trim().to_owned())
 }
