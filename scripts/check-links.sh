@@ -68,7 +68,8 @@ echo "== lychee --offline: the API docs and the Markdown files"
     --exclude '\.rs\.html#[0-9]+(-[0-9]+)?$' \
     --exclude '/futures_core::future::TryFuture$' \
     "$target_dir/doc/distlock" \
-    README.md CHANGELOG.md examples/README.md benches/README.md torture/README.md \
+    README.md GUIDE.md TESTING.md VERIFICATION.md CHANGELOG.md \
+    examples/README.md benches/README.md torture/README.md \
     lock-core/README.md lock-redis/README.md lock-redlock/README.md lock-postgres/README.md \
     lock-testkit/README.md \
     lock-macros/README.md lock-macros/REFERENCE.md
