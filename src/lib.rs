@@ -8,6 +8,11 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+// The guide (the README's longer sections) is doc-tested too.
+#[cfg(doctest)]
+#[doc = include_str!("../GUIDE.md")]
+struct GuideDoctests;
+
 // `#[distributed_lock]`'s reference (lock-macros' REFERENCE.md, the attribute's documentation)
 // is doc-tested here, against the facade its examples name: as lock-macros' own doc tests it
 // needed the facade as a dev-dependency, which cargo built a second time, with lock-core, for
