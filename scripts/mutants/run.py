@@ -1,5 +1,6 @@
 """Runs the mutants of mutants.py in the scratch tree given (see scripts/mutants.sh)."""
 
+import os
 import re
 import subprocess
 import sys
@@ -20,6 +21,7 @@ def run(tree: Path, only: str) -> int:
         print(f"no mutant's id starts with {only!r}", file=sys.stderr)
         return 2
     results = []
+    logs = Path(os.environ.get("CARGO_TARGET_DIR", "target")) / "mutant-logs"
     for mid, file, before, after, checks, rule in chosen:
         path = tree / file
         text = path.read_text()
@@ -38,16 +40,21 @@ def run(tree: Path, only: str) -> int:
                 cwd=tree, capture_output=True, text=True, timeout=PER_MUTANT_SECONDS,
             )
             log = outcome.stdout + outcome.stderr
+            failed = sorted(set(re.findall(r"FAIL \[[^\]]*\] +(?:\(\s*\d+/\d+\) )?(\S+ \S+)", log)))
             if outcome.returncode == 0:
                 verdict = "SURVIVED"
-            elif "error[E" in log or "could not compile" in log:
-                verdict = "BUILD-FAILED"
+            elif failed:
+                verdict = "killed by " + ", ".join(name.split(" ")[-1] for name in failed)
             else:
-                verdict = "killed"
-        except subprocess.TimeoutExpired:
+                # Not a check's failure (a build error, no test matched): no verdict.
+                verdict = "ERROR (see the log)"
+        except subprocess.TimeoutExpired as timeout:
+            log = str(timeout)
             verdict = "killed (timeout)"
         finally:
             path.write_text(text)
+        logs.mkdir(parents=True, exist_ok=True)
+        (logs / f"{mid}.log").write_text(log)
         seconds = time.monotonic() - started
         results.append((mid, verdict, seconds, rule, checks))
         print(f"{mid}: {verdict} in {seconds:.0f} s", flush=True)
