@@ -12,6 +12,7 @@ PG = "package(lock-postgres) & test(/conformance::table::{}$/)"
 MYSQL = "package(lock-mysql) & test(/conformance::table::{}$/)"
 ETCD = "package(lock-etcd) & test(/conformance::one_member::{}$/)"
 S3 = "package(lock-object-store) & test(/conformance::(memory|seaweedfs)::{}$/)"
+S3_GRANT = "package(lock-object-store) & (test(/conformance::(memory|seaweedfs)::mutex$/) | test(first_grant))"
 
 MUTANTS = [
     # Redis (Lua, Redis 7.0: no native commands, every rule is in a script)
@@ -68,17 +69,21 @@ MUTANTS = [
      ETCD.format("mutex"), "only the holder's token extends"),
     ("etcd-grant-without-create-compare", "lock-etcd/src/kinds/mutex.rs",
      ".when([Compare::create_revision(key.to_vec(), CompareOp::Equal, 0)])",
-     ".when([Compare::create_revision(key.to_vec(), CompareOp::GreaterOrEqual, 0)])",
+     ".when([Compare::create_revision(key.to_vec(), CompareOp::NotEqual, -1)])",
      ETCD.format("mutex"), "a grant only on a free key"),
     # object storage
     ("s3-first-grant-without-if-none-match", "lock-object-store/src/store.rs",
-     "let mode = on.map_or(PutMode::Create, |v| PutMode::Update(v.clone()));\n        let put = self",
-     "let mode = on.map_or(PutMode::Overwrite, |v| PutMode::Update(v.clone()));\n        let put = self",
-     S3.format("mutex"), "a first grant only when no object exists"),
-    ("s3-grant-without-if-match", "lock-object-store/src/store.rs",
+     "let mode = on.map_or(PutMode::Create, |v| PutMode::Update(v.clone()));\n        let (store, path, bytes)",
+     "let mode = on.map_or(PutMode::Overwrite, |v| PutMode::Update(v.clone()));\n        let (store, path, bytes)",
+     S3_GRANT, "a first grant only when no object exists"),
+    ("s3-takeover-without-if-match", "lock-object-store/src/store.rs",
+     "let mode = on.map_or(PutMode::Create, |v| PutMode::Update(v.clone()));\n        let (store, path, bytes)",
+     "let mode = on.map_or(PutMode::Create, |_| PutMode::Overwrite);\n        let (store, path, bytes)",
+     S3_GRANT, "a takeover only of the version observed"),
+    ("s3-renewal-without-if-match", "lock-object-store/src/store.rs",
      "let mode = on.map_or(PutMode::Create, |v| PutMode::Update(v.clone()));\n        let put = self",
      "let mode = on.map_or(PutMode::Create, |_| PutMode::Overwrite);\n        let put = self",
-     S3.format("mutex"), "a takeover only of the version observed"),
+     S3.format("mutex"), "a renewal or release only of the holder's version"),
 ]
 
 MUTANTS += [

@@ -8,4 +8,5 @@ mod common;
 mod conformance;
 mod errors;
 mod faults;
+mod first_grant;
 mod lost_answer;
