@@ -17,4 +17,5 @@ cleanup() { git -C "$root" worktree remove --force "$scratch/tree" >/dev/null 2>
 trap cleanup EXIT
 export CARGO_TARGET_DIR="${DISTLOCK_MUTANTS_TARGET:-$root/target/mutants}"
 export CARGO_PROFILE_DEV_DEBUG=false
-exec python3 "$root/scripts/mutants/run.py" "$scratch/tree" "${1:-}"
+# Not `exec`: the scratch worktree is removed on the way out (the trap).
+python3 "$root/scripts/mutants/run.py" "$scratch/tree" "${1:-}"
