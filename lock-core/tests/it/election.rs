@@ -278,3 +278,32 @@ async fn a_backend_without_ordered_fencing_refuses_elections_and_observers_need_
     ));
     assert!(changes.next().await.is_none(), "the stream ends");
 }
+
+/// A single try on a free election wins it and names it; on a led one it answers `None`
+/// without waiting (cargo-mutants found `try_campaign` → `Ok(None)` and `name` → `""` alive).
+#[tokio::test(start_paused = true)]
+async fn a_single_try_wins_a_free_election_and_the_election_has_its_name() {
+    let (_, lockers) = lockers(2);
+    let a = lockers[0].elect("reports").value("pod-a");
+    let b = lockers[1].elect("reports").value("pod-b");
+    assert_eq!(a.name(), "reports");
+    let won = a
+        .try_campaign()
+        .await
+        .expect("answers")
+        .expect("nobody led: a single try wins");
+    assert_eq!(won.value(), b"pod-a");
+    let seen = b.leader().await.expect("reads").expect("a leads");
+    assert_eq!(seen.term(), won.term());
+    assert!(
+        b.try_campaign().await.expect("answers").is_none(),
+        "a single try does not take a led election"
+    );
+    won.resign().await.expect("still ours");
+    let next = b
+        .try_campaign()
+        .await
+        .expect("answers")
+        .expect("free again after the resignation");
+    assert!(next.term() > seen.term(), "terms grow");
+}
