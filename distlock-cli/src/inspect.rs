@@ -36,6 +36,10 @@ pub(crate) struct LockInfo {
     /// [`description`].
     #[serde(serialize_with = "serialize_holder")]
     pub(crate) holder: Option<Holder>,
+    /// How the store holds it, as its backend read it (a read-write row is held by readers or
+    /// by its writer); `None` for a row read otherwise.
+    #[serde(skip)]
+    pub(crate) hold: Option<HeldKind>,
     /// When the holder was granted the lock (Unix ms), where the store records it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) since_ms: Option<u64>,
@@ -123,6 +127,7 @@ impl LockInfo {
     /// What the command prints of a hold a backend's inspector read.
     pub(crate) fn from_held(held: HeldLock) -> Self {
         let first = held.holders.first().cloned();
+        let quorum_holds = held.is_held();
         let members = |holders: &[HolderView], count: u64| Members {
             count,
             shown: holders
@@ -144,6 +149,7 @@ impl LockInfo {
         );
         let mut info = LockInfo {
             kind: kind_word(held.kind),
+            hold: Some(held.kind),
             waiters: held.waiters,
             queued: held.queued,
             fair_queue: held.queue,
@@ -178,7 +184,7 @@ impl LockInfo {
         if exclusive && let Some(first) = first {
             info.hold_by(first, held.last_fencing_token);
         }
-        if !held.quorum.is_none_or(|q| q.reached()) {
+        if !quorum_holds {
             info.kind = NO_QUORUM;
         }
         info.name = held.name;

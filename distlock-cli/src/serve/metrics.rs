@@ -7,6 +7,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use lock_core::backend::HeldKind;
+
 use super::snapshot::{View, now_ms};
 
 /// The content type of the text format.
@@ -41,10 +43,9 @@ pub(crate) fn render(view: &View) -> String {
 /// The library's word for a lock's kind (its metrics' `kind` label): a read-write lock is
 /// `read` while readers hold it and `write` while its writer does.
 fn kind_label(info: &crate::inspect::LockInfo) -> &'static str {
-    match info.kind {
-        "read-write" if info.token.is_some() => "write",
-        "read-write" => "read",
-        other => other,
+    match info.hold {
+        Some(kind @ (HeldKind::Read | HeldKind::Write)) => kind.as_str(),
+        _ => info.kind,
     }
 }
 

@@ -20,11 +20,11 @@ use crate::error::BACKEND;
 const REDIS_TOKEN_PREFIX: &str = "dl:";
 
 impl Redlock {
-    /// Every node's answer to `read`, at once: each node's holds, or why it has none.
-    async fn on_each<'a, F, Fut>(&'a self, read: F) -> Vec<Result<Vec<HeldLock>, String>>
+    /// Every node's answer to `read`, at once: its answer, or why it has none.
+    async fn on_each<'a, T, F, Fut>(&'a self, read: F) -> Vec<Result<T, String>>
     where
         F: Fn(&'a dyn Inspect) -> Fut,
-        Fut: Future<Output = Result<Vec<HeldLock>, LockError>> + 'a,
+        Fut: Future<Output = Result<T, LockError>> + 'a,
     {
         let reads = self.nodes().map(|(label, lock)| {
             let read = lock.inspector().map(&read);
@@ -89,28 +89,18 @@ impl Inspect for Redlock {
     ) -> Result<Listing, LockError> {
         let mut scanned = 0;
         let mut truncated = false;
-        let listings: Vec<Result<Vec<HeldLock>, String>> = {
-            let reads = self.nodes().map(|(_, lock)| async move {
-                match lock.inspector() {
-                    Some(inspector) => inspector
-                        .list(pattern, options)
-                        .await
-                        .map_err(|e| one_line(&e)),
-                    None => Err("its backend offers no operator reads".to_owned()),
-                }
-            });
-            futures::future::join_all(reads)
-                .await
-                .into_iter()
-                .map(|listing| {
-                    listing.map(|l| {
-                        scanned += l.scanned;
-                        truncated |= l.truncated;
-                        l.locks
-                    })
+        let listings: Vec<Result<Vec<HeldLock>, String>> = self
+            .on_each(|inspector| inspector.list(pattern, options))
+            .await
+            .into_iter()
+            .map(|listing| {
+                listing.map(|l| {
+                    scanned += l.scanned;
+                    truncated |= l.truncated;
+                    l.locks
                 })
-                .collect()
-        };
+            })
+            .collect();
         self.need_quorum(&listings)?;
         let (labels, errors) = self.labels_and_errors(&listings);
         let locks = quorum::by_lock(&listings)

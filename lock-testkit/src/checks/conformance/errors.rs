@@ -161,21 +161,8 @@ pub async fn unprepared_store_names_the_remedy(backend: &Backend, prefix: &str) 
     let Some(locker) = backend.unprepared_locker() else {
         return;
     };
-    let name = name(prefix, "unprepared");
-    match try_once(&locker, &name).await {
-        Err(error @ LockError::Backend { retryable, .. }) => {
-            let text = chain(&error);
-            assert!(
-                !retryable,
-                "a missing schema or bucket is retryable: {text}"
-            );
-            assert!(
-                text.contains("migrate") || text.contains("bucket"),
-                "the error does not name the remedy: {text}"
-            );
-        }
-        other => panic!("an unprepared store answered {other:?}, not a backend error"),
-    }
+    let answer = try_once(&locker, &name(prefix, "unprepared")).await;
+    assert_permanent(answer, "an unprepared store", &["migrate", "bucket"]);
 }
 
 /// A try with credentials the store refuses fails at once with a [`LockError::Backend`] that
@@ -185,24 +172,29 @@ pub async fn wrong_credentials_are_told(backend: &Backend, prefix: &str) {
     let Some(locker) = backend.wrong_credentials_locker() else {
         return;
     };
-    let name = name(prefix, "credentials");
-    match try_once(&locker, &name).await {
+    let answer = try_once(&locker, &name(prefix, "credentials")).await;
+    let words = [
+        "password",
+        "credential",
+        "access denied",
+        "authentication",
+        "signature",
+    ];
+    assert_permanent(answer, "refused credentials", &words);
+}
+
+/// `answer` (to `what`) is a [`LockError::Backend`] that is not retryable and whose messages
+/// say one of `words`.
+fn assert_permanent(answer: Result<(), LockError>, what: &str, words: &[&str]) {
+    match answer {
         Err(error @ LockError::Backend { retryable, .. }) => {
             let text = chain(&error);
-            assert!(!retryable, "refused credentials are retryable: {text}");
+            assert!(!retryable, "{what}: retryable: {text}");
             assert!(
-                [
-                    "password",
-                    "credential",
-                    "access denied",
-                    "authentication",
-                    "signature"
-                ]
-                .iter()
-                .any(|word| text.contains(word)),
-                "the error does not say the credentials were refused: {text}"
+                words.iter().any(|word| text.contains(word)),
+                "{what}: the error says none of {words:?}: {text}"
             );
         }
-        other => panic!("refused credentials answered {other:?}, not a backend error"),
+        other => panic!("{what} answered {other:?}, not a backend error"),
     }
 }

@@ -85,7 +85,7 @@ pub use unsupported::refused;
 /// times the suite's checks use on it.
 #[derive(Clone)]
 pub struct Backend {
-    lockers: Arc<dyn Fn() -> Locker + Send + Sync>,
+    lockers: Lockers,
     /// Every locker handed out, kept alive as long as the backend: a locker's renewal task
     /// ends with it, and a check's guards must be renewed however it drops its lockers.
     made: Arc<Mutex<Vec<Locker>>>,
@@ -114,11 +114,14 @@ pub struct Backend {
     reach: Option<Reach>,
     /// Lockers of the same backend on a store that lacks its schema or bucket
     /// ([`Backend::with_unprepared`]).
-    unprepared: Option<Arc<dyn Fn() -> Locker + Send + Sync>>,
+    unprepared: Option<Lockers>,
     /// Lockers of the same backend with credentials its store refuses
     /// ([`Backend::with_wrong_credentials`]).
-    wrong_credentials: Option<Arc<dyn Fn() -> Locker + Send + Sync>>,
+    wrong_credentials: Option<Lockers>,
 }
+
+/// A factory of lockers of one backend, set up as the runner says.
+type Lockers = Arc<dyn Fn() -> Locker + Send + Sync>;
 
 /// A factory of lockers of one backend pointed at the address given.
 type Reach = Arc<dyn Fn(SocketAddr) -> Locker + Send + Sync>;
@@ -193,12 +196,7 @@ impl Backend {
     /// the runner gave none.
     #[must_use]
     pub fn wrong_credentials_locker(&self) -> Option<Locker> {
-        let locker = (self.wrong_credentials.as_ref()?)();
-        self.made
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(locker.clone());
-        Some(locker)
+        Some(self.keep((self.wrong_credentials.as_ref()?)()))
     }
 
     /// Gives the [`errors`] module a locker of this backend on a store that lacks what the
@@ -214,12 +212,7 @@ impl Backend {
     /// gave none (its store needs nothing made first).
     #[must_use]
     pub fn unprepared_locker(&self) -> Option<Locker> {
-        let locker = (self.unprepared.as_ref()?)();
-        self.made
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(locker.clone());
-        Some(locker)
+        Some(self.keep((self.unprepared.as_ref()?)()))
     }
 
     /// Gives the [`errors`] module a way to point this backend at any address: `at(addr)`
@@ -239,12 +232,7 @@ impl Backend {
     /// runner gave no way to.
     #[must_use]
     pub fn locker_at(&self, addr: SocketAddr) -> Option<Locker> {
-        let locker = (self.reach.as_ref()?)(addr);
-        self.made
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(locker.clone());
-        Some(locker)
+        Some(self.keep((self.reach.as_ref()?)(addr)))
     }
 
     /// Gives the [`guarded`] module the fence of the store this backend locks on: a backend
@@ -335,12 +323,7 @@ impl Backend {
                  `Backend::with_late_answers` (or `_through` a proxy) in its setup"
             )
         };
-        let locker = late(latency);
-        self.made
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(locker.clone());
-        locker
+        self.keep(late(latency))
     }
 
     /// The capability table of the backend's lock
@@ -389,7 +372,12 @@ impl Backend {
     /// guards it grants are renewed even after the caller dropped it.
     #[must_use]
     pub fn locker(&self) -> Locker {
-        let locker = (self.lockers)();
+        self.keep((self.lockers)())
+    }
+
+    /// `locker`, kept alive as long as this backend: a locker's renewal task ends with it, and
+    /// a check's guards must be renewed however it drops its lockers.
+    fn keep(&self, locker: Locker) -> Locker {
         self.made
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
