@@ -2,7 +2,8 @@
 # What one acquire + release cycle costs the client, in instructions, counted by valgrind's
 # callgrind: repeatable whatever else the machine does, unlike timings on a shared VM. Compares
 # distlock's Locker over RedisLock (fenced, and with fencing(false)) with the load tool's
-# hand-written redis-rs lock and rslock 0.10. The server side: scripts/script-cost.sh.
+# hand-written redis-rs lock (unfenced and fenced) and rslock 0.10. CLIENTS="hand fenced" counts
+# only those. The server side: scripts/script-cost.sh.
 #
 # Each client runs N and 2N cycles (benches/examples/s1_cycles.rs) under callgrind against a
 # throwaway redis-server on a free loopback port; the difference divided by N is the cost of
@@ -48,7 +49,7 @@ count() { # count <client> <cycles>: instructions of one run
 }
 
 echo "Client instructions per acquire + release cycle on $SERVER (callgrind, N=$N):"
-for client in hand rslock unfenced fenced; do
+for client in ${CLIENTS:-hand handfenced rslock unfenced fenced}; do
   one=$(count "$client" "$N")
   two=$(count "$client" $((2 * N)))
   printf '%-10s %8d\n' "$client" $(((two - one) / N))

@@ -2,7 +2,8 @@
 //! the workload `scripts/client-cost.sh` counts instructions of under callgrind.
 //!
 //! `cargo run --release -p distlock-bench --example s1_cycles -- <redis-url> <client> <cycles>
-//! [tasks]` with `client` one of `hand` (the hand-written lock), `rslock` (rslock 0.10's
+//! [tasks]` with `client` one of `hand` (the hand-written lock), `handfenced` (the
+//! hand-written fenced lock), `rslock` (rslock 0.10's
 //! `LockManager` over the one server: `lock` + `Lock::release`), `unfenced` (`Locker` over a
 //! `RedisLock` built with `fencing(false)`) and `fenced` (the defaults).
 //!
@@ -15,11 +16,11 @@
 
 use std::time::Duration;
 
-use distlock_bench::HandLock;
+use distlock_bench::{HandFencedLock, HandLock};
 use lock_core::Locker;
 use lock_redis::RedisLock;
 
-const USAGE: &str = "usage: s1_cycles <redis-url> <hand|rslock|unfenced|fenced> <cycles> [tasks]";
+const USAGE: &str = "usage: s1_cycles <redis-url> <hand|handfenced|rslock|unfenced|fenced|redlock> <cycles> [tasks]";
 
 fn main() -> Result<(), Failure> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -65,6 +66,7 @@ type Failure = Box<dyn std::error::Error + Send + Sync>;
 #[derive(Clone)]
 enum Client {
     Hand(HandLock),
+    HandFenced(HandFencedLock),
     Rslock(std::sync::Arc<rslock::LockManager>),
     Locker(Locker),
 }
@@ -77,6 +79,7 @@ impl Client {
     ) -> Result<Self, Failure> {
         Ok(match client {
             "hand" => Self::Hand(runtime.block_on(HandLock::connect(url))?),
+            "handfenced" => Self::HandFenced(runtime.block_on(HandFencedLock::connect(url))?),
             "rslock" => Self::Rslock(std::sync::Arc::new(rslock::LockManager::new(
                 url.split(',').collect::<Vec<_>>(),
             ))),
@@ -106,6 +109,13 @@ impl Client {
             match self {
                 Self::Hand(hand) => {
                     let token = hand
+                        .try_acquire(name, Duration::from_secs(30))
+                        .await?
+                        .ok_or("the lock was busy")?;
+                    hand.release(name, &token).await?;
+                }
+                Self::HandFenced(hand) => {
+                    let (token, _fence) = hand
                         .try_acquire(name, Duration::from_secs(30))
                         .await?
                         .ok_or("the lock was busy")?;
