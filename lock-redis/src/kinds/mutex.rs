@@ -88,14 +88,18 @@ async fn ask_fenced(
     }
     drop((fence, described));
     let (answer, conn) = exec
-        .eval::<Vec<i64>>(Op::Acquire, &ACQUIRE, &call, key)
+        .eval::<redis::Value>(Op::Acquire, &ACQUIRE, &call, key)
         .await?;
-    let reply = match answer[..] {
-        [1, fence] => AcquireReply::Granted(u64::try_from(fence).unwrap_or(0)),
-        // PTTL: -1 when the key has no expiry (not a lock we know), else ms left.
-        [_, pttl, announces] => AcquireReply::Busy {
-            holder_ttl: u64::try_from(pttl).ok().map(Duration::from_millis),
-            announces: announces == 1,
+    // Granted: the fencing token alone. Busy: the holder's PTTL and whether it announces.
+    let reply = match &answer {
+        redis::Value::Int(fence) => AcquireReply::Granted(u64::try_from(*fence).unwrap_or(0)),
+        redis::Value::Array(busy) => match busy[..] {
+            // PTTL: -1 when the key has no expiry (not a lock we know), else ms left.
+            [redis::Value::Int(pttl), redis::Value::Int(announces)] => AcquireReply::Busy {
+                holder_ttl: u64::try_from(pttl).ok().map(Duration::from_millis),
+                announces: announces == 1,
+            },
+            _ => return Err(unexpected(format!("unexpected acquire reply {answer:?}"))),
         },
         _ => return Err(unexpected(format!("unexpected acquire reply {answer:?}"))),
     };
