@@ -262,7 +262,9 @@ impl RedisLockBuilder {
 
     /// How long a lease must have been held before its key is watched for loss (default
     /// [`DEFAULT_TRACK_LOSSES_AFTER`], 200 ms; see
-    /// [`track_losses`](RedisLockBuilder::track_losses)). Holds shorter than this cost nothing
+    /// [`track_losses`](RedisLockBuilder::track_losses)), counted from when the `Locker`'s
+    /// watchdog hands the lease over (within about a second of the grant: see
+    /// `lock_core::backend::Lock::watch_loss`). Holds shorter than this cost nothing
     /// on the server; a longer hold costs one read of its key when it comes due and one push
     /// and one read per renewal. A loss before it is seen at the next renewal, as without
     /// tracking. `Duration::ZERO` watches every lease from its grant.

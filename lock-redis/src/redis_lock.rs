@@ -574,7 +574,7 @@ impl Lock for RedisLock {
             return None;
         }
         let tracker = self.tracker.as_ref()?;
-        tracker.watch(self.key(lease.name()), lease.token(), on_loss)
+        tracker.watch(lease, on_loss)
     }
 }
 

@@ -109,7 +109,12 @@ pub(crate) fn assemble(source: Source, settings: Settings) -> RedisLock {
     // The tracker connects where the subscriber does (the URL, or Sentinel's master).
     let tracker = settings.loss_tracking.and_then(|after| {
         let origin = subscriber.as_ref()?.origin()?;
-        Some(Tracker::new(origin, after, pubsub_limit))
+        Some(Tracker::new(
+            origin,
+            settings.prefix.as_str().into(),
+            after,
+            pubsub_limit,
+        ))
     });
     RedisLock::new(exec, grants, subscriber, settings.prefix).with_tracker(tracker)
 }

@@ -431,12 +431,15 @@ pub trait Lock: Send + Sync {
     /// that lost it), not only at the next renewal. The backend must not call it for the
     /// lease's own renewals. `None` (the default) when the backend cannot watch keys, or not
     /// this lease's: the loss is then seen at the next renewal, as before. The
-    /// [`Locker`](crate::Locker) calls it once per grant and keeps the watch until the guard
-    /// ends.
+    /// [`Locker`](crate::Locker) calls it once per hold that is still running when its
+    /// watchdog takes the lease in — at once for the first hold of an idle `Locker`, within
+    /// about a second of the grant otherwise — and keeps the watch until the guard ends. So
+    /// the bulk of short holds never cost a watch (issue 51: ~1,000 client instructions a
+    /// cycle; `scripts/client-cost.sh`).
     ///
-    /// It must be cheap and must not wait on I/O: it runs on every grant. A backend registers
-    /// the lease and does any I/O in the background (and may start watching only once the
-    /// lease has been held a while, so that short holds cost nothing).
+    /// It must be cheap and must not wait on I/O: it runs on the watchdog's task, beside every
+    /// renewal. A backend registers the lease and does any I/O in the background (and may start
+    /// watching only once the lease has been held a while longer).
     fn watch_loss(&self, lease: &Lease, on_loss: OnLoss) -> Option<LossWatch> {
         let _ = (lease, on_loss);
         None

@@ -280,9 +280,9 @@ impl Locker {
             options.stop_margin_for(options.ttl()),
             now,
         ));
-        // Renewed, or only watched for the oldest-hold gauge when its TTL is fixed.
+        // Renewed, or only watched for the oldest-hold gauge when its TTL is fixed; the
+        // watchdog also asks the backend to watch its key for loss when it takes it in.
         inner.renewer.track(Arc::clone(&held), now);
-        watch_loss(inner.lock.as_ref(), &lease, &held);
         let owner = inner
             .owners
             .enter(name, &held)
@@ -294,21 +294,6 @@ impl Locker {
             Arc::clone(&inner.waiters),
             owner,
         )
-    }
-}
-
-/// Asks the backend to tell `held` at once when its key is gone (`Lock::watch_loss`), and
-/// keeps the watch with the lease. The backend's callback holds the lease weakly: a watch
-/// never keeps a released lease alive.
-fn watch_loss(lock: &dyn Lock, lease: &Lease, held: &Arc<HeldLease>) {
-    let weak = Arc::downgrade(held);
-    let on_loss = Box::new(move || {
-        if let Some(held) = weak.upgrade() {
-            held.key_lost();
-        }
-    });
-    if let Some(watch) = lock.watch_loss(lease, on_loss) {
-        held.keep_loss_watch(watch);
     }
 }
 

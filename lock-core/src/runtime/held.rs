@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::backend::LossWatch;
+use crate::backend::{Lock, LossWatch};
 use crate::metric::{self, Labels};
 use crate::{Kind, Lease, Token};
 
@@ -55,6 +55,9 @@ pub(crate) struct HeldLease {
     /// The backend's watch on the lease's key (`Lock::watch_loss`), dropped when the hold
     /// ends so that the release's own deletion is not taken for a loss.
     loss_watch: Mutex<Option<LossWatch>>,
+    /// Set once the backend was asked for that watch ([`HeldLease::watch_loss`]): a lease
+    /// adopted by another runtime's watchdog is not watched twice.
+    loss_watch_asked: AtomicBool,
 }
 
 impl HeldLease {
@@ -86,6 +89,29 @@ impl HeldLease {
             acquired_at,
             labels,
             loss_watch: Mutex::new(None),
+            loss_watch_asked: AtomicBool::new(false),
+        }
+    }
+
+    /// Asks `lock` to tell this lease at once when its key is gone (`Lock::watch_loss`), and
+    /// keeps the watch until the hold ends; once per lease, and not for a hold already over.
+    /// The backend's callback holds the lease weakly: a watch never keeps a released lease
+    /// alive.
+    ///
+    /// The watchdog calls it when it takes the lease in (see `runtime::renewal`), not the
+    /// grant: the bulk of short holds end before that and never cost a watch.
+    pub(crate) fn watch_loss(self: &Arc<Self>, lock: &dyn Lock) {
+        if self.has_ended() || self.loss_watch_asked.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let weak = Arc::downgrade(self);
+        let on_loss = Box::new(move || {
+            if let Some(held) = weak.upgrade() {
+                held.key_lost();
+            }
+        });
+        if let Some(watch) = lock.watch_loss(&self.lease(), on_loss) {
+            self.keep_loss_watch(watch);
         }
     }
 

@@ -20,6 +20,12 @@
 //! it takes the lease in then. The cheaper alternatives miss holds: the reentrancy map sees
 //! only mutex and read-write guards taken inside a task, and counters (`distlock_held`) say
 //! how many, not since when.
+//!
+//! The same look asks the backend to watch each lease's key for loss (`Lock::watch_loss`),
+//! for the leases still held when it takes them in: asking at the grant cost every cycle a
+//! registration and its teardown (~1,000 client instructions, 3 % of an uncontended Redis
+//! cycle; `scripts/client-cost.sh`), and the holds short enough to end before the look are
+//! the ones a loss watch could not help.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -367,6 +373,7 @@ async fn run(lock: Arc<dyn Lock>, shared: Arc<Shared>) {
     loop {
         // Take in new leases and publish when we will look next, under one lock, so a lease
         // added right after sees the timer it can rely on (or wakes us).
+        let mut still_held = Vec::new();
         let next = {
             let mut inbox = dog.shared.lock();
             if inbox.closed {
@@ -376,6 +383,9 @@ async fn run(lock: Arc<dyn Lock>, shared: Arc<Shared>) {
                 // Leases with a fixed TTL (and lost ones handed back) are only watched.
                 if held.is_renewing() {
                     dog.schedule.push(at, Arc::clone(&held));
+                }
+                if !held.has_ended() {
+                    still_held.push(Arc::clone(&held));
                 }
                 dog.watched.push(held);
             }
@@ -390,6 +400,11 @@ async fn run(lock: Arc<dyn Lock>, shared: Arc<Shared>) {
             inbox.armed = next;
             next
         };
+        // The holds that outlived their stay in the inbox (up to a second) have their keys
+        // watched for loss: outside the inbox's lock, which every grant takes.
+        for held in still_held {
+            held.watch_loss(lock.as_ref());
+        }
         let shared = Arc::clone(&dog.shared);
         tokio::select! {
             () = shared.wake.notified() => {}

@@ -1,6 +1,8 @@
-//! A backend's loss watch (`Lock::watch_loss`): the `Locker` asks for one per grant, keeps it
-//! while the guard holds, marks the lease lost when the backend calls back, and ends the watch
-//! with the hold, so that a call after the release changes nothing.
+//! A backend's loss watch (`Lock::watch_loss`): the `Locker`'s watchdog asks for one per hold
+//! still running when it takes the lease in (at once for the first hold of an idle locker,
+//! within about a second otherwise), keeps it while the guard holds, marks the lease lost when
+//! the backend calls back, and ends the watch with the hold, so that a call after the release
+//! changes nothing. Short holds never cost a watch.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -20,6 +22,26 @@ struct Watched {
 }
 
 impl Watched {
+    /// How many watches the `Locker` asked for.
+    fn asked(&self) -> usize {
+        self.watches.lock().expect("lock").len()
+    }
+
+    /// Waits (bounded: at most 5 s, in 10 ms steps) until the `Locker` asked for `count`
+    /// watches.
+    async fn wait_asked(&self, count: usize) {
+        for _ in 0..500 {
+            if self.asked() >= count {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!(
+            "the locker asked for {} watch(es), not {count}",
+            self.asked()
+        );
+    }
+
     /// Calls every watch's callback; returns how many were still kept by the `Locker`.
     fn fire_all(&self) -> usize {
         let watches = self.watches.lock().expect("lock");
@@ -69,6 +91,7 @@ async fn the_backends_call_marks_the_lease_lost_at_once() {
         .build();
     let guard = locker.lock("job").await.expect("free");
     assert!(guard.is_held());
+    lock.wait_asked(1).await;
     assert_eq!(
         lock.fire_all(),
         1,
@@ -87,6 +110,7 @@ async fn the_watch_ends_with_the_hold() {
         .lease(Duration::from_secs(30))
         .build();
     let guard = locker.lock("job").await.expect("free");
+    lock.wait_asked(1).await;
     let lost = guard.lost();
     guard.release().await.expect("ours");
     // The release's own deletion, reported late: the watch is gone, and nothing is lost.
@@ -100,4 +124,29 @@ async fn the_watch_ends_with_the_hold() {
         "a released lease is not reported lost"
     );
     again.release().await.expect("ours");
+}
+
+/// Holds that end before the watchdog takes them in are never watched: a tight loop of grants
+/// and releases asks the backend for a watch once or twice (the first hold of an idle locker,
+/// and one caught by a look of the watchdog), not once per grant.
+#[tokio::test]
+async fn short_holds_cost_no_watch() {
+    let lock = Arc::new(Watched::default());
+    let locker = Locker::builder(Arc::clone(&lock))
+        .lease(Duration::from_secs(30))
+        .build();
+    for _ in 0..200 {
+        let guard = locker.lock("job").await.expect("free");
+        guard.release().await.expect("ours");
+    }
+    assert!(
+        lock.asked() <= 3,
+        "200 short holds asked for {} watches",
+        lock.asked()
+    );
+    // A hold that lasts is watched, within the watchdog's next look.
+    let before = lock.asked();
+    let held = locker.lock("job").await.expect("free");
+    lock.wait_asked(before + 1).await;
+    held.release().await.expect("ours");
 }

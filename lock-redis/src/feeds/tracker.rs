@@ -13,9 +13,10 @@
 //! start, one push and one read per renewal, and one push at its release; the server keeps one
 //! entry per watched key in its tracking table.
 //!
-//! Short holds cost nothing: a lease is registered in memory on its grant (no I/O), and its key
-//! is read only once it is still held [`Tracker::after`] later; the bulk of an uncontended
-//! workload (holds under a millisecond) never reaches the server. `BCAST` on the lock prefix
+//! Short holds cost nothing: the `Locker` registers a lease only when its watchdog takes it in
+//! (within about a second of the grant; `Lock::watch_loss`), in memory (no I/O), and its key
+//! is read only once it is still held [`Tracker::after`] after that; the bulk of an
+//! uncontended workload (holds under a millisecond) never reaches the tracker, nor the server. `BCAST` on the lock prefix
 //! would need no read, but every tracking client would get a push for every grant and release
 //! of every name by anyone (see the crate README's measurements).
 //!
@@ -29,7 +30,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
-use lock_core::Token;
+use lock_core::Lease;
 use lock_core::backend::{LossWatch, OnLoss, PerRuntime};
 use redis::{ProtocolVersion, PushInfo, PushKind, Value};
 use tokio::runtime::Handle;
@@ -38,7 +39,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::feeds::subscriber::{Origin, SharedOrigin};
-use crate::layout::{TokenValue, token_value};
+use crate::layout::{Keys, token_value};
 
 /// How long to wait before connecting again after the tracking connection failed.
 const RECONNECT_AFTER: Duration = Duration::from_millis(200);
@@ -53,6 +54,8 @@ const MAX_READ: usize = 1024;
 /// Watches the keys of held leases through server-assisted client-side caching (module docs).
 pub(crate) struct Tracker {
     origin: SharedOrigin,
+    /// The lock's key prefix: a watched lease's key is made from it once the lease comes due.
+    prefix: Arc<str>,
     /// How long a lease is held before its key is read and tracked.
     after: Duration,
     /// Bound on connecting and on each command of the tracking connection.
@@ -77,18 +80,26 @@ struct Pending {
     queue: Mutex<VecDeque<(Instant, Weak<Watched>)>>,
 }
 
-/// One held lease's key, kept alive by its [`LossWatch`]: dropped with it, the task forgets it.
+/// One held lease, kept alive by its [`LossWatch`]: dropped with it, the task forgets it. The
+/// lease (a shared name and a token), not its key and token value: those are made only for the
+/// few leases still held when they come due, not on every grant (~500 instructions a cycle;
+/// scripts/client-cost.sh).
 struct Watched {
-    key: String,
-    value: TokenValue,
+    lease: Lease,
     on_loss: OnLoss,
 }
 
 impl Tracker {
     /// A tracker connecting where `origin` says; leases held `after` are watched.
-    pub(crate) fn new(origin: SharedOrigin, after: Duration, limit: Duration) -> Self {
+    pub(crate) fn new(
+        origin: SharedOrigin,
+        prefix: Arc<str>,
+        after: Duration,
+        limit: Duration,
+    ) -> Self {
         Self {
             origin,
+            prefix,
             after,
             limit,
             refused: Arc::new(AtomicBool::new(false)),
@@ -96,10 +107,10 @@ impl Tracker {
         }
     }
 
-    /// Registers the lease of `token` on `key`: `on_loss` is called once the key, read
+    /// Registers `lease` (a mutex's or a fair lock's): `on_loss` is called once its key, read
     /// [`Tracker::after`] from now, is seen absent or holding another token. No I/O here.
     /// `None` once the server refused tracking.
-    pub(crate) fn watch(&self, key: String, token: &Token, on_loss: OnLoss) -> Option<LossWatch> {
+    pub(crate) fn watch(&self, lease: &Lease, on_loss: OnLoss) -> Option<LossWatch> {
         if self.refused.load(Ordering::Acquire) || Handle::try_current().is_err() {
             return None;
         }
@@ -107,8 +118,7 @@ impl Tracker {
             .feeds
             .get_or_start(|runtime| self.start(runtime), Feed::clone);
         let watched = Arc::new(Watched {
-            key,
-            value: token_value(token),
+            lease: lease.clone(),
             on_loss,
         });
         let due = Instant::now() + self.after;
@@ -139,6 +149,7 @@ impl Tracker {
         };
         let task = Task {
             origin: Arc::clone(&self.origin),
+            prefix: Arc::clone(&self.prefix),
             limit: self.limit,
             refused: Arc::clone(&self.refused),
             pending: Arc::clone(&feed.pending),
@@ -172,6 +183,8 @@ impl From<redis::RedisError> for Failure {
 /// The tracking task's state: the keys it has read, with the leases watching each.
 struct Task {
     origin: SharedOrigin,
+    /// The lock's key prefix, which a due lease's key is made with.
+    prefix: Arc<str>,
     limit: Duration,
     refused: Arc<AtomicBool>,
     pending: Arc<Pending>,
@@ -319,11 +332,13 @@ impl Task {
             let Some(watched) = weak.upgrade() else {
                 continue;
             };
-            let entry = self.tracked.entry(watched.key.clone()).or_default();
-            if entry.is_empty() {
-                keys.push(watched.key.clone());
+            let key = Keys::new(&self.prefix, watched.lease.name()).into_key();
+            if let Some(watching) = self.tracked.get_mut(&key) {
+                watching.push(weak);
+                continue;
             }
-            entry.push(weak);
+            keys.push(key.clone());
+            self.tracked.insert(key, vec![weak]);
         }
         keys
     }
@@ -385,7 +400,7 @@ impl Task {
             let Some(watched) = weak.upgrade() else {
                 return false;
             };
-            let ours = value == Some(watched.value.as_str().as_bytes());
+            let ours = value == Some(token_value(watched.lease.token()).as_str().as_bytes());
             if !ours {
                 (watched.on_loss)();
             }
