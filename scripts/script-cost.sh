@@ -2,8 +2,8 @@
 # What one acquire + release cycle costs the Redis server, in instructions, counted by
 # valgrind's callgrind: repeatable whatever else the machine does, unlike timings on a shared
 # VM. Compares distlock's scripts (lock-redis/lua: fenced, fencing(false), and fenced with
-# holder_metadata) with the hand-written lock of the load tool (SET NX PX + a
-# compare-and-delete script).
+# holder_metadata) with the hand-written locks of the load tool (SET NX PX + a
+# compare-and-delete script; fenced: benches/lua/hand_acquire_fenced.lua + the same).
 #
 # Each workload runs N and 2N cycles against a fresh redis-server under callgrind on a free
 # loopback port; the difference divided by N is the cost of one cycle, free of start-up and
@@ -33,6 +33,7 @@ done
 sed 's/PUBLISH_COMMAND/PUBLISH/' lock-redis/lua/release.lua >"$work/release.lua"
 cat lock-redis/lua/fence.lua lock-redis/lua/acquire.lua >"$work/acquire.lua" # as scripts.rs assembles it
 cp lock-redis/lua/extend.lua "$work/extend.lua"
+cp benches/lua/hand_acquire_fenced.lua "$work/hand_acquire.lua"
 cp lock-redis/lua/annotate.lua "$work/annotate.lua"
 cp lock-redis/lua/describe_holder.lua "$work/describe_holder.lua"
 cat >"$work/hand_release.lua" <<'EOF'
@@ -61,6 +62,10 @@ key, token = "lock:cycle", "0123456789abcdef0123456789abcdef"
 fence, channel = "{lock:cycle}:distlock-fence", "{lock:cycle}:distlock-released"
 if kind == "hand":
     one = cmd("SET", key, token, "NX", "PX", 30000)
+    one += cmd("EVALSHA", sha("hand_release"), 1, key, token)
+elif kind == "hand-fenced":
+    # benches/src/handwritten_fenced.rs: the grant script, then the same compare-and-delete.
+    one = cmd("EVALSHA", sha("hand_acquire"), 2, key, key + ":fence", token, 30000)
     one += cmd("EVALSHA", sha("hand_release"), 1, key, token)
 elif kind == "described":
     # holder_metadata: the description as lock-redis/src/holder.rs writes it.
@@ -109,7 +114,7 @@ run() { # run <label> <kind>
   for cycles in "$N" $((2 * N)); do
     local out="$work/callgrind.$kind.$cycles"
     callgrind_start "$server_bin" "$out"
-    for script in acquire release hand_release extend annotate describe_holder; do
+    for script in acquire release hand_release hand_acquire extend annotate describe_holder; do
       redis-cli -p "$CG_PORT" script load "$(cat "$work/$script.lua")" >/dev/null
     done
     WORK="$work" python3 "$work/workload.py" "$kind" "$cycles" |
@@ -121,6 +126,7 @@ run() { # run <label> <kind>
 
 echo "Server instructions per acquire + release cycle on $SERVER (callgrind, N=$N):"
 run "hand-written (SET NX PX + CAD)" hand
+run "hand-written fenced (script + CAD)" hand-fenced
 run "distlock, fencing(false)" unfenced
 run "distlock (fenced, the default)" fenced
 run "distlock, fenced + holder_metadata" described

@@ -60,6 +60,12 @@ fn main() -> Result<(), Failure> {
     })
 }
 
+/// Whether `DISTLOCK_FIXED_TTL` is set: requests then ask for a fixed TTL (no renewal), to
+/// count what renewal costs a cycle. Read once, not per cycle (`getenv` is not free).
+fn fixed_ttl() -> bool {
+    std::env::var_os("DISTLOCK_FIXED_TTL").is_some()
+}
+
 type Failure = Box<dyn std::error::Error + Send + Sync>;
 
 /// One of the clients compared, connected.
@@ -68,7 +74,9 @@ enum Client {
     Hand(HandLock),
     HandFenced(HandFencedLock),
     Rslock(std::sync::Arc<rslock::LockManager>),
-    Locker(Locker),
+    /// With `true`, each request asks for a fixed TTL (`DISTLOCK_FIXED_TTL=1`: what renewal
+    /// costs a cycle).
+    Locker(Locker, bool),
 }
 
 impl Client {
@@ -88,16 +96,17 @@ impl Client {
                     .split(',')
                     .map(|url| RedisLock::builder().url(url).build())
                     .collect::<Result<Vec<_>, _>>()?;
-                Self::Locker(Locker::new(
-                    lock_redlock::Redlock::builder().nodes(nodes).build()?,
-                ))
+                let redlock = lock_redlock::Redlock::builder().nodes(nodes).build()?;
+                Self::Locker(Locker::new(redlock), fixed_ttl())
             }
             "unfenced" | "fenced" => {
-                let lock = RedisLock::builder()
-                    .url(url)
-                    .fencing(client == "fenced")
-                    .build()?;
-                Self::Locker(Locker::new(lock))
+                let mut builder = RedisLock::builder().url(url).fencing(client == "fenced");
+                // What loss tracking costs a cycle: `DISTLOCK_TRACK_LOSSES=off`.
+                if std::env::var("DISTLOCK_TRACK_LOSSES").is_ok_and(|v| v == "off") {
+                    builder = builder.track_losses(false);
+                }
+                let lock = builder.build()?;
+                Self::Locker(Locker::new(lock), fixed_ttl())
             }
             _ => return Err(USAGE.into()),
         })
@@ -125,12 +134,12 @@ impl Client {
                     let lock = manager.lock(name, Duration::from_secs(30)).await?;
                     lock.release().await;
                 }
-                Self::Locker(locker) => {
-                    let guard = locker
-                        .lock(name)
-                        .try_acquire()
-                        .await?
-                        .ok_or("the lock was busy")?;
+                Self::Locker(locker, fixed) => {
+                    let mut request = locker.lock(name);
+                    if *fixed {
+                        request = request.fixed_ttl(Duration::from_secs(30));
+                    }
+                    let guard = request.try_acquire().await?.ok_or("the lock was busy")?;
                     guard.release().await?;
                 }
             }

@@ -17,15 +17,9 @@ use crate::handwritten::{RELEASE_LUA, token};
 /// The grant: `SET key token NX PX ttl`, then the fencing token, in one atomic script.
 ///
 /// `KEYS[1]` the lock, `KEYS[2]` its counter; `ARGV[1]` the token, `ARGV[2]` the TTL in ms.
-/// Returns the fencing token, or 0 when the lock is held.
-pub const ACQUIRE_FENCED_LUA: &str = "\
-if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 0 end
-local t = redis.call('TIME')
-local now = tonumber(t[1] .. string.sub('00000' .. t[2], -6))
-local last = tonumber(redis.call('GET', KEYS[2]))
-if last and last >= now then now = last + 1 end
-redis.call('SET', KEYS[2], string.format('%.0f', now))
-return now";
+/// Returns the fencing token, or 0 when the lock is held. Kept in `benches/lua/` so that
+/// `scripts/script-cost.sh` counts the server's side of the same script.
+pub const ACQUIRE_FENCED_LUA: &str = include_str!("../lua/hand_acquire_fenced.lua");
 
 /// A hand-written fenced Redis lock over one redis-rs multiplexed connection.
 #[derive(Clone)]

@@ -35,6 +35,8 @@ pub(crate) enum Client {
     Backend(Arc<dyn Lock>),
     /// The hand-written baseline.
     Hand(HandLock),
+    /// The hand-written fenced baseline.
+    HandFenced(distlock_bench::HandFencedLock),
     /// rslock's `LockManager` (one server, or a Redlock's nodes).
     Rslock(rslock::LockManager),
     /// E1's baseline: etcd's transactions sent alone with etcd-client (see [`crate::etcd`]).
@@ -78,6 +80,16 @@ impl Client {
             }
             Self::Hand(hand) => {
                 let token = hand
+                    .try_acquire(name, TTL)
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .ok_or("the lock was busy")?;
+                hand.release(name, &token)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            Self::HandFenced(hand) => {
+                let (token, _fence) = hand
                     .try_acquire(name, TTL)
                     .await
                     .map_err(|e| e.to_string())?

@@ -12,6 +12,9 @@ pub(crate) const UNFENCED: &str = "distlock, no fencing";
 pub(crate) const BACKEND: &str = "distlock backend only";
 /// The hand-written redis-rs lock.
 pub(crate) const HAND: &str = "hand-written";
+/// The hand-written redis-rs lock with a fencing token (one grant script; issue 51): what
+/// distlock's fenced lock is compared with.
+pub(crate) const HAND_FENCED: &str = "hand-written fenced";
 /// rslock 0.10's `LockManager`.
 pub(crate) const RSLOCK: &str = "rslock";
 

@@ -104,7 +104,7 @@ use crate::kinds::Workload;
 use crate::progress::Progress;
 use crate::renewal::HeldLeases;
 use crate::run::{
-    BACKEND, DISTLOCK, DISTLOCK_TTL, HAND, RSLOCK, Run, UNFENCED, redlock_label,
+    BACKEND, DISTLOCK, DISTLOCK_TTL, HAND, HAND_FENCED, RSLOCK, Run, UNFENCED, redlock_label,
     redlock_unfenced_label, rslock_label,
 };
 use crate::step::{STEP_SLACK, block, slug};
@@ -609,8 +609,16 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
 
 /// The steps of a run with their planned times, for the progress bar, in the order they run.
 /// Who runs S1, S2 and S3, in this order.
-const S1_CLIENTS: [&str; 6] = [HAND, RSLOCK, BACKEND, DISTLOCK_TTL, UNFENCED, DISTLOCK];
-const S2_CLIENTS: [&str; 5] = [HAND, RSLOCK, BACKEND, UNFENCED, DISTLOCK];
+const S1_CLIENTS: [&str; 7] = [
+    HAND,
+    HAND_FENCED,
+    RSLOCK,
+    BACKEND,
+    DISTLOCK_TTL,
+    UNFENCED,
+    DISTLOCK,
+];
+const S2_CLIENTS: [&str; 6] = [HAND, HAND_FENCED, RSLOCK, BACKEND, UNFENCED, DISTLOCK];
 const S3_CLIENTS: [&str; 4] = [HAND, RSLOCK, UNFENCED, DISTLOCK];
 /// What S10's tasks ask for, in this order.
 const S10_ASKED: [fairness::Asked; 2] = [fairness::Asked::Plain, fairness::Asked::Fair];
@@ -922,6 +930,11 @@ fn steps(plan: &Plan, bench: bool) -> Vec<(String, Duration)> {
 async fn client(label: &str, url: &str) -> Result<Client, String> {
     Ok(match label {
         HAND => Client::Hand(HandLock::connect(url).await.map_err(|e| e.to_string())?),
+        HAND_FENCED => Client::HandFenced(
+            distlock_bench::HandFencedLock::connect(url)
+                .await
+                .map_err(|e| e.to_string())?,
+        ),
         RSLOCK => Client::Rslock(crate::rslock::manager(&[url.to_owned()])?),
         BACKEND => Client::Backend(Arc::new(redis_lock(url, true)?) as Arc<dyn Lock>),
         DISTLOCK_TTL => Client::Locker(Locker::new(redis_lock(url, true)?), Some(cycles::TTL)),

@@ -148,15 +148,16 @@ fn servers(run: &Run) {
         return;
     }
     println!(
-        "\nS1 and S2 on each server, {} alternating rounds per client: ratio of medians against the hand-written lock on the same server (spread: lowest–highest per-round ratio)",
+        "\nS1 and S2 on each server, {} alternating rounds per client: ratio of medians against the hand-written lock of the same kind on the same server (fenced: the hand-written fenced lock; spread: lowest–highest per-round ratio)",
         run.plan.server_rounds
     );
     let mut t = table(&[
         "server",
         "scenario",
         "hand-written cycles/s",
+        "hand-written fenced",
         "fencing(false)",
-        "fenced",
+        "fenced (vs hand-written fenced)",
     ]);
     let cell = |c: Option<&crate::servers::ClientRounds>| {
         c.map_or_else(
@@ -188,6 +189,7 @@ fn servers(run: &Run) {
                     )
                 },
             ),
+            cell(r.client(crate::run::HAND_FENCED)),
             cell(r.client(crate::run::UNFENCED)),
             cell(r.client(crate::run::DISTLOCK)),
         ]);

@@ -17,8 +17,8 @@ use crate::target::{Target, not_run, target};
 use crate::waiters::WaitersRun;
 
 pub(crate) use crate::labels::{
-    BACKEND, DISTLOCK, DISTLOCK_TTL, HAND, RSLOCK, UNFENCED, redlock_label, redlock_unfenced_label,
-    rslock_label,
+    BACKEND, DISTLOCK, DISTLOCK_TTL, HAND, HAND_FENCED, RSLOCK, UNFENCED, redlock_label,
+    redlock_unfenced_label, rslock_label,
 };
 
 /// Everything a run measured.
