@@ -59,8 +59,9 @@ pub(crate) fn is_ours_layout(value: &[u8]) -> bool {
 
 /// An etcd lease, by its id: etcd's own expiring grant, which every key put on it goes with.
 /// Not distlock's [`Lease`] (a granted lock), though each distlock lease is carried by one: the
-/// grant's keys sit on the etcd lease of [`EtcdLease::of_grant`], and a renewal keeps that etcd
-/// lease alive.
+/// grant's keys sit on the etcd lease of [`EtcdLease::of_grant`] (or on a lease shared with
+/// other grants: `shared_lease.rs`, `fixed_lease.rs`), and a renewal keeps that etcd lease
+/// alive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct EtcdLease(i64);
 

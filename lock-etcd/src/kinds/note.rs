@@ -4,7 +4,9 @@
 //! The note of `name` is one key in a space of its own,
 //! `prefix + "\0note/" + len(name) + ":" + name + "/"`, holding the grant's value (`dl:` +
 //! token), a newline and the note, **on the etcd lease of the grant's key** (the shared lease of
-//! renewed grants, or the grant's own): it expires with the grant and is deleted by its release, and a renewal (an etcd lease keep-alive) keeps both alive without touching either.
+//! renewed grants, a bucket lease, or the grant's own; a move off a bucket lease takes it
+//! along, `moving.rs`): it expires with the grant and is deleted by its release, and a renewal
+//! (an etcd lease keep-alive) keeps both alive without touching either.
 //! The lock key itself keeps `dl:` + token. The value in front of the note ties it to one
 //! grant: a note left by an earlier grant (written just before a release, before its etcd lease was
 //! revoked in the background) is never shown with a later one.
