@@ -1,6 +1,7 @@
-//! What one task's acquire + release costs through `EtcdLock` and a `Locker`, against the bare
-//! etcd requests the same client sends for it (lease grant, the put-if-absent transaction, the
-//! compare-and-delete transaction, the lease revoke), in the same run on one throwaway member.
+//! What one task's acquire + release of a fixed TTL costs through `EtcdLock` and a `Locker`,
+//! against the bare etcd requests the same client sends for it (the put-if-absent transaction
+//! on a lease granted beforehand, as the bucket lease is for most grants, and the
+//! compare-and-delete transaction), in the same run on one throwaway member.
 //!
 //! `cargo run --release -p lock-etcd --example cycle_cost -- 2000` (the cycles per side;
 //! default 1000). Needs `etcd` (`scripts/ensure-etcd.sh`).
@@ -9,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use lock_core::Locker;
 use lock_etcd::EtcdLock;
-use lock_etcd::etcd_client::{Compare, CompareOp, LeaseGrantOptions, PutOptions, Txn, TxnOp};
+use lock_etcd::etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
 use lock_testkit::{EtcdCluster, EtcdNetwork};
 
 fn summary(what: &str, mut samples: Vec<Duration>) -> f64 {
@@ -38,16 +39,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut client = lock.client().await?;
     let locker = Locker::new(lock.clone());
     let ttl = Duration::from_secs(10);
+    // The bare side's one lease, as long as the run: the bucket lease's part.
+    let id = client.lease_grant(3_600, None).await?.id();
 
     for round in 0..2 {
         let mut bare = Vec::with_capacity(cycles);
         for i in 0..cycles {
             let started = Instant::now();
-            let key = format!("bare/{i}");
-            let id = 1_000_000 + i64::try_from(i)? + i64::try_from(round * cycles)?;
-            client
-                .lease_grant(10, Some(LeaseGrantOptions::new().with_id(id)))
-                .await?;
+            let key = format!("bare/{round}/{i}");
             let put = Txn::new()
                 .when([Compare::create_revision(key.as_str(), CompareOp::Equal, 0)])
                 .and_then([TxnOp::put(
@@ -65,16 +64,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 )])
                 .and_then([TxnOp::delete(key.as_str(), None)]);
             assert!(client.txn(delete).await?.succeeded());
-            // As `release` does: the revoke runs in the background.
-            let mut leases = client.lease_client();
-            drop(tokio::spawn(async move { leases.revoke(id).await }));
             bare.push(started.elapsed());
         }
         let mut ours = Vec::with_capacity(cycles);
         for i in 0..cycles {
             let started = Instant::now();
             let guard = locker
-                .lock(format!("lock/{i}").as_str())
+                .lock(format!("lock/{round}/{i}").as_str())
                 .fixed_ttl(ttl)
                 .await?;
             guard.release().await?;

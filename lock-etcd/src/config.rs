@@ -143,6 +143,7 @@ impl EtcdLockBuilder {
             }),
             clients: Arc::default(),
             shared: crate::shared_lease::SharedLeases::default(),
+            fixed: crate::fixed_lease::FixedLeases::default(),
             watches: Watches::default(),
         }))
     }

@@ -39,15 +39,19 @@ const CAPABILITIES: Capabilities = Capabilities::MUTEX
 /// minority of members, restarts and leader changes, and the fencing token is the revision of
 /// the transaction that wrote the grant.
 ///
-/// - `try_acquire`: an etcd lease of the holder's own (its id derived from the token), then
-///   one transaction: if the key's `create_revision` is 0 (absent), put the token on that etcd
-///   lease, else read the holder. Granted: the fencing token is the put's revision. Busy: the
-///   holder's remaining etcd lease TTL, and whether it announces (a distlock value).
-/// - `extend`: a keep-alive of the etcd lease, and a check that the key still holds the token.
-/// - `release`: one transaction (if the value is the token, delete the key), then the etcd
-///   lease is revoked in the background.
-/// - `hand_over`: an etcd lease for the new token, then one transaction (if the value is the
-///   old token, put the new one on the new etcd lease): a new revision, so a new fencing token.
+/// - `try_acquire` (a fixed TTL): one transaction: if the key's `create_revision` is 0
+///   (absent), put the token on the bucket lease of its TTL (one etcd lease per TTL and 1–4 s
+///   bucket, never kept alive, granted when the current one would end before the grant's
+///   validity; the crate README, "Bucket leases for fixed grants"), else read the holder.
+///   Granted: the fencing token is the put's revision. Busy: the holder's remaining etcd lease
+///   TTL (on a bucket lease, less the bucket), and whether it announces (a distlock value).
+///   `try_acquire_renewed` is the same on the shared lease the watchdog keeps alive.
+/// - `extend`: a keep-alive of the etcd lease, and a check that the key still holds the token;
+///   a mutex key on a bucket lease is moved to a lease of its own first.
+/// - `release`: one transaction (if the value is the token, delete the key), then a lease of
+///   the grant's own, if its key was on one, is revoked in the background.
+/// - `hand_over`: one transaction (if the value is the old token, put the new one on the
+///   bucket lease of the TTL): a new revision, so a new fencing token.
 /// - `try_acquire_all`: every name's etcd lease, then one transaction over every key.
 /// - the semaphore (`try_acquire_kind`): a key per holder, granted by its rank in creation
 ///   revision order (the crate README, "The semaphore").
@@ -364,9 +368,10 @@ impl Lock for EtcdLock {
 
     /// One `Txn` reading the lock key and its note key `\0note/…/` together, then one
     /// `LeaseTimeToLive` of the key's etcd lease (a second request: etcd has no lease TTL in a
-    /// transaction). The term (`fencing_token`) is the lock key's `mod_revision`, the revision
-    /// of the grant or hand-over that wrote the current holder, which is the fencing token that
-    /// grant returned; renewals do not change it. A holder written by another client (no `dl:`
+    /// transaction). The term (`fencing_token`) is the revision of the grant or hand-over that
+    /// wrote the current holder, which is the fencing token that grant returned: the lock key's
+    /// `mod_revision`, or, for a fixed grant an extend moved to a lease of its own, its grant
+    /// time's `create_revision` (read in the same `Txn`); renewals do not change it. A holder written by another client (no `dl:`
     /// value) has term 0 and no note. The TTL is in etcd's whole seconds (rounded down), zero
     /// when the etcd lease ran out between the two requests, `None` for a key without one.
     /// `None` when the key is absent. A reader of the read-write lock or a semaphore holder is
@@ -383,7 +388,7 @@ impl Lock for EtcdLock {
     }
 
     /// One `Txn`: if the lock key holds the lease's token, put the note key (the grant's
-    /// `dl:` value, a newline, `note`) on the grant's own etcd lease, so the note lasts
+    /// `dl:` value, a newline, `note`) on the etcd lease the lock key is on, so the note lasts
     /// exactly as long as the grant (released: revoked; expired: gone with the key) and a
     /// renewal needs no write. Replaces this grant's earlier note. `Ok(false)` for a lease
     /// that is no longer ours (nothing written), or of a kind other than the mutex and the

@@ -11,6 +11,7 @@ use lock_core::{LockError, Op, TimeoutPhase, Token};
 
 use crate::client::{Clients, Target};
 use crate::error::{bounded, malformed};
+use crate::fixed_lease::{FixedLeases, holder_left};
 use crate::layout::{self, EtcdLease, is_ours_layout, ttl_seconds};
 use crate::shared_lease::SharedLeases;
 use crate::watch::Watches;
@@ -29,8 +30,10 @@ pub(crate) struct Executor {
     pub(crate) target: Arc<Target>,
     pub(crate) clients: Arc<Clients>,
     pub(crate) watches: Watches,
-    /// The shared etcd leases of renewed grants (`shared.rs`).
+    /// The shared etcd leases of renewed grants (`shared_lease.rs`).
     pub(crate) shared: SharedLeases,
+    /// The bucket leases of grants of a fixed TTL and hand-overs (`fixed_lease.rs`).
+    pub(crate) fixed: FixedLeases,
 }
 
 impl Executor {
@@ -198,7 +201,8 @@ impl Executor {
     }
 
     /// The holder `kv` read by a transaction's else branch: its etcd lease's remaining TTL (one
-    /// more request) and whether it announces (its value is distlock's layout).
+    /// more request; on a bucket lease, less the bucket: `fixed_lease::holder_left`) and
+    /// whether it announces (its value is distlock's layout).
     pub(crate) async fn holder_state(
         &self,
         client: &Client,
@@ -220,8 +224,9 @@ impl Executor {
         )
         .await;
         let holder_ttl = match ttl {
-            Ok(Ok(answer)) => Some(Duration::from_secs(
-                u64::try_from(answer.ttl()).unwrap_or(0),
+            Ok(Ok(answer)) => Some(holder_left(
+                kv.lease(),
+                Duration::from_secs(u64::try_from(answer.ttl()).unwrap_or(0)),
             )),
             _ => None,
         };

@@ -12,7 +12,13 @@
 //! - the mutex, the fair lock, the writer, each name of a multi-lock: the grant's transaction
 //!   puts the lock key, so its `mod_revision` (and, before a hand-over, its `create_revision`)
 //!   is the token. A hand-over puts the key again at a new revision, the new grant's token,
-//!   while `create_revision` stays the first grant's: `mod_revision` is the one to compare.
+//!   while `create_revision` stays the first grant's: `mod_revision` is the one to compare. A
+//!   mutex grant on a bucket lease that is extended by hand is moved to a lease of its own
+//!   (`moving.rs`), which puts the key again with the same value at a later revision: so the
+//!   compare is `mod_revision >= token`. That is as strong: the value is the grant's fresh
+//!   128-bit token, which only this grant's own writes (the grant, the hand-over that made it,
+//!   its move) put, all at or after its token's revision; a successor's grant replaces the
+//!   value.
 //! - a reader: its token is the `mod_revision` of the name's fence key (`\0rwf/…/`, put by every
 //!   write grant; absent, revision 0, when the name was never write-locked). The reader holds
 //!   its own key, so the compares are that key's value and the fence key's `mod_revision` (an
@@ -58,7 +64,11 @@ pub(crate) fn guard_compares(prefix: &str, lease: &Lease) -> Result<Guarded, Loc
             Ok(Guarded {
                 compares: vec![
                     holds(key.clone()),
-                    Compare::mod_revision(key.clone(), CompareOp::Equal, revision),
+                    Compare::mod_revision(
+                        key.clone(),
+                        CompareOp::Greater,
+                        revision.saturating_sub(1),
+                    ),
                 ],
                 revision_key: key,
             })

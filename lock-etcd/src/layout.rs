@@ -59,8 +59,9 @@ pub(crate) fn is_ours_layout(value: &[u8]) -> bool {
 
 /// An etcd lease, by its id: etcd's own expiring grant, which every key put on it goes with.
 /// Not distlock's [`Lease`] (a granted lock), though each distlock lease is carried by one: the
-/// grant's keys sit on the etcd lease of [`EtcdLease::of_grant`], and a renewal keeps that etcd
-/// lease alive.
+/// grant's keys sit on the etcd lease of [`EtcdLease::of_grant`] (or on a lease shared with
+/// other grants: `shared_lease.rs`, `fixed_lease.rs`), and a renewal keeps that etcd lease
+/// alive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct EtcdLease(i64);
 
@@ -256,6 +257,33 @@ pub(crate) fn stamp(prefix: &str, name: &str, token: &Token, etcd_lease: i64) ->
 /// `Delete(granted_key)` of `token`'s grant of `name`: sent with the grant's release.
 pub(crate) fn unstamp(prefix: &str, name: &str, token: &Token) -> TxnOp {
     TxnOp::delete(granted_key(prefix, name, token.to_hex().as_str()), None)
+}
+
+/// The term of the distlock holder `holder` (the lock key of `name` as read): the fencing
+/// token its grant (or the hand-over that made it) returned. That is the `create_revision` of
+/// its grant-time key when `stamps` (the grant-time keys of `name`, as read) has it: the grant
+/// put it, and a move to a lease of its own (`moving.rs`) puts the lock key again, at a later
+/// `mod_revision`, but leaves the grant time's `create_revision` as it was. Else (a multi-lock
+/// grant writes no grant time) the lock key's `mod_revision`. 0 for a value distlock never
+/// writes.
+pub(crate) fn term(
+    prefix: &str,
+    name: &str,
+    holder: &etcd_client::KeyValue,
+    stamps: &[etcd_client::KeyValue],
+) -> u64 {
+    let Some(hex) = token_hex(holder.value()) else {
+        return 0;
+    };
+    let stamp = granted_key(prefix, name, hex);
+    let revision = stamps
+        .iter()
+        .find(|kv| kv.key() == stamp.as_slice())
+        .map_or(
+            holder.mod_revision(),
+            etcd_client::KeyValue::create_revision,
+        );
+    u64::try_from(revision).unwrap_or(0)
 }
 
 /// The grant time a grant-time key's value says.

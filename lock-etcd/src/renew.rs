@@ -3,8 +3,9 @@
 //! grant on a shared lease is kept only when its key is still there, still carries its token,
 //! and sits on a shared lease etcd kept alive: a key deleted by `distlock release --force`, by
 //! an operator or with its lease is seen lost in the batch that follows, which fires `lost()`.
-//! Keys on a lease of their own (a fixed grant extended by hand, a hand-over, a multi-lock) and
-//! the other kinds go through the per-lease extend (`kinds/mutex.rs`).
+//! A mutex key on a bucket lease (a grant of a fixed TTL, a hand-over) moves to a lease of its
+//! own (`moving.rs`); keys on a lease of their own (such a grant extended before, a multi-lock)
+//! and the other kinds go through the per-lease extend (`kinds/mutex.rs`).
 
 use std::time::Duration;
 
@@ -15,15 +16,18 @@ use tokio::time::Instant;
 use crate::executor::{Executor, read};
 use crate::kinds::mutex;
 use crate::layout::held;
+use crate::moving;
 use crate::shared_lease::Shared;
 
 /// The most keys read in one transaction: etcd's default `--max-txn-ops`.
 const READS_PER_TXN: usize = 128;
 
-/// What one lease of the batch needs: kept on a shared lease, lost, or the per-lease extend.
+/// What one lease of the batch needs: kept on a shared lease, lost, a move off the bucket
+/// lease of this id, or the per-lease extend.
 enum Found {
     Kept(Instant),
     Lost,
+    Move(i64),
     OwnLease,
     Failed(LockError),
 }
@@ -46,6 +50,7 @@ pub(crate) async fn extend_many(
                 Found::Kept(until) => Ok(Some(until)),
                 Found::Lost => Ok(None),
                 Found::Failed(error) => Err(error),
+                Found::Move(bucket) => moving::extend(exec, lease, *ttl, bucket).await,
                 Found::OwnLease => mutex::extend(exec, lease, *ttl).await,
             }
         });
@@ -141,10 +146,14 @@ fn judge(
             None => Found::Kept(valid_until(started, *ttl).min(shared.expires())),
         };
     }
+    if exec.fixed.by_id(kv.lease()).is_some() {
+        return Found::Move(kv.lease());
+    }
     if kv.lease() == crate::layout::EtcdLease::of_grant(lease.token(), lease.name()).id() {
         return Found::OwnLease;
     }
-    // On a shared lease this process no longer knows: etcd said it is gone.
+    // On a shared lease this process no longer knows (etcd said it is gone), or a bucket lease
+    // past its end as this process counts, so past the grant's validity.
     Found::Lost
 }
 

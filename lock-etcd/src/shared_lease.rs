@@ -3,8 +3,8 @@
 //! puts its key, so a grant is one transaction and a release one more, with no lease grant or
 //! revoke around them, and the watchdog keeps one lease alive instead of one per lock.
 //!
-//! A grant of a fixed TTL keeps an etcd lease of its own (`kinds/mutex.rs`): it must run out at
-//! its TTL, whatever other guards renew.
+//! A grant of a fixed TTL goes on a bucket lease instead (`fixed_lease.rs`), never kept alive:
+//! it must run out near its TTL, whatever other guards renew.
 //!
 //! The lease is granted at the first renewed grant of its TTL, with an id etcd picks. What is
 //! known of it is a lower bound of its life: `expires` is the send time of the request that

@@ -19,7 +19,7 @@ use lock_core::{LockError, Op, TimeoutPhase};
 
 use crate::error::bounded;
 use crate::executor::Executor;
-use crate::layout::{Parsed, Space, granted_at, holder_parts, is_ours_layout, token_hex};
+use crate::layout::{Parsed, Space, granted_at, holder_parts, is_ours_layout, term, token_hex};
 
 /// Lease TTL requests in flight at once (etcd has no request that reads several).
 pub(super) const TTL_READS_IN_FLIGHT: usize = 16;
@@ -36,6 +36,8 @@ pub(super) struct Parts {
     waiting: Vec<KeyValue>,
     /// Grant times, by the grant's token (hex).
     granted: HashMap<Vec<u8>, SystemTime>,
+    /// The grant-time keys as read: whose `create_revision` is a moved grant's term.
+    stamps: Vec<KeyValue>,
 }
 
 /// What a hold is built from besides its keys: where to read lease TTLs, and how.
@@ -62,6 +64,7 @@ impl Parts {
                 if let Some(at) = granted_at(kv.value()) {
                     self.granted.insert(rest.to_vec(), at);
                 }
+                self.stamps.push(kv);
             }
             Space::Note => self.note = Some(kv),
             Space::Fence => self.fence = Some(kv),
@@ -99,7 +102,7 @@ impl Parts {
                 .is_some_and(|f| f.mod_revision() == lock.mod_revision())
         });
         let mut found = Vec::new();
-        if let Some(held) = self.key_lock(cx, writer, base).await? {
+        if let Some(held) = self.key_lock(cx, name, writer, base).await? {
             found.push(held);
         }
         if !writer && !self.readers.is_empty() {
@@ -112,11 +115,13 @@ impl Parts {
     }
 
     /// The hold of the lock key: a mutex, a fair lock (with queue entries), a writer, or with
-    /// `foreign` another client's key with a lease. Its last fencing token is the key's
-    /// `mod_revision`: the revision of the grant that wrote it.
+    /// `foreign` another client's key with a lease. Its last fencing token is the revision of
+    /// the grant that wrote it (`layout::term`: the key's `mod_revision`, unless an extend
+    /// moved the grant to a lease of its own); a foreign key's, its `mod_revision`.
     async fn key_lock(
         &self,
         cx: &Context<'_>,
+        name: &str,
         writer: bool,
         base: impl Fn(HeldKind) -> HeldLock,
     ) -> Result<Option<HeldLock>, LockError> {
@@ -136,7 +141,11 @@ impl Parts {
         } else {
             HeldKind::Mutex
         };
-        let revision = u64::try_from(lock.mod_revision()).ok();
+        let revision = if ours {
+            Some(term(cx.exec.prefix(), name, lock, &self.stamps))
+        } else {
+            u64::try_from(lock.mod_revision()).ok()
+        };
         let mut holder = self.holder(lock.value(), lease_ttl(cx, lock.lease()).await?);
         if ours {
             holder.fencing_token = revision;
@@ -246,8 +255,9 @@ async fn member_ttls(
     Ok(ttls)
 }
 
-/// What the etcd lease `id` has left (etcd counts whole seconds): `None` for no lease (0) or
-/// one that ran out since the key was read.
+/// What the etcd lease `id` has left (etcd counts whole seconds; on a bucket lease, less the
+/// bucket: `fixed_lease::holder_left`): `None` for no lease (0) or one that ran out since the
+/// key was read.
 async fn lease_ttl(cx: &Context<'_>, id: i64) -> Result<Option<Duration>, LockError> {
     if id == 0 {
         return Ok(None);
@@ -260,7 +270,9 @@ async fn lease_ttl(cx: &Context<'_>, id: i64) -> Result<Option<Duration>, LockEr
         leases.time_to_live(id, None),
     )
     .await?;
-    Ok(u64::try_from(answer.ttl()).ok().map(Duration::from_secs))
+    Ok(u64::try_from(answer.ttl())
+        .ok()
+        .map(|left| crate::fixed_lease::holder_left(id, Duration::from_secs(left))))
 }
 
 /// Bytes as text, invalid UTF-8 replaced.

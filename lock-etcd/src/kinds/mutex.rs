@@ -1,9 +1,11 @@
 //! The mutex: one holder, its `dl:` token under the lock key, on the shared etcd lease of
-//! renewed grants (`shared.rs`) or, for a grant of a fixed TTL, on an etcd lease of the
-//! holder's own (its id derived from the token and the name, `EtcdLease::of_grant`); the
-//! fencing token is the revision of the transaction that put it. Every kind's lease is extended here (one etcd
-//! lease per grant, whatever key it carries), and released here unless its kind leaves more
-//! behind (the fair lock's queue entry, a waiting writer's record).
+//! renewed grants (`shared_lease.rs`) or, for a grant of a fixed TTL and a hand-over, on the
+//! bucket lease of its TTL (`fixed_lease.rs`); once extended by hand, on an etcd lease of the
+//! holder's own (its id derived from the token and the name, `EtcdLease::of_grant`;
+//! `moving.rs`). The fencing token is the revision of the transaction that put it. Every
+//! kind's lease on an etcd lease of its own is extended here, whatever key it carries, and
+//! released here unless its kind leaves more behind (the fair lock's queue entry, a waiting
+//! writer's record).
 
 use std::time::Duration;
 
@@ -15,7 +17,7 @@ use lock_core::{Kind, Lease, LockError, Op, TimeoutPhase, Token, valid_until};
 use tokio::time::Instant;
 
 use crate::error::bounded;
-use crate::executor::{Executor, put_on, read, revision};
+use crate::executor::{Executor, read, revision};
 use crate::layout::{self, EtcdLease, held, note_key, stamp, unstamp};
 use crate::shared_lease::Shared;
 
@@ -32,61 +34,37 @@ pub(crate) async fn try_acquire_shared(
 ) -> Result<Attempt, LockError> {
     let started = Instant::now();
     let client = exec.client().await?;
-    let (answer, shared) = match put_on_shared(exec, &client, name, &token, ttl).await {
+    let on_shared = || async {
+        let shared = (exec.shared)
+            .fresh(&client, Op::Acquire, ttl, exec.command_timeout())
+            .await
+            .map_err(|error| (error, None))?;
+        grant_on(exec, &client, name, &token, shared).await
+    };
+    let (answer, shared) = match on_shared().await {
         Err((_, Some(gone))) => {
             exec.shared.forget(gone);
-            put_on_shared(exec, &client, name, &token, ttl)
-                .await
-                .map_err(|(error, _)| error)?
+            on_shared().await.map_err(|(error, _)| error)?
         }
         other => other.map_err(|(error, _)| error)?,
     };
-    if answer.succeeded() {
-        let fencing = revision(Op::Acquire, &answer)?;
-        let until = valid_until(started, ttl).min(shared.expires());
-        return Ok(Attempt::Acquired(Lease::new(name, token, fencing, until)));
-    }
-    Ok(exec.busy(&client, read(&answer, 0).as_ref(), false).await)
+    granted_or_busy(
+        exec,
+        &client,
+        name,
+        token,
+        valid_until(started, ttl),
+        answer,
+        shared,
+    )
+    .await
 }
 
-/// The grant transaction on the shared lease of `ttl` (the lock key and its grant time); on
-/// error, the shared lease's id too when etcd said it does not have it.
-async fn put_on_shared(
-    exec: &Executor,
-    client: &Client,
-    name: &str,
-    token: &Token,
-    ttl: Duration,
-) -> Result<(TxnResponse, Shared), (LockError, Option<i64>)> {
-    let key = exec.key(name);
-    let key = key.as_slice();
-    let timeout = exec.command_timeout();
-    let shared = (exec.shared)
-        .fresh(client, Op::Acquire, ttl, timeout)
-        .await
-        .map_err(|error| (error, None))?;
-    let put = TxnOp::put(
-        key.to_vec(),
-        layout::value(token),
-        Some(PutOptions::new().with_lease(shared.id)),
-    );
-    let txn = Txn::new()
-        .when([Compare::create_revision(key.to_vec(), CompareOp::Equal, 0)])
-        .and_then([put, stamp(exec.prefix(), name, token, shared.id)])
-        .or_else([TxnOp::get(key.to_vec(), None)]);
-    match exec.txn(client, Op::Acquire, txn).await {
-        Ok(answer) => Ok((answer, shared)),
-        Err(error) => {
-            let gone = error.to_string().contains("lease not found")
-                || matches!(&error, LockError::Backend { source, .. }
-                    if source.to_string().contains("lease not found"));
-            Err((error, gone.then_some(shared.id)))
-        }
-    }
-}
-
-/// One attempt at the mutex `name`: the holder's etcd lease, then one transaction: if the key's
-/// `create_revision` is 0 (absent), put the token on that lease, else read the holder.
+/// One attempt at the mutex `name` for a grant of a fixed TTL: one transaction, as
+/// [`try_acquire_shared`], on the bucket lease of `ttl` (`fixed_lease.rs`), which is granted
+/// first only when the current one would end before this grant's validity. Never kept alive:
+/// the key goes by itself at most a bucket after the TTL. A bucket lease etcd no longer has is
+/// forgotten and the attempt made once more on a new one.
 pub(crate) async fn try_acquire(
     exec: &Executor,
     name: &str,
@@ -95,33 +73,91 @@ pub(crate) async fn try_acquire(
 ) -> Result<Attempt, LockError> {
     let started = Instant::now();
     let client = exec.client().await?;
-    let (key, etcd_lease) = (exec.key(name), EtcdLease::of_grant(&token, name));
-    exec.grant_etcd_lease(&client, Op::Acquire, etcd_lease, ttl)
-        .await?;
-    let txn = Txn::new()
-        .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-        .and_then([
-            put_on(key.clone(), &token, etcd_lease),
-            stamp(exec.prefix(), name, &token, etcd_lease.id()),
-        ])
-        .or_else([TxnOp::get(key, None)]);
-    let answer = exec.txn(&client, Op::Acquire, txn).await?;
+    let on_bucket = || async {
+        let bucket = (exec.fixed)
+            .for_grant(&client, ttl, started, exec.command_timeout())
+            .await
+            .map_err(|error| (error, None))?;
+        grant_on(exec, &client, name, &token, bucket).await
+    };
+    let (answer, bucket) = match on_bucket().await {
+        Err((_, Some(gone))) => {
+            exec.fixed.forget(gone);
+            on_bucket().await.map_err(|(error, _)| error)?
+        }
+        other => other.map_err(|(error, _)| error)?,
+    };
+    granted_or_busy(
+        exec,
+        &client,
+        name,
+        token,
+        valid_until(started, ttl),
+        answer,
+        bucket,
+    )
+    .await
+}
+
+/// The lease of a grant `answer` committed on the etcd lease `on`, valid until `until` or
+/// until `on` may run out, whichever is first; else the busy answer for the holder it read.
+async fn granted_or_busy(
+    exec: &Executor,
+    client: &Client,
+    name: &str,
+    token: Token,
+    until: Instant,
+    answer: TxnResponse,
+    on: Shared,
+) -> Result<Attempt, LockError> {
     if answer.succeeded() {
         let fencing = revision(Op::Acquire, &answer)?;
-        return Ok(Attempt::Acquired(Lease::new(
-            name,
-            token,
-            fencing,
-            valid_until(started, ttl),
-        )));
+        let until = until.min(on.expires());
+        return Ok(Attempt::Acquired(Lease::new(name, token, fencing, until)));
     }
-    exec.revoke_etcd_lease_later(&client, etcd_lease);
-    Ok(exec.busy(&client, read(&answer, 0).as_ref(), false).await)
+    Ok(exec.busy(client, read(&answer, 0).as_ref(), false).await)
+}
+
+/// The grant transaction of `name` on the etcd lease `on` (the lock key and its grant time, if
+/// the key's `create_revision` is 0; else a read of the holder); on error, `on`'s id too when
+/// etcd said it does not have that lease.
+async fn grant_on(
+    exec: &Executor,
+    client: &Client,
+    name: &str,
+    token: &Token,
+    on: Shared,
+) -> Result<(TxnResponse, Shared), (LockError, Option<i64>)> {
+    let key = exec.key(name);
+    let put = TxnOp::put(
+        key.clone(),
+        layout::value(token),
+        Some(PutOptions::new().with_lease(on.id)),
+    );
+    let txn = Txn::new()
+        .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
+        .and_then([put, stamp(exec.prefix(), name, token, on.id)])
+        .or_else([TxnOp::get(key, None)]);
+    match exec.txn(client, Op::Acquire, txn).await {
+        Ok(answer) => Ok((answer, on)),
+        Err(error) => {
+            let gone = lease_not_found(&error);
+            Err((error, gone.then_some(on.id)))
+        }
+    }
+}
+
+/// Whether etcd refused a request because an etcd lease it names does not exist (any more).
+pub(crate) fn lease_not_found(error: &LockError) -> bool {
+    error.to_string().contains("lease not found")
+        || matches!(error, LockError::Backend { source, .. }
+            if source.to_string().contains("lease not found"))
 }
 
 /// Extends `lease`, of any kind, on the etcd lease of its own grant: a keep-alive of that etcd
 /// lease, and a check that its key still holds its value, side by side. (Grants on the shared
-/// lease are extended by `renew.rs`, which sends the rest here.)
+/// lease are extended by `renew.rs`, and grants on a bucket lease moved by `moving.rs`; the
+/// rest come here.)
 pub(crate) async fn extend(
     exec: &Executor,
     lease: &Lease,
@@ -184,9 +220,10 @@ async fn granted_ttl(
 
 /// Releases `lease` (the mutex, a reader, a semaphore holder, a writer without preference):
 /// one transaction (if its key holds its value, delete the key, its grant time and, for the
-/// mutex, its note key). The grant's own etcd lease is revoked in the background only when the key was on it
-/// (`prev_kv`: a fixed grant) or the key was not ours (an attempt dropped after the lease
-/// grant): a key on the shared lease costs no second request.
+/// mutex, its note key). The grant's own etcd lease is revoked in the background only when
+/// the key was on it (`prev_kv`: a mutex grant extended by hand, a grant of another kind) or
+/// the key was not ours (an attempt dropped after its lease grant): a key on the shared lease
+/// or a bucket lease costs no second request.
 ///
 /// A release that fails for a reason that may pass is sent again in the background until etcd
 /// answers (see [`send_release`] for why), and the own lease revoked likewise.
@@ -258,9 +295,12 @@ pub(crate) async fn send_release(
     }
 }
 
-/// Hands the mutex `lease` over to `to`: an etcd lease for the new token, then one transaction
-/// (if the value is the old token, put the new one on the new etcd lease): a new revision, so a new
-/// fencing token.
+/// Hands the mutex `lease` over to `to`: one transaction (if the value is the old token, put
+/// the new one on the bucket lease of `ttl`, as a grant of a fixed TTL: the `Locker` may
+/// renew the new holder or not, and a renewal moves it to a lease of its own, `moving.rs`): a
+/// new revision, so a new fencing token. The old grant's own etcd lease, if its key was on
+/// one, is revoked in the background. A bucket lease etcd no longer has is forgotten and the
+/// hand-over tried once more on a new one.
 pub(crate) async fn hand_over(
     exec: &Executor,
     lease: &Lease,
@@ -269,35 +309,71 @@ pub(crate) async fn hand_over(
 ) -> Result<Handover, LockError> {
     let started = Instant::now();
     let client = exec.client().await?;
-    let key = exec.key(lease.name());
-    let etcd_lease = EtcdLease::of_grant(&to, lease.name());
-    exec.grant_etcd_lease(&client, Op::Acquire, etcd_lease, ttl)
-        .await?;
-    let txn = Txn::new()
-        .when([Compare::value(
-            key.clone(),
-            CompareOp::Equal,
-            layout::value(lease.token()),
-        )])
-        .and_then([
-            put_on(key, &to, etcd_lease),
-            stamp(exec.prefix(), lease.name(), &to, etcd_lease.id()),
-            // The old grant's note and time: on the shared lease they would not go with a
-            // revoke.
-            TxnOp::delete(note_key(exec.prefix(), lease.name()), None),
-            unstamp(exec.prefix(), lease.name(), lease.token()),
-        ]);
-    let answer = exec.txn(&client, Op::Acquire, txn).await?;
+    let on_bucket = || async {
+        let bucket = (exec.fixed)
+            .for_grant(&client, ttl, started, exec.command_timeout())
+            .await
+            .map_err(|error| (error, None))?;
+        let txn = hand_over_txn(exec, lease, &to, bucket.id);
+        match exec.txn(&client, Op::Acquire, txn).await {
+            Ok(answer) => Ok((answer, bucket)),
+            Err(error) => {
+                let gone = lease_not_found(&error);
+                Err((error, gone.then_some(bucket.id)))
+            }
+        }
+    };
+    let (answer, bucket) = match on_bucket().await {
+        Err((_, Some(gone))) => {
+            exec.fixed.forget(gone);
+            on_bucket().await.map_err(|(error, _)| error)?
+        }
+        other => other.map_err(|(error, _)| error)?,
+    };
     if !answer.succeeded() {
-        exec.revoke_etcd_lease_later(&client, etcd_lease);
         return Ok(Handover::NotOwned);
     }
-    exec.revoke_etcd_lease_later(&client, EtcdLease::of_grant(lease.token(), lease.name()));
+    let old = EtcdLease::of_grant(lease.token(), lease.name());
+    if replaced_from(&answer) == Some(old.id()) {
+        exec.revoke_etcd_lease_later(&client, old);
+    }
     let fencing = revision(Op::Acquire, &answer)?;
     Ok(Handover::Handed(Lease::new(
         lease.name(),
         to,
         fencing,
-        valid_until(started, ttl),
+        valid_until(started, ttl).min(bucket.expires()),
     )))
+}
+
+/// The hand-over transaction of `lease` to `to` on the etcd lease `on`.
+fn hand_over_txn(exec: &Executor, lease: &Lease, to: &Token, on: i64) -> Txn {
+    let key = exec.key(lease.name());
+    let put = TxnOp::put(
+        key.clone(),
+        layout::value(to),
+        Some(PutOptions::new().with_lease(on).with_prev_key()),
+    );
+    Txn::new()
+        .when([Compare::value(
+            key,
+            CompareOp::Equal,
+            layout::value(lease.token()),
+        )])
+        .and_then([
+            put,
+            stamp(exec.prefix(), lease.name(), to, on),
+            // The old grant's note and time: on a shared lease they would not go with a
+            // revoke.
+            TxnOp::delete(note_key(exec.prefix(), lease.name()), None),
+            unstamp(exec.prefix(), lease.name(), lease.token()),
+        ])
+}
+
+/// The etcd lease of the key the first operation of `answer`'s branch replaced (`prev_kv`).
+fn replaced_from(answer: &TxnResponse) -> Option<i64> {
+    match answer.op_responses().into_iter().next()? {
+        TxnOpResponse::Put(put) => put.prev_key().map(etcd_client::KeyValue::lease),
+        _ => None,
+    }
 }

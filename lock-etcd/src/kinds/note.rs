@@ -4,27 +4,31 @@
 //! The note of `name` is one key in a space of its own,
 //! `prefix + "\0note/" + len(name) + ":" + name + "/"`, holding the grant's value (`dl:` +
 //! token), a newline and the note, **on the etcd lease of the grant's key** (the shared lease of
-//! renewed grants, or the grant's own): it expires with the grant and is deleted by its release, and a renewal (an etcd lease keep-alive) keeps both alive without touching either.
+//! renewed grants, a bucket lease, or the grant's own; a move off a bucket lease takes it
+//! along, `moving.rs`): it expires with the grant and is deleted by its release, and a renewal
+//! (an etcd lease keep-alive) keeps both alive without touching either.
 //! The lock key itself keeps `dl:` + token. The value in front of the note ties it to one
 //! grant: a note left by an earlier grant (written just before a release, before its etcd lease was
 //! revoked in the background) is never shown with a later one.
 //!
-//! The term is the lock key's `mod_revision`: the revision of the transaction that wrote the
-//! current value, i.e. the fencing token `try_acquire` (or `hand_over`) returned for this
-//! grant. A keep-alive changes no key, so the revision stays until the next grant or hand-over.
+//! The term is the revision of the transaction that wrote the current value, i.e. the fencing
+//! token `try_acquire` (or `hand_over`) returned for this grant: the lock key's `mod_revision`,
+//! unless a grant on a bucket lease was moved to a lease of its own by an extend
+//! (`moving.rs`), which writes the key again; so it is read from the grant-time key's
+//! `create_revision`, which the move leaves (`layout::term`). A keep-alive changes no key.
 //!
 //! [`Lock::describe_holder`]: lock_core::backend::Lock::describe_holder
 //! [`Lock::annotate`]: lock_core::backend::Lock::annotate
 
 use std::time::Duration;
 
-use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
+use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse};
 use lock_core::backend::Holder;
 use lock_core::{Kind, Lease, LockError, Op, TimeoutPhase};
 
 use crate::error::bounded;
 use crate::executor::{Executor, read};
-use crate::layout::{self, is_ours_layout, note_key};
+use crate::layout::{self, GRANTED, note_key, range_end, under};
 
 // etcd's own limit on a request is 1.5 MiB by default, well above the note's.
 pub use lock_core::MAX_NOTE_BYTES;
@@ -89,21 +93,27 @@ pub(crate) async fn annotate(
 /// `LeaseTimeToLive`; see the module docs.
 pub(crate) async fn describe(exec: &Executor, name: &str) -> Result<Option<Holder>, LockError> {
     let client = exec.client().await?;
+    let stamps = under(GRANTED, exec.prefix(), name);
+    let stamps_end = range_end(&stamps);
     let txn = Txn::new().and_then([
         TxnOp::get(exec.key(name), None),
         TxnOp::get(note_key(exec.prefix(), name), None),
+        TxnOp::get(
+            stamps,
+            Some(GetOptions::new().with_range(stamps_end).with_keys_only()),
+        ),
     ]);
     let answer = exec.txn(&client, Op::Acquire, txn).await?;
     let Some(holder) = read(&answer, 0) else {
         return Ok(None);
     };
     // A holder written by another client has no distlock grant, so no term: 0, as on
-    // lock-redis. A distlock grant's term is the revision that wrote its value.
-    let fencing_token = if is_ours_layout(holder.value()) {
-        u64::try_from(holder.mod_revision()).unwrap_or(0)
-    } else {
-        0
+    // lock-redis. A distlock grant's term is the revision of the grant that wrote its value.
+    let stamps = match answer.op_responses().into_iter().nth(2) {
+        Some(TxnOpResponse::Get(get)) => get.kvs().to_vec(),
+        _ => Vec::new(),
     };
+    let fencing_token = layout::term(exec.prefix(), name, &holder, &stamps);
     let ttl = etcd_lease_left(exec, &client, holder.lease()).await?;
     let described = Holder::new(fencing_token, ttl);
     Ok(Some(
@@ -117,9 +127,9 @@ pub(crate) async fn describe(exec: &Executor, name: &str) -> Result<Option<Holde
     ))
 }
 
-/// What the etcd lease `id` has left, in etcd's whole seconds: `None` for a key without an
-/// etcd lease (`id` 0: it never expires), zero for an etcd lease that ran out since the key
-/// was read.
+/// What the etcd lease `id` has left, in etcd's whole seconds (on a bucket lease, less the
+/// bucket: `fixed_lease::holder_left`): `None` for a key without an etcd lease (`id` 0: it
+/// never expires), zero for an etcd lease that ran out since the key was read.
 async fn etcd_lease_left(
     exec: &Executor,
     client: &etcd_client::Client,
@@ -137,9 +147,8 @@ async fn etcd_lease_left(
     )
     .await?;
     // etcd answers -1 for an etcd lease that is gone.
-    Ok(Some(Duration::from_secs(
-        u64::try_from(answer.ttl()).unwrap_or(0),
-    )))
+    let left = Duration::from_secs(u64::try_from(answer.ttl()).unwrap_or(0));
+    Ok(Some(crate::fixed_lease::holder_left(id, left)))
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ mod election_processes;
 mod errors;
 mod faults;
 mod fence;
+mod fixed_lease;
 mod held;
 mod holder_notes;
 mod inspect;

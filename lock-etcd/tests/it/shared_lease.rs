@@ -1,6 +1,7 @@
-//! Renewed grants share one etcd lease per `EtcdLock`; a grant of a fixed TTL keeps one of its
-//! own. A guard on the shared lease is lost when its key is gone or carries another token,
-//! which the renewal's read of every key sees, not only when the lease runs out.
+//! Renewed grants share one etcd lease per `EtcdLock`; a grant of a fixed TTL goes on another,
+//! a bucket lease never kept alive (`fixed_lease.rs` has its own checks). A guard on the shared
+//! lease is lost when its key is gone or carries another token, which the renewal's read of
+//! every key sees, not only when the lease runs out.
 
 use std::time::Duration;
 
@@ -32,7 +33,7 @@ fn granted(attempt: Attempt) -> lock_core::Lease {
 }
 
 #[tokio::test]
-async fn renewed_grants_share_a_lease_and_a_fixed_grant_has_its_own() {
+async fn renewed_grants_share_a_lease_and_a_fixed_grant_is_not_on_it() {
     let cluster = one_member();
     let lock = lock_on(&cluster);
     let token = || Token::generate().expect("rng");
@@ -53,7 +54,10 @@ async fn renewed_grants_share_a_lease_and_a_fixed_grant_has_its_own() {
         lease_of(&lock, "f").await,
     );
     assert!(la != 0 && la == lb, "renewed grants share one lease");
-    assert!(lf != 0 && lf != la, "a fixed grant has a lease of its own");
+    assert!(
+        lf != 0 && lf != la,
+        "a fixed grant is not on the shared lease"
+    );
 
     // A release deletes the key only: the other grant on the shared lease stays.
     assert!(lock.release(&a).await.expect("release a"));

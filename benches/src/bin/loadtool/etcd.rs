@@ -7,6 +7,8 @@
 //!   (the protocol's two round trips, on one lease granted beforehand), and, for what a lease
 //!   of each grant's own costs, the same with a lease granted before and revoked after each
 //!   cycle (what `EtcdLock` sent before its shared lease for renewed grants).
+//!   Beside distlock's renewed grants, its grants of a fixed TTL (`.fixed_ttl`, the
+//!   `Lock::try_acquire` path), which issue 51 holds to ≥ 0.8× the hand-written lock.
 //! - E2: E1 on S2's 32 tasks, each its own name (issue 38: ≥ 0.9× the hand-written lock).
 //! - E3: S3's handoff (8 workers on one name, 1 ms holds), distlock's defaults.
 //! - E5: S5's 10,000 renewed locks in a child process: keep-alive messages and CPU (the
@@ -42,12 +44,24 @@ use crate::window::Timing;
 
 /// distlock on etcd, through its `Locker`.
 pub(crate) const DISTLOCK: &str = "distlock etcd";
+/// The same with `.fixed_ttl(TTL)`: a grant the `Locker` does not renew (`Lock::try_acquire`).
+pub(crate) const DISTLOCK_FIXED: &str = "distlock etcd, fixed ttl";
 /// The protocol's two transactions alone, on one lease granted beforehand.
 pub(crate) const BARE: &str = "bare etcd: put-if-absent txn + compare-and-delete txn";
 /// The requests `EtcdLock` sends for a cycle, alone: a lease per grant.
 pub(crate) const BARE_OWN_LEASE: &str = "bare etcd: lease grant + both txns + revoke";
 /// Who runs E1, in this order.
-pub(crate) const E1_CLIENTS: [&str; 3] = [DISTLOCK, BARE, BARE_OWN_LEASE];
+pub(crate) const E1_CLIENTS: [&str; 4] = [DISTLOCK, BARE, BARE_OWN_LEASE, DISTLOCK_FIXED];
+/// The order E1's and E2's clients run in each round (indices into [`E1_CLIENTS`]): the bare
+/// clients first, then distlock, so a slow patch of the shared machine weighs on all alike.
+const ROUND: [usize; 4] = [1, 2, 0, 3];
+/// [`E1_CLIENTS`] in the order each round runs them (the progress plan's steps).
+pub(crate) const ROUND_ORDER: [&str; 4] = [
+    E1_CLIENTS[ROUND[0]],
+    E1_CLIENTS[ROUND[1]],
+    E1_CLIENTS[ROUND[2]],
+    E1_CLIENTS[ROUND[3]],
+];
 
 /// How long the failover's task waits for one grant (the election and the client's move to
 /// another member fit in it).
@@ -214,6 +228,9 @@ fn cycle_rounds(
         for label in E1_CLIENTS {
             made.push(match label {
                 DISTLOCK => CycleClient::Locker(Locker::new(lock(endpoint)?), None),
+                DISTLOCK_FIXED => {
+                    CycleClient::Locker(Locker::new(lock(endpoint)?), Some(cycles::TTL))
+                }
                 BARE => CycleClient::EtcdBare(Box::new(
                     BareEtcd::connect(endpoint, true, cycles::TTL).await?,
                 )),
@@ -230,9 +247,7 @@ fn cycle_rounds(
     };
     let mut windows: Vec<Vec<cycles::Window>> = E1_CLIENTS.iter().map(|_| Vec::new()).collect();
     for _ in 0..plan.s1_rounds {
-        // The bare clients first in each round, then distlock: a slow patch of the shared
-        // machine weighs on all of them alike.
-        for i in [1, 2, 0] {
+        for i in ROUND {
             progress.next();
             let label = E1_CLIENTS[i];
             windows[i].push(block(
@@ -470,6 +485,36 @@ pub(crate) fn targets(run: Option<&EtcdRun>) -> Vec<Target> {
                 )
             }
             _ => not_run(label, "38", what, "≥ 0.9×"),
+        });
+    }
+    // Issue 51: grants of a fixed TTL at 0.8x the hand-written etcd lock.
+    for (label, runs) in [
+        (
+            "E1 etcd fixed ttl vs hand-written",
+            run.map(|r| (r.e1(DISTLOCK_FIXED), r.e1(BARE))),
+        ),
+        (
+            "E2 etcd fixed ttl vs hand-written",
+            run.map(|r| (r.e2(DISTLOCK_FIXED), r.e2(BARE))),
+        ),
+    ] {
+        let what = "fixed-TTL cycles/s against the hand-written etcd lock (its bare transactions)";
+        out.push(match runs {
+            Some((Some(fixed), Some(bare))) => {
+                let share = ratio(fixed.per_second, bare.per_second);
+                target(
+                    label,
+                    "51",
+                    what,
+                    "≥ 0.8×",
+                    format!(
+                        "{share:.2}× ({:.0} of {:.0}/s)",
+                        fixed.per_second, bare.per_second
+                    ),
+                    share >= 0.8,
+                )
+            }
+            _ => not_run(label, "51", what, "≥ 0.8×"),
         });
     }
     let what = "E3 etcd: grants won by the worker that just released (8 workers, one name)";

@@ -889,7 +889,7 @@ fn steps(plan: &Plan, bench: bool) -> Vec<(String, Duration)> {
         if plan.has(part) {
             let rounds = plan.s1_rounds;
             for round in 1..=rounds {
-                for client in [etcd::BARE, etcd::BARE_OWN_LEASE, etcd::DISTLOCK] {
+                for client in etcd::ROUND_ORDER {
                     s.push((
                         format!("{name} round {round}/{rounds}: {client}"),
                         cycle / rounds,
