@@ -60,6 +60,8 @@ installs=$!
 
 echo "== cargo fmt --check (at ${SECONDS} s)"
 cargo fmt --all -- --check
+# The store-protocol mutants (scripts/mutants.sh, VERIFICATION.md §4.1) still find their text.
+python3 scripts/mutants/run.py --check .
 
 # Clippy lints while the tests build, not in a pass of its own: cargo runs clippy-driver (a
 # rustc with clippy's lints) for the workspace's own crates, as `cargo clippy` does, through

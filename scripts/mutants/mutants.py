@@ -68,8 +68,8 @@ MUTANTS = [
      "let ours = Txn::new().when([Compare::value(key, CompareOp::NotEqual, b\"\".to_vec())]);",
      ETCD.format("mutex"), "only the holder's token extends"),
     ("etcd-grant-without-create-compare", "lock-etcd/src/kinds/mutex.rs",
-     ".when([Compare::create_revision(key.to_vec(), CompareOp::Equal, 0)])",
-     ".when([Compare::create_revision(key.to_vec(), CompareOp::NotEqual, -1)])",
+     ".when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])",
+     ".when([Compare::create_revision(key.clone(), CompareOp::NotEqual, -1)])",
      ETCD.format("mutex"), "a grant only on a free key"),
     # object storage
     ("s3-first-grant-without-if-none-match", "lock-object-store/src/store.rs",

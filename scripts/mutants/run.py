@@ -1,4 +1,5 @@
-"""Runs the mutants of mutants.py in the scratch tree given (see scripts/mutants.sh)."""
+"""Runs the mutants of mutants.py in the scratch tree given (see scripts/mutants.sh); with
+`--check [tree]`, only checks that each mutant's text is still where it says."""
 
 import os
 import re
@@ -68,5 +69,18 @@ def run(tree: Path, only: str) -> int:
     return 0 if killed == len(results) else 1
 
 
+def check(tree: Path) -> int:
+    """Whether every mutant's text is still in its file (a refactor that moves it makes the
+    mutant STALE, which only a full run would notice): what the test command runs."""
+    stale = [(mid, file) for mid, file, before, *_ in MUTANTS
+             if before not in (tree / file).read_text()]
+    for mid, file in stale:
+        print(f"mutant {mid}: the text it changes is not in {file} any more "
+              f"(update scripts/mutants/mutants.py)", file=sys.stderr)
+    return 1 if stale else 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--check"]:
+        sys.exit(check(Path(sys.argv[2] if len(sys.argv) > 2 else ".")))
     sys.exit(run(Path(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else ""))
