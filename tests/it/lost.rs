@@ -54,7 +54,10 @@ async fn losing_the_lease_cancels_the_body_with_lost() {
     }
 }
 
-#[distributed_lock("watch:{id}", locker = locker, ttl = "200ms")]
+// A 1 s fixed TTL: its stop point (800 ms) leaves the body time to hand its lease on even on a
+// loaded machine (at 200 ms, a grant and a first poll slowed past 160 ms lost the lease before
+// the body ran, and the test failed for want of a watcher).
+#[distributed_lock("watch:{id}", locker = locker, ttl = "1s")]
 async fn hands_its_lease_on(
     locker: &Locker,
     id: u32,
