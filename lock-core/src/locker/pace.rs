@@ -200,7 +200,7 @@ pub(super) async fn instrumented<T>(
     labels: &Labels,
     acquire: impl Future<Output = (Result<T, LockError>, u32)>,
 ) -> Result<T, LockError> {
-    async {
+    let acquire = async {
         let (result, attempts) = acquire.await;
         let outcome = match &result {
             Ok(_) => "acquired",
@@ -208,9 +208,13 @@ pub(super) async fn instrumented<T>(
         };
         report(labels, outcome, Some(attempts));
         result
+    };
+    // As in `LockRequest::try_acquire`: a span no subscriber wants is not entered on each poll.
+    if span.is_disabled() {
+        acquire.await
+    } else {
+        acquire.instrument(span).await
     }
-    .instrument(span)
-    .await
 }
 
 /// Records an outcome in the current span (and the attempts, if given) and, unless it is

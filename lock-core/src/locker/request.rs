@@ -188,7 +188,7 @@ impl LockRequest {
     pub async fn try_acquire(self) -> Result<Option<Guard>, LockError> {
         let labels = self.labels();
         let span = tracing::debug_span!("acquire", name = %self.name, backend = labels.backend, kind = labels.kind, attempts = 1, outcome = tracing::field::Empty);
-        async {
+        let once = async {
             let result = self.try_once(&labels).await;
             let outcome = match &result {
                 Ok(Some(_)) => "acquired",
@@ -197,9 +197,15 @@ impl LockRequest {
             };
             report(&labels, outcome, None);
             result
+        };
+        // A span no subscriber wants is not entered and left on every poll: with `tracing`'s
+        // `log` feature on (sqlx turns it on), each of those asks the `log` fallback again
+        // (~500 client instructions a cycle; scripts/client-cost.sh).
+        if span.is_disabled() {
+            once.await
+        } else {
+            once.instrument(span).await
         }
-        .instrument(span)
-        .await
     }
 
     /// Acquires the lock, waiting for it while another holder has it, until the wait runs out.
