@@ -24,6 +24,7 @@ mod reentrancy;
 mod renewal;
 mod run;
 mod runtimes;
+mod spans;
 mod stop_margin;
 mod token_entropy;
 mod waiting_line;
