@@ -31,7 +31,8 @@ pub(crate) struct Cli {
     /// s10, valkey (S1 and S2 on Redis and Valkey, alternating); p1, p3, p5, p7, p8, p10 — S1, S3, S5, S7, S8 and S10 on PostgreSQL, P1 with its
     /// pgbench baselines; m1, m2 — S1 and S2 on MariaDB against a hand-written lock).
     /// pgbench baselines; o1, o2, o-takeover, o5 — S1, S2, the takeover and S5 on object
-    /// storage).
+    /// storage); c1, c2 — the cost curves, held locks and waiters (minutes; not in the
+    /// default run).
     #[arg(long, value_delimiter = ',', value_name = "PARTS")]
     pub(crate) only: Vec<Part>,
 
@@ -65,6 +66,10 @@ pub(crate) struct Cli {
     /// Waiters in S6.
     #[arg(long, default_value_t = 1_000)]
     pub(crate) s6_waiters: usize,
+
+    /// The cost curves' settings (`--only c1,c2`).
+    #[command(flatten)]
+    pub(crate) curves: crate::curves::CurveArgs,
 
     /// Exit with status 2 when a target is missed (status 1 is for failures: errors, lost
     /// updates, broken exclusion).
@@ -140,6 +145,12 @@ pub(crate) enum Part {
     OTakeover,
     /// S5 on object storage: locks held with renewal; requests per lock per lease period.
     O5,
+    /// Cost curve: renewed locks held, 1,000 → 100,000, per backend (client and server CPU
+    /// and memory). Not in the default run (minutes).
+    C1,
+    /// Cost curve: waiters on one name, 10 → 10,000 (commands, gap and wake-ups per
+    /// release). Not in the default run.
+    C2,
 }
 
 impl Part {
@@ -222,6 +233,8 @@ pub(crate) struct Plan {
     /// S10: OS processes, each with its own `Locker`, and tasks in each.
     pub(crate) s10_processes: usize,
     pub(crate) s10_tasks: usize,
+    /// The cost curves' points and backends (C1, C2).
+    pub(crate) curves: crate::curves::CurvePlan,
     /// Where the files go (not recorded: a path of this machine).
     #[serde(skip)]
     pub(crate) out: PathBuf,
@@ -330,6 +343,7 @@ impl Plan {
             s8_permits: 8,
             s10_processes: 4,
             s10_tasks: 4,
+            curves: cli.curves.plan()?,
             out,
         })
     }

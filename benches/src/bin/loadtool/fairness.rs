@@ -438,6 +438,8 @@ pub(crate) async fn child(url: &str, params: Params) -> Result<ChildReport, Stri
         }
         // S10 does not run on etcd (EtcdLock has no fair lock yet).
         Backend::Etcd => Locker::new(lock_etcd::EtcdLock::new([url]).map_err(err)?),
+        // Nor on MariaDB (only the cost curves hold locks there).
+        Backend::Mysql => Locker::new(lock_mysql::MysqlLock::from_url(url).map_err(err)?),
     };
     locker.ping().await.map_err(|e| e.to_string())?;
     let counter = redis::Client::open(params.counter_url.as_str())

@@ -53,6 +53,11 @@ mod child;
 mod cli;
 mod clock;
 mod counted;
+mod curve_chart;
+mod curve_report;
+mod curve_server;
+mod curve_waiters;
+mod curves;
 mod cycles;
 mod etcd;
 mod etcd_bare;
@@ -73,6 +78,7 @@ mod report;
 mod rslock;
 mod run;
 mod serve;
+mod server_cost;
 mod servers;
 mod stale;
 mod stats;
@@ -81,6 +87,7 @@ mod tables;
 mod target;
 mod waiters;
 mod window;
+mod woken;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -206,6 +213,7 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
         etcd: None,
         mysql: None,
         object_store: None,
+        curves: None,
         targets: Vec::new(),
         failures: Vec::new(),
     };
@@ -576,6 +584,11 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
         run.object_store = Some(objstore::run(&plan, &runtime, &mut progress)?);
     }
 
+    // The cost curves (`--only c1,c2`): minutes, so never in the default run.
+    if plan.has(Part::C1) || plan.has(Part::C2) {
+        run.curves = Some(curves::run(&plan, &runtime, &mut progress)?);
+    }
+
     progress.next();
     run.wall_s = started.elapsed().as_secs_f64();
     run.judge();
@@ -586,7 +599,11 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
     let text = serde_json::to_string_pretty(&run).map_err(|e| e.to_string())?;
     std::fs::write(&json, text + "\n").map_err(|e| format!("writing {}: {e}", json.display()))?;
     let svg = plan.out.join("chart.svg");
-    chart::write(&run, &svg)?;
+    // A run of the cost curves alone has nothing for the scenarios' chart.
+    let curves_only = plan.parts.iter().all(|p| matches!(p, Part::C1 | Part::C2));
+    if !curves_only {
+        chart::write(&run, &svg)?;
+    }
     progress.finish();
     drop(probe);
     drop(runtime);
@@ -595,8 +612,15 @@ fn run_all(cli: &Cli) -> Result<ExitCode, String> {
     report::print(&run);
     mysql::report(run.mysql.as_ref());
     objstore::report(run.object_store.as_ref());
+    if let Some(curves) = &run.curves {
+        curves::report(curves, &run, &plan)?;
+    }
     report::print_targets(&run);
-    println!("\nWrote {} and {}", json.display(), svg.display());
+    if curves_only {
+        println!("\nWrote {}", json.display());
+    } else {
+        println!("\nWrote {} and {}", json.display(), svg.display());
+    }
     let missed = run.targets.iter().any(|t| t.met == Some(false));
     Ok(if !run.failures.is_empty() {
         ExitCode::FAILURE
@@ -923,6 +947,7 @@ fn steps(plan: &Plan, bench: bool) -> Vec<(String, Duration)> {
             secs(5.0 * plan.failovers() as f64),
         ));
     }
+    s.extend(curves::steps(plan));
     s.push(("writing the report".into(), secs(0.5)));
     s
 }

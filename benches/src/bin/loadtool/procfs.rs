@@ -44,6 +44,47 @@ pub(crate) fn tree_cpu_seconds(pid: u32) -> f64 {
     ticks as f64 / USER_HZ as f64
 }
 
+/// Proportional resident memory (`Pss` of `/proc/<pid>/smaps_rollup`) of process `pid` and
+/// of its children alive now, in MiB; zero where `/proc` is not available. Pss splits each
+/// shared page among the processes mapping it, so a PostgreSQL server's shared buffers are
+/// counted once, not once per backend as a sum of their RSS would.
+pub(crate) fn tree_pss_mib(pid: u32) -> f64 {
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return 0.0;
+    };
+    let kib: f64 = entries
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+        })
+        .filter(|e| {
+            fs::read_to_string(e.path().join("stat"))
+                .ok()
+                .and_then(|stat| Some((parse_pid(&stat)?, parse_parent(&stat)?)))
+                .is_some_and(|(own, parent)| own == pid || parent == pid)
+        })
+        .filter_map(|e| fs::read_to_string(e.path().join("smaps_rollup")).ok())
+        .map(|rollup| parse_kib(&rollup, "Pss:"))
+        .sum();
+    kib / 1024.0
+}
+
+/// The value in kB of the line starting with `field` (`VmRSS:`, `Pss:`); 0 if absent.
+fn parse_kib(text: &str, field: &str) -> f64 {
+    text.lines()
+        .find_map(|line| line.strip_prefix(field))
+        .and_then(|rest| {
+            rest.trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
+        .unwrap_or(0.0)
+}
+
 /// The pid (field 1) from the text of `/proc/<pid>/stat`.
 fn parse_pid(stat: &str) -> Option<u32> {
     stat.split_whitespace().next()?.parse().ok()
@@ -88,19 +129,7 @@ pub(crate) fn memory() -> Memory {
 }
 
 fn parse_memory(status: &str) -> Memory {
-    let kib = |field: &str| -> f64 {
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix(field))
-            .and_then(|rest| {
-                rest.trim()
-                    .trim_end_matches("kB")
-                    .trim()
-                    .parse::<f64>()
-                    .ok()
-            })
-            .unwrap_or(0.0)
-    };
+    let kib = |field: &str| parse_kib(status, field);
     Memory {
         rss_mib: kib("VmRSS:") / 1024.0,
         anon_mib: kib("RssAnon:") / 1024.0,

@@ -10,7 +10,10 @@
 //!
 //! P5 is S5 on `PostgresLock` (the lease table): the same child, with [`Backend::PostgresTable`].
 //! E5 is S5 on `EtcdLock`, with [`Backend::Etcd`]: the server's side is counted in gRPC messages
-//! (a keep-alive is one) and the member's CPU time.
+//! (a keep-alive is one) and the member's CPU time. The cost curves (C1, [`crate::curves`])
+//! run the same child at 1,000 to 100,000 locks on every backend, MariaDB's lease table
+//! ([`Backend::Mysql`]) too, and give it the server's PID for its CPU and memory
+//! ([`crate::server_cost`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,6 +22,7 @@ use futures::StreamExt;
 use lock_core::backend::Lock;
 use lock_core::{LockError, LockRequest, Locker, LockerBuilder};
 use lock_etcd::EtcdLock;
+use lock_mysql::MysqlLock;
 use lock_postgres::PostgresLock;
 use lock_redis::RedisLock;
 use serde::{Deserialize, Serialize};
@@ -28,6 +32,7 @@ use crate::child::{Child, Role};
 use crate::counted::Counted;
 use crate::info::Probe;
 use crate::procfs::{self, Memory};
+use crate::server_cost::{Sampler, ServerCost};
 
 /// Locks taken or released at once.
 const CONCURRENCY: usize = 64;
@@ -85,6 +90,8 @@ pub(crate) enum Backend {
     PostgresTable,
     /// `EtcdLock` on one etcd member (E5); the URL is the member's client URL.
     Etcd,
+    /// `MysqlLock`, the lease table on MariaDB (the cost curves only).
+    Mysql,
 }
 
 /// What the parent asks of the child.
@@ -96,7 +103,8 @@ pub(crate) struct Params {
     pub(crate) locks: usize,
     pub(crate) lease_ms: u64,
     pub(crate) periods: u32,
-    /// E5: the etcd member's process, whose CPU time the child's probe reads.
+    /// E5: the etcd member's process, whose CPU time the child's probe reads. With it the
+    /// child also reports the server's memory and CPU from `/proc` ([`RenewalRun::server`]).
     #[serde(default)]
     pub(crate) server_pid: Option<u32>,
 }
@@ -106,9 +114,12 @@ impl Params {
         Duration::from_millis(self.lease_ms)
     }
 
-    /// An upper bound on how long the child runs.
+    /// An upper bound on how long the child runs: the hold, a minute, and 5 ms a lock for
+    /// taking and releasing them (the cost curves' 30,000 locks on MariaDB took 150 s in all,
+    /// ~4 ms a lock beside the hold).
     pub(crate) fn limit(&self) -> Duration {
-        self.lease() * self.periods + Duration::from_secs(60)
+        let per_lock = Duration::from_millis(5) * u32::try_from(self.locks).unwrap_or(u32::MAX);
+        self.lease() * self.periods + Duration::from_secs(60) + per_lock
     }
 }
 
@@ -155,6 +166,10 @@ pub(crate) struct RenewalRun {
     /// where the child cannot tell).
     #[serde(default)]
     pub(crate) server_cpu_share: f64,
+    /// The server's memory and CPU from `/proc` (and Redis's `INFO memory`), when the child
+    /// was given the server's PID (the cost curves, E5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) server: Option<ServerCost>,
 }
 
 /// [`Memory`] for the record.
@@ -182,6 +197,7 @@ impl RenewalRun {
             Backend::Redis => self.kind.scenario(),
             Backend::PostgresTable => "P5",
             Backend::Etcd => "E5",
+            Backend::Mysql => "C1",
         }
     }
 }
@@ -211,7 +227,7 @@ pub(crate) async fn child(url: &str, params: Params) -> Result<RenewalRun, Strin
             lock.migrate().await.map_err(err)?;
             (
                 Arc::new(Counted::new(Arc::new(lock))),
-                Probe::postgres(url, None)
+                Probe::postgres(url, params.server_pid)
                     .await
                     .map_err(|e| e.to_string())?,
             )
@@ -231,6 +247,17 @@ pub(crate) async fn child(url: &str, params: Params) -> Result<RenewalRun, Strin
                 Probe::etcd(addr, params.server_pid),
             )
         }
+        Backend::Mysql => {
+            let lock = MysqlLock::from_url(url).map_err(err)?;
+            lock.migrate().await.map_err(err)?;
+            // The server is not probed for statements; its CPU and memory come from /proc.
+            (Arc::new(Counted::new(Arc::new(lock))), Probe::client_only())
+        }
+    };
+    let mut sampler = Sampler::new(params.backend, url, params.server_pid).await?;
+    let server_before = match &mut sampler {
+        Some(s) => Some(s.memory().await?),
+        None => None,
     };
     let locker = LockerBuilder::from_arc(Arc::clone(&counting) as Arc<dyn Lock>)
         .lease(params.lease())
@@ -243,14 +270,24 @@ pub(crate) async fn child(url: &str, params: Params) -> Result<RenewalRun, Strin
     let (batches0, renewals0) = counting.renewals();
     let before = probe.snapshot().await.map_err(|e| e.to_string())?;
     let cpu0 = procfs::cpu_time();
+    let server_cpu0 = sampler.as_ref().map_or(0.0, Sampler::cpu_seconds);
     let window = Instant::now();
     tokio::time::sleep(params.lease() * params.periods).await;
     let hold = window.elapsed();
     let cpu = procfs::cpu_time().saturating_sub(cpu0);
+    let server_cpu = sampler.as_ref().map_or(0.0, Sampler::cpu_seconds) - server_cpu0;
     let after = probe.snapshot().await.map_err(|e| e.to_string())?;
     let window_delta = before.until(&after);
     let (batches1, renewals1) = counting.renewals();
     let memory_held = procfs::memory();
+    let server = match (&mut sampler, server_before) {
+        (Some(s), Some(before)) => Some(ServerCost {
+            before,
+            held: s.memory().await?,
+            cpu_share: server_cpu.max(0.0) / hold.as_secs_f64(),
+        }),
+        _ => None,
+    };
     let lost = guards.iter().filter(|g| !g.is_held()).count();
 
     futures::stream::iter(guards)
@@ -284,6 +321,7 @@ pub(crate) async fn child(url: &str, params: Params) -> Result<RenewalRun, Strin
         lost,
         server_keepalives: window_delta.calls("leasekeepalive"),
         server_cpu_share: window_delta.server_cpu_share(),
+        server,
     })
 }
 

@@ -503,6 +503,10 @@ fn renewal_rows(t: &mut Table, r: &RenewalRun) {
             r.renewal_round_trips,
             r.renewals_per_round_trip
         ),
+        Backend::Mysql => format!(
+            "{} extend_many batches of {:.0} (the server is not probed for statements)",
+            r.renewal_round_trips, r.renewals_per_round_trip
+        ),
     };
     let rows = [
         (

@@ -62,6 +62,9 @@ pub(crate) struct Run {
     pub(crate) mysql: Option<crate::mysql::MysqlRun>,
     /// O1, O2, the takeover and O5 on object storage.
     pub(crate) object_store: Option<crate::objstore::ObjStoreRun>,
+    /// The cost curves (C1, C2), when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) curves: Option<crate::curves::CurvesRun>,
     pub(crate) targets: Vec<Target>,
     /// Correctness failures and errors: a run with any is not a valid measurement.
     pub(crate) failures: Vec<String>,
@@ -355,6 +358,7 @@ impl Run {
         self.judge_fairness(&mut t);
         t.extend(crate::postgres::targets(self.postgres.as_ref()));
         t.extend(crate::etcd::targets(self.etcd.as_ref()));
+        t.extend(crate::curve_report::targets(self.curves.as_ref()));
         self.targets = t;
     }
 
@@ -661,6 +665,9 @@ impl Run {
         }
         if let Some(object_store) = &self.object_store {
             crate::objstore::failures(object_store, &mut failures);
+        }
+        if let Some(curves) = &self.curves {
+            crate::curve_report::failures(curves, &mut failures);
         }
         self.failures.extend(failures);
     }
