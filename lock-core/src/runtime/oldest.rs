@@ -92,13 +92,31 @@ impl Reporter {
         // Keyed by the labels borrowed from the leases: no copy of a label per lease.
         let mut oldest: HashMap<Key<'a>, (Instant, &'a Labels), foldhash::fast::RandomState> =
             HashMap::default();
-        for lease in held {
-            let labels = lease.labels();
-            let at = lease.acquired_at();
+        let mut file = |key: Key<'a>, at: Instant, labels: &'a Labels| {
             oldest
-                .entry((labels.backend, &*labels.lock, labels.kind))
+                .entry(key)
                 .and_modify(|(first, _)| *first = (*first).min(at))
                 .or_insert((at, labels));
+        };
+        // Neighbouring leases mostly share a series (granted in turn by the same code): the
+        // run is compared, not hashed, and filed once (at 100,000 held locks, hashing each
+        // lease's labels every second was the watchdog's largest cost).
+        let mut run: Option<(Key<'a>, Instant, &'a Labels)> = None;
+        for lease in held {
+            let labels = lease.labels();
+            let key = (labels.backend, &*labels.lock, labels.kind);
+            let at = lease.acquired_at();
+            match &mut run {
+                Some((same, first, _)) if *same == key => *first = (*first).min(at),
+                _ => {
+                    if let Some((key, first, labels)) = run.replace((key, at, labels)) {
+                        file(key, first, labels);
+                    }
+                }
+            }
+        }
+        if let Some((key, first, labels)) = run {
+            file(key, first, labels);
         }
         if oldest.is_empty() && self.mine.is_empty() {
             return;
