@@ -1,20 +1,49 @@
 //! One `Lock` wrapper for the scenarios that count what a backend was asked and answered:
-//! S4's busy answers per Redlock node (`stale.rs`) and S5/S9/P5's renewal batches
-//! (`renewal.rs`). Every method forwards, so a client over it behaves as over the plain lock.
+//! S4's busy answers per Redlock node (`stale.rs`), S5/S9/P5's renewal batches
+//! (`renewal.rs`) and C2's grant attempts and hand-overs (`curve_waiters.rs`: what waiters ask
+//! of the store once woken). Every method forwards — loss watches and the capability table
+//! too — so a `Locker` over it behaves exactly as over the plain lock.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use lock_core::backend::{Attempt, Handover, Lock, MultiAttempt, ReleaseWatch};
+use lock_core::backend::{
+    Attempt, Capabilities, Handover, Lock, LossWatch, MultiAttempt, OnLoss, ReleaseWatch,
+};
 use lock_core::{Kind, Lease, LockError, Token};
 
-/// A `Lock` that forwards everything to `inner`, counting busy answers to acquisitions and
-/// the renewal batches (`extend_many` calls) and the leases in them.
+/// What was asked of the store so far (C2).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Asked {
+    /// Grant attempts (every `try_acquire*`).
+    pub(crate) attempts: u64,
+    /// Attempts answered busy.
+    pub(crate) busy: u64,
+    /// Hand-overs to a local waiter.
+    pub(crate) handovers: u64,
+}
+
+impl Asked {
+    /// What was asked between `self` and `later`.
+    pub(crate) fn until(self, later: Self) -> Self {
+        Self {
+            attempts: later.attempts.saturating_sub(self.attempts),
+            busy: later.busy.saturating_sub(self.busy),
+            handovers: later.handovers.saturating_sub(self.handovers),
+        }
+    }
+}
+
+/// A `Lock` that forwards everything to `inner`, counting grant attempts, busy answers to
+/// acquisitions, hand-overs, and the renewal batches (`extend_many` calls) and the leases in
+/// them.
 pub(crate) struct Counted {
     inner: Arc<dyn Lock>,
+    attempts: AtomicU64,
     busy: AtomicU64,
+    handovers: AtomicU64,
     batches: AtomicU64,
     renewals: AtomicU64,
 }
@@ -23,9 +52,20 @@ impl Counted {
     pub(crate) fn new(inner: Arc<dyn Lock>) -> Self {
         Self {
             inner,
+            attempts: AtomicU64::new(0),
             busy: AtomicU64::new(0),
+            handovers: AtomicU64::new(0),
             batches: AtomicU64::new(0),
             renewals: AtomicU64::new(0),
+        }
+    }
+
+    /// Grant attempts, busy answers and hand-overs so far.
+    pub(crate) fn asked(&self) -> Asked {
+        Asked {
+            attempts: self.attempts.load(Ordering::Acquire),
+            busy: self.busy.load(Ordering::Acquire),
+            handovers: self.handovers.load(Ordering::Acquire),
         }
     }
 
@@ -43,6 +83,7 @@ impl Counted {
     }
 
     fn count(&self, attempt: Result<Attempt, LockError>) -> Result<Attempt, LockError> {
+        self.attempts.fetch_add(1, Ordering::AcqRel);
         if let Ok(Attempt::Busy { .. }) = &attempt {
             self.busy.fetch_add(1, Ordering::AcqRel);
         }
@@ -115,6 +156,7 @@ impl Lock for Counted {
         to: Token,
         ttl: Duration,
     ) -> Result<Handover, LockError> {
+        self.handovers.fetch_add(1, Ordering::AcqRel);
         self.inner.hand_over(lease, to, ttl).await
     }
 
@@ -142,6 +184,14 @@ impl Lock for Counted {
 
     async fn ping(&self) -> Result<(), LockError> {
         self.inner.ping().await
+    }
+
+    fn watch_loss(&self, lease: &Lease, on_loss: OnLoss) -> Option<LossWatch> {
+        self.inner.watch_loss(lease, on_loss)
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
     }
 }
 

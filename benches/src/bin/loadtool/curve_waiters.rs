@@ -3,7 +3,7 @@
 //! connections standing in for another process, holds; when it releases, they take the lock
 //! one after another, each releasing at once. Unlike S6 this measures each release: the store's
 //! commands per release, the time from a release call to the next grant, and how many waiters
-//! a release woke (grant attempts and busy answers, [`crate::woken`]).
+//! a release woke (grant attempts and busy answers, [`crate::counted`]).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -14,9 +14,9 @@ use lock_core::backend::Lock;
 use serde::Serialize;
 use tokio::time::Instant;
 
+use crate::counted::Counted;
 use crate::info::Probe;
 use crate::stats::{Latency, nanos, ratio};
-use crate::woken::Woken;
 
 /// How long any waiter may wait in all.
 const WAIT: Duration = Duration::from_secs(120);
@@ -93,7 +93,7 @@ pub(crate) async fn point(
     probe: &mut Probe,
 ) -> Result<WaitersPoint, String> {
     let err = |e: lock_core::LockError| e.to_string();
-    let woken = Arc::new(Woken::new(local));
+    let woken = Arc::new(Counted::new(local));
     let locker = Locker::from_arc(Arc::clone(&woken) as Arc<dyn Lock>);
     let holder = Locker::from_arc(remote)
         .lock(name)

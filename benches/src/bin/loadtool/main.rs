@@ -87,7 +87,6 @@ mod tables;
 mod target;
 mod waiters;
 mod window;
-mod woken;
 
 use std::process::ExitCode;
 use std::sync::Arc;
