@@ -7,6 +7,7 @@
 //! released here unless its kind leaves more behind (the fair lock's queue entry, a waiting
 //! writer's record).
 
+use std::future::Future;
 use std::time::Duration;
 
 use etcd_client::{
@@ -34,20 +35,14 @@ pub(crate) async fn try_acquire_shared(
 ) -> Result<Attempt, LockError> {
     let started = Instant::now();
     let client = exec.client().await?;
-    let on_shared = || async {
-        let shared = (exec.shared)
-            .fresh(&client, Op::Acquire, ttl, exec.command_timeout())
-            .await
-            .map_err(|error| (error, None))?;
-        grant_on(exec, &client, name, &token, shared).await
-    };
-    let (answer, shared) = match on_shared().await {
-        Err((_, Some(gone))) => {
-            exec.shared.forget(gone);
-            on_shared().await.map_err(|(error, _)| error)?
-        }
-        other => other.map_err(|(error, _)| error)?,
-    };
+    let (answer, shared) = on_lease(
+        exec,
+        &client,
+        || (exec.shared).fresh(&client, Op::Acquire, ttl, exec.command_timeout()),
+        |gone| exec.shared.forget(gone),
+        |shared| grant_txn(exec, name, &token, shared.id),
+    )
+    .await?;
     granted_or_busy(
         exec,
         &client,
@@ -73,20 +68,14 @@ pub(crate) async fn try_acquire(
 ) -> Result<Attempt, LockError> {
     let started = Instant::now();
     let client = exec.client().await?;
-    let on_bucket = || async {
-        let bucket = (exec.fixed)
-            .for_grant(&client, ttl, started, exec.command_timeout())
-            .await
-            .map_err(|error| (error, None))?;
-        grant_on(exec, &client, name, &token, bucket).await
-    };
-    let (answer, bucket) = match on_bucket().await {
-        Err((_, Some(gone))) => {
-            exec.fixed.forget(gone);
-            on_bucket().await.map_err(|(error, _)| error)?
-        }
-        other => other.map_err(|(error, _)| error)?,
-    };
+    let (answer, bucket) = on_lease(
+        exec,
+        &client,
+        || (exec.fixed).for_grant(&client, ttl, started, exec.command_timeout()),
+        |gone| exec.fixed.forget(gone),
+        |bucket| grant_txn(exec, name, &token, bucket.id),
+    )
+    .await?;
     granted_or_busy(
         exec,
         &client,
@@ -118,33 +107,46 @@ async fn granted_or_busy(
     Ok(exec.busy(client, read(&answer, 0).as_ref(), false).await)
 }
 
-/// The grant transaction of `name` on the etcd lease `on` (the lock key and its grant time, if
-/// the key's `create_revision` is 0; else a read of the holder); on error, `on`'s id too when
-/// etcd said it does not have that lease.
-async fn grant_on(
+/// Sends the transaction `txn` builds for an etcd lease from `lease_for` (a shared lease, or
+/// a bucket lease); when etcd answers that the lease is gone, `forget`s it and sends once more
+/// on a new one. What every transaction that puts a mutex key on a lease this process shares
+/// does: the renewed grant, the fixed grant and the hand-over.
+async fn on_lease<LeaseFor>(
     exec: &Executor,
     client: &Client,
-    name: &str,
-    token: &Token,
-    on: Shared,
-) -> Result<(TxnResponse, Shared), (LockError, Option<i64>)> {
+    lease_for: impl Fn() -> LeaseFor,
+    forget: impl Fn(i64),
+    txn: impl Fn(Shared) -> Txn,
+) -> Result<(TxnResponse, Shared), LockError>
+where
+    LeaseFor: Future<Output = Result<Shared, LockError>>,
+{
+    let lease = lease_for().await?;
+    match exec.txn(client, Op::Acquire, txn(lease)).await {
+        Ok(answer) => Ok((answer, lease)),
+        Err(error) if lease_not_found(&error) => {
+            forget(lease.id);
+            let lease = lease_for().await?;
+            let answer = exec.txn(client, Op::Acquire, txn(lease)).await?;
+            Ok((answer, lease))
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// The grant transaction of `name` on the etcd lease `on`: the lock key and its grant time, if
+/// the key's `create_revision` is 0; else a read of the holder.
+fn grant_txn(exec: &Executor, name: &str, token: &Token, on: i64) -> Txn {
     let key = exec.key(name);
     let put = TxnOp::put(
         key.clone(),
         layout::value(token),
-        Some(PutOptions::new().with_lease(on.id)),
+        Some(PutOptions::new().with_lease(on)),
     );
-    let txn = Txn::new()
+    Txn::new()
         .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-        .and_then([put, stamp(exec.prefix(), name, token, on.id)])
-        .or_else([TxnOp::get(key, None)]);
-    match exec.txn(client, Op::Acquire, txn).await {
-        Ok(answer) => Ok((answer, on)),
-        Err(error) => {
-            let gone = lease_not_found(&error);
-            Err((error, gone.then_some(on.id)))
-        }
-    }
+        .and_then([put, stamp(exec.prefix(), name, token, on)])
+        .or_else([TxnOp::get(key, None)])
 }
 
 /// Whether etcd refused a request because an etcd lease it names does not exist (any more).
@@ -309,27 +311,14 @@ pub(crate) async fn hand_over(
 ) -> Result<Handover, LockError> {
     let started = Instant::now();
     let client = exec.client().await?;
-    let on_bucket = || async {
-        let bucket = (exec.fixed)
-            .for_grant(&client, ttl, started, exec.command_timeout())
-            .await
-            .map_err(|error| (error, None))?;
-        let txn = hand_over_txn(exec, lease, &to, bucket.id);
-        match exec.txn(&client, Op::Acquire, txn).await {
-            Ok(answer) => Ok((answer, bucket)),
-            Err(error) => {
-                let gone = lease_not_found(&error);
-                Err((error, gone.then_some(bucket.id)))
-            }
-        }
-    };
-    let (answer, bucket) = match on_bucket().await {
-        Err((_, Some(gone))) => {
-            exec.fixed.forget(gone);
-            on_bucket().await.map_err(|(error, _)| error)?
-        }
-        other => other.map_err(|(error, _)| error)?,
-    };
+    let (answer, bucket) = on_lease(
+        exec,
+        &client,
+        || (exec.fixed).for_grant(&client, ttl, started, exec.command_timeout()),
+        |gone| exec.fixed.forget(gone),
+        |bucket| hand_over_txn(exec, lease, &to, bucket.id),
+    )
+    .await?;
     if !answer.succeeded() {
         return Ok(Handover::NotOwned);
     }
