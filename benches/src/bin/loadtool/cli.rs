@@ -69,7 +69,7 @@ pub(crate) struct Cli {
 
     /// The cost curves' settings (`--only c1,c2`).
     #[command(flatten)]
-    pub(crate) curves: crate::curves::CurveArgs,
+    pub(crate) curves: crate::curve_plan::CurveArgs,
 
     /// Exit with status 2 when a target is missed (status 1 is for failures: errors, lost
     /// updates, broken exclusion).
@@ -234,7 +234,7 @@ pub(crate) struct Plan {
     pub(crate) s10_processes: usize,
     pub(crate) s10_tasks: usize,
     /// The cost curves' points and backends (C1, C2).
-    pub(crate) curves: crate::curves::CurvePlan,
+    pub(crate) curves: crate::curve_plan::CurvePlan,
     /// Where the files go (not recorded: a path of this machine).
     #[serde(skip)]
     pub(crate) out: PathBuf,

@@ -6,8 +6,8 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
+use crate::curve_plan::{CurveBackend, CurvesRun};
 use crate::curve_report::{HeldFigures, short};
-use crate::curves::{CurveBackend, CurvesRun};
 
 const WIDTH: u32 = 1200;
 const PANEL_HEIGHT: u32 = 380;

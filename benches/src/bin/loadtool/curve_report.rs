@@ -7,8 +7,8 @@
 
 use serde::Serialize;
 
+use crate::curve_plan::{CurveBackend, CurvesRun, HeldCurve};
 use crate::curve_waiters::WaitersPoint;
-use crate::curves::{CurveBackend, CurvesRun, HeldCurve};
 use crate::renewal::{RenewalRun, TARGET_LEASE};
 use crate::target::{Target, target};
 

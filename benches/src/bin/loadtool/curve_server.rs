@@ -9,7 +9,7 @@ use lock_core::backend::Lock;
 use lock_testkit::{EtcdCluster, EtcdNetwork, MariadbServer, PostgresServer, RedisServer};
 use tokio::runtime::Runtime;
 
-use crate::curves::CurveBackend;
+use crate::curve_plan::CurveBackend;
 use crate::info::Probe;
 use crate::step::block;
 

@@ -54,6 +54,7 @@ mod cli;
 mod clock;
 mod counted;
 mod curve_chart;
+mod curve_plan;
 mod curve_report;
 mod curve_server;
 mod curve_waiters;

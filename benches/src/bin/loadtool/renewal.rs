@@ -254,7 +254,8 @@ pub(crate) async fn child(url: &str, params: Params) -> Result<RenewalRun, Strin
             (Arc::new(Counted::new(Arc::new(lock))), Probe::client_only())
         }
     };
-    let mut sampler = Sampler::new(params.backend, url, params.server_pid).await?;
+    let redis_url = (params.backend == Backend::Redis).then_some(url);
+    let mut sampler = Sampler::new(params.server_pid, redis_url).await?;
     let server_before = match &mut sampler {
         Some(s) => Some(s.memory().await?),
         None => None,

@@ -64,7 +64,7 @@ pub(crate) struct Run {
     pub(crate) object_store: Option<crate::objstore::ObjStoreRun>,
     /// The cost curves (C1, C2), when asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) curves: Option<crate::curves::CurvesRun>,
+    pub(crate) curves: Option<crate::curve_plan::CurvesRun>,
     pub(crate) targets: Vec<Target>,
     /// Correctness failures and errors: a run with any is not a valid measurement.
     pub(crate) failures: Vec<String>,

@@ -7,7 +7,6 @@
 use serde::{Deserialize, Serialize};
 
 use crate::procfs;
-use crate::renewal::Backend;
 
 /// The server's memory at one moment.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
@@ -36,22 +35,22 @@ pub(crate) struct Sampler {
 }
 
 impl Sampler {
-    /// A sampler of the server `pid` of `backend` at `url`; `None` without a PID.
+    /// A sampler of the server `pid`, which reads `INFO memory` at `redis_url` when it is a
+    /// Redis or Valkey server; `None` without a PID.
     pub(crate) async fn new(
-        backend: Backend,
-        url: &str,
         pid: Option<u32>,
+        redis_url: Option<&str>,
     ) -> Result<Option<Self>, String> {
         let Some(pid) = pid else { return Ok(None) };
-        let redis = match backend {
-            Backend::Redis => Some(
+        let redis = match redis_url {
+            Some(url) => Some(
                 redis::Client::open(url)
                     .map_err(|e| e.to_string())?
                     .get_multiplexed_async_connection()
                     .await
                     .map_err(|e| e.to_string())?,
             ),
-            _ => None,
+            None => None,
         };
         Ok(Some(Self { pid, redis }))
     }
