@@ -41,17 +41,29 @@ pub fn token() -> Result<String, getrandom::Error> {
     Ok(format!("{:032x}", u128::from_be_bytes(bytes)))
 }
 
+/// One multiplexed connection to the Redis at `url`, with `scripts` loaded: how each
+/// hand-written lock starts.
+pub(crate) async fn connect_loading(
+    url: &str,
+    scripts: &[&Script],
+) -> RedisResult<MultiplexedConnection> {
+    let mut conn = redis::Client::open(url)?
+        .get_multiplexed_async_connection()
+        .await?;
+    for script in scripts {
+        script.prepare_invoke().load_async(&mut conn).await?;
+    }
+    Ok(conn)
+}
+
 impl HandLock {
     /// Connects to the Redis at `url` and loads the release script.
     ///
     /// # Errors
     /// If connecting or loading the script fails.
     pub async fn connect(url: &str) -> RedisResult<Self> {
-        let mut conn = redis::Client::open(url)?
-            .get_multiplexed_async_connection()
-            .await?;
         let release = Script::new(RELEASE_LUA);
-        release.prepare_invoke().load_async(&mut conn).await?;
+        let conn = connect_loading(url, &[&release]).await?;
         Ok(Self { conn, release })
     }
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 use redis::aio::MultiplexedConnection;
 use redis::{RedisResult, Script};
 
-use crate::handwritten::{RELEASE_LUA, token};
+use crate::handwritten::{RELEASE_LUA, connect_loading, token};
 
 /// The grant: `SET key token NX PX ttl`, then the fencing token, in one atomic script.
 ///
@@ -41,13 +41,9 @@ impl HandFencedLock {
     /// # Errors
     /// If connecting or loading a script fails.
     pub async fn connect(url: &str) -> RedisResult<Self> {
-        let mut conn = redis::Client::open(url)?
-            .get_multiplexed_async_connection()
-            .await?;
         let acquire = Script::new(ACQUIRE_FENCED_LUA);
         let release = Script::new(RELEASE_LUA);
-        acquire.prepare_invoke().load_async(&mut conn).await?;
-        release.prepare_invoke().load_async(&mut conn).await?;
+        let conn = connect_loading(url, &[&acquire, &release]).await?;
         Ok(Self {
             conn,
             acquire,
