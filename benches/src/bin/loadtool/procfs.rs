@@ -21,25 +21,32 @@ pub(crate) fn cpu_time() -> Duration {
         })
 }
 
-/// CPU time (user + system) of process `pid` and of its children alive now (a PostgreSQL
-/// server: the postmaster and its backends), in seconds; zero where `/proc` is not available.
-/// A backend that exited takes its time with it, so sum over connections that stay open.
-pub(crate) fn tree_cpu_seconds(pid: u32) -> f64 {
-    let Ok(entries) = fs::read_dir("/proc") else {
-        return 0.0;
-    };
-    let ticks: u64 = entries
+/// The `/proc` directory and `stat` of process `pid` and of each of its children alive now
+/// (a PostgreSQL server: the postmaster and its backends); nothing where `/proc` is not
+/// available.
+fn tree(pid: u32) -> impl Iterator<Item = (std::path::PathBuf, String)> {
+    fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
         .filter_map(Result::ok)
         .filter(|e| {
             e.file_name()
                 .to_str()
                 .is_some_and(|n| n.parse::<u32>().is_ok())
         })
-        .filter_map(|e| fs::read_to_string(e.path().join("stat")).ok())
-        .filter_map(|stat| {
+        .filter_map(move |e| {
+            let stat = fs::read_to_string(e.path().join("stat")).ok()?;
             let (own, parent) = (parse_pid(&stat)?, parse_parent(&stat)?);
-            (own == pid || parent == pid).then(|| parse_cpu_ticks(&stat))?
+            (own == pid || parent == pid).then(|| (e.path(), stat))
         })
+}
+
+/// CPU time (user + system) of process `pid` and of its children alive now (a PostgreSQL
+/// server: the postmaster and its backends), in seconds; zero where `/proc` is not available.
+/// A backend that exited takes its time with it, so sum over connections that stay open.
+pub(crate) fn tree_cpu_seconds(pid: u32) -> f64 {
+    let ticks: u64 = tree(pid)
+        .filter_map(|(_, stat)| parse_cpu_ticks(&stat))
         .sum();
     ticks as f64 / USER_HZ as f64
 }
@@ -49,23 +56,8 @@ pub(crate) fn tree_cpu_seconds(pid: u32) -> f64 {
 /// shared page among the processes mapping it, so a PostgreSQL server's shared buffers are
 /// counted once, not once per backend as a sum of their RSS would.
 pub(crate) fn tree_pss_mib(pid: u32) -> f64 {
-    let Ok(entries) = fs::read_dir("/proc") else {
-        return 0.0;
-    };
-    let kib: f64 = entries
-        .filter_map(Result::ok)
-        .filter(|e| {
-            e.file_name()
-                .to_str()
-                .is_some_and(|n| n.parse::<u32>().is_ok())
-        })
-        .filter(|e| {
-            fs::read_to_string(e.path().join("stat"))
-                .ok()
-                .and_then(|stat| Some((parse_pid(&stat)?, parse_parent(&stat)?)))
-                .is_some_and(|(own, parent)| own == pid || parent == pid)
-        })
-        .filter_map(|e| fs::read_to_string(e.path().join("smaps_rollup")).ok())
+    let kib: f64 = tree(pid)
+        .filter_map(|(dir, _)| fs::read_to_string(dir.join("smaps_rollup")).ok())
         .map(|rollup| parse_kib(&rollup, "Pss:"))
         .sum();
     kib / 1024.0
