@@ -211,10 +211,12 @@ impl Guard {
         }
     }
 
-    /// Extends the lease so it expires `ttl` from now, if it is still ours.
+    /// Extends the lease so it expires `ttl` from now, if it is still ours (in the store, `ttl`
+    /// plus the request's [`lock_delay`](crate::LockRequest::lock_delay)).
     ///
     /// # Errors
-    /// [`LockError::InvalidInput`] for a TTL out of range (nothing sent);
+    /// [`LockError::InvalidInput`] for a TTL out of range, or whose sum with the lock-delay is
+    /// (nothing sent);
     /// [`LockError::NotOwned`] when the lease already expired (the current holder, if any, is
     /// left intact; the guard counts as lost); [`LockError::Timeout`] / [`LockError::Backend`]
     /// when the backend fails — the lease is then unchanged or extended, and `valid_until` is
@@ -225,8 +227,11 @@ impl Guard {
     /// (with the old `valid_until`, which is the safe side).
     pub async fn extend(&mut self, ttl: Duration) -> Result<(), LockError> {
         check_ttl(ttl)?;
+        // With a lock-delay the store keeps the name that much longer than the holder's TTL.
+        let stored = self.held.store_ttl(ttl);
+        check_ttl(stored)?;
         let _op = self.held.op().await;
-        match self.lock.as_ref().extend(&self.held.lease(), ttl).await {
+        match self.lock.as_ref().extend(&self.held.lease(), stored).await {
             Ok(Some(valid_until)) => {
                 self.held.set_valid_until(valid_until);
                 Ok(())

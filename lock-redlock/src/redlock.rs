@@ -425,10 +425,12 @@ fn capabilities_over(
     use lock_core::backend::{Capabilities, Fencing, MultiLock, TokenScale};
     let needed = nodes.len().saturating_sub(quorum) + 1;
     let (mut announcing, mut clock, mut none, mut all, mut holders) = (0, 0, 0, 0, 0);
+    let mut delaying = 0;
     for node in nodes {
         all += 1;
         announcing += usize::from(node.announces_releases);
         holders += usize::from(node.holders);
+        delaying += usize::from(node.lock_delay);
         match node.fencing {
             Fencing::Strict(TokenScale::Clock) | Fencing::AfterHolding => clock += 1,
             Fencing::None => none += 1,
@@ -447,6 +449,9 @@ fn capabilities_over(
         .with_fencing(fencing)
         .with_announcements(announcing >= needed)
         .with_holders(all > 0 && holders == all)
+        // A successor's quorum shares a node with the holder's, but which one is not known:
+        // every node must keep a lease for its TTL for the delay to hold.
+        .with_lock_delay(all > 0 && delaying == all)
         // No fence of its own: a fence is one store's record, and a Redlock's token comes
         // from a quorum of stores. Its tokens fence a store of the user's (README, "Fencing
         // tokens"), as far as `fencing` says they are ordered.

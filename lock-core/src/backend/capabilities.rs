@@ -1,8 +1,9 @@
 //! The capability table: what one backend declares it offers, in one place.
 //!
-//! The [`Locker`](crate::Locker) does not read it: a backend answers
-//! [`LockError::Unsupported`](crate::LockError::Unsupported) before any I/O for a kind it
-//! lacks, whatever it declares. The table is for the ones who must know beforehand: the
+//! The [`Locker`](crate::Locker) reads it for one thing only, a request's lock-delay
+//! (written once in the Locker, over any backend that keeps its leases for their TTL); for the
+//! kinds, a backend answers [`LockError::Unsupported`](crate::LockError::Unsupported) before
+//! any I/O for a kind it lacks, whatever it declares. The table is for the ones who must know beforehand: the
 //! conformance suite (lock-testkit) generates its checks from it, a Redlock derives its own
 //! table from its nodes', and a user can ask a backend what its fencing tokens are worth.
 
@@ -57,6 +58,13 @@ pub struct Capabilities {
     /// store's `fenced_put`). `false` where the backend issues no tokens to fence with
     /// (advisory locks) or has no one store to fence in (a Redlock's quorum, `MemoryLock`).
     pub guarded_writes: bool,
+    /// Whether a lease stays in the store for the whole TTL it was granted or extended for,
+    /// ended before only by its release (or a hand-over): what a request's
+    /// [`lock_delay`](crate::LockRequest::lock_delay) rests on. `false` where a lock ends
+    /// with its holder's connection (PostgreSQL's and MySQL's advisory locks); the
+    /// [`Locker`](crate::Locker) then refuses a lock-delay with
+    /// [`LockError::Unsupported`](crate::LockError::Unsupported) before any I/O.
+    pub lock_delay: bool,
 }
 
 /// How a backend's multi-lock takes its names: all in one atomic step, or one after the other.
@@ -124,6 +132,7 @@ impl Capabilities {
         announces_releases: false,
         holders: false,
         guarded_writes: false,
+        lock_delay: true,
     };
 
     /// These capabilities with the read-write lock.
@@ -184,6 +193,13 @@ impl Capabilities {
             guarded_writes,
             ..self
         }
+    }
+
+    /// These capabilities with leases kept for their whole TTL (`true`, a lock-delay holds)
+    /// or ended with the holder's connection (`false`).
+    #[must_use]
+    pub const fn with_lock_delay(self, lock_delay: bool) -> Self {
+        Self { lock_delay, ..self }
     }
 
     /// Whether the backend grants leases of `kind` (of any parameters).

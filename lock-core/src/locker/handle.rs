@@ -272,14 +272,17 @@ impl Locker {
             lease.kind().permits(),
         );
         let renewal = options.renewal();
-        let held = Arc::new(HeldLease::new(
-            &lease,
-            labels.clone(),
-            renewal,
-            options.max_hold(),
-            options.stop_margin_for(options.ttl()),
-            now,
-        ));
+        let held = Arc::new(
+            HeldLease::new(
+                &lease,
+                labels.clone(),
+                renewal,
+                options.max_hold(),
+                options.stop_margin_for(options.ttl()),
+                now,
+            )
+            .with_lock_delay(options.lock_delay()),
+        );
         // Renewed, or only watched for the oldest-hold gauge when its TTL is fixed; the
         // watchdog also asks the backend to watch its key for loss when it takes it in.
         inner.renewer.track(Arc::clone(&held), now);

@@ -63,6 +63,13 @@ impl MultiRequest {
         self
     }
 
+    /// Keep every name from a new grant for `delay` after the leases end by expiry; see
+    /// [`LockRequest::lock_delay`](crate::LockRequest::lock_delay).
+    pub fn lock_delay(mut self, delay: Duration) -> Self {
+        self.options.set_lock_delay(delay);
+        self
+    }
+
     /// How long to wait for all the names to be free at once; see
     /// [`LockRequest::wait`](crate::LockRequest::wait).
     pub fn wait(mut self, wait: Duration) -> Self {
@@ -220,6 +227,8 @@ impl MultiRequest {
         for name in &self.names {
             ttl = self.options.check(name)?;
         }
+        self.options
+            .check_lock_delay(self.locker.backend_lock().as_ref())?;
         Ok(ttl)
     }
 

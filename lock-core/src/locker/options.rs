@@ -10,6 +10,7 @@ use std::time::Duration;
 use metrics::SharedString;
 use tokio::time::Instant;
 
+use crate::backend::Lock;
 use crate::{LockError, check_name, check_ttl};
 
 /// The lease of a renewed lock (one whose request names no fixed TTL): 30 s, renewed every
@@ -47,6 +48,9 @@ pub(super) struct Options {
     max_hold: Option<Duration>,
     /// `None`: [`default_stop_margin`] of the lease.
     stop_margin: Option<Duration>,
+    /// How long the store keeps the name after the holder's validity ends (Chubby's
+    /// lock-delay): added to every TTL sent to the backend, never to the holder's validity.
+    lock_delay: Duration,
 }
 
 /// How a granted lease ends.
@@ -69,7 +73,31 @@ impl Options {
             label: None,
             max_hold: None,
             stop_margin: None,
+            lock_delay: Duration::ZERO,
         }
+    }
+
+    /// Keep the name from any new grant for `delay` after a lease of this request ends by
+    /// expiry (see [`LockRequest::lock_delay`](crate::LockRequest::lock_delay)).
+    pub(super) fn set_lock_delay(&mut self, delay: Duration) {
+        self.lock_delay = delay;
+    }
+
+    /// The lock-delay set, zero when none.
+    pub(super) fn lock_delay(&self) -> Duration {
+        self.lock_delay
+    }
+
+    /// Refuses a lock-delay on a backend whose leases may end before their TTL (a session's
+    /// advisory lock ends with its connection): [`LockError::Unsupported`], before any I/O.
+    pub(super) fn check_lock_delay(&self, lock: &dyn Lock) -> Result<(), LockError> {
+        if self.lock_delay.is_zero() || lock.capabilities().lock_delay {
+            return Ok(());
+        }
+        Err(LockError::Unsupported {
+            backend: lock.backend(),
+            kind: "lock-delayed",
+        })
     }
 
     /// Tell the work to stop this long before `valid_until`.
@@ -154,7 +182,9 @@ impl Options {
         self.max_hold
     }
 
-    /// Checks `name` and the TTL: the TTL each attempt at `name` asks for.
+    /// Checks `name`, the TTL and the lock-delay: the TTL each attempt at `name` asks the
+    /// store for, which is the lease's TTL plus the lock-delay (the holder's validity is
+    /// shortened by the delay again when the lease is granted: `HeldLease::new`).
     pub(super) fn check(&self, name: &Arc<str>) -> Result<Duration, LockError> {
         check_name(name)?;
         let ttl = self.ttl();
@@ -165,7 +195,17 @@ impl Options {
                 "the stop margin ({margin:?}) must be shorter than the lease ({ttl:?})"
             )));
         }
-        Ok(ttl)
+        let stored = ttl
+            .checked_add(self.lock_delay)
+            .filter(|stored| check_ttl(*stored).is_ok())
+            .ok_or_else(|| {
+                LockError::invalid(format!(
+                    "the lease ({ttl:?}) plus the lock-delay ({:?}) must be at most {:?}",
+                    self.lock_delay,
+                    crate::MAX_TTL
+                ))
+            })?;
+        Ok(stored)
     }
 }
 
@@ -177,7 +217,8 @@ impl Options {
             .field("retry_errors_for", &self.retry_errors_for)
             .field("label", &self.label)
             .field("max_hold", &self.max_hold)
-            .field("stop_margin", &self.stop_margin);
+            .field("stop_margin", &self.stop_margin)
+            .field("lock_delay", &self.lock_delay);
     }
 }
 

@@ -122,6 +122,29 @@ impl LockRequest {
         self
     }
 
+    /// **Lock-delay** (Chubby's, and Consul's session `LockDelay`): when a lease of this request
+    /// ends by *expiry* — its holder crashed, hung or was cut off, so its renewals stopped —
+    /// the store keeps the name from any new grant for `delay` more; a release (or a hand-over
+    /// to a local waiter) frees it at once, as without it. The holder's validity is unchanged
+    /// ([`Lease::valid_until`](crate::Lease::valid_until) and [`Guard::lost`] are those of the
+    /// lease alone), so a failed holder's requests still in flight to a store that checks no
+    /// fencing tokens land before anyone else holds the lock (Burrows, "The Chubby lock service
+    /// for loosely-coupled distributed systems", OSDI 2006, §2.4).
+    ///
+    /// Written once in the [`Locker`]: every TTL sent to the store (the grant, each renewal,
+    /// [`Guard::extend`]) is the lease plus `delay`, and the guard's validity is the lease's.
+    /// Other clients of the name (`distlock show`, redis-py) see the longer TTL. Default zero.
+    /// The lease plus the delay must be at most [`MAX_TTL`](crate::MAX_TTL).
+    ///
+    /// # Errors (of the request)
+    /// [`LockError::Unsupported`] on a backend whose locks end with their holder's connection
+    /// (PostgreSQL's and MySQL's advisory locks: `Capabilities::lock_delay` is `false`),
+    /// before any I/O; [`LockError::InvalidInput`] when the lease plus the delay is too long.
+    pub fn lock_delay(mut self, delay: Duration) -> Self {
+        self.options.set_lock_delay(delay);
+        self
+    }
+
     /// How long [`acquire`](LockRequest::acquire) waits for a held lock before giving up with
     /// [`LockError::Timeout`]. `Duration::ZERO` makes one attempt. A wait too long for the
     /// clock (`Duration::MAX`) is [`wait_forever`](LockRequest::wait_forever).
@@ -314,6 +337,8 @@ impl LockRequest {
             return Err(LockError::invalid(misuse));
         }
         let ttl = self.options.check(&self.name)?;
+        self.options
+            .check_lock_delay(self.locker.backend_lock().as_ref())?;
         if let Kind::Semaphore { permits, max } = self.kind {
             if max == 0 || max > MAX_PERMITS {
                 return Err(LockError::invalid(format!(

@@ -46,8 +46,12 @@ pub(crate) struct HeldLease {
     /// A one-permit semaphore held in place, rather than an `Arc<Mutex>`, so that a grant
     /// allocates once, not twice; the renewer's owned permit is [`OpPermit`].
     ops: tokio::sync::Semaphore,
-    /// The TTL each renewal asks for.
+    /// The TTL each renewal asks for (the holder's; the store is asked for `lock_delay` more).
     renew_ttl: Duration,
+    /// The request's lock-delay: every TTL sent to the store is this much longer than the
+    /// holder's, and every expiry the store answers is this much later than the holder's
+    /// validity (`LockRequest::lock_delay`).
+    lock_delay: Duration,
     /// Renewal stops extending past this instant (the cap on total hold time).
     hold_until: Option<Instant>,
     acquired_at: Instant,
@@ -85,12 +89,41 @@ impl HeldLease {
             changed: Notify::new(),
             ops: tokio::sync::Semaphore::new(1),
             renew_ttl: renew_ttl.unwrap_or(Duration::ZERO),
+            lock_delay: Duration::ZERO,
             hold_until: max_hold.and_then(|cap| acquired_at.checked_add(cap)),
             acquired_at,
             labels,
             loss_watch: Mutex::new(None),
             loss_watch_asked: AtomicBool::new(false),
         }
+    }
+
+    /// The same state for a lease whose store TTL carries a lock-delay of `delay`: `lease` was
+    /// granted for the holder's TTL plus `delay`, so the holder's validity is `delay` shorter
+    /// than what the backend answered.
+    #[must_use]
+    pub(crate) fn with_lock_delay(mut self, delay: Duration) -> Self {
+        if !delay.is_zero() {
+            self.lock_delay = delay;
+            let until = self.holder_until(self.valid_until());
+            *self
+                .valid_until
+                .get_mut()
+                .unwrap_or_else(PoisonError::into_inner) = until;
+        }
+        self
+    }
+
+    /// The TTL to ask the store for so that the holder keeps `ttl`: `ttl` plus the lock-delay.
+    pub(crate) fn store_ttl(&self, ttl: Duration) -> Duration {
+        ttl.saturating_add(self.lock_delay)
+    }
+
+    /// The holder's validity for an expiry the store answered: the lock-delay earlier.
+    fn holder_until(&self, store_until: Instant) -> Instant {
+        store_until
+            .checked_sub(self.lock_delay)
+            .unwrap_or(store_until)
     }
 
     /// Asks `lock` to tell this lease at once when its key is gone (`Lock::watch_loss`), and
@@ -172,6 +205,17 @@ impl HeldLease {
         self.renew_ttl / 3
     }
 
+    /// How long after a renewal answered at `now` to renew again: every third of the lease,
+    /// but sooner when the store gave less than the lease asked for, so that the next renewal
+    /// comes halfway to the stop point at the latest. A store may answer a shorter validity
+    /// than asked: a Redlock's drift, or etcd's shared lease kept alive a moment ago, which
+    /// with a long lock-delay can leave the holder less than a third of its lease.
+    pub(crate) fn next_renewal_in(&self, now: Instant) -> Duration {
+        let period = self.renew_period();
+        let to_stop = self.stop_at().saturating_duration_since(now);
+        period.min(to_stop / 2).max(period / 10)
+    }
+
     /// The TTL a renewal at `now` asks for: the renewed length, cut short by the cap on hold
     /// time.
     pub(crate) fn renew_ttl_at(&self, now: Instant) -> Duration {
@@ -227,15 +271,17 @@ impl HeldLease {
         .with_kind(self.kind)
     }
 
-    pub(crate) fn set_valid_until(&self, until: Instant) {
+    /// The store extended the lease to `store_until` (what `Lock::extend` answered): the
+    /// holder's validity moves to that, less the lock-delay.
+    pub(crate) fn set_valid_until(&self, store_until: Instant) {
         *self
             .valid_until
             .lock()
-            .unwrap_or_else(PoisonError::into_inner) = until;
+            .unwrap_or_else(PoisonError::into_inner) = self.holder_until(store_until);
         self.changed.notify_waiters();
     }
 
-    /// A renewal succeeded: the lease is safe again.
+    /// A renewal succeeded (the store's expiry is now `until`): the lease is safe again.
     pub(crate) fn renewed(&self, until: Instant) {
         self.at_risk.store(false, Ordering::Release);
         self.set_valid_until(until);

@@ -477,7 +477,7 @@ async fn renew(lock: &dyn Lock, due: Vec<Arc<HeldLease>>) -> Vec<(Arc<HeldLease>
     }
     let requests: Vec<(Lease, Duration)> = batch
         .iter()
-        .map(|(held, _, ttl)| (held.lease(), *ttl))
+        .map(|(held, _, ttl)| (held.lease(), held.store_ttl(*ttl)))
         .collect();
     let answers = lock.extend_many(&requests).await;
     let now = Instant::now();
@@ -487,7 +487,7 @@ async fn renew(lock: &dyn Lock, due: Vec<Arc<HeldLease>>) -> Vec<(Arc<HeldLease>
                 held.labels()
                     .count_with(metric::RENEWALS_TOTAL, "outcome", "ok");
                 held.renewed(valid_until);
-                again.push((Arc::clone(&held), now + held.renew_period()));
+                again.push((Arc::clone(&held), now + held.next_renewal_in(now)));
             }
             Ok(None) => {
                 held.labels()

@@ -166,6 +166,9 @@ impl Lock for MysqlAdvisoryLock {
             .with_multi(MultiLock::InOrder)
             .with_fencing(Fencing::None)
             .with_announcements(false)
+            // The lock ends with its session: a crashed holder's lock is free at once, so a
+            // lock-delay could not hold.
+            .with_lock_delay(false)
     }
 
     /// `GET_LOCK(advisory_name(name), 0)` on a pooled connection, kept for the lease when it

@@ -247,6 +247,9 @@ impl Lock for PostgresAdvisoryLock {
             .with_multi(MultiLock::InOrder)
             .with_fencing(Fencing::None)
             .with_announcements(false)
+            // The lock ends with its session: a crashed holder's lock is free at once, so a
+            // lock-delay could not hold.
+            .with_lock_delay(false)
     }
 
     /// `pg_try_advisory_lock(advisory_key(name))` on a pooled connection, kept for the lease

@@ -30,11 +30,14 @@ pub enum Module {
     /// [`guarded`](super::guarded): the fence the backend's crate ships for its store (guarded
     /// writes taking a [`Fence`](lock_core::Fence)).
     Guarded,
+    /// [`lock_delay`](super::lock_delay): a lease that ends by expiry keeps its name for the
+    /// request's lock-delay, offered by every backend that keeps a lease for its whole TTL.
+    LockDelay,
 }
 
 impl Module {
     /// Every module, in the order of the suite's list.
-    pub const ALL: [Module; 9] = [
+    pub const ALL: [Module; 10] = [
         Module::Mutex,
         Module::ReadWrite,
         Module::Semaphore,
@@ -43,6 +46,7 @@ impl Module {
         Module::Inspect,
         Module::Errors,
         Module::Guarded,
+        Module::LockDelay,
         Module::Election,
     ];
 
@@ -60,6 +64,7 @@ impl Module {
             Module::Inspect => "inspect",
             Module::Errors => "errors",
             Module::Guarded => "guarded",
+            Module::LockDelay => "lock_delay",
         }
     }
 
@@ -73,6 +78,7 @@ impl Module {
             Module::Fair => caps.fair,
             Module::Election => matches!(caps.fencing, Fencing::Strict(_) | Fencing::AfterHolding),
             Module::Guarded => caps.guarded_writes,
+            Module::LockDelay => caps.lock_delay,
         }
     }
 }
@@ -102,7 +108,7 @@ mod tests {
     #[test]
     fn every_module_has_checks_and_its_name() {
         let total: usize = Module::ALL.iter().map(|m| m.checks().len()).sum();
-        assert_eq!(total, 57);
+        assert_eq!(total, 60);
         assert_eq!(Module::ReadWrite.name(), "read_write");
         assert!(Module::Multi.offered_by(&Capabilities::MUTEX));
         assert!(!Module::Fair.offered_by(&Capabilities::MUTEX));

@@ -61,6 +61,7 @@ pub mod errors;
 pub mod fair;
 pub mod guarded;
 pub mod inspect;
+pub mod lock_delay;
 mod lost_answer;
 pub mod multi;
 pub mod mutex;
@@ -544,6 +545,11 @@ macro_rules! __conformance_checks {
                 late_write_of_a_paused_holder_is_fenced,
                 equal_token_is_accepted,
                 every_successors_write_applies,
+            ]
+            lock_delay LockDelay [
+                expired_holder_keeps_the_name_for_the_delay,
+                release_frees_the_name_at_once,
+                renewed_validity_is_the_leases,
             ]
             election Election [
                 one_leader_at_a_time,

@@ -122,6 +122,41 @@ pub async fn refused(backend: &Backend, module: Module, prefix: &str) {
                 ),
             ]
         }
+        Module::LockDelay => {
+            let delay = Duration::from_secs(1);
+            vec![
+                (
+                    "a lock-delay, tried",
+                    "lock-delayed",
+                    locker
+                        .lock(name.as_str())
+                        .lock_delay(delay)
+                        .try_acquire()
+                        .await
+                        .map(drop),
+                ),
+                (
+                    "a lock-delay, awaited",
+                    "lock-delayed",
+                    locker
+                        .lock(name.as_str())
+                        .lock_delay(delay)
+                        .wait(wait)
+                        .await
+                        .map(drop),
+                ),
+                (
+                    "a multi-lock with a lock-delay",
+                    "lock-delayed",
+                    locker
+                        .lock_all([name.as_str()])
+                        .lock_delay(delay)
+                        .try_acquire()
+                        .await
+                        .map(drop),
+                ),
+            ]
+        }
         other => panic!("{other:?}: every backend offers it"),
     };
     let label = probe.inner.backend();
