@@ -259,7 +259,9 @@ impl Guard {
     ///
     /// # Errors
     /// [`LockError::NotOwned`] when the lease had expired or was taken before the release (the
-    /// key was left to whoever holds it now), as [`Guard::extend`] reports it;
+    /// key was left to whoever holds it now), as [`Guard::extend`] reports it; also when its
+    /// validity passed under a [`lock_delay`](crate::LockRequest::lock_delay): nothing is sent
+    /// then, and the store frees the name at the delay's end;
     /// [`LockError::Timeout`] / [`LockError::Backend`] when the backend fails; the lock then
     /// expires at the end of its TTL.
     ///
@@ -272,6 +274,10 @@ impl Guard {
         self.armed = false;
         self.finish();
         let _op = self.held.op().await;
+        if self.held.kept_by_lock_delay() {
+            self.held.labels().count(metric::RELEASE_NOT_OWNED_TOTAL);
+            return self.owned_or_error(false);
+        }
         let lease = self.held.lease();
         let in_flight = ReleaseOnDrop::new(Arc::clone(&self.lock), lease.clone());
         let waiters = self.outer.as_ref().map(|outer| &outer.waiters);
@@ -347,6 +353,9 @@ impl Drop for Guard {
             Ok(runtime) => drop(runtime.spawn(async move {
                 // After any renewal in flight, never before it.
                 let _op = held.op().await;
+                if held.kept_by_lock_delay() {
+                    return;
+                }
                 let lease = held.lease();
                 match end_lease(&lock, waiters.as_ref(), &lease).await {
                     Ok(released) => {

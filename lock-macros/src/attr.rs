@@ -31,6 +31,7 @@ mod kw {
     syn::custom_keyword!(renew);
     syn::custom_keyword!(max_hold);
     syn::custom_keyword!(min_hold);
+    syn::custom_keyword!(lock_delay);
     syn::custom_keyword!(locker);
     syn::custom_keyword!(name);
     syn::custom_keyword!(read);
@@ -42,7 +43,7 @@ mod kw {
 
 /// The options, in the order the docs list them.
 const OPTIONS: &str = "`read`, `write`, `fair`, `permits`, `max`, `ttl`, `wait`, `skip`, `renew`, \
-                       `max_hold`, `min_hold`, `locker`, `name`";
+                       `max_hold`, `min_hold`, `lock_delay`, `locker`, `name`";
 
 #[derive(Clone)]
 /// The parsed arguments of `#[distributed_lock("template", options...)]` or
@@ -55,7 +56,7 @@ pub(crate) struct Args {
     pub(crate) list: Option<Span>,
     /// The kind options: `read`, `write`, `fair`, `permits`, `max`.
     pub(crate) kinds: KindOptions,
-    /// The lease options: `ttl`, `renew`, `max_hold`, `min_hold`.
+    /// The lease options: `ttl`, `renew`, `max_hold`, `min_hold`, `lock_delay`.
     pub(crate) lease: LeaseOptions,
     /// How long to wait for a held lock.
     pub(crate) wait: Option<crate::duration::Timed>,
@@ -129,6 +130,10 @@ impl Args {
             let key: kw::min_hold = input.parse()?;
             let value = duration_value(input)?;
             set(&mut self.lease.min_hold, value, key.span, "min_hold")
+        } else if look.peek(kw::lock_delay) {
+            let key: kw::lock_delay = input.parse()?;
+            let value = duration_value(input)?;
+            set(&mut self.lease.lock_delay, value, key.span, "lock_delay")
         } else if look.peek(kw::skip) {
             let key: kw::skip = input.parse()?;
             no_value(input, "skip")?;

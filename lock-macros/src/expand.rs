@@ -223,6 +223,7 @@ fn spec(args: &Args) -> TokenStream {
     let wait = duration::option_tokens(args.wait());
     let max_hold = duration::option_tokens(lease.max_hold.as_ref().map(|t| t.duration));
     let min_hold = duration::option_tokens(lease.min_hold.as_ref().map(|t| t.duration));
+    let lock_delay = duration::option_tokens(lease.lock_delay.as_ref().map(|t| t.duration));
     let skip = args.skip.is_some();
     let kind = kind_tokens(args.kind());
     quote! {
@@ -233,6 +234,7 @@ fn spec(args: &Args) -> TokenStream {
             wait: #wait,
             max_hold: #max_hold,
             min_hold: #min_hold,
+            lock_delay: #lock_delay,
             skip: #skip,
         }
     }

@@ -62,6 +62,8 @@ pub struct Spec {
     pub max_hold: Option<Duration>,
     /// Keep the lock at least this long after the grant (fixed leases only).
     pub min_hold: Option<Duration>,
+    /// Keep the name this long after a lease that ended by expiry (`LockRequest::lock_delay`).
+    pub lock_delay: Option<Duration>,
     /// Whether a refusal skips the body (logged here) rather than being returned as an error.
     pub skip: bool,
 }
@@ -117,6 +119,9 @@ where
     }
     if let Some(max_hold) = spec.max_hold {
         request = request.max_hold(max_hold);
+    }
+    if let Some(delay) = spec.lock_delay {
+        request = request.lock_delay(delay);
     }
     match spec.min_hold {
         None => {
@@ -184,6 +189,9 @@ where
     }
     if let Some(max_hold) = spec.max_hold {
         request = request.max_hold(max_hold);
+    }
+    if let Some(delay) = spec.lock_delay {
+        request = request.lock_delay(delay);
     }
     match spec.min_hold {
         None => {

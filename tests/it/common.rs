@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use distlock::backend::{Attempt, Lock};
+use distlock::backend::{Attempt, Holder, Lock};
 use distlock::{Lease, LockError, Locker, MemoryLock, Token, redis::RedisLock};
 use lock_testkit::RedisServer;
 use tokio::time::Instant;
@@ -204,6 +204,11 @@ impl Lock for Stealable {
 
     async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
         self.inner.release(lease).await
+    }
+
+    /// What the store says of the holder (its TTL as the store keeps it).
+    async fn describe_holder(&self, name: &str) -> Result<Option<Holder>, LockError> {
+        self.inner.describe_holder(name).await
     }
 }
 

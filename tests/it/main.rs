@@ -16,6 +16,7 @@ mod default_locker;
 mod exclusion;
 mod instrument;
 mod kinds;
+mod lock_delay;
 mod locker;
 mod lost;
 mod max_hold;

@@ -114,6 +114,15 @@ impl HeldLease {
         self
     }
 
+    /// Whether the lease's own validity has passed while a lock-delay keeps it in the store:
+    /// then it is not released (nor handed over). A holder that was paused or cut off past
+    /// its validity may have requests still on their way to the resource, and the delay is
+    /// there to let them land before anyone else holds the lock; the store frees the name at
+    /// the delay's end.
+    pub(crate) fn kept_by_lock_delay(&self) -> bool {
+        !self.lock_delay.is_zero() && Instant::now() >= self.valid_until()
+    }
+
     /// The TTL to ask the store for so that the holder keeps `ttl`: `ttl` plus the lock-delay.
     pub(crate) fn store_ttl(&self, ttl: Duration) -> Duration {
         ttl.saturating_add(self.lock_delay)

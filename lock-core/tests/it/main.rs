@@ -13,6 +13,7 @@ mod adopt;
 mod election;
 mod handoff;
 mod kinds;
+mod lock_delay;
 mod locker_waiting;
 mod loss_watch;
 mod memory_lock;

@@ -1,4 +1,4 @@
-//! The lease options: a fixed `ttl`, `renew`, `max_hold` and `min_hold`. They say how long the
+//! The lease options: a fixed `ttl`, `renew`, `max_hold`, `min_hold` and `lock_delay`. They say how long the
 //! lock is held, and the rules between them keep a lease either fixed or renewed.
 
 use syn::parse::ParseStream;
@@ -17,6 +17,8 @@ pub(crate) struct LeaseOptions {
     pub(crate) max_hold: Option<Timed>,
     /// Keep a fixed lease at least this long after the grant, even if the body returns earlier.
     pub(crate) min_hold: Option<Timed>,
+    /// Keep the name this long after a lease that ended by expiry (Chubby's lock-delay).
+    pub(crate) lock_delay: Option<Timed>,
 }
 
 /// `= true` or `= false`, after `renew`.
@@ -35,6 +37,9 @@ impl LeaseOptions {
         }
         if let Some(min_hold) = &self.min_hold {
             errors.extend(duration::check_lease("min_hold", min_hold).err());
+        }
+        if let Some(lock_delay) = &self.lock_delay {
+            errors.extend(duration::check_lease("lock_delay", lock_delay).err());
         }
         self.check_renew(errors);
         if let Some(max_hold) = &self.max_hold {
