@@ -43,6 +43,13 @@ pub(crate) struct LockInfo {
     /// When the holder was granted the lock (Unix ms), where the store records it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) since_ms: Option<u64>,
+    /// The holder's lock-delay (ms), from its description (`distlock run --lock-delay`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) lock_delay_ms: Option<u64>,
+    /// When the holder's lease is over and its lock-delay keeps the name: until when (Unix
+    /// ms, this machine's clock), so nobody is granted it before then. `None` otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) delayed_until_ms: Option<u64>,
     /// The master it lives on (`host:port`), or the store's members.
     pub(crate) node: String,
     /// When the holder is a leader (its note is an election's record): the election's leader.
@@ -211,6 +218,11 @@ impl LockInfo {
             .with_note(note)
         });
         self.token = Some(first.token);
+        self.lock_delay_ms = self
+            .holder
+            .as_ref()
+            .and_then(|holder| description(holder).get("lock_delay_ms")?.as_u64());
+        self.delayed_until_ms = delayed_until(self.ttl_ms, self.lock_delay_ms, now_ms());
     }
 
     /// Whether this is a held lock (not a Redlock name without a quorum, [`NO_QUORUM`]).
@@ -279,6 +291,25 @@ pub(crate) struct Permits {
     pub(crate) max: Option<u64>,
     pub(crate) used: Option<u64>,
     pub(crate) holders: Members,
+}
+
+/// Until when a lock-delay keeps a name whose holder's lease is over (Unix ms), given the
+/// store's TTL left (`ttl_ms`, the lease plus the delay) and the holder's lock-delay: `None`
+/// while the lease itself runs (more than the delay left), or without a delay or a TTL.
+pub(crate) fn delayed_until(
+    ttl_ms: Option<i64>,
+    lock_delay_ms: Option<u64>,
+    now_ms: u64,
+) -> Option<u64> {
+    let left = u64::try_from(ttl_ms?).ok()?;
+    (left <= lock_delay_ms?).then_some(now_ms.saturating_add(left))
+}
+
+/// This machine's wall clock in Unix milliseconds.
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// A holder's description as fields: the JSON object a grant with holder metadata writes

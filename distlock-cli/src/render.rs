@@ -193,6 +193,22 @@ fn lock_rows(t: &mut Table, lock: &LockInfo) {
     if let Some(ttl) = lock.ttl_ms {
         t.add_row(vec!["ttl".into(), ms(ttl)]);
     }
+    if let Some(delay) = lock.lock_delay_ms {
+        let value = match lock.delayed_until_ms {
+            // The holder's lease is over (it crashed, hung or was cut off): nobody gets the
+            // name before the delay's end.
+            Some(until) => format!(
+                "{} — delayed until {} (the holder's lease is over)",
+                ms(i64::try_from(delay).unwrap_or(i64::MAX)),
+                timestamp(until)
+            ),
+            None => format!(
+                "{} (kept after the lease if the holder fails)",
+                ms(i64::try_from(delay).unwrap_or(i64::MAX))
+            ),
+        };
+        t.add_row(vec!["lock-delay".into(), value]);
+    }
     t.add_row(vec![
         "fencing token".into(),
         lock.fencing_token.map_or_else(

@@ -61,16 +61,21 @@ pub(crate) async fn run(store: &dyn Store, args: RunArgs) -> Result<ExitCode, Fa
         .note
         .clone()
         .unwrap_or_else(|| format!("distlock run -- {}", args.command.join(" ")));
-    let locker = locker(store, Some(&note))?;
-    let guard = locker
-        .lock(args.name.as_str())
-        .lease(args.lease)
-        .wait(wait)
+    // A lock-delay is part of the description (what `show` reads "delayed until" from), which
+    // a store writing descriptions with its grants has no place for: written after the grant.
+    let with_grant = store.describes_grants() && args.lock_delay.is_none();
+    let locker = locker(store, with_grant.then_some(note.as_str()))?;
+    let mut request = locker.lock(args.name.as_str()).lease(args.lease).wait(wait);
+    if let Some(delay) = args.lock_delay {
+        request = request.lock_delay(delay);
+    }
+    let guard = request
         .acquire()
         .await
         .map_err(|error| busy_or(error, &args.name, wait))?;
-    if !store.describes_grants() {
-        describe_grant(locker.backend_lock().as_ref(), &guard, &note).await;
+    if !with_grant {
+        let lock = locker.backend_lock();
+        describe_grant(lock.as_ref(), &guard, &note, args.lock_delay).await;
     }
     let mut signals = Signals::listen()?;
     let end = match supervise(&args, guard.fencing_token(), guard.lost(), &mut signals).await {

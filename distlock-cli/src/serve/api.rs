@@ -55,6 +55,11 @@ pub(crate) struct LockItem<'a> {
     held_since: &'static str,
     /// What is left of its lease at the request's time (ms); `null` when it has no TTL.
     ttl_ms: Option<i64>,
+    /// The holder's lock-delay (ms), from its description; `null` without one.
+    lock_delay_ms: Option<u64>,
+    /// When the holder's lease is over and its lock-delay keeps the name: until when (Unix
+    /// ms); `null` otherwise.
+    delayed_until_ms: Option<u64>,
     fencing_token: Option<u64>,
     /// Waiting processes (subscribed to its releases).
     waiters: u64,
@@ -180,6 +185,12 @@ pub(crate) fn locks<'a>(view: &'a View, settings: Settings, access: Access) -> L
                 held_since_ms: h.since_ms,
                 held_since: h.since_source,
                 ttl_ms: ttl_now(lease_left(info), age),
+                lock_delay_ms: info.lock_delay_ms,
+                delayed_until_ms: crate::inspect::delayed_until(
+                    ttl_now(lease_left(info), age),
+                    info.lock_delay_ms,
+                    now,
+                ),
                 fencing_token: info.fencing_token,
                 waiters: info.waiters,
                 queued: info.queued,

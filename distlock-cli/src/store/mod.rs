@@ -16,6 +16,7 @@ mod redlock;
 mod scheme;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use lock_core::backend::{Inspect, ListOptions, Lock, NamePattern, ReleaseFeed};
@@ -269,21 +270,30 @@ pub(crate) fn locker(store: &dyn Store, describe: Option<&str>) -> Result<Locker
 /// Writes the holder's description beside `guard`'s grant with `Lock::annotate` (one round
 /// trip, once per `run`), for stores that do not write it with the grant: the JSON a Redis
 /// grant with holder metadata writes, `host`, `pid`, `note` and `since_ms` (no token: the
-/// store's note already belongs to this grant alone). A failure is only a warning: the lock is
+/// store's note already belongs to this grant alone), and `lock_delay_ms` with a lock-delay
+/// (from which `show` and the console tell that the lease is over and the name delayed). A failure is only a warning: the lock is
 /// held either way.
 ///
 /// # Cancel safety
 /// Cancel safe: dropped, the note is written or not; the lock is unaffected.
-pub(crate) async fn describe_grant(lock: &dyn Lock, guard: &Guard, note: &str) {
+pub(crate) async fn describe_grant(
+    lock: &dyn Lock,
+    guard: &Guard,
+    note: &str,
+    lock_delay: Option<Duration>,
+) {
     let since_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis());
-    let description = serde_json::json!({
+    let mut description = serde_json::json!({
         "host": crate::host::hostname(),
         "pid": std::process::id(),
         "note": note,
         "since_ms": since_ms,
     });
+    if let Some(delay) = lock_delay {
+        description["lock_delay_ms"] = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX).into();
+    }
     match lock
         .annotate(&guard.lease(), description.to_string().as_bytes())
         .await

@@ -21,6 +21,7 @@ mod run_backends;
 mod run_env;
 mod run_killed;
 mod run_leader;
+mod run_lock_delay;
 mod run_lost;
 mod run_psql;
 mod sentinel;

@@ -232,6 +232,37 @@ async fn console(backend: &Backend) {
     .await;
     assert!(gone, "{}: job:late goes once released", backend.name);
 
+    // A holder killed under a lock-delay: once its lease is over, its row says until when the
+    // name is delayed.
+    let mut delayed = Holder::start(
+        &urls,
+        &["--lease", "1s", "--lock-delay", "60s", "job:delayed"],
+        "job:delayed",
+    );
+    delayed.kill();
+    let row = "tr[data-name=\"job:delayed\"]";
+    assert!(
+        wait_text(&browser, &format!("{row} .delayed-until"), "delayed until").await,
+        "{}: a killed holder's row says it is delayed",
+        backend.name
+    );
+    let class = browser
+        .execute(
+            "return document.querySelector(arguments[0]).className;",
+            vec![json!(row)],
+        )
+        .await
+        .expect("the row");
+    assert!(
+        class.as_str().is_some_and(|c| c.contains("delayed")),
+        "{class}"
+    );
+    if let Ok(dir) = std::env::var("DISTLOCK_CONSOLE_SCREENSHOT") {
+        let png = browser.screenshot().await.expect("screenshot");
+        std::fs::write(format!("{dir}/console-delayed-{}.png", backend.name), png)
+            .expect("write it");
+    }
+
     // Sorted by hold age, oldest first; a click on the header turns it round.
     let ages = |rows: &Vec<(String, String, u64)>| rows.iter().map(|r| r.2).collect::<Vec<_>>();
     let locks = "#locks tbody tr[data-name]";

@@ -137,6 +137,13 @@ impl Holder {
         self.child.id()
     }
 
+    /// SIGKILL by its PID: distlock dies holding the lock, which then runs out (with a
+    /// `--lock-delay`, the delay after it).
+    pub(crate) fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// SIGTERM: the command ends and the lock is released; waits (bounded) for the exit.
     pub(crate) fn stop(&mut self) {
         let pid = nix::unistd::Pid::from_raw(i32::try_from(self.child.id()).expect("pid"));
