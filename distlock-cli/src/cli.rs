@@ -279,8 +279,10 @@ pub(crate) struct RunArgs {
     /// Lock-delay: if distlock itself dies (or hangs, or is cut off from the store) while it
     /// holds the lock, nobody else gets the name until this long after the lease ran out; a
     /// normal end releases it at once. For a command whose writes may still be on their way
-    /// when its lease ends. `show` and the console say "delayed until" meanwhile.
-    #[arg(long, value_parser = duration, conflicts_with = "leader")]
+    /// when its lease ends. `show` and the console say "delayed until" meanwhile (not for an
+    /// election's leader, whose note is its record). With --leader: a failed leader's term
+    /// keeps the election without a leader that long.
+    #[arg(long, value_parser = duration)]
     pub(crate) lock_delay: Option<Duration>,
     /// The command and its arguments (after `--`).
     #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true)]

@@ -44,7 +44,8 @@ pub(crate) async fn run(store: &dyn Store, args: RunArgs) -> Result<ExitCode, Fa
     let election = locker
         .elect(args.name.as_str())
         .value(value)
-        .lease(args.lease);
+        .lease(args.lease)
+        .lock_delay(args.lock_delay.unwrap_or_default());
     let mut signals = Signals::listen()?;
     // Bounded by the leadership being lost (or a campaign failing) each turn; every other
     // outcome returns.

@@ -74,6 +74,7 @@ pub struct Election {
     value: Arc<[u8]>,
     lease: Option<Duration>,
     stop_margin: Option<Duration>,
+    lock_delay: Duration,
     poll: Duration,
     label: SharedString,
 }
@@ -89,6 +90,7 @@ impl Locker {
             value: Arc::from(&b""[..]),
             lease: None,
             stop_margin: None,
+            lock_delay: Duration::ZERO,
             poll: DEFAULT_OBSERVE_POLL,
             label: SharedString::const_str("election"),
         }
@@ -117,6 +119,16 @@ impl Election {
     /// [`LockRequest::stop_margin`](crate::LockRequest::stop_margin).
     pub fn stop_margin(mut self, margin: Duration) -> Self {
         self.stop_margin = Some(margin);
+        self
+    }
+
+    /// Lock-delay for the leader's term: a leader that fails (its lease runs out: crashed,
+    /// hung, cut off) leaves the election without a leader for `delay` more, so its writes
+    /// still on their way to a store that checks no terms land before the next leader starts;
+    /// a leader that resigns or stops hands over at once. See
+    /// [`LockRequest::lock_delay`](crate::LockRequest::lock_delay). Default zero.
+    pub fn lock_delay(mut self, delay: Duration) -> Self {
+        self.lock_delay = delay;
         self
     }
 
@@ -151,6 +163,9 @@ impl Election {
         }
         if let Some(margin) = self.stop_margin {
             request = request.stop_margin(margin);
+        }
+        if !self.lock_delay.is_zero() {
+            request = request.lock_delay(self.lock_delay);
         }
         request
     }
@@ -234,6 +249,9 @@ impl Election {
         if let Some(margin) = self.stop_margin {
             adopt = adopt.stop_margin(margin);
         }
+        if !self.lock_delay.is_zero() {
+            adopt = adopt.lock_delay(self.lock_delay);
+        }
         let guard = adopt.await?;
         let name = guard.name().to_owned();
         self.lead(guard).await?.ok_or(LockError::NotOwned { name })
@@ -278,6 +296,7 @@ impl fmt::Debug for Election {
             .field("value", &String::from_utf8_lossy(&self.value))
             .field("lease", &self.lease)
             .field("stop_margin", &self.stop_margin)
+            .field("lock_delay", &self.lock_delay)
             .field("poll", &self.poll)
             .finish_non_exhaustive()
     }

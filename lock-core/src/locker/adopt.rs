@@ -71,6 +71,13 @@ impl AdoptRequest {
         self
     }
 
+    /// Keep the name for `delay` after the adopted lease ends by expiry; see
+    /// [`LockRequest::lock_delay`](crate::LockRequest::lock_delay).
+    pub fn lock_delay(mut self, delay: Duration) -> Self {
+        self.options.set_lock_delay(delay);
+        self
+    }
+
     /// The `lock` label of the guard's metrics; see
     /// [`LockRequest::label`](crate::LockRequest::label).
     pub fn label(mut self, label: impl Into<SharedString>) -> Self {
@@ -98,6 +105,7 @@ impl AdoptRequest {
         let ttl = self.options.check(&name)?;
         let locker = &self.locker;
         let lock = Arc::clone(locker.backend_lock());
+        self.options.check_lock_delay(lock.as_ref())?;
         let labels = locker.labels(self.lease.kind(), self.options.label());
         let not_owned = || LockError::NotOwned {
             name: name.to_string(),

@@ -207,3 +207,31 @@ async fn a_backend_without_lock_delay_refuses_it_before_any_call() {
     let guard = locker.lock("job").try_acquire().await.expect("answers");
     assert!(guard.is_some());
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_leader_leaves_the_election_empty_for_the_delay() {
+    let (first, second) = two_lockers();
+    let started = Instant::now();
+    let leadership = first
+        .elect("scheduler")
+        .lease(LEASE)
+        .lock_delay(DELAY)
+        .campaign()
+        .await
+        .expect("elected");
+    assert!(leadership.lease_watch().valid_until() <= started + LEASE);
+    // The leader's process dies: nothing resigns, nothing renews.
+    let _kept = leadership.leak();
+    let next = second
+        .elect("scheduler")
+        .lease(LEASE)
+        .campaign()
+        .await
+        .expect("elected after the delay");
+    assert!(
+        Instant::now() >= started + LEASE + DELAY,
+        "the next leader was elected {:?} after the first's campaign",
+        started.elapsed()
+    );
+    assert!(next.term() > 0);
+}
