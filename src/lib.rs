@@ -33,7 +33,7 @@ pub use lock_core::{
 // Leader election, the stop margin and adopting a kept lease (lock-core).
 pub use lock_core::{
     AdoptRequest, DEFAULT_OBSERVE_POLL, Election, ElectionRun, Leader, Leadership, ParseLeaseError,
-    TermEnd, TermEvent, default_stop_margin,
+    TermEnd, TermEvent, default_stop_margin, shutdown,
 };
 
 // Every metric series, the `Locker`'s and the backends'.

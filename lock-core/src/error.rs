@@ -61,6 +61,15 @@ pub enum LockError {
         name: String,
     },
 
+    /// The stop signal the request was tied to fired ([`LockRequest::stop_on`](crate::LockRequest::stop_on),
+    /// e.g. [`shutdown`](crate::shutdown)): a wait for the lock was given up, or the work was
+    /// cancelled and the lock released. Nothing is left behind.
+    #[error("the request for {name:?} was stopped by its stop signal")]
+    Stopped {
+        /// The lock name.
+        name: String,
+    },
+
     /// The key under the lock name holds a value that no lock layout uses (for example a hash
     /// or a list written by someone else). Nothing was overwritten.
     #[error("key {key:?} holds a value of the wrong type for a lock: {detail}")]
@@ -179,6 +188,7 @@ impl LockError {
             | Self::PermitsMismatch { .. }
             | Self::NotOwned { .. }
             | Self::Lost { .. }
+            | Self::Stopped { .. }
             | Self::Fenced { .. }
             | Self::WrongType { .. } => false,
         }
@@ -207,6 +217,7 @@ impl LockError {
                 | Self::Busy { .. }
                 | Self::QuorumNotReached { .. }
                 | Self::Fenced { .. }
+                | Self::Stopped { .. }
         )
     }
 }

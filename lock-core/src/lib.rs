@@ -17,6 +17,7 @@ pub mod metric;
 #[cfg(feature = "axum")]
 mod response;
 mod runtime;
+mod shutdown;
 mod token;
 mod validate;
 
@@ -35,6 +36,7 @@ pub use locker::{
     LockerBuilder, MAX_MULTI, MultiGuard, MultiRequest, default_stop_margin,
 };
 pub use memory::MemoryLock;
+pub use shutdown::shutdown;
 pub use token::{ParseTokenError, Token, TokenHex};
 pub use validate::{
     MAX_NAME_LEN, MAX_NOTE_BYTES, MAX_TTL, MIN_TTL, check_name, check_note, check_ttl,

@@ -47,6 +47,11 @@ impl IntoResponse for LockError {
                 None,
                 "the lock was lost before the work finished\n",
             ),
+            LockError::Stopped { .. } => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                Some(RETRY_SOON),
+                "the service is shutting down; try again\n",
+            ),
             error if error.is_retryable() => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 Some(RETRY_SOON),

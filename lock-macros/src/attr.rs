@@ -28,6 +28,7 @@ mod kw {
     syn::custom_keyword!(ttl);
     syn::custom_keyword!(wait);
     syn::custom_keyword!(skip);
+    syn::custom_keyword!(stop_on_shutdown);
     syn::custom_keyword!(renew);
     syn::custom_keyword!(max_hold);
     syn::custom_keyword!(min_hold);
@@ -43,7 +44,7 @@ mod kw {
 
 /// The options, in the order the docs list them.
 const OPTIONS: &str = "`read`, `write`, `fair`, `permits`, `max`, `ttl`, `wait`, `skip`, `renew`, \
-                       `max_hold`, `min_hold`, `lock_delay`, `locker`, `name`";
+                       `max_hold`, `min_hold`, `lock_delay`, `stop_on_shutdown`, `locker`, `name`";
 
 #[derive(Clone)]
 /// The parsed arguments of `#[distributed_lock("template", options...)]` or
@@ -62,6 +63,8 @@ pub(crate) struct Args {
     pub(crate) wait: Option<crate::duration::Timed>,
     /// When busy past `wait`, skip the body instead of returning an error.
     pub(crate) skip: Option<Span>,
+    /// Tie the lock to the process's stop signal (`distlock::shutdown()`).
+    pub(crate) stop_on_shutdown: Option<Span>,
     /// The `Locker` to use; else the process-wide default.
     pub(crate) locker: Option<Expr>,
     /// The metrics label; else the template (the templates joined with `+` for a list).
@@ -95,6 +98,7 @@ impl Parse for Args {
             lease: LeaseOptions::default(),
             wait: None,
             skip: None,
+            stop_on_shutdown: None,
             locker: None,
             name: None,
         };
@@ -134,6 +138,15 @@ impl Args {
             let key: kw::lock_delay = input.parse()?;
             let value = duration_value(input)?;
             set(&mut self.lease.lock_delay, value, key.span, "lock_delay")
+        } else if look.peek(kw::stop_on_shutdown) {
+            let key: kw::stop_on_shutdown = input.parse()?;
+            no_value(input, "stop_on_shutdown")?;
+            set(
+                &mut self.stop_on_shutdown,
+                key.span,
+                key.span,
+                "stop_on_shutdown",
+            )
         } else if look.peek(kw::skip) {
             let key: kw::skip = input.parse()?;
             no_value(input, "skip")?;

@@ -225,6 +225,7 @@ fn spec(args: &Args) -> TokenStream {
     let min_hold = duration::option_tokens(lease.min_hold.as_ref().map(|t| t.duration));
     let lock_delay = duration::option_tokens(lease.lock_delay.as_ref().map(|t| t.duration));
     let skip = args.skip.is_some();
+    let stop_on_shutdown = args.stop_on_shutdown.is_some();
     let kind = kind_tokens(args.kind());
     quote! {
         ::distlock::__private::Spec {
@@ -236,6 +237,7 @@ fn spec(args: &Args) -> TokenStream {
             min_hold: #min_hold,
             lock_delay: #lock_delay,
             skip: #skip,
+            stop_on_shutdown: #stop_on_shutdown,
         }
     }
 }

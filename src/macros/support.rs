@@ -66,6 +66,8 @@ pub struct Spec {
     pub lock_delay: Option<Duration>,
     /// Whether a refusal skips the body (logged here) rather than being returned as an error.
     pub skip: bool,
+    /// Whether the lock is tied to the process's stop signal (`LockRequest::stop_on`).
+    pub stop_on_shutdown: bool,
 }
 
 /// Runs `work` under the lock `name`: through `locker`, or the default locker when `None`.
@@ -122,6 +124,9 @@ where
     }
     if let Some(delay) = spec.lock_delay {
         request = request.lock_delay(delay);
+    }
+    if spec.stop_on_shutdown {
+        request = request.stop_on(crate::shutdown());
     }
     match spec.min_hold {
         None => {
@@ -192,6 +197,9 @@ where
     }
     if let Some(delay) = spec.lock_delay {
         request = request.lock_delay(delay);
+    }
+    if spec.stop_on_shutdown {
+        request = request.stop_on(crate::shutdown());
     }
     match spec.min_hold {
         None => {
@@ -327,6 +335,11 @@ fn report_skipped(spec: &Spec, name: &str, error: &LockError) {
             name,
             %error,
             "the lease was lost: the body was cancelled"
+        ),
+        LockError::Stopped { .. } => tracing::info!(
+            lock = spec.label,
+            name,
+            "the process is stopping: the body was cancelled and the lock released"
         ),
         _ => tracing::error!(
             lock = spec.label,

@@ -30,6 +30,7 @@ mod renew;
 mod runtimes;
 mod signature;
 mod skip;
+mod stop_on_shutdown;
 mod template;
 mod ttl;
 mod ui;

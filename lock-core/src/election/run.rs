@@ -4,7 +4,9 @@ use std::fmt;
 use std::future::Future;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot};
+use std::sync::Arc;
+
+use tokio::sync::{Notify, mpsc};
 use tokio::task::JoinHandle;
 
 use super::Election;
@@ -57,9 +59,14 @@ pub enum TermEnd {
 /// the background).
 #[must_use = "dropping the handle stops the run"]
 pub struct ElectionRun {
-    stop: Option<oneshot::Sender<()>>,
+    /// Told once to stop the run: by [`ElectionRun::stop`], a signal tied with
+    /// [`ElectionRun::stop_on`], or the handle's drop. `notify_one` keeps the stop for a loop
+    /// that is not waiting yet.
+    stop: Arc<Notify>,
     events: mpsc::UnboundedReceiver<TermEvent>,
     task: Option<JoinHandle<()>>,
+    /// The task that waits for a tied stop signal, ended with the handle.
+    signal: Option<JoinHandle<()>>,
 }
 
 impl Election {
@@ -79,10 +86,13 @@ impl Election {
         F: FnMut(LeaseWatch) -> Fut + Send + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        let (stop, mut stopped) = oneshot::channel::<()>();
+        let stop = Arc::new(Notify::new());
         let (events, receiver) = mpsc::unbounded_channel();
         let election = self.clone();
+        let told = Arc::clone(&stop);
         let task = tokio::spawn(async move {
+            let stopped = told.notified();
+            tokio::pin!(stopped);
             loop {
                 let campaign = tokio::select! {
                     biased;
@@ -129,9 +139,10 @@ impl Election {
             }
         });
         ElectionRun {
-            stop: Some(stop),
+            stop,
             events: receiver,
             task: Some(task),
+            signal: None,
         }
     }
 }
@@ -152,12 +163,52 @@ impl ElectionRun {
     /// # Cancel safety
     /// Cancel safe: dropped, the run still stops (in the background).
     pub async fn stop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
+        self.stop.notify_one();
+        self.wait().await;
+    }
+
+    /// Ties the run to a stop signal, such as the process's [`shutdown`](crate::shutdown)
+    /// (client-go's `ReleaseOnCancel`): when `signal` resolves, the run stops as with
+    /// [`stop`](ElectionRun::stop) — the current term's work is cancelled and the leadership
+    /// **resigned at once**, so another candidate is elected within a round trip or two
+    /// instead of a lease later. Await [`wait`](ElectionRun::wait) to let the resignation
+    /// finish before the process exits:
+    ///
+    /// ```no_run
+    /// # async fn serve(locker: lock_core::Locker) {
+    /// locker
+    ///     .elect("scheduler")
+    ///     .run(|term| async move { /* lead with term.fencing_token() */ })
+    ///     .stop_on(lock_core::shutdown())
+    ///     .wait()
+    ///     .await; // returns after SIGTERM or Ctrl-C, the term given up
+    /// # }
+    /// ```
+    ///
+    /// # Panics
+    /// Outside a tokio runtime: the signal is awaited by a task on the current runtime.
+    pub fn stop_on(mut self, signal: impl Future<Output = ()> + Send + 'static) -> Self {
+        let stop = Arc::clone(&self.stop);
+        if let Some(earlier) = self.signal.replace(tokio::spawn(async move {
+            signal.await;
+            stop.notify_one();
+        })) {
+            earlier.abort();
         }
-        if let Some(task) = self.task.take() {
-            // A panic of the user's work ends the task; there is nothing more to stop.
+        self
+    }
+
+    /// Waits until the run has ended: stopped ([`stop`](ElectionRun::stop), a signal tied
+    /// with [`stop_on`](ElectionRun::stop_on)) and its term given up, or its task panicked in
+    /// the user's work. The events up to the end stay readable.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropped, the run goes on (or stops, as it was told).
+    pub async fn wait(&mut self) {
+        if let Some(task) = self.task.as_mut() {
+            // A panic of the user's work ends the task; there is nothing more to wait for.
             let _ = task.await;
+            self.task = None;
         }
     }
 
@@ -165,6 +216,16 @@ impl ElectionRun {
     #[must_use]
     pub fn is_finished(&self) -> bool {
         self.task.as_ref().is_none_or(JoinHandle::is_finished)
+    }
+}
+
+impl Drop for ElectionRun {
+    /// Stops the run in the background (its task sees the stop, cancels the work and resigns).
+    fn drop(&mut self) {
+        self.stop.notify_one();
+        if let Some(signal) = self.signal.take() {
+            signal.abort();
+        }
     }
 }
 

@@ -18,6 +18,7 @@ mod multi;
 mod options;
 mod pace;
 mod request;
+mod stop;
 
 use std::sync::Arc;
 

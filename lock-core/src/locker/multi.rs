@@ -11,6 +11,7 @@ use metrics::SharedString;
 use super::handle::Locker;
 use super::options::Options;
 use super::pace::{changed, instrumented};
+use super::stop::{Stop, stopped};
 use crate::backend::{MultiAttempt, ReleaseWatch};
 use crate::metric::{Labels, Via};
 use crate::{Guard, LeaseWatch, LockError, TimeoutPhase};
@@ -29,6 +30,8 @@ pub struct MultiRequest {
     names: Vec<Arc<str>>,
     /// The options of every name's lease.
     options: Options,
+    /// The stop signal the request is tied to ([`MultiRequest::stop_on`]).
+    stop: Stop,
 }
 
 impl MultiRequest {
@@ -40,6 +43,7 @@ impl MultiRequest {
             locker: locker.clone(),
             names,
             options: locker.defaults(),
+            stop: Stop::default(),
         }
     }
 
@@ -67,6 +71,14 @@ impl MultiRequest {
     /// [`LockRequest::lock_delay`](crate::LockRequest::lock_delay).
     pub fn lock_delay(mut self, delay: Duration) -> Self {
         self.options.set_lock_delay(delay);
+        self
+    }
+
+    /// Ties the request to a stop signal: when it fires, a wait is given up, and under
+    /// [`run`](MultiRequest::run) the work is cancelled and every name released at once; see
+    /// [`LockRequest::stop_on`](crate::LockRequest::stop_on).
+    pub fn stop_on(mut self, signal: impl Future<Output = ()> + Send + 'static) -> Self {
+        self.stop.set(signal);
         self
     }
 
@@ -159,7 +171,18 @@ impl MultiRequest {
     /// # Cancel safety
     /// Cancel safe: dropped at any await point, whatever it may have acquired is released in
     /// the background.
-    pub async fn acquire(self) -> Result<MultiGuard, LockError> {
+    pub async fn acquire(mut self) -> Result<MultiGuard, LockError> {
+        let mut stop = self.stop.take();
+        let name = self.names.join(", ");
+        tokio::select! {
+            biased;
+            () = stopped(&mut stop) => Err(LockError::Stopped { name }),
+            result = self.acquire_unstopped() => result,
+        }
+    }
+
+    /// [`acquire`](MultiRequest::acquire) without a stop signal.
+    async fn acquire_unstopped(self) -> Result<MultiGuard, LockError> {
         let labels = self.labels();
         let span = tracing::debug_span!(
             "acquire_all",
@@ -182,17 +205,24 @@ impl MultiRequest {
     /// `Err(LockError::Lost)` names that lock.
     ///
     /// # Errors
-    /// Those of [`acquire`](MultiRequest::acquire), [`LockError::Lost`], and
-    /// [`LockError::NotOwned`] when a release found a lease no longer ours.
+    /// Those of [`acquire`](MultiRequest::acquire), [`LockError::Lost`],
+    /// [`LockError::NotOwned`] when a release found a lease no longer ours, and
+    /// [`LockError::Stopped`] when the [stop signal](MultiRequest::stop_on) fired.
     ///
     /// # Cancel safety
     /// Cancel safe: dropped, the work is dropped and the locks released in the background.
-    pub async fn run<F, Fut, T>(self, work: F) -> Result<T, LockError>
+    pub async fn run<F, Fut, T>(mut self, work: F) -> Result<T, LockError>
     where
         F: FnOnce(Vec<LeaseWatch>) -> Fut,
         Fut: Future<Output = T>,
     {
-        let guard = self.acquire().await?;
+        let mut stop = self.stop.take();
+        let names = self.names.join(", ");
+        let guard = tokio::select! {
+            biased;
+            () = stopped(&mut stop) => return Err(LockError::Stopped { name: names }),
+            guard = self.acquire_unstopped() => guard?,
+        };
         let lost = guard.lost();
         let work = work(guard.guards.iter().map(Guard::lease_watch).collect());
         tokio::select! {
@@ -200,6 +230,13 @@ impl MultiRequest {
             name = lost => {
                 drop(guard);
                 Err(LockError::Lost { name })
+            }
+            () = stopped(&mut stop) => {
+                // The work is dropped here, before the releases are sent.
+                if let Err(error) = guard.release().await {
+                    tracing::debug!(%error, "the release on the stop signal failed");
+                }
+                Err(LockError::Stopped { name: names })
             }
             out = work => guard.release().await.map(|()| out),
         }
@@ -315,6 +352,7 @@ impl fmt::Debug for MultiRequest {
         f.debug_struct("MultiRequest")
             .field("names", &self.names)
             .field("options", &self.options)
+            .field("stop_on", &self.stop.is_set())
             .finish()
     }
 }

@@ -14,6 +14,7 @@ use super::handle::{Ask, Locker, single_try};
 use super::line::Line;
 use super::options::Options;
 use super::pace::{failure_reason, instrumented, report};
+use super::stop::{Stop, stopped};
 use crate::backend::Attempt;
 use crate::metric::{Labels, Via};
 use crate::{Guard, Kind, LeaseWatch, LockError, MAX_PERMITS, check_name};
@@ -32,6 +33,8 @@ pub struct LockRequest {
     /// `check` as invalid input.
     misuse: Option<&'static str>,
     options: Options,
+    /// The stop signal the request is tied to ([`LockRequest::stop_on`]).
+    stop: Stop,
 }
 
 impl LockRequest {
@@ -43,6 +46,7 @@ impl LockRequest {
             kind,
             misuse: None,
             options: locker.defaults(),
+            stop: Stop::default(),
         }
     }
 
@@ -197,6 +201,28 @@ impl LockRequest {
         self
     }
 
+    /// Ties the request to a stop signal, such as the process's [`shutdown`](crate::shutdown)
+    /// (client-go's `ReleaseOnCancel`): when `signal` resolves, a wait for the lock is given
+    /// up, and under [`run`](LockRequest::run) the work is cancelled and the lock **released at
+    /// once** — the next holder, in this process or another, is granted it within a round trip
+    /// or two instead of a lease later. Either way the request answers
+    /// [`LockError::Stopped`]. A [`Guard`] from [`acquire`](LockRequest::acquire) is not tied
+    /// (release it yourself: `tokio::select!` on the signal).
+    ///
+    /// ```no_run
+    /// # async fn job(locker: lock_core::Locker) -> Result<(), lock_core::LockError> {
+    /// locker
+    ///     .lock("nightly-report")
+    ///     .stop_on(lock_core::shutdown())
+    ///     .run(|_lease| async { /* ... */ })
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn stop_on(mut self, signal: impl Future<Output = ()> + Send + 'static) -> Self {
+        self.stop.set(signal);
+        self
+    }
+
     /// Tries once. `Ok(None)` when another holder has the lock, or when waiters of this process
     /// queue for it (a single try does not jump their line; nothing is sent then). A nested
     /// guard when the current task holds it already (see [`acquire`](LockRequest::acquire)).
@@ -264,7 +290,22 @@ impl LockRequest {
     /// # Cancel safety
     /// Cancel safe: dropped at any await point, whatever it may have acquired is released in the
     /// background.
-    pub async fn acquire(self) -> Result<Guard, LockError> {
+    pub async fn acquire(mut self) -> Result<Guard, LockError> {
+        match self.stop.take() {
+            None => self.acquire_unstopped().await,
+            Some(mut signal) => {
+                let name = self.name.to_string();
+                tokio::select! {
+                    biased;
+                    () = signal.as_mut() => Err(LockError::Stopped { name }),
+                    result = self.acquire_unstopped() => result,
+                }
+            }
+        }
+    }
+
+    /// [`acquire`](LockRequest::acquire) without a stop signal.
+    async fn acquire_unstopped(self) -> Result<Guard, LockError> {
         let labels = self.labels();
         let span = tracing::debug_span!(
             "acquire",
@@ -296,25 +337,38 @@ impl LockRequest {
     /// lock expires at the end of its lease.
     ///
     /// # Errors
-    /// Those of [`acquire`](LockRequest::acquire), [`LockError::Lost`], and
-    /// [`LockError::NotOwned`].
+    /// Those of [`acquire`](LockRequest::acquire), [`LockError::Lost`],
+    /// [`LockError::NotOwned`], and [`LockError::Stopped`] when the [stop
+    /// signal](LockRequest::stop_on) fired (the work cancelled, the lock released).
     ///
     /// # Cancel safety
     /// Cancel safe: dropped, the work is dropped and the lock released in the background.
-    pub async fn run<F, Fut, T>(self, work: F) -> Result<T, LockError>
+    pub async fn run<F, Fut, T>(mut self, work: F) -> Result<T, LockError>
     where
         F: FnOnce(LeaseWatch) -> Fut,
         Fut: Future<Output = T>,
     {
-        let guard = self.acquire().await?;
+        let mut stop = self.stop.take();
+        let name = self.name.to_string();
+        let guard = tokio::select! {
+            biased;
+            () = stopped(&mut stop) => return Err(LockError::Stopped { name }),
+            guard = self.acquire_unstopped() => guard?,
+        };
         let lost = guard.lost();
         let work = work(guard.lease_watch());
         tokio::select! {
             biased;
             () = lost => {
-                let name = guard.name().to_owned();
                 drop(guard);
                 Err(LockError::Lost { name })
+            }
+            () = stopped(&mut stop) => {
+                // The work is dropped here, before the release is sent.
+                if let Err(error) = guard.release().await {
+                    tracing::debug!(%error, "the release on the stop signal failed");
+                }
+                Err(LockError::Stopped { name })
             }
             out = work => match guard.release().await {
                 Err(error @ LockError::NotOwned { .. }) => Err(error),
@@ -416,7 +470,8 @@ impl fmt::Debug for LockRequest {
         out.field("locker", &self.locker)
             .field("name", &self.name)
             .field("kind", &self.kind)
-            .field("misuse", &self.misuse);
+            .field("misuse", &self.misuse)
+            .field("stop_on", &self.stop.is_set());
         self.options.debug_fields(&mut out);
         out.finish()
     }

@@ -27,5 +27,6 @@ mod run;
 mod runtimes;
 mod spans;
 mod stop_margin;
+mod stop_on;
 mod token_entropy;
 mod waiting_line;

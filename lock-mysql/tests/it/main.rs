@@ -6,6 +6,7 @@ mod common;
 
 mod advisory_loss;
 mod conformance;
+mod election_processes;
 mod errors;
 mod fenced_write;
 mod inspect;

@@ -6,6 +6,7 @@
 mod common;
 
 mod conformance;
+mod election_processes;
 mod errors;
 mod faults;
 mod first_grant;

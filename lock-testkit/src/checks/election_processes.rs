@@ -154,7 +154,10 @@ impl Candidates {
     /// [`LEASE`] + [`FAILOVER_SLACK`]; the old leader's late write with its term is rejected
     /// by the fenced resource; on SIGCONT its term ends as `Lost` (its `lost()` fired) and its
     /// work writes no more. Then the new leader is SIGKILLed: another starts within the same
-    /// bound. Throughout, the resource never accepted a term smaller than one it had accepted.
+    /// bound. Then that one is sent SIGTERM, to which its run is tied
+    /// (`ElectionRun::stop_on(shutdown())`): its term ends as `Stopped` and another starts
+    /// well within a lease (the graceful hand-off). Throughout, the resource never accepted a
+    /// term smaller than one it had accepted.
     /// Prints how long each failover took, and returns it.
     ///
     /// # Panics
@@ -265,17 +268,20 @@ pub async fn candidate(locker: Locker) {
 /// `serve`: the campaign loop with fenced work, each term's start and end logged.
 async fn serve(election: &lock_core::Election, mut conn: MultiplexedConnection, pid: u32) {
     let work_conn = conn.clone();
-    let mut run = election.run(move |lease| {
-        let mut conn = work_conn.clone();
-        async move {
-            let term = lease.fencing_token();
-            // Bounded by the term: the run cancels this work when the leadership ends.
-            loop {
-                fenced_write(&mut conn, pid, term).await;
-                tokio::time::sleep(Duration::from_millis(50)).await;
+    // Tied to SIGTERM: a candidate told to stop gives its term up at once.
+    let mut run = election
+        .run(move |lease| {
+            let mut conn = work_conn.clone();
+            async move {
+                let term = lease.fencing_token();
+                // Bounded by the term: the run cancels this work when the leadership ends.
+                loop {
+                    fenced_write(&mut conn, pid, term).await;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
             }
-        }
-    });
+        })
+        .stop_on(lock_core::shutdown());
     let deadline = tokio::time::Instant::now() + SERVE_LIMIT;
     while let Ok(Some(event)) = tokio::time::timeout_at(deadline, run.next_event()).await {
         let line = match event {
@@ -515,6 +521,9 @@ pub struct Failovers {
     pub after_pause: Duration,
     /// From the next leader's SIGKILL to the one after's start.
     pub after_kill: Duration,
+    /// From the SIGTERM of the leader after that (its run tied to `shutdown()`) to the next
+    /// leader's start.
+    pub after_term: Duration,
 }
 
 /// [`Candidates::paused_and_killed_leaders`]: `Err` with what went wrong.
@@ -630,6 +639,41 @@ async fn paused_and_killed_leaders(
     if third.pid == second.pid {
         return Err("the killed candidate led again".into());
     }
+    // SIGTERM: the leader's run is tied to it (`ElectionRun::stop_on(shutdown())`), so it
+    // resigns at once and the next candidate is elected well within a lease.
+    let termed = candidates
+        .iter()
+        .find(|c| c.id() == Some(third.pid))
+        .ok_or("the third leader is not a candidate")?;
+    signal(termed, Signal::SIGTERM)?;
+    let at = Instant::now();
+    let fourth = wait_event(
+        &mut conn,
+        bound + Duration::from_secs(10),
+        "leader after the SIGTERM",
+        |e| e.start && e.term > third.term,
+    )
+    .await?;
+    let after_term = at.elapsed();
+    if after_term >= LEASE {
+        return Err(format!(
+            "a new leader {after_term:?} after the SIGTERM: the term ran out instead of \
+             being given up"
+        ));
+    }
+    let stopped = wait_event(
+        &mut conn,
+        Duration::from_secs(10),
+        "the SIGTERMed leader's end",
+        |e| !e.start && e.pid == third.pid && e.term == third.term,
+    )
+    .await?;
+    if stopped.how != "Stopped" || fourth.pid == third.pid {
+        return Err(format!(
+            "the SIGTERMed leader's term ended as {:?} (not Stopped), or it led again",
+            stopped.how
+        ));
+    }
     check_fence(&writes(&mut conn).await)?;
     for c in &mut candidates {
         let _ = c.start_kill();
@@ -638,6 +682,7 @@ async fn paused_and_killed_leaders(
     Ok(Failovers {
         after_pause,
         after_kill,
+        after_term,
     })
 }
 
