@@ -139,7 +139,9 @@ async fn main() -> Result<(), Error> {
     let listener = tokio::net::TcpListener::bind(cli.listen).await?;
     println!("listening on http://{}", listener.local_addr()?);
     axum::serve(listener, routes::router(state))
-        .with_graceful_shutdown(shutdown())
+        // SIGTERM or Ctrl-C: the same signal the handlers' locks are tied to
+        // (`stop_on_shutdown`), so their locks are released at once, not a lease later.
+        .with_graceful_shutdown(distlock::shutdown())
         .await?;
     eprintln!("stopped");
     Ok(())
@@ -150,14 +152,4 @@ fn locker(lock: impl Lock + 'static, cli: &Cli) -> Locker {
     Locker::builder(lock)
         .lease(Duration::from_millis(cli.lease_ms))
         .build()
-}
-
-/// Resolves on Ctrl-C or SIGTERM.
-async fn shutdown() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
 }

@@ -33,8 +33,11 @@ pub(crate) fn router(state: AppState) -> Router {
 /// Settles order `id`: a read-modify-write with an await in between, correct only because one
 /// request per order runs at a time, and fenced so that a holder that stalled past its lease
 /// cannot overwrite a newer write. A request that waits more than 2 s for the order's lock gets
-/// 409; a client that hangs up cancels the handler, and with it the lock is released.
-#[distributed_lock("order:{id}", locker = state.locker, wait = "2s")]
+/// 409; a client that hangs up cancels the handler, and with it the lock is released. When the
+/// service is told to stop (SIGTERM, Ctrl-C), a request still waiting or working gives up at
+/// once (503, `Retry-After`) and releases the order's lock, so another replica takes the order
+/// within a round trip instead of a lease later (`stop_on_shutdown`).
+#[distributed_lock("order:{id}", locker = state.locker, wait = "2s", stop_on_shutdown)]
 async fn settle(State(state): State<AppState>, Path(id): Path<u64>) -> Result<String, AppError> {
     let lease = distlock::current_lease().expect("inside a locked fn");
     let before = state.ledger.settled(id).await?;

@@ -9,12 +9,15 @@
 //!    another replica is elected once the lease runs out; when the paused one wakes up, its
 //!    `lost()` has fired and its work is cancelled, and a write it still got out is rejected
 //!    by the resource (its term is older);
-//! 2. **killed** (SIGKILL): another replica is elected once the lease runs out.
+//! 2. **killed** (SIGKILL): another replica is elected once the lease runs out;
+//! 3. **stopped** (SIGTERM, what Kubernetes and systemd send): the replica's run is tied to it
+//!    (`run.stop_on(distlock::shutdown())`), so it gives its term up at once and another
+//!    replica is elected within a round trip or two.
 //!
-//! It prints each replica's terms and rejected writes as they come and the **failover time**
-//! after the kill (from the SIGKILL to the next leader's start, on the machine's monotonic
-//! clock), then checks that the terms only grew and that the paused leader's term ended as
-//! lost; exits 1 if not.
+//! It prints each replica's terms and rejected writes as they come and the **failover times**
+//! after the kill and after the SIGTERM (from the signal to the next leader's start, on the
+//! machine's monotonic clock), then checks that the terms only grew, that the paused leader's
+//! term ended as lost and the stopped one's as stopped; exits 1 if not.
 //!
 //! The election runs on Redis (`RedisLock`), or with `--backend postgres` on PostgreSQL
 //! (`PostgresLock`) or with `--backend etcd` on etcd (`EtcdLock`): the same election code on
@@ -302,6 +305,21 @@ fn story(replicas: &mut Replicas, lease: Duration, backend: Backend) -> Result<E
         .ok_or("nobody took over from the killed leader")?;
     let failover = since(killed_ns, &third);
     println!("  → replica {} leads {failover:?} after the kill", third.id);
+
+    println!("stopping replica {} (SIGTERM)", third.id);
+    let termed_ns = clock::now_ns();
+    replicas.signal(third.id, Signal::SIGTERM)?;
+    let fourth = replicas
+        .wait_for(long, |l| l.what == "started" && l.term > third.term)
+        .ok_or("nobody took over from the stopped leader")?;
+    let handoff = since(termed_ns, &fourth);
+    println!(
+        "  → replica {} leads {handoff:?} after the SIGTERM",
+        fourth.id
+    );
+    let stopped = replicas
+        .wait_for(long, |l| l.what == "ended" && l.id == third.id)
+        .is_some_and(|l| l.rest == "Stopped");
     replicas.wait_for(Duration::from_millis(500), |_| false);
 
     // The checks: terms only grew, and the paused leader's term ended as lost.
@@ -327,13 +345,14 @@ fn story(replicas: &mut Replicas, lease: Duration, backend: Backend) -> Result<E
         late.len()
     );
     println!(
-        "failover after the kill: {:.0} ms (after the pause: {:.0} ms), lease {} ms, on {}",
+        "failover after the kill: {:.0} ms (after the pause: {:.0} ms; after a SIGTERM: {:.1} ms), lease {} ms, on {}",
         failover.as_secs_f64() * 1e3,
         after_pause.as_secs_f64() * 1e3,
+        handoff.as_secs_f64() * 1e3,
         lease.as_millis(),
         backend.as_str()
     );
-    Ok(if ordered && lost {
+    Ok(if ordered && lost && stopped {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

@@ -53,24 +53,28 @@ async fn run(args: &ReplicaArgs) -> Result<(), crate::Error> {
         .value(format!("replica {id}"))
         .lease(Duration::from_millis(args.lease_ms));
     // The work of one term: cancelled by the run when the leadership is lost.
-    let mut run = election.run(move |lease| {
-        let fences = fences.clone();
-        async move {
-            let term = lease.fencing_token();
-            let fence = Fence::new(RESOURCE, term);
-            let value = format!("replica {id}");
-            loop {
-                let outcome = match fences.set(&fence, value.as_bytes(), None).await {
-                    Ok(()) => "ok",
-                    Err(LockError::Fenced { .. }) => "rejected",
-                    Err(_) => "error",
-                };
-                println!("wrote {id} {term} {outcome}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut run = election
+        .run(move |lease| {
+            let fences = fences.clone();
+            async move {
+                let term = lease.fencing_token();
+                let fence = Fence::new(RESOURCE, term);
+                let value = format!("replica {id}");
+                loop {
+                    let outcome = match fences.set(&fence, value.as_bytes(), None).await {
+                        Ok(()) => "ok",
+                        Err(LockError::Fenced { .. }) => "rejected",
+                        Err(_) => "error",
+                    };
+                    println!("wrote {id} {term} {outcome}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
             }
-        }
-    });
-    // Until the parent kills this process.
+        })
+        // SIGTERM (or Ctrl-C) ends the run: the term's work is cancelled and the leadership given
+        // up at once, so another replica leads within a round trip or two, not a lease later.
+        .stop_on(distlock::shutdown());
+    // Until the parent kills this process, or SIGTERM ends the run (the events then end).
     while let Some(event) = run.next_event().await {
         match event {
             TermEvent::Started { term } => println!("started {id} {term} {}", clock::now_ns()),
