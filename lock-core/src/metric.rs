@@ -27,7 +27,7 @@
 //! | `distlock_acquire_attempts_total` | counter | acquire attempts sent to the backend, one per try, whatever the answer |
 //! | `distlock_acquired_total{via}` | counter | guards handed out, by how: `via="attempt"` (an attempt sent to the backend was granted), `via="handover"` (a guard of this process passed its lock straight to this waiter: no attempt was sent), `via="reentry"` (a nested guard of a task that already held the name: nothing was sent, no new lease), `via="adopt"` (a kept lease taken back by `Locker::adopt`) |
 //! | `distlock_not_acquired_total{reason}` | counter | requests that ended without the lock: `busy`, `timeout`, `quorum`, `error`, `invalid` |
-//! | `distlock_acquire_wait_seconds` | histogram, seconds | from the request's start to the grant (attempt or handover) |
+//! | `distlock_acquire_wait_seconds{outcome}` | histogram, seconds | from a waiting request's start to its end: `outcome="acquired"` (the grant: attempt or handover; a single try's round trip too), or how a wait ended without the lock, `timeout`, `busy`, `error`, `quorum`, `cancelled` (its future dropped: the caller gave up, a stop signal) |
 //! | `distlock_held_seconds` | histogram, seconds | from the grant to release, loss or leak |
 //! | `distlock_held` | gauge | leases held by guards of this process now |
 //! | `distlock_oldest_held_seconds` | gauge, seconds | how long the oldest hold counted in `distlock_held` has lasted so far: a stuck holder shows here before it releases (see "The oldest hold" below) |
@@ -117,7 +117,9 @@ pub const ACQUIRED_TOTAL: &str = "distlock_acquired_total";
 /// held), `timeout` (the wait ran out), `quorum` (too few nodes of a multi-node backend said
 /// yes), `error` (the backend failed), `invalid` (bad input).
 pub const NOT_ACQUIRED_TOTAL: &str = "distlock_not_acquired_total";
-/// Histogram, seconds: from the request's start to the grant.
+/// Histogram, seconds: from the request's start to the grant (`outcome="acquired"`), or to
+/// the end of a wait that got no lock (`outcome` = `timeout`, `busy`, `error`, `quorum`,
+/// `cancelled`).
 pub const ACQUIRE_WAIT_SECONDS: &str = "distlock_acquire_wait_seconds";
 /// Histogram, seconds: from the grant to release, loss or leak.
 pub const HELD_SECONDS: &str = "distlock_held_seconds";
@@ -190,7 +192,7 @@ const DESCRIPTIONS: &[(&str, Series, Unit, &str)] = &[
         ACQUIRE_WAIT_SECONDS,
         Series::Histogram,
         Unit::Seconds,
-        "Seconds from the request's start to the grant.",
+        "Seconds from the request's start to the grant (outcome=acquired), or to the end of a wait that got no lock (outcome=timeout, busy, error, quorum, cancelled).",
     ),
     (
         HELD_SECONDS,
@@ -426,7 +428,6 @@ impl Labels {
         ]));
         let names = [
             ACQUIRE_ATTEMPTS_TOTAL,
-            ACQUIRE_WAIT_SECONDS,
             HELD_SECONDS,
             HELD,
             WAITERS,
@@ -455,7 +456,15 @@ impl Labels {
             keys,
             acquired,
             attempts: key(ACQUIRE_ATTEMPTS_TOTAL),
-            wait: key(ACQUIRE_WAIT_SECONDS),
+            wait: Key::from_static_parts(
+                ACQUIRE_WAIT_SECONDS,
+                Box::leak(Box::new([
+                    Label::from_static_parts("backend", backend),
+                    Label::from_static_parts("lock", UNLABELLED),
+                    Label::from_static_parts("kind", kind),
+                    Label::from_static_parts("outcome", "acquired"),
+                ])),
+            ),
             held: key(HELD),
             held_seconds: key(HELD_SECONDS),
             permits_held: key(PERMITS_HELD),
@@ -511,7 +520,7 @@ impl Labels {
     pub(crate) fn granted(&self, via: Via, waited: Duration, permits: u32) {
         let Some(fixed) = self.fixed else {
             self.acquired(via);
-            self.record(ACQUIRE_WAIT_SECONDS, waited);
+            self.waited("acquired", waited);
             self.gauge(HELD, 1.0);
             if permits > 0 {
                 self.gauge(PERMITS_HELD, f64::from(permits));
@@ -552,6 +561,19 @@ impl Labels {
             r.register_histogram(&fixed.held_seconds, &METADATA)
                 .record(held_for.as_secs_f64());
         });
+    }
+
+    /// Records how long a request waited in [`ACQUIRE_WAIT_SECONDS`] under `outcome`: the
+    /// grant (`acquired`), or how a wait ended without the lock.
+    pub(crate) fn waited(&self, outcome: &'static str, waited: Duration) {
+        metrics::histogram!(
+            ACQUIRE_WAIT_SECONDS,
+            "backend" => self.backend,
+            "lock" => self.lock.clone(),
+            "kind" => self.kind,
+            "outcome" => outcome
+        )
+        .record(waited.as_secs_f64());
     }
 
     pub(crate) fn count_with(&self, name: &'static str, key: &'static str, value: &'static str) {

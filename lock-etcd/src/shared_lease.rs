@@ -27,8 +27,15 @@ use crate::error::bounded;
 use crate::layout::ttl_seconds;
 
 /// A shared lease is kept alive again once this fraction of its TTL has passed since the
-/// last time (1/10: a grant or renewal gets at least 9/10 of its TTL).
+/// last time (1/10: a grant or renewal gets at least 9/10 of its TTL)...
 const FRESH_DIVISOR: u32 = 10;
+
+/// ... or this long, whichever is shorter: what a grant or renewal may lose is bounded in
+/// time too. A lease with a lock-delay asks for its lease plus the delay, and its holder is
+/// told the answer less the delay: a tenth of a long TTL could be most of the holder's own
+/// lease (a 2 s lease with a 10 s delay lost up to 1.2 s). At most 4 keep-alives a second per
+/// shared lease, whatever the number of leases on it.
+const FRESH_AT_MOST: Duration = Duration::from_millis(250);
 
 /// One shared etcd lease, as this process knows it.
 #[derive(Debug, Clone, Copy)]
@@ -47,9 +54,11 @@ impl Shared {
         self.kept_at + self.granted
     }
 
-    /// Whether it was kept alive recently enough to give a grant 9/10 of its TTL.
+    /// Whether it was kept alive recently enough to give a grant 9/10 of its TTL, and all but
+    /// [`FRESH_AT_MOST`] of it.
     fn fresh(&self, now: Instant) -> bool {
-        now.saturating_duration_since(self.kept_at) < self.granted / FRESH_DIVISOR
+        now.saturating_duration_since(self.kept_at)
+            < (self.granted / FRESH_DIVISOR).min(FRESH_AT_MOST)
     }
 }
 

@@ -201,11 +201,22 @@ pub(super) async fn instrumented<T>(
     acquire: impl Future<Output = (Result<T, LockError>, u32)>,
 ) -> Result<T, LockError> {
     let acquire = async {
+        // A wait that ends without the lock is recorded in the wait histogram under how it
+        // ended; one dropped before its end (the caller gave up, a stop signal) as cancelled.
+        let mut wait = WaitRecord {
+            labels,
+            started: Instant::now(),
+            ended: false,
+        };
         let (result, attempts) = acquire.await;
+        wait.ended = true;
         let outcome = match &result {
             Ok(_) => "acquired",
             Err(error) => failure_reason(error),
         };
+        if !matches!(outcome, "acquired" | "invalid") {
+            labels.waited(outcome, wait.started.elapsed());
+        }
         report(labels, outcome, Some(attempts));
         result
     };
@@ -214,6 +225,21 @@ pub(super) async fn instrumented<T>(
         acquire.await
     } else {
         acquire.instrument(span).await
+    }
+}
+
+/// A wait under way: recorded as `cancelled` in the wait histogram if dropped before it ended.
+struct WaitRecord<'a> {
+    labels: &'a Labels,
+    started: Instant,
+    ended: bool,
+}
+
+impl Drop for WaitRecord<'_> {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.labels.waited("cancelled", self.started.elapsed());
+        }
     }
 }
 

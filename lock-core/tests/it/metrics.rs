@@ -126,9 +126,26 @@ fn a_scripted_scenario_records_the_expected_series() {
         }
         other => panic!("held histogram: {other:?}"),
     }
-    match value(s, metric::ACQUIRE_WAIT_SECONDS, None) {
+    // The grant (the try's round trip is one too), and the wait that timed out, under its
+    // outcome, with how long it waited.
+    match value(
+        s,
+        metric::ACQUIRE_WAIT_SECONDS,
+        Some(("outcome", "acquired")),
+    ) {
         Some(DebugValue::Histogram(h)) => assert_eq!(h.len(), 1),
         other => panic!("wait histogram: {other:?}"),
+    }
+    match value(
+        s,
+        metric::ACQUIRE_WAIT_SECONDS,
+        Some(("outcome", "timeout")),
+    ) {
+        Some(DebugValue::Histogram(h)) => {
+            assert_eq!(h.len(), 1);
+            assert!(h[0].into_inner() >= 0.05, "waited its 50 ms: {h:?}");
+        }
+        other => panic!("wait histogram of the timeout: {other:?}"),
     }
     // Cardinality: the rendered name never appears as a label value.
     for (key, ..) in &snapshot {
@@ -184,8 +201,10 @@ fn requests_without_a_label_are_recorded_as_unlabelled() {
         held[0].1
     );
     let waits = series(metric::ACQUIRE_WAIT_SECONDS, MetricKind::Histogram);
+    let mut acquired = labels.clone();
+    acquired.push(("outcome".to_owned(), "acquired".to_owned()));
     assert!(
-        matches!(&waits[..], [(l, DebugValue::Histogram(h))] if *l == labels && h.len() == 3),
+        matches!(&waits[..], [(l, DebugValue::Histogram(h))] if *l == acquired && h.len() == 3),
         "{waits:?}"
     );
 }
@@ -324,5 +343,34 @@ fn every_series_carries_the_kind_and_permits_are_gauged() {
     match value(&snapshot, metric::PERMITS_HELD, Some(("kind", "semaphore"))) {
         Some(DebugValue::Gauge(held)) => assert_eq!(held.into_inner(), 3.0, "three permits held"),
         other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_dropped_wait_is_recorded_as_cancelled() {
+    let snapshot = recorded(|locker| async move {
+        let _guard = locker.lock("job:7").label("job:{id}").await.expect("free");
+        let wait = locker
+            .lock("job:7")
+            .label("job:{id}")
+            .wait(Duration::from_secs(60))
+            .acquire();
+        // The caller gives up after 100 ms: the wait is dropped.
+        let gave_up = tokio::time::timeout(Duration::from_millis(100), wait).await;
+        assert!(gave_up.is_err());
+    });
+    match value(
+        &snapshot,
+        metric::ACQUIRE_WAIT_SECONDS,
+        Some(("outcome", "cancelled")),
+    ) {
+        Some(DebugValue::Histogram(h)) => {
+            assert_eq!(h.len(), 1);
+            assert!(
+                (h[0].into_inner() - 0.1).abs() < 1e-3,
+                "waited 100 ms: {h:?}"
+            );
+        }
+        other => panic!("wait histogram of the dropped wait: {other:?}"),
     }
 }

@@ -141,11 +141,23 @@ impl SeaweedfsServer {
         self.process.stop_with(None);
     }
 
-    /// Starts it again after a stop or a kill, on the same ports and the same data.
+    /// Starts it again after a stop or a kill, on the same S3 port and the same data.
+    ///
+    /// The components' other ports (master, volume server, filer, and the gRPC ports) are
+    /// taken afresh: no client knows them, and one of them may have been taken by another
+    /// process since (a filer that could not bind its gRPC port again failed all five
+    /// attempts of a restart once, in a full test run).
     ///
     /// # Errors
     /// When it is still running, or does not become ready.
     pub fn start_again(&mut self) -> io::Result<()> {
+        let pair = || -> io::Result<[u16; 2]> { Ok([try_free_port()?, try_free_port()?]) };
+        self.ports = Ports {
+            master: pair()?,
+            volume: pair()?,
+            filer: pair()?,
+            s3: [self.ports.s3[0], try_free_port()?],
+        };
         launch::start_again(self)
     }
 
