@@ -114,6 +114,10 @@ pub(crate) enum Command {
     /// Release a lock only if it is still held with TOKEN (printed by `ls`/`show`), and wake
     /// its waiters. Exit 1 when the lock is held with another token or not held.
     Release(ReleaseArgs),
+    /// Ask the holder of a lock to give it up, without taking it from under its work: a
+    /// `distlock run` holder (or a library holder whose request was revocable) is told at its
+    /// next renewal, stops its command and releases. Exit 1 when the lock is not held.
+    Revoke(RevokeArgs),
     /// Run a command while holding a lock, like `consul lock`.
     ///
     /// The lease is renewed while the command runs. The command gets DISTLOCK_LOCK_NAME and
@@ -236,6 +240,16 @@ pub(crate) struct ReleaseArgs {
     pub(crate) force: bool,
 }
 
+/// `distlock revoke`.
+#[derive(Debug, Args)]
+pub(crate) struct RevokeArgs {
+    /// The lock name, without the prefix.
+    pub(crate) name: String,
+    /// Why: shown to the holder (`distlock run` prints it).
+    #[arg(long)]
+    pub(crate) note: Option<String>,
+}
+
 /// `distlock run`.
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
@@ -284,6 +298,11 @@ pub(crate) struct RunArgs {
     /// keeps the election without a leader that long.
     #[arg(long, value_parser = duration)]
     pub(crate) lock_delay: Option<Duration>,
+    /// Keep the lock when `distlock revoke` asks for it. By default a revocation is honoured as
+    /// a lost lease is: the command is stopped (SIGTERM, SIGKILL after --kill-after), then the
+    /// lock released, and distlock exits with the "lost" code.
+    #[arg(long)]
+    pub(crate) ignore_revocation: bool,
     /// The command and its arguments (after `--`).
     #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true)]
     pub(crate) command: Vec<String>,

@@ -84,7 +84,7 @@ pub(crate) async fn run(store: &dyn Store, args: RunArgs) -> Result<ExitCode, Fa
         };
         let term = leadership.term();
         eprintln!("distlock: leading {:?} with term {term}", args.name);
-        match supervise(&args, term, leadership.lost(), &mut signals).await {
+        match supervise(&args, term, leadership.lost(), &|| None, &mut signals).await {
             Err(failure) => {
                 let _ = leadership.resign().await;
                 return Err(failure);

@@ -13,6 +13,7 @@ mod migrate;
 mod output;
 mod release;
 mod render;
+mod revoke;
 mod run;
 mod serve;
 mod store;
@@ -77,6 +78,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Release(args) => release::release(store, &args, cli.json).await,
+        Command::Revoke(args) => revoke::revoke(store, &args, cli.json).await,
         Command::Run(args) if args.leader => leader::run(store, args).await,
         Command::Run(args) => run::run(store, args).await,
         Command::Leader(args) => leader::show(store, &args, cli.json).await,

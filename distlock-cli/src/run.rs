@@ -66,6 +66,11 @@ pub(crate) async fn run(store: &dyn Store, args: RunArgs) -> Result<ExitCode, Fa
     let with_grant = store.describes_grants() && args.lock_delay.is_none();
     let locker = locker(store, with_grant.then_some(note.as_str()))?;
     let mut request = locker.lock(args.name.as_str()).lease(args.lease).wait(wait);
+    // `distlock revoke` reaches it where the store can name the grant; elsewhere nobody can
+    // ask, and the run goes on as before.
+    if !args.ignore_revocation && locker.backend_lock().capabilities().offers_revocation() {
+        request = request.revocable();
+    }
     if let Some(delay) = args.lock_delay {
         request = request.lock_delay(delay);
     }
@@ -78,7 +83,30 @@ pub(crate) async fn run(store: &dyn Store, args: RunArgs) -> Result<ExitCode, Fa
         describe_grant(lock.as_ref(), &guard, &note, args.lock_delay).await;
     }
     let mut signals = Signals::listen()?;
-    let end = match supervise(&args, guard.fencing_token(), guard.lost(), &mut signals).await {
+    // A revocation (`distlock revoke`) ends the run as a lost lease does, unless ignored.
+    let ended = {
+        let (lost, revoked) = (guard.lost(), guard.revoked());
+        let honour = !args.ignore_revocation;
+        async move {
+            tokio::select! {
+                () = lost => {}
+                () = revoked, if honour => {}
+            }
+        }
+    };
+    let revocation = || {
+        (guard.is_revoked() && !args.ignore_revocation)
+            .then(|| guard.revocation_note().map(|note| note.to_string()))
+    };
+    let end = match supervise(
+        &args,
+        guard.fencing_token(),
+        ended,
+        &revocation,
+        &mut signals,
+    )
+    .await
+    {
         Ok(end) => end,
         Err(failure) => {
             let _ = guard.release().await;
@@ -87,6 +115,19 @@ pub(crate) async fn run(store: &dyn Store, args: RunArgs) -> Result<ExitCode, Fa
     };
     match end {
         End::Exited(status) => release_after(guard, &args, status).await,
+        End::Lost if guard.is_revoked() && !args.ignore_revocation => {
+            // Given up on request: released now, for whoever asked.
+            let released = guard.release().await;
+            let how = if released.is_ok() {
+                "released"
+            } else {
+                "already lost"
+            };
+            Err(Failure::new(
+                LOST,
+                format!("gave the lock {:?} up on request ({how})", args.name),
+            ))
+        }
         End::Lost => {
             drop(guard);
             Err(Failure::new(LOST, format!("lost the lock {:?}", args.name)))
@@ -114,7 +155,8 @@ pub(crate) fn busy_or(error: LockError, name: &str, wait: Duration) -> Failure {
 }
 
 /// Runs the command of `args` under the lease whose fencing token is `token` until it exits
-/// or `lost` resolves, passing on the signals distlock gets; stops it on `lost`. Either way
+/// or `lost` resolves (`revoked` says whether that was a revocation, with its note), passing
+/// on the signals distlock gets; stops it on `lost`. Either way
 /// the command's process group is ended before this returns, so nothing it started outlives
 /// the lease.
 ///
@@ -124,6 +166,7 @@ pub(crate) async fn supervise(
     args: &RunArgs,
     token: u64,
     lost: impl std::future::Future<Output = ()>,
+    revoked: &dyn Fn() -> Option<Option<String>>,
     signals: &mut Signals,
 ) -> Result<End, Failure> {
     let Some((program, rest)) = args.command.split_first() else {
@@ -177,11 +220,20 @@ pub(crate) async fn supervise(
         }
     };
     if let End::Lost = end {
-        eprintln!(
-            "distlock: the lease on {:?} was lost; stopping the command (SIGTERM, SIGKILL after {})",
-            args.name,
-            humantime::format_duration(args.kill_after)
-        );
+        let kill_after = humantime::format_duration(args.kill_after);
+        match revoked() {
+            Some(note) => eprintln!(
+                "distlock: asked to give the lock {:?} up{}; stopping the command (SIGTERM, \
+                 SIGKILL after {kill_after})",
+                args.name,
+                note.map(|note| format!(" ({note})")).unwrap_or_default()
+            ),
+            None => eprintln!(
+                "distlock: the lease on {:?} was lost; stopping the command (SIGTERM, SIGKILL \
+                 after {kill_after})",
+                args.name
+            ),
+        }
         stop(&mut child, group, args.kill_after).await;
     }
     // Whatever the command left running in its group would outlive the lock.

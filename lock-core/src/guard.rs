@@ -202,6 +202,30 @@ impl Guard {
         Arc::clone(&self.held).lost()
     }
 
+    /// Resolves when another process asks this holder to give the lock up
+    /// ([`Locker::revoke`](crate::Locker::revoke)), for a
+    /// [revocable](crate::LockRequest::revocable) request; or when the lease is lost (it can
+    /// be revoked no more: see [`Guard::is_revoked`]). The holder decides: release the guard
+    /// (counted as honoured), or carry on and keep the lock.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping it changes nothing.
+    pub fn revoked(&self) -> impl Future<Output = ()> + Send + 'static {
+        Arc::clone(&self.held).revoked()
+    }
+
+    /// Whether another process asked this holder to give the lock up.
+    #[must_use]
+    pub fn is_revoked(&self) -> bool {
+        self.held.is_revoked()
+    }
+
+    /// Why the holder was asked to give the lock up, if the revoker said.
+    #[must_use]
+    pub fn revocation_note(&self) -> Option<Arc<str>> {
+        self.held.revocation_note()
+    }
+
     /// A cheap, cloneable view of this lease for code that must not own the guard (the work
     /// passed to [`LockRequest::run`](crate::LockRequest::run)).
     #[must_use]
@@ -273,6 +297,9 @@ impl Guard {
         }
         self.armed = false;
         self.finish();
+        if self.held.is_revoked() {
+            crate::locker::revoke::honoured(self.held.labels());
+        }
         let _op = self.held.op().await;
         if self.held.kept_by_lock_delay() {
             self.held.labels().count(metric::RELEASE_NOT_OWNED_TOTAL);
@@ -347,6 +374,9 @@ impl Drop for Guard {
             return;
         }
         self.finish();
+        if self.held.is_revoked() {
+            crate::locker::revoke::honoured(self.held.labels());
+        }
         let (lock, held) = (Arc::clone(&self.lock), Arc::clone(&self.held));
         let waiters = self.outer.as_ref().map(|outer| Arc::clone(&outer.waiters));
         match tokio::runtime::Handle::try_current() {
@@ -396,6 +426,21 @@ pub struct LeaseWatch {
 }
 
 impl LeaseWatch {
+    /// Resolves when the holder is asked to give the lock up, or the lease is lost; see
+    /// [`Guard::revoked`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping it changes nothing.
+    pub fn revoked(&self) -> impl Future<Output = ()> + Send + 'static {
+        Arc::clone(&self.held).revoked()
+    }
+
+    /// Whether the holder was asked to give the lock up; see [`Guard::is_revoked`].
+    #[must_use]
+    pub fn is_revoked(&self) -> bool {
+        self.held.is_revoked()
+    }
+
     /// The lock name.
     #[must_use]
     pub fn name(&self) -> &str {

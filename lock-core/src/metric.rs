@@ -38,6 +38,7 @@
 //! | `distlock_at_risk_total` | counter | leases whose renewal failed while they were still valid, once per spell of failures |
 //! | `distlock_stop_margin_reached_total` | counter | leases whose stop point (`valid_until` − stop margin) passed without a renewal: `lost()` fired while still valid |
 //! | `distlock_release_not_owned_total` | counter | releases that found the lease no longer ours |
+//! | `distlock_revocations_total{event}` | counter | revocation requests: `sent` (`Locker::revoke`), `seen` (a revocable lease found it was asked to give its lock up), `honoured` (a revoked lease released or dropped) |
 //! | `distlock_backend_errors_total{op}` | counter | backend failures: `acquire`, `extend`, `release` |
 //!
 //! The counters add up as follows, for one `backend`, `lock` and `kind`:
@@ -145,6 +146,10 @@ pub const AT_RISK_TOTAL: &str = "distlock_at_risk_total";
 pub const STOP_MARGIN_REACHED_TOTAL: &str = "distlock_stop_margin_reached_total";
 /// Counter: releases that found the lease no longer ours.
 pub const RELEASE_NOT_OWNED_TOTAL: &str = "distlock_release_not_owned_total";
+/// Counter: revocation requests (`Locker::revoke`), by `event`: `sent` (by this process),
+/// `seen` (a revocable lease of this process found it asked to give its lock up), `honoured`
+/// (a revoked lease of this process was released or dropped).
+pub const REVOCATIONS_TOTAL: &str = "distlock_revocations_total";
 /// Gauge: semaphore permits held by guards of this process now (a guard of `k` permits
 /// counts `k`; [`HELD`] counts it once).
 pub const PERMITS_HELD: &str = "distlock_permits_held";
@@ -247,6 +252,12 @@ const DESCRIPTIONS: &[(&str, Series, Unit, &str)] = &[
         Series::Counter,
         Unit::Count,
         "Releases that found the lease no longer ours (it had expired, maybe taken by another holder).",
+    ),
+    (
+        REVOCATIONS_TOTAL,
+        Series::Counter,
+        Unit::Count,
+        "Revocation requests: sent by this process, seen by a revocable lease of it, honoured (the revoked lease given up).",
     ),
     (
         PERMITS_HELD,

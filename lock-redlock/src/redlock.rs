@@ -452,6 +452,9 @@ fn capabilities_over(
         // A successor's quorum shares a node with the holder's, but which one is not known:
         // every node must keep a lease for its TTL for the delay to hold.
         .with_lock_delay(all > 0 && delaying == all)
+        // Its holder's fencing token is known only from the note its grant wrote (the
+        // nodes' own tokens differ): a revocation could not name the grant.
+        .with_holder_tokens(false)
         // No fence of its own: a fence is one store's record, and a Redlock's token comes
         // from a quorum of stores. Its tokens fence a store of the user's (README, "Fencing
         // tokens"), as far as `fencing` says they are ordered.

@@ -24,6 +24,7 @@ mod run_leader;
 mod run_lock_delay;
 mod run_lost;
 mod run_psql;
+mod run_revoke;
 mod sentinel;
 mod serve;
 mod serve_browser;

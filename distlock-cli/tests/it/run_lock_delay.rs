@@ -18,16 +18,16 @@ const LEASE: Duration = Duration::from_secs(1);
 const DELAY: Duration = Duration::from_secs(3);
 
 /// One store as the command reaches it: its arguments, and the environment it needs.
-struct Target {
-    args: Vec<String>,
-    env: Vec<(&'static str, String)>,
+pub(crate) struct Target {
+    pub(crate) args: Vec<String>,
+    pub(crate) env: Vec<(&'static str, String)>,
     /// Whether the store tells how much of a lease is left (object storage keeps no clock:
     /// it tells the lease's length, so `show` cannot say when the holder's lease ended).
-    tells_time_left: bool,
+    pub(crate) tells_time_left: bool,
 }
 
 impl Target {
-    fn url(url: String) -> Self {
+    pub(crate) fn url(url: String) -> Self {
         Self {
             args: vec!["--url".into(), url],
             env: Vec::new(),
@@ -35,7 +35,7 @@ impl Target {
         }
     }
 
-    fn command(&self) -> Command {
+    pub(crate) fn command(&self) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_distlock"));
         command
             .args(&self.args)
@@ -47,7 +47,7 @@ impl Target {
     }
 
     /// `distlock TARGET ARGS...`, run to its end.
-    fn output(&self, args: &[&str]) -> std::process::Output {
+    pub(crate) fn output(&self, args: &[&str]) -> std::process::Output {
         self.command().args(args).output().expect("run distlock")
     }
 

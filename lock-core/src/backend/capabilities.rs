@@ -65,6 +65,12 @@ pub struct Capabilities {
     /// [`Locker`](crate::Locker) then refuses a lock-delay with
     /// [`LockError::Unsupported`](crate::LockError::Unsupported) before any I/O.
     pub lock_delay: bool,
+    /// Whether [`Lock::describe_holder`](crate::backend::Lock::describe_holder) tells the
+    /// holder's fencing token by itself, without a note written beside the grant (a Redlock
+    /// knows it only from the note: its nodes issue tokens of their own). With `holders` and
+    /// ordered fencing, what [`Locker::revoke`](crate::Locker::revoke) needs to name the grant
+    /// it asks: [`Capabilities::offers_revocation`].
+    pub holder_tokens: bool,
 }
 
 /// How a backend's multi-lock takes its names: all in one atomic step, or one after the other.
@@ -133,6 +139,7 @@ impl Capabilities {
         holders: false,
         guarded_writes: false,
         lock_delay: true,
+        holder_tokens: true,
     };
 
     /// These capabilities with the read-write lock.
@@ -200,6 +207,26 @@ impl Capabilities {
     #[must_use]
     pub const fn with_lock_delay(self, lock_delay: bool) -> Self {
         Self { lock_delay, ..self }
+    }
+
+    /// These capabilities with the holder's fencing token told by `describe_holder` without a
+    /// note (`true`) or only through one.
+    #[must_use]
+    pub const fn with_holder_tokens(self, holder_tokens: bool) -> Self {
+        Self {
+            holder_tokens,
+            ..self
+        }
+    }
+
+    /// Whether [`Locker::revoke`](crate::Locker::revoke) and revocable requests work: the
+    /// backend describes its holders, with their fencing token, and its tokens are ordered
+    /// (strict, or after holding), so that a request names one grant.
+    #[must_use]
+    pub const fn offers_revocation(&self) -> bool {
+        self.holders
+            && self.holder_tokens
+            && matches!(self.fencing, Fencing::Strict(_) | Fencing::AfterHolding)
     }
 
     /// Whether the backend grants leases of `kind` (of any parameters).

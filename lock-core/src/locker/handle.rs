@@ -281,7 +281,8 @@ impl Locker {
                 options.stop_margin_for(options.ttl()),
                 now,
             )
-            .with_lock_delay(options.lock_delay()),
+            .with_lock_delay(options.lock_delay())
+            .with_revocable(options.revocable()),
         );
         // Renewed, or only watched for the oldest-hold gauge when its TTL is fixed; the
         // watchdog also asks the backend to watch its key for loss when it takes it in.

@@ -51,6 +51,8 @@ pub(super) struct Options {
     /// How long the store keeps the name after the holder's validity ends (Chubby's
     /// lock-delay): added to every TTL sent to the backend, never to the holder's validity.
     lock_delay: Duration,
+    /// Whether a granted lease looks for revocation requests (`LockRequest::revocable`).
+    revocable: bool,
 }
 
 /// How a granted lease ends.
@@ -74,7 +76,18 @@ impl Options {
             max_hold: None,
             stop_margin: None,
             lock_delay: Duration::ZERO,
+            revocable: false,
         }
+    }
+
+    /// Look for revocation requests after each renewal.
+    pub(super) fn set_revocable(&mut self, revocable: bool) {
+        self.revocable = revocable;
+    }
+
+    /// Whether a granted lease looks for revocation requests.
+    pub(super) fn revocable(&self) -> bool {
+        self.revocable
     }
 
     /// Keep the name from any new grant for `delay` after a lease of this request ends by
@@ -218,7 +231,8 @@ impl Options {
             .field("label", &self.label)
             .field("max_hold", &self.max_hold)
             .field("stop_margin", &self.stop_margin)
-            .field("lock_delay", &self.lock_delay);
+            .field("lock_delay", &self.lock_delay)
+            .field("revocable", &self.revocable);
     }
 }
 

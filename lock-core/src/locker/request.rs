@@ -201,6 +201,21 @@ impl LockRequest {
         self
     }
 
+    /// Makes the granted lease **revocable** (Curator's `makeRevocable`): another process may
+    /// ask its holder to give the lock up with [`Locker::revoke`] (or `distlock revoke`), and
+    /// [`Guard::revoked`] fires then; the holder decides what to do (a holder that ignores it
+    /// keeps the lock). The request is seen at the lease's next renewal (every third of the
+    /// lease; a fixed TTL is never renewed, so never told): one more read of the store per
+    /// renewal, which is why it is not the default.
+    ///
+    /// # Errors (of the request)
+    /// [`LockError::Unsupported`] (kind `"revocation"`) on a backend that does not describe
+    /// its holders or whose fencing tokens are not ordered, before any I/O.
+    pub fn revocable(mut self) -> Self {
+        self.options.set_revocable(true);
+        self
+    }
+
     /// Ties the request to a stop signal, such as the process's [`shutdown`](crate::shutdown)
     /// (client-go's `ReleaseOnCancel`): when `signal` resolves, a wait for the lock is given
     /// up, and under [`run`](LockRequest::run) the work is cancelled and the lock **released at
@@ -391,8 +406,11 @@ impl LockRequest {
             return Err(LockError::invalid(misuse));
         }
         let ttl = self.options.check(&self.name)?;
-        self.options
-            .check_lock_delay(self.locker.backend_lock().as_ref())?;
+        let lock = self.locker.backend_lock().as_ref();
+        self.options.check_lock_delay(lock)?;
+        if self.options.revocable() {
+            super::revoke::check_revocable(lock)?;
+        }
         if let Kind::Semaphore { permits, max } = self.kind {
             if max == 0 || max > MAX_PERMITS {
                 return Err(LockError::invalid(format!(

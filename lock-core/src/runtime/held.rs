@@ -62,6 +62,15 @@ pub(crate) struct HeldLease {
     /// Set once the backend was asked for that watch ([`HeldLease::watch_loss`]): a lease
     /// adopted by another runtime's watchdog is not watched twice.
     loss_watch_asked: AtomicBool,
+    /// Whether the watchdog looks for a revocation request after each renewal
+    /// (`LockRequest::revocable`).
+    revocable: bool,
+    /// Set while the watchdog's look for a revocation request is under way.
+    looking: AtomicBool,
+    /// Set once, when a revocation request for this grant was found.
+    revoked: AtomicBool,
+    /// Why, as the revoker said.
+    revocation_note: Mutex<Option<Arc<str>>>,
 }
 
 impl HeldLease {
@@ -95,6 +104,10 @@ impl HeldLease {
             labels,
             loss_watch: Mutex::new(None),
             loss_watch_asked: AtomicBool::new(false),
+            revocable: false,
+            looking: AtomicBool::new(false),
+            revoked: AtomicBool::new(false),
+            revocation_note: Mutex::new(None),
         }
     }
 
@@ -121,6 +134,58 @@ impl HeldLease {
     /// the delay's end.
     pub(crate) fn kept_by_lock_delay(&self) -> bool {
         !self.lock_delay.is_zero() && Instant::now() >= self.valid_until()
+    }
+
+    /// The same state, looking for revocation requests after each renewal when `revocable`.
+    #[must_use]
+    pub(crate) fn with_revocable(mut self, revocable: bool) -> Self {
+        self.revocable = revocable;
+        self
+    }
+
+    /// Whether the watchdog should look for a revocation request now: revocable, not revoked
+    /// yet, and no look under way (which this call starts).
+    pub(crate) fn should_look_for_revocation(&self) -> bool {
+        self.revocable
+            && !self.revoked.load(Ordering::Acquire)
+            && !self.has_ended()
+            && !self.looking.swap(true, Ordering::AcqRel)
+    }
+
+    /// The look for a revocation request is over.
+    pub(crate) fn looked_for_revocation(&self) {
+        self.looking.store(false, Ordering::Release);
+    }
+
+    /// A revocation request for this grant was found: `true` the first time.
+    pub(crate) fn mark_revoked(&self, note: Option<Arc<str>>) -> bool {
+        *self
+            .revocation_note
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = note;
+        let first = !self.revoked.swap(true, Ordering::AcqRel);
+        if first {
+            self.changed.notify_waiters();
+        }
+        first
+    }
+
+    /// Whether its holder was asked to give the lock up.
+    pub(crate) fn is_revoked(&self) -> bool {
+        self.revoked.load(Ordering::Acquire)
+    }
+
+    /// Why its holder was asked to give the lock up, if the revoker said.
+    pub(crate) fn revocation_note(&self) -> Option<Arc<str>> {
+        self.revocation_note
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Resolves when the holder is asked to give the lock up, or the lease is lost.
+    pub(crate) async fn revoked(self: Arc<Self>) {
+        self.until(|held| held.is_revoked() || held.is_lost()).await;
     }
 
     /// The TTL to ask the store for so that the holder keeps `ttl`: `ttl` plus the lock-delay.

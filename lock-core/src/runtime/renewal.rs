@@ -432,7 +432,7 @@ async fn run(lock: Arc<dyn Lock>, shared: Arc<Shared>) {
                 if due.is_empty() {
                     continue;
                 }
-                let again = renew(lock.as_ref(), due).await;
+                let again = renew(&lock, due).await;
                 for (held, next) in again {
                     dog.schedule.push(next, held);
                 }
@@ -449,7 +449,7 @@ async fn sleep_until_some(at: Option<Instant>) {
 }
 
 /// Extends every lease in `due` in one batch; returns the ones to renew again, with when.
-async fn renew(lock: &dyn Lock, due: Vec<Arc<HeldLease>>) -> Vec<(Arc<HeldLease>, Instant)> {
+async fn renew(lock: &Arc<dyn Lock>, due: Vec<Arc<HeldLease>>) -> Vec<(Arc<HeldLease>, Instant)> {
     // Hold each lease's op lock for the whole round trip: a release waits for it, so it can
     // never overtake a renewal. A lease whose lock is taken (its guard is extending or
     // releasing it right now) is looked at again shortly.
@@ -479,7 +479,7 @@ async fn renew(lock: &dyn Lock, due: Vec<Arc<HeldLease>>) -> Vec<(Arc<HeldLease>
         .iter()
         .map(|(held, _, ttl)| (held.lease(), held.store_ttl(*ttl)))
         .collect();
-    let answers = lock.extend_many(&requests).await;
+    let answers = lock.as_ref().extend_many(&requests).await;
     let now = Instant::now();
     for ((held, op, _), answer) in batch.into_iter().zip(answers) {
         match answer {
@@ -487,6 +487,7 @@ async fn renew(lock: &dyn Lock, due: Vec<Arc<HeldLease>>) -> Vec<(Arc<HeldLease>
                 held.labels()
                     .count_with(metric::RENEWALS_TOTAL, "outcome", "ok");
                 held.renewed(valid_until);
+                crate::locker::revoke::look_for_revocation(lock, &held);
                 again.push((Arc::clone(&held), now + held.next_renewal_in(now)));
             }
             Ok(None) => {

@@ -23,6 +23,7 @@ mod names_fuzz;
 mod oldest_held;
 mod reentrancy;
 mod renewal;
+mod revocation;
 mod run;
 mod runtimes;
 mod spans;

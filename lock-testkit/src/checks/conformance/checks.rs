@@ -33,11 +33,15 @@ pub enum Module {
     /// [`lock_delay`](super::lock_delay): a lease that ends by expiry keeps its name for the
     /// request's lock-delay, offered by every backend that keeps a lease for its whole TTL.
     LockDelay,
+    /// [`revocation`](super::revocation): another process asks a revocable holder to give the
+    /// lock up; offered by every backend that describes its holders and whose fencing tokens
+    /// are ordered.
+    Revocation,
 }
 
 impl Module {
     /// Every module, in the order of the suite's list.
-    pub const ALL: [Module; 10] = [
+    pub const ALL: [Module; 11] = [
         Module::Mutex,
         Module::ReadWrite,
         Module::Semaphore,
@@ -47,6 +51,7 @@ impl Module {
         Module::Errors,
         Module::Guarded,
         Module::LockDelay,
+        Module::Revocation,
         Module::Election,
     ];
 
@@ -65,6 +70,7 @@ impl Module {
             Module::Errors => "errors",
             Module::Guarded => "guarded",
             Module::LockDelay => "lock_delay",
+            Module::Revocation => "revocation",
         }
     }
 
@@ -79,6 +85,7 @@ impl Module {
             Module::Election => matches!(caps.fencing, Fencing::Strict(_) | Fencing::AfterHolding),
             Module::Guarded => caps.guarded_writes,
             Module::LockDelay => caps.lock_delay,
+            Module::Revocation => caps.offers_revocation(),
         }
     }
 }
@@ -108,7 +115,7 @@ mod tests {
     #[test]
     fn every_module_has_checks_and_its_name() {
         let total: usize = Module::ALL.iter().map(|m| m.checks().len()).sum();
-        assert_eq!(total, 60);
+        assert_eq!(total, 62);
         assert_eq!(Module::ReadWrite.name(), "read_write");
         assert!(Module::Multi.offered_by(&Capabilities::MUTEX));
         assert!(!Module::Fair.offered_by(&Capabilities::MUTEX));

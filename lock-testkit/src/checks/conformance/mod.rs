@@ -67,6 +67,7 @@ pub mod multi;
 pub mod mutex;
 mod queued;
 pub mod read_write;
+pub mod revocation;
 mod run;
 mod runners;
 pub mod semaphore;
@@ -550,6 +551,10 @@ macro_rules! __conformance_checks {
                 expired_holder_keeps_the_name_for_the_delay,
                 release_frees_the_name_at_once,
                 renewed_validity_is_the_leases,
+            ]
+            revocation Revocation [
+                a_revocable_holder_is_told,
+                revocation_is_for_the_grant_asked,
             ]
             election Election [
                 one_leader_at_a_time,

@@ -157,6 +157,23 @@ pub async fn refused(backend: &Backend, module: Module, prefix: &str) {
                 ),
             ]
         }
+        Module::Revocation => vec![
+            (
+                "a revocation",
+                "revocation",
+                locker.revoke(&name, Some("why")).await.map(drop),
+            ),
+            (
+                "a revocable request",
+                "revocation",
+                locker
+                    .lock(name.as_str())
+                    .revocable()
+                    .try_acquire()
+                    .await
+                    .map(drop),
+            ),
+        ],
         other => panic!("{other:?}: every backend offers it"),
     };
     let label = probe.inner.backend();

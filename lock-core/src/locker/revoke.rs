@@ -1,0 +1,139 @@
+//! Revocation (Curator's `InterProcessMutex.makeRevocable`): another process asks the holder of
+//! a lock to give it up; the holder's guard is told ([`Guard::revoked`](crate::Guard::revoked))
+//! and decides.
+//!
+//! Written once over the contract: the request is a record of its own in the store, a grant of
+//! the name [`revocation_name`] (the lock's name and the fencing token of the grant it is
+//! for) with a note, taken by [`Locker::revoke`] with the backend's own `try_acquire` and
+//! `annotate`; the holder of a [revocable](crate::LockRequest::revocable) lease reads it with
+//! `describe_holder` after each renewal. So it reaches every backend that describes holders
+//! and issues fencing tokens, and only that grant: a later holder of the name has another
+//! token, and the record expires by itself. The backends that describe their holders with their fencing
+//! token, and whose tokens are ordered, offer it (`Capabilities::offers_revocation`): not a
+//! Redlock, whose holder's token is known only from a note.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::handle::Locker;
+use crate::backend::{Attempt, Lock};
+use crate::metric::{self, Labels};
+use crate::runtime::held::HeldLease;
+use crate::{Kind, LockError, Token, check_name, check_note};
+
+/// The name of the record that asks the holder of `name`'s grant `fencing_token` to give it
+/// up: `NAME:distlock-revoke:TOKEN`.
+#[must_use]
+pub(crate) fn revocation_name(name: &str, fencing_token: u64) -> String {
+    format!("{name}:distlock-revoke:{fencing_token}")
+}
+
+/// How long a record lives when the holder's TTL is not known.
+const RECORD_TTL: Duration = Duration::from_secs(60);
+
+impl Locker {
+    /// Asks the current holder of the lock `name` to give it up: the holder's
+    /// [`Guard::revoked`](crate::Guard::revoked) fires if its request was
+    /// [`revocable`](crate::LockRequest::revocable), and the holder decides (release, or carry
+    /// on: a holder that ignores it keeps the lock). Unlike a forced release, nothing is taken
+    /// from under running work. `note` says why (shown to the holder,
+    /// [`Guard::revocation_note`](crate::Guard::revocation_note)).
+    ///
+    /// The request is for the grant that holds the name now (its fencing token), not for the
+    /// name: a later holder is not asked. It reaches the holder at its next renewal (every
+    /// third of its lease), and lives in the store for twice the holder's remaining TTL plus a
+    /// second. Counted in `distlock_revocations_total{event="sent"}`.
+    ///
+    /// Returns the fencing token of the grant asked, or `None` when nobody holds the name.
+    ///
+    /// # Errors
+    /// [`LockError::Unsupported`] (kind `"revocation"`) on a backend that does not describe
+    /// its holders or whose fencing tokens are not ordered (advisory locks, `fencing(false)`,
+    /// a Redlock over plain counters), before any I/O; [`LockError::InvalidInput`] for a bad name (or one too long to carry the record's
+    /// suffix) or note; the backend's errors.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropped, the request was written or not; a record written expires by
+    /// itself.
+    pub async fn revoke(&self, name: &str, note: Option<&str>) -> Result<Option<u64>, LockError> {
+        check_name(name)?;
+        if let Some(note) = note {
+            check_note(note.as_bytes())?;
+        }
+        let lock = self.backend_lock().as_ref();
+        check_revocable(lock)?;
+        check_name(&revocation_name(name, u64::MAX))?;
+        let Some(holder) = lock.describe_holder(name).await? else {
+            return Ok(None);
+        };
+        let record = revocation_name(name, holder.fencing_token);
+        let ttl = holder.ttl.map_or(RECORD_TTL, |left| {
+            left.saturating_mul(2)
+                .saturating_add(Duration::from_secs(1))
+        });
+        let token = Token::generate()?;
+        match lock
+            .try_acquire(&record, token, ttl.min(crate::MAX_TTL))
+            .await?
+        {
+            Attempt::Acquired(lease) => {
+                if let Some(note) = note {
+                    lock.annotate(&lease, note.as_bytes()).await?;
+                }
+            }
+            // Asked already (the first request's note stands).
+            Attempt::Busy { .. } => {}
+        }
+        self.labels(Kind::Mutex, None)
+            .count_with(metric::REVOCATIONS_TOTAL, "event", "sent");
+        Ok(Some(holder.fencing_token))
+    }
+}
+
+/// Refuses revocation on a backend without holder descriptions or ordered fencing tokens.
+pub(super) fn check_revocable(lock: &dyn Lock) -> Result<(), LockError> {
+    // The request names the grant by its fencing token, as the store describes the holder.
+    if lock.capabilities().offers_revocation() {
+        Ok(())
+    } else {
+        Err(LockError::Unsupported {
+            backend: lock.backend(),
+            kind: "revocation",
+        })
+    }
+}
+
+/// After a renewal of a revocable lease: reads whether its holder was asked to give it up, in
+/// the background (the watchdog does not wait for it), and tells the lease so.
+pub(crate) fn look_for_revocation(lock: &Arc<dyn Lock>, held: &Arc<HeldLease>) {
+    if !held.should_look_for_revocation() {
+        return;
+    }
+    let (lock, held) = (Arc::clone(lock), Arc::clone(held));
+    tokio::spawn(async move {
+        let record = revocation_name(held.name(), held.fencing_token());
+        match lock.describe_holder(&record).await {
+            Ok(Some(request)) => {
+                let note = request
+                    .note
+                    .map(|note| Arc::from(String::from_utf8_lossy(&note).as_ref()));
+                if held.mark_revoked(note) {
+                    held.labels()
+                        .count_with(metric::REVOCATIONS_TOTAL, "event", "seen");
+                    tracing::info!(
+                        name = held.name(),
+                        "the holder was asked to give the lock up"
+                    );
+                }
+            }
+            Ok(None) => {}
+            Err(error) => tracing::debug!(%error, "reading a revocation request failed"),
+        }
+        held.looked_for_revocation();
+    });
+}
+
+/// Counts a revoked lease given up (`distlock_revocations_total{event="honoured"}`).
+pub(crate) fn honoured(labels: &Labels) {
+    labels.count_with(metric::REVOCATIONS_TOTAL, "event", "honoured");
+}

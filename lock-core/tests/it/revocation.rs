@@ -1,0 +1,127 @@
+//! Revocation in the Locker, beyond the conformance module's rules: a lease that is not
+//! revocable is never told; the request, its sighting and the holder's giving up are counted;
+//! a backend that cannot name a grant refuses both sides before any I/O.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lock_core::backend::{Attempt, Capabilities, Lock};
+use lock_core::{Lease, LockError, Locker, MemoryLock, Token, metric};
+use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+use tokio::time::{Instant, sleep, timeout};
+
+const LEASE: Duration = Duration::from_secs(3);
+
+#[tokio::test(start_paused = true)]
+async fn a_lease_that_is_not_revocable_is_never_told() {
+    let store = Arc::new(MemoryLock::new());
+    let (holder, revoker) = (
+        Locker::new(Arc::clone(&store)),
+        Locker::new(Arc::clone(&store)),
+    );
+    let guard = holder.lock("job").lease(LEASE).await.expect("free");
+    assert_eq!(
+        revoker.revoke("job", None).await.expect("asked"),
+        Some(guard.fencing_token())
+    );
+    sleep(LEASE * 2).await;
+    assert!(!guard.is_revoked() && guard.is_held());
+}
+
+#[test]
+fn requests_sightings_and_honoured_ones_are_counted() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    metrics::with_local_recorder(&recorder, || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .expect("runtime");
+        runtime.block_on(async {
+            let store = Arc::new(MemoryLock::new());
+            let (holder, revoker) = (
+                Locker::new(Arc::clone(&store)),
+                Locker::new(Arc::clone(&store)),
+            );
+            let guard = holder
+                .lock("job")
+                .lease(LEASE)
+                .revocable()
+                .await
+                .expect("free");
+            let asked = Instant::now();
+            revoker.revoke("job", Some("deploy")).await.expect("asked");
+            timeout(LEASE, guard.revoked()).await.expect("told");
+            assert!(
+                asked.elapsed() <= LEASE / 3 + Duration::from_millis(10),
+                "told at the next renewal: {:?}",
+                asked.elapsed()
+            );
+            assert_eq!(guard.revocation_note().as_deref(), Some("deploy"));
+            guard.release().await.expect("honoured");
+        });
+    });
+    let snapshot = snapshotter.snapshot().into_vec();
+    for event in ["sent", "seen", "honoured"] {
+        let count = snapshot.iter().find_map(|(key, _, _, value)| {
+            let key = key.key();
+            (key.name() == metric::REVOCATIONS_TOTAL
+                && key
+                    .labels()
+                    .any(|l| l.key() == "event" && l.value() == event))
+            .then_some(value)
+        });
+        assert!(
+            matches!(count, Some(DebugValue::Counter(1))),
+            "{event}: {count:?}"
+        );
+    }
+}
+
+/// A backend whose holders are not described: it cannot name a grant.
+struct Silent(MemoryLock);
+
+#[async_trait::async_trait]
+impl Lock for Silent {
+    fn backend(&self) -> &'static str {
+        "silent"
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::MUTEX
+    }
+    async fn try_acquire(
+        &self,
+        name: &str,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        self.0.try_acquire(name, token, ttl).await
+    }
+    async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
+        self.0.extend(lease, ttl).await
+    }
+    async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
+        self.0.release(lease).await
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_backend_that_cannot_name_a_grant_refuses_both_sides() {
+    let locker = Locker::new(Silent(MemoryLock::new()));
+    for answer in [
+        locker.revoke("job", None).await.map(drop),
+        locker.lock("job").revocable().try_acquire().await.map(drop),
+    ] {
+        assert!(
+            matches!(
+                answer,
+                Err(LockError::Unsupported {
+                    backend: "silent",
+                    kind: "revocation"
+                })
+            ),
+            "{answer:?}"
+        );
+    }
+}
