@@ -83,6 +83,7 @@ pub(crate) async fn serve(store: Arc<dyn Store>, args: ServeArgs) -> Result<Exit
         .route("/api/locks", get(locks))
         .route("/api/elections", get(elections))
         .route("/api/release", post(release))
+        .route("/api/revoke", post(revoke))
         .route("/metrics", get(metrics_text))
         .layer(middleware::from_fn_with_state(app.clone(), headers))
         .with_state(app);
@@ -178,6 +179,75 @@ async fn metrics_text(State(app): State<Arc<App>>, headers: HeaderMap) -> Respon
         metrics::render(&view),
     )
         .into_response()
+}
+
+/// The body of `POST /api/revoke`.
+#[derive(Debug, Deserialize)]
+struct RevokeRequest {
+    name: String,
+    #[serde(default)]
+    note: Option<String>,
+}
+
+/// `POST /api/revoke` `{"name": ..., "note": ...}`: asks the holder of `name` to give it up
+/// (`Locker::revoke`, as `distlock revoke`): nothing is taken from under its work, a revocable
+/// holder (`distlock run`) is told at its next renewal. 200 `{"asked": true, "fencing_token":
+/// T}`; 409 `{"asked": false}` when not held; the same 403, 401 and 400 as `POST /api/release`
+/// (it needs `--allow-release`); 501 where the store cannot name a grant (Redlock, advisory
+/// locks); 502 when the store fails.
+async fn revoke(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Err(refused) = app.auth.write(&headers) {
+        return refused;
+    }
+    if !app.settings.allow_release {
+        return (
+            StatusCode::FORBIDDEN,
+            "revoking is off: start the server with --allow-release\n",
+        )
+            .into_response();
+    }
+    let is_json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    let request: RevokeRequest = match serde_json::from_slice(&body) {
+        Ok(request) if is_json => request,
+        _ => {
+            return (
+                StatusCode::BAD_REQUEST,
+                "expected Content-Type: application/json and {\"name\": ..., \"note\": ...}\n",
+            )
+                .into_response();
+        }
+    };
+    let asked = match crate::store::locker(app.cache.store(), None) {
+        Ok(locker) => locker
+            .revoke(&request.name, request.note.as_deref())
+            .await
+            .map_err(crate::exit::Failure::from),
+        Err(failure) => Err(failure),
+    };
+    let refused = |status: StatusCode, reason: String| {
+        (
+            status,
+            axum::Json(serde_json::json!({ "asked": false, "reason": reason })),
+        )
+            .into_response()
+    };
+    match asked {
+        Ok(Some(token)) => {
+            tracing::info!(name = %request.name, "revoked from the console");
+            axum::Json(serde_json::json!({ "asked": true, "fencing_token": token })).into_response()
+        }
+        Ok(None) => refused(StatusCode::CONFLICT, "not held: nobody to ask".into()),
+        Err(failure) if failure.code == crate::exit::USAGE => {
+            refused(StatusCode::BAD_REQUEST, failure.message)
+        }
+        Err(failure) if failure.message.contains("does not offer") => {
+            refused(StatusCode::NOT_IMPLEMENTED, failure.message)
+        }
+        Err(failure) => refused(StatusCode::BAD_GATEWAY, failure.message),
+    }
 }
 
 /// The body of `POST /api/release`.

@@ -263,6 +263,36 @@ async fn console(backend: &Backend) {
             .expect("write it");
     }
 
+    // The row's Revoke button asks a `distlock run` holder to give its lock up: it stops its
+    // command and releases at its next renewal (a third of its 3 s lease), and the row goes.
+    let _revocable = Holder::start(&urls, &["--lease", "3s", "job:revocable"], "job:revocable");
+    assert!(
+        wait_for(&browser, Duration::from_secs(3), |rows| {
+            rows.iter().any(|r| r.0 == "job:revocable")
+        })
+        .await
+    );
+    click(&browser, "tr[data-name=\"job:revocable\"] .revoke").await;
+    assert!(
+        wait_text(
+            &browser,
+            "#release-status",
+            "asked the holder of job:revocable"
+        )
+        .await,
+        "{}: the console asked",
+        backend.name
+    );
+    let given_up = wait_for(&browser, Duration::from_secs(6), |rows| {
+        !rows.iter().any(|r| r.0 == "job:revocable")
+    })
+    .await;
+    assert!(
+        given_up,
+        "{}: the revoked holder gave its lock up",
+        backend.name
+    );
+
     // Sorted by hold age, oldest first; a click on the header turns it round.
     let ages = |rows: &Vec<(String, String, u64)>| rows.iter().map(|r| r.2).collect::<Vec<_>>();
     let locks = "#locks tbody tr[data-name]";
