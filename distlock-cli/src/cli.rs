@@ -181,6 +181,12 @@ pub(crate) struct ServeArgs {
     /// A lock held longer than this is marked stuck (on the page, and `stuck` in the API).
     #[arg(long, default_value = "5m", value_parser = duration)]
     pub(crate) stuck_after: Duration,
+    /// How far back the console's timeline goes: the holds the sweeps saw and the waiting
+    /// lines' lengths, kept in memory (at most 10,000 holds and 500 lines of 1,000 changes:
+    /// about 10 MB at the very most). The server sweeps the store every --refresh for it,
+    /// whether a page is open or not.
+    #[arg(long, default_value = "15m", value_parser = duration)]
+    pub(crate) history: Duration,
     /// Let the page and `POST /api/release` release a lock, with its holder's token typed in
     /// (as `release --token`).
     #[arg(long)]

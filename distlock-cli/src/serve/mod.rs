@@ -5,10 +5,12 @@
 //! - [`snapshot`]: the one sweep of the store that serves every request, cached for
 //!   `--refresh` and shared by concurrent requests;
 //! - [`api`]: the JSON documents; [`metrics`]: the Prometheus text; [`page`]: the console;
+//! - [`history`]: what the sweeps saw over the last `--history`;
 //! - [`auth`]: who may read, see tokens and release.
 
 mod api;
 mod auth;
+mod history;
 mod metrics;
 mod page;
 mod snapshot;
@@ -73,7 +75,7 @@ pub(crate) async fn serve(store: Arc<dyn Store>, args: ServeArgs) -> Result<Exit
         auth_required: auth.has_token(),
     };
     let app = Arc::new(App {
-        cache: Cache::new(store, args.pattern, args.scan, args.refresh),
+        cache: Cache::new(store, args.pattern, args.scan, args.refresh, args.history),
         auth,
         settings,
         csp: page::content_security_policy(),
@@ -82,16 +84,30 @@ pub(crate) async fn serve(store: Arc<dyn Store>, args: ServeArgs) -> Result<Exit
         .route("/", get(index))
         .route("/api/locks", get(locks))
         .route("/api/elections", get(elections))
+        .route("/api/history", get(history))
         .route("/api/release", post(release))
         .route("/api/revoke", post(revoke))
         .route("/metrics", get(metrics_text))
         .layer(middleware::from_fn_with_state(app.clone(), headers))
-        .with_state(app);
+        .with_state(Arc::clone(&app));
+    // The history is of what the sweeps saw: one every --refresh, whether a page is open or
+    // not (the load of one open page), until the server stops.
+    let sweeper = tokio::spawn({
+        let (app, refresh) = (Arc::clone(&app), args.refresh);
+        async move {
+            loop {
+                app.cache.view().await;
+                tokio::time::sleep(refresh).await;
+            }
+        }
+    });
     eprintln!("distlock: serving on http://{local}/");
-    axum::serve(listener, router)
+    let served = axum::serve(listener, router)
         .with_graceful_shutdown(stopped())
         .await
-        .map_err(|e| Failure::new(BACKEND, format!("the server failed: {e}")))?;
+        .map_err(|e| Failure::new(BACKEND, format!("the server failed: {e}")));
+    sweeper.abort();
+    served?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -166,6 +182,14 @@ async fn elections(State(app): State<Arc<App>>, headers: HeaderMap) -> Response 
     };
     let view = app.cache.view().await;
     axum::Json(api::elections(&view, app.settings, access)).into_response()
+}
+
+/// `/api/history`: what the sweeps saw over `--history` (holds and waiting lines).
+async fn history(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    if let Err(refused) = app.auth.read(&headers) {
+        return refused;
+    }
+    axum::Json(app.cache.history().await).into_response()
 }
 
 /// `/metrics`.

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::Mutex;
 
+use super::history::{History, HistoryDoc};
 use crate::cli::ScanArgs;
 use crate::inspect::{LockInfo, description};
 use crate::store::Store;
@@ -78,6 +79,8 @@ struct State {
     attempted: Option<Instant>,
     first_seen: HashMap<HoldKey, u64>,
     sweeps: u64,
+    /// What the sweeps saw over time.
+    history: History,
 }
 
 /// The store's snapshots, swept at most once per `refresh`.
@@ -100,12 +103,14 @@ impl std::fmt::Debug for Cache {
 }
 
 impl Cache {
-    /// A cache of `store`'s locks matching `pattern`, swept at most once per `refresh`.
+    /// A cache of `store`'s locks matching `pattern`, swept at most once per `refresh`, that
+    /// remembers what it saw for `history`.
     pub(crate) fn new(
         store: Arc<dyn Store>,
         pattern: String,
         scan: ScanArgs,
         refresh: Duration,
+        history: Duration,
     ) -> Self {
         Self {
             store,
@@ -118,6 +123,7 @@ impl Cache {
                 attempted: None,
                 first_seen: HashMap::new(),
                 sweeps: 0,
+                history: History::new(history, refresh),
             }),
         }
     }
@@ -144,6 +150,14 @@ impl Cache {
             error: state.error.clone(),
             sweeps: state.sweeps,
         }
+    }
+
+    /// What the sweeps saw over the history's window, at this moment.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub(crate) async fn history(&self) -> HistoryDoc {
+        self.state.lock().await.history.doc(now_ms())
     }
 
     /// Makes the next [`Cache::view`] sweep (after a release: the page shows it at once).
@@ -185,12 +199,14 @@ impl Cache {
                     .collect();
                 // Only the holds seen now are remembered: a released one starts again.
                 state.first_seen = first_seen;
-                state.snapshot = Some(Arc::new(Snapshot {
+                let snapshot = Arc::new(Snapshot {
                     locks,
                     truncated: listing.truncated,
                     taken_ms,
                     sweep: started.elapsed(),
-                }));
+                });
+                state.history.record(&snapshot);
+                state.snapshot = Some(snapshot);
                 if state.error.take().is_some() {
                     tracing::warn!("the store answers again");
                 }

@@ -29,6 +29,7 @@ mod sentinel;
 mod serve;
 mod serve_browser;
 mod serve_kit;
+mod serve_timeline;
 mod tls;
 mod warnings;
 mod watch;

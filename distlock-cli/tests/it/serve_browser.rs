@@ -582,7 +582,7 @@ where
 }
 
 /// chromedriver on a free loopback port, killed by its PID when dropped.
-struct Driver {
+pub(crate) struct Driver {
     child: Child,
     port: u16,
     profile: tempfile::TempDir,
@@ -591,7 +591,7 @@ struct Driver {
 impl Driver {
     /// Starts chromedriver (`DISTLOCK_CHROMEDRIVER`, else `chromedriver` on the PATH) and
     /// waits (bounded) until it answers.
-    fn start() -> Driver {
+    pub(crate) fn start() -> Driver {
         let binary =
             std::env::var("DISTLOCK_CHROMEDRIVER").unwrap_or_else(|_| "chromedriver".into());
         let port = free_port();
@@ -632,7 +632,7 @@ impl Driver {
     /// A headless Chromium session: no sandbox (root), no GPU, nothing fetched from the
     /// network (no QUIC, first-run, background networking, component updates, sync), a fresh
     /// profile.
-    async fn browser(&self) -> Client {
+    pub(crate) async fn browser(&self) -> Client {
         let binary =
             std::env::var("DISTLOCK_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
         let args = [
