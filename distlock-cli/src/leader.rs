@@ -41,30 +41,19 @@ pub(crate) async fn run(store: &dyn Store, args: RunArgs) -> Result<ExitCode, Fa
     // election writes its record (value and since); a description written by the grant would
     // stand as the leader's value until then.
     let locker = locker(store, None)?;
+    let delay = args.lock_delay.unwrap_or_default();
     let election = locker
         .elect(args.name.as_str())
         .value(value)
         .lease(args.lease)
-        .lock_delay(args.lock_delay.unwrap_or_default());
+        .lock_delay(delay);
     let mut signals = Signals::listen()?;
     // Bounded by the leadership being lost (or a campaign failing) each turn; every other
     // outcome returns.
     loop {
-        let campaign = async {
-            match args.wait_limit() {
-                Some(wait) => tokio::time::timeout(wait, election.campaign())
-                    .await
-                    .unwrap_or(Err(LockError::Timeout {
-                        phase: lock_core::TimeoutPhase::Wait,
-                        elapsed: wait,
-                    }))
-                    .map_err(|error| busy_or(error, &args.name, wait)),
-                None => election.campaign().await.map_err(Failure::from),
-            }
-        };
         let campaigned = tokio::select! {
             sig = signals.recv() => return Ok(ExitCode::from(signal_code(sig))),
-            campaigned = campaign => campaigned,
+            campaigned = campaign(&election, &args) => campaigned,
         };
         let leadership = match campaigned {
             Ok(leadership) => leadership,
@@ -105,6 +94,20 @@ pub(crate) async fn run(store: &dyn Store, args: RunArgs) -> Result<ExitCode, Fa
                 );
             }
         }
+    }
+}
+
+/// One campaign, bounded by `--wait` when given (with `--once`).
+async fn campaign(election: &lock_core::Election, args: &RunArgs) -> Result<Leadership, Failure> {
+    match args.wait_limit() {
+        Some(wait) => tokio::time::timeout(wait, election.campaign())
+            .await
+            .unwrap_or(Err(LockError::Timeout {
+                phase: lock_core::TimeoutPhase::Wait,
+                elapsed: wait,
+            }))
+            .map_err(|error| busy_or(error, &args.name, wait)),
+        None => election.campaign().await.map_err(Failure::from),
     }
 }
 

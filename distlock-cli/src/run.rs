@@ -65,16 +65,7 @@ pub(crate) async fn run(store: &dyn Store, args: RunArgs) -> Result<ExitCode, Fa
     // a store writing descriptions with its grants has no place for: written after the grant.
     let with_grant = store.describes_grants() && args.lock_delay.is_none();
     let locker = locker(store, with_grant.then_some(note.as_str()))?;
-    let mut request = locker.lock(args.name.as_str()).lease(args.lease).wait(wait);
-    // `distlock revoke` reaches it where the store can name the grant; elsewhere nobody can
-    // ask, and the run goes on as before.
-    if !args.ignore_revocation && locker.backend_lock().capabilities().offers_revocation() {
-        request = request.revocable();
-    }
-    if let Some(delay) = args.lock_delay {
-        request = request.lock_delay(delay);
-    }
-    let guard = request
+    let guard = request(&locker, &args, wait)
         .acquire()
         .await
         .map_err(|error| busy_or(error, &args.name, wait))?;
@@ -83,17 +74,7 @@ pub(crate) async fn run(store: &dyn Store, args: RunArgs) -> Result<ExitCode, Fa
         describe_grant(lock.as_ref(), &guard, &note, args.lock_delay).await;
     }
     let mut signals = Signals::listen()?;
-    // A revocation (`distlock revoke`) ends the run as a lost lease does, unless ignored.
-    let ended = {
-        let (lost, revoked) = (guard.lost(), guard.revoked());
-        let honour = !args.ignore_revocation;
-        async move {
-            tokio::select! {
-                () = lost => {}
-                () = revoked, if honour => {}
-            }
-        }
-    };
+    let ended = ended(&guard, &args);
     let revocation = || {
         (guard.is_revoked() && !args.ignore_revocation)
             .then(|| guard.revocation_note().map(|note| note.to_string()))
@@ -131,6 +112,32 @@ pub(crate) async fn run(store: &dyn Store, args: RunArgs) -> Result<ExitCode, Fa
         End::Lost => {
             drop(guard);
             Err(Failure::new(LOST, format!("lost the lock {:?}", args.name)))
+        }
+    }
+}
+
+/// The request `run` makes: the lease, the wait, the lock-delay, and revocable where the store
+/// can name the grant (`distlock revoke` reaches it; elsewhere nobody can ask).
+fn request(locker: &lock_core::Locker, args: &RunArgs, wait: Duration) -> lock_core::LockRequest {
+    let mut request = locker.lock(args.name.as_str()).lease(args.lease).wait(wait);
+    if !args.ignore_revocation && locker.backend_lock().capabilities().offers_revocation() {
+        request = request.revocable();
+    }
+    if let Some(delay) = args.lock_delay {
+        request = request.lock_delay(delay);
+    }
+    request
+}
+
+/// Resolves when the run must end: the lease lost, or a revocation (`distlock revoke`) unless
+/// ignored, which ends the run as a lost lease does.
+fn ended(guard: &lock_core::Guard, args: &RunArgs) -> impl std::future::Future<Output = ()> {
+    let (lost, revoked) = (guard.lost(), guard.revoked());
+    let honour = !args.ignore_revocation;
+    async move {
+        tokio::select! {
+            () = lost => {}
+            () = revoked, if honour => {}
         }
     }
 }
