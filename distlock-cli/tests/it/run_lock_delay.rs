@@ -35,6 +35,35 @@ impl Target {
         }
     }
 
+    /// A store that needs its schema first (PostgreSQL, MariaDB): `migrate` run on it.
+    pub(crate) fn migrated(url: String) -> Self {
+        let target = Self::url(url);
+        let migrated = target.output(&["migrate"]);
+        assert!(migrated.status.success(), "{}", stderr(&migrated));
+        target
+    }
+
+    /// The bucket of `server` under `cli/`, its endpoint and identity in the AWS variables.
+    pub(crate) fn s3(server: &SeaweedfsServer) -> Self {
+        Self {
+            args: vec!["--url".into(), server.url("cli")],
+            env: vec![
+                ("AWS_ENDPOINT_URL", server.endpoint()),
+                ("AWS_ACCESS_KEY_ID", SEAWEEDFS_ACCESS_KEY.into()),
+                ("AWS_SECRET_ACCESS_KEY", SEAWEEDFS_SECRET_KEY.into()),
+                ("AWS_REGION", "us-east-1".into()),
+            ],
+            tells_time_left: false,
+        }
+    }
+
+    /// A Redlock over `urls` (the masters, comma-separated).
+    pub(crate) fn redlock(urls: String) -> Self {
+        let mut target = Self::url(urls);
+        target.args.insert(0, "--redlock".into());
+        target
+    }
+
     pub(crate) fn command(&self) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_distlock"));
         command
@@ -132,27 +161,19 @@ fn redis_a_killed_holder_delays_its_successor() {
 #[test]
 fn redlock_a_killed_holder_delays_its_successor() {
     let (_servers, urls) = crate::run_backends::masters();
-    let mut target = Target::url(urls);
-    target.args.insert(0, "--redlock".into());
-    killed_holder_delays_its_successor(&target);
+    killed_holder_delays_its_successor(&Target::redlock(urls));
 }
 
 #[test]
 fn postgres_a_killed_holder_delays_its_successor() {
     let server = PostgresServer::start().expect("postgres");
-    let target = Target::url(server.url());
-    let migrated = target.output(&["migrate"]);
-    assert!(migrated.status.success(), "{}", stderr(&migrated));
-    killed_holder_delays_its_successor(&target);
+    killed_holder_delays_its_successor(&Target::migrated(server.url()));
 }
 
 #[test]
 fn mariadb_a_killed_holder_delays_its_successor() {
     let server = MariadbServer::start().expect("mariadb");
-    let target = Target::url(server.url());
-    let migrated = target.output(&["migrate"]);
-    assert!(migrated.status.success(), "{}", stderr(&migrated));
-    killed_holder_delays_its_successor(&target);
+    killed_holder_delays_its_successor(&Target::migrated(server.url()));
 }
 
 #[test]
@@ -165,15 +186,5 @@ fn etcd_a_killed_holder_delays_its_successor() {
 #[test]
 fn s3_a_killed_holder_delays_its_successor() {
     let server = SeaweedfsServer::start().expect("start seaweedfs");
-    let target = Target {
-        args: vec!["--url".into(), server.url("cli")],
-        env: vec![
-            ("AWS_ENDPOINT_URL", server.endpoint()),
-            ("AWS_ACCESS_KEY_ID", SEAWEEDFS_ACCESS_KEY.into()),
-            ("AWS_SECRET_ACCESS_KEY", SEAWEEDFS_SECRET_KEY.into()),
-            ("AWS_REGION", "us-east-1".into()),
-        ],
-        tells_time_left: false,
-    };
-    killed_holder_delays_its_successor(&target);
+    killed_holder_delays_its_successor(&Target::s3(&server));
 }

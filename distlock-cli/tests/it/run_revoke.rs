@@ -6,10 +6,7 @@
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use lock_testkit::{
-    EtcdCluster, MariadbServer, PostgresServer, RedisServer, SEAWEEDFS_ACCESS_KEY,
-    SEAWEEDFS_SECRET_KEY, SeaweedfsServer,
-};
+use lock_testkit::{EtcdCluster, MariadbServer, PostgresServer, RedisServer, SeaweedfsServer};
 
 use crate::common::{eventually, stderr};
 use crate::run_killed::pid_in;
@@ -97,19 +94,13 @@ fn redis_a_revoked_run_gives_the_lock_up() {
 #[test]
 fn postgres_a_revoked_run_gives_the_lock_up() {
     let server = PostgresServer::start().expect("postgres");
-    let target = Target::url(server.url());
-    let migrated = target.output(&["migrate"]);
-    assert!(migrated.status.success(), "{}", stderr(&migrated));
-    a_revoked_run_gives_the_lock_up(&target);
+    a_revoked_run_gives_the_lock_up(&Target::migrated(server.url()));
 }
 
 #[test]
 fn mariadb_a_revoked_run_gives_the_lock_up() {
     let server = MariadbServer::start().expect("mariadb");
-    let target = Target::url(server.url());
-    let migrated = target.output(&["migrate"]);
-    assert!(migrated.status.success(), "{}", stderr(&migrated));
-    a_revoked_run_gives_the_lock_up(&target);
+    a_revoked_run_gives_the_lock_up(&Target::migrated(server.url()));
 }
 
 #[test]
@@ -121,24 +112,13 @@ fn etcd_a_revoked_run_gives_the_lock_up() {
 #[test]
 fn s3_a_revoked_run_gives_the_lock_up() {
     let server = SeaweedfsServer::start().expect("start seaweedfs");
-    let target = Target {
-        args: vec!["--url".into(), server.url("cli")],
-        env: vec![
-            ("AWS_ENDPOINT_URL", server.endpoint()),
-            ("AWS_ACCESS_KEY_ID", SEAWEEDFS_ACCESS_KEY.into()),
-            ("AWS_SECRET_ACCESS_KEY", SEAWEEDFS_SECRET_KEY.into()),
-            ("AWS_REGION", "us-east-1".into()),
-        ],
-        tells_time_left: false,
-    };
-    a_revoked_run_gives_the_lock_up(&target);
+    a_revoked_run_gives_the_lock_up(&Target::s3(&server));
 }
 
 #[test]
 fn redlock_refuses_revoke() {
     let (_servers, urls) = crate::run_backends::masters();
-    let mut target = Target::url(urls);
-    target.args.insert(0, "--redlock".into());
+    let target = Target::redlock(urls);
     let refused = target.output(&["revoke", "job:any"]);
     assert!(!refused.status.success());
     assert!(

@@ -176,3 +176,48 @@ pub fn probe_locker(lease: Duration) -> (Arc<Probe>, Locker) {
     let locker = Locker::builder(Arc::clone(&probe)).lease(lease).build();
     (probe, locker)
 }
+
+/// A `MemoryLock` that declares `capabilities` of its own under the name `backend` (a backend
+/// that lacks a capability the Locker checks), and counts the attempts that reach it.
+pub struct Declaring {
+    pub backend: &'static str,
+    pub capabilities: lock_core::backend::Capabilities,
+    pub inner: MemoryLock,
+    pub attempts: AtomicU32,
+}
+
+impl Declaring {
+    pub fn new(backend: &'static str, capabilities: lock_core::backend::Capabilities) -> Self {
+        Self {
+            backend,
+            capabilities,
+            inner: MemoryLock::new(),
+            attempts: AtomicU32::new(0),
+        }
+    }
+}
+
+#[async_trait]
+impl Lock for Declaring {
+    fn backend(&self) -> &'static str {
+        self.backend
+    }
+    fn capabilities(&self) -> lock_core::backend::Capabilities {
+        self.capabilities
+    }
+    async fn try_acquire(
+        &self,
+        name: &str,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        self.attempts.fetch_add(1, Ordering::SeqCst);
+        self.inner.try_acquire(name, token, ttl).await
+    }
+    async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
+        self.inner.extend(lease, ttl).await
+    }
+    async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
+        self.inner.release(lease).await
+    }
+}

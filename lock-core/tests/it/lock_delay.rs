@@ -7,9 +7,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use lock_core::backend::{Attempt, Capabilities, Lock};
-use lock_core::{Lease, LockError, Locker, MAX_TTL, MemoryLock, Token};
+use lock_core::backend::{Capabilities, Lock};
+use lock_core::{LockError, Locker, MAX_TTL, MemoryLock};
+
+use crate::common::Declaring;
 use tokio::time::{Instant, sleep};
 
 const LEASE: Duration = Duration::from_secs(1);
@@ -23,16 +24,21 @@ fn two_lockers() -> (Locker, Locker) {
     )
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_release_after_the_validity_leaves_the_name_to_the_delay() {
-    let (holder, other) = two_lockers();
-    let started = Instant::now();
-    let guard = holder
+/// `job` held for a fixed [`LEASE`] with a [`DELAY`].
+async fn delayed(locker: &Locker) -> lock_core::Guard {
+    locker
         .lock("job")
         .fixed_ttl(LEASE)
         .lock_delay(DELAY)
         .await
-        .expect("free");
+        .expect("free")
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_release_after_the_validity_leaves_the_name_to_the_delay() {
+    let (holder, other) = two_lockers();
+    let started = Instant::now();
+    let guard = delayed(&holder).await;
     assert_eq!(
         guard.valid_until(),
         started + LEASE,
@@ -66,12 +72,7 @@ async fn a_release_after_the_validity_leaves_the_name_to_the_delay() {
 #[tokio::test(start_paused = true)]
 async fn a_release_within_the_validity_frees_the_name_at_once() {
     let (holder, other) = two_lockers();
-    let guard = holder
-        .lock("job")
-        .fixed_ttl(LEASE)
-        .lock_delay(DELAY)
-        .await
-        .expect("free");
+    let guard = delayed(&holder).await;
     sleep(LEASE / 2).await;
     guard.release().await.expect("ours");
     let next = other.lock("job").try_acquire().await.expect("answers");
@@ -85,12 +86,7 @@ async fn a_release_within_the_validity_frees_the_name_at_once() {
 async fn a_dropped_guard_past_its_validity_is_not_released() {
     let (holder, other) = two_lockers();
     let started = Instant::now();
-    let guard = holder
-        .lock("job")
-        .fixed_ttl(LEASE)
-        .lock_delay(DELAY)
-        .await
-        .expect("free");
+    let guard = delayed(&holder).await;
     sleep(LEASE + Duration::from_millis(10)).await;
     drop(guard);
     sleep(Duration::from_millis(10)).await; // the background release, had there been one
@@ -154,38 +150,13 @@ async fn a_lease_plus_delay_past_the_largest_ttl_is_bad_input() {
     );
 }
 
-/// A backend whose locks end with their connection (an advisory lock): it declares no
-/// lock-delay, and counts the calls that reach it.
-struct SessionLock(MemoryLock, std::sync::atomic::AtomicU32);
-
-#[async_trait]
-impl Lock for SessionLock {
-    fn backend(&self) -> &'static str {
-        "session"
-    }
-    fn capabilities(&self) -> Capabilities {
-        Capabilities::MUTEX.with_lock_delay(false)
-    }
-    async fn try_acquire(
-        &self,
-        name: &str,
-        token: Token,
-        ttl: Duration,
-    ) -> Result<Attempt, LockError> {
-        self.1.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        self.0.try_acquire(name, token, ttl).await
-    }
-    async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
-        self.0.extend(lease, ttl).await
-    }
-    async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
-        self.0.release(lease).await
-    }
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_backend_without_lock_delay_refuses_it_before_any_call() {
-    let lock = Arc::new(SessionLock(MemoryLock::new(), 0.into()));
+    // A backend whose locks end with their connection (an advisory lock).
+    let lock = Arc::new(Declaring::new(
+        "session",
+        Capabilities::MUTEX.with_lock_delay(false),
+    ));
     let locker = Locker::from_arc(Arc::clone(&lock) as Arc<dyn Lock>);
     let answer = locker.lock("job").lock_delay(DELAY).try_acquire().await;
     assert!(
@@ -199,7 +170,7 @@ async fn a_backend_without_lock_delay_refuses_it_before_any_call() {
         "{answer:?}"
     );
     assert_eq!(
-        lock.1.load(std::sync::atomic::Ordering::SeqCst),
+        lock.attempts.load(std::sync::atomic::Ordering::SeqCst),
         0,
         "nothing was sent"
     );

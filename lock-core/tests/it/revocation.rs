@@ -5,10 +5,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::backend::{Attempt, Capabilities, Lock};
-use lock_core::{Lease, LockError, Locker, MemoryLock, Token, metric};
+use lock_core::backend::Capabilities;
+use lock_core::{LockError, Locker, MemoryLock, metric};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use tokio::time::{Instant, sleep, timeout};
+
+use crate::common::Declaring;
 
 const LEASE: Duration = Duration::from_secs(3);
 
@@ -79,36 +81,10 @@ fn requests_sightings_and_honoured_ones_are_counted() {
     }
 }
 
-/// A backend whose holders are not described: it cannot name a grant.
-struct Silent(MemoryLock);
-
-#[async_trait::async_trait]
-impl Lock for Silent {
-    fn backend(&self) -> &'static str {
-        "silent"
-    }
-    fn capabilities(&self) -> Capabilities {
-        Capabilities::MUTEX
-    }
-    async fn try_acquire(
-        &self,
-        name: &str,
-        token: Token,
-        ttl: Duration,
-    ) -> Result<Attempt, LockError> {
-        self.0.try_acquire(name, token, ttl).await
-    }
-    async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
-        self.0.extend(lease, ttl).await
-    }
-    async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
-        self.0.release(lease).await
-    }
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_backend_that_cannot_name_a_grant_refuses_both_sides() {
-    let locker = Locker::new(Silent(MemoryLock::new()));
+    // A backend whose holders are not described: it cannot name a grant.
+    let locker = Locker::new(Declaring::new("silent", Capabilities::MUTEX));
     for answer in [
         locker.revoke("job", None).await.map(drop),
         locker.lock("job").revocable().try_acquire().await.map(drop),
