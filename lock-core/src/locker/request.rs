@@ -204,9 +204,11 @@ impl LockRequest {
     /// Makes the granted lease **revocable** (Curator's `makeRevocable`): another process may
     /// ask its holder to give the lock up with [`Locker::revoke`] (or `distlock revoke`), and
     /// [`Guard::revoked`] fires then; the holder decides what to do (a holder that ignores it
-    /// keeps the lock). The request is seen at the lease's next renewal (every third of the
-    /// lease; a fixed TTL is never renewed, so never told): one more read of the store per
-    /// renewal, which is why it is not the default.
+    /// keeps the lock). The request is seen within milliseconds where the backend announces
+    /// releases (the revoker rings a bell the lease listens to: Redis, PostgreSQL with its
+    /// listener, etcd), else at the lease's next renewal (every third of the lease); a fixed
+    /// TTL is never renewed, so never told. One more read of the store per renewal (and a
+    /// subscription where releases are announced), which is why it is not the default.
     ///
     /// # Errors (of the request)
     /// [`LockError::Unsupported`] (kind `"revocation"`) on a backend that does not describe

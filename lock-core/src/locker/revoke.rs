@@ -6,7 +6,9 @@
 //! the name [`revocation_name`] (the lock's name and the fencing token of the grant it is
 //! for) with a note, taken by [`Locker::revoke`] with the backend's own `try_acquire` and
 //! `annotate`; the holder of a [revocable](crate::LockRequest::revocable) lease reads it with
-//! `describe_holder` after each renewal. So it reaches every backend that describes holders
+//! `describe_holder` after each renewal, and at once where the backend announces releases:
+//! the revoker rings a bell (takes and releases a name of the grant's), which the holder
+//! watches. So it reaches every backend that describes holders
 //! and issues fencing tokens, and only that grant: a later holder of the name has another
 //! token, and the record expires by itself. The backends that describe their holders with their fencing
 //! token, and whose tokens are ordered, offer it (`Capabilities::offers_revocation`): not a
@@ -27,6 +29,15 @@ use crate::{Kind, LockError, Token, check_name, check_note};
 pub(crate) fn revocation_name(name: &str, fencing_token: u64) -> String {
     format!("{name}:distlock-revoke:{fencing_token}")
 }
+
+/// The name whose release rings the holder of `name`'s grant `fencing_token` when a request
+/// for it was written, on a backend that announces releases: `NAME:distlock-revoke-bell:TOKEN`.
+pub(crate) fn bell_name(name: &str, fencing_token: u64) -> String {
+    format!("{name}:distlock-revoke-bell:{fencing_token}")
+}
+
+/// How long the bell is held while it is rung (it is released at once).
+const BELL_TTL: Duration = Duration::from_secs(5);
 
 /// How long a record lives when the holder's TTL is not known.
 const RECORD_TTL: Duration = Duration::from_secs(60);
@@ -84,6 +95,20 @@ impl Locker {
             // Asked already (the first request's note stands).
             Attempt::Busy { .. } => {}
         }
+        // Where releases are announced, the holder listens for its grant's bell: taking and
+        // releasing it reaches the holder within the announcement's latency instead of at its
+        // next renewal. A bell that cannot be rung leaves the request to that renewal.
+        if lock.capabilities().announces_releases {
+            let bell = bell_name(name, holder.fencing_token);
+            if let Ok(Attempt::Acquired(lease)) =
+                lock.try_acquire(&bell, Token::generate()?, BELL_TTL).await
+            {
+                // A second try, busy, marks that someone waits: a backend may announce a
+                // release only to waiters that marked it (lock-redis does, to save a PUBLISH).
+                let _ = lock.try_acquire(&bell, Token::generate()?, BELL_TTL).await;
+                let _ = lock.release(&lease).await;
+            }
+        }
         self.labels(Kind::Mutex, None)
             .count_with(metric::REVOCATIONS_TOTAL, "event", "sent");
         Ok(Some(holder.fencing_token))
@@ -130,6 +155,34 @@ pub(crate) fn look_for_revocation(lock: &Arc<dyn Lock>, held: &Arc<HeldLease>) {
             Err(error) => tracing::debug!(%error, "reading a revocation request failed"),
         }
         held.looked_for_revocation();
+    });
+}
+
+/// At the grant of a revocable lease on a backend that announces releases: listens for its
+/// grant's bell ([`bell_name`]) until the hold ends, is lost or is revoked, and looks for a
+/// request as soon as the bell rings. Without announcements the renewals look.
+pub(crate) fn listen_for_revocation(lock: &Arc<dyn Lock>, held: &Arc<HeldLease>) {
+    // A fixed TTL is never renewed, so never told (see `LockRequest::revocable`).
+    if !held.is_revocable() || !held.is_renewing() || !lock.capabilities().announces_releases {
+        return;
+    }
+    let (lock, held) = (Arc::clone(lock), Arc::clone(held));
+    tokio::spawn(async move {
+        let bell = bell_name(held.name(), held.fencing_token());
+        let Ok(Some(watch)) = lock.as_ref().watch(&bell).await else {
+            return;
+        };
+        let signal = watch.signal();
+        let over = Arc::clone(&held).over_or_revoked();
+        tokio::pin!(over);
+        // Bounded by the hold: each turn is one ring of the bell.
+        loop {
+            let seen = signal.generation();
+            tokio::select! {
+                () = signal.changed_since(seen) => look_for_revocation(&lock, &held),
+                () = &mut over => return,
+            }
+        }
     });
 }
 

@@ -170,6 +170,17 @@ impl HeldLease {
         first
     }
 
+    /// Whether it looks for revocation requests.
+    pub(crate) fn is_revocable(&self) -> bool {
+        self.revocable
+    }
+
+    /// Resolves when the hold is over (released, dropped, leaked), lost, or revoked.
+    pub(crate) async fn over_or_revoked(self: Arc<Self>) {
+        self.until(|held| held.has_ended() || held.is_revoked() || held.is_lost())
+            .await;
+    }
+
     /// Whether its holder was asked to give the lock up.
     pub(crate) fn is_revoked(&self) -> bool {
         self.revoked.load(Ordering::Acquire)
@@ -400,6 +411,8 @@ impl HeldLease {
     pub(crate) fn end(&self) {
         self.stop_renewing();
         self.ended.store(true, Ordering::Release);
+        // Whoever waits for the hold's end (a revocable lease's listener) hears of it.
+        self.changed.notify_waiters();
         let watch = self
             .loss_watch
             .lock()

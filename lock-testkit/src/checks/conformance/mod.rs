@@ -555,6 +555,7 @@ macro_rules! __conformance_checks {
             revocation Revocation [
                 a_revocable_holder_is_told,
                 revocation_is_for_the_grant_asked,
+                announcing_backends_tell_at_once,
             ]
             election Election [
                 one_leader_at_a_time,

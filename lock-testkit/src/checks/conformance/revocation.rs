@@ -107,3 +107,40 @@ pub async fn revocation_is_for_the_grant_asked(backend: &Backend, prefix: &str) 
     );
     second.release().await.expect("the second holder's own");
 }
+
+/// Where the backend announces releases ([`Backend::announces_releases`]), a revocable holder is
+/// told long before its next renewal: its lease is three patiences long (a renewal every
+/// patience), and it must be told within half of one. Elsewhere the renewal tells it, as
+/// [`a_revocable_holder_is_told`] checks.
+///
+/// # Panics
+/// When an announcing backend's holder is told only at its renewal, or not at all.
+pub async fn announcing_backends_tell_at_once(backend: &Backend, prefix: &str) {
+    if !backend.announces_releases() {
+        return;
+    }
+    let name = name(prefix, "at-once");
+    let holder = backend
+        .locker()
+        .lock(name.as_str())
+        .lease(backend.patience * 3)
+        .revocable()
+        .await
+        .unwrap_or_else(|e| panic!("the grant of {name}: {e}"));
+    // Let the holder's listener subscribe.
+    tokio::time::sleep(backend.settle).await;
+    backend
+        .locker()
+        .revoke(&name, None)
+        .await
+        .unwrap_or_else(|e| panic!("revoke {name}: {e}"));
+    let told = tokio::time::timeout(backend.patience / 2, holder.revoked()).await;
+    assert!(
+        told.is_ok() && holder.is_revoked(),
+        "the holder of {name} on a backend that announces releases was not told within {:?} \
+         (its next renewal is {:?} away)",
+        backend.patience / 2,
+        backend.patience
+    );
+    holder.release().await.expect("the holder's own");
+}
