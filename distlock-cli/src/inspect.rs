@@ -50,6 +50,10 @@ pub(crate) struct LockInfo {
     /// ms, this machine's clock), so nobody is granted it before then. `None` otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) delayed_until_ms: Option<u64>,
+    /// A request pending for this hold to give the lock up (`distlock revoke`), as its record
+    /// in the store says; `None` when nobody asked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) revocation: Option<Revocation>,
     /// The master it lives on (`host:port`), or the store's members.
     pub(crate) node: String,
     /// When the holder is a leader (its note is an election's record): the election's leader.
@@ -293,6 +297,78 @@ pub(crate) struct Permits {
     pub(crate) holders: Members,
 }
 
+/// A revocation request for a hold (`Locker::revoke`): the grant it asks, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct Revocation {
+    /// The fencing token of the grant asked.
+    pub(crate) fencing_token: u64,
+    /// The revoker's note.
+    pub(crate) note: Option<String>,
+}
+
+/// The suffix of a revocation request's record, and of its bell (lock-core's `revoke.rs`).
+const RECORD: &str = ":distlock-revoke:";
+const BELL: &str = ":distlock-revoke-bell:";
+
+/// The lock name and fencing token a revocation record's name (`NAME:distlock-revoke:TOKEN`)
+/// names.
+fn revocation_record(name: &str) -> Option<(&str, u64)> {
+    let (base, token) = name.rsplit_once(RECORD)?;
+    Some((base, token.parse().ok()?))
+}
+
+/// The fencing tokens a hold may be asked by: its holder's, or the name's last issued.
+fn hold_tokens(lock: &LockInfo) -> [Option<u64>; 2] {
+    [
+        lock.holder.as_ref().map(|h| h.fencing_token),
+        lock.fencing_token,
+    ]
+}
+
+/// Folds the revocation records (and their bells) of a listing into the holds they ask: a
+/// record is not a lock of its own to an operator, but a request pending for one. A record
+/// for an earlier grant of the name (its holder gone) is dropped with it.
+pub(crate) fn fold_revocations(locks: &mut Vec<LockInfo>) {
+    let mut asked: Vec<(String, Revocation)> = Vec::new();
+    locks.retain(|lock| {
+        if let Some((base, token)) = revocation_record(&lock.name) {
+            asked.push((
+                base.to_owned(),
+                Revocation {
+                    fencing_token: token,
+                    note: record_note(lock),
+                },
+            ));
+            return false;
+        }
+        !lock.name.contains(BELL)
+    });
+    for (base, revocation) in asked {
+        if let Some(lock) = locks
+            .iter_mut()
+            .find(|l| l.name == base && hold_tokens(l).contains(&Some(revocation.fencing_token)))
+        {
+            lock.revocation = Some(revocation);
+        }
+    }
+}
+
+/// The note a revocation record's grant carries.
+pub(crate) fn record_note(record: &LockInfo) -> Option<String> {
+    let holder = record.holder.as_ref()?;
+    description(holder)
+        .get("note")
+        .and_then(|v| v.as_str())
+        .map(str::to_owned)
+}
+
+/// The name of the record that would ask `lock`'s holder to give it up, and the fencing
+/// token it names.
+pub(crate) fn revocation_record_of(lock: &LockInfo) -> Option<(String, u64)> {
+    let token = hold_tokens(lock).into_iter().flatten().next()?;
+    Some((format!("{}{RECORD}{token}", lock.name), token))
+}
+
 /// Until when a lock-delay keeps a name whose holder's lease is over (Unix ms), given the
 /// store's TTL left (`ttl_ms`, the lease plus the delay) and the holder's lock-delay: `None`
 /// while the lease itself runs (more than the delay left), or without a delay or a TTL.
@@ -351,5 +427,39 @@ impl Listing {
             keys_scanned: listing.scanned,
             truncated: listing.truncated,
         }
+    }
+}
+
+#[cfg(test)]
+mod revocation_tests {
+    use super::{LockInfo, fold_revocations};
+
+    fn lock(name: &str, fencing_token: u64) -> LockInfo {
+        LockInfo {
+            name: name.to_owned(),
+            kind: "mutex",
+            fencing_token: Some(fencing_token),
+            ..LockInfo::default()
+        }
+    }
+
+    #[test]
+    fn records_fold_into_the_hold_they_ask_and_stale_ones_and_bells_go() {
+        let mut locks = vec![
+            lock("job", 7),
+            lock("job:distlock-revoke:7", 1),
+            lock("job:distlock-revoke-bell:7", 2),
+            lock("other", 9),
+            // For an earlier grant of `other`: nobody to ask any more.
+            lock("other:distlock-revoke:8", 3),
+        ];
+        fold_revocations(&mut locks);
+        let names: Vec<&str> = locks.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, ["job", "other"]);
+        assert_eq!(
+            locks[0].revocation.as_ref().map(|r| r.fencing_token),
+            Some(7)
+        );
+        assert!(locks[1].revocation.is_none());
     }
 }

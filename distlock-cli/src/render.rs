@@ -209,6 +209,20 @@ fn lock_rows(t: &mut Table, lock: &LockInfo) {
         };
         t.add_row(vec!["lock-delay".into(), value]);
     }
+    if let Some(revocation) = &lock.revocation {
+        let why = revocation
+            .note
+            .as_deref()
+            .map(|note| format!(" ({})", shortened(note)))
+            .unwrap_or_default();
+        t.add_row(vec![
+            "revocation".into(),
+            format!(
+                "asked to give it up{why} — grant {}",
+                revocation.fencing_token
+            ),
+        ]);
+    }
     t.add_row(vec![
         "fencing token".into(),
         lock.fencing_token.map_or_else(

@@ -73,6 +73,9 @@ pub(crate) struct LockItem<'a> {
     permits: Option<PermitsItem>,
     /// The holder's token (masked unless the request is authenticated).
     token: Option<String>,
+    /// A request pending for the holder to give it up (`distlock revoke`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    revocation: Option<&'a crate::inspect::Revocation>,
     /// Held longer than `--stuck-after`.
     stuck: bool,
     /// Where it lives (the master, or the store's members).
@@ -201,6 +204,7 @@ pub(crate) fn locks<'a>(view: &'a View, settings: Settings, access: Access) -> L
                     holders: p.holders.count,
                 }),
                 token: shown_token(info.token.as_deref(), access),
+                revocation: info.revocation.as_ref(),
                 stuck: held_for_ms > settings.stuck_after_ms,
                 node: &info.node,
             }

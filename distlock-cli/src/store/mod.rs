@@ -87,6 +87,7 @@ pub(crate) trait Store: Send + Sync {
     async fn list(&self, pattern: &str, scan: &ScanArgs) -> Result<Listing, Failure> {
         let mut listing = self.scan(pattern, scan).await?;
         listing.locks.iter_mut().for_each(LockInfo::find_election);
+        crate::inspect::fold_revocations(&mut listing.locks);
         Ok(listing)
     }
 
@@ -99,6 +100,22 @@ pub(crate) trait Store: Send + Sync {
         lock_core::check_name(name)?;
         let mut locks = self.read(name).await?;
         locks.iter_mut().for_each(LockInfo::find_election);
+        // A pending revocation request is a record of its own: one more read, for the hold's
+        // grant only.
+        for lock in &mut locks {
+            let Some((record, fencing_token)) = crate::inspect::revocation_record_of(lock) else {
+                continue;
+            };
+            if lock_core::check_name(&record).is_err() {
+                continue;
+            }
+            if let Some(found) = self.read(&record).await?.first() {
+                lock.revocation = Some(crate::inspect::Revocation {
+                    fencing_token,
+                    note: crate::inspect::record_note(found),
+                });
+            }
+        }
         Ok(locks)
     }
 

@@ -71,7 +71,7 @@ fn a_revoked_run_gives_the_lock_up(target: &Target) -> Duration {
         &format!("echo $$ > {}; sleep 1000", kept.display()),
     );
     pid_in(&kept);
-    let asked = target.output(&["revoke", "job:kept"]);
+    let asked = target.output(&["revoke", "job:kept", "--note", "drain"]);
     assert!(asked.status.success(), "{}", stderr(&asked));
     std::thread::sleep(Duration::from_millis(2500)); // two renewals of its 3 s lease
     assert!(
@@ -80,6 +80,28 @@ fn a_revoked_run_gives_the_lock_up(target: &Target) -> Duration {
     );
     let busy = target.output(&["run", "job:kept", "--wait", "0s", "--", "true"]);
     assert_eq!(busy.status.code(), Some(75), "{}", stderr(&busy));
+    // Operators see the pending request on the hold's own row, not a lock of its own.
+    let listing = crate::common::json(&target.output(&["--json", "ls"]));
+    let names: Vec<&str> = listing["locks"]
+        .as_array()
+        .expect("locks")
+        .iter()
+        .filter_map(|l| l["name"].as_str())
+        .collect();
+    assert!(
+        names.iter().all(|n| !n.contains(":distlock-revoke")),
+        "{names:?}"
+    );
+    let kept_row = crate::common::find(&listing, "job:kept", "mutex");
+    assert!(
+        kept_row["revocation"]["fencing_token"].is_u64(),
+        "{kept_row:#}"
+    );
+    let shown = crate::common::json(&target.output(&["--json", "show", "job:kept"]));
+    assert!(
+        shown["locks"][0]["revocation"]["fencing_token"].is_u64(),
+        "{shown:#}"
+    );
     let _ = stubborn.kill();
     let _ = stubborn.wait();
     eprintln!("the revoked run ended {took:?} after `distlock revoke` (lease 3s)");
