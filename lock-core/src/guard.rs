@@ -298,7 +298,7 @@ impl Guard {
         self.armed = false;
         self.finish();
         if self.held.is_revoked() {
-            crate::locker::revoke::honoured(self.held.labels());
+            crate::runtime::revocation::honoured(self.held.labels());
         }
         let _op = self.held.op().await;
         if self.held.kept_by_lock_delay() {
@@ -375,7 +375,7 @@ impl Drop for Guard {
         }
         self.finish();
         if self.held.is_revoked() {
-            crate::locker::revoke::honoured(self.held.labels());
+            crate::runtime::revocation::honoured(self.held.labels());
         }
         let (lock, held) = (Arc::clone(&self.lock), Arc::clone(&self.held));
         let waiters = self.outer.as_ref().map(|outer| Arc::clone(&outer.waiters));

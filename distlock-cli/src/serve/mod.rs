@@ -33,12 +33,15 @@ use crate::store::Store;
 
 use self::api::Settings;
 use self::auth::Auth;
+use self::history::History;
 use self::snapshot::Cache;
 
 /// What every request shares.
 #[derive(Debug)]
 struct App {
     cache: Cache,
+    /// What the sweeps saw over `--history`, told each sweep by the cache.
+    history: Arc<std::sync::Mutex<History>>,
     auth: Auth,
     settings: Settings,
     csp: String,
@@ -74,8 +77,16 @@ pub(crate) async fn serve(store: Arc<dyn Store>, args: ServeArgs) -> Result<Exit
         allow_release: args.allow_release,
         auth_required: auth.has_token(),
     };
+    let history = Arc::new(std::sync::Mutex::new(History::new(
+        args.history,
+        args.refresh,
+    )));
     let app = Arc::new(App {
-        cache: Cache::new(store, args.pattern, args.scan, args.refresh, args.history),
+        cache: Cache::new(store, args.pattern, args.scan, args.refresh, {
+            let history = Arc::clone(&history);
+            Box::new(move |snapshot| lock(&history).record(snapshot))
+        }),
+        history,
         auth,
         settings,
         csp: page::content_security_policy(),
@@ -84,7 +95,7 @@ pub(crate) async fn serve(store: Arc<dyn Store>, args: ServeArgs) -> Result<Exit
         .route("/", get(index))
         .route("/api/locks", get(locks))
         .route("/api/elections", get(elections))
-        .route("/api/history", get(history))
+        .route("/api/history", get(history_api))
         .route("/api/release", post(release))
         .route("/api/revoke", post(revoke))
         .route("/metrics", get(metrics_text))
@@ -111,20 +122,9 @@ pub(crate) async fn serve(store: Arc<dyn Store>, args: ServeArgs) -> Result<Exit
     Ok(ExitCode::SUCCESS)
 }
 
-/// Resolves at Ctrl-C (SIGINT) or SIGTERM.
+/// Resolves at Ctrl-C (SIGINT) or SIGTERM (the library's `shutdown`).
 async fn stopped() {
-    let interrupt = tokio::signal::ctrl_c();
-    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(mut terminate) => {
-            tokio::select! {
-                _ = interrupt => {}
-                _ = terminate.recv() => {}
-            }
-        }
-        Err(_) => {
-            let _ = interrupt.await;
-        }
-    }
+    lock_core::shutdown().await;
     eprintln!("distlock: stopping");
 }
 
@@ -185,11 +185,19 @@ async fn elections(State(app): State<Arc<App>>, headers: HeaderMap) -> Response 
 }
 
 /// `/api/history`: what the sweeps saw over `--history` (holds and waiting lines).
-async fn history(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+async fn history_api(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     if let Err(refused) = app.auth.read(&headers) {
         return refused;
     }
-    axum::Json(app.cache.history().await).into_response()
+    let doc = lock(&app.history).doc(snapshot::now_ms());
+    axum::Json(doc).into_response()
+}
+
+/// The history, locked (never across an await).
+fn lock(history: &std::sync::Mutex<History>) -> std::sync::MutexGuard<'_, History> {
+    history
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// `/metrics`.
@@ -203,6 +211,41 @@ async fn metrics_text(State(app): State<Arc<App>>, headers: HeaderMap) -> Respon
         metrics::render(&view),
     )
         .into_response()
+}
+
+/// The checks every write of the console passes, then its JSON body: the bearer token and the
+/// origin (401, 403), `--allow-release` (403, saying `what` is off), and a JSON body of the
+/// request's `shape` (400).
+///
+/// # Errors
+/// The response refusing it, as above.
+#[allow(clippy::result_large_err)] // The error is the response itself, built once.
+fn write_request<T: serde::de::DeserializeOwned>(
+    app: &App,
+    headers: &HeaderMap,
+    body: &[u8],
+    (what, shape): (&str, &str),
+) -> Result<T, Response> {
+    app.auth.write(headers)?;
+    if !app.settings.allow_release {
+        return Err((
+            StatusCode::FORBIDDEN,
+            format!("{what} is off: start the server with --allow-release\n"),
+        )
+            .into_response());
+    }
+    let is_json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    match serde_json::from_slice(body) {
+        Ok(request) if is_json => Ok(request),
+        _ => Err((
+            StatusCode::BAD_REQUEST,
+            format!("expected Content-Type: application/json and {shape}\n"),
+        )
+            .into_response()),
+    }
 }
 
 /// The body of `POST /api/revoke`.
@@ -220,29 +263,14 @@ struct RevokeRequest {
 /// (it needs `--allow-release`); 501 where the store cannot name a grant (Redlock, advisory
 /// locks); 502 when the store fails.
 async fn revoke(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(refused) = app.auth.write(&headers) {
-        return refused;
-    }
-    if !app.settings.allow_release {
-        return (
-            StatusCode::FORBIDDEN,
-            "revoking is off: start the server with --allow-release\n",
-        )
-            .into_response();
-    }
-    let is_json = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
-    let request: RevokeRequest = match serde_json::from_slice(&body) {
-        Ok(request) if is_json => request,
-        _ => {
-            return (
-                StatusCode::BAD_REQUEST,
-                "expected Content-Type: application/json and {\"name\": ..., \"note\": ...}\n",
-            )
-                .into_response();
-        }
+    let request: RevokeRequest = match write_request(
+        &app,
+        &headers,
+        &body,
+        ("revoking", r#"{"name": ..., "note": ...}"#),
+    ) {
+        Ok(request) => request,
+        Err(refused) => return refused,
     };
     let asked = match crate::store::locker(app.cache.store(), None) {
         Ok(locker) => locker
@@ -287,29 +315,14 @@ struct ReleaseRequest {
 /// `--allow-release` or from another origin; 401 without the bearer token when one is set;
 /// 400 for a bad body; 502 when the store fails.
 async fn release(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(refused) = app.auth.write(&headers) {
-        return refused;
-    }
-    if !app.settings.allow_release {
-        return (
-            StatusCode::FORBIDDEN,
-            "releasing is off: start the server with --allow-release\n",
-        )
-            .into_response();
-    }
-    let is_json = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
-    let request: ReleaseRequest = match serde_json::from_slice(&body) {
-        Ok(request) if is_json => request,
-        _ => {
-            return (
-                StatusCode::BAD_REQUEST,
-                "expected Content-Type: application/json and {\"name\": ..., \"token\": ...}\n",
-            )
-                .into_response();
-        }
+    let request: ReleaseRequest = match write_request(
+        &app,
+        &headers,
+        &body,
+        ("releasing", r#"{"name": ..., "token": ...}"#),
+    ) {
+        Ok(request) => request,
+        Err(refused) => return refused,
     };
     if request.token.trim().is_empty() {
         return (StatusCode::BAD_REQUEST, "the holder's token is required\n").into_response();

@@ -9,7 +9,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::Mutex;
 
-use super::history::{History, HistoryDoc};
 use crate::cli::ScanArgs;
 use crate::inspect::{LockInfo, description};
 use crate::store::Store;
@@ -79,9 +78,10 @@ struct State {
     attempted: Option<Instant>,
     first_seen: HashMap<HoldKey, u64>,
     sweeps: u64,
-    /// What the sweeps saw over time.
-    history: History,
 }
+
+/// Told every good sweep's snapshot, in order (the console's history).
+pub(crate) type OnSweep = Box<dyn Fn(&Snapshot) + Send + Sync>;
 
 /// The store's snapshots, swept at most once per `refresh`.
 pub(crate) struct Cache {
@@ -89,6 +89,7 @@ pub(crate) struct Cache {
     pattern: String,
     scan: ScanArgs,
     refresh: Duration,
+    on_sweep: OnSweep,
     state: Mutex<State>,
 }
 
@@ -104,26 +105,26 @@ impl std::fmt::Debug for Cache {
 
 impl Cache {
     /// A cache of `store`'s locks matching `pattern`, swept at most once per `refresh`, that
-    /// remembers what it saw for `history`.
+    /// tells `on_sweep` each good sweep's snapshot.
     pub(crate) fn new(
         store: Arc<dyn Store>,
         pattern: String,
         scan: ScanArgs,
         refresh: Duration,
-        history: Duration,
+        on_sweep: OnSweep,
     ) -> Self {
         Self {
             store,
             pattern,
             scan,
             refresh,
+            on_sweep,
             state: Mutex::new(State {
                 snapshot: None,
                 error: None,
                 attempted: None,
                 first_seen: HashMap::new(),
                 sweeps: 0,
-                history: History::new(history, refresh),
             }),
         }
     }
@@ -150,14 +151,6 @@ impl Cache {
             error: state.error.clone(),
             sweeps: state.sweeps,
         }
-    }
-
-    /// What the sweeps saw over the history's window, at this moment.
-    ///
-    /// # Cancel safety
-    /// Cancel safe.
-    pub(crate) async fn history(&self) -> HistoryDoc {
-        self.state.lock().await.history.doc(now_ms())
     }
 
     /// Makes the next [`Cache::view`] sweep (after a release: the page shows it at once).
@@ -205,7 +198,7 @@ impl Cache {
                     taken_ms,
                     sweep: started.elapsed(),
                 });
-                state.history.record(&snapshot);
+                (self.on_sweep)(&snapshot);
                 state.snapshot = Some(snapshot);
                 if state.error.take().is_some() {
                     tracing::warn!("the store answers again");

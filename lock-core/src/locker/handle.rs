@@ -287,7 +287,7 @@ impl Locker {
         // Renewed, or only watched for the oldest-hold gauge when its TTL is fixed; the
         // watchdog also asks the backend to watch its key for loss when it takes it in.
         inner.renewer.track(Arc::clone(&held), now);
-        super::revoke::listen_for_revocation(&inner.lock, &held);
+        crate::runtime::revocation::listen_for_revocation(&inner.lock, &held);
         let owner = inner
             .owners
             .enter(name, &held)

@@ -18,7 +18,7 @@ mod multi;
 mod options;
 mod pace;
 mod request;
-pub(crate) mod revoke;
+mod revoke;
 mod stop;
 
 use std::sync::Arc;

@@ -14,4 +14,5 @@ pub(crate) mod held;
 pub(crate) mod oldest;
 pub(crate) mod owners;
 pub(crate) mod renewal;
+pub(crate) mod revocation;
 pub(crate) mod waiters;

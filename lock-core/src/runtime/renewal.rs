@@ -487,7 +487,7 @@ async fn renew(lock: &Arc<dyn Lock>, due: Vec<Arc<HeldLease>>) -> Vec<(Arc<HeldL
                 held.labels()
                     .count_with(metric::RENEWALS_TOTAL, "outcome", "ok");
                 held.renewed(valid_until);
-                crate::locker::revoke::look_for_revocation(lock, &held);
+                super::revocation::look_for_revocation(lock, &held);
                 again.push((Arc::clone(&held), now + held.next_renewal_in(now)));
             }
             Ok(None) => {

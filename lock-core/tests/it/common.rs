@@ -221,3 +221,26 @@ impl Lock for Declaring {
         self.inner.release(lease).await
     }
 }
+
+/// What a recorder of its own saw while `scenario` ran on a current-thread runtime with a
+/// paused clock (taking the snapshot drains the histograms).
+pub fn recorded_while<F: Future<Output = ()>>(
+    scenario: F,
+) -> Vec<(
+    metrics_util::CompositeKey,
+    Option<metrics::Unit>,
+    Option<metrics::SharedString>,
+    metrics_util::debugging::DebugValue,
+)> {
+    let recorder = metrics_util::debugging::DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    metrics::with_local_recorder(&recorder, || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .expect("runtime");
+        runtime.block_on(scenario);
+    });
+    snapshotter.snapshot().into_vec()
+}

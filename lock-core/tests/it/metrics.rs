@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::common::probe_locker;
+use crate::common::{probe_locker, recorded_while};
 use lock_core::{Locker, metric};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use metrics_util::{CompositeKey, MetricKind};
@@ -46,18 +46,10 @@ fn counter(s: &Snapshot, name: &str, extra: Option<(&str, &str)>) -> u64 {
 /// Runs `scenario` on a locker over the test backend (300 ms leases, paused clock) with a
 /// recorder of its own, and returns what it recorded.
 fn recorded<F: Future<Output = ()>>(scenario: impl FnOnce(Locker) -> F) -> Snapshot {
-    let recorder = DebuggingRecorder::new();
-    let snapshotter = recorder.snapshotter();
-    metrics::with_local_recorder(&recorder, || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .expect("runtime");
+    recorded_while(async {
         let (_, locker) = probe_locker(Duration::from_millis(300));
-        runtime.block_on(scenario(locker));
-    });
-    snapshotter.snapshot().into_vec()
+        scenario(locker).await;
+    })
 }
 
 #[test]

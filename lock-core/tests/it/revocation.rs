@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use lock_core::backend::Capabilities;
 use lock_core::{LockError, Locker, MemoryLock, metric};
-use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+use metrics_util::debugging::DebugValue;
 use tokio::time::{Instant, sleep, timeout};
 
-use crate::common::Declaring;
+use crate::common::{Declaring, recorded_while};
 
 const LEASE: Duration = Duration::from_secs(3);
 
@@ -32,39 +32,29 @@ async fn a_lease_that_is_not_revocable_is_never_told() {
 
 #[test]
 fn requests_sightings_and_honoured_ones_are_counted() {
-    let recorder = DebuggingRecorder::new();
-    let snapshotter = recorder.snapshotter();
-    metrics::with_local_recorder(&recorder, || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .expect("runtime");
-        runtime.block_on(async {
-            let store = Arc::new(MemoryLock::new());
-            let (holder, revoker) = (
-                Locker::new(Arc::clone(&store)),
-                Locker::new(Arc::clone(&store)),
-            );
-            let guard = holder
-                .lock("job")
-                .lease(LEASE)
-                .revocable()
-                .await
-                .expect("free");
-            let asked = Instant::now();
-            revoker.revoke("job", Some("deploy")).await.expect("asked");
-            timeout(LEASE, guard.revoked()).await.expect("told");
-            assert!(
-                asked.elapsed() <= LEASE / 3 + Duration::from_millis(10),
-                "told at the next renewal: {:?}",
-                asked.elapsed()
-            );
-            assert_eq!(guard.revocation_note().as_deref(), Some("deploy"));
-            guard.release().await.expect("honoured");
-        });
+    let snapshot = recorded_while(async {
+        let store = Arc::new(MemoryLock::new());
+        let (holder, revoker) = (
+            Locker::new(Arc::clone(&store)),
+            Locker::new(Arc::clone(&store)),
+        );
+        let guard = holder
+            .lock("job")
+            .lease(LEASE)
+            .revocable()
+            .await
+            .expect("free");
+        let asked = Instant::now();
+        revoker.revoke("job", Some("deploy")).await.expect("asked");
+        timeout(LEASE, guard.revoked()).await.expect("told");
+        assert!(
+            asked.elapsed() <= LEASE / 3 + Duration::from_millis(10),
+            "told at the next renewal: {:?}",
+            asked.elapsed()
+        );
+        assert_eq!(guard.revocation_note().as_deref(), Some("deploy"));
+        guard.release().await.expect("honoured");
     });
-    let snapshot = snapshotter.snapshot().into_vec();
     for event in ["sent", "seen", "honoured"] {
         let count = snapshot.iter().find_map(|(key, _, _, value)| {
             let key = key.key();
