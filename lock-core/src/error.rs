@@ -154,6 +154,19 @@ pub enum LockError {
         current: u64,
     },
 
+    /// A count-down latch will not open: `lost` of its parties left without counting down
+    /// (their leases ended: a crash, a lost lease, a party dropped before its count-down).
+    /// Returned by [`Latch::wait`](crate::Latch::wait) instead of waiting for a count-down
+    /// that will never come. Not retryable: the latch stays broken until its records expire
+    /// ([`Latch::keep`](crate::Latch::keep)).
+    #[error("latch {name:?} is broken: {lost} of its parties left without counting down")]
+    Broken {
+        /// The latch's name.
+        name: String,
+        /// How many parties left without counting down.
+        lost: u32,
+    },
+
     /// The backend failed: connection refused or dropped, authentication, an error reply.
     #[error("{backend} backend failed during {op}: {source}")]
     Backend {
@@ -190,6 +203,7 @@ impl LockError {
             | Self::Lost { .. }
             | Self::Stopped { .. }
             | Self::Fenced { .. }
+            | Self::Broken { .. }
             | Self::WrongType { .. } => false,
         }
     }

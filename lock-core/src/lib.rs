@@ -4,6 +4,7 @@
 
 pub mod backend;
 mod backoff;
+mod coordination;
 mod election;
 mod error;
 mod fence;
@@ -22,6 +23,10 @@ mod token;
 mod validate;
 
 pub use backoff::Backoff;
+pub use coordination::{
+    Barrier, BarrierMember, BarrierState, Coordination, DEFAULT_LATCH_KEEP, Latch, LatchParty,
+    LatchState, Record,
+};
 pub use election::{
     DEFAULT_OBSERVE_POLL, Election, ElectionRun, Leader, Leadership, TermEnd, TermEvent,
 };

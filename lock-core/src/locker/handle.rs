@@ -104,6 +104,11 @@ impl Locker {
         &self.inner.lock
     }
 
+    /// How long a request waits by default (`None`: without a bound).
+    pub(crate) fn default_wait(&self) -> Option<Duration> {
+        self.inner.defaults.wait()
+    }
+
     /// The options a new request starts with.
     pub(super) fn defaults(&self) -> Options {
         self.inner.defaults.clone()

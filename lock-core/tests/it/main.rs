@@ -10,6 +10,7 @@ mod common;
 
 mod adopt;
 
+mod coordination;
 mod election;
 mod handoff;
 mod kinds;
