@@ -37,11 +37,17 @@ pub enum Module {
     /// lock up; offered by every backend that describes its holders and whose fencing tokens
     /// are ordered.
     Revocation,
+    /// [`latch`](super::latch): the count-down latch whose parties hold leases, offered by
+    /// every backend with semaphores.
+    Latch,
+    /// [`barrier`](super::barrier): the double barrier whose members hold leases, offered by
+    /// every backend with semaphores.
+    Barrier,
 }
 
 impl Module {
     /// Every module, in the order of the suite's list.
-    pub const ALL: [Module; 11] = [
+    pub const ALL: [Module; 13] = [
         Module::Mutex,
         Module::ReadWrite,
         Module::Semaphore,
@@ -52,6 +58,8 @@ impl Module {
         Module::Guarded,
         Module::LockDelay,
         Module::Revocation,
+        Module::Latch,
+        Module::Barrier,
         Module::Election,
     ];
 
@@ -71,6 +79,8 @@ impl Module {
             Module::Guarded => "guarded",
             Module::LockDelay => "lock_delay",
             Module::Revocation => "revocation",
+            Module::Latch => "latch",
+            Module::Barrier => "barrier",
         }
     }
 
@@ -80,7 +90,7 @@ impl Module {
         match self {
             Module::Mutex | Module::Multi | Module::Inspect | Module::Errors => true,
             Module::ReadWrite => caps.read_write,
-            Module::Semaphore => caps.semaphore,
+            Module::Semaphore | Module::Latch | Module::Barrier => caps.semaphore,
             Module::Fair => caps.fair,
             Module::Election => matches!(caps.fencing, Fencing::Strict(_) | Fencing::AfterHolding),
             Module::Guarded => caps.guarded_writes,
@@ -115,7 +125,7 @@ mod tests {
     #[test]
     fn every_module_has_checks_and_its_name() {
         let total: usize = Module::ALL.iter().map(|m| m.checks().len()).sum();
-        assert_eq!(total, 63);
+        assert_eq!(total, 68);
         assert_eq!(Module::ReadWrite.name(), "read_write");
         assert!(Module::Multi.offered_by(&Capabilities::MUTEX));
         assert!(!Module::Fair.offered_by(&Capabilities::MUTEX));

@@ -55,12 +55,14 @@ use lock_core::{Locker, LockerBuilder};
 
 use crate::FaultProxy;
 
+pub mod barrier;
 mod checks;
 pub mod election;
 pub mod errors;
 pub mod fair;
 pub mod guarded;
 pub mod inspect;
+pub mod latch;
 pub mod lock_delay;
 mod lost_answer;
 pub mod multi;
@@ -556,6 +558,15 @@ macro_rules! __conformance_checks {
                 a_revocable_holder_is_told,
                 revocation_is_for_the_grant_asked,
                 announcing_backends_tell_at_once,
+            ]
+            latch Latch [
+                opens_after_the_last_count_down,
+                a_crashed_party_breaks_it,
+                a_wait_is_bounded,
+            ]
+            barrier Barrier [
+                members_enter_and_leave_together,
+                a_crashed_member_is_counted_out,
             ]
             election Election [
                 one_leader_at_a_time,

@@ -174,6 +174,29 @@ pub async fn refused(backend: &Backend, module: Module, prefix: &str) {
                     .map(drop),
             ),
         ],
+        Module::Latch => {
+            let latch = locker.latch(name.as_str(), 2).wait_at_most(wait);
+            vec![
+                ("a latch's join", "latch", latch.join().await.map(drop)),
+                ("a latch's wait", "latch", latch.wait().await.map(drop)),
+                ("a latch's count-down", "latch", latch.count_down().await),
+            ]
+        }
+        Module::Barrier => {
+            let barrier = locker.barrier(name.as_str(), 2).wait_at_most(wait);
+            vec![
+                (
+                    "a barrier's enter",
+                    "barrier",
+                    barrier.enter().await.map(drop),
+                ),
+                (
+                    "a barrier's state",
+                    "barrier",
+                    barrier.state().await.map(drop),
+                ),
+            ]
+        }
         other => panic!("{other:?}: every backend offers it"),
     };
     let label = probe.inner.backend();
