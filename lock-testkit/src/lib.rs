@@ -92,7 +92,8 @@
 //! Wing & Gong search with Lowe's memoisation), over a recorded history of grants and fenced
 //! writes; the torture suite's verdicts and the process tests' come from it.
 //! [`election_processes`] is leader election across OS processes, judged by an independent
-//! witness, and [`holders`] the holder-description checks (`Lock::describe_holder`,
+//! witness, [`coordination_processes`] a latch's party and a barrier's member SIGKILLed in
+//! another process, and [`holders`] the holder-description checks (`Lock::describe_holder`,
 //! `Lock::annotate`) that the backends describing their holders share.
 //!
 //! ```no_run
@@ -133,7 +134,10 @@ mod processes;
 mod servers;
 mod signal;
 
-pub use checks::{conformance, election_processes, exclusion, fair_order, history, holders};
+pub use checks::{
+    conformance, coordination_processes, election_processes, exclusion, fair_order, history,
+    holders,
+};
 pub use processes::{run_test_in_processes, spawn_test_process};
 #[cfg(feature = "tls")]
 pub use servers::TestCertificates;

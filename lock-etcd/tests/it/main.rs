@@ -6,6 +6,7 @@ mod common;
 
 mod basics;
 mod conformance;
+mod coordination_processes;
 mod election_processes;
 mod errors;
 mod faults;

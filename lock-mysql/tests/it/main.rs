@@ -6,6 +6,7 @@ mod common;
 
 mod advisory_loss;
 mod conformance;
+mod coordination_processes;
 mod election_processes;
 mod errors;
 mod fenced_write;

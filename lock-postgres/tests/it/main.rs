@@ -12,6 +12,7 @@ mod advisory;
 mod advisory_interop;
 mod cancel_acquire;
 mod conformance;
+mod coordination_processes;
 mod election_processes;
 mod exclusion_tasks;
 mod expiry;

@@ -13,6 +13,7 @@ mod bad_input_suite;
 mod cancel_acquire;
 mod cluster;
 mod conformance;
+mod coordination_processes;
 mod election_processes;
 mod exclusion;
 mod expiry;
