@@ -54,6 +54,10 @@ pub(crate) struct LockInfo {
     /// in the store says; `None` when nobody asked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) revocation: Option<Revocation>,
+    /// A latch's or a barrier's count (kind `latch` or `barrier`), folded from its records
+    /// ([`crate::coordination::fold`]); `None` for a lock.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) coordination: Option<crate::coordination::CoordinationInfo>,
     /// The master it lives on (`host:port`), or the store's members.
     pub(crate) node: String,
     /// When the holder is a leader (its note is an election's record): the election's leader.

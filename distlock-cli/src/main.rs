@@ -3,6 +3,7 @@
 
 mod cli;
 mod connect;
+mod coordination;
 mod exit;
 mod guardian;
 mod host;

@@ -72,6 +72,9 @@ pub(crate) fn lock_table(locks: &[LockInfo], extra: Option<Column<'_>>) -> Table
 
 /// The holder column: the token, or the readers, or the permits in use.
 fn holder_cell(lock: &LockInfo) -> String {
+    if let Some(coordination) = &lock.coordination {
+        return coordination.summary();
+    }
     if let Some(permits) = &lock.permits {
         let used = permits.used.map_or_else(|| "?".into(), |n| n.to_string());
         let max = permits.max.map_or_else(|| "?".into(), |n| n.to_string());
@@ -208,6 +211,9 @@ fn lock_rows(t: &mut Table, lock: &LockInfo) {
             ),
         };
         t.add_row(vec!["lock-delay".into(), value]);
+    }
+    if let Some(coordination) = &lock.coordination {
+        t.add_row(vec![lock.kind.into(), coordination.summary()]);
     }
     if let Some(revocation) = &lock.revocation {
         let why = revocation

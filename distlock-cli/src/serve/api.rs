@@ -76,6 +76,9 @@ pub(crate) struct LockItem<'a> {
     /// A request pending for the holder to give it up (`distlock revoke`), if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     revocation: Option<&'a crate::inspect::Revocation>,
+    /// A latch's or a barrier's count (kinds `latch` and `barrier`), with its `summary`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    coordination: Option<CoordinationItem<'a>>,
     /// Held longer than `--stuck-after`.
     stuck: bool,
     /// Where it lives (the master, or the store's members).
@@ -89,6 +92,14 @@ struct HolderItem {
     pid: Option<u64>,
     note: Option<String>,
     since_ms: Option<u64>,
+}
+
+/// A latch's or a barrier's count, and the line `ls` prints of it.
+#[derive(Debug, Serialize)]
+struct CoordinationItem<'a> {
+    #[serde(flatten)]
+    info: &'a crate::coordination::CoordinationInfo,
+    summary: String,
 }
 
 /// A semaphore's permits.
@@ -205,6 +216,10 @@ pub(crate) fn locks<'a>(view: &'a View, settings: Settings, access: Access) -> L
                 }),
                 token: shown_token(info.token.as_deref(), access),
                 revocation: info.revocation.as_ref(),
+                coordination: info.coordination.as_ref().map(|c| CoordinationItem {
+                    info: c,
+                    summary: c.summary(),
+                }),
                 stuck: held_for_ms > settings.stuck_after_ms,
                 node: &info.node,
             }

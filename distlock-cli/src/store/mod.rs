@@ -88,6 +88,7 @@ pub(crate) trait Store: Send + Sync {
         let mut listing = self.scan(pattern, scan).await?;
         listing.locks.iter_mut().for_each(LockInfo::find_election);
         crate::inspect::fold_revocations(&mut listing.locks);
+        crate::coordination::fold(&mut listing.locks);
         Ok(listing)
     }
 
@@ -116,6 +117,13 @@ pub(crate) trait Store: Send + Sync {
                 });
             }
         }
+        // A latch or a barrier of this name is kept in records of their own.
+        for record in crate::coordination::record_names(name) {
+            if lock_core::check_name(&record).is_ok() {
+                locks.extend(self.read(&record).await?);
+            }
+        }
+        crate::coordination::fold(&mut locks);
         Ok(locks)
     }
 

@@ -6,6 +6,7 @@
 mod common;
 
 mod bad_target;
+mod coordination;
 mod etcd;
 mod etcd_kinds;
 mod inspect;

@@ -157,13 +157,13 @@ fn read_write_lock(r: &[Value], base: &HeldLock, now_ms: i64) -> Option<HeldLock
         lock.kind = HeldKind::Write;
         return Some(lock.holder(holder));
     }
+    let (live, expired) = live_members(at(at::READER_MEMBERS), now_ms, None);
+    let readers = readers.saturating_sub(expired.len() as u64);
     if readers == 0 {
         return None;
     }
     lock.kind = HeldKind::Read;
-    lock = members(at(at::READER_MEMBERS), now_ms, None)
-        .into_iter()
-        .fold(lock, HeldLock::holder);
+    lock = live.into_iter().fold(lock, HeldLock::holder);
     lock.holder_count = readers;
     Some(lock)
 }
@@ -171,24 +171,24 @@ fn read_write_lock(r: &[Value], base: &HeldLock, now_ms: i64) -> Option<HeldLock
 /// The semaphore: its holders and, from its counts hash, `max` and `used`.
 fn semaphore_lock(r: &[Value], base: HeldLock, now_ms: i64) -> Option<HeldLock> {
     let at = |i: usize| reply(r, i);
-    let holders = number(at(at::HOLDERS));
-    if holders == 0 {
-        return None;
-    }
     let counts = pairs(at(at::PERMIT_COUNTS));
     let count = |field: &str| {
         counts
             .iter()
             .find(|(f, _)| f == field)
-            .and_then(|(_, v)| v.parse().ok())
+            .and_then(|(_, v)| v.parse::<u64>().ok())
     };
+    let (live, expired) = live_members(at(at::HOLDER_MEMBERS), now_ms, Some(&counts));
+    let holders = number(at(at::HOLDERS)).saturating_sub(expired.len() as u64);
+    if holders == 0 {
+        return None;
+    }
     let mut lock = base;
     lock.kind = HeldKind::Semaphore;
     lock.max_permits = count("max");
-    lock.permits_used = count("used");
-    lock = members(at(at::HOLDER_MEMBERS), now_ms, Some(&counts))
-        .into_iter()
-        .fold(lock, HeldLock::holder);
+    let expired_permits: u64 = expired.iter().filter_map(|h| h.permits).sum();
+    lock.permits_used = count("used").map(|used| used.saturating_sub(expired_permits));
+    lock = live.into_iter().fold(lock, HeldLock::holder);
     lock.holder_count = holders;
     Some(lock)
 }
@@ -285,6 +285,31 @@ fn pairs(value: &Value) -> Vec<(String, String)> {
             .filter_map(|pair| Some((pair.first()?.clone(), pair.get(1)?.clone())))
             .collect(),
     }
+}
+
+/// The members of a set scored by expiry, as [`members`], split into those whose share is
+/// live and those whose share has expired (by the server's clock, `now_ms`) but which no
+/// write has pruned yet: a crashed holder's stay in the set until the next grant or release,
+/// and a listing must not count them as held. The set is read lowest expiry first, so the
+/// expired ones are among those read unless more than a page of them wait to be pruned.
+fn live_members(
+    value: &Value,
+    now_ms: i64,
+    counts: Option<&[(String, String)]>,
+) -> (Vec<HolderView>, Vec<HolderView>) {
+    let expiries: Vec<i64> = pairs(value)
+        .into_iter()
+        .map(|(_, score)| score.parse::<i64>().unwrap_or(0))
+        .collect();
+    let (mut live, mut expired) = (Vec::new(), Vec::new());
+    for (holder, expiry) in members(value, now_ms, counts).into_iter().zip(expiries) {
+        if expiry > now_ms {
+            live.push(holder);
+        } else {
+            expired.push(holder);
+        }
+    }
+    (live, expired)
 }
 
 /// Members of a sorted set scored by expiry (server ms), with their remaining time and, for a
