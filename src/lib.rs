@@ -35,6 +35,11 @@ pub use lock_core::{
     AdoptRequest, DEFAULT_OBSERVE_POLL, Election, ElectionRun, Leader, Leadership, ParseLeaseError,
     TermEnd, TermEvent, default_stop_margin, shutdown,
 };
+// Count-down latches and double barriers whose parties hold leases (lock-core).
+pub use lock_core::{
+    Barrier, BarrierMember, BarrierState, Coordination, DEFAULT_LATCH_KEEP, Latch, LatchParty,
+    LatchState, Record,
+};
 
 // Every metric series, the `Locker`'s and the backends'.
 pub mod metrics;
