@@ -55,9 +55,9 @@ pub(crate) struct LockInfo {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) revocation: Option<Revocation>,
     /// A latch's or a barrier's count (kind `latch` or `barrier`), folded from its records
-    /// ([`crate::coordination::fold`]); `None` for a lock.
+    /// (`coordination::fold`); `None` for a lock.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) coordination: Option<crate::coordination::CoordinationInfo>,
+    pub(crate) coordination: Option<CoordinationInfo>,
     /// The master it lives on (`host:port`), or the store's members.
     pub(crate) node: String,
     /// When the holder is a leader (its note is an election's record): the election's leader.
@@ -299,6 +299,55 @@ pub(crate) struct Permits {
     pub(crate) max: Option<u64>,
     pub(crate) used: Option<u64>,
     pub(crate) holders: Members,
+}
+
+/// A latch's or a barrier's count, read from its records.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub(crate) struct CoordinationInfo {
+    /// A latch's count-downs to wait for, or a barrier's parties.
+    pub(crate) count: u64,
+    /// Parties present now (renewed leases): a latch's that have not counted down, a
+    /// barrier's members in.
+    pub(crate) present: u64,
+    /// A latch's count-downs made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) counted_down: Option<u64>,
+    /// A latch's parties that left without counting down (their lease ended).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) lost: Option<u64>,
+    /// A latch's parties that joined it (present, counted down or lost).
+    #[serde(skip)]
+    pub(crate) joined: u64,
+    /// A barrier's members that passed it and have not left.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) passed: Option<u64>,
+    /// `open`, `broken` (a latch a party left without counting down), `waiting` (a latch) or
+    /// `filling` (a barrier).
+    pub(crate) state: &'static str,
+}
+
+impl CoordinationInfo {
+    /// The one-line summary of `ls`'s HOLDER column and `show`.
+    pub(crate) fn summary(&self) -> String {
+        let (count, present) = (self.count, self.present);
+        match (self.counted_down, self.passed) {
+            (Some(done), _) => {
+                let lost = match self.lost {
+                    Some(lost) if lost > 0 => format!(", {lost} lost"),
+                    _ => String::new(),
+                };
+                format!(
+                    "{done}/{count} counted down, {present} present{lost} ({})",
+                    self.state
+                )
+            }
+            (None, passed) => format!(
+                "{present}/{count} in, {} passed ({})",
+                passed.unwrap_or(0),
+                self.state
+            ),
+        }
+    }
 }
 
 /// A revocation request for a hold (`Locker::revoke`): the grant it asks, and why.

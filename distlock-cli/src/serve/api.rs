@@ -98,7 +98,7 @@ struct HolderItem {
 #[derive(Debug, Serialize)]
 struct CoordinationItem<'a> {
     #[serde(flatten)]
-    info: &'a crate::coordination::CoordinationInfo,
+    info: &'a crate::inspect::CoordinationInfo,
     summary: String,
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use lock_core::{Barrier, BarrierMember, LatchParty, Locker};
 
 use crate::common::{distlock, find, json, locker_for, stdout};
-use crate::serve_browser::Driver;
+use crate::serve_browser::{Driver, screenshot};
 use crate::serve_kit::Serve;
 
 /// What the test leaves in the store: the parties and members it still holds.
@@ -145,9 +145,6 @@ async fn ls_show_and_the_console_fold_latches_and_barriers_on_redis() {
         "marked broken: {drawn}"
     );
     assert_eq!(drawn[2], "2/3 in, 0 passed (filling)", "{drawn}");
-    if let Ok(dir) = std::env::var("DISTLOCK_CONSOLE_SCREENSHOT") {
-        let png = browser.screenshot().await.expect("screenshot");
-        std::fs::write(format!("{dir}/console-coordination.png"), png).expect("write it");
-    }
+    screenshot(&browser, "console-coordination").await;
     browser.close().await.expect("close the browser");
 }

@@ -208,11 +208,8 @@ async fn console(backend: &Backend) {
         assert_eq!(note, json!([shown, true, 0]), "{}", backend.name);
     }
 
-    // DISTLOCK_CONSOLE_SCREENSHOT=DIR: the page as loaded, one picture per backend.
-    if let Ok(dir) = std::env::var("DISTLOCK_CONSOLE_SCREENSHOT") {
-        let png = browser.screenshot().await.expect("screenshot");
-        std::fs::write(format!("{dir}/console-{}.png", backend.name), png).expect("write it");
-    }
+    // The page as loaded, one picture per backend.
+    screenshot(&browser, &format!("console-{}", backend.name)).await;
 
     // A lock taken after the page loaded shows within 2 s, without a reload; released, it goes.
     let mut late = Holder::start(
@@ -257,11 +254,7 @@ async fn console(backend: &Backend) {
         class.as_str().is_some_and(|c| c.contains("delayed")),
         "{class}"
     );
-    if let Ok(dir) = std::env::var("DISTLOCK_CONSOLE_SCREENSHOT") {
-        let png = browser.screenshot().await.expect("screenshot");
-        std::fs::write(format!("{dir}/console-delayed-{}.png", backend.name), png)
-            .expect("write it");
-    }
+    screenshot(&browser, &format!("console-delayed-{}", backend.name)).await;
 
     // The row's Revoke button asks a `distlock run` holder to give its lock up: it stops its
     // command and releases at its next renewal (a third of its 3 s lease), and the row goes.
@@ -582,6 +575,15 @@ where
 }
 
 /// chromedriver on a free loopback port, killed by its PID when dropped.
+/// With `DISTLOCK_CONSOLE_SCREENSHOT=DIR`, writes the page as it is now to `DIR/NAME.png` (the
+/// READMEs' pictures); nothing otherwise.
+pub(crate) async fn screenshot(browser: &Client, name: &str) {
+    if let Ok(dir) = std::env::var("DISTLOCK_CONSOLE_SCREENSHOT") {
+        let png = browser.screenshot().await.expect("screenshot");
+        std::fs::write(format!("{dir}/{name}.png"), png).expect("write it");
+    }
+}
+
 pub(crate) struct Driver {
     child: Child,
     port: u16,

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use lock_testkit::RedisServer;
 
-use crate::serve_browser::Driver;
+use crate::serve_browser::{Driver, screenshot};
 use crate::serve_kit::Serve;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -93,9 +93,6 @@ async fn the_timeline_shows_each_hold_and_the_most_contended_name() {
         "the waiting line drawn: {drawn}"
     );
     assert_eq!(drawn[2], "job:busy", "the most contended name: {drawn}");
-    if let Ok(dir) = std::env::var("DISTLOCK_CONSOLE_SCREENSHOT") {
-        let png = browser.screenshot().await.expect("screenshot");
-        std::fs::write(format!("{dir}/console-timeline.png"), png).expect("write it");
-    }
+    screenshot(&browser, "console-timeline").await;
     browser.close().await.expect("close the browser");
 }

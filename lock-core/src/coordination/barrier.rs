@@ -84,34 +84,10 @@ impl Barrier {
         }
     }
 
-    /// The barrier's name.
-    #[must_use]
-    pub fn name(&self) -> &str {
-        &self.shared.name
-    }
-
-    /// A member's lease (default: the locker's): renewed while the member lives, so a crashed
-    /// member is counted out at most this long after its crash.
-    #[must_use]
-    pub fn lease(mut self, lease: Duration) -> Self {
-        self.shared.lease = Some(lease);
-        self
-    }
-
-    /// How long [`Barrier::enter`] and [`BarrierMember::leave`] each wait (default: the
-    /// locker's wait).
-    #[must_use]
-    pub fn wait_at_most(mut self, bound: Duration) -> Self {
-        self.shared.wait = Some(Some(bound));
-        self
-    }
-
-    /// Waits without a bound.
-    #[must_use]
-    pub fn wait_forever(mut self) -> Self {
-        self.shared.wait = Some(None);
-        self
-    }
+    super::shared_options!(
+        "member",
+        "[`Barrier::enter`] and [`BarrierMember::leave`] each wait"
+    );
 
     /// Reads the barrier's members from the store.
     ///

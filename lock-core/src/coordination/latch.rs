@@ -90,34 +90,11 @@ impl Latch {
         }
     }
 
-    /// The latch's name.
-    #[must_use]
-    pub fn name(&self) -> &str {
-        &self.shared.name
-    }
-
-    /// A party's lease (default: the locker's): renewed while the party lives, so a crashed
-    /// party is counted out at most this long after its crash.
-    #[must_use]
-    pub fn lease(mut self, lease: Duration) -> Self {
-        self.shared.lease = Some(lease);
-        self
-    }
-
-    /// How long [`Latch::join`] waits for a place and [`Latch::wait`] for the count-downs
-    /// (default: the locker's wait).
-    #[must_use]
-    pub fn wait_at_most(mut self, bound: Duration) -> Self {
-        self.shared.wait = Some(Some(bound));
-        self
-    }
-
-    /// Waits without a bound (only a broken latch ends the wait of [`Latch::wait`]).
-    #[must_use]
-    pub fn wait_forever(mut self) -> Self {
-        self.shared.wait = Some(None);
-        self
-    }
+    super::shared_options!(
+        "party",
+        "[`Latch::join`] waits for a place and [`Latch::wait`] for the count-downs (a broken \
+         latch ends a wait without a bound too)"
+    );
 
     /// How long the count-downs and the record of who joined are kept in the store (default
     /// [`DEFAULT_LATCH_KEEP`]): for that long after its last count-down, the latch stays open

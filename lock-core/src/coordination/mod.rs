@@ -103,6 +103,44 @@ impl Coordination {
     }
 }
 
+/// The options a latch and a barrier share, on a type with a `shared: Shared` field: its name,
+/// a party's lease, and the bound on each wait. `$party` names a party ("party", "member");
+/// `$waits` says which waits the bound is for.
+macro_rules! shared_options {
+    ($party:literal, $waits:literal) => {
+        /// The name of the latch or barrier.
+        #[must_use]
+        pub fn name(&self) -> &str {
+            &self.shared.name
+        }
+
+        #[doc = concat!(
+            "A ", $party, "'s lease (default: the locker's): renewed while the ", $party,
+            " lives, so a crashed ", $party, " is counted out at most this long after its crash."
+        )]
+        #[must_use]
+        pub fn lease(mut self, lease: Duration) -> Self {
+            self.shared.lease = Some(lease);
+            self
+        }
+
+        #[doc = concat!("How long ", $waits, " (default: the locker's wait).")]
+        #[must_use]
+        pub fn wait_at_most(mut self, bound: Duration) -> Self {
+            self.shared.wait = Some(Some(bound));
+            self
+        }
+
+        /// Waits without a bound.
+        #[must_use]
+        pub fn wait_forever(mut self) -> Self {
+            self.shared.wait = Some(None);
+            self
+        }
+    };
+}
+use shared_options;
+
 impl Locker {
     /// A count-down latch `name` of `count` (≥ 1) count-downs whose parties hold leases: see
     /// [`Latch`]. Nothing is sent until one of its operations is awaited.

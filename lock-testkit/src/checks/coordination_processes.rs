@@ -130,15 +130,13 @@ impl Participants {
             .latch(name.as_str(), 2)
             .lease(LEASE)
             .wait_at_most(LEASE + SLACK + STARTUP);
-        let mut child = self.start("latch", &name);
+        let child = self.start("latch", &name);
         until(
             || async { latch.state().await.is_ok_and(|s| s.parties == 1) },
             "joined",
         )
         .await;
-        child.start_kill().expect("SIGKILL the participant");
-        let _ = child.wait().await;
-        let killed = Instant::now();
+        let killed = kill(child).await;
         latch.count_down().await.expect("the parent's count-down");
         let told = latch.wait().await;
         let after = killed.elapsed();
@@ -167,16 +165,14 @@ impl Participants {
             .barrier(name.as_str(), 2)
             .lease(LEASE)
             .wait_at_most(LEASE + SLACK + STARTUP);
-        let mut child = self.start("barrier", &name);
+        let child = self.start("barrier", &name);
         let member = barrier.enter().await.expect("the parent passes");
         until(
             || async { barrier.state().await.is_ok_and(|s| s.passed == 2) },
             "passed",
         )
         .await;
-        child.start_kill().expect("SIGKILL the participant");
-        let _ = child.wait().await;
-        let killed = Instant::now();
+        let killed = kill(child).await;
         member.leave().await.expect("the leave after a kill");
         let after = killed.elapsed();
         assert!(
@@ -185,6 +181,13 @@ impl Participants {
         );
         after
     }
+}
+
+/// SIGKILLs the participant by its PID, waits for it to be gone, and says when.
+async fn kill(mut child: tokio::process::Child) -> Instant {
+    child.start_kill().expect("SIGKILL the participant");
+    let _ = child.wait().await;
+    Instant::now()
 }
 
 /// A name of its own for each check.
