@@ -33,7 +33,7 @@ pub use lock_core::{
 // Leader election, the stop margin and adopting a kept lease (lock-core).
 pub use lock_core::{
     AdoptRequest, DEFAULT_OBSERVE_POLL, Election, ElectionRun, Leader, Leadership, ParseLeaseError,
-    TermEnd, TermEvent, default_stop_margin, shutdown,
+    TermEnd, TermEvent, VISIBLE_AFTER, default_stop_margin, shutdown, waiter_record_of,
 };
 // Count-down latches and double barriers whose parties hold leases (lock-core).
 pub use lock_core::{

@@ -38,7 +38,8 @@ pub use lease::{Lease, valid_until};
 pub use lease_text::ParseLeaseError;
 pub use locker::{
     AdoptRequest, DEFAULT_LEASE, DEFAULT_RETRY_ERRORS_FOR, DEFAULT_WAIT, LockRequest, Locker,
-    LockerBuilder, MAX_MULTI, MultiGuard, MultiRequest, default_stop_margin,
+    LockerBuilder, MAX_MULTI, MultiGuard, MultiRequest, VISIBLE_AFTER, default_stop_margin,
+    waiter_record_of,
 };
 pub use memory::MemoryLock;
 pub use shutdown::shutdown;

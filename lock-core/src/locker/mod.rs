@@ -20,6 +20,7 @@ mod pace;
 mod request;
 mod revoke;
 mod stop;
+mod visible;
 
 use std::sync::Arc;
 
@@ -29,6 +30,7 @@ pub use handle::Locker;
 pub use multi::{MAX_MULTI, MultiGuard, MultiRequest};
 pub use options::{DEFAULT_LEASE, DEFAULT_RETRY_ERRORS_FOR, DEFAULT_WAIT, default_stop_margin};
 pub use request::LockRequest;
+pub use visible::{VISIBLE_AFTER, waiter_record_of};
 
 use crate::backend::Lock;
 use crate::{Kind, Lease, LockError};

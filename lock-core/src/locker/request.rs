@@ -35,6 +35,8 @@ pub struct LockRequest {
     options: Options,
     /// The stop signal the request is tied to ([`LockRequest::stop_on`]).
     stop: Stop,
+    /// What the waiter says about itself while it waits ([`LockRequest::describe_waiter`]).
+    waiter: Option<Arc<[u8]>>,
 }
 
 impl LockRequest {
@@ -47,6 +49,7 @@ impl LockRequest {
             misuse: None,
             options: locker.defaults(),
             stop: Stop::default(),
+            waiter: None,
         }
     }
 
@@ -218,6 +221,26 @@ impl LockRequest {
         self
     }
 
+    /// **Waiters by name**: while this request waits, the store keeps `description` (a
+    /// note: the JSON of host, pid, note and since that `distlock run` writes, or any bytes up
+    /// to [`MAX_NOTE_BYTES`](crate::MAX_NOTE_BYTES)) under a record of its own, so operators
+    /// see who waits for the name, not only how many (`distlock show`, `/api/locks`, the
+    /// console). The record is written once the request has waited
+    /// [`VISIBLE_AFTER`](crate::VISIBLE_AFTER) (a request granted at once costs nothing
+    /// more), renewed every 2 s while it waits, and released when the wait ends (a waiter that
+    /// died is listed at most 6 s longer). Its name is `NAME:distlock-waiter:ID`
+    /// ([`waiter_record_of`](crate::waiter_record_of) tells it).
+    ///
+    /// # Errors (of the request)
+    /// [`LockError::Unsupported`] (kind `"waiter description"`) on a backend that keeps no
+    /// notes (advisory locks, a Redlock whose nodes do not), and
+    /// [`LockError::InvalidInput`] for a description over the note's limit or a name too
+    /// long for the record's suffix, before any I/O.
+    pub fn describe_waiter(mut self, description: impl Into<Arc<[u8]>>) -> Self {
+        self.waiter = Some(description.into());
+        self
+    }
+
     /// Ties the request to a stop signal, such as the process's [`shutdown`](crate::shutdown)
     /// (client-go's `ReleaseOnCancel`): when `signal` resolves, a wait for the lock is given
     /// up, and under [`run`](LockRequest::run) the work is cancelled and the lock **released at
@@ -334,7 +357,20 @@ impl LockRequest {
         );
         instrumented(span, &labels, async {
             let mut attempts = 0;
-            let result = self.wait_for_grant(&labels, &mut attempts).await;
+            let waiting = self.wait_for_grant(&labels, &mut attempts);
+            let result = match &self.waiter {
+                None => waiting.await,
+                Some(description) => {
+                    let lock = self.locker.backend_lock();
+                    super::visible::while_waiting(
+                        lock,
+                        &self.name,
+                        Arc::clone(description),
+                        waiting,
+                    )
+                    .await
+                }
+            };
             (result, attempts)
         })
         .await
@@ -412,6 +448,9 @@ impl LockRequest {
         self.options.check_lock_delay(lock)?;
         if self.options.revocable() {
             super::revoke::check_revocable(lock)?;
+        }
+        if let Some(description) = &self.waiter {
+            super::visible::check(lock, &self.name, description)?;
         }
         if let Kind::Semaphore { permits, max } = self.kind {
             if max == 0 || max > MAX_PERMITS {
@@ -491,7 +530,8 @@ impl fmt::Debug for LockRequest {
             .field("name", &self.name)
             .field("kind", &self.kind)
             .field("misuse", &self.misuse)
-            .field("stop_on", &self.stop.is_set());
+            .field("stop_on", &self.stop.is_set())
+            .field("describes_waiter", &self.waiter.is_some());
         self.options.debug_fields(&mut out);
         out.finish()
     }

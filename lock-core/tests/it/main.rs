@@ -31,4 +31,5 @@ mod spans;
 mod stop_margin;
 mod stop_on;
 mod token_entropy;
+mod waiters_by_name;
 mod waiting_line;
