@@ -125,7 +125,7 @@ mod tests {
     #[test]
     fn every_module_has_checks_and_its_name() {
         let total: usize = Module::ALL.iter().map(|m| m.checks().len()).sum();
-        assert_eq!(total, 68);
+        assert_eq!(total, 69);
         assert_eq!(Module::ReadWrite.name(), "read_write");
         assert!(Module::Multi.offered_by(&Capabilities::MUTEX));
         assert!(!Module::Fair.offered_by(&Capabilities::MUTEX));

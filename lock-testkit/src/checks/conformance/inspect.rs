@@ -338,6 +338,86 @@ pub async fn fair_waiters_are_counted(backend: &Backend, prefix: &str) {
     next.release().await.expect("ours");
 }
 
+/// A waiter that describes itself ([`LockRequest::describe_waiter`](lock_core::LockRequest::describe_waiter))
+/// is listed by name while it waits: a listing of `NAME:*` finds its record, under the lock
+/// (`waiter_record_of`), with its description; once it is granted the record is gone. A
+/// backend that keeps no notes refuses the request instead.
+pub async fn described_waiters_are_listed(backend: &Backend, prefix: &str) {
+    let name = name(prefix, "described");
+    let locker = backend.locker();
+    let waiter_locker = backend.locker();
+    let description: &[u8] = b"{\"host\":\"h\",\"pid\":7,\"note\":\"waiting\"}";
+    if !backend.capabilities().holders {
+        let refused = waiter_locker
+            .lock(name.as_str())
+            .describe_waiter(description)
+            .try_acquire()
+            .await;
+        assert!(
+            matches!(refused, Err(LockError::Unsupported { .. })),
+            "a waiter description on a store without notes: {refused:?}"
+        );
+        return;
+    }
+    let guard = backend
+        .within(
+            "taking the lock",
+            locker
+                .lock(name.as_str())
+                .fixed_ttl(backend.patience)
+                .wait(backend.patience)
+                .into_future(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("take {name}: {e}"));
+    let waiter = tokio::spawn(
+        waiter_locker
+            .lock(name.as_str())
+            .describe_waiter(description)
+            .wait(backend.patience)
+            .into_future(),
+    );
+    let pattern = NamePattern::new(&format!("{name}:*")).expect("a pattern");
+    let inspector = inspector(&locker);
+    let listed = |wanted: bool| {
+        let (inspector, pattern, name) = (inspector, &pattern, name.as_str());
+        async move {
+            loop {
+                let listing = inspector.list(pattern, &ListOptions::default()).await;
+                let notes: Vec<_> = listing
+                    .map(|l| l.locks)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|h| lock_core::waiter_record_of(&h.name) == Some(name))
+                    .filter_map(|h| h.holders.first()?.note.clone())
+                    .collect();
+                if notes.is_empty() != wanted {
+                    return notes;
+                }
+                tokio::time::sleep(backend.settle / 4).await;
+            }
+        }
+    };
+    let notes = backend
+        .within("the waiter listed by name", listed(true))
+        .await;
+    assert_eq!(
+        notes.iter().map(|n| &n[..]).collect::<Vec<_>>(),
+        [description],
+        "the waiter's record of {name}"
+    );
+    guard.release().await.expect("ours");
+    let next = backend
+        .within("the waiter's turn", waiter)
+        .await
+        .expect("the waiter's task")
+        .unwrap_or_else(|e| panic!("the waiter of {name}: {e}"));
+    backend
+        .within("the waiter's record gone once granted", listed(false))
+        .await;
+    next.release().await.expect("ours");
+}
+
 /// A release by a token that does not hold the lock changes nothing; by the holder's token
 /// (as the inspection shows it) it frees the lock, and a waiter on another locker gets it.
 pub async fn release_by_token_frees_for_the_next(backend: &Backend, prefix: &str) {

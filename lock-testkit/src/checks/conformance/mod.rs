@@ -534,6 +534,7 @@ macro_rules! __conformance_checks {
                 mutex_is_listed_with_its_holder,
                 every_kind_is_shown_as_itself,
                 fair_waiters_are_counted,
+                described_waiters_are_listed,
                 release_by_token_frees_for_the_next,
                 bad_names_are_refused,
             ]
