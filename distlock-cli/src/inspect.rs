@@ -54,6 +54,10 @@ pub(crate) struct LockInfo {
     /// in the store says; `None` when nobody asked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) revocation: Option<Revocation>,
+    /// The waiters that describe themselves (`distlock run`, `LockRequest::describe_waiter`),
+    /// longest waiting first (`waiters::fold`); empty when none does.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) waiting: Vec<WaiterInfo>,
     /// A latch's or a barrier's count (kind `latch` or `barrier`), folded from its records
     /// (`coordination::fold`); `None` for a lock.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -348,6 +352,19 @@ impl CoordinationInfo {
             ),
         }
     }
+}
+
+/// A waiter, as its record describes it (the fields `distlock run` writes).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub(crate) struct WaiterInfo {
+    /// Its host.
+    pub(crate) host: Option<String>,
+    /// Its process id.
+    pub(crate) pid: Option<u64>,
+    /// Its note (`--note`, or the command), or the description itself when it is not JSON.
+    pub(crate) note: Option<String>,
+    /// Since when it waits (Unix ms, its own clock).
+    pub(crate) since_ms: Option<u64>,
 }
 
 /// A revocation request for a hold (`Locker::revoke`): the grant it asks, and why.

@@ -19,6 +19,7 @@ mod run;
 mod serve;
 mod store;
 mod tls;
+mod waiters;
 mod watch;
 
 use std::process::ExitCode;

@@ -6,7 +6,7 @@ use comfy_table::{ContentArrangement, Table, presets};
 
 use lock_core::backend::Holder;
 
-use crate::inspect::{LeaderInfo, LockInfo, Members, description};
+use crate::inspect::{LeaderInfo, LockInfo, Members, WaiterInfo, description};
 
 /// A table without borders (like `docker ps`: easy to read, `grep` and `awk`), as wide as the
 /// terminal when there is one.
@@ -237,6 +237,26 @@ fn lock_rows(t: &mut Table, lock: &LockInfo) {
         ),
     ]);
     t.add_row(vec!["waiters".into(), lock.waiters.to_string()]);
+    for waiter in &lock.waiting {
+        t.add_row(vec!["waiting".into(), waiter_line(waiter)]);
+    }
+}
+
+/// One waiter that describes itself: who, and since when.
+fn waiter_line(waiter: &WaiterInfo) -> String {
+    let who: Vec<String> = [
+        waiter.host.clone(),
+        waiter.pid.map(|p| format!("pid {p}")),
+        waiter.note.as_deref().map(shortened),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let since = waiter
+        .since_ms
+        .map(|since| format!(" — since {} ({} ago)", timestamp(since), age(since)))
+        .unwrap_or_default();
+    format!("{}{since}", who.join(" · "))
 }
 
 /// An election's leader: its value, term, and since when it leads.

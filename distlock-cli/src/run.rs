@@ -65,7 +65,7 @@ pub(crate) async fn run(store: &dyn Store, args: RunArgs) -> Result<ExitCode, Fa
     // a store writing descriptions with its grants has no place for: written after the grant.
     let with_grant = store.describes_grants() && args.lock_delay.is_none();
     let locker = locker(store, with_grant.then_some(note.as_str()))?;
-    let guard = request(&locker, &args, wait)
+    let guard = request(&locker, &args, wait, &note)
         .acquire()
         .await
         .map_err(|error| busy_or(error, &args.name, wait))?;
@@ -116,10 +116,20 @@ pub(crate) async fn run(store: &dyn Store, args: RunArgs) -> Result<ExitCode, Fa
     }
 }
 
-/// The request `run` makes: the lease, the wait, the lock-delay, and revocable where the store
-/// can name the grant (`distlock revoke` reaches it; elsewhere nobody can ask).
-fn request(locker: &lock_core::Locker, args: &RunArgs, wait: Duration) -> lock_core::LockRequest {
+/// The request `run` makes: the lease, the wait, the lock-delay, revocable where the store can
+/// name the grant (`distlock revoke` reaches it; elsewhere nobody can ask), and its waiter
+/// described by `note` where the store keeps notes (`show` and the console list who waits).
+fn request(
+    locker: &lock_core::Locker,
+    args: &RunArgs,
+    wait: Duration,
+    note: &str,
+) -> lock_core::LockRequest {
     let mut request = locker.lock(args.name.as_str()).lease(args.lease).wait(wait);
+    if locker.backend_lock().capabilities().holders {
+        let description = crate::store::describe_here(note).to_string();
+        request = request.describe_waiter(description.into_bytes());
+    }
     if !args.ignore_revocation && locker.backend_lock().capabilities().offers_revocation() {
         request = request.revocable();
     }

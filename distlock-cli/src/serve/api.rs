@@ -76,6 +76,10 @@ pub(crate) struct LockItem<'a> {
     /// A request pending for the holder to give it up (`distlock revoke`), if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     revocation: Option<&'a crate::inspect::Revocation>,
+    /// The waiters that describe themselves, longest waiting first (`host`, `pid`, `note`,
+    /// `since_ms`).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    waiting: &'a [crate::inspect::WaiterInfo],
     /// A latch's or a barrier's count (kinds `latch` and `barrier`), with its `summary`.
     #[serde(skip_serializing_if = "Option::is_none")]
     coordination: Option<CoordinationItem<'a>>,
@@ -216,6 +220,7 @@ pub(crate) fn locks<'a>(view: &'a View, settings: Settings, access: Access) -> L
                 }),
                 token: shown_token(info.token.as_deref(), access),
                 revocation: info.revocation.as_ref(),
+                waiting: &info.waiting,
                 coordination: info.coordination.as_ref().map(|c| CoordinationItem {
                     info: c,
                     summary: c.summary(),

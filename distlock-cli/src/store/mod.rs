@@ -89,6 +89,7 @@ pub(crate) trait Store: Send + Sync {
         listing.locks.iter_mut().for_each(LockInfo::find_election);
         crate::inspect::fold_revocations(&mut listing.locks);
         crate::coordination::fold(&mut listing.locks);
+        crate::waiters::fold(&mut listing.locks);
         Ok(listing)
     }
 
@@ -124,6 +125,10 @@ pub(crate) trait Store: Send + Sync {
             }
         }
         crate::coordination::fold(&mut locks);
+        if !locks.is_empty() {
+            locks.extend(crate::waiters::records_of(self.inspection()?, name).await?);
+            crate::waiters::fold(&mut locks);
+        }
         Ok(locks)
     }
 
@@ -292,6 +297,20 @@ pub(crate) fn locker(store: &dyn Store, describe: Option<&str>) -> Result<Locker
     Ok(Locker::from_arc(store.lock(describe)?))
 }
 
+/// What this process says about itself as a holder or a waiter: host, pid, `note`, and since
+/// when (this machine's clock, Unix ms), as JSON.
+pub(crate) fn describe_here(note: &str) -> serde_json::Value {
+    let since_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    serde_json::json!({
+        "host": crate::host::hostname(),
+        "pid": std::process::id(),
+        "note": note,
+        "since_ms": since_ms,
+    })
+}
+
 /// Writes the holder's description beside `guard`'s grant with `Lock::annotate` (one round
 /// trip, once per `run`), for stores that do not write it with the grant: the JSON a Redis
 /// grant with holder metadata writes, `host`, `pid`, `note` and `since_ms` (no token: the
@@ -307,15 +326,7 @@ pub(crate) async fn describe_grant(
     note: &str,
     lock_delay: Option<Duration>,
 ) {
-    let since_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis());
-    let mut description = serde_json::json!({
-        "host": crate::host::hostname(),
-        "pid": std::process::id(),
-        "note": note,
-        "since_ms": since_ms,
-    });
+    let mut description = describe_here(note);
     if let Some(delay) = lock_delay {
         description["lock_delay_ms"] = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX).into();
     }

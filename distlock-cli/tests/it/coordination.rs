@@ -1,7 +1,8 @@
 //! Latches and barriers as operators see them: their records (semaphores under derived
 //! names) folded into one row each by `ls`, `show`, `/api/locks` and the console, with the
 //! count a user would check: count-downs made, parties present, parties lost, open or not.
-//! On Redis and PostgreSQL; the console in headless Chromium.
+//! On Redis and PostgreSQL; the console in headless Chromium, where a waiting `distlock run`
+//! is named on the row of the lock it waits for.
 
 use std::time::Duration;
 
@@ -9,7 +10,7 @@ use lock_core::{Barrier, BarrierMember, LatchParty, Locker};
 
 use crate::common::{distlock, find, json, locker_for, stdout};
 use crate::serve_browser::{Driver, screenshot};
-use crate::serve_kit::Serve;
+use crate::serve_kit::{Holder, Serve};
 
 /// What the test leaves in the store: the parties and members it still holds.
 struct Held {
@@ -108,6 +109,20 @@ async fn ls_show_and_the_console_fold_latches_and_barriers_on_redis() {
     let urls = vec![redis.url()];
     let _held = set_up(&redis.url()).await;
     check_listing(&urls);
+    // A `distlock run` holds job:held and another waits for it: the page names the waiter.
+    let _holder = Holder::start(&urls, &["job:held", "--note", "holding"], "job:held");
+    let _waiter = Holder {
+        child: std::process::Command::new(env!("CARGO_BIN_EXE_distlock"))
+            .args(["--url", &redis.url(), "run", "job:held", "--wait", "60s"])
+            .args(["--note", "waiting run", "--", "true"])
+            .env_remove("DISTLOCK_URL")
+            .env_remove("DISTLOCK_PREFIX")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("a waiting run"),
+    };
     let serve = Serve::start(&urls, &["--refresh", "200ms"]);
     let api = serve.json("/api/locks");
     let latch = find(&api, "batch", "latch");
@@ -125,13 +140,15 @@ async fn ls_show_and_the_console_fold_latches_and_barriers_on_redis() {
                 "const cell = (kind) => document.querySelector( \
                    '#locks tbody tr[data-kind=\"' + kind + '\"] .coordination'); \
                  const latch = cell('latch'), barrier = cell('barrier'); \
+                 const waiter = document.querySelector( \
+                   '#locks tbody tr[data-name=\"job:held\"] .waiter'); \
                  return [latch && latch.textContent, latch && latch.className, \
-                         barrier && barrier.textContent];",
+                         barrier && barrier.textContent, waiter && waiter.textContent];",
                 vec![],
             )
             .await
             .expect("read the rows");
-        if drawn[0].is_string() && drawn[2].is_string() {
+        if drawn[0].is_string() && drawn[2].is_string() && drawn[3].is_string() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -145,6 +162,12 @@ async fn ls_show_and_the_console_fold_latches_and_barriers_on_redis() {
         "marked broken: {drawn}"
     );
     assert_eq!(drawn[2], "2/3 in, 0 passed (filling)", "{drawn}");
+    assert!(
+        drawn[3]
+            .as_str()
+            .is_some_and(|w| w.ends_with("waiting run")),
+        "the waiter named on job:held's row: {drawn}"
+    );
     screenshot(&browser, "console-coordination").await;
     browser.close().await.expect("close the browser");
 }

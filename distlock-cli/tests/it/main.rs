@@ -26,6 +26,7 @@ mod run_lock_delay;
 mod run_lost;
 mod run_psql;
 mod run_revoke;
+mod run_waiting;
 mod sentinel;
 mod serve;
 mod serve_browser;
