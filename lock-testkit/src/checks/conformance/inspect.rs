@@ -25,6 +25,21 @@ fn inspector(locker: &Locker) -> &dyn Inspect {
     })
 }
 
+/// The mutex `name` on `locker` for a fixed `ttl`, waited for within the patience.
+async fn take(backend: &Backend, locker: &Locker, name: &str, ttl: Duration) -> Guard {
+    backend
+        .within(
+            "taking the lock",
+            locker
+                .lock(name)
+                .fixed_ttl(ttl)
+                .wait(backend.patience)
+                .into_future(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("take {name}: {e}"))
+}
+
 /// Whether the backend's locks are the server's session locks (advisory locks: no token of
 /// their own, no fencing token), shown as [`HeldKind::Session`].
 fn session_locks(backend: &Backend) -> bool {
@@ -116,17 +131,7 @@ pub async fn mutex_is_listed_with_its_holder(backend: &Backend, prefix: &str) {
     let locker = backend.locker();
     let ttl = backend.patience;
     let before = SystemTime::now();
-    let guard = backend
-        .within(
-            "taking the lock",
-            locker
-                .lock(name.as_str())
-                .fixed_ttl(ttl)
-                .wait(backend.patience)
-                .into_future(),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("take {name}: {e}"));
+    let guard = take(backend, &locker, &name, ttl).await;
     let after = SystemTime::now();
 
     let pattern = NamePattern::new(&format!("{prefix}*")).expect("a glob");
@@ -359,17 +364,7 @@ pub async fn described_waiters_are_listed(backend: &Backend, prefix: &str) {
         );
         return;
     }
-    let guard = backend
-        .within(
-            "taking the lock",
-            locker
-                .lock(name.as_str())
-                .fixed_ttl(backend.patience)
-                .wait(backend.patience)
-                .into_future(),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("take {name}: {e}"));
+    let guard = take(backend, &locker, &name, backend.patience).await;
     let waiter = tokio::spawn(
         waiter_locker
             .lock(name.as_str())
@@ -423,17 +418,7 @@ pub async fn described_waiters_are_listed(backend: &Backend, prefix: &str) {
 pub async fn release_by_token_frees_for_the_next(backend: &Backend, prefix: &str) {
     let name = name(prefix, "release");
     let locker = backend.locker();
-    let guard = backend
-        .within(
-            "taking the lock",
-            locker
-                .lock(name.as_str())
-                .fixed_ttl(backend.patience * 3)
-                .wait(backend.patience)
-                .into_future(),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("take {name}: {e}"));
+    let guard = take(backend, &locker, &name, backend.patience * 3).await;
     let held = find(backend, &locker, &name, HeldKind::Mutex).await;
     let token = holder_of(&held, &guard).token.clone();
     if held.kind == HeldKind::Session {
