@@ -54,8 +54,11 @@ const NO_SUCH_PROCEDURE: u16 = 1305;
 ///
 /// # Cancel safety
 /// Dropping the future may leave the statement running on the server: whether the record was
-/// raised is then unknown until the transaction ends. Roll the transaction back (dropping a
-/// `sqlx::Transaction` does) and nothing of it applies.
+/// raised is then unknown until the transaction ends. Roll the transaction back and nothing of
+/// it applies. Dropping a `sqlx::Transaction` only queues its rollback: begun on a pool
+/// (`pool.begin()`), it is sent as the connection goes back to the pool; on a bare
+/// connection, only at that connection's next use, and the record's row stays locked until
+/// then (every other writer of the resource waits on it).
 pub async fn fence(conn: &mut MySqlConnection, fence: &Fence) -> Result<(), LockError> {
     check(fence)?;
     let done = sqlx::query("CALL distlock_fence(?, ?)")

@@ -84,6 +84,8 @@ pub(crate) struct Lab {
     resource: RedisServer,
     /// The PostgreSQL scenarios' fenced log, on a server of its own that no fault touches.
     resource_postgres: Option<PostgresServer>,
+    /// The MySQL scenarios' fenced log, on a MariaDB of its own that no fault touches.
+    resource_mysql: Option<MariadbServer>,
     /// `clocks[node]`: the libfaketime clock lock server `node` runs on, if any.
     clocks: Vec<Option<FakeClock>>,
     /// The clock every worker runs on, if any.
@@ -129,9 +131,9 @@ impl Lab {
             Topology::Etcd => Some(EtcdCluster::builder().members(ETCD_MEMBERS).start()?),
             _ => None,
         };
-        let mysql = match topology {
-            Topology::Mysql => Some(start_mariadb()?),
-            _ => None,
+        let (mysql, resource_mysql) = match topology {
+            Topology::Mysql => (Some(start_mariadb()?), Some(MariadbServer::start()?)),
+            _ => (None, None),
         };
         let s3 = match topology {
             Topology::ObjectStore => Some(SeaweedfsServer::start()?),
@@ -182,6 +184,7 @@ impl Lab {
             killed: None,
             resource,
             resource_postgres,
+            resource_mysql,
             clocks: node_clocks,
             workers_clock: clock::workers_clock(clocks)?,
         })
@@ -196,6 +199,9 @@ impl Lab {
     pub(crate) fn fence_store(&self) -> FenceStore {
         if let Some(server) = &self.resource_postgres {
             return FenceStore::Postgres { url: server.url() };
+        }
+        if let Some(server) = &self.resource_mysql {
+            return FenceStore::Mysql { url: server.url() };
         }
         if let Some(server) = &self.s3 {
             return FenceStore::ObjectStore {

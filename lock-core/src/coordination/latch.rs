@@ -63,6 +63,8 @@ pub struct LatchState {
     pub counted_down: u32,
     /// The parties present now, which have joined and not counted down yet.
     pub parties: u32,
+    /// The parties that joined (within the latch's `keep`): present, counted down or lost.
+    pub joined: u32,
     /// The parties that joined and left without counting down (their lease ended): more than
     /// zero, the latch is broken.
     pub lost: u32,
@@ -179,6 +181,7 @@ impl Latch {
             count: shared.count,
             counted_down: done.min(shared.count),
             parties,
+            joined,
             lost: joined.saturating_sub(done.saturating_add(parties)),
         })
     }

@@ -132,7 +132,13 @@ impl Participants {
             .wait_at_most(LEASE + SLACK + STARTUP);
         let child = self.start("latch", &name);
         until(
-            || async { latch.state().await.is_ok_and(|s| s.parties == 1) },
+            // Joined: its place, then its record (killed between the two, it never joined).
+            || async {
+                latch
+                    .state()
+                    .await
+                    .is_ok_and(|s| s.parties == 1 && s.joined == 1)
+            },
             "joined",
         )
         .await;

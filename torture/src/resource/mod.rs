@@ -7,6 +7,7 @@
 //! |---|---|---|
 //! | Redis, Valkey, Redlock, Cluster | a list on the resource's own `redis-server` | `RedisFences::run` of a [`FencedScript`](distlock::redis::FencedScript) (`redis.rs`) |
 //! | PostgreSQL | a table on a PostgreSQL of its own | `distlock_fence` in the insert's transaction (`postgres.rs`) |
+//! | MySQL / MariaDB | a table on a MariaDB of its own | `CALL distlock_fence` in the insert's transaction (`mysql.rs`) |
 //! | etcd | keys on the lock's own etcd cluster | `EtcdLock::held_commit` (`etcd.rs`) |
 //! | object storage | one object on the lock's own SeaweedFS | `lock_object_store::fenced_put` (`object_store.rs`) |
 //!
@@ -15,6 +16,7 @@
 //! many times), so the checker tells a holder's repeated write from a second holder's.
 
 mod etcd;
+mod mysql;
 mod object_store;
 mod postgres;
 mod redis;
@@ -41,6 +43,11 @@ pub enum FenceStore {
     /// A table on a PostgreSQL of its own, behind `distlock_fence`.
     Postgres {
         /// The resource PostgreSQL's URL (reached directly).
+        url: String,
+    },
+    /// A table on a MariaDB of its own, behind MySQL's `distlock_fence`.
+    Mysql {
+        /// The resource MariaDB's URL (reached directly).
         url: String,
     },
     /// One object on the lock's S3 server, written by `fenced_put`.
@@ -104,6 +111,7 @@ pub struct Snapshot {
 enum Log {
     Redis(redis::RedisLog),
     Postgres(postgres::PostgresLog),
+    Mysql(mysql::MysqlLog),
     Etcd(etcd::EtcdLog),
     ObjectStore(object_store::ObjectLog),
 }
@@ -145,6 +153,7 @@ impl Resource {
             FenceStore::Postgres { url } => {
                 Log::Postgres(postgres::PostgresLog::connect(url).await?)
             }
+            FenceStore::Mysql { url } => Log::Mysql(mysql::MysqlLog::connect(url).await?),
             FenceStore::ObjectStore { endpoint, url } => {
                 Log::ObjectStore(object_store::ObjectLog::connect(endpoint, url)?)
             }
@@ -177,6 +186,7 @@ impl Resource {
         let written = match &mut self.log {
             Log::Redis(log) => log.append(guard, &entry).await,
             Log::Postgres(log) => log.append(guard, &entry).await,
+            Log::Mysql(log) => log.append(guard, &entry).await,
             Log::Etcd(log) => log.append(guard, &entry).await,
             Log::ObjectStore(log) => log.append(guard, &entry).await,
         };
@@ -198,6 +208,7 @@ impl Resource {
                 .await
                 .map_err(|e| e.to_string()),
             Log::Postgres(log) => log.append_unfenced(entry).await,
+            Log::Mysql(log) => log.append_unfenced(entry).await,
             Log::Etcd(_) => Err("an etcd log is not written unfenced".to_owned()),
             Log::ObjectStore(_) => Err("an object log is not written unfenced".to_owned()),
         }
@@ -248,6 +259,7 @@ pub fn snapshot(url: &str, store: &FenceStore) -> Result<Snapshot, String> {
     let entries = match store {
         FenceStore::Redis => redis::entries(&mut con)?,
         FenceStore::Postgres { url } => block_on(postgres::entries(url))?,
+        FenceStore::Mysql { url } => block_on(mysql::entries(url))?,
         FenceStore::Etcd { endpoints } => block_on(etcd::entries(endpoints))?,
         FenceStore::ObjectStore { endpoint, url } => {
             block_on(object_store::entries(endpoint, url))?
@@ -263,13 +275,14 @@ pub fn snapshot(url: &str, store: &FenceStore) -> Result<Snapshot, String> {
     })
 }
 
-/// Prepares `store` for a run (the PostgreSQL log's migration and table).
+/// Prepares `store` for a run (the PostgreSQL or MariaDB log's migration and table).
 ///
 /// # Errors
 /// If the store cannot be reached or set up.
 pub fn prepare(store: &FenceStore) -> Result<(), String> {
     match store {
         FenceStore::Postgres { url } => block_on(postgres::prepare(url)),
+        FenceStore::Mysql { url } => block_on(mysql::prepare(url)),
         FenceStore::Redis | FenceStore::Etcd { .. } | FenceStore::ObjectStore { .. } => Ok(()),
     }
 }

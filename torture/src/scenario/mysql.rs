@@ -1,5 +1,5 @@
-//! The MySQL / MariaDB scenarios: `MysqlLock` on its lease table, the fenced log on the
-//! resource's Redis.
+//! The MySQL / MariaDB scenarios: `MysqlLock` on its lease table, the fenced log on a MariaDB
+//! of its own behind MySQL's `distlock_fence` (the fence users get).
 
 use std::time::Duration;
 
