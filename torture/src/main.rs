@@ -130,12 +130,14 @@ fn main() -> ExitCode {
             .collect()
     } else if cli.scenario == "clock" {
         scenario::clock_scenarios()
+    } else if cli.scenario == "kinds" {
+        scenario::kinds_scenarios()
     } else if let Some(s) = scenario::by_name(&cli.scenario) {
         vec![s]
     } else {
         let names: Vec<&str> = scenario::all().iter().map(|s| s.name).collect();
         eprintln!(
-            "unknown scenario {:?}; one of: all, postgres, etcd, clock, {}",
+            "unknown scenario {:?}; one of: all, postgres, mysql, s3, etcd, clock, kinds, {}",
             cli.scenario,
             names.join(", ")
         );

@@ -4,6 +4,7 @@ use std::fmt;
 use std::time::Duration;
 
 mod clock;
+mod kinds;
 mod mysql;
 mod object_store;
 
@@ -11,6 +12,7 @@ pub use clock::{
     Clocks, clock_client_jump, clock_etcd_monotonic, clock_pg_jump, clock_redis_jump,
     clock_redlock_fast, clock_redlock_jump, clock_scenarios,
 };
+pub use kinds::{KindsOn, kinds_on, kinds_scenarios};
 pub use mysql::{mysql_holder_pause, mysql_restart};
 pub use object_store::{s3_holder_pause, s3_restart, s3_restart_pause};
 
@@ -297,6 +299,7 @@ pub fn all() -> Vec<Scenario> {
         s3_holder_pause(),
         s3_restart_pause(),
     ];
+    all.extend(kinds_scenarios());
     all.extend(clock_scenarios());
     all
 }

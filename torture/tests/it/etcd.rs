@@ -41,3 +41,20 @@ fn a_whole_etcd_cluster_restarted_keeps_exclusion() {
     assert_eq!(outcome.report.overlaps.len(), 0);
     assert_eq!(outcome.report.stale_accepted, 0);
 }
+
+/// A fair lock on etcd: the leader killed and restarted, then a holder paused past its lease;
+/// exclusion, and the resumed holder's late write refused.
+#[test]
+fn fair_locks_on_etcd_keep_exclusion_through_every_fault() {
+    let outcome = common::run_short(&scenario::kinds_on(
+        scenario::KindsOn::Etcd,
+        distlock_torture::worker::Workload::Fair,
+    ));
+    common::assert_verdict(&outcome);
+    let r = &outcome.report;
+    assert_eq!(r.overlaps.len(), 0);
+    assert!(
+        r.stale_rejected >= 1,
+        "the resumed holder's write was rejected"
+    );
+}

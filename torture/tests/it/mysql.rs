@@ -28,3 +28,15 @@ fn a_paused_holders_late_writes_are_refused_by_mysqls_fence() {
         "the resumed holder's write was rejected"
     );
 }
+
+/// A semaphore of 2 permits on MariaDB's lease table: the server killed and restarted, then a
+/// holder paused past its lease; never more than 2 holders at once.
+#[test]
+fn semaphores_on_mariadb_never_grant_more_than_their_permits_through_every_fault() {
+    let outcome = common::run_short(&scenario::kinds_on(
+        scenario::KindsOn::Mysql,
+        distlock_torture::worker::Workload::Semaphore { max: 2 },
+    ));
+    common::assert_verdict(&outcome);
+    assert_eq!(outcome.report.over_permits, 0);
+}

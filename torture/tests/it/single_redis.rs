@@ -98,3 +98,17 @@ fn twelve_restarts_empty_never_grant_twice() {
     assert!(outcome.cycles >= 12, "only {} restarts", outcome.cycles);
     assert_eq!(outcome.report.overlaps.len(), 0);
 }
+
+/// A read-write lock on one Redis: its holder partitioned past its lease, then paused past it
+/// (the other kinds under the same faults: `torture --scenario kinds`).
+#[test]
+fn read_write_locks_on_redis_keep_writers_alone_through_partitions_and_pauses() {
+    let outcome = common::run_short(&scenario::kinds_on(
+        scenario::KindsOn::Redis,
+        distlock_torture::worker::Workload::ReadWrite { write_percent: 30 },
+    ));
+    common::assert_verdict(&outcome);
+    let r = &outcome.report;
+    assert_eq!(r.overlaps.len(), 0);
+    assert_eq!(r.stale_accepted, 0);
+}
