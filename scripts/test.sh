@@ -163,6 +163,14 @@ wait "$tests" || true
 echo "== the tests are done (at ${SECONDS} s)"
 wait "$side" || status=1
 cat "$work/side.log"
+# The rotating sample of the store-protocol mutants (VERIFICATION.md §4.1): one mutant a day,
+# applied in place and put back, its crate's tests rebuilt incrementally and its checks run;
+# the sample must be killed. 40–70 s; after the tests and the side jobs, so no build of theirs
+# sees the mutant. DISTLOCK_MUTANT=ID picks one; DISTLOCK_MUTANT_SAMPLE=0 skips it.
+if [[ $status -eq 0 && "${DISTLOCK_MUTANT_SAMPLE:-1}" != 0 ]]; then
+    echo "== a store-protocol mutant, today's of the rotating sample (at ${SECONDS} s)"
+    TMPDIR="${servers_tmp:-${TMPDIR:-/tmp}}" python3 scripts/mutants/run.py --sample . || status=1
+fi
 if [[ $status -ne 0 ]]; then
     echo "== failed (at ${SECONDS} s)"
     exit 1
