@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from mutants import MUTANTS  # noqa: E402
+from mutants import KNOWN_SURVIVORS, MUTANTS  # noqa: E402
 
 # Every check run is bounded: a mutant that hangs a check counts as killed when nextest's own
 # slow-test timeout ends it, and the whole run of one mutant is cut at this many seconds.
@@ -94,7 +94,7 @@ def check(tree: Path) -> int:
 
 def sample(tree: Path) -> int:
     """The rotating sample the test command runs: one mutant a day (the UTC day's number
-    modulo the list's length, or `DISTLOCK_MUTANT=ID`), applied *in place* in `tree` (so the
+    modulo the number of mutants not known to survive, or `DISTLOCK_MUTANT=ID`), applied *in place* in `tree` (so the
     rebuild is the test build's own, incremental), its checks run, and the file put back
     whatever happens (the change is refused if the file has changes of its own). Exit 0 when
     the checks kill it."""
@@ -110,7 +110,8 @@ def sample(tree: Path) -> int:
         mid, file, before, after, checks, rule = chosen[0]
     else:
         day = datetime.datetime.now(datetime.timezone.utc).date().toordinal()
-        mid, file, before, after, checks, rule = MUTANTS[day % len(MUTANTS)]
+        pool = [m for m in MUTANTS if m[0] not in KNOWN_SURVIVORS]
+        mid, file, before, after, checks, rule = pool[day % len(pool)]
     path = tree / file
     dirty = subprocess.run(["git", "diff", "--quiet", "--", file], cwd=tree).returncode != 0
     if dirty:
