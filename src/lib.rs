@@ -37,8 +37,8 @@ pub use lock_core::{
 };
 // Count-down latches and double barriers whose parties hold leases (lock-core).
 pub use lock_core::{
-    Barrier, BarrierMember, BarrierState, Coordination, DEFAULT_LATCH_KEEP, Latch, LatchParty,
-    LatchState, Record,
+    Barrier, BarrierMember, BarrierState, Coordination, CoordinationRecord, DEFAULT_LATCH_KEEP,
+    Latch, LatchParty, LatchState,
 };
 
 // Every metric series, the `Locker`'s and the backends'.

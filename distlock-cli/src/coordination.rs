@@ -2,7 +2,7 @@
 //! names derived from its own (`Coordination::of` tells them), and `ls`, `show`, `/api/locks`
 //! and the console fold those records into one row per latch or barrier, with its count.
 
-use lock_core::{Coordination as What, Record};
+use lock_core::{Coordination as What, CoordinationRecord};
 
 use crate::inspect::{CoordinationInfo, LockInfo};
 
@@ -68,7 +68,7 @@ pub(crate) fn fold(locks: &mut Vec<LockInfo>) {
 }
 
 /// Adds one record's counts to the row of its latch or barrier.
-fn add(row: &mut LockInfo, what: What, record: Record, lock: &LockInfo) {
+fn add(row: &mut LockInfo, what: What, record: CoordinationRecord, lock: &LockInfo) {
     let info = row.coordination.get_or_insert_with(|| CoordinationInfo {
         counted_down: (what == What::Latch).then_some(0),
         lost: (what == What::Latch).then_some(0),
@@ -78,21 +78,21 @@ fn add(row: &mut LockInfo, what: What, record: Record, lock: &LockInfo) {
     let n = used(lock);
     // Every record of a latch has `count` permits, a barrier's members too (its passes have
     // as many as may pass).
-    if record != Record::Open
+    if record != CoordinationRecord::Open
         && let Some(count) = max(lock)
     {
         info.count = count;
     }
     match record {
-        Record::Parties => {
+        CoordinationRecord::Parties => {
             info.present = n;
             row.permits.clone_from(&lock.permits);
             row.key.clone_from(&lock.key);
             row.ttl_ms = lock.ttl_ms;
         }
-        Record::Joined => info.joined = n,
-        Record::Done => info.counted_down = Some(n),
-        Record::Open => info.passed = Some(n),
+        CoordinationRecord::Joined => info.joined = n,
+        CoordinationRecord::Done => info.counted_down = Some(n),
+        CoordinationRecord::Open => info.passed = Some(n),
         _ => {}
     }
 }
@@ -129,10 +129,14 @@ fn settle(row: &mut LockInfo) {
 /// The names of the records of the latch and the barrier `name` (for `show NAME`, which
 /// reads them beside the name itself).
 pub(crate) fn record_names(name: &str) -> Vec<String> {
-    let latch = [Record::Parties, Record::Joined, Record::Done]
-        .map(|record| What::Latch.record_name(record, name));
-    let barrier =
-        [Record::Parties, Record::Open].map(|record| What::Barrier.record_name(record, name));
+    let latch = [
+        CoordinationRecord::Parties,
+        CoordinationRecord::Joined,
+        CoordinationRecord::Done,
+    ]
+    .map(|record| What::Latch.record_name(record, name));
+    let barrier = [CoordinationRecord::Parties, CoordinationRecord::Open]
+        .map(|record| What::Barrier.record_name(record, name));
     latch.into_iter().chain(barrier).collect()
 }
 

@@ -24,8 +24,8 @@ mod validate;
 
 pub use backoff::Backoff;
 pub use coordination::{
-    Barrier, BarrierMember, BarrierState, Coordination, DEFAULT_LATCH_KEEP, Latch, LatchParty,
-    LatchState, Record,
+    Barrier, BarrierMember, BarrierState, Coordination, CoordinationRecord, DEFAULT_LATCH_KEEP,
+    Latch, LatchParty, LatchState,
 };
 pub use election::{
     DEFAULT_OBSERVE_POLL, Election, ElectionRun, Leader, Leadership, TermEnd, TermEvent,

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Coordination, Poll, Record, Shared};
+use super::{Coordination, CoordinationRecord, Poll, Shared};
 use crate::{Guard, Lease, LockError, Locker, MAX_PERMITS};
 
 /// A double barrier (Curator's `DistributedDoubleBarrier`) whose members hold leases
@@ -102,8 +102,8 @@ impl Barrier {
         self.shared.check()?;
         Ok(BarrierState {
             parties: self.shared.count,
-            present: self.shared.count(Record::Parties).await?,
-            passed: self.shared.count(Record::Open).await?,
+            present: self.shared.count(CoordinationRecord::Parties).await?,
+            passed: self.shared.count(CoordinationRecord::Open).await?,
         })
     }
 
@@ -121,7 +121,9 @@ impl Barrier {
         self.shared.check()?;
         let shared = &self.shared;
         let bound = shared.wait_bound();
-        let place = shared.take(Record::Parties, shared.count, bound).await?;
+        let place = shared
+            .take(CoordinationRecord::Parties, shared.count, bound)
+            .await?;
         let mut poll = Poll::new(bound);
         loop {
             if self.state().await?.is_open() {
@@ -139,7 +141,9 @@ impl Barrier {
         }
         // Passed: held until this member has left, so those who enter meanwhile see the
         // barrier open even after a member has left it.
-        let passed = shared.take(Record::Open, MAX_PERMITS, bound).await?;
+        let passed = shared
+            .take(CoordinationRecord::Open, MAX_PERMITS, bound)
+            .await?;
         Ok(BarrierMember {
             place,
             passed,
@@ -177,7 +181,7 @@ impl BarrierMember {
         }
         let mut poll = Poll::new(shared.wait_bound());
         let waited = loop {
-            if shared.count(Record::Parties).await? == 0 {
+            if shared.count(CoordinationRecord::Parties).await? == 0 {
                 break Ok(());
             }
             if let Err(timeout) = poll.pause().await {

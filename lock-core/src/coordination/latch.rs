@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Coordination, Poll, Record, Shared};
+use super::{Coordination, CoordinationRecord, Poll, Shared};
 use crate::{Guard, Lease, LockError, Locker};
 
 /// How long a latch keeps its count-downs (and the record of who joined) by default: 10
@@ -129,12 +129,16 @@ impl Latch {
         self.check()?;
         let shared = &self.shared;
         let guard = shared
-            .take(Record::Parties, shared.count, shared.wait_bound())
+            .take(
+                CoordinationRecord::Parties,
+                shared.count,
+                shared.wait_bound(),
+            )
             .await?;
         // Present first, then joined: a reader that sees the joined record sees the party
         // present or its count-down (see `state`).
         if !shared
-            .write(Record::Joined, shared.count, self.keep)
+            .write(CoordinationRecord::Joined, shared.count, self.keep)
             .await?
         {
             guard.release().await?;
@@ -174,9 +178,9 @@ impl Latch {
         // Joined, then present, then done: a party moves from present to done (done written
         // first), and every joined party was present before it joined, so no healthy party
         // is missed by all three reads and counted lost.
-        let joined = shared.count(Record::Joined).await?;
-        let parties = shared.count(Record::Parties).await?;
-        let done = shared.count(Record::Done).await?;
+        let joined = shared.count(CoordinationRecord::Joined).await?;
+        let parties = shared.count(CoordinationRecord::Parties).await?;
+        let done = shared.count(CoordinationRecord::Done).await?;
         Ok(LatchState {
             count: shared.count,
             counted_down: done.min(shared.count),
@@ -241,7 +245,7 @@ impl LatchParty {
         }
         // Done first, then the place: a reader never sees the party in neither.
         shared
-            .write(Record::Done, shared.count, self.latch.keep)
+            .write(CoordinationRecord::Done, shared.count, self.latch.keep)
             .await?;
         match self.guard.release().await {
             Ok(()) | Err(LockError::NotOwned { .. }) => Ok(()),

@@ -26,23 +26,31 @@ pub use latch::{DEFAULT_LATCH_KEEP, Latch, LatchParty, LatchState};
 use crate::{Guard, LockError, Locker, MAX_PERMITS, TimeoutPhase, check_name};
 
 /// The records of latches and barriers, by the suffix of their names.
-const SUFFIXES: [(&str, Coordination, Record); 5] = [
+const SUFFIXES: [(&str, Coordination, CoordinationRecord); 5] = [
     (
         ":distlock-latch-parties",
         Coordination::Latch,
-        Record::Parties,
+        CoordinationRecord::Parties,
     ),
     (
         ":distlock-latch-joined",
         Coordination::Latch,
-        Record::Joined,
+        CoordinationRecord::Joined,
     ),
-    (":distlock-latch-done", Coordination::Latch, Record::Done),
-    (":distlock-barrier", Coordination::Barrier, Record::Parties),
+    (
+        ":distlock-latch-done",
+        Coordination::Latch,
+        CoordinationRecord::Done,
+    ),
+    (
+        ":distlock-barrier",
+        Coordination::Barrier,
+        CoordinationRecord::Parties,
+    ),
     (
         ":distlock-barrier-open",
         Coordination::Barrier,
-        Record::Open,
+        CoordinationRecord::Open,
     ),
 ];
 
@@ -59,7 +67,7 @@ pub enum Coordination {
 /// Which record of a latch or a barrier a derived name holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum Record {
+pub enum CoordinationRecord {
     /// The parties present now, one renewed permit each: a latch's parties that have not
     /// counted down yet, a barrier's members.
     Parties,
@@ -86,7 +94,7 @@ impl Coordination {
     /// from); `None` for any other name. For operator tools, which fold a latch's or a
     /// barrier's records into one row.
     #[must_use]
-    pub fn of(name: &str) -> Option<(Coordination, Record, &str)> {
+    pub fn of(name: &str) -> Option<(Coordination, CoordinationRecord, &str)> {
         SUFFIXES.iter().find_map(|(suffix, what, record)| {
             name.strip_suffix(suffix).map(|base| (*what, *record, base))
         })
@@ -94,7 +102,7 @@ impl Coordination {
 
     /// The name of `record` of the latch or barrier `name`.
     #[must_use]
-    pub fn record_name(self, record: Record, name: &str) -> String {
+    pub fn record_name(self, record: CoordinationRecord, name: &str) -> String {
         let suffix = SUFFIXES
             .iter()
             .find(|(_, what, r)| *what == self && *r == record)
@@ -180,7 +188,7 @@ impl Shared {
     }
 
     /// The name of `record`.
-    fn record(&self, record: Record) -> String {
+    fn record(&self, record: CoordinationRecord) -> String {
         self.what.record_name(record, &self.name)
     }
 
@@ -222,7 +230,7 @@ impl Shared {
     /// Takes this party's renewed permit of `record` (of `max`), waiting at most `bound`.
     async fn take(
         &self,
-        record: Record,
+        record: CoordinationRecord,
         max: u32,
         bound: Option<Duration>,
     ) -> Result<Guard, LockError> {
@@ -239,7 +247,12 @@ impl Shared {
 
     /// Writes one record permit of `record` (of `max`) that lives `ttl`, renewed by nobody;
     /// `false` when all `max` are taken.
-    async fn write(&self, record: Record, max: u32, ttl: Duration) -> Result<bool, LockError> {
+    async fn write(
+        &self,
+        record: CoordinationRecord,
+        max: u32,
+        ttl: Duration,
+    ) -> Result<bool, LockError> {
         let taken = self
             .locker
             .semaphore(self.record(record), max)
@@ -250,7 +263,7 @@ impl Shared {
     }
 
     /// The permits of `record` held now (expired ones are free).
-    async fn count(&self, record: Record) -> Result<u32, LockError> {
+    async fn count(&self, record: CoordinationRecord) -> Result<u32, LockError> {
         self.locker
             .backend_lock()
             .permits_in_use(&self.record(record))
