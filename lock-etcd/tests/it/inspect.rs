@@ -147,3 +147,39 @@ async fn a_reader_or_a_permit_is_released_by_its_token() {
     }
     assert_eq!(grant_times(&lock).await, 0);
 }
+
+/// A forced release (`distlock release --force`) deletes the holder's key and leaves its etcd
+/// lease alive (a shared lease may carry other grants). A writer's grant sits on an etcd lease
+/// of its own, so after another writer took the name the first one's keep-alive still
+/// succeeds: only the compare of the lock key's value, beside it in the extend, tells the
+/// first writer its lock is gone. This kills the store-protocol mutant
+/// `etcd-extend-skips-value-compare` (VERIFICATION.md §4.1).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writer_forced_out_finds_its_lock_lost_at_its_next_extend() {
+    let cluster = one_member();
+    let (one, other) = (lock_on(&cluster), lock_on(&cluster));
+    let ttl = Duration::from_secs(3);
+    let mut first = lock_core::Locker::new(one.clone())
+        .write("forced")
+        .fixed_ttl(ttl)
+        .await
+        .expect("free");
+    let shown = one.inspect("forced").await.expect("answers");
+    let token = shown.first().expect("held").holders[0].token.clone();
+    assert!(
+        one.release_token("forced", &token).await.expect("answers"),
+        "the forced release found the writer"
+    );
+    let second = lock_core::Locker::new(other)
+        .write("forced")
+        .fixed_ttl(ttl)
+        .await
+        .expect("free after the forced release");
+
+    let extended = first.extend(ttl).await;
+    assert!(
+        extended.is_err() && !first.is_held(),
+        "the writer forced out kept a lock another writer holds: {extended:?}"
+    );
+    second.release().await.expect("the second writer holds");
+}
