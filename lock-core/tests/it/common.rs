@@ -152,6 +152,18 @@ impl Lock for Probe {
             Subscription(Arc::clone(&self.watches_alive)),
         )))
     }
+    /// As a store that is down while `failing` is on.
+    async fn ping(&self) -> Result<(), LockError> {
+        if self.failing.load(Ordering::SeqCst) {
+            return Err(LockError::Backend {
+                backend: "probe",
+                op: Op::Connect,
+                retryable: true,
+                source: "connection refused".into(),
+            });
+        }
+        Ok(())
+    }
     async fn extend_many(
         &self,
         leases: &[(Lease, Duration)],

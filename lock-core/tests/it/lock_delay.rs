@@ -206,3 +206,28 @@ async fn a_failed_leader_leaves_the_election_empty_for_the_delay() {
     );
     assert!(next.term() > 0);
 }
+
+/// A leadership taken back after a restart (`Election::resume`) keeps the election's
+/// lock-delay: when the resumed leader dies too, the next one waits out lease and delay from
+/// the resume.
+#[tokio::test(start_paused = true)]
+async fn a_resumed_leader_that_dies_leaves_the_election_empty_for_the_delay() {
+    let (first, second) = two_lockers();
+    let election = || first.elect("scheduler").lease(LEASE).lock_delay(DELAY);
+    let kept = election().campaign().await.expect("elected").leak();
+    let resumed_at = Instant::now();
+    let resumed = election().resume(kept).await.expect("resumed");
+    // The resumed leader's process dies in turn.
+    let _kept = resumed.leak();
+    second
+        .elect("scheduler")
+        .lease(LEASE)
+        .campaign()
+        .await
+        .expect("elected after the delay");
+    assert!(
+        Instant::now() >= resumed_at + LEASE + DELAY,
+        "the next leader was elected {:?} after the resume",
+        resumed_at.elapsed()
+    );
+}

@@ -30,6 +30,7 @@ mod runtimes;
 mod spans;
 mod stop_margin;
 mod stop_on;
+mod surface;
 mod token_entropy;
 mod waiters_by_name;
 mod waiting_line;
