@@ -5,6 +5,7 @@ use std::time::Duration;
 
 mod clock;
 mod kinds;
+mod multi;
 mod mysql;
 mod object_store;
 
@@ -12,7 +13,8 @@ pub use clock::{
     Clocks, clock_client_jump, clock_etcd_monotonic, clock_pg_jump, clock_redis_jump,
     clock_redlock_fast, clock_redlock_jump, clock_scenarios,
 };
-pub use kinds::{KindsOn, kinds_on, kinds_scenarios};
+pub use kinds::{KindsOn, MULTI, kinds_on, kinds_scenarios};
+pub use multi::{redlock_multi, s3_multi};
 pub use mysql::{mysql_holder_pause, mysql_restart};
 pub use object_store::{s3_holder_pause, s3_restart, s3_restart_pause};
 
@@ -161,7 +163,7 @@ impl Expected {
         );
         // Always: a fence that answers what no order of its writes explains is broken,
         // whatever the lock promised.
-        if let Some(register) = report.register.as_ref().filter(|r| !r.is_linearizable()) {
+        for register in report.registers.iter().filter(|r| !r.is_linearizable()) {
             violations.push(lock_testkit::history::describe_register(register));
         }
         if report.grants == 0 {
@@ -289,6 +291,7 @@ pub fn all() -> Vec<Scenario> {
         pg_kinds(Workload::ReadWrite { write_percent: 30 }),
         pg_kinds(Workload::Semaphore { max: 2 }),
         pg_kinds(Workload::Fair),
+        pg_kinds(MULTI),
         etcd_leader_kill(),
         etcd_leader_partition(),
         etcd_holder_pause(),
@@ -298,6 +301,8 @@ pub fn all() -> Vec<Scenario> {
         s3_restart(),
         s3_holder_pause(),
         s3_restart_pause(),
+        redlock_multi(),
+        s3_multi(),
     ];
     all.extend(kinds_scenarios());
     all.extend(clock_scenarios());
@@ -688,24 +693,43 @@ pub fn pg_kinds(workload: Workload) -> Scenario {
             "semaphore of 2 permits: immediate restart, terminated backends, paused holder",
             4,
         ),
+        Workload::Multi { .. } => (
+            "pg-multi",
+            "multi-lock (2 of 3 names): immediate restart, terminated backends, paused holder",
+            3,
+        ),
         Workload::Fair | Workload::Mutex => (
             "pg-fair",
             "fair lock: immediate restart, terminated backends, paused holder",
             3,
         ),
     };
-    // A successor's write shows that a paused writer's lease ended; permit holders write
-    // nothing, so the semaphore's cycle waits for the paused lease to run out instead.
-    let after_pause = match workload {
-        Workload::Semaphore { .. } => Step::Sleep(ms(500)),
-        _ => Step::AwaitNewerWrite,
-    };
     let expected = Expected::exclusion(
         TTL,
-        "every kind's grant is a committed row with a server-clock expiry: a restart keeps it, a \
-         killed session does not end it, and a paused holder's lease runs out before anyone \
-         takes its place; a writer or fair holder's late write carries an older token",
+        match workload {
+            Workload::Multi { .. } => kinds::MULTI_WHY,
+            _ => {
+                "every kind's grant is a committed row with a server-clock expiry: a restart \
+                 keeps it, a killed session does not end it, and a paused holder's lease runs \
+                 out before anyone takes its place; a writer or fair holder's late write \
+                 carries an older token"
+            }
+        },
     );
+    let mut cycle = vec![
+        Step::StopPostgres { fast: false },
+        Step::Sleep(ms(300)),
+        Step::StartPostgres,
+        Step::Sleep(ms(1_500)),
+        Step::AwaitGrant,
+        Step::TerminateBackends,
+        Step::Sleep(ms(1_500)),
+        Step::AwaitGrant,
+        Step::PauseHolder,
+        Step::Sleep(TTL + ms(200)),
+    ];
+    cycle.extend(after_paused_write(workload));
+    cycle.extend([Step::ResumeHolder, Step::Sleep(ms(1_000))]);
     Scenario {
         workload,
         workers,
@@ -714,30 +738,31 @@ pub fn pg_kinds(workload: Workload) -> Scenario {
         ..postgres(base(
             name,
             fault,
-            vec![
-                Step::StopPostgres { fast: false },
-                Step::Sleep(ms(300)),
-                Step::StartPostgres,
-                Step::Sleep(ms(1_500)),
-                Step::AwaitGrant,
-                Step::TerminateBackends,
-                Step::Sleep(ms(1_500)),
-                Step::AwaitGrant,
-                Step::PauseHolder,
-                Step::Sleep(TTL + ms(200)),
-                after_pause,
-                Step::ResumeHolder,
-                Step::Sleep(ms(1_000)),
-            ],
+            cycle,
             match workload {
-                // Every fair grant writes: the resumed holder's write is always stale.
-                Workload::Fair => Expected {
+                // Every fair and multi-lock grant writes: the resumed holder's write is always
+                // stale.
+                Workload::Fair | Workload::Multi { .. } => Expected {
                     stale_rejected: Bound::AtLeastOne,
                     ..expected
                 },
                 _ => expected,
             },
         ))
+    }
+}
+
+/// What a kind's cycle waits for while its holder is paused, before resuming it. A
+/// successor's write shows that a paused writer's lease ended; permit holders write nothing,
+/// so the semaphore's cycle waits for the paused lease to run out instead. A multi-lock
+/// successor writes its names one after the other, and the first may not be the name it
+/// shares with the paused holder: a moment more lets it write them all, so that the resumed
+/// holder's write on the shared name meets the successor's token.
+fn after_paused_write(workload: Workload) -> Vec<Step> {
+    match workload {
+        Workload::Semaphore { .. } => vec![Step::Sleep(ms(500))],
+        Workload::Multi { .. } => vec![Step::AwaitNewerWrite, Step::Sleep(ms(300))],
+        _ => vec![Step::AwaitNewerWrite],
     }
 }
 

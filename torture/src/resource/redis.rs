@@ -33,9 +33,19 @@ impl RedisLog {
         })
     }
 
-    /// Appends `entry` under `guard`'s fence; a stale token is `LockError::Fenced`.
-    pub(super) async fn append(&mut self, guard: &Guard, entry: &str) -> Result<(), LockError> {
-        let fence = guard.fence().for_resource(LOG_KEY);
+    /// Appends `entry` under `guard`'s fence on `lock`'s record (the log's own for the run's
+    /// one lock, `LOG_KEY:LOCK` for a multi-lock's name: each name's tokens fenced apart, in
+    /// the log's slot); a stale token is `LockError::Fenced`.
+    pub(super) async fn append(
+        &mut self,
+        guard: &Guard,
+        lock: Option<&str>,
+        entry: &str,
+    ) -> Result<(), LockError> {
+        let fence = guard.fence().for_resource(match lock {
+            Some(lock) => format!("{LOG_KEY}:{lock}"),
+            None => LOG_KEY.to_owned(),
+        });
         self.fences
             .run(&self.script, &fence, &[LOG_KEY], &[entry.as_bytes()])
             .await

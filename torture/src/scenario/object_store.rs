@@ -6,7 +6,8 @@ use std::time::Duration;
 use super::{Bound, Expected, Scenario, TTL, Topology, base, holder_pause, ms};
 use crate::schedule::Step;
 
-fn s3(mut scenario: Scenario) -> Scenario {
+/// `scenario` on SeaweedFS.
+pub(super) fn s3(mut scenario: Scenario) -> Scenario {
     scenario.topology = Topology::ObjectStore;
     scenario
 }
