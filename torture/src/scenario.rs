@@ -16,7 +16,7 @@ pub use clock::{
 pub use kinds::{KindsOn, MULTI, kinds_on, kinds_scenarios};
 pub use multi::{redlock_multi, s3_multi};
 pub use mysql::{mysql_holder_pause, mysql_restart};
-pub use object_store::{s3_holder_pause, s3_restart, s3_restart_pause};
+pub use object_store::{s3_holder_pause, s3_partition, s3_restart, s3_restart_pause, s3_slow};
 
 use crate::checker::Report;
 use crate::schedule::{Net, Step, Target};
@@ -301,6 +301,8 @@ pub fn all() -> Vec<Scenario> {
         s3_restart(),
         s3_holder_pause(),
         s3_restart_pause(),
+        s3_partition(),
+        s3_slow(),
         redlock_multi(),
         s3_multi(),
     ];
