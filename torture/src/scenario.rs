@@ -409,14 +409,7 @@ pub fn redis_slow() -> Scenario {
         ..base(
             "redis-slow",
             "60 ms then 300 ms latency each way (command timeout 200 ms)",
-            vec![
-                Step::Net(Target::Nodes(vec![0]), Net::Latency(ms(60))),
-                Step::Sleep(ms(1_500)),
-                Step::Net(Target::Nodes(vec![0]), Net::Latency(ms(300))),
-                Step::Sleep(ms(2_000)),
-                Step::Net(Target::Nodes(vec![0]), Net::Heal),
-                Step::Sleep(ms(1_000)),
-            ],
+            slow_cycle(ms(1_000)),
             Expected::exclusion(
                 TTL,
                 "validity is counted from before the request, so a slow grant is a shorter \
@@ -424,6 +417,20 @@ pub fn redis_slow() -> Scenario {
             ),
         )
     }
+}
+
+/// The cycle of the slow-server scenarios: every worker's path to server 0 slowed by 60 ms
+/// each way for 1.5 s (below a 200–250 ms request timeout), then by 300 ms for 2 s (above it),
+/// healed, then `after` undisturbed.
+fn slow_cycle(after: Duration) -> Vec<Step> {
+    vec![
+        Step::Net(Target::Nodes(vec![0]), Net::Latency(ms(60))),
+        Step::Sleep(ms(1_500)),
+        Step::Net(Target::Nodes(vec![0]), Net::Latency(ms(300))),
+        Step::Sleep(ms(2_000)),
+        Step::Net(Target::Nodes(vec![0]), Net::Heal),
+        Step::Sleep(after),
+    ]
 }
 
 /// One worker, while it holds the lock, cut off from Redis for longer than the lease.
@@ -726,12 +733,8 @@ pub fn pg_kinds(workload: Workload) -> Scenario {
         Step::AwaitGrant,
         Step::TerminateBackends,
         Step::Sleep(ms(1_500)),
-        Step::AwaitGrant,
-        Step::PauseHolder,
-        Step::Sleep(TTL + ms(200)),
     ];
-    cycle.extend(after_paused_write(workload));
-    cycle.extend([Step::ResumeHolder, Step::Sleep(ms(1_000))]);
+    cycle.extend(paused_holder(workload, TTL));
     Scenario {
         workload,
         workers,
@@ -754,18 +757,26 @@ pub fn pg_kinds(workload: Workload) -> Scenario {
     }
 }
 
-/// What a kind's cycle waits for while its holder is paused, before resuming it. A
+/// The second half of a kind's cycle, Kleppmann's pause: a holder of `workload` paused past
+/// its lease `ttl`, resumed once its successor wrote, then a second undisturbed. A
 /// successor's write shows that a paused writer's lease ended; permit holders write nothing,
 /// so the semaphore's cycle waits for the paused lease to run out instead. A multi-lock
 /// successor writes its names one after the other, and the first may not be the name it
 /// shares with the paused holder: a moment more lets it write them all, so that the resumed
 /// holder's write on the shared name meets the successor's token.
-fn after_paused_write(workload: Workload) -> Vec<Step> {
+fn paused_holder(workload: Workload, ttl: Duration) -> Vec<Step> {
+    let mut steps = vec![
+        Step::AwaitGrant,
+        Step::PauseHolder,
+        Step::Sleep(ttl + ms(200)),
+    ];
     match workload {
-        Workload::Semaphore { .. } => vec![Step::Sleep(ms(500))],
-        Workload::Multi { .. } => vec![Step::AwaitNewerWrite, Step::Sleep(ms(300))],
-        _ => vec![Step::AwaitNewerWrite],
+        Workload::Semaphore { .. } => steps.push(Step::Sleep(ms(500))),
+        Workload::Multi { .. } => steps.extend([Step::AwaitNewerWrite, Step::Sleep(ms(300))]),
+        _ => steps.push(Step::AwaitNewerWrite),
     }
+    steps.extend([Step::ResumeHolder, Step::Sleep(ms(1_000))]);
+    steps
 }
 
 /// The lease of the etcd scenarios: etcd counts leases in whole seconds and raises any TTL

@@ -206,12 +206,18 @@ impl Resource {
             return self.write_unfenced(&entry).await.map(|()| true);
         }
         let written = match &mut self.log {
-            Log::Redis(log) => log.append(guard, lock, &entry).await,
+            Log::Redis(log) => {
+                let fence = guard.fence().for_resource(redis::fenced_key(lock));
+                log.append(&fence, &entry).await
+            }
             // The fence of the guard's own name: one record per name already.
             Log::Postgres(log) => log.append(guard, &entry).await,
             Log::Mysql(log) => log.append(guard, &entry).await,
             Log::Etcd(log) => log.append(guard, &entry).await,
-            Log::ObjectStore(log) => log.append(guard, lock, &entry).await,
+            Log::ObjectStore(log) => {
+                let fence = guard.fence().for_resource(object_store::log_path(lock));
+                log.append(&fence, &entry).await
+            }
         };
         match written {
             Ok(()) => Ok(true),
@@ -262,6 +268,16 @@ impl Resource {
             .query_async(&mut self.counter)
             .await
             .map_err(|e| e.to_string())
+    }
+}
+
+/// The fenced resource of `lock` beside `base`, the run's one lock's: `base` itself, or
+/// `base:LOCK` for a multi-lock's name (each name fenced apart: tokens of different names do
+/// not compare).
+fn resource_of(base: &str, lock: Option<&str>) -> String {
+    match lock {
+        Some(lock) => format!("{base}:{lock}"),
+        None => base.to_owned(),
     }
 }
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 use distlock::object_store::object_store::path::Path;
 use distlock::object_store::object_store::{self, ObjectStore, ObjectStoreExt, PutPayload};
 use distlock::object_store::{ObjectStoreLock, fenced_put};
-use distlock::{Guard, LockError, Op};
+use distlock::{Fence, LockError, Op};
 use lock_testkit::{SEAWEEDFS_ACCESS_KEY, SEAWEEDFS_SECRET_KEY};
 
 /// The log objects' folder, outside the locks' prefix.
@@ -24,12 +24,9 @@ const LOG_PATH: &str = "torture-resource/accepted";
 /// The log object of `lock`: [`LOG_PATH`] for the run's one lock, one beside it per
 /// multi-lock name (its fence token lives in the object's metadata: one object per name keeps
 /// the names' tokens apart).
-fn log_path(lock: Option<&str>) -> String {
-    match lock {
-        // `:` spelled `-`: a plain object name on every store.
-        Some(lock) => format!("{LOG_PATH}-{}", lock.replace(':', "-")),
-        None => LOG_PATH.to_owned(),
-    }
+pub(super) fn log_path(lock: Option<&str>) -> String {
+    // `:` spelled `-`: a plain object name on every store.
+    super::resource_of(LOG_PATH, lock).replace(':', "-")
 }
 
 /// An `ObjectStoreLock` on `url` (`s3://bucket/prefix`) at `endpoint`, with the test server's
@@ -63,17 +60,11 @@ impl ObjectLog {
         })
     }
 
-    /// Appends `entry` to `lock`'s log object under `guard`'s token; a stale token is
-    /// `LockError::Fenced`.
-    pub(super) async fn append(
-        &mut self,
-        guard: &Guard,
-        lock: Option<&str>,
-        entry: &str,
-    ) -> Result<(), LockError> {
+    /// Appends `entry` to the log object of `fence`'s resource ([`log_path`]) behind `fence`;
+    /// a stale token is `LockError::Fenced`.
+    pub(super) async fn append(&mut self, fence: &Fence, entry: &str) -> Result<(), LockError> {
         let store = self.lock.store().as_ref();
-        let log_path = log_path(lock);
-        let path = Path::from(log_path.as_str());
+        let path = Path::from(fence.resource.as_str());
         // Bounded like the fenced write; a failed read is a failed write of the resource.
         let mut log = tokio::time::timeout(self.timeout, read(store, &path))
             .await
@@ -86,14 +77,9 @@ impl ObjectLog {
             })?;
         log.push_str(entry);
         log.push('\n');
-        fenced_put(
-            store,
-            &guard.fence().for_resource(log_path),
-            PutPayload::from(log),
-            self.timeout,
-        )
-        .await
-        .map(drop)
+        fenced_put(store, fence, PutPayload::from(log), self.timeout)
+            .await
+            .map(drop)
     }
 }
 

@@ -9,8 +9,8 @@
 use std::time::Duration;
 
 use super::{
-    Bound, ETCD_TTL, Expected, Scenario, TTL, Topology, after_paused_write, base, etcd,
-    etcd_exclusion, ms,
+    Bound, ETCD_TTL, Expected, Scenario, TTL, Topology, base, etcd, etcd_exclusion, ms,
+    paused_holder,
 };
 use crate::schedule::{Net, Step, Target};
 use crate::worker::Workload;
@@ -33,13 +33,7 @@ pub fn kinds_on(on: KindsOn, workload: Workload) -> Scenario {
     let (name, workers) = name_of(on, workload);
     let ttl = if on == KindsOn::Etcd { ETCD_TTL } else { TTL };
     let mut cycle = fault(on);
-    cycle.extend([
-        Step::AwaitGrant,
-        Step::PauseHolder,
-        Step::Sleep(ttl + ms(200)),
-    ]);
-    cycle.extend(after_paused_write(workload));
-    cycle.extend([Step::ResumeHolder, Step::Sleep(ms(1_000))]);
+    cycle.extend(paused_holder(workload, ttl));
     let expected = expected(on, workload);
     let scenario = Scenario {
         workload,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::object_store::s3;
 use super::{
-    Bound, Expected, MULTI, Scenario, TTL, after_paused_write, base, kinds::MULTI_WHY, ms, redlock,
+    Bound, Expected, MULTI, Scenario, TTL, base, kinds::MULTI_WHY, ms, paused_holder, redlock,
 };
 use crate::schedule::{Net, Step, Target};
 
@@ -15,13 +15,7 @@ use crate::schedule::{Net, Step, Target};
 /// multi-lock's 3 workers: exclusion per name, the resumed holder's late write refused.
 fn multi_then_pause(name: &'static str, words: &'static str, fault: Vec<Step>) -> Scenario {
     let mut cycle = fault;
-    cycle.extend([
-        Step::AwaitGrant,
-        Step::PauseHolder,
-        Step::Sleep(TTL + ms(200)),
-    ]);
-    cycle.extend(after_paused_write(MULTI));
-    cycle.extend([Step::ResumeHolder, Step::Sleep(ms(1_000))]);
+    cycle.extend(paused_holder(MULTI, TTL));
     Scenario {
         workload: MULTI,
         hold: (ms(150), ms(400)),

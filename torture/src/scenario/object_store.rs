@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::{Bound, Expected, Scenario, TTL, Topology, base, holder_pause, ms};
+use super::{Bound, Expected, Scenario, TTL, Topology, base, holder_pause, ms, slow_cycle};
 use crate::schedule::{Net, Step, Target};
 
 /// `scenario` on SeaweedFS.
@@ -88,7 +88,7 @@ pub fn s3_restart_pause() -> Scenario {
 pub fn s3_partition() -> Scenario {
     Scenario {
         hold: (ms(150), ms(400)),
-        short: Duration::from_secs(12),
+        short: Duration::from_secs(9),
         ..s3(base(
             "s3-partition",
             "the holder partitioned from SeaweedFS (lock and log) past its lease (1 s), healed \
@@ -124,14 +124,7 @@ pub fn s3_slow() -> Scenario {
         ..s3(base(
             "s3-slow",
             "60 ms then 300 ms latency each way to SeaweedFS (request timeout 250 ms)",
-            vec![
-                Step::Net(Target::Nodes(vec![0]), Net::Latency(ms(60))),
-                Step::Sleep(ms(1_500)),
-                Step::Net(Target::Nodes(vec![0]), Net::Latency(ms(300))),
-                Step::Sleep(ms(2_000)),
-                Step::Net(Target::Nodes(vec![0]), Net::Heal),
-                Step::Sleep(ms(1_500)),
-            ],
+            slow_cycle(ms(1_500)),
             Expected::exclusion(
                 TTL,
                 "validity is counted from before each request, so a slow grant or renewal is a \
