@@ -17,8 +17,9 @@ use nix::time::{ClockId, clock_gettime};
 
 use serde::{Deserialize, Serialize};
 
-/// The lock every worker contends for: one name per run, so the records carry none and the
-/// checker files every operation under it.
+/// The lock every worker contends for: the mutex and the kinds take this one name, and their
+/// records carry none (the checker files them under it). The multi-lock takes names made from
+/// it (`torture:lock:0`, …), and its records name theirs.
 pub const LOCK_NAME: &str = "torture:lock";
 
 /// Nanoseconds of the system-wide `CLOCK_MONOTONIC` (since boot, not counting suspend), now:
@@ -58,9 +59,20 @@ pub struct Record {
     /// The worker that recorded it; `None` for the runner's fault records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker: Option<u32>,
+    /// The lock name it concerns, where a worker holds several at once (the multi-lock);
+    /// `None`: [`LOCK_NAME`], the run's one lock (the histories of the other kinds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock: Option<String>,
     /// What happened.
     #[serde(flatten)]
     pub event: Event,
+}
+
+impl Record {
+    /// The lock name it concerns: its own, or [`LOCK_NAME`].
+    pub fn lock(&self) -> &str {
+        self.lock.as_deref().unwrap_or(LOCK_NAME)
+    }
 }
 
 /// What a grant lets its holder share, for the checker.
@@ -207,15 +219,30 @@ impl HistoryWriter {
         self.record_at(now_ns(), event);
     }
 
-    /// Records `event` as happening at `at_ns`. A failed write is reported on stderr and
-    /// otherwise ignored: a worker must not stop because its disk is full, and the checker
-    /// then sees a history with a gap, which makes the run fail on its own.
+    /// Records `event` about lock `lock` (a multi-lock's name) as happening now.
+    pub fn record_on(&self, lock: &str, event: Event) {
+        self.write(Record {
+            at_ns: now_ns(),
+            worker: self.worker,
+            lock: Some(lock.to_owned()),
+            event,
+        });
+    }
+
+    /// Records `event` as happening at `at_ns`.
     pub fn record_at(&self, at_ns: u64, event: Event) {
-        let record = Record {
+        self.write(Record {
             at_ns,
             worker: self.worker,
+            lock: None,
             event,
-        };
+        });
+    }
+
+    /// Appends `record`. A failed write is reported on stderr and otherwise ignored: a worker
+    /// must not stop because its disk is full, and the checker then sees a history with a gap,
+    /// which makes the run fail on its own.
+    fn write(&self, record: Record) {
         let line = match serde_json::to_string(&record) {
             Ok(line) => line + "\n",
             Err(e) => {
@@ -314,6 +341,7 @@ mod tests {
             vec![Record {
                 at_ns: 10,
                 worker: Some(3),
+                lock: None,
                 event: Event::Write {
                     token: 7,
                     sent_ns: 5,

@@ -3,6 +3,7 @@
 mod clock;
 
 use std::io;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use distlock::mysql::MysqlLock;
@@ -72,8 +73,8 @@ pub(crate) struct Lab {
     etcd: Option<EtcdCluster>,
     /// The MariaDB server (reached through `proxies`, as node 0).
     mysql: Option<MariadbServer>,
-    /// The SeaweedFS of the object-storage scenarios (reached directly: its faults are
-    /// crashes, not network ones).
+    /// The SeaweedFS of the object-storage scenarios (its S3 endpoint reached through
+    /// `proxies`, as node 0, by the lock and the fenced log alike).
     s3: Option<SeaweedfsServer>,
     /// The etcd member killed or partitioned by the last etcd fault.
     etcd_faulted: Option<usize>,
@@ -163,6 +164,10 @@ impl Lab {
             .map(RedisServer::addr)
             .chain(postgres.iter().map(PostgresServer::addr))
             .chain(mysql.iter().map(MariadbServer::addr))
+            .chain(
+                s3.iter()
+                    .map(|s3| SocketAddr::from((Ipv4Addr::LOCALHOST, s3.s3_port()))),
+            )
             .collect();
         let proxies = (0..workers)
             .map(|_| {
@@ -217,6 +222,36 @@ impl Lab {
         }
     }
 
+    /// Where `worker` writes the fenced log: as [`fence_store`](Self::fence_store) says, but
+    /// the object store's through the worker's own proxy. That log is an object on the lock's
+    /// own server, so a worker cut off from the server is cut off from both, and its late
+    /// write reaches the fence only after the heal, as a real client's would.
+    pub(crate) fn worker_fence_store(&self, worker: u32) -> FenceStore {
+        match self.fence_store() {
+            FenceStore::ObjectStore { url, .. } => FenceStore::ObjectStore {
+                endpoint: self.s3_endpoint(worker),
+                url,
+            },
+            store => store,
+        }
+    }
+
+    /// `worker`'s S3 endpoint: its proxy in front of SeaweedFS's S3 port. The S3 API answers
+    /// every request itself (SeaweedFS's gateway reads from its volume servers on the
+    /// client's behalf, and answers no redirect), so nothing bypasses the proxy.
+    fn s3_endpoint(&self, worker: u32) -> String {
+        format!("http://127.0.0.1:{}", self.first_proxy_port(worker))
+    }
+
+    /// The port of `worker`'s proxy in front of node 0 (PostgreSQL, MariaDB, SeaweedFS).
+    fn first_proxy_port(&self, worker: u32) -> u16 {
+        self.proxies
+            .get(worker as usize)
+            .and_then(|proxies| proxies.first())
+            .map(|proxy| proxy.addr().port())
+            .unwrap_or_default()
+    }
+
     /// How `worker` reaches the lock.
     pub(crate) fn backend(&self, worker: u32) -> Backend {
         if let Some(cluster) = &self.cluster {
@@ -226,7 +261,7 @@ impl Lab {
         }
         if let Some(server) = &self.s3 {
             return Backend::ObjectStore {
-                endpoint: server.endpoint(),
+                endpoint: self.s3_endpoint(worker),
                 url: server.url(S3_PREFIX),
             };
         }
@@ -236,19 +271,13 @@ impl Lab {
             };
         }
         if self.postgres.is_some() {
-            let port = self.proxies[worker as usize]
-                .first()
-                .map(|proxy| proxy.addr().port())
-                .unwrap_or_default();
+            let port = self.first_proxy_port(worker);
             return Backend::Postgres {
                 url: format!("postgres://postgres@127.0.0.1:{port}/postgres"),
             };
         }
         if let Some(server) = &self.mysql {
-            let port = self.proxies[worker as usize]
-                .first()
-                .map(|proxy| proxy.addr().port())
-                .unwrap_or_default();
+            let port = self.first_proxy_port(worker);
             let url = server.url();
             return Backend::Mysql {
                 url: url.replace(&format!(":{}/", server.port()), &format!(":{port}/")),
@@ -287,6 +316,7 @@ impl Lab {
         self.servers.len()
             + usize::from(self.postgres.is_some())
             + usize::from(self.mysql.is_some())
+            + usize::from(self.s3.is_some())
     }
 
     /// Shuts PostgreSQL down: fast (`SIGINT`) or immediate (`SIGQUIT`).

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use distlock_torture::worker::Misbehave;
+use distlock_torture::worker::{Misbehave, Workload};
 use distlock_torture::{Options, Server, report, run, scenario};
 
 /// Runs distlock's torture scenarios: worker processes contend for a lock on real
@@ -20,7 +20,9 @@ struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
     /// A scenario name, `all`, `postgres` (the scenarios on PostgreSQL), `etcd` (those on a
-    /// 3-member etcd cluster), `s3` (those on SeaweedFS) or `clock` (clocks that jump and run fast, every backend).
+    /// 3-member etcd cluster), `s3` (those on SeaweedFS), `clock` (clocks that jump and run
+    /// fast, every backend), `kinds` (the lock kinds on Redis, MariaDB and etcd) or `multi`
+    /// (the multi-lock, every backend).
     #[arg(long, default_value = "all")]
     scenario: String,
     /// How long each scenario runs (e.g. `60s`, `5m`); default: its short CI form.
@@ -132,12 +134,17 @@ fn main() -> ExitCode {
         scenario::clock_scenarios()
     } else if cli.scenario == "kinds" {
         scenario::kinds_scenarios()
+    } else if cli.scenario == "multi" {
+        scenario::all()
+            .into_iter()
+            .filter(|s| matches!(s.workload, Workload::Multi { .. }))
+            .collect()
     } else if let Some(s) = scenario::by_name(&cli.scenario) {
         vec![s]
     } else {
         let names: Vec<&str> = scenario::all().iter().map(|s| s.name).collect();
         eprintln!(
-            "unknown scenario {:?}; one of: all, postgres, mysql, s3, etcd, clock, kinds, {}",
+            "unknown scenario {:?}; one of: all, postgres, mysql, s3, etcd, clock, kinds, multi, {}",
             cli.scenario,
             names.join(", ")
         );

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use comfy_table::{Table, presets};
 
-use crate::checker::{Report, Search};
+use crate::checker::{RegisterCheck, Report, Search};
 use crate::runner::Outcome;
 use crate::scenario::{Bound, Expected};
 
@@ -177,17 +177,28 @@ pub fn summary_table(outcomes: &[Outcome]) -> Table {
     t
 }
 
-/// The register check's row: whether it held, and what it measured.
+/// The register checks' row: whether they held, and what they measured (summed over the lock
+/// names, a multi-lock's several).
 fn register_row(r: &Report) -> (bool, String) {
-    let Some(register) = &r.register else {
+    let Some(register) = r.register() else {
         return (true, "no fenced writes".to_owned());
     };
+    let sum = |f: fn(&RegisterCheck) -> usize| r.registers.iter().map(f).sum::<usize>();
+    let names = match r.registers.len() {
+        1 => String::new(),
+        n => format!(" over {n} locks"),
+    };
     let searched = format!(
-        "{} operations ({} unanswered left out)",
-        register.ops, register.unknown_left_out
+        "{} operations{names} ({} unanswered left out)",
+        sum(|c| c.ops),
+        sum(|c| c.unknown_left_out)
     );
+    let steps = |c: &RegisterCheck| match c.search {
+        Search::Linearizable { steps } => steps,
+        _ => 0,
+    };
     match &register.search {
-        Search::Linearizable { steps } => (true, format!("yes: {searched}, {steps} steps")),
+        Search::Linearizable { .. } => (true, format!("yes: {searched}, {} steps", sum(steps))),
         Search::Undecided { steps } => (false, format!("undecided after {steps} steps")),
         Search::NotLinearizable { .. } => (
             false,

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 mod clock;
 mod kinds;
+mod multi;
 mod mysql;
 mod object_store;
 
@@ -12,9 +13,10 @@ pub use clock::{
     Clocks, clock_client_jump, clock_etcd_monotonic, clock_pg_jump, clock_redis_jump,
     clock_redlock_fast, clock_redlock_jump, clock_scenarios,
 };
-pub use kinds::{KindsOn, kinds_on, kinds_scenarios};
+pub use kinds::{KindsOn, MULTI, kinds_on, kinds_scenarios};
+pub use multi::{redlock_multi, s3_multi};
 pub use mysql::{mysql_holder_pause, mysql_restart};
-pub use object_store::{s3_holder_pause, s3_restart, s3_restart_pause};
+pub use object_store::{s3_holder_pause, s3_partition, s3_restart, s3_restart_pause, s3_slow};
 
 use crate::checker::Report;
 use crate::schedule::{Net, Step, Target};
@@ -161,7 +163,7 @@ impl Expected {
         );
         // Always: a fence that answers what no order of its writes explains is broken,
         // whatever the lock promised.
-        if let Some(register) = report.register.as_ref().filter(|r| !r.is_linearizable()) {
+        for register in report.registers.iter().filter(|r| !r.is_linearizable()) {
             violations.push(lock_testkit::history::describe_register(register));
         }
         if report.grants == 0 {
@@ -289,6 +291,7 @@ pub fn all() -> Vec<Scenario> {
         pg_kinds(Workload::ReadWrite { write_percent: 30 }),
         pg_kinds(Workload::Semaphore { max: 2 }),
         pg_kinds(Workload::Fair),
+        pg_kinds(MULTI),
         etcd_leader_kill(),
         etcd_leader_partition(),
         etcd_holder_pause(),
@@ -298,6 +301,10 @@ pub fn all() -> Vec<Scenario> {
         s3_restart(),
         s3_holder_pause(),
         s3_restart_pause(),
+        s3_partition(),
+        s3_slow(),
+        redlock_multi(),
+        s3_multi(),
     ];
     all.extend(kinds_scenarios());
     all.extend(clock_scenarios());
@@ -402,14 +409,7 @@ pub fn redis_slow() -> Scenario {
         ..base(
             "redis-slow",
             "60 ms then 300 ms latency each way (command timeout 200 ms)",
-            vec![
-                Step::Net(Target::Nodes(vec![0]), Net::Latency(ms(60))),
-                Step::Sleep(ms(1_500)),
-                Step::Net(Target::Nodes(vec![0]), Net::Latency(ms(300))),
-                Step::Sleep(ms(2_000)),
-                Step::Net(Target::Nodes(vec![0]), Net::Heal),
-                Step::Sleep(ms(1_000)),
-            ],
+            slow_cycle(ms(1_000)),
             Expected::exclusion(
                 TTL,
                 "validity is counted from before the request, so a slow grant is a shorter \
@@ -417,6 +417,20 @@ pub fn redis_slow() -> Scenario {
             ),
         )
     }
+}
+
+/// The cycle of the slow-server scenarios: every worker's path to server 0 slowed by 60 ms
+/// each way for 1.5 s (below a 200–250 ms request timeout), then by 300 ms for 2 s (above it),
+/// healed, then `after` undisturbed.
+fn slow_cycle(after: Duration) -> Vec<Step> {
+    vec![
+        Step::Net(Target::Nodes(vec![0]), Net::Latency(ms(60))),
+        Step::Sleep(ms(1_500)),
+        Step::Net(Target::Nodes(vec![0]), Net::Latency(ms(300))),
+        Step::Sleep(ms(2_000)),
+        Step::Net(Target::Nodes(vec![0]), Net::Heal),
+        Step::Sleep(after),
+    ]
 }
 
 /// One worker, while it holds the lock, cut off from Redis for longer than the lease.
@@ -688,24 +702,39 @@ pub fn pg_kinds(workload: Workload) -> Scenario {
             "semaphore of 2 permits: immediate restart, terminated backends, paused holder",
             4,
         ),
+        Workload::Multi { .. } => (
+            "pg-multi",
+            "multi-lock (2 of 3 names): immediate restart, terminated backends, paused holder",
+            3,
+        ),
         Workload::Fair | Workload::Mutex => (
             "pg-fair",
             "fair lock: immediate restart, terminated backends, paused holder",
             3,
         ),
     };
-    // A successor's write shows that a paused writer's lease ended; permit holders write
-    // nothing, so the semaphore's cycle waits for the paused lease to run out instead.
-    let after_pause = match workload {
-        Workload::Semaphore { .. } => Step::Sleep(ms(500)),
-        _ => Step::AwaitNewerWrite,
-    };
     let expected = Expected::exclusion(
         TTL,
-        "every kind's grant is a committed row with a server-clock expiry: a restart keeps it, a \
-         killed session does not end it, and a paused holder's lease runs out before anyone \
-         takes its place; a writer or fair holder's late write carries an older token",
+        match workload {
+            Workload::Multi { .. } => kinds::MULTI_WHY,
+            _ => {
+                "every kind's grant is a committed row with a server-clock expiry: a restart \
+                 keeps it, a killed session does not end it, and a paused holder's lease runs \
+                 out before anyone takes its place; a writer or fair holder's late write \
+                 carries an older token"
+            }
+        },
     );
+    let mut cycle = vec![
+        Step::StopPostgres { fast: false },
+        Step::Sleep(ms(300)),
+        Step::StartPostgres,
+        Step::Sleep(ms(1_500)),
+        Step::AwaitGrant,
+        Step::TerminateBackends,
+        Step::Sleep(ms(1_500)),
+    ];
+    cycle.extend(paused_holder(workload, TTL));
     Scenario {
         workload,
         workers,
@@ -714,24 +743,11 @@ pub fn pg_kinds(workload: Workload) -> Scenario {
         ..postgres(base(
             name,
             fault,
-            vec![
-                Step::StopPostgres { fast: false },
-                Step::Sleep(ms(300)),
-                Step::StartPostgres,
-                Step::Sleep(ms(1_500)),
-                Step::AwaitGrant,
-                Step::TerminateBackends,
-                Step::Sleep(ms(1_500)),
-                Step::AwaitGrant,
-                Step::PauseHolder,
-                Step::Sleep(TTL + ms(200)),
-                after_pause,
-                Step::ResumeHolder,
-                Step::Sleep(ms(1_000)),
-            ],
+            cycle,
             match workload {
-                // Every fair grant writes: the resumed holder's write is always stale.
-                Workload::Fair => Expected {
+                // Every fair and multi-lock grant writes: the resumed holder's write is always
+                // stale.
+                Workload::Fair | Workload::Multi { .. } => Expected {
                     stale_rejected: Bound::AtLeastOne,
                     ..expected
                 },
@@ -739,6 +755,28 @@ pub fn pg_kinds(workload: Workload) -> Scenario {
             },
         ))
     }
+}
+
+/// The second half of a kind's cycle, Kleppmann's pause: a holder of `workload` paused past
+/// its lease `ttl`, resumed once its successor wrote, then a second undisturbed. A
+/// successor's write shows that a paused writer's lease ended; permit holders write nothing,
+/// so the semaphore's cycle waits for the paused lease to run out instead. A multi-lock
+/// successor writes its names one after the other, and the first may not be the name it
+/// shares with the paused holder: a moment more lets it write them all, so that the resumed
+/// holder's write on the shared name meets the successor's token.
+fn paused_holder(workload: Workload, ttl: Duration) -> Vec<Step> {
+    let mut steps = vec![
+        Step::AwaitGrant,
+        Step::PauseHolder,
+        Step::Sleep(ttl + ms(200)),
+    ];
+    match workload {
+        Workload::Semaphore { .. } => steps.push(Step::Sleep(ms(500))),
+        Workload::Multi { .. } => steps.extend([Step::AwaitNewerWrite, Step::Sleep(ms(300))]),
+        _ => steps.push(Step::AwaitNewerWrite),
+    }
+    steps.extend([Step::ResumeHolder, Step::Sleep(ms(1_000))]);
+    steps
 }
 
 /// The lease of the etcd scenarios: etcd counts leases in whole seconds and raises any TTL

@@ -55,9 +55,10 @@ pub struct Report {
     pub most_shared: usize,
     /// Fenced writes accepted (history).
     pub accepted: usize,
-    /// The fenced resource as a register: whether some order of the writes, each between its
+    /// The fenced resource as a register, one per lock name with fenced writes or a log (one,
+    /// but for the multi-lock's names): whether some order of the writes, each between its
     /// sending and its answer, explains every answer and the final log under the fence's rule.
-    pub register: Option<RegisterCheck>,
+    pub registers: Vec<RegisterCheck>,
     /// Entries of the resource's log that the lock should never have let in: a token below an
     /// entry's before it, or equal to the largest but from another worker (the fence accepts an
     /// equal token; only a second holder with the same token writes one). The register check
@@ -87,9 +88,18 @@ pub struct Report {
 }
 
 impl Report {
-    /// Whether the register check failed: not linearizable, or undecided within its budget.
+    /// Whether a register check failed: not linearizable, or undecided within its budget.
     pub fn register_failed(&self) -> bool {
-        self.register.as_ref().is_some_and(|r| !r.is_linearizable())
+        self.registers.iter().any(|r| !r.is_linearizable())
+    }
+
+    /// The register check to show: the first that failed, else the first; `None` when there
+    /// were no fenced writes.
+    pub fn register(&self) -> Option<&RegisterCheck> {
+        self.registers
+            .iter()
+            .find(|r| !r.is_linearizable())
+            .or(self.registers.first())
     }
 
     /// Increments the counter lost: two holders read the same value, or a holder wrote after
@@ -138,7 +148,7 @@ pub fn check(history: &History, resource: &Snapshot) -> Report {
         over_permits: verdict.over_permits,
         most_shared: verdict.most_shared,
         accepted: writes.iter().filter(|w| w.accepted).count(),
-        register: verdict.registers.into_iter().next(),
+        registers: verdict.registers,
         stale_accepted: writes::stale_in_log(&resource.accepted),
         stale_rejected,
         rejected_while_valid,
@@ -191,6 +201,7 @@ mod tests {
         Record {
             at_ns,
             worker: Some(0),
+            lock: None,
             event,
         }
     }

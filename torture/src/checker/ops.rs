@@ -19,20 +19,11 @@ pub(super) fn history(
     resource: &Snapshot,
     slack_ns: u64,
 ) -> History {
+    let writes: Vec<FencedWrite> = workers.iter().flat_map(|r| fenced_writes(r)).collect();
     History {
         holds: sections.iter().map(hold).collect(),
-        writes: workers.iter().flat_map(|r| fenced_writes(r)).collect(),
-        logs: BTreeMap::from([(
-            LOCK_NAME.to_owned(),
-            resource
-                .accepted
-                .iter()
-                .map(|a| LogEntry {
-                    token: a.token,
-                    process: a.worker,
-                })
-                .collect(),
-        )]),
+        logs: logs(resource, &writes),
+        writes,
         rule: if resource.guarded {
             FenceRule::Holder
         } else {
@@ -42,9 +33,31 @@ pub(super) fn history(
     }
 }
 
+/// The resource's log, one per lock name (a multi-lock's names are fenced apart), each in the
+/// order it was accepted. Every name written to has one, empty when nothing was accepted
+/// (the whole log was read), and so has the run's one lock when nothing was written at all.
+fn logs(resource: &Snapshot, writes: &[FencedWrite]) -> BTreeMap<String, Vec<LogEntry>> {
+    let mut logs: BTreeMap<String, Vec<LogEntry>> = writes
+        .iter()
+        .map(|w| (w.name.clone(), Vec::new()))
+        .collect();
+    if logs.is_empty() && resource.accepted.iter().all(|a| a.lock.is_none()) {
+        logs.insert(LOCK_NAME.to_owned(), Vec::new());
+    }
+    for a in &resource.accepted {
+        logs.entry(a.lock.clone().unwrap_or_else(|| LOCK_NAME.to_owned()))
+            .or_default()
+            .push(LogEntry {
+                token: a.token,
+                process: a.worker,
+            });
+    }
+    logs
+}
+
 fn hold(s: &Section) -> Hold {
     Hold {
-        name: LOCK_NAME.to_owned(),
+        name: s.lock.clone(),
         process: s.worker,
         token: s.token,
         requested_ns: s.requested_ns,
@@ -67,7 +80,7 @@ pub(super) fn fenced_writes(records: &[Record]) -> Vec<FencedWrite> {
     for r in records {
         let process = r.worker.unwrap_or(u32::MAX);
         let write = |token, invoke_ns, outcome| FencedWrite {
-            name: LOCK_NAME.to_owned(),
+            name: r.lock().to_owned(),
             process,
             token,
             invoke_ns,
@@ -106,6 +119,7 @@ mod tests {
         let rec = |at_ns, event| Record {
             at_ns,
             worker: Some(2),
+            lock: None,
             event,
         };
         let records = [

@@ -63,6 +63,7 @@ mod tests {
     #[test]
     fn recovery_runs_to_the_next_grant() {
         let section = |start_ns| Section {
+            lock: crate::history::LOCK_NAME.to_owned(),
             worker: 0,
             token: start_ns,
             requested_ns: start_ns,
@@ -73,6 +74,7 @@ mod tests {
         let healed = |at_ns| Record {
             at_ns,
             worker: None,
+            lock: None,
             event: Event::FaultHealed {
                 label: "heal".into(),
             },
@@ -89,6 +91,7 @@ mod tests {
     #[test]
     fn a_holder_at_the_heal_is_not_counted_as_downtime() {
         let section = |start_ns, end_ns| Section {
+            lock: crate::history::LOCK_NAME.to_owned(),
             worker: 0,
             token: start_ns,
             requested_ns: start_ns,
@@ -99,6 +102,7 @@ mod tests {
         let healed = Record {
             at_ns: 100,
             worker: None,
+            lock: None,
             event: Event::FaultHealed {
                 label: "heal".into(),
             },

@@ -6,9 +6,11 @@ use crate::history::{Event, Held, Record};
 
 /// What one grant promised: from the moment the grant reached the worker until the worker
 /// sent its release or the lease's `valid_until` passed, whichever came first. Two of these
-/// may never overlap where the algorithm promises exclusion.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// may never overlap where the algorithm promises exclusion (on one lock name).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Section {
+    /// The lock name held.
+    pub lock: String,
     /// The holder.
     pub worker: u32,
     /// The grant's fencing token.
@@ -24,12 +26,16 @@ pub struct Section {
     pub held: Held,
 }
 
-/// The sections of one worker's history, in order.
+/// The sections of one worker's history, in order of their ends. A multi-lock holder has one
+/// open per name, each ended by its own name's release.
 pub(super) fn of_worker(records: &[Record]) -> Vec<Section> {
     let mut sections = Vec::new();
-    let mut open: Option<(Section, u64, u64)> = None; // (section, valid_until, lease)
+    // (section, valid_until, lease), one per lock name held.
+    let mut open: Vec<(Section, u64, u64)> = Vec::new();
     for record in records {
         let worker = record.worker.unwrap_or(u32::MAX);
+        let lock = record.lock();
+        let mine = open.iter().position(|(s, _, _)| s.lock == lock);
         match &record.event {
             Event::Granted {
                 requested_ns,
@@ -38,10 +44,11 @@ pub(super) fn of_worker(records: &[Record]) -> Vec<Section> {
                 lease_ns,
                 held,
             } => {
-                if let Some(unfinished) = open.take() {
+                if let Some(unfinished) = mine.map(|i| open.swap_remove(i)) {
                     sections.push(close_unreleased(unfinished));
                 }
                 let section = Section {
+                    lock: lock.to_owned(),
                     worker,
                     token: *token,
                     requested_ns: *requested_ns,
@@ -49,12 +56,13 @@ pub(super) fn of_worker(records: &[Record]) -> Vec<Section> {
                     end_ns: record.at_ns,
                     held: *held,
                 };
-                open = Some((section, *valid_until_ns, *lease_ns));
+                open.push((section, *valid_until_ns, *lease_ns));
             }
             Event::Renewal { outcome } if outcome == "ok" => {
                 // Only used if the worker never says when it released: the renewal moved
-                // `valid_until` to at most one lease after it finished.
-                if let Some((_, valid_until, lease)) = open.as_mut() {
+                // `valid_until` to at most one lease after it finished. A renewal names no
+                // lock, so it moves every open one's (the longer section: the strict side).
+                for (_, valid_until, lease) in &mut open {
                     *valid_until = (*valid_until).max(record.at_ns.saturating_add(*lease));
                 }
             }
@@ -63,7 +71,7 @@ pub(super) fn of_worker(records: &[Record]) -> Vec<Section> {
                 valid_until_ns,
                 ..
             } => {
-                if let Some((mut section, _, _)) = open.take() {
+                if let Some((mut section, _, _)) = mine.map(|i| open.swap_remove(i)) {
                     if section.token == *token {
                         section.end_ns = record.at_ns.min(*valid_until_ns).max(section.start_ns);
                         sections.push(section);
@@ -75,9 +83,7 @@ pub(super) fn of_worker(records: &[Record]) -> Vec<Section> {
             _ => {}
         }
     }
-    if let Some(unfinished) = open {
-        sections.push(close_unreleased(unfinished));
-    }
+    sections.extend(open.into_iter().map(close_unreleased));
     sections
 }
 
@@ -96,6 +102,7 @@ mod tests {
         Record {
             at_ns,
             worker: Some(worker),
+            lock: None,
             event,
         }
     }
@@ -152,5 +159,24 @@ mod tests {
             ),
         ]);
         assert_eq!(sections[0].end_ns, 1_400);
+    }
+
+    #[test]
+    fn a_multi_lock_holder_has_a_section_per_name() {
+        let on = |lock: &str, record: Record| Record {
+            lock: Some(lock.into()),
+            ..record
+        };
+        let sections = of_worker(&[
+            on("a", granted(10, 0, 1, 1_000)),
+            on("b", granted(11, 0, 1, 1_000)),
+            on("a", release(50, 0, 1, 1_000)),
+            on("b", release(51, 0, 1, 1_000)),
+        ]);
+        let spans: Vec<_> = sections
+            .iter()
+            .map(|s| (s.lock.as_str(), s.start_ns, s.end_ns))
+            .collect();
+        assert_eq!(spans, [("a", 10, 50), ("b", 11, 51)]);
     }
 }

@@ -1,14 +1,16 @@
 //! Fenced writes, fencing tokens and the plain counter.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 
 use super::sections::Section;
 use crate::history::{Event, Record};
 use crate::resource::Accepted;
 
 /// One fenced write, as its worker recorded it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Write {
+    pub(super) lock: String,
     pub(super) worker: u32,
     pub(super) token: u64,
     pub(super) sent_ns: u64,
@@ -25,6 +27,7 @@ pub(super) fn writes(records: &[Record]) -> Vec<Write> {
                 sent_ns,
                 accepted,
             } => Some(Write {
+                lock: r.lock().to_owned(),
                 worker: r.worker.unwrap_or(u32::MAX),
                 token,
                 sent_ns,
@@ -36,16 +39,26 @@ pub(super) fn writes(records: &[Record]) -> Vec<Write> {
 }
 
 /// Entries of the fenced log that the fence should have refused: a token smaller than an
-/// entry's before it, or equal to the largest one but written by another worker.
+/// entry's before it on the same lock, or equal to that lock's largest one but written by
+/// another worker (each lock's tokens are fenced apart).
 pub(super) fn stale_in_log(log: &[Accepted]) -> usize {
-    let mut best: Option<Accepted> = None;
+    // The largest (token, writer) accepted so far, per lock.
+    let mut best: HashMap<Option<&str>, (u64, u32)> = HashMap::new();
     let mut stale = 0;
-    for &entry in log {
-        match best {
-            Some(b) if entry.token < b.token => stale += 1,
-            Some(b) if entry.token == b.token && entry.worker != b.worker => stale += 1,
-            Some(b) if entry.token == b.token => {}
-            _ => best = Some(entry),
+    for entry in log {
+        let b = best.entry(entry.lock.as_deref());
+        match b {
+            Entry::Occupied(b) if entry.token < b.get().0 => stale += 1,
+            Entry::Occupied(b) if entry.token == b.get().0 && entry.worker != b.get().1 => {
+                stale += 1;
+            }
+            Entry::Occupied(b) if entry.token == b.get().0 => {}
+            Entry::Occupied(mut b) => {
+                b.insert((entry.token, entry.worker));
+            }
+            Entry::Vacant(b) => {
+                b.insert((entry.token, entry.worker));
+            }
         }
     }
     stale
@@ -58,7 +71,7 @@ pub(super) fn rejected(writes: &[Write], sections: &[Section]) -> (usize, usize)
     let mut stale = 0;
     let mut valid = 0;
     for w in writes.iter().filter(|w| !w.accepted) {
-        match ends.get(&(w.worker, w.token)) {
+        match ends.get(&(w.lock.as_str(), w.worker, w.token)) {
             Some(&end) if w.sent_ns <= end => valid += 1,
             _ => stale += 1,
         }
@@ -80,7 +93,8 @@ pub(super) fn late_writes(records: &[Record], sections: &[Section]) -> usize {
                 _ => return false,
             };
             let worker = r.worker.unwrap_or(u32::MAX);
-            ends.get(&(worker, token)).is_none_or(|&end| sent > end)
+            ends.get(&(r.lock(), worker, token))
+                .is_none_or(|&end| sent > end)
         })
         .count()
 }
@@ -94,13 +108,14 @@ pub(super) fn increments(records: &[Record]) -> u64 {
     u64::try_from(n).unwrap_or(u64::MAX)
 }
 
-/// The end of each exclusive section by worker and token: only exclusive holders write, and a
-/// reader's token (the last write's) may repeat a writer's.
-fn section_ends(sections: &[Section]) -> HashMap<(u32, u64), u64> {
+/// The end of each exclusive section by lock, worker and token: only exclusive holders write,
+/// a reader's token (the last write's) may repeat a writer's, and a multi-lock's names may
+/// share one token.
+fn section_ends(sections: &[Section]) -> HashMap<(&str, u32, u64), u64> {
     sections
         .iter()
         .filter(|s| s.held.is_exclusive())
-        .map(|s| ((s.worker, s.token), s.end_ns))
+        .map(|s| ((s.lock.as_str(), s.worker, s.token), s.end_ns))
         .collect()
 }
 
@@ -111,6 +126,7 @@ mod tests {
 
     fn write(worker: u32, token: u64, sent_ns: u64, accepted: bool) -> Write {
         Write {
+            lock: crate::history::LOCK_NAME.to_owned(),
             worker,
             token,
             sent_ns,
@@ -120,6 +136,7 @@ mod tests {
 
     fn section(worker: u32, token: u64, start_ns: u64, end_ns: u64) -> Section {
         Section {
+            lock: crate::history::LOCK_NAME.to_owned(),
             worker,
             token,
             requested_ns: start_ns - 1,
@@ -132,7 +149,11 @@ mod tests {
     fn log(entries: &[(u64, u32)]) -> Vec<Accepted> {
         entries
             .iter()
-            .map(|&(token, worker)| Accepted { token, worker })
+            .map(|&(token, worker)| Accepted {
+                token,
+                worker,
+                lock: None,
+            })
             .collect()
     }
 
@@ -145,6 +166,21 @@ mod tests {
             1
         );
         assert_eq!(stale_in_log(&log(&[(5, 1), (5, 2)])), 1);
+    }
+
+    #[test]
+    fn each_lock_of_the_log_is_fenced_apart() {
+        let on = |lock: &str, token, worker| Accepted {
+            token,
+            worker,
+            lock: Some(lock.into()),
+        };
+        // A smaller token on another name is no regression; on the same name it is.
+        assert_eq!(stale_in_log(&[on("a", 9, 0), on("b", 3, 1)]), 0);
+        assert_eq!(
+            stale_in_log(&[on("a", 9, 0), on("b", 3, 1), on("a", 4, 2)]),
+            1
+        );
     }
 
     #[test]

@@ -65,30 +65,44 @@ pub enum FenceStore {
 }
 
 /// One write the fenced log accepted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Accepted {
     /// Its fencing token.
     pub token: u64,
     /// The worker that wrote it.
     pub worker: u32,
+    /// The lock it was written under, for a multi-lock's names (each fenced apart); `None`:
+    /// the run's one lock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock: Option<String>,
 }
 
 impl Accepted {
-    /// The log entry's text: `"TOKEN WORKER"`.
-    fn entry(self) -> String {
-        format!("{} {}", self.token, self.worker)
+    /// The log entry's text: `"TOKEN WORKER"`, or `"TOKEN WORKER LOCK"` under a named lock.
+    fn entry(&self) -> String {
+        match &self.lock {
+            Some(lock) => format!("{} {} {lock}", self.token, self.worker),
+            None => format!("{} {}", self.token, self.worker),
+        }
     }
 
     /// Parses [`entry`](Self::entry)'s text.
     fn parse(text: &str) -> Result<Accepted, String> {
-        let mut parts = text.split_whitespace().map(str::parse);
-        match (parts.next(), parts.next(), parts.next()) {
-            (Some(Ok(token)), Some(Ok(worker)), None) => Ok(Accepted {
+        let mut parts = text.split_whitespace();
+        let number = |part: Option<&str>| part.and_then(|p| p.parse::<u64>().ok());
+        match (
+            number(parts.next()),
+            number(parts.next()),
+            parts.next(),
+            parts.next(),
+        ) {
+            (Some(token), Some(worker), lock, None) => Ok(Accepted {
                 token,
                 worker: u32::try_from(worker).map_err(|e| e.to_string())?,
+                lock: lock.map(str::to_owned),
             }),
             _ => Err(format!(
-                "a fenced log entry that is not \"TOKEN WORKER\": {text:?}"
+                "a fenced log entry that is not \"TOKEN WORKER [LOCK]\": {text:?}"
             )),
         }
     }
@@ -168,27 +182,42 @@ impl Resource {
         })
     }
 
-    /// A fenced write under `guard`, appending its token and this worker to the log: `true`
-    /// if the fence accepted it, `false` if it refused it as stale (`LockError::Fenced`).
-    /// `unfenced` appends without the fence (the broken variant `Misbehave::Unfenced`).
+    /// A fenced write under `guard`, appending its token and this worker (and `lock`, a
+    /// multi-lock's name the guard holds; `None`: the run's one lock) to the log: `true` if the
+    /// fence accepted it, `false` if it refused it as stale (`LockError::Fenced`). Each lock
+    /// is fenced apart: tokens of different names do not compare. `unfenced` appends without
+    /// the fence (the broken variant `Misbehave::Unfenced`).
     ///
     /// # Errors
     /// Any other failure, as text; an etcd log cannot be written unfenced.
-    pub async fn write(&mut self, guard: &Guard, unfenced: bool) -> Result<bool, String> {
+    pub async fn write(
+        &mut self,
+        guard: &Guard,
+        lock: Option<&str>,
+        unfenced: bool,
+    ) -> Result<bool, String> {
         let entry = Accepted {
             token: guard.fencing_token(),
             worker: self.worker,
+            lock: lock.map(str::to_owned),
         }
         .entry();
         if unfenced {
             return self.write_unfenced(&entry).await.map(|()| true);
         }
         let written = match &mut self.log {
-            Log::Redis(log) => log.append(guard, &entry).await,
+            Log::Redis(log) => {
+                let fence = guard.fence().for_resource(redis::fenced_key(lock));
+                log.append(&fence, &entry).await
+            }
+            // The fence of the guard's own name: one record per name already.
             Log::Postgres(log) => log.append(guard, &entry).await,
             Log::Mysql(log) => log.append(guard, &entry).await,
             Log::Etcd(log) => log.append(guard, &entry).await,
-            Log::ObjectStore(log) => log.append(guard, &entry).await,
+            Log::ObjectStore(log) => {
+                let fence = guard.fence().for_resource(object_store::log_path(lock));
+                log.append(&fence, &entry).await
+            }
         };
         match written {
             Ok(()) => Ok(true),
@@ -239,6 +268,16 @@ impl Resource {
             .query_async(&mut self.counter)
             .await
             .map_err(|e| e.to_string())
+    }
+}
+
+/// The fenced resource of `lock` beside `base`, the run's one lock's: `base` itself, or
+/// `base:LOCK` for a multi-lock's name (each name fenced apart: tokens of different names do
+/// not compare).
+fn resource_of(base: &str, lock: Option<&str>) -> String {
+    match lock {
+        Some(lock) => format!("{base}:{lock}"),
+        None => base.to_owned(),
     }
 }
 
@@ -305,13 +344,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn entries_carry_token_and_worker() {
+    fn entries_carry_token_worker_and_lock() {
         let a = Accepted {
             token: 1_764_000_000_000_000,
             worker: 2,
+            lock: None,
         };
         assert_eq!(Accepted::parse(&a.entry()), Ok(a));
+        let named = Accepted {
+            token: 7,
+            worker: 1,
+            lock: Some("torture:lock:2".into()),
+        };
+        assert_eq!(Accepted::parse(&named.entry()), Ok(named));
         assert!(Accepted::parse("12").is_err());
         assert!(Accepted::parse("12 x").is_err());
+        assert!(Accepted::parse("12 1 a b").is_err());
     }
 }

@@ -13,11 +13,21 @@ use std::time::Duration;
 use distlock::object_store::object_store::path::Path;
 use distlock::object_store::object_store::{self, ObjectStore, ObjectStoreExt, PutPayload};
 use distlock::object_store::{ObjectStoreLock, fenced_put};
-use distlock::{Guard, LockError, Op};
+use distlock::{Fence, LockError, Op};
 use lock_testkit::{SEAWEEDFS_ACCESS_KEY, SEAWEEDFS_SECRET_KEY};
 
-/// The log object, outside the locks' prefix.
+/// The log objects' folder, outside the locks' prefix.
+const LOG_DIR: &str = "torture-resource";
+/// The log object of the run's one lock.
 const LOG_PATH: &str = "torture-resource/accepted";
+
+/// The log object of `lock`: [`LOG_PATH`] for the run's one lock, one beside it per
+/// multi-lock name (its fence token lives in the object's metadata: one object per name keeps
+/// the names' tokens apart).
+pub(super) fn log_path(lock: Option<&str>) -> String {
+    // `:` spelled `-`: a plain object name on every store.
+    super::resource_of(LOG_PATH, lock).replace(':', "-")
+}
 
 /// An `ObjectStoreLock` on `url` (`s3://bucket/prefix`) at `endpoint`, with the test server's
 /// credentials; each request bounded by `timeout`.
@@ -50,10 +60,11 @@ impl ObjectLog {
         })
     }
 
-    /// Appends `entry` under `guard`'s token; a stale token is `LockError::Fenced`.
-    pub(super) async fn append(&mut self, guard: &Guard, entry: &str) -> Result<(), LockError> {
+    /// Appends `entry` to the log object of `fence`'s resource ([`log_path`]) behind `fence`;
+    /// a stale token is `LockError::Fenced`.
+    pub(super) async fn append(&mut self, fence: &Fence, entry: &str) -> Result<(), LockError> {
         let store = self.lock.store().as_ref();
-        let path = Path::from(LOG_PATH);
+        let path = Path::from(fence.resource.as_str());
         // Bounded like the fenced write; a failed read is a failed write of the resource.
         let mut log = tokio::time::timeout(self.timeout, read(store, &path))
             .await
@@ -66,14 +77,9 @@ impl ObjectLog {
             })?;
         log.push_str(entry);
         log.push('\n');
-        fenced_put(
-            store,
-            &guard.fence().for_resource(LOG_PATH),
-            PutPayload::from(log),
-            self.timeout,
-        )
-        .await
-        .map(drop)
+        fenced_put(store, fence, PutPayload::from(log), self.timeout)
+            .await
+            .map(drop)
     }
 }
 
@@ -89,9 +95,19 @@ async fn read(store: &dyn ObjectStore, path: &Path) -> Result<String, String> {
     }
 }
 
-/// The log's entries in the order they were accepted, read at the end of a run.
+/// Every log object's entries, each object's in the order they were accepted (the checker
+/// orders each lock's apart), read at the end of a run.
 pub(super) async fn entries(endpoint: &str, url: &str) -> Result<Vec<String>, String> {
     let lock = s3_lock(endpoint, url, Duration::from_secs(5)).map_err(|e| e.to_string())?;
-    let text = read(lock.store().as_ref(), &Path::from(LOG_PATH)).await?;
-    Ok(text.lines().map(str::to_owned).collect())
+    let store = lock.store().as_ref();
+    let listed = store
+        .list_with_delimiter(Some(&Path::from(LOG_DIR)))
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut entries = Vec::new();
+    for object in &listed.objects {
+        let text = read(store, &object.location).await?;
+        entries.extend(text.lines().map(str::to_owned));
+    }
+    Ok(entries)
 }

@@ -3,7 +3,7 @@
 //! library's fence: the record `{KEY}:distlock-accepted` checked and raised in the script).
 
 use distlock::redis::{FencedScript, RedisFences, RedisLock};
-use distlock::{Guard, LockError};
+use distlock::{Fence, LockError};
 use redis::Connection;
 
 /// The fenced log: every accepted write's `"TOKEN WORKER"`, in the order the fence accepted
@@ -33,14 +33,20 @@ impl RedisLog {
         })
     }
 
-    /// Appends `entry` under `guard`'s fence; a stale token is `LockError::Fenced`.
-    pub(super) async fn append(&mut self, guard: &Guard, entry: &str) -> Result<(), LockError> {
-        let fence = guard.fence().for_resource(LOG_KEY);
+    /// Appends `entry` behind `fence`, on the record of its resource ([`fenced_key`]); a stale
+    /// token is `LockError::Fenced`.
+    pub(super) async fn append(&mut self, fence: &Fence, entry: &str) -> Result<(), LockError> {
         self.fences
-            .run(&self.script, &fence, &[LOG_KEY], &[entry.as_bytes()])
+            .run(&self.script, fence, &[LOG_KEY], &[entry.as_bytes()])
             .await
             .map(drop)
     }
+}
+
+/// The fenced key of `lock`: the log's own for the run's one lock, `LOG_KEY:LOCK` for a
+/// multi-lock's name (each name's tokens fenced apart, every record in the log's slot).
+pub(super) fn fenced_key(lock: Option<&str>) -> String {
+    super::resource_of(LOG_KEY, lock)
 }
 
 /// The log's entries, read at the end of a run.

@@ -146,7 +146,7 @@ pub fn run(scenario: &Scenario, options: &Options) -> io::Result<Outcome> {
             backend: lab.backend(index),
             workload: scenario.workload,
             resource_url: lab.resource_url(),
-            fence_store: fence_store.clone(),
+            fence_store: lab.worker_fence_store(index),
             history: dir.join(history_file(index)),
             lock_name: LOCK_NAME.to_owned(),
             ttl_ms: u64_ms(scenario.ttl),

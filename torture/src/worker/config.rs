@@ -71,6 +71,14 @@ pub enum Workload {
     },
     /// `locker.fair`: as the mutex, granted in the order the workers asked.
     Fair,
+    /// `locker.lock_all` over all but one of `names` names (`torture:lock:0`, …), the one
+    /// left out drawn each round: with 3, any two rounds' sets share a name, so every pair of
+    /// holders contends on one name and holds the other apart. A holder does what a mutex
+    /// holder does, its fenced writes once per name under that name's token.
+    Multi {
+        /// The names the workers draw from.
+        names: u32,
+    },
 }
 
 /// A deliberate fault of the worker's own: a broken variant of the system, recorded so that
@@ -163,6 +171,17 @@ impl WorkerConfig {
         } else {
             self.lock_name.clone()
         }
+    }
+
+    /// A multi-lock round's names, name `skip` of `names` left out: the name each lock is taken
+    /// under (a rogue worker's are [`name`](Self::name)'s), and the name its records give
+    /// (always the scenario's).
+    pub fn multi_names(&self, names: u32, skip: u32) -> Vec<(String, String)> {
+        let taken = self.name();
+        (0..names)
+            .filter(|&i| i != skip)
+            .map(|i| (format!("{taken}:{i}"), format!("{}:{i}", self.lock_name)))
+            .collect()
     }
 
     /// The command timeout of the workers' `RedisLock`s.

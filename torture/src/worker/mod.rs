@@ -2,7 +2,9 @@
 //! twice with the same token (the fence accepts an equal token: one holder writes many times) →
 //! release, again and again until the deadline, recording every step in its history. A shared
 //! holder (a reader of a read-write lock, a semaphore permit holder) only holds: it writes
-//! nothing, so its section is judged by the checker's overlap and permit counts alone.
+//! nothing, so its section is judged by the checker's overlap and permit counts alone. A
+//! multi-lock holder (`multi`) does the exclusive section once, its fenced writes once per
+//! name, each name's records naming it.
 //!
 //! The worker never re-checks its lease before writing: a holder that stalled (a `SIGSTOP`,
 //! a partition that ate its renewals) writes anyway, as a process after a GC pause would.
@@ -10,6 +12,7 @@
 
 mod backend;
 mod config;
+mod multi;
 mod renewals;
 
 use std::error::Error;
@@ -95,6 +98,10 @@ impl Worker {
             let name = self.config.name();
             let name = name.as_str();
             let (request, held) = match self.config.workload {
+                Workload::Multi { names } => {
+                    self.multi_round(names, left).await;
+                    continue;
+                }
                 Workload::Mutex => (self.locker.lock(name), Held::Exclusive),
                 Workload::Fair => (self.locker.fair(name), Held::Exclusive),
                 Workload::ReadWrite { write_percent } if self.rng.u32(0..100) < write_percent => {
@@ -122,64 +129,94 @@ impl Worker {
                         self.share(guard).await;
                     }
                 }
-                Err(error) => {
-                    self.history.record(Event::AcquireFailed {
-                        requested_ns,
-                        error: chain(&error),
-                    });
-                    let waited_out = matches!(
-                        error,
-                        LockError::Timeout {
-                            phase: TimeoutPhase::Wait,
-                            ..
-                        }
-                    );
-                    if !waited_out {
-                        tokio::time::sleep(ERROR_PAUSE).await;
-                    }
-                }
+                Err(error) => self.acquire_failed(requested_ns, &error).await,
             }
+        }
+    }
+
+    /// Records a failed acquire, and pauses after one that did not merely wait out.
+    async fn acquire_failed(&self, requested_ns: u64, error: &LockError) {
+        self.history.record(Event::AcquireFailed {
+            requested_ns,
+            error: chain(error),
+        });
+        let waited_out = matches!(
+            error,
+            LockError::Timeout {
+                phase: TimeoutPhase::Wait,
+                ..
+            }
+        );
+        if !waited_out {
+            tokio::time::sleep(ERROR_PAUSE).await;
         }
     }
 
     /// The critical section: the counter's read-modify-write around a random hold, the fenced
     /// writes, and the release.
     async fn work(&mut self, guard: Guard) {
-        let token = guard.fencing_token();
+        self.increment(guard.fencing_token(), None).await;
+        self.fenced_writes(&guard, None).await;
+        self.release(guard).await;
+    }
+
+    /// The counter's read-modify-write around a random hold, under the lease of `token` (on
+    /// `lock`, a multi-lock's name; `None`: the run's one lock).
+    async fn increment(&mut self, token: u64, lock: Option<&str>) {
         let read_ns = now_ns();
         match self.resource.read_counter().await {
             Ok(read) => {
                 tokio::time::sleep(self.hold()).await;
                 match self.resource.write_counter(read + 1).await {
-                    Ok(()) => self.history.record(Event::Increment {
-                        token,
-                        read_ns,
-                        read,
-                    }),
+                    Ok(()) => self.note(
+                        lock,
+                        Event::Increment {
+                            token,
+                            read_ns,
+                            read,
+                        },
+                    ),
                     Err(e) => self.error("counter write", &e),
                 }
             }
             Err(e) => self.error("counter read", &e),
         }
+    }
 
+    /// The fenced writes under `guard`, which holds `lock` (a multi-lock's name; `None`: the
+    /// run's one lock).
+    async fn fenced_writes(&mut self, guard: &Guard, lock: Option<&str>) {
+        let token = guard.fencing_token();
         for _ in 0..WRITES_PER_SECTION {
             let sent_ns = now_ns();
             let unfenced = self.config.misbehave == Misbehave::Unfenced;
-            match self.resource.write(&guard, unfenced).await {
-                Ok(accepted) => self.history.record(Event::Write {
-                    token,
-                    sent_ns,
-                    accepted,
-                }),
-                Err(e) => self.history.record(Event::Error {
-                    op: "fenced write".to_owned(),
-                    message: e,
-                    token: Some(token),
-                }),
+            match self.resource.write(guard, lock, unfenced).await {
+                Ok(accepted) => self.note(
+                    lock,
+                    Event::Write {
+                        token,
+                        sent_ns,
+                        accepted,
+                    },
+                ),
+                Err(e) => self.note(
+                    lock,
+                    Event::Error {
+                        op: "fenced write".to_owned(),
+                        message: e,
+                        token: Some(token),
+                    },
+                ),
             }
         }
+    }
 
-        self.release(guard).await;
+    /// Records `event` about `lock` (`None`: the run's one lock, whose records name none).
+    fn note(&self, lock: Option<&str>, event: Event) {
+        match lock {
+            Some(lock) => self.history.record_on(lock, event),
+            None => self.history.record(event),
+        }
     }
 
     /// A shared holder's section (a reader, a permit holder): it holds for a random time and
@@ -206,11 +243,7 @@ impl Worker {
             valid_until_ns: wall_ns(guard.valid_until()),
             held: guard.is_held(),
         });
-        let outcome = match guard.release().await {
-            Ok(()) => "ours".to_owned(),
-            Err(LockError::NotOwned { .. }) => "not_ours".to_owned(),
-            Err(e) => format!("error: {}", chain(&e)),
-        };
+        let outcome = release_outcome(guard.release().await);
         self.history.record(Event::Released { token, outcome });
     }
 
@@ -220,6 +253,15 @@ impl Worker {
             message: message.to_owned(),
             token: None,
         });
+    }
+}
+
+/// A release's answer as its record says it: `ours`, `not_ours` or the error.
+fn release_outcome(released: Result<(), LockError>) -> String {
+    match released {
+        Ok(()) => "ours".to_owned(),
+        Err(LockError::NotOwned { .. }) => "not_ours".to_owned(),
+        Err(e) => format!("error: {}", chain(&e)),
     }
 }
 

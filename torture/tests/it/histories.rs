@@ -50,7 +50,7 @@ fn the_real_code_passes_its_recorded_histories() {
         let (report, violations) = judge(&history, &snapshot, &scenario);
         assert!(violations.is_empty(), "{name}: {violations:?}");
         assert!(report.grants >= 10, "{name}: {} grants", report.grants);
-        let register = report.register.expect("fenced writes");
+        let register = report.register().expect("fenced writes");
         assert!(register.is_linearizable(), "{name}: {register:?}");
         assert!(register.ops >= 20, "{name}: {} operations", register.ops);
     }
@@ -74,7 +74,7 @@ fn the_grace_period_disabled_is_caught() {
 fn fencing_disabled_is_caught() {
     let (history, snapshot) = load("holder-pause-unfenced");
     let (report, violations) = judge(&history, &snapshot, &scenario::holder_pause());
-    assert!(report.register_failed(), "{:?}", report.register);
+    assert!(report.register_failed(), "{:?}", report.register());
     assert!(report.stale_accepted >= 1);
     assert!(
         violations.iter().any(|v| v.contains("not linearizable")),
@@ -160,10 +160,14 @@ fn an_injected_stale_accept_is_caught() {
     let worker = u32::try_from(worker).expect("worker number");
     snapshot.accepted.insert(
         before.min(snapshot.accepted.len()),
-        Accepted { token, worker },
+        Accepted {
+            token,
+            worker,
+            lock: None,
+        },
     );
     let (report, violations) = judge(&history, &snapshot, &scenario::holder_pause());
-    assert!(report.register_failed(), "{:?}", report.register);
+    assert!(report.register_failed(), "{:?}", report.register());
     assert!(report.stale_accepted >= 1);
     assert!(
         violations.iter().any(|v| v.contains("not linearizable")),
@@ -184,7 +188,7 @@ fn a_fresh_run_with_fencing_disabled_is_caught() {
     assert!(
         outcome.report.register_failed(),
         "{:?}",
-        outcome.report.register
+        outcome.report.register()
     );
     assert!(outcome.report.stale_accepted >= 1);
 }

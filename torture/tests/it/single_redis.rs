@@ -112,3 +112,20 @@ fn read_write_locks_on_redis_keep_writers_alone_through_partitions_and_pauses() 
     assert_eq!(r.overlaps.len(), 0);
     assert_eq!(r.stale_accepted, 0);
 }
+
+/// The multi-lock on one Redis (2 of 3 names a round, so every two holders share a name): the
+/// holder partitioned past its leases, then paused past them. The checker judges each name
+/// apart: no two valid leases on one name, and the resumed holder's late write on the name
+/// its successor shares refused by that name's fence.
+#[test]
+fn multi_locks_on_redis_keep_each_name_to_one_holder_through_partitions_and_pauses() {
+    let outcome = common::run_short(&scenario::kinds_on(
+        scenario::KindsOn::Redis,
+        scenario::MULTI,
+    ));
+    common::assert_verdict(&outcome);
+    let r = &outcome.report;
+    assert_eq!(r.overlaps.len(), 0);
+    assert_eq!(r.stale_accepted, 0);
+    assert!(r.registers.len() >= 2, "the names were fenced apart");
+}
