@@ -307,3 +307,97 @@ async fn a_single_try_wins_a_free_election_and_the_election_has_its_name() {
         .expect("free again after the resignation");
     assert!(next.term() > seen.term(), "terms grow");
 }
+
+/// A store whose leader records land late (a slow annotate), as on a loaded server: the
+/// record is written [`SLOW_NOTE`] after the grant.
+struct SlowNotes(Arc<MemoryLock>);
+
+const SLOW_NOTE: Duration = Duration::from_millis(30);
+
+#[async_trait]
+impl Lock for SlowNotes {
+    fn backend(&self) -> &'static str {
+        "slow-notes"
+    }
+    fn capabilities(&self) -> Capabilities {
+        self.0.capabilities()
+    }
+    async fn try_acquire(
+        &self,
+        name: &str,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        self.0.try_acquire(name, token, ttl).await
+    }
+    async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
+        self.0.extend(lease, ttl).await
+    }
+    async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
+        self.0.release(lease).await
+    }
+    async fn describe_holder(
+        &self,
+        name: &str,
+    ) -> Result<Option<lock_core::backend::Holder>, LockError> {
+        self.0.describe_holder(name).await
+    }
+    async fn annotate(&self, lease: &Lease, note: &[u8]) -> Result<bool, LockError> {
+        sleep(SLOW_NOTE).await;
+        self.0.annotate(lease, note).await
+    }
+}
+
+/// An observer that reads a leader granted so recently that its record is not written yet
+/// looks again, shortly, and sees the record (value and since); a recorded leader is read at
+/// once, in one read.
+#[tokio::test(start_paused = true)]
+async fn a_leader_read_before_its_record_lands_is_read_again_and_a_recorded_one_at_once() {
+    let store = Arc::new(MemoryLock::new());
+    let slow = Locker::new(SlowNotes(Arc::clone(&store)));
+    let observer = Locker::new(Arc::clone(&store)).elect("reports");
+    let campaign = tokio::spawn(async move {
+        slow.elect("reports")
+            .value("pod-a")
+            .campaign()
+            .await
+            .expect("elected")
+    });
+    // The grant is in, the record not yet.
+    sleep(SLOW_NOTE / 3).await;
+    let early = observer.leader().await.expect("reads").expect("a leads");
+    assert!(
+        early.is_recorded() && early.since().is_some(),
+        "read before the record landed, the observer gave up: {early:?}"
+    );
+    assert_eq!(early.value(), b"pod-a");
+    let leadership = campaign.await.expect("campaign");
+    let before = Instant::now();
+    let later = observer.leader().await.expect("reads").expect("a leads");
+    assert_eq!(later.term(), leadership.term());
+    assert_eq!(
+        Instant::now(),
+        before,
+        "a recorded leader is read without waiting"
+    );
+    // What a service's logs show of it.
+    let shown = format!("{later:?}");
+    for part in ["Leader", "term", "pod-a", "since"] {
+        assert!(shown.contains(part), "{part:?} missing from {shown}");
+    }
+}
+
+/// A leadership names its election and keeps the stop margin it was asked for.
+#[tokio::test(start_paused = true)]
+async fn a_leadership_has_its_elections_name_and_stop_margin() {
+    let (_, lockers) = lockers(1);
+    let margin = Duration::from_millis(700);
+    let leadership = lockers[0]
+        .elect("reports")
+        .stop_margin(margin)
+        .campaign()
+        .await
+        .expect("elected");
+    assert_eq!(leadership.name(), "reports");
+    assert_eq!(leadership.stop_margin(), margin);
+}
