@@ -3,12 +3,14 @@
 //! order, the stop margin, resume. Tokio's paused clock makes every duration exact.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use futures::{FutureExt, StreamExt};
-use lock_core::backend::{Attempt, Capabilities, Fencing, Lock};
+use lock_core::backend::{
+    Attempt, Capabilities, Fencing, Holder, Lock, ReleaseSignal, ReleaseWatch,
+};
 use lock_core::{Lease, LockError, Locker, MemoryLock, TermEnd, TermEvent, Token};
 use tokio::time::{Instant, sleep, timeout};
 
@@ -308,19 +310,37 @@ async fn a_single_try_wins_a_free_election_and_the_election_has_its_name() {
     assert!(next.term() > seen.term(), "terms grow");
 }
 
-/// A store whose leader records land late (a slow annotate), as on a loaded server: the
-/// record is written [`SLOW_NOTE`] after the grant.
-struct SlowNotes(Arc<MemoryLock>);
+/// MemoryLock as a remote store looks to an observer: each holder read takes [`ROUND_TRIP`] and
+/// is counted, a leader's record (its annotate) lands `note_after` the grant, as on a loaded
+/// server, and releases are announced to watchers (as Redis's pub/sub does).
+struct Remote {
+    inner: Arc<MemoryLock>,
+    note_after: Duration,
+    reads: AtomicU32,
+    released: ReleaseSignal,
+}
 
+const ROUND_TRIP: Duration = Duration::from_millis(1);
 const SLOW_NOTE: Duration = Duration::from_millis(30);
 
+impl Remote {
+    fn new(inner: &Arc<MemoryLock>, note_after: Duration) -> Arc<Self> {
+        Arc::new(Self {
+            inner: Arc::clone(inner),
+            note_after,
+            reads: AtomicU32::new(0),
+            released: ReleaseSignal::default(),
+        })
+    }
+}
+
 #[async_trait]
-impl Lock for SlowNotes {
+impl Lock for Remote {
     fn backend(&self) -> &'static str {
-        "slow-notes"
+        "remote"
     }
     fn capabilities(&self) -> Capabilities {
-        self.0.capabilities()
+        self.inner.capabilities()
     }
     async fn try_acquire(
         &self,
@@ -328,23 +348,27 @@ impl Lock for SlowNotes {
         token: Token,
         ttl: Duration,
     ) -> Result<Attempt, LockError> {
-        self.0.try_acquire(name, token, ttl).await
+        self.inner.try_acquire(name, token, ttl).await
     }
     async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
-        self.0.extend(lease, ttl).await
+        self.inner.extend(lease, ttl).await
     }
     async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
-        self.0.release(lease).await
+        let released = self.inner.release(lease).await;
+        self.released.notify();
+        released
     }
-    async fn describe_holder(
-        &self,
-        name: &str,
-    ) -> Result<Option<lock_core::backend::Holder>, LockError> {
-        self.0.describe_holder(name).await
+    async fn watch(&self, _name: &str) -> Result<Option<ReleaseWatch>, LockError> {
+        Ok(Some(ReleaseWatch::new(self.released.clone(), ())))
+    }
+    async fn describe_holder(&self, name: &str) -> Result<Option<Holder>, LockError> {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        sleep(ROUND_TRIP).await;
+        self.inner.describe_holder(name).await
     }
     async fn annotate(&self, lease: &Lease, note: &[u8]) -> Result<bool, LockError> {
-        sleep(SLOW_NOTE).await;
-        self.0.annotate(lease, note).await
+        sleep(self.note_after).await;
+        self.inner.annotate(lease, note).await
     }
 }
 
@@ -354,7 +378,7 @@ impl Lock for SlowNotes {
 #[tokio::test(start_paused = true)]
 async fn a_leader_read_before_its_record_lands_is_read_again_and_a_recorded_one_at_once() {
     let store = Arc::new(MemoryLock::new());
-    let slow = Locker::new(SlowNotes(Arc::clone(&store)));
+    let slow = Locker::new(Remote::new(&store, SLOW_NOTE));
     let observer = Locker::new(Arc::clone(&store)).elect("reports");
     let campaign = tokio::spawn(async move {
         slow.elect("reports")
@@ -400,4 +424,56 @@ async fn a_leadership_has_its_elections_name_and_stop_margin() {
         .expect("elected");
     assert_eq!(leadership.name(), "reports");
     assert_eq!(leadership.stop_margin(), margin);
+}
+
+/// An observer waits quietly while the leader stays (a read a poll, not a read a round trip),
+/// and is woken by the store's release announcement: a new term after a resignation is told at
+/// once, long before the next poll or the old lease's end.
+#[tokio::test(start_paused = true)]
+async fn an_observer_waits_quietly_for_a_new_term_and_the_release_wakes_it() {
+    let store = Arc::new(MemoryLock::new());
+    let remote = Remote::new(&store, Duration::ZERO);
+    let poll = Duration::from_secs(10);
+    let observer = Locker::new(Arc::clone(&remote))
+        .elect("reports")
+        .poll_interval(poll);
+    let shared = Arc::clone(&remote);
+    let candidate = move |value: &'static str| {
+        Locker::builder(Arc::clone(&shared))
+            .lease(Duration::from_secs(60))
+            .build()
+            .elect("reports")
+            .value(value)
+    };
+    let first = candidate("pod-a").campaign().await.expect("elected");
+    let mut changes = Box::pin(observer.observe());
+    let told = changes.next().await.expect("an item").expect("reads");
+    assert_eq!(told.map(|l| l.term()), Some(first.term()));
+
+    let reads = remote.reads.load(Ordering::SeqCst);
+    let quiet = timeout(Duration::from_secs(25), changes.next()).await;
+    assert!(
+        quiet.is_err(),
+        "nothing changed, yet the observer told {quiet:?}"
+    );
+    let polled = remote.reads.load(Ordering::SeqCst) - reads;
+    assert!(
+        polled <= 4,
+        "{polled} reads in 25 s at a 10 s poll while the leader stayed"
+    );
+
+    let resigned_at = Instant::now();
+    let next = tokio::spawn(async move {
+        let next = candidate("pod-b").campaign().await.expect("elected");
+        next.leak()
+    });
+    first.resign().await.expect("ours");
+    let told = changes.next().await.expect("an item").expect("reads");
+    let next = next.await.expect("campaign");
+    assert_eq!(told.map(|l| l.term()), Some(next.fencing_token()));
+    assert!(
+        resigned_at.elapsed() < Duration::from_secs(1),
+        "the new term was told {:?} after the resignation (poll {poll:?})",
+        resigned_at.elapsed()
+    );
 }
