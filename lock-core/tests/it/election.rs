@@ -310,23 +310,35 @@ async fn a_single_try_wins_a_free_election_and_the_election_has_its_name() {
     assert!(next.term() > seen.term(), "terms grow");
 }
 
-/// MemoryLock as a remote store looks to an observer: each holder read takes [`ROUND_TRIP`] and
-/// is counted, a leader's record (its annotate) lands `note_after` the grant, as on a loaded
+/// MemoryLock as a remote store looks to an observer: each holder read takes `round_trip` and
+/// is counted (past [`MAX_READS`] it fails, so a spinning observer ends its test instead of
+/// hanging it on the paused clock), a leader's record (its annotate) lands `note_after` the grant, as on a loaded
 /// server, and releases are announced to watchers (as Redis's pub/sub does).
 struct Remote {
     inner: Arc<MemoryLock>,
+    round_trip: Duration,
     note_after: Duration,
     reads: AtomicU32,
     released: ReleaseSignal,
 }
 
 const ROUND_TRIP: Duration = Duration::from_millis(1);
+const MAX_READS: u32 = 1_000;
 const SLOW_NOTE: Duration = Duration::from_millis(30);
 
 impl Remote {
     fn new(inner: &Arc<MemoryLock>, note_after: Duration) -> Arc<Self> {
+        Self::answering_in(inner, ROUND_TRIP, note_after)
+    }
+
+    fn answering_in(
+        inner: &Arc<MemoryLock>,
+        round_trip: Duration,
+        note_after: Duration,
+    ) -> Arc<Self> {
         Arc::new(Self {
             inner: Arc::clone(inner),
+            round_trip,
             note_after,
             reads: AtomicU32::new(0),
             released: ReleaseSignal::default(),
@@ -362,8 +374,12 @@ impl Lock for Remote {
         Ok(Some(ReleaseWatch::new(self.released.clone(), ())))
     }
     async fn describe_holder(&self, name: &str) -> Result<Option<Holder>, LockError> {
-        self.reads.fetch_add(1, Ordering::SeqCst);
-        sleep(ROUND_TRIP).await;
+        if self.reads.fetch_add(1, Ordering::SeqCst) >= MAX_READS {
+            return Err(LockError::invalid(
+                "the observer read the holder 1,000 times",
+            ));
+        }
+        sleep(self.round_trip).await;
         self.inner.describe_holder(name).await
     }
     async fn annotate(&self, lease: &Lease, note: &[u8]) -> Result<bool, LockError> {
@@ -475,5 +491,68 @@ async fn an_observer_waits_quietly_for_a_new_term_and_the_release_wakes_it() {
         resigned_at.elapsed() < Duration::from_secs(1),
         "the new term was told {:?} after the resignation (poll {poll:?})",
         resigned_at.elapsed()
+    );
+}
+
+/// A leader that crashes (nothing resigns, nothing renews) is reported gone by an observer just
+/// after its lease ends, not a poll later: the observer's wait ends a moment past the TTL the
+/// store gave (never before it: on a store that answers at once, a wait that ended just before
+/// would find the leader still there and look again and again).
+#[tokio::test(start_paused = true)]
+async fn an_observer_tells_nobody_leads_just_after_a_crashed_leaders_lease() {
+    let store = Arc::new(MemoryLock::new());
+    let remote = Remote::answering_in(&store, Duration::ZERO, Duration::ZERO);
+    let observer = Locker::new(Arc::clone(&remote))
+        .elect("reports")
+        .poll_interval(Duration::from_secs(30));
+    let granted_at = Instant::now();
+    let crashed = Locker::builder(Arc::clone(&store))
+        .lease(LEASE)
+        .build()
+        .elect("reports")
+        .campaign()
+        .await
+        .expect("elected")
+        .leak();
+    let mut changes = Box::pin(observer.observe());
+    let told = changes.next().await.expect("an item").expect("reads");
+    assert_eq!(told.map(|l| l.term()), Some(crashed.fencing_token()));
+    let gone = changes.next().await.expect("an item").expect("reads");
+    assert!(
+        gone.is_none(),
+        "the crashed leader was told again: {gone:?}"
+    );
+    let told_after = granted_at.elapsed();
+    assert!(
+        remote.reads.load(Ordering::SeqCst) <= 3,
+        "{} reads for one term and its end",
+        remote.reads.load(Ordering::SeqCst)
+    );
+    assert!(
+        told_after >= LEASE && told_after < LEASE + Duration::from_millis(50),
+        "nobody leads was told {told_after:?} after a grant of {LEASE:?}"
+    );
+}
+
+/// A term lost to another holder (the store answers "not ours" to the renewal and to the
+/// release) ends `Lost` and is not resigned: a resignation would fail against a store that no
+/// longer holds the lease, and report a failure the user can do nothing about.
+#[tokio::test(start_paused = true)]
+async fn a_term_lost_to_another_holder_ends_without_a_failed_resignation() {
+    let (probe, locker) = probe_locker(LEASE);
+    let mut run = locker
+        .elect("scheduler")
+        .run(|_watch| std::future::pending::<()>());
+    let Some(TermEvent::Started { term }) = run.next_event().await else {
+        panic!("a term started");
+    };
+    probe.stolen.store(true, Ordering::SeqCst);
+    probe.disowned.store(true, Ordering::SeqCst);
+    assert_eq!(
+        run.next_event().await,
+        Some(TermEvent::Ended {
+            term,
+            end: TermEnd::Lost
+        })
     );
 }
