@@ -63,12 +63,18 @@ async fn a_lease_that_ran_out_is_not_adopted() {
     probe.hands_over.store(true, Ordering::SeqCst);
     let (text, _) = leaked(&probe, "job").await;
     sleep(LEASE * 2).await;
+    let extends = probe.count(&probe.extends);
     let refused = locker_on(&probe)
         .adopt(text.parse().expect("a lease"))
         .await;
     assert!(
         matches!(refused, Err(LockError::NotOwned { .. })),
         "{refused:?}"
+    );
+    assert_eq!(
+        probe.count(&probe.extends),
+        extends,
+        "the hand-over said not owned: nothing more is asked of the store"
     );
     // Taken by someone else meanwhile: still not ours.
     let (text, _) = leaked(&probe, "other").await;

@@ -133,6 +133,26 @@ async fn a_latch_wait_is_bounded_and_its_places_are_count() {
     assert!(latch(0).wait().await.expect("open").is_open());
 }
 
+/// A latch's wait without a bound of its own takes its Locker's default wait.
+#[tokio::test(start_paused = true)]
+async fn a_latch_wait_without_a_bound_takes_the_lockers_default() {
+    let locker = Locker::builder(Arc::new(MemoryLock::new()))
+        .wait(Duration::from_secs(4))
+        .build();
+    let started = Instant::now();
+    let waited = tokio::time::timeout(
+        Duration::from_secs(60),
+        locker.latch("never", 2).lease(LEASE).wait(),
+    )
+    .await
+    .expect("bounded by the locker's default wait");
+    assert!(
+        matches!(waited, Err(LockError::Timeout { .. })),
+        "{waited:?}"
+    );
+    assert_eq!(started.elapsed(), Duration::from_secs(4));
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_lost_party_cannot_count_down() {
     let all = lockers(1);

@@ -556,3 +556,60 @@ async fn a_term_lost_to_another_holder_ends_without_a_failed_resignation() {
         })
     );
 }
+
+/// A run tied to a stop signal: running until the signal (not finished), then `wait` returns
+/// only once the term is given up (the name free, the run finished). A dropped run stops too:
+/// its term is given up in the background, well before its lease would end.
+#[tokio::test(start_paused = true)]
+async fn a_runs_wait_returns_after_its_term_is_given_up_and_a_dropped_run_stops() {
+    let (_, lockers) = lockers(1);
+    let locker = &lockers[0];
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let mut run = locker
+        .elect("scheduler")
+        .run(|_term| std::future::pending::<()>())
+        .stop_on(async move {
+            let _ = stopped.await;
+        });
+    assert!(matches!(
+        run.next_event().await,
+        Some(TermEvent::Started { .. })
+    ));
+    assert!(!run.is_finished(), "a leading run is not finished");
+    assert!(format!("{run:?}").contains("finished: false"), "{run:?}");
+    stop.send(()).expect("the run listens");
+    run.wait().await;
+    assert!(run.is_finished());
+    let free = locker
+        .lock("scheduler")
+        .try_acquire()
+        .await
+        .expect("answers");
+    assert!(free.is_some(), "wait returned before the term was given up");
+    drop(free);
+
+    let run = locker
+        .elect("scheduler")
+        .run(|_term| std::future::pending::<()>());
+    sleep(Duration::from_millis(10)).await;
+    assert!(
+        locker
+            .lock("scheduler")
+            .try_acquire()
+            .await
+            .expect("answers")
+            .is_none(),
+        "the run leads"
+    );
+    drop(run);
+    sleep(Duration::from_millis(10)).await;
+    assert!(
+        locker
+            .lock("scheduler")
+            .try_acquire()
+            .await
+            .expect("answers")
+            .is_some(),
+        "a dropped run kept its term"
+    );
+}

@@ -48,3 +48,47 @@ async fn an_elections_debug_names_it() {
         assert!(shown.contains(part), "{part:?} missing from {shown}");
     }
 }
+
+/// What a service's logs show of each handle (`{:?}`): its type and what it is for — the
+/// backend, the name, the options it was given.
+#[tokio::test(start_paused = true)]
+async fn every_handle_says_what_it_is_in_debug() {
+    use std::time::Duration;
+
+    let builder = Locker::builder(Arc::new(Probe::default())).lease(Duration::from_secs(7));
+    let shown = |what: &dyn std::fmt::Debug, parts: &[&str]| {
+        let text = format!("{what:?}");
+        for part in parts {
+            assert!(text.contains(part), "{part:?} missing from {text}");
+        }
+    };
+    shown(&builder, &["LockerBuilder", "probe", "lease: 7s"]);
+    let locker = builder.build();
+    shown(&locker, &["Locker", "probe", "lease: 7s"]);
+    shown(
+        &locker.lock("orders").max_hold(Duration::from_secs(9)),
+        &["LockRequest", "\"orders\"", "Mutex", "max_hold: Some(9s)"],
+    );
+    shown(
+        &locker.lock_all(["a", "b"]),
+        &["MultiRequest", "\"a\"", "\"b\"", "Options"],
+    );
+    let all = locker.lock_all(["a", "b"]).await.expect("free");
+    shown(&all, &["\"a\"", "\"b\""]);
+    all.release().await.expect("ours");
+    let kept = locker.lock("kept").await.expect("free").leak();
+    shown(
+        &locker.adopt(kept.clone()),
+        &["AdoptRequest", "\"kept\"", "fencing_token"],
+    );
+    let leadership = locker
+        .elect("scheduler")
+        .value("pod-a")
+        .campaign()
+        .await
+        .expect("elected");
+    shown(
+        &leadership,
+        &["Leadership", "\"scheduler\"", "pod-a", "leading: true"],
+    );
+}
