@@ -9,6 +9,7 @@
 mod common;
 
 mod adopt;
+mod attempts;
 
 mod coordination;
 mod election;
