@@ -34,7 +34,15 @@ pub struct Probe {
     /// "processes" (two Lockers) would.
     pub announces: AtomicBool,
     pub signal: ReleaseSignal,
+    /// Every subscription asked for, announced or not.
     pub watch_calls: AtomicU32,
+    /// Tell a fair waiter its turn (`watch_turn`, as Redis does) on every release, even
+    /// without announcing releases to other watchers.
+    pub turns: AtomicBool,
+    pub turn_calls: AtomicU32,
+    /// Busy answers of the kinds do not say how long the holder holds (a backend that cannot
+    /// tell).
+    pub hides_holder_ttl: AtomicBool,
     pub watches_alive: Arc<AtomicI32>,
     /// Pass locks on in one step (MemoryLock's `hand_over`); off, the default answer
     /// `Unsupported` makes the Locker release and re-acquire.
@@ -81,7 +89,16 @@ impl Lock for Probe {
         ttl: Duration,
     ) -> Result<Attempt, LockError> {
         self.attempts.fetch_add(1, Ordering::SeqCst);
-        self.inner.try_acquire_kind(name, kind, token, ttl).await
+        let attempt = self.inner.try_acquire_kind(name, kind, token, ttl).await;
+        match attempt {
+            Ok(Attempt::Busy { announces, .. }) if self.hides_holder_ttl.load(Ordering::SeqCst) => {
+                Ok(Attempt::Busy {
+                    holder_ttl: None,
+                    announces,
+                })
+            }
+            attempt => attempt,
+        }
     }
     async fn permits_in_use(&self, name: &str) -> Result<u32, LockError> {
         self.inner.permits_in_use(name).await
@@ -119,7 +136,7 @@ impl Lock for Probe {
             return Ok(false);
         }
         let released = self.inner.release(lease).await;
-        if self.announces.load(Ordering::SeqCst) {
+        if self.announces.load(Ordering::SeqCst) || self.turns.load(Ordering::SeqCst) {
             self.signal.notify();
         }
         released
@@ -142,15 +159,26 @@ impl Lock for Probe {
         answer
     }
     async fn watch(&self, _name: &str) -> Result<Option<ReleaseWatch>, LockError> {
+        self.watch_calls.fetch_add(1, Ordering::SeqCst);
         if !self.announces.load(Ordering::SeqCst) {
             return Ok(None);
         }
-        self.watch_calls.fetch_add(1, Ordering::SeqCst);
         self.watches_alive.fetch_add(1, Ordering::SeqCst);
         Ok(Some(ReleaseWatch::new(
             self.signal.clone(),
             Subscription(Arc::clone(&self.watches_alive)),
         )))
+    }
+    async fn watch_turn(
+        &self,
+        name: &str,
+        _token: &Token,
+    ) -> Result<Option<ReleaseWatch>, LockError> {
+        if !self.turns.load(Ordering::SeqCst) {
+            return self.watch(name).await;
+        }
+        self.turn_calls.fetch_add(1, Ordering::SeqCst);
+        Ok(Some(ReleaseWatch::new(self.signal.clone(), ())))
     }
     /// As a store that is down while `failing` is on.
     async fn ping(&self) -> Result<(), LockError> {

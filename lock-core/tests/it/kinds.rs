@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::probe_locker;
+use crate::common::{Probe, probe_locker, slow_polling_locker};
 use lock_core::{Kind, LockError, Locker, MemoryLock};
 
 fn memory() -> Locker {
@@ -98,9 +98,15 @@ async fn nesting() {
 #[tokio::test(start_paused = true)]
 async fn a_waiting_writer_renews_its_record_and_withdraws_it_when_it_gives_up() {
     let (probe, locker) = probe_locker(Duration::from_secs(30));
+    // The store does not say how long the reader holds: the writer's own record sets the pace.
+    probe
+        .hides_holder_ttl
+        .store(true, std::sync::atomic::Ordering::SeqCst);
     // A reader holding for a long time: its lease is renewed, far beyond the writer's TTL.
     let reader = locker.read("doc").await.expect("free");
-    let writer_locker = Locker::new(Arc::clone(&probe)); // another "process" on the same store
+    // Another "process" on the same store, whose polls alone would come every 10 s: the
+    // writer's attempts that renew its record are paced by the record's own TTL.
+    let writer_locker = slow_polling_locker(&probe);
     let before = probe.count(&probe.attempts);
     let writer = tokio::spawn(async move {
         writer_locker
@@ -334,4 +340,53 @@ async fn a_cancelled_fair_waiter_withdraws_and_the_next_goes_first() {
         "not held back by the cancelled waiter's entry: {:?}",
         granted - released
     );
+}
+
+/// A fair waiter of another process whose polls come every 10 s still renews its queue entry
+/// before it lapses (at half its TTL), so a waiter that came later stays behind it.
+#[tokio::test(start_paused = true)]
+async fn a_slow_polling_fair_waiter_keeps_its_place_in_the_queue() {
+    let probe = Arc::new(Probe::default());
+    let holder = Locker::new(Arc::clone(&probe))
+        .fair("job")
+        .fixed_ttl(Duration::from_secs(60))
+        .await
+        .expect("free");
+    let (order_tx, mut order_rx) = tokio::sync::mpsc::unbounded_channel();
+    let first = {
+        let (locker, order) = (slow_polling_locker(&probe), order_tx.clone());
+        tokio::spawn(async move {
+            let guard = locker
+                .fair("job")
+                .fixed_ttl(Duration::from_secs(2))
+                .wait(Duration::from_secs(60))
+                .await
+                .expect("granted in turn");
+            order.send("first").expect("open");
+            guard.release().await.expect("ours");
+        })
+    };
+    // Long past the first waiter's entry TTL: only its renewals keep it in the queue.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let later = {
+        let (locker, order) = (Locker::new(Arc::clone(&probe)), order_tx);
+        tokio::spawn(async move {
+            let guard = locker
+                .fair("job")
+                .wait(Duration::from_secs(60))
+                .await
+                .expect("granted in turn");
+            order.send("later").expect("open");
+            guard.release().await.expect("ours");
+        })
+    };
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    holder.release().await.expect("ours");
+    let order = [
+        order_rx.recv().await.expect("open"),
+        order_rx.recv().await.expect("open"),
+    ];
+    assert_eq!(order, ["first", "later"]);
+    first.await.expect("task");
+    later.await.expect("task");
 }

@@ -92,3 +92,12 @@ async fn every_handle_says_what_it_is_in_debug() {
         &["Leadership", "\"scheduler\"", "pod-a", "leading: true"],
     );
 }
+
+/// A multi-lock request says which names it takes, in the order it will take them.
+#[tokio::test]
+async fn a_multi_request_names_its_names_in_order() {
+    let locker = Locker::new(Arc::new(Probe::default()));
+    let request = locker.lock_all(["b", "a", "c"]);
+    let names: Vec<&str> = request.names().iter().map(|n| &**n).collect();
+    assert_eq!(names, ["a", "b", "c"]);
+}

@@ -277,3 +277,59 @@ async fn a_renewed_local_holder_costs_the_line_no_attempt() {
         .expect("acquired after the release");
     guard.release().await.expect("ours");
 }
+
+/// A backend that announces no releases is asked once per line, not at every busy attempt: the
+/// answer does not change while the waiter polls.
+#[tokio::test(start_paused = true)]
+async fn a_backend_without_announcements_is_asked_to_subscribe_once() {
+    let (probe, locker) = probe_locker(LONG);
+    let holder = hold(&locker).await;
+    let waiter = Locker::new(Arc::clone(&probe));
+    let attempts = probe.count(&probe.attempts);
+    let gave_up = waiter.lock(NAME).wait(Duration::from_secs(2)).await;
+    assert!(
+        matches!(gave_up, Err(LockError::Timeout { .. })),
+        "{gave_up:?}"
+    );
+    assert!(
+        probe.count(&probe.attempts) - attempts >= 5,
+        "the waiter polled"
+    );
+    assert_eq!(
+        probe.count(&probe.watch_calls),
+        1,
+        "asked to subscribe once"
+    );
+    holder.release().await.expect("ours");
+}
+
+/// A fair waiter of another process subscribes to its own turn (the store tells the head of
+/// the queue alone) and is granted at once when the holder releases, long before its next
+/// poll, on a backend that announces nothing else.
+#[tokio::test(start_paused = true)]
+async fn a_fair_waiter_is_woken_at_its_turn() {
+    let probe = Arc::new(Probe::default());
+    probe.turns.store(true, Ordering::SeqCst);
+    let holder = slow_polling_locker(&probe)
+        .fair(NAME)
+        .fixed_ttl(LONG)
+        .await
+        .expect("free");
+    let waiter = spawn_on(&slow_polling_locker(&probe), |locker| async move {
+        locker.fair(NAME).wait(LONG).await.map(|_| Instant::now())
+    });
+    sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        probe.count(&probe.turn_calls),
+        1,
+        "the waiter subscribed to its turn"
+    );
+    let released_at = Instant::now();
+    holder.release().await.expect("ours");
+    let granted_at = waiter.await.expect("task").expect("granted");
+    assert!(
+        granted_at - released_at < Duration::from_millis(100),
+        "granted {:?} after the release (polls every 10 s)",
+        granted_at - released_at
+    );
+}
