@@ -20,8 +20,10 @@ enum Failure {
     None,
     /// The store took the grant, then the answer was lost (a command timeout).
     AppliedThenTimedOut,
-    /// Known to have applied nothing: a quorum not reached.
+    /// Known to have applied nothing: a quorum not reached (worth trying again).
     NothingApplied,
+    /// A wrong password: trying again will not help.
+    Refused,
 }
 
 /// MemoryLock, counting the acquire calls by kind and the releases, failing acquires as told.
@@ -67,6 +69,12 @@ impl Failing {
                 required: 2,
                 retryable: true,
                 source: "1 of 3 nodes".into(),
+            }),
+            Failure::Refused => Some(LockError::Backend {
+                backend: "failing",
+                op: Op::Acquire,
+                retryable: false,
+                source: "WRONGPASS".into(),
             }),
         }
     }
@@ -231,4 +239,45 @@ async fn a_mutex_waiter_that_gives_up_sends_no_release() {
     tokio::time::sleep(Duration::from_millis(10)).await;
     assert_eq!(store.count(&store.releases), releases);
     held.release().await.expect("ours");
+}
+
+/// A multi-lock that waits tries again after an error worth retrying (here until the store
+/// answers), and gives up at once on one that is not (a wrong password).
+#[tokio::test(start_paused = true)]
+async fn a_waiting_multi_lock_retries_what_may_pass_and_not_what_will_not() {
+    let store = Failing::new();
+    let locker = Locker::new(Arc::clone(&store));
+    store.fail(Failure::NothingApplied);
+    let healer = {
+        let store = Arc::clone(&store);
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            store.fail(Failure::None);
+        })
+    };
+    let all = locker
+        .lock_all(["a", "b"])
+        .wait(Duration::from_secs(5))
+        .await
+        .expect("granted once the store answers");
+    healer.await.expect("task");
+    all.release().await.expect("ours");
+
+    store.fail(Failure::Refused);
+    let started = Instant::now();
+    let refused = locker
+        .lock_all(["a", "b"])
+        .wait(Duration::from_secs(5))
+        .await;
+    assert!(
+        matches!(
+            refused,
+            Err(LockError::Backend {
+                retryable: false,
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(started.elapsed(), Duration::ZERO, "not retried");
 }

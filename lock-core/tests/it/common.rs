@@ -159,7 +159,11 @@ impl Lock for Probe {
         answer
     }
     async fn watch(&self, _name: &str) -> Result<Option<ReleaseWatch>, LockError> {
-        self.watch_calls.fetch_add(1, Ordering::SeqCst);
+        // A Locker that subscribes again at every answer would spin on the paused clock: past
+        // this many subscriptions the probe refuses, and the test's count shows it.
+        if self.watch_calls.fetch_add(1, Ordering::SeqCst) >= 10_000 {
+            return Err(LockError::invalid("10,000 subscriptions"));
+        }
         if !self.announces.load(Ordering::SeqCst) {
             return Ok(None);
         }

@@ -13,6 +13,7 @@ async fn all_or_nothing() {
     let store = Arc::new(MemoryLock::new());
     let locker = Locker::new(Arc::clone(&store));
     let b = locker.lock("b").await.expect("free");
+    let first_b = b.fencing_token();
     let none = locker
         .lock_all(["a", "b", "c"])
         .try_acquire()
@@ -28,6 +29,10 @@ async fn all_or_nothing() {
         .map(|name| all.fencing_token(name).expect("held"))
         .collect();
     assert!(tokens.iter().all(|t| *t > 0), "each name has its own token");
+    assert!(tokens[1] > first_b, "b's token grew past its first grant's");
+    assert_eq!(all.fencing_token("d"), None, "not a name of the guard");
+    let guards: Vec<_> = all.guards().iter().map(|g| g.fencing_token()).collect();
+    assert_eq!(guards, tokens, "one guard per name, sorted by name");
     assert_eq!(store.held_count(), 3);
     all.release().await.expect("ours");
     assert_eq!(store.held_count(), 0);
@@ -48,6 +53,11 @@ async fn bad_name_lists_are_invalid_input() {
         matches!(many, Err(LockError::InvalidInput { .. })),
         "{many:?}"
     );
+    let most = locker
+        .lock_all((0..MAX_MULTI).map(|i| format!("n{i}")))
+        .await
+        .expect("as many names as a multi-lock takes");
+    most.release().await.expect("ours");
     let blank = locker.lock_all(["a", ""]).await;
     assert!(
         matches!(blank, Err(LockError::InvalidInput { .. })),
@@ -124,6 +134,43 @@ async fn losing_one_lease_is_losing_the_guard() {
         matches!(&answer, Err(LockError::Lost { name }) if name == "x" || name == "y"),
         "{answer:?}"
     );
+}
+
+/// A multi-lock waiting on the same busy name keeps one subscription to its releases (a new
+/// one only when another name is the busy one), and the release wakes it.
+#[tokio::test(start_paused = true)]
+async fn a_waiting_multi_lock_subscribes_once_to_the_busy_name() {
+    let (probe, locker) = probe_locker(Duration::from_secs(60));
+    probe.announces.store(true, Ordering::SeqCst);
+    // The first name in order is the busy one: no attempt takes (and gives back) another,
+    // whose release the probe would announce to every watcher.
+    let held = locker.lock("x").await.expect("free");
+    let waiter = crate::common::slow_polling_locker(&probe);
+    let all = tokio::spawn(async move {
+        waiter
+            .lock_all(["x", "y"])
+            .wait(Duration::from_secs(60))
+            .await
+            .map(|all| (all, tokio::time::Instant::now()))
+    });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(probe.count(&probe.watch_calls), 1, "one subscription to x");
+    let released_at = tokio::time::Instant::now();
+    held.release().await.expect("ours");
+    let (all, granted_at) = all.await.expect("task").expect("granted");
+    assert!(granted_at - released_at < Duration::from_millis(100));
+    all.release().await.expect("ours");
+}
+
+/// A held multi-lock whose leases are taken by another holder says so: not held.
+#[tokio::test(start_paused = true)]
+async fn a_multi_guard_whose_leases_were_taken_is_not_held() {
+    let (probe, locker) = probe_locker(Duration::from_millis(300));
+    let all = locker.lock_all(["x", "y"]).await.expect("free");
+    assert!(all.is_held());
+    probe.stolen.store(true, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(!all.is_held(), "the renewals found the leases gone");
 }
 
 #[tokio::test(start_paused = true)]
