@@ -8,8 +8,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use lock_core::backend::{Attempt, Handover, Lock, ReleaseSignal, ReleaseWatch};
-use lock_core::{Kind, Lease, LockError, Locker, MemoryLock, Op, Token};
+use lock_core::backend::{
+    Attempt, Capabilities, Handover, Lock, MultiAttempt, ReleaseSignal, ReleaseWatch,
+};
+use lock_core::{Kind, Lease, LockError, Locker, MemoryLock, Op, TimeoutPhase, Token};
 use tokio::time::{Instant, sleep};
 
 #[derive(Default)]
@@ -287,4 +289,141 @@ pub fn recorded_while<F: Future<Output = ()>>(
         runtime.block_on(scenario);
     });
     snapshotter.snapshot().into_vec()
+}
+
+/// How the next acquires fail.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    None,
+    /// The store took the grant, then the answer was lost (a command timeout).
+    AppliedThenTimedOut,
+    /// Known to have applied nothing: a quorum not reached (worth trying again).
+    NothingApplied,
+    /// A wrong password: trying again will not help.
+    Refused,
+    /// The backend itself says busy, as an error (a store whose lock wait timed out).
+    BusyError,
+}
+
+/// MemoryLock (in `tests/it/attempts.rs` and the metrics' tests), counting the acquire calls by kind and the releases, failing acquires as told.
+pub struct Failing {
+    pub inner: MemoryLock,
+    failure: Mutex<Failure>,
+    pub plain: AtomicU32,
+    pub renewed: AtomicU32,
+    pub releases: AtomicU32,
+}
+
+impl Failing {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self {
+            inner: MemoryLock::new(),
+            failure: Mutex::new(Failure::None),
+            plain: AtomicU32::new(0),
+            renewed: AtomicU32::new(0),
+            releases: AtomicU32::new(0),
+        })
+    }
+
+    pub fn fail(&self, failure: Failure) {
+        *self.failure.lock().expect("lock") = failure;
+    }
+
+    fn failure(&self) -> Failure {
+        *self.failure.lock().expect("lock")
+    }
+
+    /// The error of a failed acquire; `None` when acquires succeed.
+    fn error(&self) -> Option<LockError> {
+        match self.failure() {
+            Failure::None => None,
+            Failure::AppliedThenTimedOut => Some(LockError::Timeout {
+                phase: TimeoutPhase::Command,
+                elapsed: Duration::from_millis(500),
+            }),
+            Failure::NothingApplied => Some(LockError::QuorumNotReached {
+                backend: "failing",
+                op: Op::Acquire,
+                granted: 1,
+                required: 2,
+                retryable: true,
+                source: "1 of 3 nodes".into(),
+            }),
+            Failure::BusyError => Some(LockError::Busy {
+                name: "busy".into(),
+                holder_ttl: None,
+            }),
+            Failure::Refused => Some(LockError::Backend {
+                backend: "failing",
+                op: Op::Acquire,
+                retryable: false,
+                source: "WRONGPASS".into(),
+            }),
+        }
+    }
+
+    pub fn count(&self, counter: &AtomicU32) -> u32 {
+        counter.load(Ordering::SeqCst)
+    }
+}
+
+#[async_trait]
+impl Lock for Failing {
+    fn backend(&self) -> &'static str {
+        "failing"
+    }
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
+    }
+    async fn try_acquire(
+        &self,
+        name: &str,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        self.plain.fetch_add(1, Ordering::SeqCst);
+        if self.failure() == Failure::AppliedThenTimedOut {
+            self.inner.try_acquire(name, token, ttl).await?;
+        }
+        match self.error() {
+            Some(error) => Err(error),
+            None => self.inner.try_acquire(name, token, ttl).await,
+        }
+    }
+    async fn try_acquire_renewed(
+        &self,
+        name: &str,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        self.renewed.fetch_add(1, Ordering::SeqCst);
+        if self.failure() == Failure::AppliedThenTimedOut {
+            self.inner.try_acquire(name, token, ttl).await?;
+        }
+        match self.error() {
+            Some(error) => Err(error),
+            None => self.inner.try_acquire(name, token, ttl).await,
+        }
+    }
+    async fn try_acquire_all(
+        &self,
+        names: &[Arc<str>],
+        token: Token,
+        ttl: Duration,
+    ) -> Result<MultiAttempt, LockError> {
+        if self.failure() == Failure::AppliedThenTimedOut {
+            self.inner.try_acquire_all(names, token, ttl).await?;
+        }
+        match self.error() {
+            Some(error) => Err(error),
+            None => self.inner.try_acquire_all(names, token, ttl).await,
+        }
+    }
+    async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
+        self.inner.extend(lease, ttl).await
+    }
+    async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
+        self.releases.fetch_add(1, Ordering::SeqCst);
+        self.inner.release(lease).await
+    }
 }

@@ -219,7 +219,7 @@ async fn a_resumed_leader_that_dies_leaves_the_election_empty_for_the_delay() {
     let resumed = election().resume(kept).await.expect("resumed");
     // The resumed leader's process dies in turn.
     let _kept = resumed.leak();
-    second
+    let _next = second
         .elect("scheduler")
         .lease(LEASE)
         .campaign()

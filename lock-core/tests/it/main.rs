@@ -23,6 +23,7 @@ mod metrics;
 mod multi;
 mod names_fuzz;
 mod oldest_held;
+mod pacing;
 mod reentrancy;
 mod renewal;
 mod revocation;

@@ -55,14 +55,24 @@ async fn an_elections_debug_names_it() {
 async fn every_handle_says_what_it_is_in_debug() {
     use std::time::Duration;
 
-    let builder = Locker::builder(Arc::new(Probe::default())).lease(Duration::from_secs(7));
+    let builder = Locker::builder(Arc::new(Probe::default()))
+        .lease(Duration::from_secs(7))
+        .stop_margin(Duration::from_millis(700));
     let shown = |what: &dyn std::fmt::Debug, parts: &[&str]| {
         let text = format!("{what:?}");
         for part in parts {
             assert!(text.contains(part), "{part:?} missing from {text}");
         }
     };
-    shown(&builder, &["LockerBuilder", "probe", "lease: 7s"]);
+    shown(
+        &builder,
+        &[
+            "LockerBuilder",
+            "probe",
+            "lease: 7s",
+            "stop_margin: Some(700ms)",
+        ],
+    );
     let locker = builder.build();
     shown(&locker, &["Locker", "probe", "lease: 7s"]);
     shown(
@@ -100,4 +110,17 @@ async fn a_multi_request_names_its_names_in_order() {
     let request = locker.lock_all(["b", "a", "c"]);
     let names: Vec<&str> = request.names().iter().map(|n| &**n).collect();
     assert_eq!(names, ["a", "b", "c"]);
+}
+
+/// A multi-lock's guard splits into one guard per name, sorted by name.
+#[tokio::test]
+async fn a_multi_guard_splits_into_its_guards() {
+    let locker = Locker::new(Arc::new(Probe::default()));
+    let all = locker.lock_all(["b", "a"]).await.expect("free");
+    let guards = all.into_guards();
+    let names: Vec<&str> = guards.iter().map(|g| g.name()).collect();
+    assert_eq!(names, ["a", "b"]);
+    for guard in guards {
+        guard.release().await.expect("ours");
+    }
 }
