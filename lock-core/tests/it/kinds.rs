@@ -390,3 +390,41 @@ async fn a_slow_polling_fair_waiter_keeps_its_place_in_the_queue() {
     first.await.expect("task");
     later.await.expect("task");
 }
+
+/// `writer_preference(false)` on a writer records nothing while it waits: readers arriving
+/// later still get in beside the reader that holds.
+#[tokio::test(start_paused = true)]
+async fn a_writer_without_preference_lets_later_readers_in() {
+    let store = Arc::new(MemoryLock::new());
+    let reader = Locker::new(Arc::clone(&store))
+        .read("doc")
+        .await
+        .expect("free");
+    let writer = {
+        let locker = Locker::new(Arc::clone(&store));
+        tokio::spawn(async move {
+            locker
+                .write("doc")
+                .writer_preference(false)
+                .wait(Duration::from_secs(5))
+                .await
+                .map(drop)
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let later = Locker::new(Arc::clone(&store))
+        .read("doc")
+        .try_acquire()
+        .await
+        .expect("answers");
+    assert!(
+        later.is_some(),
+        "a waiting writer without preference kept a reader out"
+    );
+    drop(later);
+    reader.release().await.expect("ours");
+    writer
+        .await
+        .expect("task")
+        .expect("the writer gets in once no reader holds");
+}

@@ -81,7 +81,22 @@ async fn every_handle_says_what_it_is_in_debug() {
     );
     shown(
         &locker.lock_all(["a", "b"]),
-        &["MultiRequest", "\"a\"", "\"b\"", "Options"],
+        &[
+            "MultiRequest",
+            "\"a\"",
+            "\"b\"",
+            "Options",
+            "stop_on: false",
+        ],
+    );
+    shown(
+        &locker.lock_all(["a"]).stop_on(std::future::pending()),
+        &["stop_on: true"],
+    );
+    shown(&locker.lock("orders"), &["stop_on: false"]);
+    shown(
+        &locker.lock("orders").stop_on(std::future::pending()),
+        &["stop_on: true"],
     );
     let all = locker.lock_all(["a", "b"]).await.expect("free");
     shown(&all, &["\"a\"", "\"b\""]);
