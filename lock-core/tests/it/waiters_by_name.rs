@@ -122,3 +122,22 @@ async fn a_store_without_notes_refuses_before_any_io() {
     );
     assert_eq!(store.attempts.load(Ordering::SeqCst), 0, "nothing sent");
 }
+
+/// Only a name that ends in the record's suffix and a 16-hex-digit id is a waiter's record: an
+/// operator's listing never folds a user's own lock under another.
+#[test]
+fn only_a_waiter_records_name_is_taken_for_one() {
+    assert_eq!(
+        waiter_record_of("orders:distlock-waiter:00ff00ff00ff00ff"),
+        Some("orders")
+    );
+    for not_one in [
+        "orders",
+        "orders:distlock-waiter:00ff00ff00ff00f",
+        "orders:distlock-waiter:00ff00ff00ff00ff0",
+        "orders:distlock-waiter:00ff00ff00ff00fg",
+        "orders:distlock-waiter:zzzzzzzzzzzzzzzz",
+    ] {
+        assert_eq!(waiter_record_of(not_one), None, "{not_one:?}");
+    }
+}
