@@ -312,6 +312,8 @@ pub struct Failing {
     pub plain: AtomicU32,
     pub renewed: AtomicU32,
     pub releases: AtomicU32,
+    /// Releases fail (the store went away after the grant).
+    pub failing_releases: AtomicBool,
 }
 
 impl Failing {
@@ -322,6 +324,7 @@ impl Failing {
             plain: AtomicU32::new(0),
             renewed: AtomicU32::new(0),
             releases: AtomicU32::new(0),
+            failing_releases: AtomicBool::new(false),
         })
     }
 
@@ -424,6 +427,14 @@ impl Lock for Failing {
     }
     async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
         self.releases.fetch_add(1, Ordering::SeqCst);
+        if self.failing_releases.load(Ordering::SeqCst) {
+            return Err(LockError::Backend {
+                backend: "failing",
+                op: Op::Release,
+                retryable: true,
+                source: "connection reset".into(),
+            });
+        }
         self.inner.release(lease).await
     }
 }

@@ -162,3 +162,43 @@ fn backend_busy_and_quorum_errors_are_counted_under_their_reason() {
     assert_eq!(counted("busy"), 1, "{snapshot:?}");
     assert_eq!(counted("quorum"), 1, "{snapshot:?}");
 }
+
+/// An attempt whose answer was lost is released in the background; when that release fails
+/// too (the store is down), the failure is logged at WARN once, however many fail within ten
+/// seconds, so an outage does not flood the log (nextest runs each test in a process of its
+/// own, so the process-wide rate limit starts fresh here).
+#[test]
+fn a_failed_background_release_is_warned_about_once() {
+    use tracing_subscriber::layer::SubscriberExt;
+
+    let warnings = Warnings::default();
+    let subscriber = tracing_subscriber::registry().with(warnings.clone());
+    tracing::subscriber::with_default(subscriber, || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        runtime.block_on(async {
+            let store = Failing::new();
+            let locker = Locker::new(Arc::clone(&store));
+            store.fail(Failure::AppliedThenTimedOut);
+            store.failing_releases.store(true, Ordering::SeqCst);
+            for name in ["a", "b", "c"] {
+                let lost = locker.lock(name).try_acquire().await;
+                assert!(matches!(lost, Err(LockError::Timeout { .. })), "{lost:?}");
+            }
+            for _ in 0..100 {
+                if store.count(&store.releases) == 3 {
+                    break;
+                }
+                sleep(Duration::from_millis(5)).await;
+            }
+            assert_eq!(
+                store.count(&store.releases),
+                3,
+                "each released in the background"
+            );
+        });
+    });
+    assert_eq!(*warnings.0.lock().expect("lock"), 1);
+}
