@@ -32,6 +32,9 @@ async fn a_renewed_request_asks_for_a_renewed_grant_and_a_fixed_one_for_a_plain_
         (store.count(&store.renewed), store.count(&store.plain)),
         (1, 1)
     );
+    // A granted attempt leaves nothing armed behind it: no release is sent while held.
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert_eq!(store.count(&store.releases), 0);
     renewed.release().await.expect("ours");
     fixed.release().await.expect("ours");
 }

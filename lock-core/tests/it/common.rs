@@ -52,6 +52,9 @@ pub struct Probe {
     pub handovers: AtomicU32,
     /// Each handover takes this long (after being applied).
     pub handover_delay: Mutex<Duration>,
+    /// Handovers fail: `Some(true)` after the store applied them (a lost answer), `Some(false)`
+    /// before (a refusal known to change nothing).
+    pub handover_fails: Mutex<Option<bool>>,
 }
 
 /// Dropped with a watch: counts live subscriptions.
@@ -153,7 +156,17 @@ impl Lock for Probe {
             return Ok(Handover::Unsupported);
         }
         self.handovers.fetch_add(1, Ordering::SeqCst);
+        let fails = *self.handover_fails.lock().expect("lock");
+        if fails == Some(false) {
+            return Err(LockError::invalid("refused before any change"));
+        }
         let answer = self.inner.hand_over(lease, to, ttl).await;
+        if fails == Some(true) {
+            return Err(LockError::Timeout {
+                phase: lock_core::TimeoutPhase::Command,
+                elapsed: Duration::from_millis(500),
+            });
+        }
         let delay = *self.handover_delay.lock().expect("lock");
         if !delay.is_zero() {
             sleep(delay).await;

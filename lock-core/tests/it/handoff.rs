@@ -198,3 +198,39 @@ async fn no_handoff_is_missed_under_real_concurrency() {
         task.await.expect("no panic");
     }
 }
+
+/// A handover whose answer was lost after the store applied it is undone (the new token's
+/// grant released) and the lock released: the waiter then gets it by its own attempt at once,
+/// not after the handed-over grant's TTL. A handover refused before any change sends no such
+/// release.
+#[tokio::test(start_paused = true)]
+async fn a_failed_handover_is_undone_only_when_it_may_have_applied() {
+    let probe = handing_probe();
+    let locker = Locker::new(Arc::clone(&probe));
+    *probe.handover_fails.lock().expect("lock") = Some(true);
+    let holder = locker.lock("a").fixed_ttl(LONG).await.expect("free");
+    let waiter = spawn_waiter(&locker, LONG).await;
+    // The store already moved the lock to the new token: the holder's own release finds it
+    // not owned, and the new token's grant is released in the background.
+    let released = holder.release().await;
+    assert!(
+        matches!(released, Ok(()) | Err(LockError::NotOwned { .. })),
+        "{released:?}"
+    );
+    let next = tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .expect("granted long before the handed grant's minute")
+        .expect("no panic")
+        .expect("granted");
+    *probe.handover_fails.lock().expect("lock") = Some(false);
+    let waiter = spawn_waiter(&locker, LONG).await;
+    let releases = probe.count(&probe.releases);
+    next.release().await.expect("released instead");
+    let last = waiter.await.expect("no panic").expect("granted");
+    assert_eq!(
+        probe.count(&probe.releases),
+        releases + 1,
+        "one release, the holder's: nothing to undo after a refusal"
+    );
+    last.release().await.expect("ours");
+}
