@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use lock_core::backend::{
-    Attempt, Capabilities, Handover, Lock, MultiAttempt, ReleaseSignal, ReleaseWatch,
+    Attempt, Capabilities, Handover, Holder, Lock, MultiAttempt, ReleaseSignal, ReleaseWatch,
 };
 use lock_core::{Kind, Lease, LockError, Locker, MemoryLock, Op, TimeoutPhase, Token};
 use tokio::time::{Instant, sleep};
@@ -449,5 +449,101 @@ impl Lock for Failing {
             });
         }
         self.inner.release(lease).await
+    }
+}
+
+/// MemoryLock as a remote store looks to an observer (elections, revocation): each holder read
+/// takes `round_trip` and is counted (past [`MAX_READS`] it fails, so a spinning observer ends
+/// its test instead of hanging it on the paused clock), a leader's record (its annotate) lands
+/// `note_after` the grant, as on a loaded server, and releases are announced to watchers (as
+/// Redis's pub/sub does).
+pub struct Remote {
+    inner: Arc<MemoryLock>,
+    round_trip: Duration,
+    note_after: Duration,
+    pub reads: AtomicU32,
+    released: ReleaseSignal,
+    /// Whether its capabilities say so (the Locker then listens for revocation bells).
+    announces: bool,
+    /// Live subscriptions (`watch`), counted down when a watch is dropped.
+    pub watches_alive: Arc<AtomicI32>,
+}
+
+pub const ROUND_TRIP: Duration = Duration::from_millis(1);
+pub const MAX_READS: u32 = 1_000;
+pub const SLOW_NOTE: Duration = Duration::from_millis(30);
+
+impl Remote {
+    pub fn new(inner: &Arc<MemoryLock>, note_after: Duration) -> Arc<Self> {
+        Self::answering_in(inner, ROUND_TRIP, note_after)
+    }
+
+    pub fn answering_in(
+        inner: &Arc<MemoryLock>,
+        round_trip: Duration,
+        note_after: Duration,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            inner: Arc::clone(inner),
+            round_trip,
+            note_after,
+            reads: AtomicU32::new(0),
+            released: ReleaseSignal::default(),
+            announces: false,
+            watches_alive: Arc::new(AtomicI32::new(0)),
+        })
+    }
+
+    /// One that says in its capabilities that it announces releases.
+    pub fn announcing(inner: &Arc<MemoryLock>) -> Arc<Self> {
+        let mut remote = Self::answering_in(inner, ROUND_TRIP, Duration::ZERO);
+        Arc::get_mut(&mut remote).expect("new").announces = true;
+        remote
+    }
+}
+
+#[async_trait]
+impl Lock for Remote {
+    fn backend(&self) -> &'static str {
+        "remote"
+    }
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities().with_announcements(self.announces)
+    }
+    async fn try_acquire(
+        &self,
+        name: &str,
+        token: Token,
+        ttl: Duration,
+    ) -> Result<Attempt, LockError> {
+        self.inner.try_acquire(name, token, ttl).await
+    }
+    async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
+        self.inner.extend(lease, ttl).await
+    }
+    async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
+        let released = self.inner.release(lease).await;
+        self.released.notify();
+        released
+    }
+    async fn watch(&self, _name: &str) -> Result<Option<ReleaseWatch>, LockError> {
+        self.watches_alive.fetch_add(1, Ordering::SeqCst);
+        Ok(Some(ReleaseWatch::new(
+            self.released.clone(),
+            Subscription(Arc::clone(&self.watches_alive)),
+        )))
+    }
+    async fn describe_holder(&self, name: &str) -> Result<Option<Holder>, LockError> {
+        if self.reads.fetch_add(1, Ordering::SeqCst) >= MAX_READS {
+            return Err(LockError::invalid(
+                "the observer read the holder 1,000 times",
+            ));
+        }
+        sleep(self.round_trip).await;
+        self.inner.describe_holder(name).await
+    }
+    async fn annotate(&self, lease: &Lease, note: &[u8]) -> Result<bool, LockError> {
+        sleep(self.note_after).await;
+        self.inner.annotate(lease, note).await
     }
 }

@@ -3,18 +3,16 @@
 //! order, the stop margin, resume. Tokio's paused clock makes every duration exact.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use futures::{FutureExt, StreamExt};
-use lock_core::backend::{
-    Attempt, Capabilities, Fencing, Holder, Lock, ReleaseSignal, ReleaseWatch,
-};
+use lock_core::backend::{Attempt, Capabilities, Fencing, Lock};
 use lock_core::{Lease, LockError, Locker, MemoryLock, TermEnd, TermEvent, Token};
 use tokio::time::{Instant, sleep, timeout};
 
-use crate::common::probe_locker;
+use crate::common::{Remote, SLOW_NOTE, probe_locker};
 
 const LEASE: Duration = Duration::from_secs(2);
 
@@ -308,84 +306,6 @@ async fn a_single_try_wins_a_free_election_and_the_election_has_its_name() {
         .expect("answers")
         .expect("free again after the resignation");
     assert!(next.term() > seen.term(), "terms grow");
-}
-
-/// MemoryLock as a remote store looks to an observer: each holder read takes `round_trip` and
-/// is counted (past [`MAX_READS`] it fails, so a spinning observer ends its test instead of
-/// hanging it on the paused clock), a leader's record (its annotate) lands `note_after` the grant, as on a loaded
-/// server, and releases are announced to watchers (as Redis's pub/sub does).
-struct Remote {
-    inner: Arc<MemoryLock>,
-    round_trip: Duration,
-    note_after: Duration,
-    reads: AtomicU32,
-    released: ReleaseSignal,
-}
-
-const ROUND_TRIP: Duration = Duration::from_millis(1);
-const MAX_READS: u32 = 1_000;
-const SLOW_NOTE: Duration = Duration::from_millis(30);
-
-impl Remote {
-    fn new(inner: &Arc<MemoryLock>, note_after: Duration) -> Arc<Self> {
-        Self::answering_in(inner, ROUND_TRIP, note_after)
-    }
-
-    fn answering_in(
-        inner: &Arc<MemoryLock>,
-        round_trip: Duration,
-        note_after: Duration,
-    ) -> Arc<Self> {
-        Arc::new(Self {
-            inner: Arc::clone(inner),
-            round_trip,
-            note_after,
-            reads: AtomicU32::new(0),
-            released: ReleaseSignal::default(),
-        })
-    }
-}
-
-#[async_trait]
-impl Lock for Remote {
-    fn backend(&self) -> &'static str {
-        "remote"
-    }
-    fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
-    }
-    async fn try_acquire(
-        &self,
-        name: &str,
-        token: Token,
-        ttl: Duration,
-    ) -> Result<Attempt, LockError> {
-        self.inner.try_acquire(name, token, ttl).await
-    }
-    async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Option<Instant>, LockError> {
-        self.inner.extend(lease, ttl).await
-    }
-    async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
-        let released = self.inner.release(lease).await;
-        self.released.notify();
-        released
-    }
-    async fn watch(&self, _name: &str) -> Result<Option<ReleaseWatch>, LockError> {
-        Ok(Some(ReleaseWatch::new(self.released.clone(), ())))
-    }
-    async fn describe_holder(&self, name: &str) -> Result<Option<Holder>, LockError> {
-        if self.reads.fetch_add(1, Ordering::SeqCst) >= MAX_READS {
-            return Err(LockError::invalid(
-                "the observer read the holder 1,000 times",
-            ));
-        }
-        sleep(self.round_trip).await;
-        self.inner.describe_holder(name).await
-    }
-    async fn annotate(&self, lease: &Lease, note: &[u8]) -> Result<bool, LockError> {
-        sleep(self.note_after).await;
-        self.inner.annotate(lease, note).await
-    }
 }
 
 /// An observer that reads a leader granted so recently that its record is not written yet

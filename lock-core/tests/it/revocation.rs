@@ -3,6 +3,7 @@
 //! a backend that cannot name a grant refuses both sides before any I/O.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use lock_core::backend::Capabilities;
@@ -10,7 +11,7 @@ use lock_core::{LockError, Locker, MemoryLock, metric};
 use metrics_util::debugging::DebugValue;
 use tokio::time::{Instant, sleep, timeout};
 
-use crate::common::{Declaring, recorded_while};
+use crate::common::{Declaring, Remote, recorded_while};
 
 const LEASE: Duration = Duration::from_secs(3);
 
@@ -90,4 +91,79 @@ async fn a_backend_that_cannot_name_a_grant_refuses_both_sides() {
             "{answer:?}"
         );
     }
+}
+
+/// A request made long after the grant is seen at a renewal after it: the holder looks again
+/// at every renewal, not only at the first.
+#[tokio::test(start_paused = true)]
+async fn a_request_made_later_is_seen_at_the_next_renewal() {
+    let store = Arc::new(MemoryLock::new());
+    let (holder, revoker) = (
+        Locker::new(Arc::clone(&store)),
+        Locker::new(Arc::clone(&store)),
+    );
+    let guard = holder
+        .lock("job")
+        .lease(LEASE)
+        .revocable()
+        .await
+        .expect("free");
+    sleep(LEASE * 2).await;
+    assert!(!guard.is_revoked(), "nobody asked yet");
+    let asked = Instant::now();
+    revoker.revoke("job", None).await.expect("asked");
+    timeout(LEASE, guard.revoked()).await.expect("told");
+    assert!(asked.elapsed() <= LEASE / 3 + Duration::from_millis(10));
+    guard.release().await.expect("ours");
+}
+
+/// Where the store announces releases, the revoker rings the grant's bell and the holder is
+/// told at once, not at its next renewal; the holder's listener ends with its hold (no
+/// subscription is left behind).
+#[tokio::test(start_paused = true)]
+async fn on_a_store_that_announces_releases_the_holder_is_told_at_once() {
+    let store = Arc::new(MemoryLock::new());
+    let remote = Remote::announcing(&store);
+    let (holder, revoker) = (
+        Locker::new(Arc::clone(&remote)),
+        Locker::new(Arc::clone(&remote)),
+    );
+    let guard = holder
+        .lock("job")
+        .lease(Duration::from_secs(30))
+        .revocable()
+        .await
+        .expect("free");
+    sleep(Duration::from_millis(100)).await;
+    let asked = Instant::now();
+    revoker.revoke("job", None).await.expect("asked");
+    timeout(Duration::from_secs(30), guard.revoked())
+        .await
+        .expect("told");
+    assert!(
+        asked.elapsed() < Duration::from_millis(100),
+        "told {:?} after the request, with renewals every 10 s",
+        asked.elapsed()
+    );
+    guard.release().await.expect("ours");
+
+    // A hold that ends without a request: its listener ends too.
+    let quiet = holder
+        .lock("other")
+        .lease(Duration::from_secs(30))
+        .revocable()
+        .await
+        .expect("free");
+    sleep(Duration::from_millis(100)).await;
+    assert!(
+        remote.watches_alive.load(Ordering::SeqCst) >= 1,
+        "listening"
+    );
+    quiet.release().await.expect("ours");
+    sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        remote.watches_alive.load(Ordering::SeqCst),
+        0,
+        "a subscription outlived its hold"
+    );
 }
