@@ -224,3 +224,22 @@ async fn a_guard_is_renewed_after_its_locker_handle_is_dropped() {
     assert!(probe.count(&probe.extends) >= 9);
     guard.release().await.expect("ours");
 }
+
+/// A store that answers a renewal with less validity than asked (30 % of it) is renewed again
+/// halfway to the holder's stop point, not a third of the lease later: the holder keeps the
+/// lock and is never past its stop point.
+#[tokio::test(start_paused = true)]
+async fn a_store_that_gives_less_than_asked_is_renewed_before_the_stop_point() {
+    let (probe, locker) = probe_locker(Duration::from_secs(3));
+    probe.short_answers.store(true, Ordering::SeqCst);
+    let guard = locker.lock("job").await.expect("free");
+    for _ in 0..50 {
+        sleep(Duration::from_millis(100)).await;
+        assert!(
+            guard.is_held(),
+            "past its stop point at {:?}",
+            guard.remaining()
+        );
+    }
+    guard.release().await.expect("ours");
+}
