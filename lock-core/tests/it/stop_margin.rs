@@ -185,6 +185,17 @@ fn at_risk_and_stop_margin_are_counted() {
             let guard = locker.lock("job").label("job:{id}").await.expect("free");
             probe.failing.store(true, Ordering::SeqCst);
             guard.lost().await;
+            // Without a margin the stop point is the lease's end: the work is told as the
+            // lease runs out, not while it is still valid, and that is no margin reached.
+            probe.failing.store(false, Ordering::SeqCst);
+            let bare = locker
+                .lock("bare")
+                .label("job:{id}")
+                .stop_margin(Duration::ZERO)
+                .await
+                .expect("free");
+            probe.failing.store(true, Ordering::SeqCst);
+            bare.lost().await;
         });
     });
     let snapshot = snapshotter.snapshot().into_vec();
@@ -204,7 +215,15 @@ fn at_risk_and_stop_margin_are_counted() {
             })
             .unwrap_or(0)
     };
-    assert_eq!(count(metric::AT_RISK_TOTAL), 1, "one spell of failures");
-    assert_eq!(count(metric::STOP_MARGIN_REACHED_TOTAL), 1);
-    assert_eq!(count(metric::LOST_TOTAL), 1);
+    assert_eq!(
+        count(metric::AT_RISK_TOTAL),
+        2,
+        "one spell of failures each"
+    );
+    assert_eq!(
+        count(metric::STOP_MARGIN_REACHED_TOTAL),
+        1,
+        "the margin of the first lease, none for the one without"
+    );
+    assert_eq!(count(metric::LOST_TOTAL), 2);
 }
