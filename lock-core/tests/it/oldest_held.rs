@@ -13,22 +13,33 @@ use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 
 /// The gauge of `label`'s mutex series on the memory backend, as last set.
 fn oldest(snapshotter: &Snapshotter, label: &str) -> Option<f64> {
-    snapshotter
-        .snapshot()
-        .into_vec()
-        .into_iter()
-        .find_map(|(key, _, _, value)| {
-            let key = key.key();
-            let labels: Vec<_> = key.labels().map(|l| (l.key(), l.value())).collect();
-            let wanted = key.name() == metric::OLDEST_HELD_SECONDS
-                && labels.contains(&("backend", "memory"))
-                && labels.contains(&("lock", label))
-                && labels.contains(&("kind", "mutex"));
-            match (wanted, value) {
-                (true, DebugValue::Gauge(seconds)) => Some(seconds.into_inner()),
-                _ => None,
-            }
-        })
+    gauge_in(&snapshotter.snapshot().into_vec(), label, "mutex")
+}
+
+/// The gauge of `label`'s series of `kind` on the memory backend in `snapshot` (one snapshot
+/// for several series: taking it drains what changed).
+fn gauge_in(
+    snapshot: &[(
+        metrics_util::CompositeKey,
+        Option<metrics::Unit>,
+        Option<metrics::SharedString>,
+        DebugValue,
+    )],
+    label: &str,
+    kind: &str,
+) -> Option<f64> {
+    snapshot.iter().find_map(|(key, _, _, value)| {
+        let key = key.key();
+        let labels: Vec<_> = key.labels().map(|l| (l.key(), l.value())).collect();
+        let wanted = key.name() == metric::OLDEST_HELD_SECONDS
+            && labels.contains(&("backend", "memory"))
+            && labels.contains(&("lock", label))
+            && labels.contains(&("kind", kind));
+        match (wanted, value) {
+            (true, DebugValue::Gauge(seconds)) => Some(seconds.into_inner()),
+            _ => None,
+        }
+    })
 }
 
 /// Runs `scenario` with a locker over a `MemoryLock` (3 s leases) on a paused clock, recording
@@ -140,5 +151,33 @@ fn the_gauge_is_the_oldest_of_the_series_holds() {
         assert!((6.0..=7.0).contains(&one), "the younger hold: {one} s");
         young.release().await.expect("ours");
         back_to_zero(&snapshotter, LABEL).await;
+    });
+}
+
+/// Holds of several series at once, granted in turn (so neighbouring holds belong to different
+/// series): each series' gauge shows its own oldest hold — another label, or the same label of
+/// another kind, is another series.
+#[test]
+fn each_series_shows_its_own_oldest_hold() {
+    const A: &str = "series-a:{id}";
+    const B: &str = "series-b:{id}";
+    on_paused_clock(|locker, snapshotter| async move {
+        let a1 = locker.lock("a:1").label(A).await.expect("free");
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        let b1 = locker.lock("b:1").label(B).await.expect("free");
+        let a2 = locker.lock("a:2").label(A).await.expect("free");
+        let read = locker.read("a:3").label(A).await.expect("free");
+        let b2 = locker.lock("b:2").label(B).await.expect("free");
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let snapshot = snapshotter.snapshot().into_vec();
+        let a = gauge_in(&snapshot, A, "mutex").expect("set");
+        let b = gauge_in(&snapshot, B, "mutex").expect("set");
+        let r = gauge_in(&snapshot, A, "read").expect("set");
+        assert!((14.0..=15.0).contains(&a), "A's oldest hold: {a} s");
+        assert!((4.0..=5.0).contains(&b), "B's oldest hold: {b} s");
+        assert!((4.0..=5.0).contains(&r), "A's reads: {r} s");
+        for guard in [a1, b1, a2, read, b2] {
+            guard.release().await.expect("ours");
+        }
     });
 }
