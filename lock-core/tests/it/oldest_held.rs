@@ -181,3 +181,28 @@ fn each_series_shows_its_own_oldest_hold() {
         }
     });
 }
+
+/// At the size at which the watchdog sweeps the leases it watches of the ended ones (64), the
+/// holds still held stay in the gauge.
+#[test]
+fn holds_stay_in_the_gauge_through_a_sweep() {
+    const LABEL: &str = "oldest-many:{id}";
+    on_paused_clock(|locker, snapshotter| async move {
+        let mut held = Vec::new();
+        for i in 0..64 {
+            held.push(
+                locker
+                    .lock(format!("job:{i}"))
+                    .label(LABEL)
+                    .await
+                    .expect("free"),
+            );
+        }
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let shown = oldest(&snapshotter, LABEL).expect("set");
+        assert!((4.0..=5.0).contains(&shown), "{shown} s after 5 s held");
+        for guard in held {
+            guard.release().await.expect("ours");
+        }
+    });
+}
