@@ -167,3 +167,32 @@ async fn on_a_store_that_announces_releases_the_holder_is_told_at_once() {
         "a subscription outlived its hold"
     );
 }
+
+/// A request names one grant: the holder of another name (or of another grant) is not told.
+#[tokio::test(start_paused = true)]
+async fn a_request_for_one_grant_tells_no_other_holder() {
+    let store = Arc::new(MemoryLock::new());
+    let remote = Remote::announcing(&store);
+    let (holder, revoker) = (
+        Locker::new(Arc::clone(&remote)),
+        Locker::new(Arc::clone(&remote)),
+    );
+    let asked = holder
+        .lock("job")
+        .lease(LEASE)
+        .revocable()
+        .await
+        .expect("free");
+    let other = holder
+        .lock("other")
+        .lease(LEASE)
+        .revocable()
+        .await
+        .expect("free");
+    revoker.revoke("job", None).await.expect("asked");
+    timeout(LEASE, asked.revoked()).await.expect("told");
+    sleep(LEASE * 2).await;
+    assert!(!other.is_revoked(), "the holder of another name was told");
+    asked.release().await.expect("ours");
+    other.release().await.expect("ours");
+}
