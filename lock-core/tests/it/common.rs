@@ -390,6 +390,17 @@ impl Failing {
     pub fn count(&self, counter: &AtomicU32) -> u32 {
         counter.load(Ordering::SeqCst)
     }
+
+    /// One grant, failing as told (applied first when the answer is to be lost).
+    async fn acquire(&self, name: &str, token: Token, ttl: Duration) -> Result<Attempt, LockError> {
+        if self.failure() == Failure::AppliedThenTimedOut {
+            self.inner.try_acquire(name, token, ttl).await?;
+        }
+        match self.error() {
+            Some(error) => Err(error),
+            None => self.inner.try_acquire(name, token, ttl).await,
+        }
+    }
 }
 
 #[async_trait]
@@ -407,13 +418,7 @@ impl Lock for Failing {
         ttl: Duration,
     ) -> Result<Attempt, LockError> {
         self.plain.fetch_add(1, Ordering::SeqCst);
-        if self.failure() == Failure::AppliedThenTimedOut {
-            self.inner.try_acquire(name, token, ttl).await?;
-        }
-        match self.error() {
-            Some(error) => Err(error),
-            None => self.inner.try_acquire(name, token, ttl).await,
-        }
+        self.acquire(name, token, ttl).await
     }
     async fn try_acquire_renewed(
         &self,
@@ -422,13 +427,7 @@ impl Lock for Failing {
         ttl: Duration,
     ) -> Result<Attempt, LockError> {
         self.renewed.fetch_add(1, Ordering::SeqCst);
-        if self.failure() == Failure::AppliedThenTimedOut {
-            self.inner.try_acquire(name, token, ttl).await?;
-        }
-        match self.error() {
-            Some(error) => Err(error),
-            None => self.inner.try_acquire(name, token, ttl).await,
-        }
+        self.acquire(name, token, ttl).await
     }
     async fn try_acquire_all(
         &self,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use lock_core::backend::Capabilities;
+use lock_core::backend::{Capabilities, Lock};
 use lock_core::{LockError, Locker, MemoryLock, metric};
 use metrics_util::debugging::DebugValue;
 use tokio::time::{Instant, sleep, timeout};
@@ -15,13 +15,18 @@ use crate::common::{Declaring, Remote, recorded_while};
 
 const LEASE: Duration = Duration::from_secs(3);
 
+/// Two lockers over one store: the holder's process and the revoker's.
+fn holder_and_revoker<L: Lock + 'static>(store: &Arc<L>) -> (Locker, Locker) {
+    (
+        Locker::new(Arc::clone(store)),
+        Locker::new(Arc::clone(store)),
+    )
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_lease_that_is_not_revocable_is_never_told() {
     let store = Arc::new(MemoryLock::new());
-    let (holder, revoker) = (
-        Locker::new(Arc::clone(&store)),
-        Locker::new(Arc::clone(&store)),
-    );
+    let (holder, revoker) = holder_and_revoker(&store);
     let guard = holder.lock("job").lease(LEASE).await.expect("free");
     assert_eq!(
         revoker.revoke("job", None).await.expect("asked"),
@@ -98,10 +103,7 @@ async fn a_backend_that_cannot_name_a_grant_refuses_both_sides() {
 #[tokio::test(start_paused = true)]
 async fn a_request_made_later_is_seen_at_the_next_renewal() {
     let store = Arc::new(MemoryLock::new());
-    let (holder, revoker) = (
-        Locker::new(Arc::clone(&store)),
-        Locker::new(Arc::clone(&store)),
-    );
+    let (holder, revoker) = holder_and_revoker(&store);
     let guard = holder
         .lock("job")
         .lease(LEASE)
@@ -124,10 +126,7 @@ async fn a_request_made_later_is_seen_at_the_next_renewal() {
 async fn on_a_store_that_announces_releases_the_holder_is_told_at_once() {
     let store = Arc::new(MemoryLock::new());
     let remote = Remote::announcing(&store);
-    let (holder, revoker) = (
-        Locker::new(Arc::clone(&remote)),
-        Locker::new(Arc::clone(&remote)),
-    );
+    let (holder, revoker) = holder_and_revoker(&remote);
     let guard = holder
         .lock("job")
         .lease(Duration::from_secs(30))
@@ -173,10 +172,7 @@ async fn on_a_store_that_announces_releases_the_holder_is_told_at_once() {
 async fn a_request_for_one_grant_tells_no_other_holder() {
     let store = Arc::new(MemoryLock::new());
     let remote = Remote::announcing(&store);
-    let (holder, revoker) = (
-        Locker::new(Arc::clone(&remote)),
-        Locker::new(Arc::clone(&remote)),
-    );
+    let (holder, revoker) = holder_and_revoker(&remote);
     let asked = holder
         .lock("job")
         .lease(LEASE)
