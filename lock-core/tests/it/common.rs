@@ -239,6 +239,17 @@ pub fn slow_polling_locker(probe: &Arc<Probe>) -> Locker {
         .build()
 }
 
+/// Whether `name` is free for `locker` right now: a single try that takes it and gives it back
+/// (in the background, as a dropped guard does).
+pub async fn is_free(locker: &Locker, name: &str) -> bool {
+    locker
+        .lock(name)
+        .try_acquire()
+        .await
+        .expect("answers")
+        .is_some()
+}
+
 pub fn probe_locker(lease: Duration) -> (Arc<Probe>, Locker) {
     let probe = Arc::new(Probe::default());
     let locker = Locker::builder(Arc::clone(&probe)).lease(lease).build();
