@@ -400,13 +400,15 @@ async fn annotate_then_describe() {
         "{described:?}"
     );
 
-    // On each node: the node's own reading of the record.
+    // On each node: the node's own reading of the record. `annotate` promises the record on
+    // a quorum; a node a loaded machine made miss it gets it in the background for at most
+    // one more node timeout, and may never (CI saw one node without it after 5 s). So every
+    // node that has it has it whole, and a quorum has it.
     let hex = token_hex(&guard.lease());
+    let mut recorded = 0;
     for i in 0..3 {
         let node = redis_lock(&nodes.url(i));
-        // `annotate` waits for every node within the release timeout; a node that a loaded
-        // machine made miss it gets the record in the background: read until it is there
-        // (at most 5 s).
+        // Read until it is there (at most 5 s).
         let mut seen = holders::holder(&node, "order:42").await;
         for _ in 0..50 {
             if seen.note.is_some() {
@@ -415,7 +417,10 @@ async fn annotate_then_describe() {
             tokio::time::sleep(Duration::from_millis(100)).await;
             seen = holders::holder(&node, "order:42").await;
         }
-        let note = seen.note.expect("the record");
+        let Some(note) = seen.note else {
+            continue;
+        };
+        recorded += 1;
         assert!(note.starts_with(b"distlock-redlock/1 "), "{note:?}");
         assert!(note.ends_with(b"\npod-a\nline two"));
         assert!(
@@ -423,6 +428,7 @@ async fn annotate_then_describe() {
             "the token shows"
         );
     }
+    assert!(recorded >= 2, "the record is on {recorded} of 3 nodes");
 
     guard.extend(TTL).await.expect("renewed");
     holders::assert_holder(&redlock, "order:42", term, Some(b"pod-a\nline two")).await;
